@@ -1,0 +1,49 @@
+"""What a backend is: the interface every backend plugin implements.
+
+A plugin registers backend objects through `hologram_register_backends(register)`.
+Core never imports a backend; it finds them through the plugin manager, so the
+in-repo backends are exactly as pluggable as a third party's.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Protocol, runtime_checkable
+
+import numpy as np
+
+from .isa import Program
+from .types import DType
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """A place programs run.
+
+    name        short unique name (`interp`, `cpu_llvm`); what `HOLOGRAM_BACKEND` names
+    priority    the highest-priority available backend is the default
+    """
+
+    name: str
+    priority: int
+
+    def available(self) -> bool:
+        """True when this backend can run on this machine now."""
+
+    def allocate(self, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
+        """A new C-contiguous array this backend can launch on (zeroed)."""
+
+    def prepare(self, program: Program) -> Any:
+        """A verified program made ready to launch (an executable). Backends cache this
+        by program hash; preparing the same program twice is cheap."""
+
+    def launch(self, executable: Any, buffers: Mapping[str, np.ndarray],
+               scalars: Mapping[str, Any], symbols: Mapping[str, int]) -> None:
+        """Run every stage of the program, in order.
+
+        buffers   every buffer *param* by name: C-contiguous arrays of the declared dtype
+                  whose sizes match the declared shapes under `symbols` (the caller has
+                  checked). Temporaries are the backend's to allocate.
+        scalars   every scalar param by name, as numpy scalars of the declared dtype
+        symbols   every shape symbol's value
+        Raises ExecutionError (never crashes) when a checked access is out of bounds.
+        """

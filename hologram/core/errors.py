@@ -1,0 +1,105 @@
+"""The exceptions Hologram raises, and source spans that point into documents.
+
+Every user-facing error is a `HologramError`. Errors about a document carry a `Span`
+(file, 1-based line and column, end column) and render with the offending source line
+and a caret underline, as compilers do:
+
+    kernels/bad.toml:7:9: error: unknown function 'expp'; did you mean 'exp'?
+       7 | y = expp(x)
+         |     ^^^^
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Iterable
+
+import attrs
+
+
+@attrs.frozen
+class Span:
+    """A region of a source file. Lines and columns are 1-based; `end_col` is exclusive."""
+
+    file: str
+    line: int
+    col: int
+    end_line: int | None = None
+    end_col: int | None = None
+    source: str | None = attrs.field(default=None, eq=False, repr=False)
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+    def excerpt(self) -> str:
+        """The source line with the span underlined, or '' when the text is unknown."""
+        if self.source is None:
+            return ""
+        lines = self.source.splitlines()
+        if not 1 <= self.line <= len(lines):
+            return ""
+        text = lines[self.line - 1]
+        end = self.end_col if (self.end_line in (None, self.line) and self.end_col) else len(text) + 1
+        width = max(1, end - self.col)
+        gutter = f"{self.line:>4} | "
+        pad = " " * (len(gutter) - 2) + "| "
+        return f"{gutter}{text}\n{pad}{' ' * (self.col - 1)}{'^' * width}"
+
+
+class HologramError(Exception):
+    """Base of every error Hologram reports to a user."""
+
+    def __init__(self, message: str, span: Span | None = None, hint: str | None = None):
+        self.message = message
+        self.span = span
+        self.hint = hint
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        head = f"{self.span}: error: {self.message}" if self.span else self.message
+        parts = [head]
+        if self.span is not None:
+            ex = self.span.excerpt()
+            if ex:
+                parts.append(ex)
+        if self.hint:
+            parts.append(f"  hint: {self.hint}")
+        return "\n".join(parts)
+
+
+class DocumentError(HologramError):
+    """A kernel document is malformed: bad TOML/YAML/JSON, unknown key, bad type."""
+
+
+class CompileError(HologramError):
+    """A kernel body is ill-formed: syntax, unknown name, type or shape mismatch."""
+
+
+class ISAError(HologramError):
+    """Malformed assembly text or binary program encoding."""
+
+
+class VerifyError(HologramError):
+    """The verifier rejected a program."""
+
+
+class ExecutionError(HologramError):
+    """A program failed while running: a guarded access out of bounds, a bad pool handle."""
+
+
+class ArgumentError(HologramError, TypeError):
+    """A kernel was called with wrong arguments: dtype, contiguity, shape, count."""
+
+
+class BundleError(HologramError):
+    """A bundle is corrupt, incompatible or not found."""
+
+
+class PluginError(HologramError):
+    """A plugin is misconfigured or a requested plugin/backend does not exist."""
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """`"; did you mean 'exp'?"` when a candidate is close to `name`, else ''."""
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""

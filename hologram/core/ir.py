@@ -1,0 +1,223 @@
+"""Kernel IR: a typed dataflow graph of array computations (tensor-expression form).
+
+A kernel is a list of *statements*, each defining one named array:
+
+- `Compute(target, vars, body)`: `target[vars...] = body` for every index in the target's
+  shape. `body` is a scalar `Expr` over the index variables `vars` (one per dimension).
+- `Accumulate(target, vars, extents, key, value)`: `target[key] += value` for every point
+  of the domain `vars x extents`; the target starts at zero (a scatter-add; `resonance`).
+
+Scalar expressions are one frozen, hashable value class `Expr(op, dtype, srcs, arg)`, in
+the style of tinygrad's UOp: passes match on `op` and rebuild with `attrs.evolve` or
+`Expr(...)`. Every `Expr` carries its result dtype; shapes live on `TensorDecl`.
+
+Ops (see `OPS`):
+    CONST     arg = Python value (bool/int/float), already representable in dtype
+    IDX       arg = index-variable name; dtype i64
+    SYM       arg = shape-symbol name; dtype i64
+    SCALAR    arg = scalar-parameter name
+    LOAD      arg = tensor name; srcs = one i64 index expression per dimension
+    <unary>   srcs = (x,)          CAST: srcs = (x,), dtype = target type
+    <binary>  srcs = (a, b)        comparisons have dtype bool
+    WHERE     srcs = (cond, a, b)  FMA: srcs = (a, b, c)
+    REDUCE    arg = (op, ((var, extent: Affine), ...)); srcs = (body,)
+              op in sum prod min max argmin argmax; argmin/argmax give the flat index
+              (row-major over the listed vars) as i64
+    <atlas>   ATLAS_CLASS MIRROR DEGREE NEIGHBOR IS_UNITY BOUND_MAP (see docs/atlas.md)
+
+Semantics are numpy's (the oracle), with the DSL's defined answers where numpy is
+platform-defined: integer FLOORDIV/MOD by zero give 0, integer overflow wraps, shift
+amounts are masked to the bit width, float->int CAST saturates (NaN -> 0), MIN/MAX
+propagate NaN.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator
+
+import attrs
+
+from .types import Affine, DType, Shape, type_str
+
+UNARY_OPS = frozenset(
+    """NEG ABS SQRT RSQRT EXP EXP2 EXPM1 LOG LOG2 LOG10 LOG1P SIN COS TAN ASIN ACOS ATAN
+    SINH COSH TANH ASINH ACOSH ATANH FLOOR CEIL TRUNC RINT SIGN SIGMOID ISNAN NOT CAST""".split()
+)
+BINARY_OPS = frozenset(
+    """ADD SUB MUL DIV FLOORDIV MOD POW MIN MAX ATAN2 HYPOT FMOD COPYSIGN
+    AND OR XOR SHL SHR CMPEQ CMPNE CMPLT CMPLE CMPGT CMPGE""".split()
+)
+COMPARISONS = frozenset({"CMPEQ", "CMPNE", "CMPLT", "CMPLE", "CMPGT", "CMPGE"})
+TERNARY_OPS = frozenset({"WHERE", "FMA"})
+ATLAS_OPS = frozenset({"ATLAS_CLASS", "MIRROR", "DEGREE", "NEIGHBOR", "IS_UNITY", "BOUND_MAP"})
+LEAF_OPS = frozenset({"CONST", "IDX", "SYM", "SCALAR"})
+REDUCE_KINDS = ("sum", "prod", "min", "max", "argmin", "argmax")
+OPS = UNARY_OPS | BINARY_OPS | TERNARY_OPS | ATLAS_OPS | LEAF_OPS | {"LOAD", "REDUCE"}
+
+
+@attrs.frozen(cache_hash=True)
+class Expr:
+    op: str
+    dtype: DType
+    srcs: tuple["Expr", ...] = ()
+    arg: Any = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.op not in OPS:
+            raise ValueError(f"unknown IR op {self.op!r}")
+
+    # -- constructors -----------------------------------------------------
+    @staticmethod
+    def const(value: bool | int | float, dtype: DType) -> "Expr":
+        return Expr("CONST", dtype, (), value)
+
+    @staticmethod
+    def idx(var: str) -> "Expr":
+        return Expr("IDX", DType.I64, (), var)
+
+    @staticmethod
+    def load(tensor: str, dtype: DType, index: tuple["Expr", ...]) -> "Expr":
+        return Expr("LOAD", dtype, tuple(index), tensor)
+
+    # -- traversal --------------------------------------------------------
+    def walk(self) -> Iterator["Expr"]:
+        """Every node of the DAG once, children before parents."""
+        seen: set[int] = set()
+        stack: list[tuple[Expr, bool]] = [(self, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                yield node
+                continue
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            stack.append((node, True))
+            stack.extend((s, False) for s in reversed(node.srcs))
+
+    def replace(self, fn: Callable[["Expr"], "Expr | None"]) -> "Expr":
+        """Bottom-up rewrite: `fn(node)` returns a replacement or None to keep the node."""
+        memo: dict[Expr, Expr] = {}
+        for node in self.walk():
+            srcs = tuple(memo[s] for s in node.srcs)
+            rebuilt = node if srcs == node.srcs else attrs.evolve(node, srcs=srcs)
+            new = fn(rebuilt)
+            memo[node] = rebuilt if new is None else new
+        return memo[self]
+
+    def free_vars(self) -> frozenset[str]:
+        """Index variables used and not bound by a REDUCE inside this expression."""
+        bound: set[str] = set()
+        used: set[str] = set()
+        for n in self.walk():
+            if n.op == "IDX":
+                used.add(n.arg)
+            elif n.op == "REDUCE":
+                bound.update(v for v, _ in n.arg[1])
+        # a reduce var is never reused as an outer var (the front end names them uniquely)
+        return frozenset(used - bound)
+
+    def loads(self) -> frozenset[str]:
+        return frozenset(n.arg for n in self.walk() if n.op == "LOAD")
+
+    def __str__(self) -> str:
+        return format_expr(self)
+
+
+def format_expr(e: Expr) -> str:
+    op = e.op
+    if op == "CONST":
+        return f"{e.arg!r}:{e.dtype}"
+    if op in ("IDX", "SYM"):
+        return str(e.arg)
+    if op == "SCALAR":
+        return f"${e.arg}"
+    if op == "LOAD":
+        return f"{e.arg}[{', '.join(format_expr(s) for s in e.srcs)}]"
+    if op == "CAST":
+        return f"{e.dtype}({format_expr(e.srcs[0])})"
+    if op == "REDUCE":
+        kind, axes = e.arg
+        dom = ", ".join(f"{v}<{ext}" for v, ext in axes)
+        return f"{kind}[{dom}]({format_expr(e.srcs[0])}):{e.dtype}"
+    args = ", ".join(format_expr(s) for s in e.srcs)
+    return f"{op.lower()}({args}):{e.dtype}"
+
+
+@attrs.frozen
+class TensorDecl:
+    """A named array (or scalar, when `shape == ()`) of a kernel.
+
+    kind: 'input' (caller-supplied array), 'scalar' (caller-supplied scalar value),
+    'output' (returned / written through `out=`), 'temp' (internal).
+    """
+
+    name: str
+    dtype: DType
+    shape: Shape
+    kind: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.name}: {type_str(self.dtype, self.shape)}"
+
+
+@attrs.frozen
+class Compute:
+    target: str
+    vars: tuple[str, ...]
+    body: Expr
+
+    def __str__(self) -> str:
+        lhs = f"{self.target}[{', '.join(self.vars)}]" if self.vars else self.target
+        return f"{lhs} = {self.body}"
+
+
+@attrs.frozen
+class Accumulate:
+    target: str
+    vars: tuple[str, ...]
+    extents: tuple[Affine, ...]
+    key: Expr
+    value: Expr
+
+    def __str__(self) -> str:
+        dom = ", ".join(f"{v}<{e}" for v, e in zip(self.vars, self.extents))
+        return f"{self.target}[{self.key}] += {self.value}  for {dom}"
+
+
+Statement = Compute | Accumulate
+
+
+@attrs.frozen
+class KernelIR:
+    """A whole kernel. `params` are the call signature in order (inputs and scalars);
+    `outputs` in declaration order; `temps` internal arrays; `body` in execution order.
+    `symbols` are the shape symbols, each bound at call time from some param's shape."""
+
+    name: str
+    version: str
+    params: tuple[TensorDecl, ...]
+    outputs: tuple[TensorDecl, ...]
+    temps: tuple[TensorDecl, ...]
+    body: tuple[Statement, ...]
+    symbols: tuple[str, ...] = ()
+
+    def decl(self, name: str) -> TensorDecl:
+        for d in self.params + self.outputs + self.temps:
+            if d.name == name:
+                return d
+        raise KeyError(name)
+
+    def __str__(self) -> str:
+        return format_kernel(self)
+
+
+def format_kernel(k: KernelIR) -> str:
+    lines = [f"kernel {k.name} {k.version}"]
+    if k.symbols:
+        lines.append(f"  symbols {', '.join(k.symbols)}")
+    for d in k.params + k.outputs + k.temps:
+        lines.append(f"  {d}")
+    for st in k.body:
+        lines.append(f"  {st}")
+    return "\n".join(lines)

@@ -1,0 +1,285 @@
+"""The Atlas ISA: programs of SIMT stages over a launch domain.
+
+A `Program` has a signature (buffer and scalar parameters with dtypes and symbolic
+shapes), internal temporaries, the shape symbols bound at launch, and an ordered list of
+`Stage`s with an implicit global barrier between them. A stage is a launch domain of
+1-3 symbolic dimensions tiled into blocks, and a body every lane executes.
+
+Values here are frozen attrs classes; `OPCODES` is the single table that the assembler,
+the binary encoding, the verifier and the backends all read, so an opcode exists in one
+place. The semantics of every opcode are in docs/isa.md.
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+import attrs
+
+from .types import Affine, DType, Shape
+
+ISA_VERSION = 1
+
+AXES = ("x", "y", "z")
+SPECIALS = tuple(f"{k}.{a}" for k in ("tid", "ntid", "ctaid", "nctaid", "gid", "gdim") for a in AXES)
+COMPARE_MODS = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+# ---------------------------------------------------------------------------- operands
+@attrs.frozen
+class Reg:
+    """A virtual register declared in the stage (`.reg %name dtype`). Printed `%name`."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f"%{self.name}"
+
+
+@attrs.frozen
+class Special:
+    """A read-only i64 special register: `%gid.x`, `%tid.y`, `%ntid.x`, `%ctaid.z`,
+    `%nctaid.x`, `%gdim.x` (the domain extent on that axis)."""
+
+    name: str
+
+    def __attrs_post_init__(self) -> None:
+        if self.name not in SPECIALS:
+            raise ValueError(f"unknown special register %{self.name}")
+
+    def __str__(self) -> str:
+        return f"%{self.name}"
+
+
+@attrs.frozen
+class Imm:
+    """An immediate, typed by the instruction that uses it."""
+
+    value: bool | int | float
+
+    def __str__(self) -> str:
+        return repr(self.value)
+
+
+@attrs.frozen
+class Sym:
+    """A launch-time constant: a shape symbol (i64) or a scalar parameter. Printed `$name`."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f"${self.name}"
+
+
+Operand = Union[Reg, Special, Imm, Sym]
+
+
+@attrs.frozen
+class Addr:
+    """`[buffer + %index + offset]`: element (not byte) address into a global buffer
+    (param or temp), a block-shared array, or the lane's pool. `index` may be None."""
+
+    buffer: str
+    index: Reg | None = None
+    offset: int = 0
+
+    def __str__(self) -> str:
+        text = self.buffer
+        if self.index is not None:
+            text += f" + {self.index}"
+        if self.offset:
+            text += f" {'+' if self.offset > 0 else '-'} {abs(self.offset)}"
+        return f"[{text}]"
+
+
+# ------------------------------------------------------------------------ instructions
+@attrs.frozen
+class Pred:
+    """A branch guard: `@%p` (negate=False) or `@!%p`."""
+
+    reg: Reg
+    negate: bool = False
+
+    def __str__(self) -> str:
+        return f"@{'!' if self.negate else ''}{self.reg}"
+
+
+@attrs.frozen
+class Label:
+    """A branch/call target; sits in a stage body between instructions."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.name}:"
+
+
+@attrs.frozen
+class Instr:
+    """One instruction. Which fields are used is fixed by `OPCODES[op].form`:
+
+    dtype   operation type (`ADD.f32`); for CVT the destination type
+    dtype2  CVT only: the source type (`CVT.f32.i32`)
+    mod     SET only: the comparison (`SET.lt.f32`)
+    dst     destination register
+    srcs    source operands
+    addr    memory operand (loads, stores, reductions, ResAccum)
+    target  label (BRA, CALL, LOOP); pool name (PoolAlloc)
+    count   PoolAlloc only: number of elements to allocate
+    pred    BRA only: optional guard predicate
+    checked memory access is bounds-checked at run time (`.chk`); an unchecked access
+            must be proven in bounds by the verifier
+    """
+
+    op: str
+    dtype: DType | None = None
+    dst: Reg | None = None
+    srcs: tuple[Operand, ...] = ()
+    addr: Addr | None = None
+    target: str | None = None
+    mod: str | None = None
+    dtype2: DType | None = None
+    count: int | None = None
+    pred: Pred | None = None
+    checked: bool = False
+
+
+Item = Union[Instr, Label]
+
+
+# ---------------------------------------------------------------------- declarations
+@attrs.frozen
+class RegDecl:
+    name: str
+    dtype: DType
+
+
+@attrs.frozen
+class MemDecl:
+    """Block-shared array (`.shared`) or per-lane pool (`.pool`) of `size` elements."""
+
+    name: str
+    dtype: DType
+    size: int
+
+
+@attrs.frozen
+class Init:
+    """`buffer[offset] = value`, done once per launch before any lane of the stage runs
+    (used to seed reduction outputs with the identity)."""
+
+    buffer: str
+    offset: int
+    value: bool | int | float
+
+
+@attrs.frozen
+class BufferParam:
+    """A global buffer: row-major, C-contiguous, `shape` symbolic. role: 'in', 'out',
+    'inout' (for params) or 'temp' (program-internal, allocated per launch)."""
+
+    name: str
+    dtype: DType
+    shape: Shape
+    role: str
+
+
+@attrs.frozen
+class ScalarParam:
+    name: str
+    dtype: DType
+
+
+@attrs.frozen
+class Stage:
+    name: str
+    domain: tuple[Affine, ...]
+    block: tuple[int, ...]
+    regs: tuple[RegDecl, ...] = ()
+    shared: tuple[MemDecl, ...] = ()
+    pools: tuple[MemDecl, ...] = ()
+    inits: tuple[Init, ...] = ()
+    body: tuple[Item, ...] = ()
+
+    def reg_types(self) -> dict[str, DType]:
+        return {r.name: r.dtype for r in self.regs}
+
+
+@attrs.frozen
+class Program:
+    name: str
+    params: tuple[BufferParam | ScalarParam, ...]
+    temps: tuple[BufferParam, ...] = ()
+    symbols: tuple[str, ...] = ()
+    stages: tuple[Stage, ...] = ()
+    isa_version: int = ISA_VERSION
+
+    def buffers(self) -> dict[str, BufferParam]:
+        out = {p.name: p for p in self.params if isinstance(p, BufferParam)}
+        out.update({t.name: t for t in self.temps})
+        return out
+
+    def scalars(self) -> dict[str, ScalarParam]:
+        return {p.name: p for p in self.params if isinstance(p, ScalarParam)}
+
+
+# ---------------------------------------------------------------------- opcode table
+@attrs.frozen
+class OpSpec:
+    """form: operand kinds in order: 'd' dst reg, 's' source operand, 'm' memory
+    address, 'l' label, 'p' pool name, 'n' element count.
+    types: which dtypes the `.dtype` suffix admits: 'any' numeric+bool, 'num' numeric,
+    'int' integers, 'intbool' integers or bool, 'float', 'none' (no suffix).
+    result: dst type: 'same' as dtype, 'bool', 'i64', 'none'."""
+
+    name: str
+    group: str
+    form: str
+    types: str
+    result: str = "same"
+    space: str | None = None  # memory space of 'm': global, shared, pool
+
+
+def _ops(group: str, names: str, form: str, types: str, result: str = "same", space: str | None = None):
+    return {n: OpSpec(n, group, form, types, result, space) for n in names.split()}
+
+
+OPCODES: dict[str, OpSpec] = {
+    **_ops("data", "LDG", "dm", "any", space="global"),
+    **_ops("data", "STG", "ms", "any", "none", space="global"),
+    **_ops("data", "LDS", "dm", "any", space="shared"),
+    **_ops("data", "STS", "ms", "any", "none", space="shared"),
+    **_ops("data", "MOV MOV_IMM", "ds", "any"),
+    **_ops("data", "CVT", "ds", "any"),
+    **_ops("arith", "ADD SUB MUL DIV REM MIN MAX", "dss", "num"),
+    **_ops("arith", "MAD FMA", "dsss", "num"),
+    **_ops("arith", "ABS NEG", "ds", "num"),
+    **_ops("logic", "AND OR XOR", "dss", "intbool"),
+    **_ops("logic", "NOT", "ds", "intbool"),
+    **_ops("logic", "SHL SHR", "dss", "int"),
+    **_ops("logic", "SET", "dss", "any", "bool"),
+    **_ops("logic", "SEL", "dsss", "any"),
+    **_ops("control", "BRA CALL", "l", "none", "none"),
+    **_ops("control", "LOOP", "sl", "none", "none"),
+    **_ops("control", "RET EXIT", "", "none", "none"),
+    **_ops("sync", "BarSync MemFence", "", "none", "none"),
+    **_ops("reduce", "ReduceAdd ReduceMin ReduceMax ReduceMul", "ms", "num", "none", space="global"),
+    **_ops("transcendental", "EXP LOG LOG2 LOG10 SQRT RSQRT SIN COS TAN TANH SIGMOID", "ds", "float"),
+    **_ops("math", "ASIN ACOS ATAN SINH COSH ASINH ACOSH ATANH EXP2 EXPM1 LOG1P FLOOR CEIL TRUNC RINT",
+           "ds", "float"),
+    **_ops("math", "ATAN2 HYPOT FMOD COPYSIGN POW", "dss", "float"),
+    **_ops("atlas", "ClsGet MIRROR NbrCount", "ds", "int"),
+    **_ops("atlas", "UnityTest", "ds", "int", "bool"),
+    **_ops("atlas", "NbrGet", "dss", "int"),
+    **_ops("atlas", "BoundMap", "dsss", "int"),
+    **_ops("atlas", "ResAccum", "ms", "num", "none", space="global"),
+    **_ops("atlas", "PhaseGet", "d", "none", "i64"),
+    **_ops("atlas", "PhaseAdv", "s", "none", "none"),
+    **_ops("pool", "PoolAlloc", "dpn", "none", "i64"),
+    **_ops("pool", "PoolFree", "s", "none", "none"),
+    **_ops("pool", "PoolLoad", "dm", "any", space="pool"),
+    **_ops("pool", "PoolStore", "ms", "any", "none", space="pool"),
+}
+
+BLOCK_DEFAULT = 256
+PHASE_MODULUS = 768
