@@ -1,0 +1,26 @@
+"""Hologram: compute kernels written as a dataflow DSL in TOML, compiled ahead of time to
+the Atlas ISA, run on pluggable backends.
+
+    import hologram as hg
+    k = hg.compile_file("kernels/softmax.toml")
+    y = k(x)                      # outputs allocated and returned
+    k(x, out=y)                   # written in place, zero-copy
+    k.on("interp")(x)             # the same kernel on another backend
+
+See docs/api.md for the runtime API and docs/plugins.md for writing plugins.
+"""
+
+from importlib import metadata as _metadata
+
+from .core import errors
+from .core.hookspecs import hookimpl
+from .core.kernel import Kernel, Library
+from .core.runtime import compile, compile_all, compile_file, compile_file_all, get_backend, list_backends
+
+try:
+    __version__ = _metadata.version("hologram-kernels")
+except _metadata.PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = "0+unknown"
+
+__all__ = ["compile", "compile_file", "compile_all", "compile_file_all", "get_backend", "list_backends",
+           "Kernel", "Library", "hookimpl", "errors", "__version__"]

@@ -103,3 +103,15 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     """`"; did you mean 'exp'?"` when a candidate is close to `name`, else ''."""
     close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
+
+
+class EmptyReductionError(ArgumentError, ValueError):
+    """min/max/argmin/argmax over an empty extent: no identity (numpy raises ValueError)."""
+
+
+class KernelNotFoundError(HologramError, KeyError, AttributeError):
+    """A library has no kernel of that name: a KeyError for `lib[name]`, an
+    AttributeError for `lib.name` (so `hasattr` and `getattr(lib, name, None)` work)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return self.render()

@@ -12,9 +12,11 @@ place. The semantics of every opcode are in docs/isa.md.
 
 from __future__ import annotations
 
+import struct
 from typing import Union
 
 import attrs
+import numpy as np
 
 from .types import Affine, DType, Shape
 
@@ -51,11 +53,24 @@ class Special:
         return f"%{self.name}"
 
 
+def imm_key(value: bool | int | float) -> tuple:
+    """Identity of an immediate value: its kind and exact bits, so `1`, `1.0` and `True`
+    are different immediates, `0.0` and `-0.0` differ, and a NaN equals the same NaN.
+    Two programs compare equal exactly when they encode to the same bytes."""
+    if isinstance(value, (bool, np.bool_)):
+        return ("bool", bool(value))
+    if isinstance(value, (int, np.integer)):
+        return ("int", int(value))
+    if isinstance(value, (float, np.floating)):
+        return ("float", struct.unpack("<Q", struct.pack("<d", float(value)))[0])
+    return ("other", value)
+
+
 @attrs.frozen
 class Imm:
     """An immediate, typed by the instruction that uses it."""
 
-    value: bool | int | float
+    value: bool | int | float = attrs.field(eq=imm_key)
 
     def __str__(self) -> str:
         return repr(self.value)
@@ -170,7 +185,7 @@ class Init:
 
     buffer: str
     offset: int
-    value: bool | int | float
+    value: bool | int | float = attrs.field(eq=imm_key)
 
 
 @attrs.frozen

@@ -1,0 +1,303 @@
+"""The `hologram` command, built on the public runtime API.
+
+    hologram run FILE [--kernel K] [--backend B] [--input NAME=x.npy|VALUE ...] [--seed S]
+                      [--bind n=1000 ...] [--cast] [--save-dir DIR] [--print]
+    hologram compile FILE [--kernel K] [--emit ast|ir|asm] [-o OUT]
+    hologram plugins
+
+Plugins add subcommands through `hologram_register_commands(cli)`. Every error is one
+message on stderr and exit status 1 (2 for usage errors); the traceback is shown only
+with HOLOGRAM_DEBUG=1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+import warnings
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import __version__
+from .core.args import Param, bind_symbols, check_array, concrete_shape
+from .core.errors import HologramError, did_you_mean
+from .core.kernel import EMITTERS, Kernel, Library
+from .core.plugins import (PluginWarning, backends, get_backend, list_backends, plugin_manager,
+                           plugin_report)
+from .core.runtime import compile_file_all
+from .core.types import DType
+
+DEFAULT_SIZE = 16  # a shape symbol that neither --bind nor an --input fixes
+PRINT_OPTIONS = dict(threshold=64, edgeitems=4, linewidth=100)
+
+
+class UsageError(HologramError):
+    """The command line asks for something that cannot be: exit status 2."""
+
+
+# ---------------------------------------------------------------------------- helpers
+def _name_value(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip() or not value.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name.strip(), value.strip()
+
+
+def _binding(text: str) -> tuple[str, int]:
+    name, value = _name_value(text)
+    try:
+        size = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--bind {name}: expected a size (an integer >= 0), got {value!r}") from None
+    if size < 0:
+        raise argparse.ArgumentTypeError(f"--bind {name}: expected a size (an integer >= 0), got {size}")
+    return name, size
+
+
+def _pick(lib: Library, name: str | None, file: str) -> Kernel:
+    if name is not None:
+        return lib[name]
+    if len(lib) == 1:
+        return next(iter(lib.values()))
+    raise UsageError(f"{file} holds {len(lib)} kernels ({', '.join(lib)}); choose one with --kernel")
+
+
+def _console() -> Any:
+    from rich.console import Console
+    return Console(highlight=False)
+
+
+# -------------------------------------------------------------------------------- run
+def _load_input(p: Param, value: str) -> Any:
+    """An --input value: a .npy file, or (for a scalar) a number literal."""
+    if value.endswith(".npy"):
+        try:
+            data = np.load(value, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"--input {p.name}: cannot load {value}: {exc}") from None
+        return data
+    if p.kind != "scalar":
+        raise UsageError(f"--input {p.name}: array input {p.type} needs a .npy file, got {value!r}")
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    for parse in (int, float):
+        try:
+            return parse(value)
+        except ValueError:
+            pass
+    raise UsageError(f"--input {p.name}: expected a number for {p.type}, got {value!r}")
+
+
+def random_input(rng: np.random.Generator, dtype: DType, shape: tuple[int, ...]) -> np.ndarray:
+    """Deterministic test data: floats in [-1, 1), integers in [-1000, 1000] clipped to the
+    type's range (so u8 covers every byte), bools fair coin flips."""
+    if dtype.is_bool:
+        return rng.random(shape) < 0.5
+    if dtype.is_float:
+        return rng.uniform(-1.0, 1.0, shape).astype(dtype.np)
+    lo, hi = max(int(dtype.min), -1000), min(int(dtype.max), 1000)
+    return rng.integers(lo, hi, size=shape, endpoint=True, dtype=dtype.np)
+
+
+def prepare_inputs(kernel: Kernel, given: dict[str, str], binds: dict[str, int], seed: int,
+                   cast: bool) -> tuple[dict[str, Any], dict[str, int]]:
+    """The call's inputs: --input values loaded, the rest generated from the seed, with
+    shape symbols taken from --bind, then from the loaded arrays, else DEFAULT_SIZE."""
+    sig = kernel.signature
+    for name in given:
+        if name not in sig.input_names:
+            raise UsageError(f"--input {name}: kernel {sig.name!r} has no input {name!r}"
+                             f"{did_you_mean(name, sig.input_names)} (inputs: {', '.join(sig.input_names)})")
+    for name in binds:
+        if name not in sig.symbols:
+            have = ", ".join(sig.symbols) or "none"
+            raise UsageError(f"--bind {name}: kernel {sig.name!r} has no shape symbol {name!r}"
+                             f"{did_you_mean(name, sig.symbols)} (symbols: {have})")
+    inputs = {p.name: _load_input(p, given[p.name]) for p in sig.inputs if p.name in given}
+    arrays = {p.name: check_array(sig.name, p, inputs[p.name], cast)
+              for p in sig.inputs if p.kind != "scalar" and p.name in inputs}
+    inputs.update(arrays)
+    symbols = bind_symbols(sig.name, sig.inputs, arrays, (), given=binds)
+    symbols = {s: symbols.get(s, DEFAULT_SIZE) for s in sig.symbols}  # in declaration order
+    rng = np.random.default_rng(seed)
+    for p in sig.inputs:
+        if p.name not in inputs:
+            data = random_input(rng, p.dtype, concrete_shape(sig.name, p, symbols))
+            inputs[p.name] = data[()] if p.kind == "scalar" else data
+    return inputs, symbols
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    lib = compile_file_all(args.file, backend=args.backend)
+    kernel = _pick(lib, args.kernel, args.file)
+    inputs, symbols = prepare_inputs(kernel, dict(args.input), dict(args.bind), args.seed, args.cast)
+    result = kernel(**inputs, cast=args.cast)
+    names = kernel.signature.output_names
+    outputs = list(zip(names, result if len(names) > 1 else (result,)))
+    bound = "".join(f", {k} = {v}" for k, v in symbols.items())
+    print(f"{kernel.signature}  [backend {kernel.backend.name}{bound}, seed {args.seed}]")
+    if args.save_dir:
+        os.makedirs(args.save_dir, exist_ok=True)
+        for name, value in outputs:
+            path = os.path.join(args.save_dir, f"{name}.npy")
+            np.save(path, value, allow_pickle=False)
+            print(f"saved {name} to {path}")
+    if args.print or not args.save_dir:
+        with np.printoptions(**PRINT_OPTIONS):
+            for name, value in outputs:
+                print(f"{name} = {np.array_repr(value)}")
+    return 0
+
+
+# ---------------------------------------------------------------------------- compile
+def cmd_compile(args: argparse.Namespace) -> int:
+    lib = compile_file_all(args.file)
+    kernels = [lib[args.kernel]] if args.kernel else list(lib.values())
+    text = "\n\n".join(k.emit(args.emit).rstrip("\n") for k in kernels) + "\n"
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+# ---------------------------------------------------------------------------- plugins
+STATUS_STYLE = {"ok": "green", "failed": "bold red", "disabled": "yellow", "missing": "yellow"}
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    from rich.table import Table
+    from rich.text import Text
+
+    console = _console()
+    table = Table(title=f"hologram {__version__} plugins", title_justify="left")
+    for col in ("plugin", "version", "registered", "status"):
+        table.add_column(col, overflow="fold")
+    for row in plugin_report():
+        status = Text(row.status, style=STATUS_STYLE.get(row.status, ""))
+        if row.error:
+            status.append(f": {row.error}", style="")
+        table.add_row(Text(row.name), Text(row.origin), Text("\n".join(row.registered) or "-"), status)
+    console.print(table)
+
+    found = backends()
+    if found:
+        default = _default_backend_name()
+        bt = Table(title="backends", title_justify="left")
+        for col in ("backend", "priority", "available", "default"):
+            bt.add_column(col)
+        ready = set(list_backends())
+        for name in list_backends(available_only=False):
+            bt.add_row(Text(name), str(found[name].priority), "yes" if name in ready else "no",
+                       "*" if name == default else "")
+        console.print(bt)
+    else:
+        console.print("no backends installed (pip install hologram-backend-interp)")
+    return 0
+
+
+def _default_backend_name() -> str | None:
+    try:
+        return get_backend().name
+    except HologramError:
+        return None
+
+
+# ------------------------------------------------------------------------------ parser
+def _add_run(sub: Any) -> None:
+    p = sub.add_parser("run", help="compile a kernel file and run one kernel on generated or given inputs",
+                       description="Compile FILE and run one of its kernels. Inputs come from --input, or are "
+                       "generated from --seed; shape symbols from --bind, the given inputs, or "
+                       f"{DEFAULT_SIZE}.")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--kernel", metavar="NAME", help="which kernel, when FILE holds several")
+    p.add_argument("--backend", metavar="NAME", help="run on this backend (default: HOLOGRAM_BACKEND or the best)")
+    p.add_argument("--input", metavar="NAME=PATH.npy|VALUE", type=_name_value, action="append", default=[],
+                   help="an input from a .npy file (or a number, for a scalar); repeatable")
+    p.add_argument("--seed", type=int, default=0, help="seed for generated inputs (default 0)")
+    p.add_argument("--bind", metavar="SYMBOL=SIZE", type=_binding, action="append", default=[],
+                   help="a shape symbol's value; repeatable")
+    p.add_argument("--cast", action="store_true", help="convert inputs to the declared dtypes (one copy)")
+    p.add_argument("--save-dir", metavar="DIR", help="save each output as DIR/NAME.npy")
+    p.add_argument("--print", action="store_true", help="print the outputs also when saving them")
+    p.set_defaults(func=cmd_run)
+
+
+def _add_compile(sub: Any) -> None:
+    p = sub.add_parser("compile", help="compile a kernel file and print a stage's text form",
+                       description="Compile FILE and print the text of its kernels at one pipeline stage.")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--kernel", metavar="NAME", help="only this kernel (default: all of FILE's)")
+    p.add_argument("--emit", choices=tuple(EMITTERS), default="asm", help="which text form (default: asm)")
+    p.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
+    p.set_defaults(func=cmd_compile)
+
+
+def _add_plugins(sub: Any) -> None:
+    p = sub.add_parser("plugins", help="list installed plugins, what they registered, and the backends")
+    p.set_defaults(func=cmd_plugins)
+
+
+BUILTIN_COMMANDS: tuple[Callable[[Any], None], ...] = (_add_run, _add_compile, _add_plugins)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hologram", description="Compile and run Hologram kernels.")
+    parser.add_argument("--version", action="version", version=f"hologram {__version__}")
+    sub = parser.add_subparsers(title="commands", metavar="COMMAND")
+    for add in BUILTIN_COMMANDS:
+        add(sub)
+    plugin_manager().call_commands(sub)
+    return parser
+
+
+# -------------------------------------------------------------------------------- main
+def _show_warning(message: Any, category: type, *_: Any, **__: Any) -> None:
+    text = str(message).removeprefix("hologram: ")
+    print(f"hologram: warning: {text}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the `hologram` command; returns the exit status (0 ok, 1 error, 2 usage)."""
+    debug = os.environ.get("HOLOGRAM_DEBUG", "") not in ("", "0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", PluginWarning)
+        warnings.showwarning = _show_warning
+        try:
+            parser = build_parser()
+            try:
+                args = parser.parse_args(argv)
+            except SystemExit as exc:  # --help, --version (0) and usage errors (2)
+                return exc.code if isinstance(exc.code, int) else 2
+            if getattr(args, "func", None) is None:
+                parser.print_usage(sys.stderr)
+                print("hologram: error: a command is required", file=sys.stderr)
+                return 2
+            return int(args.func(args) or 0)
+        except HologramError as exc:
+            if debug:
+                traceback.print_exc()
+            print(f"hologram: error: {exc.render()}", file=sys.stderr)
+            return 2 if isinstance(exc, UsageError) else 1
+        except BrokenPipeError:  # `hologram compile ... | head`: the reader has seen enough
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
+        except KeyboardInterrupt:
+            print("hologram: interrupted", file=sys.stderr)
+            return 130
+        except OSError as exc:
+            if debug:
+                traceback.print_exc()
+            where = f"{exc.filename}: " if exc.filename else ""
+            print(f"hologram: error: {where}{exc.strerror or exc}", file=sys.stderr)
+            return 1
+        except Exception as exc:
+            if debug:
+                traceback.print_exc()
+            print(f"hologram: internal error: {type(exc).__name__}: {exc}\n"
+                  "  hint: set HOLOGRAM_DEBUG=1 for the traceback, and please report it", file=sys.stderr)
+            return 1

@@ -1,0 +1,324 @@
+"""Checking a kernel call's arguments against its signature, before anything runs.
+
+Pure functions from (signature, Python arguments) to what a backend launch needs:
+arrays of the declared dtype, C-contiguous; scalars as numpy scalars of the declared
+dtype; every shape symbol's value. Nothing is converted behind the caller's back: a
+wrong dtype or layout is an `ArgumentError` unless the caller passed `cast=True`, which
+makes one explicit copy.
+
+Shape symbols are solved from the input shapes in declaration order. A dimension is an
+`Affine` (`n`, `n - 2`, `2*n`, `n + m`): a dimension with exactly one symbol not yet
+bound binds it (`c*s + k = size`), a dimension whose symbols are all bound checks it.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Mapping, Sequence
+
+import attrs
+import numpy as np
+
+from .errors import ArgumentError, EmptyReductionError, did_you_mean
+from .ir import Compute, KernelIR
+from .types import Affine, DType, Shape, type_str
+
+CAST_HINT = "pass cast=True to convert it (one explicit copy)"
+
+
+# ---------------------------------------------------------------------------- signature
+@attrs.frozen
+class Param:
+    """An input or output of a kernel call. kind: 'array', 'scalar' or 'output'."""
+
+    name: str
+    dtype: DType
+    shape: Shape
+    kind: str
+
+    @property
+    def type(self) -> str:
+        return type_str(self.dtype, self.shape)
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.type}"
+
+
+@attrs.frozen
+class Signature:
+    """What a kernel takes and returns: `softmax(x: f32[n]) -> y: f32[n]`."""
+
+    name: str
+    inputs: tuple[Param, ...]
+    outputs: tuple[Param, ...]
+    symbols: tuple[str, ...] = ()
+
+    @staticmethod
+    def of(kir: KernelIR) -> "Signature":
+        ins = tuple(Param(d.name, d.dtype, d.shape, "scalar" if d.kind == "scalar" else "array") for d in kir.params)
+        outs = tuple(Param(d.name, d.dtype, d.shape, "output") for d in kir.outputs)
+        return Signature(kir.name, ins, outs, kir.symbols)
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.inputs)
+
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.outputs)
+
+    def __str__(self) -> str:
+        ins = ", ".join(map(str, self.inputs))
+        outs = ", ".join(map(str, self.outputs))
+        return f"{self.name}({ins}) -> {outs if len(self.outputs) == 1 else f'({outs})'}"
+
+
+# ------------------------------------------------------------------------- arguments
+def bind_arguments(sig: Signature, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """Match positional and keyword arguments to the declared inputs, as Python does."""
+    names = sig.input_names
+    if len(args) > len(names):
+        listed = ", ".join(names) if names else "none"
+        raise ArgumentError(f"{sig.name}() takes {_count(len(names), 'input')} ({listed}) but {len(args)} were given")
+    bound = dict(zip(names, args))
+    for key, value in kwargs.items():
+        if key not in names:
+            hint = ("outputs are returned; pass out= to write into existing arrays"
+                    if key in sig.output_names else None)
+            raise ArgumentError(f"{sig.name}() got an unexpected argument {key!r}{did_you_mean(key, names)}",
+                                hint=hint)
+        if key in bound:
+            raise ArgumentError(f"{sig.name}() got multiple values for argument {key!r}")
+        bound[key] = value
+    missing = [n for n in names if n not in bound]
+    if missing:
+        raise ArgumentError(f"{sig.name}() missing {_count(len(missing), 'input', with_number=False)} "
+                            + ", ".join(repr(n) for n in missing))
+    return bound
+
+
+def _count(n: int, noun: str, with_number: bool = True) -> str:
+    word = noun if n == 1 else noun + "s"
+    return f"{n} {word}" if with_number else word
+
+
+def check_array(kernel: str, p: Param, value: Any, cast: bool) -> np.ndarray:
+    """`value` as an input array of `p`'s dtype and rank, C-contiguous; with `cast=True`
+    anything numpy can convert becomes one converted copy (never a copy otherwise)."""
+    where = f"{kernel}(): argument {p.name!r}"
+    if not isinstance(value, np.ndarray):
+        if not cast:
+            raise ArgumentError(f"{where} must be a numpy array of {p.type}, got {type(value).__name__}",
+                                hint=CAST_HINT)
+        try:
+            value = np.asarray(value)
+        except Exception as exc:
+            raise ArgumentError(f"{where} cannot be converted to an array of {p.type}: {exc}") from None
+        if value.dtype.kind in "OUSVc":
+            raise ArgumentError(f"{where} cannot be converted to {p.type}: got values of dtype {value.dtype}")
+    if value.ndim != len(p.shape):
+        raise ArgumentError(f"{where} must have rank {len(p.shape)} ({p.type}), got shape {value.shape}")
+    want = p.dtype.np
+    if cast:
+        if value.dtype.kind in "OUSVc":
+            raise ArgumentError(f"{where} cannot be converted to {p.type}: got values of dtype {value.dtype}")
+        if value.dtype != want or not value.flags.c_contiguous:
+            with np.errstate(all="ignore"):
+                value = np.ascontiguousarray(value, dtype=want)
+        return value
+    if value.dtype != want:
+        raise ArgumentError(f"{where} must have dtype {p.dtype} ({want}), got {value.dtype}", hint=CAST_HINT)
+    if not value.flags.c_contiguous:
+        raise ArgumentError(f"{where} must be C-contiguous, got a strided view of shape {value.shape}",
+                            hint=f"{CAST_HINT}, or use np.ascontiguousarray")
+    return value
+
+
+def convert_scalar(kernel: str, p: Param, value: Any, cast: bool) -> np.generic:
+    """A Python or numpy number (or 0-d array) as a numpy scalar of `p.dtype`.
+
+    Integer types are range-checked (an out-of-range value is an error, never wrapped).
+    A float for an integer or bool parameter needs `cast=True`, which truncates toward
+    zero as numpy's astype does. Float parameters follow numpy: overflow gives inf."""
+    where = f"{kernel}(): argument {p.name!r}"
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, (complex, np.complexfloating)) or not isinstance(value, (numbers.Number, np.bool_)):
+        raise ArgumentError(f"{where} must be a number ({p.type}), got {type(value).__name__}")
+    d = p.dtype
+    if d.is_float:
+        try:
+            with np.errstate(all="ignore"):
+                return d.np.type(value)
+        except (OverflowError, TypeError, ValueError):  # an int beyond any float, an odd Number
+            raise ArgumentError(f"{where} = {_show(value)} cannot be converted to {d}") from None
+    if not isinstance(value, (bool, np.bool_, numbers.Integral)):
+        if not cast:
+            kind = "an integer" if d.is_int else "a bool"
+            raise ArgumentError(f"{where} must be {kind} ({d}), got {type(value).__name__} {_show(value)}",
+                                hint="pass cast=True to truncate it toward zero")
+        try:
+            value = float(value)
+        except (OverflowError, TypeError, ValueError):
+            value = math.nan
+        if not math.isfinite(value):
+            raise ArgumentError(f"{where} = {_show(value)} cannot be converted to {d}")
+        if d.is_bool:
+            return np.bool_(value != 0)
+    ivalue = int(value)  # truncates toward zero
+    if not d.min <= ivalue <= d.max:
+        raise ArgumentError(f"{where} = {_show(ivalue)} is out of range for {d} ({d.min} to {d.max})")
+    return d.np.type(ivalue)
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 32 else text[:14] + "..." + text[-14:]
+
+
+# --------------------------------------------------------------------------- symbols
+@attrs.frozen
+class _Source:
+    """Where a symbol's value came from, for error messages."""
+
+    arg: str
+    dim: int
+    expr: Affine
+    size: int
+
+    def __str__(self) -> str:
+        return f"argument {self.arg!r} dim {self.dim} ({self.expr}) has size {self.size}"
+
+
+def bind_symbols(kernel: str, params: Sequence[Param], arrays: Mapping[str, np.ndarray],
+                 symbols: Sequence[str], given: Mapping[str, int] | None = None) -> dict[str, int]:
+    """Every shape symbol's value, solved from the shapes of `arrays` (by `params` order).
+
+    `given` pre-binds symbols (the CLI's --bind); they are checked like any other source.
+    Raises ArgumentError naming the symbol, both sizes and both arguments on a mismatch."""
+    bound: dict[str, int] = dict(given or {})
+    source: dict[str, _Source | str] = {s: "--bind" for s in bound}
+    pending = [(p, i, Affine.of(d), arrays[p.name].shape[i])
+               for p in params if p.kind != "scalar" and p.name in arrays for i, d in enumerate(p.shape)]
+    while pending:
+        progress, later = False, []
+        for p, i, dim, size in pending:
+            free = [s for s in dim.symbols if s not in bound]
+            if len(free) > 1:
+                later.append((p, i, dim, size))
+                continue
+            progress = True
+            src = _Source(p.name, i, dim, size)
+            if not free:
+                _check_dim(kernel, p, src, bound, source)
+                continue
+            sym = free[0]
+            coeff = dict(dim.terms)[sym]
+            rest = (dim - Affine(0, ((sym, coeff),))).evaluate(bound)
+            value, rem = divmod(size - rest, coeff)
+            if rem or value < 0:
+                raise ArgumentError(f"{kernel}(): {src}, which no integer {sym} >= 0 satisfies")
+            bound[sym], source[sym] = value, src
+        if not progress:
+            p, i, dim, size = later[0]
+            raise ArgumentError(f"{kernel}(): cannot bind shape symbols {', '.join(s for s in dim.symbols if s not in bound)}"
+                                f" from argument {p.name!r} dim {i} ({dim}); each symbol needs a dimension of its own")
+        pending = later
+    unbound = [s for s in symbols if s not in bound]
+    if unbound:
+        raise ArgumentError(f"{kernel}(): shape symbol {unbound[0]!r} is not bound by any argument's shape")
+    return bound
+
+
+def _check_dim(kernel: str, p: Param, src: _Source, bound: Mapping[str, int],
+               source: Mapping[str, "_Source | str"]) -> None:
+    want = src.expr.evaluate(bound)
+    if want == src.size:
+        return
+    if src.expr.is_const:
+        raise ArgumentError(f"{kernel}(): argument {p.name!r} dim {src.dim} must be {want} ({p.type}), "
+                            f"got size {src.size}")
+    if len(src.expr.terms) == 1:
+        (sym, coeff), = src.expr.terms
+        prev = source[sym]
+        implied, rem = divmod(src.size - src.expr.const, coeff)
+        need = f"needs {sym} = {implied}" if not rem and implied >= 0 else f"no integer {sym} >= 0 fits"
+        raise ArgumentError(f"{kernel}(): shape mismatch for symbol {sym!r}: {sym} = {bound[sym]} "
+                            f"from {_origin(prev)}, but {src}, which {need}")
+    vals = ", ".join(f"{s} = {bound[s]} (from {_origin(source[s])})" for s in src.expr.symbols)
+    raise ArgumentError(f"{kernel}(): shape mismatch: {src}, but {src.expr} = {want} with {vals}")
+
+
+def _origin(src: "_Source | str") -> str:
+    if isinstance(src, str):
+        return src
+    return f"argument {src.arg!r} dim {src.dim} ({src.expr}) of size {src.size}"
+
+
+def concrete_shape(kernel: str, p: Param, symbols: Mapping[str, int]) -> tuple[int, ...]:
+    shape = tuple(Affine.of(d).evaluate(symbols) for d in p.shape)
+    if any(n < 0 for n in shape):
+        vals = ", ".join(f"{k} = {v}" for k, v in symbols.items())
+        what = "output" if p.kind == "output" else "argument"
+        raise ArgumentError(f"{kernel}(): {what} {p.name!r} ({p.type}) would have negative shape {shape} for {vals}")
+    return shape
+
+
+# --------------------------------------------------------------------------- outputs
+def check_out(kernel: str, outputs: Sequence[Param], out: Any,
+              shapes: Sequence[tuple[int, ...]]) -> tuple[np.ndarray, ...]:
+    """Validate `out=`: one array per output (a bare array when there is one), of the exact
+    dtype and shape, C-contiguous, writeable and not overlapping each other."""
+    arrays = (out,) if isinstance(out, np.ndarray) else out
+    if not isinstance(arrays, (tuple, list)) or len(arrays) != len(outputs):
+        n = len(arrays) if isinstance(arrays, (tuple, list)) else type(out).__name__
+        names = ", ".join(p.name for p in outputs)
+        raise ArgumentError(f"{kernel}(): out= must hold {_count(len(outputs), 'array')} ({names}), got {n}")
+    for p, a, shape in zip(outputs, arrays, shapes):
+        where = f"{kernel}(): out {p.name!r}"
+        if not isinstance(a, np.ndarray):
+            raise ArgumentError(f"{where} must be a numpy array of {p.type}, got {type(a).__name__}")
+        if a.dtype != p.dtype.np:
+            raise ArgumentError(f"{where} must have dtype {p.dtype} ({p.dtype.np}), got {a.dtype}")
+        if a.shape != shape:
+            raise ArgumentError(f"{where} must have shape {shape} ({p.type}), got {a.shape}")
+        if not a.flags.c_contiguous:
+            raise ArgumentError(f"{where} must be C-contiguous")
+        if not a.flags.writeable:
+            raise ArgumentError(f"{where} is read-only")
+    for i, a in enumerate(arrays):
+        for j in range(i):
+            if np.may_share_memory(a, arrays[j]) and a.size and arrays[j].size:
+                raise ArgumentError(f"{kernel}(): out {outputs[j].name!r} and out {outputs[i].name!r} share memory")
+    return tuple(arrays)
+
+
+def unalias(inputs: Mapping[str, np.ndarray], outs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+    """Inputs that overlap an output array are copied first, so writing an output can
+    never change an input another lane still has to read (numpy's ufuncs do the same)."""
+    return {name: a.copy() if any(a.size and o.size and np.may_share_memory(a, o) for o in outs) else a
+            for name, a in inputs.items()}
+
+
+# ------------------------------------------------------------------------ reductions
+_NO_IDENTITY = frozenset({"min", "max", "argmin", "argmax"})
+
+
+def check_reductions(kir: KernelIR, symbols: Mapping[str, int]) -> None:
+    """numpy refuses min/max/argmin/argmax of an empty array; so do we, before launching."""
+    for st in kir.body:
+        exprs = (st.body,) if isinstance(st, Compute) else (st.key, st.value)
+        for e in exprs:
+            for node in e.walk():
+                if node.op != "REDUCE" or node.arg[0] not in _NO_IDENTITY:
+                    continue
+                kind, axes = node.arg
+                sizes = [Affine.of(ext).evaluate(symbols) for _, ext in axes]
+                if 0 in sizes or any(s < 0 for s in sizes):
+                    desc = [f"{ext} = {size}" for (_, ext), size in zip(axes, sizes)]
+                    named = {str(ext) for _, ext in axes}
+                    desc += [f"{s} = {symbols[s]}" for s in sorted({s for _, ext in axes for s in Affine.of(ext).symbols})
+                             if s not in named]
+                    raise EmptyReductionError(f"{kir.name}(): {kind}() over an empty extent ({', '.join(desc)}) "
+                                              f"has no identity")

@@ -1,0 +1,620 @@
+"""`.hasm`: the text assembly of the Atlas ISA, with an exact round trip.
+
+`format_program(p)` writes one canonical text for every program; `parse_program(text)`
+reads it back so that `parse_program(format_program(p)) == p`, and formatting the parse of
+any accepted text gives the canonical text. The syntax (docs/hasm.md) is line-oriented:
+
+    .program saxpy                      ; header directives, then stages
+    .isa 1
+    .symbols n
+    .param a: f32                       ; scalar parameter
+    .param in x: f32[n]                 ; buffer parameter: role name: dtype[shape]
+    .stage main domain [n] block [256]
+        .reg %i: i64
+        .reg %xv, %yv: f32
+        MOV.i64     %i, %gid.x
+        LDG.f32     %xv, [x + %i]
+        ...
+        EXIT
+
+Operands are laid out by `OPCODES[op].form`, so the parser needs no per-opcode code.
+Names that are not identifiers are written as JSON strings (`%"a b"`), immediates keep
+their Python type (`1`, `1.0`, `true`) and floats are exact (`repr`, plus `nan(0x...)`
+for NaNs with a payload), which is what makes the round trip exact.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import struct
+from typing import Iterator
+
+import attrs
+import numpy as np
+
+from .errors import ISAError, Span, did_you_mean
+from .isa import (
+    ISA_VERSION, OPCODES, SPECIALS, Addr, BufferParam, Imm, Init, Instr, Item, Label, MemDecl, Operand,
+    Pred, Program, Reg, RegDecl, ScalarParam, Special, Stage, Sym,
+)
+from .types import Affine, DType
+
+IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_QNAN_BITS = 0x7FF8000000000000
+_DTYPES = {d.value: d for d in DType}
+_NEG_NAN = -math.nan
+
+
+# ============================================================================ format
+def format_name(name: str) -> str:
+    """`name` bare when it is an identifier, else as a JSON string literal."""
+    return name if IDENT.match(name) else json.dumps(name)
+
+
+def _f64_bits(x: float) -> int:
+    return struct.unpack("<Q", struct.pack("<d", x))[0]
+
+
+def plain_value(value: object) -> object:
+    """numpy scalars as the Python bool/int/float they stand for; anything else as is."""
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    return value
+
+
+def format_value(value: object) -> str:
+    """An immediate, spelled so that its Python type and exact value survive parsing."""
+    value = plain_value(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        # Python will not print (or read) decimals beyond 4300 digits; hex has no limit
+        return str(value) if value.bit_length() < 4000 else f"{'-' if value < 0 else ''}0x{abs(value):x}"
+    if isinstance(value, float):
+        if math.isnan(value):
+            bits = _f64_bits(value)
+            if bits & ~(1 << 63) == _QNAN_BITS:
+                return "-nan" if bits >> 63 else "nan"
+            return f"nan(0x{bits:016x})"
+        return repr(value)  # shortest text that reads back to the same double
+    return f"?{value!r}"  # not an immediate: printable for diagnostics, never parses
+
+
+def format_affine(a: Affine) -> str:
+    parts: list[str] = []
+    for name, c in a.terms:
+        term = format_name(name) if abs(c) == 1 else f"{abs(c)}*{format_name(name)}"
+        parts.append(("-" + term if c < 0 else term) if not parts else ("- " if c < 0 else "+ ") + term)
+    if a.const or not parts:
+        parts.append(str(a.const) if not parts else ("- " if a.const < 0 else "+ ") + str(abs(a.const)))
+    return " ".join(parts)
+
+
+def _dims(dims: tuple) -> str:
+    return "[" + ", ".join(format_affine(d) if isinstance(d, Affine) else str(d) for d in dims) + "]"
+
+
+def format_operand(op: object) -> str:
+    if isinstance(op, Reg):
+        return "%" + format_name(op.name)
+    if isinstance(op, Special):
+        return f"%{op.name}"
+    if isinstance(op, Sym):
+        return "$" + format_name(op.name)
+    if isinstance(op, Imm):
+        return format_value(op.value)
+    return f"?{op!r}"
+
+
+def format_addr(a: object) -> str:
+    if not isinstance(a, Addr):
+        return f"?{a!r}"
+    text = format_name(a.buffer)
+    if a.index is not None:
+        text += " + " + format_operand(a.index)
+    if a.offset:
+        text += f" {'-' if a.offset < 0 else '+'} {abs(a.offset)}"
+    return f"[{text}]"
+
+
+def format_instr(ins: Instr, align: bool = True) -> str:
+    """One instruction in canonical text (`align` pads the opcode to a column, as in a
+    listing). Total: an instruction whose fields do not fit its opcode's form still
+    prints (with `?` for missing operands), for diagnostics."""
+    spec = OPCODES.get(ins.op)
+    head = ins.op + "".join(f".{s}" for s in (ins.mod, ins.dtype, ins.dtype2) if s is not None)
+    head += ".chk" if ins.checked else ""
+    if ins.pred is not None:
+        head = f"@{'!' if ins.pred.negate else ''}{format_operand(ins.pred.reg)} {head}"
+    srcs = iter(ins.srcs)
+    ops: list[str] = []
+    for kind in spec.form if spec else "":
+        if kind == "d":
+            ops.append(format_operand(ins.dst) if ins.dst is not None else "?")
+        elif kind == "s":
+            src = next(srcs, None)
+            ops.append("?" if src is None else format_operand(src))
+        elif kind == "m":
+            ops.append(format_addr(ins.addr) if ins.addr is not None else "?")
+        elif kind in "lp":
+            ops.append(format_name(ins.target) if ins.target is not None else "?")
+        elif kind == "n":
+            ops.append(str(ins.count) if ins.count is not None else "?")
+    ops.extend(format_operand(s) for s in srcs)
+    if not ops:
+        return head
+    return f"{head:<11} {', '.join(ops)}" if align else f"{head} {', '.join(ops)}"
+
+
+def _format_item(item: Item) -> str:
+    return f"{format_name(item.name)}:" if isinstance(item, Label) else "    " + format_instr(item)
+
+
+def _format_buffer(directive: str, b: BufferParam, default_role: str | None) -> str:
+    role = "" if b.role == default_role else f"{format_name(b.role)} "
+    return f"{directive} {role}{format_name(b.name)}: {b.dtype}{_dims(b.shape)}"
+
+
+def _format_stage(s: Stage) -> Iterator[str]:
+    yield f".stage {format_name(s.name)} domain {_dims(s.domain)} block {_dims(s.block)}"
+    run: list[RegDecl] = []
+    for r in s.regs + (None,):  # consecutive registers of one type share a line
+        if run and (r is None or r.dtype != run[0].dtype):
+            yield f"    .reg {', '.join('%' + format_name(x.name) for x in run)}: {run[0].dtype}"
+            run = []
+        if r is not None:
+            run.append(r)
+    for directive, decls in ((".shared", s.shared), (".pool", s.pools)):
+        for m in decls:
+            yield f"    {directive} {format_name(m.name)}: {m.dtype}[{m.size}]"
+    for i in s.inits:
+        yield f"    .init {format_name(i.buffer)}[{i.offset}] = {format_value(i.value)}"
+    yield from (_format_item(item) for item in s.body)
+
+
+def format_program(p: Program) -> str:
+    """The canonical `.hasm` text of `p`."""
+    lines = [f".program {format_name(p.name)}", f".isa {p.isa_version}"]
+    if p.symbols:
+        lines.append(".symbols " + " ".join(format_name(s) for s in p.symbols))
+    for prm in p.params:
+        if isinstance(prm, ScalarParam):
+            lines.append(f".param {format_name(prm.name)}: {prm.dtype}")
+        else:
+            lines.append(_format_buffer(".param", prm, None))
+    lines.extend(_format_buffer(".temp", t, "temp") for t in p.temps)
+    for s in p.stages:
+        lines.append("")
+        lines.extend(_format_stage(s))
+    return "\n".join(lines) + "\n"
+
+
+# ============================================================================= lexer
+_TOKEN = re.compile(r"""
+    (?P<ws>[ \t\r\f\v]+)
+  | (?P<comment>;.*)
+  | (?P<str>"(?:[^"\\\n]|\\.)*")
+  | (?P<directive>\.[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<reg>%(?:[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?|"(?:[^"\\\n]|\\.)*"))
+  | (?P<sym>\$(?:[A-Za-z_][A-Za-z0-9_]*|"(?:[^"\\\n]|\\.)*"))
+  | (?P<pred>@!?)
+  | (?P<hex>0[xX][0-9a-fA-F]+)
+  | (?P<num>\d+\.\d*(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d+)
+  | (?P<word>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)
+  | (?P<punct>[\[\](),:=+\-*])
+""", re.VERBOSE)
+
+
+@attrs.frozen
+class Tok:
+    kind: str
+    text: str
+    col: int  # 1-based
+    end: int  # 1-based, exclusive
+
+
+def _unquote(text: str) -> str:
+    return json.loads(text) if text.startswith('"') else text
+
+
+class _Line:
+    """The tokens of one source line with a cursor; every error points into the line."""
+
+    def __init__(self, text: str, lineno: int, file: str, source: str):
+        self.lineno, self.file, self.source = lineno, file, source
+        self.toks: list[Tok] = []
+        self.i = 0
+        pos = 0
+        while pos < len(text):
+            m = _TOKEN.match(text, pos)
+            if m is None:
+                raise ISAError(f"unexpected character {text[pos]!r}",
+                               self.span(pos + 1, pos + 2))
+            if m.lastgroup not in ("ws", "comment"):
+                self.toks.append(Tok(m.lastgroup, m.group(), pos + 1, m.end() + 1))
+            pos = m.end()
+        self.eol = len(text.rstrip()) + 1
+
+    def span(self, col: int, end: int | None = None) -> Span:
+        return Span(self.file, self.lineno, col, self.lineno, end or col + 1, source=self.source)
+
+    def error(self, expected: str, tok: Tok | None = None, rest: bool = False) -> ISAError:
+        """`expected X, found Y`, underlining Y (and with `rest`, the rest of the line)."""
+        tok = tok if tok is not None else self.peek()
+        if tok is None:
+            return ISAError(f"expected {expected}, found end of line", self.span(self.eol))
+        return ISAError(f"expected {expected}, found {tok.text!r}", self.span(tok.col, self.eol if rest else tok.end))
+
+    def peek(self, k: int = 0) -> Tok | None:
+        return self.toks[self.i + k] if self.i + k < len(self.toks) else None
+
+    def at(self, kind: str, text: str | None = None) -> bool:
+        t = self.peek()
+        return t is not None and t.kind == kind and (text is None or t.text == text)
+
+    def take(self, kind: str, expected: str, text: str | None = None) -> Tok:
+        if not self.at(kind, text):
+            raise self.error(expected)
+        self.i += 1
+        return self.toks[self.i - 1]
+
+    def punct(self, text: str) -> Tok:
+        return self.take("punct", f"'{text}'", text)
+
+    def accept(self, text: str) -> bool:
+        if self.at("punct", text):
+            self.i += 1
+            return True
+        return False
+
+    def end(self) -> None:
+        if self.peek() is not None:
+            raise self.error("end of line", rest=True)
+
+    # --------------------------------------------------------------- small grammars
+    def name(self, what: str) -> str:
+        t = self.peek()
+        if t is None or t.kind not in ("word", "str") or (t.kind == "word" and "." in t.text):
+            raise self.error(what)
+        self.i += 1
+        return self._string(t)
+
+    def _string(self, t: Tok) -> str:
+        try:
+            return _unquote(t.text)
+        except ValueError:
+            raise ISAError("malformed string literal", self.span(t.col, t.end)) from None
+
+    def int(self, what: str) -> int:
+        neg = self.accept("-")
+        v = self._plain_int(what)
+        return -v if neg else v
+
+    def _plain_int(self, what: str) -> int:
+        t = self.peek()
+        if t is None or not (t.kind == "hex" or t.kind == "num" and t.text.isdigit()):
+            raise self.error(what)
+        self.i += 1
+        return self._int_text(t)
+
+    def _int_text(self, t: Tok) -> int:
+        try:
+            return int(t.text, 0 if t.kind == "hex" else 10)
+        except ValueError:  # Python refuses to read decimals of more than 4300 digits
+            raise ISAError("integer literal too long (write it in hex)", self.span(t.col, t.end)) from None
+
+    def dtype(self) -> DType:
+        t = self.take("word", "a type (bool, i8..i64, u8..u64, f16, f32, f64)")
+        if t.text not in _DTYPES:
+            raise ISAError(f"unknown type {t.text!r}; expected one of {', '.join(_DTYPES)}"
+                           f"{did_you_mean(t.text, _DTYPES)}", self.span(t.col, t.end))
+        return _DTYPES[t.text]
+
+    def reg(self) -> Reg:
+        t = self.take("reg", "a register (%name)")
+        if t.text.startswith('%"'):
+            return Reg(self._string(Tok(t.kind, t.text[1:], t.col + 1, t.end)))
+        if "." in t.text:
+            raise self.error("a general register (special registers are read-only)", t)
+        return Reg(t.text[1:])
+
+    def affine(self) -> Affine:
+        """`c`, `s`, `c*s`, combined with + and -: a symbolic dimension."""
+        total, sign = Affine(), 1
+        if self.accept("-"):
+            sign = -1
+        while True:
+            t = self.peek()
+            if t is not None and t.kind == "num" and t.text.isdigit():
+                self.i += 1
+                if self.accept("*"):
+                    total = total + Affine.of(self.name("a symbol after '*'")) * (sign * int(t.text))
+                else:
+                    total = total + sign * int(t.text)
+            elif t is not None and t.kind in ("word", "str"):
+                sym = Affine.of(self.name("a symbol"))
+                total = total + sym * (sign * (self._plain_int("an integer after '*'") if self.accept("*") else 1))
+            else:
+                raise self.error("a dimension (integer, symbol or c*symbol)")
+            if self.accept("+"):
+                sign = 1
+            elif self.accept("-"):
+                sign = -1
+            else:
+                return total
+
+    def dims(self, what: str) -> tuple[Affine, ...]:
+        self.punct("[")
+        out: list[Affine] = []
+        if not self.accept("]"):
+            out.append(self.affine())
+            while self.accept(","):
+                out.append(self.affine())
+            self.take("punct", f"',' or ']' in {what}", "]")
+        return tuple(out)
+
+    def value(self) -> bool | int | float:
+        """An immediate: integer, float (repr syntax, inf, nan, nan(0xBITS)) or bool."""
+        neg = self.accept("-")
+        t = self.peek()
+        if t is not None and t.kind in ("num", "hex"):
+            self.i += 1
+            v: int | float = self._int_text(t) if t.kind == "hex" or t.text.isdigit() else float(t.text)
+            return -v if neg else v
+        if t is not None and t.kind == "word" and t.text in ("inf", "nan", "true", "false"):
+            self.i += 1
+            if t.text in ("true", "false"):
+                if neg:
+                    raise self.error("a number after '-'", t)
+                return t.text == "true"
+            if t.text == "inf":
+                return -math.inf if neg else math.inf
+            bits = _QNAN_BITS
+            if self.accept("("):
+                bits = int(self.take("hex", "the bits of a NaN (0x...)").text, 16)
+                self.punct(")")
+                if bits >> 64 or (bits >> 52) & 0x7FF != 0x7FF or not bits & ((1 << 52) - 1):
+                    raise ISAError(f"0x{bits:x} is not the bit pattern of a NaN", self.span(t.col, self.peek(-1).end))
+            if bits == _QNAN_BITS:  # the shared NaN objects, so that equal programs compare equal
+                return _NEG_NAN if neg else math.nan
+            return struct.unpack("<d", struct.pack("<Q", bits ^ (neg << 63)))[0]
+        raise self.error("an immediate (integer, float, inf, nan, true or false)")
+
+    def operand(self) -> Operand:
+        t = self.peek()
+        if t is not None and t.kind == "reg":
+            if "." in t.text and not t.text.startswith('%"'):
+                if t.text[1:] not in SPECIALS:
+                    raise ISAError(f"unknown special register {t.text!r}; expected one of "
+                                   f"{', '.join('%' + s for s in SPECIALS)}", self.span(t.col, t.end))
+                self.i += 1
+                return Special(t.text[1:])
+            return self.reg()
+        if t is not None and t.kind == "sym":
+            self.i += 1
+            return Sym(self._string(Tok(t.kind, t.text[1:], t.col + 1, t.end)))
+        if t is not None and (t.kind in ("num", "hex") or t.text == "-"
+                              or t.text in ("inf", "nan", "true", "false")):
+            return Imm(self.value())
+        raise self.error("an operand (%register, %special, $symbol or immediate)", t)
+
+    def addr(self) -> Addr:
+        """`[buf]`, `[buf + %r]`, `[buf + %r + 4]`, `[buf - 2]`."""
+        self.punct("[")
+        buffer = self.name("a buffer name")
+        index, offset = None, 0
+        while not self.accept("]"):
+            if self.accept("+"):
+                sign = 1
+            elif self.accept("-"):
+                sign = -1
+            else:
+                raise self.error("'+', '-' or ']' in a memory operand")
+            if self.at("reg") and sign == 1 and index is None:
+                index = self.reg()
+            else:
+                offset += sign * self._plain_int("an index register or integer offset")
+        return Addr(buffer, index, offset)
+
+
+# ============================================================================ parser
+_STAGE_DIRECTIVES = (".reg", ".shared", ".pool", ".init")
+_HEADER_DIRECTIVES = (".program", ".isa", ".symbols", ".param", ".temp")
+
+
+@attrs.define
+class _StageBuilder:
+    name: str
+    domain: tuple[Affine, ...]
+    block: tuple[int, ...]
+    regs: list[RegDecl] = attrs.Factory(list)
+    shared: list[MemDecl] = attrs.Factory(list)
+    pools: list[MemDecl] = attrs.Factory(list)
+    inits: list[Init] = attrs.Factory(list)
+    body: list[Item] = attrs.Factory(list)
+
+    def build(self) -> Stage:
+        return Stage(self.name, self.domain, self.block, tuple(self.regs), tuple(self.shared),
+                     tuple(self.pools), tuple(self.inits), tuple(self.body))
+
+
+def parse_program(text: str, file: str = "<asm>") -> Program:
+    """Parse `.hasm` text. Raises ISAError pointing at the line and column, saying what
+    was expected. Syntax only: a parsed program still has to pass the verifier."""
+    if not isinstance(text, str):
+        raise ISAError(f"parse_program expects the assembly as str, got {type(text).__name__}")
+    name: str | None = None
+    isa = ISA_VERSION
+    symbols: list[str] = []
+    params: list[BufferParam | ScalarParam] = []
+    temps: list[BufferParam] = []
+    stages: list[_StageBuilder] = []
+    for lineno, raw in enumerate(text.split("\n"), 1):
+        ln = _Line(raw, lineno, file, text)
+        first = ln.peek()
+        if first is None:
+            continue
+        if first.kind == "directive":
+            d = first.text
+            if d in _HEADER_DIRECTIVES:
+                if stages:
+                    raise ISAError(f"{d} belongs in the program header, before the first .stage",
+                                   ln.span(first.col, first.end))
+                if d != ".program" and name is None:
+                    raise ISAError("a program starts with '.program <name>'", ln.span(first.col, first.end))
+            elif d in _STAGE_DIRECTIVES and not stages:
+                raise ISAError(f"{d} outside a stage; start one with '.stage <name> domain [...] block [...]'",
+                               ln.span(first.col, first.end))
+            ln.i = 1
+            if d == ".program":
+                if name is not None:
+                    raise ISAError("a second .program directive (one program per text)", ln.span(first.col, first.end))
+                name = ln.name("the program name")
+            elif d == ".isa":
+                isa = ln.int("the ISA version (an integer)")
+            elif d == ".symbols":
+                while ln.peek() is not None:
+                    symbols.append(ln.name("a symbol name"))
+            elif d in (".param", ".temp"):
+                _parse_param(ln, d, params, temps)
+            elif d == ".stage":
+                if name is None:
+                    raise ISAError("a program starts with '.program <name>'", ln.span(first.col, first.end))
+                stages.append(_parse_stage_header(ln))
+            elif d == ".reg":
+                regs = [ln.reg()]
+                while ln.accept(","):
+                    regs.append(ln.reg())
+                ln.punct(":")
+                dt = ln.dtype()
+                stages[-1].regs.extend(RegDecl(r.name, dt) for r in regs)
+            elif d in (".shared", ".pool"):
+                mname = ln.name("an array name")
+                ln.punct(":")
+                dt = ln.dtype()
+                ln.punct("[")
+                size = ln.int("the number of elements")
+                ln.punct("]")
+                (stages[-1].shared if d == ".shared" else stages[-1].pools).append(MemDecl(mname, dt, size))
+            elif d == ".init":
+                buf = ln.name("a buffer name")
+                ln.punct("[")
+                off = ln.int("an element offset")
+                ln.punct("]")
+                ln.punct("=")
+                stages[-1].inits.append(Init(buf, off, ln.value()))
+            else:
+                known = _HEADER_DIRECTIVES + (".stage",) + _STAGE_DIRECTIVES
+                raise ISAError(f"unknown directive {d!r} (expected one of {', '.join(known)})"
+                               f"{did_you_mean(d, known)}", ln.span(first.col, first.end))
+            ln.end()
+            continue
+        if not stages:
+            raise ISAError("instruction outside a stage; start one with '.stage <name> domain [...] block [...]'"
+                           if name is not None else "a program starts with '.program <name>'",
+                           ln.span(first.col, first.end))
+        nxt = ln.peek(1)
+        if first.kind in ("word", "str") and nxt is not None and nxt.text == ":" and nxt.kind == "punct":
+            stages[-1].body.append(Label(ln.name("a label")))
+            ln.i += 1
+            if ln.peek() is None:
+                continue
+        stages[-1].body.append(_parse_instr(ln))
+        ln.end()
+    if name is None:
+        raise ISAError("empty program: expected '.program <name>'", Span(file, 1, 1, source=text))
+    return Program(name, tuple(params), tuple(temps), tuple(symbols), tuple(s.build() for s in stages), isa)
+
+
+def _parse_param(ln: _Line, d: str, params: list, temps: list) -> None:
+    role: str | None = None
+    pname = ln.name("a parameter name" if d == ".param" else "a temporary's name")
+    if not ln.at("punct", ":"):
+        role, pname = pname, ln.name("the name after the role")
+    ln.punct(":")
+    dt = ln.dtype()
+    if ln.at("punct", "["):
+        if d == ".param" and role is None:
+            raise ISAError(f"buffer parameter {pname!r} needs a role: '.param in|out|inout {pname}: ...'",
+                           ln.span(ln.toks[1].col, ln.toks[1].end))
+        buf = BufferParam(pname, dt, ln.dims("a shape"), "temp" if role is None else role)
+        (params if d == ".param" else temps).append(buf)
+    elif d == ".temp" or role is not None:
+        raise ln.error("a shape '[...]' (buffers have shapes; write [] for a 0-d buffer)")
+    else:
+        params.append(ScalarParam(pname, dt))
+
+
+def _parse_stage_header(ln: _Line) -> _StageBuilder:
+    sname = ln.name("the stage name")
+    ln.take("word", "'domain'", "domain")
+    domain = ln.dims("the domain")
+    ln.take("word", "'block'", "block")
+    ln.punct("[")
+    block: list[int] = []
+    if not ln.accept("]"):
+        block.append(ln.int("a block size (integer)"))
+        while ln.accept(","):
+            block.append(ln.int("a block size (integer)"))
+        ln.take("punct", "',' or ']' in the block", "]")
+    return _StageBuilder(sname, domain, tuple(block))
+
+
+_KIND_NAMES = {"d": "destination register", "s": "source operand", "m": "memory operand [buf + %r + k]",
+               "l": "label", "p": "pool name", "n": "element count"}
+
+
+def _parse_instr(ln: _Line) -> Instr:
+    pred = None
+    if ln.at("pred"):
+        negate = ln.take("pred", "a predicate").text == "@!"
+        pred = Pred(ln.reg(), negate)
+    t = ln.take("word", "an instruction or label")
+    op, *suffixes = t.text.split(".")
+    spec = OPCODES.get(op)
+    if spec is None:
+        raise ISAError(f"unknown opcode {op!r}{did_you_mean(op, OPCODES)}", ln.span(t.col, t.col + len(op)))
+    dtypes: list[DType] = []
+    mod: str | None = None
+    checked = False
+    for s in suffixes:
+        if s in _DTYPES and len(dtypes) < 2:
+            dtypes.append(_DTYPES[s])
+        elif s == "chk" and not checked:
+            checked = True
+        elif s not in _DTYPES and s != "chk" and mod is None:
+            mod = s
+        else:
+            raise ISAError(f"unexpected suffix .{s} on {op} (expected at most a modifier, a type, "
+                           f"a second type for CVT, and .chk)", ln.span(t.col, t.end))
+    fields: dict = {"dst": None, "addr": None, "target": None, "count": None}
+    srcs: list[Operand] = []
+    for k, kind in enumerate(spec.form):
+        if k and not ln.accept(","):
+            raise ln.error(f"',' and a {_KIND_NAMES[kind]} ({op} takes {_form_text(spec.form)})")
+        if ln.peek() is None:
+            raise ln.error(f"a {_KIND_NAMES[kind]} ({op} takes {_form_text(spec.form)})")
+        if kind == "d":
+            fields["dst"] = ln.reg()
+        elif kind == "s":
+            srcs.append(ln.operand())
+        elif kind == "m":
+            fields["addr"] = ln.addr()
+        elif kind in "lp":
+            fields["target"] = ln.name(f"a {_KIND_NAMES[kind]}")
+        else:
+            fields["count"] = ln.int("an element count")
+    if ln.peek() is not None:
+        raise ln.error(f"end of instruction ({op} takes {_form_text(spec.form) or 'no operands'})", rest=True)
+    return Instr(op, dtypes[0] if dtypes else None, fields["dst"], tuple(srcs), fields["addr"], fields["target"],
+                 mod, dtypes[1] if len(dtypes) > 1 else None, fields["count"], pred, checked)
+
+
+def _form_text(form: str) -> str:
+    return ", ".join(_KIND_NAMES[k] for k in form)

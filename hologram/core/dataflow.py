@@ -1,0 +1,428 @@
+"""The verifier's dataflow analysis of one stage: definite initialization and bounds.
+
+An abstract interpretation over the stage body. The state at an instruction maps every
+register that is *definitely written* on all paths reaching it to what is known of its
+value: an `Interval` (integer registers), a `Cmp` (a predicate set by an integer SET,
+so a branch on it narrows the compared registers), or None (written, value untracked).
+Reading a register missing from the state is an error, and every unchecked memory access
+must have its index proven inside the array.
+
+Control flow is the ISA's: forward BRA, backward LOOP (its counter narrows on both
+edges: `> 0` on the back edge, `<= 0` after), and CALL, analysed per calling state (the
+call graph is acyclic, the verifier checked that first). Loop heads widen to the whole
+type after two rounds, so the iteration terminates. The analysis runs in two phases:
+states to a fixpoint, then checks against the final states (an intermediate state is an
+under-approximation and would give wrong answers).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Union
+
+import attrs
+
+from .intervals import Domain, Interval, Poly
+from .isa import OPCODES, Addr, Imm, Instr, Label, Operand, Program, Reg, Special, Stage, Sym
+from .types import DType
+
+I64 = DType.I64
+NEGATE = {"lt": "ge", "ge": "lt", "le": "gt", "gt": "le", "eq": "ne", "ne": "eq"}
+SWAP = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le", "eq": "eq", "ne": "ne"}
+MAX_CONTEXTS = 20_000  # distinct (subroutine, calling state) analyses per stage
+
+
+@attrs.frozen
+class Cmp:
+    """A predicate register holds `a <mod> b` compared as `dtype` (an integer type)."""
+
+    mod: str
+    a: Operand
+    b: Operand
+    dtype: DType
+
+    def mentions(self, reg: str) -> bool:
+        return any(isinstance(o, Reg) and o.name == reg for o in (self.a, self.b))
+
+
+AVal = Union[Interval, Cmp, None]
+State = dict[str, AVal]
+
+
+class TooComplex(Exception):
+    """The stage has more calling contexts than the analysis will follow."""
+
+
+@attrs.frozen
+class Problem:
+    pc: int
+    rule: str  # 'uninitialized' or 'bounds'
+    message: str
+    hint: str | None = None
+
+
+def _freeze(s: State) -> tuple:
+    return tuple(sorted(s.items(), key=lambda kv: kv[0]))
+
+
+def successors(body: tuple, labels: dict[str, int], pc: int) -> list[tuple[int, str]]:
+    """Control-flow edges out of `pc` as (target pc, 'fall' | 'taken'); a CALL falls
+    through (its callee is a separate region). `len(body)` means falling off the end."""
+    item = body[pc]
+    if isinstance(item, Label):
+        return [(pc + 1, "fall")]
+    op = item.op
+    if op in ("EXIT", "RET"):
+        return []
+    if op == "BRA":
+        taken = [(labels[item.target], "taken")]
+        return taken if item.pred is None else taken + [(pc + 1, "fall")]
+    if op == "LOOP":
+        return [(labels[item.target], "taken"), (pc + 1, "fall")]
+    return [(pc + 1, "fall")]
+
+
+def reachable(body: tuple, labels: dict[str, int], entry: int) -> list[int]:
+    """Program counters reachable from `entry` (CALLs fall through), ascending; may
+    include `len(body)` when control can fall off the end."""
+    seen, todo = {entry}, [entry]
+    while todo:
+        pc = todo.pop()
+        if pc < len(body):
+            for nxt, _ in successors(body, labels, pc):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+    return sorted(seen)
+
+
+class StageAnalysis:
+    def __init__(self, program: Program, stage: Stage):
+        self.p, self.stage, self.body = program, stage, stage.body
+        self.types = stage.reg_types()
+        self.labels = {it.name: k for k, it in enumerate(self.body) if isinstance(it, Label)}
+        buffers = program.buffers()
+        dims = [d for b in buffers.values() for d in b.shape]
+        self.dom = Domain.from_dims(dims, stage.domain)
+        self.sizes: dict[tuple[str, str], Poly] = {}
+        for name, b in buffers.items():
+            size = Poly.const(1)
+            for d in b.shape:
+                size = size * Poly.of(d)
+            self.sizes["global", name] = size
+        self.sizes.update({("shared", m.name): Poly.const(m.size) for m in stage.shared})
+        self.sizes.update({("pool", m.name): Poly.const(m.size) for m in stage.pools})
+        self.pool_sizes = {m.name: m.size for m in stage.pools}
+        self.specials = self._specials()
+        self.preds: dict[int, list[tuple[int, str]]] = {}
+        for pc in range(len(self.body)):
+            for nxt, kind in successors(self.body, self.labels, pc):
+                self.preds.setdefault(nxt, []).append((pc, kind))
+        self.loop_heads = {self.labels[i.target] for i in self.body if isinstance(i, Instr) and i.op == "LOOP"}
+        self.regions = {}
+        self.memo: dict[tuple, tuple[dict[int, State], State | None]] = {}
+        self.checked: set[tuple] = set()
+        self.problems: dict[int, Problem] = {}
+
+    def _specials(self) -> dict[str, Interval]:
+        out: dict[str, Interval] = {}
+        for k, axis in enumerate("xyz"):
+            if k < len(self.stage.domain):
+                ext, blk = Poly.of(self.stage.domain[k]), self.stage.block[k]
+                below_ext = Interval.range(0, ext - 1)
+                out.update({f"gid.{axis}": below_ext, f"ctaid.{axis}": below_ext,
+                            f"tid.{axis}": Interval.range(0, blk - 1), f"ntid.{axis}": Interval.point(blk),
+                            f"gdim.{axis}": Interval.point(ext), f"nctaid.{axis}": Interval.range(1, ext)})
+            else:  # axes beyond the domain have extent 1, as in CUDA
+                out.update({f"{s}.{axis}": Interval.point(0) for s in ("gid", "ctaid", "tid")})
+                out.update({f"{s}.{axis}": Interval.point(1) for s in ("ntid", "gdim", "nctaid")})
+        return out
+
+    # ================================================================ entry point
+    def run(self) -> list[Problem]:
+        """Problems found, ordered by instruction; empty when the stage is proven."""
+        self._check(0, {})
+        return [self.problems[pc] for pc in sorted(self.problems)]
+
+    # ================================================================== fixpoint
+    def _region(self, entry: int) -> list[int]:
+        if entry not in self.regions:
+            self.regions[entry] = [pc for pc in reachable(self.body, self.labels, entry) if pc < len(self.body)]
+        return self.regions[entry]
+
+    def _analyze(self, entry: int, state: State) -> tuple[dict[int, State], State | None]:
+        """In-states of every instruction reached from `entry`, and the state at RET."""
+        key = (entry, _freeze(state))
+        if key not in self.memo:
+            if len(self.memo) >= MAX_CONTEXTS:
+                raise TooComplex
+            ins = self._fixpoint(entry, state)
+            rets = [ins[pc] for pc in ins if isinstance(self.body[pc], Instr) and self.body[pc].op == "RET"]
+            ret = None
+            for s in rets:
+                ret = s if ret is None else self._join(ret, s)
+            self.memo[key] = (ins, ret)
+        return self.memo[key]
+
+    def _fixpoint(self, entry: int, start: State) -> dict[int, State]:
+        region = self._region(entry)
+        inside = set(region)
+        ins: dict[int, State] = {}
+        outs: dict[int, dict[str, State]] = {}
+        visits: dict[int, int] = {}
+        changed = True
+        while changed:
+            changed = False
+            for pc in region:
+                incoming = [outs[src][kind] for src, kind in self.preds.get(pc, ())
+                            if src in inside and kind in outs.get(src, {})]
+                if pc == entry:
+                    incoming.append(start)
+                if not incoming:
+                    continue
+                new = incoming[0]
+                for s in incoming[1:]:
+                    new = self._join(new, s)
+                if pc in self.loop_heads and pc in ins:
+                    visits[pc] = visits.get(pc, 0) + 1
+                    if visits[pc] > 2:
+                        new = self._widen(ins[pc], new)
+                if ins.get(pc) != new or pc not in outs:
+                    ins[pc] = new
+                    outs[pc] = self._transfer(pc, new)
+                    changed = True
+        return ins
+
+    def _join(self, a: State, b: State) -> State:
+        out: State = {}
+        for r in a.keys() & b.keys():
+            va, vb = a[r], b[r]
+            if va == vb:
+                out[r] = va
+            elif isinstance(va, Interval) and isinstance(vb, Interval):
+                out[r] = self.dom.hull(va, vb, self.types[r])
+            else:
+                out[r] = None
+        return out
+
+    def _widen(self, old: State, new: State) -> State:
+        out = dict(new)
+        for r, v in new.items():
+            if isinstance(v, Interval):
+                was = old.get(r)
+                out[r] = self.dom.widen(was, v, self.types[r]) if isinstance(was, Interval) else \
+                    Interval.top(self.types[r])
+            elif isinstance(v, Cmp) and old.get(r) != v:
+                out[r] = None
+        return out
+
+    # ================================================================== transfer
+    def _transfer(self, pc: int, s: State) -> dict[str, State]:
+        item = self.body[pc]
+        if isinstance(item, Label):
+            return {"fall": s}
+        op = item.op
+        if op in ("EXIT", "RET"):
+            return {}
+        if op == "BRA":
+            if item.pred is None:
+                return {"taken": s}
+            fact = s.get(item.pred.reg.name)
+            if not isinstance(fact, Cmp):
+                return {"taken": s, "fall": s}
+            return {"taken": self._refine(s, fact, not item.pred.negate),
+                    "fall": self._refine(s, fact, item.pred.negate)}
+        if op == "LOOP":
+            c = item.srcs[0].name
+            dec = self.dom.add(self.dom.exact(s.get(c), I64), Interval.point(-1), I64)
+            after = self._write(s, c, dec)
+            return {"taken": self._narrow(after, c, "gt", Interval.point(0)),
+                    "fall": self._narrow(after, c, "le", Interval.point(0))}
+        if op == "CALL":
+            _, ret = self._analyze(self.labels[item.target], s)
+            return {} if ret is None else {"fall": ret}
+        if item.dst is not None:
+            return {"fall": self._write(s, item.dst.name, self._value(item, s))}
+        return {"fall": s}
+
+    def _write(self, s: State, reg: str, value: AVal) -> State:
+        out = {r: (None if isinstance(v, Cmp) and v.mentions(reg) else v) for r, v in s.items()}
+        out[reg] = value
+        return out
+
+    def _refine(self, s: State, fact: Cmp, holds: bool) -> State:
+        mod = fact.mod if holds else NEGATE[fact.mod]
+        for x, y, m in ((fact.a, fact.b, mod), (fact.b, fact.a, SWAP[mod])):
+            if isinstance(x, Reg) and x.name in s:
+                s = self._narrow(s, x.name, m, self._operand(y, s, fact.dtype))
+        return s
+
+    def _narrow(self, s: State, reg: str, mod: str, other: Interval) -> State:
+        """`s` on the path where `reg <mod> other` held."""
+        return {**s, reg: self.dom.narrow(s.get(reg), mod, other, self.types[reg])}
+
+    # ==================================================================== values
+    def _operand(self, o: Operand, s: State, t: DType) -> Interval:
+        if isinstance(o, Imm):
+            return Interval.point(int(o.value)) if isinstance(o.value, int) else Interval.top(t)
+        if isinstance(o, Reg):
+            v = s.get(o.name)
+            return v if isinstance(v, Interval) else Interval.top(t)
+        if isinstance(o, Special):
+            return self.specials[o.name]
+        if isinstance(o, Sym) and o.name in self.p.symbols:
+            return Interval.point(Poly.sym(o.name))
+        return Interval.top(t)
+
+    def _value(self, ins: Instr, s: State) -> AVal:
+        t = self.types.get(ins.dst.name)
+        op = ins.op
+        if t is DType.BOOL:
+            if op == "SET" and ins.dtype.is_int:
+                return Cmp(ins.mod, ins.srcs[0], ins.srcs[1], ins.dtype)
+            return None
+        if t is None or not t.is_int:
+            return None
+        src = [self._operand(o, s, ins.dtype2 if op == "CVT" else (ins.dtype or t)) for o in ins.srcs]
+        d, top = self.dom, Interval.top(t)
+        if op in ("MOV", "MOV_IMM"):
+            return src[0]
+        if op in _RING:
+            return _RING[op](d, src, t)
+        if op == "SHL":
+            k = d.exact(src[1], t).const
+            return d.mul(src[0], Interval.point(1 << k), t) if k is not None and 0 <= k < t.bits else top
+        if op in ("MIN", "MAX"):
+            a, b = d.exact(src[0], t), d.exact(src[1], t)
+            if op == "MIN":  # above what both are above; below what either is below
+                return d.make(d.hull(a, b, t).lo, a.hi + b.hi, t, True)
+            return d.make(a.lo + b.lo, d.hull(a, b, t).hi, t, True)
+        if op == "ABS":
+            a = d.exact(src[0], t)
+            if d.above(a, Poly()):
+                return a
+            if d.below(a, Poly()) and d.above(a, Poly.const(int(t.min) + 1)):
+                return d.neg(a, t)
+            return top
+        if op in ("DIV", "REM", "AND", "SHR"):
+            return self._nonring(op, src[0], d.exact(src[1], t), t)
+        if op == "SEL":
+            return d.hull(src[1], src[2], t)
+        if op == "CVT":
+            return self._convert(ins.dtype2, t, src[0])
+        if op in ("LDG", "LDS", "PoolLoad"):
+            return top
+        if op == "PoolAlloc":
+            return Interval.range(0, self.pool_sizes[ins.target] - ins.count)
+        return _FIXED_RANGES.get((op, t.is_signed), top)
+
+    def _nonring(self, op: str, raw: Interval, b: Interval, t: DType) -> Interval:
+        d, top, zero = self.dom, Interval.top(t), Poly()
+        a = d.exact(raw, t)
+        a_nonneg = d.above(a, zero)
+        if op == "REM":  # numpy remainder takes the divisor's sign: [0, b - 1] for b >= 1
+            if not d.above(b, Poly.const(1)):
+                return top
+            return d.make([zero], [p - 1 for p in b.hi] + (list(a.hi) if a_nonneg else []), t, True)
+        if op == "AND":  # x & m lies in [0, m] for m >= 0, whatever x is
+            his = [p for x in (a, b) if d.above(x, zero) for p in x.hi]
+            return d.make([zero], his, t, True) if his else top
+        if not a_nonneg:
+            return top
+        if op == "DIV" and d.above(b, Poly.const(1)):  # floor(a / b) in [0, a] for a >= 0, b >= 1
+            alo, ahi = _const_bound(a.lo, max), _const_bound(a.hi, min)
+            blo, bhi = _const_bound(b.lo, max), _const_bound(b.hi, min)
+            if None not in (alo, ahi, blo, bhi):
+                return Interval.range(max(alo, 0) // bhi, ahi // blo)
+            return d.make([zero], a.hi, t, True)
+        k = b.const
+        if op == "SHR" and k is not None and 0 <= k < t.bits:
+            return d.make([zero] + [Poly.const(c >> k) for c in [_const_bound(a.lo, max)] if c is not None],
+                          [p for p in a.hi if not p.is_const] + [Poly.const(p.value >> k) for p in a.hi if p.is_const],
+                          t, True)
+        return top
+
+    def _convert(self, frm: DType, to: DType, x: Interval) -> Interval:
+        if frm is DType.BOOL:
+            return Interval.range(0, 1)
+        if not frm.is_int:
+            return Interval.top(to)  # float -> int saturates into the type
+        if x.exact and frm.min >= to.min and frm.max <= to.max:  # widening keeps the value
+            return x
+        if to.bits <= frm.bits:  # reduction modulo 2**bits commutes with the wrap
+            return self.dom.make(x.lo, x.hi, to, False)
+        return Interval.top(to)
+
+    # ===================================================================== checks
+    def _check(self, entry: int, state: State) -> None:
+        key = (entry, _freeze(state))
+        if key in self.checked:
+            return
+        self.checked.add(key)
+        ins, _ = self._analyze(entry, state)
+        for pc in sorted(ins):
+            item, s = self.body[pc], ins[pc]
+            if isinstance(item, Label):
+                continue
+            for r in _reads(item):
+                if r not in s:
+                    self._problem(pc, "uninitialized", f"register %{r} may be read before it is written",
+                                  "write it on every path that reaches this instruction")
+            if item.addr is not None and not item.checked and OPCODES[item.op].space:
+                self._check_access(pc, item, s)
+            if item.op == "CALL":
+                self._check(self.labels[item.target], s)
+
+    def _check_access(self, pc: int, ins: Instr, s: State) -> None:
+        a: Addr = ins.addr
+        space = OPCODES[ins.op].space
+        size = self.sizes[space, a.buffer]
+        idx = Interval.point(0) if a.index is None else s.get(a.index.name)
+        if a.index is not None and not isinstance(idx, Interval):
+            idx = Interval.top(I64)
+        at = self.dom.add(idx, Interval.point(a.offset), I64) if a.offset else idx
+        # a modular index is fine: its true value is in range, and so is the wrapped one
+        if self.dom.above(at, Poly()) and self.dom.below(at, size - 1):
+            return
+        off = f" {'-' if a.offset < 0 else '+'} {abs(a.offset)}" if a.offset else ""
+        what = f"the address {a.offset}" if a.index is None else f"%{a.index.name}{off}"
+        self._problem(
+            pc, "bounds", f"cannot prove this {space} access in bounds: {what} lies in {at} "
+                f"but {a.buffer} has {size} element(s) (valid indices 0 .. {size - 1})",
+            f"bound the index (guard it with SET/BRA, or MIN/MAX/REM) or mark the access checked: "
+            f"{ins.op}{'.' + str(ins.dtype) if ins.dtype else ''}.chk")
+
+    def _problem(self, pc: int, rule: str, message: str, hint: str | None = None) -> None:
+        self.problems.setdefault(pc, Problem(pc, rule, message, hint))
+
+
+_FIXED_RANGES = {  # (opcode, signed result type) -> the range of its result (docs/atlas.md)
+    **{(op, sg): Interval.range(lo, hi) for op, lo, hi in (("ClsGet", 0, 95), ("NbrCount", 0, 6),
+                                                          ("PhaseGet", 0, 767)) for sg in (True, False)},
+    ("MIRROR", True): Interval.range(-1, 95),
+    ("NbrGet", True): Interval.range(-1, 95),
+}
+
+
+_RING = {  # + - * commute with wrapping: modular intervals pass through them
+    "ADD": lambda d, s, t: d.add(s[0], s[1], t),
+    "SUB": lambda d, s, t: d.sub(s[0], s[1], t),
+    "NEG": lambda d, s, t: d.neg(s[0], t),
+    "MUL": lambda d, s, t: d.mul(s[0], s[1], t),
+    "MAD": lambda d, s, t: d.add(d.mul(s[0], s[1], t), s[2], t),
+    "FMA": lambda d, s, t: d.add(d.mul(s[0], s[1], t), s[2], t),
+}
+
+
+def _const_bound(bounds: tuple[Poly, ...], pick) -> int | None:
+    consts = [p.value for p in bounds if p.is_const]
+    return pick(consts) if consts else None
+
+
+def _reads(ins: Instr) -> Iterator[str]:
+    for o in ins.srcs:
+        if isinstance(o, Reg):
+            yield o.name
+    if ins.addr is not None and ins.addr.index is not None:
+        yield ins.addr.index.name
+    if ins.pred is not None:
+        yield ins.pred.reg.name

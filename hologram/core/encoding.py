@@ -1,0 +1,386 @@
+"""The binary encoding of Atlas programs (`.hbc`): compact, deterministic, checksummed.
+
+    magic "\\x89HBC" | format version u8 | ISA version varint | payload length varint |
+    payload | crc32 (u32 little-endian) of every byte before it
+
+The payload is a string table (every name once, in first-use order) followed by the
+program, with names as varint indices into the table, integers as LEB128 varints
+(signed ones zigzag-mapped), floats as their 8 IEEE-754 bytes, and every list prefixed by
+its length. docs/hasm.md gives the layout byte by byte.
+
+`decode` accepts exactly what `encode` produces: anything else (truncated, bit-flipped,
+another format version, trailing bytes, a non-canonical spelling of a valid program)
+raises ISAError with the reason. It never raises anything else and never reads past the
+input, so it is safe on untrusted bytes (bundles).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+import zlib
+from typing import Callable, Sequence, TypeVar
+
+import numpy as np
+
+from .errors import ISAError
+from .isa import (
+    ISA_VERSION, SPECIALS, Addr, BufferParam, Imm, Init, Instr, Label, MemDecl, Operand, Pred, Program,
+    Reg, RegDecl, ScalarParam, Special, Stage, Sym,
+)
+from .types import Affine, DType
+
+MAGIC = b"\x89HBC"
+FORMAT_VERSION = 1
+SUPPORTED_ISA_VERSIONS = (ISA_VERSION,)
+
+# Frozen code tables: a code means the same thing in every file ever written, whatever
+# order the Python enums and tuples are declared in.
+DTYPE_CODES = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64")
+SPECIAL_CODES = tuple(f"{k}.{a}" for k in ("tid", "ntid", "ctaid", "nctaid", "gid", "gdim") for a in "xyz")
+assert set(SPECIAL_CODES) == set(SPECIALS)
+
+OP_REG, OP_SPECIAL, OP_SYM, V_FALSE, V_TRUE, V_INT, V_FLOAT = range(7)
+PARAM_BUFFER, PARAM_SCALAR = 0, 1
+ITEM_LABEL, ITEM_INSTR = 0, 1
+# Instruction field-presence flags, in the order the fields follow.
+F_DTYPE, F_DTYPE2, F_MOD, F_DST, F_ADDR, F_INDEX, F_TARGET, F_COUNT, F_PRED, F_NEGATE, F_CHECKED = (
+    1 << k for k in range(11))
+_FLAGS_ALL = (1 << 11) - 1
+_MAX_VARINT_BYTES = 1024  # room for any integer a program can sensibly hold (7168 bits)
+_HEADER_MIN = len(MAGIC) + 1 + 1 + 1 + 4
+
+T = TypeVar("T")
+
+
+# ============================================================================ encode
+class _Writer:
+    def __init__(self) -> None:
+        self.out = bytearray()
+        self.strings: dict[str, int] = {}
+
+    def uvarint(self, n: int) -> None:
+        while True:
+            byte, n = n & 0x7F, n >> 7
+            self.out.append(byte | (0x80 if n else 0))
+            if not n:
+                return
+
+    def svarint(self, n: int) -> None:
+        if not isinstance(n, int) or isinstance(n, bool):
+            raise ISAError(f"cannot encode {n!r}: expected an integer")
+        self.uvarint(n << 1 if n >= 0 else ((-n) << 1) - 1)
+
+    def str(self, s: str) -> None:
+        if not isinstance(s, str):
+            raise ISAError(f"cannot encode {s!r}: expected a name (str)")
+        self.uvarint(self.strings.setdefault(s, len(self.strings)))
+
+    def dtype(self, d: DType) -> None:
+        if not isinstance(d, DType):
+            raise ISAError(f"cannot encode {d!r}: expected a DType")
+        self.out.append(DTYPE_CODES.index(d.value))
+
+    def seq(self, items: Sequence[T], put: Callable[[T], None]) -> None:
+        self.uvarint(len(items))
+        for x in items:
+            put(x)
+
+    def affine(self, a: Affine) -> None:
+        if not isinstance(a, Affine):
+            raise ISAError(f"cannot encode dimension {a!r}: expected an Affine")
+        self.svarint(a.const)
+        self.seq(a.terms, lambda t: (self.str(t[0]), self.svarint(t[1])))
+
+    def value(self, v: object) -> None:
+        if isinstance(v, (bool, np.bool_)):
+            self.out.append(V_TRUE if v else V_FALSE)
+        elif isinstance(v, (int, np.integer)):
+            self.out.append(V_INT)
+            self.svarint(int(v))
+        elif isinstance(v, (float, np.floating)):
+            self.out.append(V_FLOAT)
+            self.out += struct.pack("<d", float(v))
+        else:
+            raise ISAError(f"cannot encode immediate {v!r}: expected bool, int or float")
+
+    def operand(self, o: Operand) -> None:
+        if isinstance(o, Reg):
+            self.out.append(OP_REG)
+            self.str(o.name)
+        elif isinstance(o, Special):
+            self.out += bytes((OP_SPECIAL, SPECIAL_CODES.index(o.name)))
+        elif isinstance(o, Sym):
+            self.out.append(OP_SYM)
+            self.str(o.name)
+        elif isinstance(o, Imm):
+            self.value(o.value)
+        else:
+            raise ISAError(f"cannot encode operand {o!r}")
+
+    def buffer(self, b: BufferParam) -> None:
+        self.str(b.name)
+        self.dtype(b.dtype)
+        self.str(b.role)
+        self.seq(b.shape, self.affine)
+
+    def param(self, p: BufferParam | ScalarParam) -> None:
+        if isinstance(p, BufferParam):
+            self.out.append(PARAM_BUFFER)
+            self.buffer(p)
+        elif isinstance(p, ScalarParam):
+            self.out.append(PARAM_SCALAR)
+            self.str(p.name)
+            self.dtype(p.dtype)
+        else:
+            raise ISAError(f"cannot encode parameter {p!r}")
+
+    def instr(self, i: Instr) -> None:
+        a = i.addr
+        fields = ((F_DTYPE, i.dtype), (F_DTYPE2, i.dtype2), (F_MOD, i.mod), (F_DST, i.dst), (F_ADDR, a),
+                  (F_INDEX, a.index if isinstance(a, Addr) else None), (F_TARGET, i.target),
+                  (F_COUNT, i.count), (F_PRED, i.pred),
+                  (F_NEGATE, i.pred.negate if isinstance(i.pred, Pred) and i.pred.negate else None),
+                  (F_CHECKED, i.checked or None))
+        self.str(i.op)
+        self.uvarint(sum(bit for bit, v in fields if v is not None))
+        if i.dtype is not None:
+            self.dtype(i.dtype)
+        if i.dtype2 is not None:
+            self.dtype(i.dtype2)
+        if i.mod is not None:
+            self.str(i.mod)
+        if i.dst is not None:
+            self.str(_reg_name(i.dst))
+        self.seq(i.srcs, self.operand)
+        if a is not None:
+            if not isinstance(a, Addr):
+                raise ISAError(f"cannot encode memory operand {a!r}")
+            self.str(a.buffer)
+            if a.index is not None:
+                self.str(_reg_name(a.index))
+            self.svarint(a.offset)
+        if i.target is not None:
+            self.str(i.target)
+        if i.count is not None:
+            self.svarint(i.count)
+        if i.pred is not None:
+            self.str(_reg_name(i.pred.reg))
+
+    def item(self, it: Instr | Label) -> None:
+        if isinstance(it, Label):
+            self.out.append(ITEM_LABEL)
+            self.str(it.name)
+        elif isinstance(it, Instr):
+            self.out.append(ITEM_INSTR)
+            self.instr(it)
+        else:
+            raise ISAError(f"cannot encode stage item {it!r}")
+
+    def stage(self, s: Stage) -> None:
+        mem = lambda m: (self.str(m.name), self.dtype(m.dtype), self.svarint(m.size))  # noqa: E731
+        self.str(s.name)
+        self.seq(s.domain, self.affine)
+        self.seq(s.block, self.svarint)
+        self.seq(s.regs, lambda r: (self.str(r.name), self.dtype(r.dtype)))
+        self.seq(s.shared, mem)
+        self.seq(s.pools, mem)
+        self.seq(s.inits, lambda i: (self.str(i.buffer), self.svarint(i.offset), self.value(i.value)))
+        self.seq(s.body, self.item)
+
+
+def _reg_name(r: object) -> str:
+    if not isinstance(r, Reg):
+        raise ISAError(f"cannot encode {r!r}: expected a register")
+    return r.name
+
+
+def encode(p: Program) -> bytes:
+    """The canonical bytes of `p` (the same program always gives the same bytes)."""
+    if not isinstance(p, Program):
+        raise ISAError(f"encode expects a Program, got {type(p).__name__}")
+    body = _Writer()
+    body.str(p.name)
+    body.seq(p.symbols, body.str)
+    body.seq(p.params, body.param)
+    body.seq(p.temps, body.buffer)
+    body.seq(p.stages, body.stage)
+    payload = _Writer()
+    payload.seq(list(body.strings), lambda s: (payload.uvarint(len(b := s.encode("utf-8", "surrogatepass"))),
+                                               payload.out.extend(b)))
+    payload.out += body.out
+    head = _Writer()
+    head.out += MAGIC
+    head.out.append(FORMAT_VERSION)
+    head.svarint(p.isa_version)
+    head.uvarint(len(payload.out))
+    data = bytes(head.out + payload.out)
+    return data + struct.pack("<I", zlib.crc32(data))
+
+
+def program_hash(p: Program) -> str:
+    """sha256 (hex) of the program's encoding: its identity for caches and bundles."""
+    return hashlib.sha256(encode(p)).hexdigest()
+
+
+# ============================================================================ decode
+class _Reader:
+    def __init__(self, data: bytes, pos: int, end: int):
+        self.data, self.pos, self.end = data, pos, end
+        self.strings: list[str] = []
+
+    def fail(self, why: str) -> ISAError:
+        return ISAError(f"corrupt program encoding at byte {self.pos}: {why}")
+
+    def byte(self) -> int:
+        if self.pos >= self.end:
+            raise self.fail("unexpected end of data")
+        self.pos += 1
+        return self.data[self.pos - 1]
+
+    def take(self, n: int) -> bytes:
+        if n > self.end - self.pos:
+            raise self.fail(f"needs {n} bytes, only {self.end - self.pos} left")
+        self.pos += n
+        return self.data[self.pos - n:self.pos]
+
+    def uvarint(self) -> int:
+        n = shift = 0
+        for _ in range(_MAX_VARINT_BYTES):
+            b = self.byte()
+            n |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                return n
+        raise self.fail("integer too long")
+
+    def svarint(self) -> int:
+        n = self.uvarint()
+        return -((n + 1) >> 1) if n & 1 else n >> 1
+
+    def count(self) -> int:
+        n = self.uvarint()
+        if n > self.end - self.pos:  # every element takes at least one byte
+            raise self.fail(f"list of {n} elements in {self.end - self.pos} bytes")
+        return n
+
+    def seq(self, get: Callable[[], T]) -> tuple[T, ...]:
+        return tuple(get() for _ in range(self.count()))
+
+    def str(self) -> str:
+        k = self.uvarint()
+        if k >= len(self.strings):
+            raise self.fail(f"string index {k} outside the table of {len(self.strings)}")
+        return self.strings[k]
+
+    def dtype(self) -> DType:
+        b = self.byte()
+        if b >= len(DTYPE_CODES):
+            raise self.fail(f"unknown type code {b}")
+        return DType(DTYPE_CODES[b])
+
+    def affine(self) -> Affine:
+        const = self.svarint()
+        return Affine(const, self.seq(lambda: (self.str(), self.svarint())))
+
+    def value(self, tag: int | None = None) -> bool | int | float:
+        tag = self.byte() if tag is None else tag
+        if tag in (V_FALSE, V_TRUE):
+            return tag == V_TRUE
+        if tag == V_INT:
+            return self.svarint()
+        if tag == V_FLOAT:
+            return struct.unpack("<d", self.take(8))[0]
+        raise self.fail(f"unknown value tag {tag}")
+
+    def operand(self) -> Operand:
+        tag = self.byte()
+        if tag == OP_REG:
+            return Reg(self.str())
+        if tag == OP_SPECIAL:
+            code = self.byte()
+            if code >= len(SPECIAL_CODES):
+                raise self.fail(f"unknown special register code {code}")
+            return Special(SPECIAL_CODES[code])
+        if tag == OP_SYM:
+            return Sym(self.str())
+        return Imm(self.value(tag))
+
+    def buffer(self) -> BufferParam:
+        name, dtype, role = self.str(), self.dtype(), self.str()
+        return BufferParam(name, dtype, self.seq(self.affine), role)
+
+    def param(self) -> BufferParam | ScalarParam:
+        tag = self.byte()
+        if tag == PARAM_BUFFER:
+            return self.buffer()
+        if tag == PARAM_SCALAR:
+            return ScalarParam(self.str(), self.dtype())
+        raise self.fail(f"unknown parameter tag {tag}")
+
+    def instr(self) -> Instr:
+        op = self.str()
+        flags = self.uvarint()
+        if flags & ~_FLAGS_ALL or (flags & F_INDEX and not flags & F_ADDR) or (flags & F_NEGATE and not flags & F_PRED):
+            raise self.fail(f"invalid instruction flags 0x{flags:x}")
+        opt = lambda bit, get: get() if flags & bit else None  # noqa: E731
+        dtype, dtype2, mod = opt(F_DTYPE, self.dtype), opt(F_DTYPE2, self.dtype), opt(F_MOD, self.str)
+        dst = opt(F_DST, lambda: Reg(self.str()))
+        srcs = self.seq(self.operand)
+        addr = opt(F_ADDR, lambda: Addr(self.str(), opt(F_INDEX, lambda: Reg(self.str())), self.svarint()))
+        target, count = opt(F_TARGET, self.str), opt(F_COUNT, self.svarint)
+        pred = opt(F_PRED, lambda: Pred(Reg(self.str()), bool(flags & F_NEGATE)))
+        return Instr(op, dtype, dst, srcs, addr, target, mod, dtype2, count, pred, bool(flags & F_CHECKED))
+
+    def item(self) -> Instr | Label:
+        tag = self.byte()
+        if tag == ITEM_LABEL:
+            return Label(self.str())
+        if tag == ITEM_INSTR:
+            return self.instr()
+        raise self.fail(f"unknown stage item tag {tag}")
+
+    def stage(self) -> Stage:
+        mem = lambda: MemDecl(self.str(), self.dtype(), self.svarint())  # noqa: E731
+        return Stage(self.str(), self.seq(self.affine), self.seq(self.svarint),
+                     self.seq(lambda: RegDecl(self.str(), self.dtype())), self.seq(mem), self.seq(mem),
+                     self.seq(lambda: Init(self.str(), self.svarint(), self.value())), self.seq(self.item))
+
+
+def decode(data: bytes) -> Program:
+    """The program encoded in `data`; ISAError saying what is wrong with anything else."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise ISAError(f"decode expects bytes, got {type(data).__name__}")
+    data = bytes(data)
+    if len(data) < _HEADER_MIN:
+        raise ISAError(f"not a Hologram program: {len(data)} bytes is shorter than any encoding")
+    if data[:4] != MAGIC:
+        raise ISAError(f"not a Hologram program: bad magic {data[:4]!r} (expected {MAGIC!r})")
+    if data[4] != FORMAT_VERSION:
+        raise ISAError(f"unsupported encoding format version {data[4]}; this Hologram reads version "
+                       f"{FORMAT_VERSION}" + (" (written by a newer Hologram?)" if data[4] > FORMAT_VERSION else ""))
+    body = len(data) - 4
+    if struct.unpack("<I", data[body:])[0] != zlib.crc32(data[:body]):
+        raise ISAError("corrupt program encoding: checksum mismatch (the data was truncated or altered)")
+    r = _Reader(data, 5, body)
+    isa = r.svarint()
+    if isa not in SUPPORTED_ISA_VERSIONS:
+        raise ISAError(f"unsupported ISA version {isa}; this Hologram runs ISA version(s) "
+                       f"{', '.join(map(str, SUPPORTED_ISA_VERSIONS))}")
+    length = r.uvarint()
+    if length != body - r.pos:
+        raise r.fail(f"payload length {length} disagrees with the {body - r.pos} bytes present")
+    try:
+        r.strings = list(r.seq(lambda: r.take(r.uvarint()).decode("utf-8", "surrogatepass")))
+    except UnicodeDecodeError as e:
+        raise r.fail(f"a name is not valid UTF-8 ({e.reason})") from None
+    name = r.str()
+    symbols = r.seq(r.str)
+    params = r.seq(r.param)
+    temps = r.seq(r.buffer)
+    prog = Program(name, params, temps, symbols, r.seq(r.stage), isa)
+    if r.pos != body:
+        raise r.fail(f"{body - r.pos} unexpected bytes after the program")
+    if encode(prog) != data:  # one program, one encoding: hashes of equal programs agree
+        raise ISAError("corrupt program encoding: valid structure but not in canonical form")
+    return prog

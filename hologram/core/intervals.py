@@ -1,0 +1,325 @@
+"""Symbolic integer intervals: the abstract values of the verifier's bounds analysis.
+
+A bound is a `Poly`, a polynomial with integer coefficients over the program's shape
+symbols (`n - 1`, `m*n - 1`), because the sizes a kernel indexes are products of symbolic
+dimensions. An `Interval` says where a register's value lies: above every bound in `lo`
+and below every bound in `hi`. Keeping a few bounds per side matters because symbolic
+bounds do not always compare: after `if c >= 1` a counter set to `$k` is above both `k`
+and `1`, and the loop that follows needs both. `Domain` decides inequalities between
+bounds from what every launch guarantees (each declared dimension is >= 0 and a stage
+that runs at all has every domain extent >= 1), so `[x + %i + 2]` on a domain of `n - 2`
+lanes over `x: f32[n]` is proven because `(n - 3) + 2 <= n - 1`; and it implements the
+arithmetic of intervals.
+
+Machine integers wrap, mathematical ones do not. An interval is *exact* when the
+register's actual value lies in it. Otherwise it is only *modular*: the value computed
+with unbounded integers lies in it and the register holds that value modulo 2**bits.
+`+ - *` commute with reduction modulo 2**bits, so a chain of them stays correct modulo;
+and once a modular interval lies inside a type's range (say, a buffer's index range), the
+register holds exactly that value. Operations that do not commute with wrapping (MIN,
+DIV, SHR, comparisons) first forget a modular interval. This keeps the analysis sound
+without assuming anything about how large the shape symbols are.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+import attrs
+
+from .types import Affine, DType
+
+Monomial = tuple[str, ...]  # sorted symbol names, with repetition; () is the constant
+# Launch contract: every shape symbol is below 2**62 (runtimes refuse larger bindings;
+# no machine holds an array that large). It lets `n + 4` or `2*n` be proven free of
+# i64 overflow, which clamps (MIN/MAX) after such arithmetic need.
+SYMBOL_MAX = (1 << 62) - 1
+
+
+@attrs.frozen
+class Poly:
+    """`sum(coeff * monomial)`, terms sorted, zero coefficients dropped (canonical)."""
+
+    terms: tuple[tuple[Monomial, int], ...] = ()
+
+    @staticmethod
+    def make(acc: Mapping[Monomial, int]) -> "Poly":
+        return Poly(tuple(sorted((m, c) for m, c in acc.items() if c)))
+
+    @staticmethod
+    def const(c: int) -> "Poly":
+        return Poly((((), c),) if c else ())
+
+    @staticmethod
+    def sym(name: str) -> "Poly":
+        return Poly((((name,), 1),))
+
+    @staticmethod
+    def of(a: Affine | int) -> "Poly":
+        if isinstance(a, int):
+            return Poly.const(a)
+        return Poly.make({(): a.const, **{(n,): c for n, c in a.terms}})
+
+    def __add__(self, other: "Poly | int") -> "Poly":
+        o = other if isinstance(other, Poly) else Poly.const(other)
+        acc = dict(self.terms)
+        for m, c in o.terms:
+            acc[m] = acc.get(m, 0) + c
+        return Poly.make(acc)
+
+    __radd__ = __add__
+
+    def __neg__(self) -> "Poly":
+        return Poly(tuple((m, -c) for m, c in self.terms))
+
+    def __sub__(self, other: "Poly | int") -> "Poly":
+        return self + -(other if isinstance(other, Poly) else Poly.const(other))
+
+    def __mul__(self, other: "Poly | int") -> "Poly":
+        o = other if isinstance(other, Poly) else Poly.const(other)
+        acc: dict[Monomial, int] = {}
+        for m1, c1 in self.terms:
+            for m2, c2 in o.terms:
+                m = tuple(sorted(m1 + m2))
+                acc[m] = acc.get(m, 0) + c1 * c2
+        return Poly.make(acc)
+
+    __rmul__ = __mul__
+
+    @property
+    def is_const(self) -> bool:
+        return all(not m for m, _ in self.terms)
+
+    @property
+    def value(self) -> int:
+        """The constant term (the whole value when `is_const`)."""
+        return dict(self.terms).get((), 0)
+
+    @property
+    def symbols(self) -> frozenset[str]:
+        return frozenset(s for m, _ in self.terms for s in m)
+
+    def __str__(self) -> str:
+        out = ""
+        for m, c in sorted(self.terms, key=lambda t: (-len(t[0]), t[0])):
+            mono = "*".join(m)
+            mag = str(abs(c)) if not mono else (mono if abs(c) == 1 else f"{abs(c)}*{mono}")
+            out += (("-" if c < 0 else "") + mag) if not out else (" - " if c < 0 else " + ") + mag
+        return out or "0"
+
+
+Bounds = tuple[Poly, ...]  # sorted, no bound implied by another, at most MAX_BOUNDS
+MAX_BOUNDS = 3
+
+
+@attrs.frozen
+class Interval:
+    """`max(lo) <= value <= min(hi)` (see the module docstring for `exact`)."""
+
+    lo: Bounds
+    hi: Bounds
+    exact: bool = True
+
+    @staticmethod
+    def point(v: Poly | int) -> "Interval":
+        p = v if isinstance(v, Poly) else Poly.const(v)
+        return Interval((p,), (p,))
+
+    @staticmethod
+    def range(lo: Poly | int, hi: Poly | int) -> "Interval":
+        as_poly = lambda v: v if isinstance(v, Poly) else Poly.const(v)  # noqa: E731
+        return Interval((as_poly(lo),), (as_poly(hi),))
+
+    @staticmethod
+    def top(t: DType) -> "Interval":
+        """Every value of integer type `t`."""
+        return Interval.range(int(t.min), int(t.max))
+
+    @property
+    def const(self) -> int | None:
+        """The value, when the interval is one known integer."""
+        if len(self.lo) == len(self.hi) == 1 and self.lo == self.hi and self.lo[0].is_const:
+            return self.lo[0].value
+        return None
+
+    def __str__(self) -> str:
+        show = lambda b, f: str(b[0]) if len(b) == 1 else f"{f}({', '.join(map(str, b))})"  # noqa: E731
+        return f"[{show(self.lo, 'max')}, {show(self.hi, 'min')}]"
+
+
+def _rank(p: Poly) -> tuple:
+    """Simpler bounds first: they are the ones later comparisons can use."""
+    return (max((len(m) for m, _ in p.terms), default=0), len(p.terms), p.terms)
+
+
+class Domain:
+    """Shape-symbol facts of one stage, the prover over them, and interval arithmetic.
+
+    `nonneg(p)` decides `p >= 0` soundly (never true when it may fail): it substitutes
+    `s = s' + lb(s)` for every symbol with a known lower bound and checks that every
+    coefficient is non-negative, which proves it because every `s' >= 0`."""
+
+    def __init__(self, lower: Mapping[str, int]):
+        self.lower = dict(lower)
+        self._shift: dict[str, Poly] = {s: Poly.sym(s) + lb for s, lb in self.lower.items()}
+        self._cache: dict[Poly, Poly | None] = {}
+
+    @staticmethod
+    def from_dims(dims: Iterable[Affine], domain: Iterable[Affine]) -> "Domain":
+        """Lower bounds from `dim >= 0` for every declared dimension and `extent >= 1` for
+        the stage's domain, wherever a dimension is `c*s + k` with c > 0."""
+        lower: dict[str, int] = {}
+        for d, least in [(d, 0) for d in dims] + [(d, 1) for d in domain]:
+            if isinstance(d, Affine) and len(d.terms) == 1 and d.terms[0][1] > 0:
+                (s, c), k = d.terms[0], d.const
+                lb = -((k - least) // c)  # ceil((least - k) / c)
+                lower[s] = max(lower.get(s, lb), lb)
+        return Domain(lower)
+
+    # ------------------------------------------------------------------- the prover
+    def _shifted(self, p: Poly) -> Poly | None:
+        """`p` over the shifted symbols s' >= 0, or None when p mentions a symbol with
+        no known lower bound."""
+        if p not in self._cache:
+            out: Poly | None = Poly()
+            for m, c in p.terms:
+                if any(s not in self._shift for s in m):
+                    out = None
+                    break
+                term = Poly.const(c)
+                for s in m:
+                    term = term * self._shift[s]
+                out = out + term
+            self._cache[p] = out
+        return self._cache[p]
+
+    def nonneg(self, p: Poly) -> bool:
+        if p.is_const:
+            return p.value >= 0
+        q = self._shifted(p)
+        return q is not None and all(c >= 0 for _, c in q.terms)
+
+    def le(self, a: Poly, b: Poly) -> bool:
+        return self.nonneg(b - a)
+
+    def extremes(self, p: Poly) -> tuple[int, int] | None:
+        """(min, max) of p over every symbol value between its lower bound and
+        SYMBOL_MAX, or None when p mentions an unbounded symbol."""
+        if p.is_const:
+            return p.value, p.value
+        q = self._shifted(p)
+        if q is None:
+            return None
+        lo = hi = 0
+        for m, c in q.terms:
+            big = 1
+            for s in m:  # every shifted symbol lies in [0, SYMBOL_MAX - lb]
+                big *= SYMBOL_MAX - self.lower[s]
+            if not m:
+                lo, hi = lo + c, hi + c
+            elif c > 0:
+                hi += c * big
+            else:
+                lo += c * big
+        return lo, hi
+
+    def fits(self, lo: Bounds, hi: Bounds, t: DType) -> bool:
+        """True when every value the bounds allow is a value of type `t`."""
+        return any((e := self.extremes(p)) is not None and e[0] >= t.min for p in lo) and \
+            any((e := self.extremes(p)) is not None and e[1] <= t.max for p in hi)
+
+    def above(self, iv: Interval, p: Poly) -> bool:
+        """Is every value of `iv` >= p?"""
+        return any(self.le(p, b) for b in iv.lo)
+
+    def below(self, iv: Interval, p: Poly) -> bool:
+        """Is every value of `iv` <= p?"""
+        return any(self.le(b, p) for b in iv.hi)
+
+    # ---------------------------------------------------------------- bound sets
+    def lows(self, bounds: Iterable[Poly]) -> Bounds:
+        """Lower bounds without those another implies (a larger one), simplest first."""
+        return self._prune(bounds, lambda a, b: self.le(a, b))
+
+    def highs(self, bounds: Iterable[Poly]) -> Bounds:
+        return self._prune(bounds, lambda a, b: self.le(b, a))
+
+    def _prune(self, bounds: Iterable[Poly], implied_by) -> Bounds:
+        uniq = sorted(set(bounds), key=_rank)
+        keep = [p for k, p in enumerate(uniq)
+                if not any(implied_by(p, q) and (not implied_by(q, p) or j < k) for j, q in enumerate(uniq) if j != k)]
+        return tuple(keep[:MAX_BOUNDS])
+
+    def make(self, lo: Iterable[Poly], hi: Iterable[Poly], t: DType, exact: bool) -> Interval:
+        """An interval of type `t`; a modular one that provably fits `t` is exact, and a
+        side with no bound left gets the type's limit (valid only for exact values)."""
+        lo, hi = self.lows(lo), self.highs(hi)
+        if not exact and lo and hi and self.fits(lo, hi, t):
+            exact = True
+        if not (lo and hi) and not exact:
+            return Interval.top(t)
+        return Interval(lo or (Poly.const(int(t.min)),), hi or (Poly.const(int(t.max)),), exact)
+
+    # ------------------------------------------------------------------ arithmetic
+    def exact(self, v: object, t: DType) -> Interval:
+        """`v` if it bounds the actual value, else everything type `t` holds."""
+        return v if isinstance(v, Interval) and v.exact else Interval.top(t)
+
+    def hull(self, a: Interval, b: Interval, t: DType) -> Interval:
+        """Holds both (the join of two paths): the bounds of each side the other obeys."""
+        if a == b:
+            return a
+        lo = [p for p in a.lo if self.above(b, p)] + [q for q in b.lo if self.above(a, q)]
+        hi = [p for p in a.hi if self.below(b, p)] + [q for q in b.hi if self.below(a, q)]
+        if not lo and a.exact and b.exact:  # the least value both sides provably exceed
+            floors = [max((e[0] for p in x.lo if (e := self.extremes(p))), default=None) for x in (a, b)]
+            if None not in floors:
+                lo = [Poly.const(min(floors))]
+        return self.make(lo, hi, t, a.exact and b.exact)
+
+    def widen(self, old: Interval, new: Interval, t: DType) -> Interval:
+        """Keep only the bounds that survived a round around a loop (so the iteration
+        stops): a bound in `new` not also in `old` is dropped."""
+        if old == new:
+            return new
+        return self.make([p for p in new.lo if p in old.lo], [p for p in new.hi if p in old.hi], t,
+                         old.exact and new.exact)
+
+    def add(self, a: Interval, b: Interval, t: DType) -> Interval:
+        return self.make([x + y for x in a.lo for y in b.lo], [x + y for x in a.hi for y in b.hi], t, False)
+
+    def neg(self, a: Interval, t: DType) -> Interval:
+        return self.make([-p for p in a.hi], [-p for p in a.lo], t, False)
+
+    def sub(self, a: Interval, b: Interval, t: DType) -> Interval:
+        return self.add(a, Interval(tuple(-p for p in b.hi), tuple(-p for p in b.lo), b.exact), t)
+
+    def mul(self, a: Interval, b: Interval, t: DType) -> Interval:
+        for x, y in ((a, b), (b, a)):
+            k = y.const
+            if k is not None:
+                lo, hi = (x.lo, x.hi) if k >= 0 else (x.hi, x.lo)
+                return self.make([p * k for p in lo], [p * k for p in hi], t, False)
+        cl = lambda b, pick: [pick(p.value for p in b if p.is_const)] if any(p.is_const for p in b) else []  # noqa
+        alo, ahi, blo, bhi = cl(a.lo, max), cl(a.hi, min), cl(b.lo, max), cl(b.hi, min)
+        if alo and ahi and blo and bhi:
+            corners = [x * y for x in (alo[0], ahi[0]) for y in (blo[0], bhi[0])]
+            return self.make([Poly.const(min(corners))], [Poly.const(max(corners))], t, False)
+        alo_nn = [p for p in a.lo if self.nonneg(p)]
+        blo_nn = [p for p in b.lo if self.nonneg(p)]
+        if alo_nn and blo_nn:  # both sides >= 0: bounds multiply
+            return self.make([x * y for x in alo_nn for y in blo_nn], [x * y for x in a.hi for y in b.hi], t, False)
+        return Interval.top(t)
+
+    def narrow(self, x: Interval, mod: str, other: Interval, t: DType) -> Interval:
+        """`x` on a path where `x <mod> other` held, both compared as actual values (so
+        a modular `x` learns nothing, but stays true)."""
+        if isinstance(x, Interval) and not x.exact:
+            return x
+        x, o = self.exact(x, t), self.exact(other, t)
+        lo, hi = list(x.lo), list(x.hi)
+        if mod in ("lt", "le", "eq"):
+            hi += [p - (1 if mod == "lt" else 0) for p in o.hi]
+        if mod in ("gt", "ge", "eq"):
+            lo += [p + (1 if mod == "gt" else 0) for p in o.lo]
+        return self.make(lo, hi, t, True)

@@ -1,0 +1,299 @@
+"""Lowering, part 1: rewrite a kernel's statements into the ones that become stages.
+
+Pure IR -> IR rewrites, in this order (docs/lowering.md explains each with examples):
+
+1. fuse     elementwise temps (no REDUCE inside) are substituted into their consumers,
+            so an elementwise chain is one expression and never touches memory (again
+            after step 3, for temps that hoisting left without a reduction);
+2. boolean  reductions of bool values run on u8 (the ISA reduces numbers only);
+3. hoist    a REDUCE that does not use every enclosing index variable moves into its own
+            temp indexed by the variables it does use (`sum(e)` in `y = e / sum(e)`
+            becomes a 0-d temp computed by an earlier stage); in a 0-d statement every
+            REDUCE but the top-level one moves out, so each full reduction gets a stage;
+4. argext   a full argmin/argmax becomes two cross-lane reductions: the extreme value,
+            then the smallest flat index holding it;
+5. dce      statements that no output depends on are dropped.
+
+Also here: the i64 index arithmetic (`affine_expr`, `flat_index`) shared with codegen.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import attrs
+
+from .errors import CompileError
+from .ir import Compute, Expr, KernelIR, Statement, TensorDecl
+from .types import Affine, DType
+
+I64 = DType.I64
+INT64_MAX = 2**63 - 1
+CROSS_LANE_KINDS = ("sum", "prod", "min", "max")
+# bool reductions become u8 ones: or/and semantics for sum/prod, as numpy's logical reduce
+_BOOL_KIND = {"sum": "max", "prod": "min", "min": "min", "max": "max"}
+
+
+# ------------------------------------------------------------------ index arithmetic
+def const(v: int) -> Expr:
+    return Expr.const(v, I64)
+
+
+def add(a: Expr, b: Expr) -> Expr:
+    """`a + b` on i64, folding constants so offsets end up as one trailing constant."""
+    if a.op == "CONST" and b.op != "CONST":
+        a, b = b, a
+    if b.op == "CONST":
+        if a.op == "CONST":
+            return const(a.arg + b.arg)
+        if b.arg == 0:
+            return a
+        if a.op == "ADD" and a.srcs[1].op == "CONST":
+            return add(a.srcs[0], const(a.srcs[1].arg + b.arg))
+    return Expr("ADD", I64, (a, b))
+
+
+def mul(a: Expr, b: Expr) -> Expr:
+    if a.op == "CONST" and b.op != "CONST":
+        a, b = b, a
+    if b.op == "CONST":
+        if a.op == "CONST":
+            return const(a.arg * b.arg)
+        if b.arg == 0:
+            return const(0)
+        if b.arg == 1:
+            return a
+    return Expr("MUL", I64, (a, b))
+
+
+def affine_expr(a: Affine) -> Expr:
+    """An Affine dimension as an i64 expression over `SYM` leaves."""
+    out = const(a.const)
+    for name, c in a.terms:
+        out = add(out, mul(Expr("SYM", I64, (), name), const(c)))
+    return out
+
+
+def flat_index(index: Sequence[Expr], shape: Sequence[Affine]) -> Expr:
+    """Row-major element index, in Horner form so the outer part is loop-invariant."""
+    if not index:
+        return const(0)
+    out = index[0]
+    for ix, dim in zip(index[1:], shape[1:]):
+        out = add(mul(out, affine_expr(dim)), ix)
+    return out
+
+
+def free_vars(e: Expr, memo: dict[Expr, frozenset[str]] | None = None) -> frozenset[str]:
+    """Index variables `e` uses and does not bind. Computed children-first (no recursion,
+    however deep `e` is); pass the same `memo` to share work across calls on one DAG."""
+    memo = {} if memo is None else memo
+    hit = memo.get(e)
+    if hit is not None:
+        return hit
+    for n in e.walk():
+        if n in memo:
+            continue
+        if n.op == "IDX":
+            fv = frozenset((n.arg,))
+        else:
+            fv = frozenset().union(*(memo[s] for s in n.srcs))
+            if n.op == "REDUCE":
+                fv -= {v for v, _ in n.arg[1]}
+        memo[n] = fv
+    return memo[e]
+
+
+def has_reduce(e: Expr) -> bool:
+    return any(n.op == "REDUCE" for n in e.walk())
+
+
+# ------------------------------------------------------------------------------ plan
+@attrs.frozen
+class Plan:
+    """The statements to lower, in order, and every tensor they name.
+
+    temps: the materialized temporaries (the kernel's own and the ones the plan made),
+    in the order their defining statements run."""
+
+    statements: tuple[Statement, ...]
+    decls: dict[str, TensorDecl] = attrs.field(eq=False)
+    temps: tuple[TensorDecl, ...]
+
+
+def make_plan(kir: KernelIR) -> Plan:
+    decls = {d.name: d for d in kir.params + kir.outputs + kir.temps}
+    names = _Names(decls)
+    body = _fuse(kir.body, decls)
+    body = [_map_exprs(st, _bool_reductions) for st in body]
+    hoisted: list[Statement] = []
+    memo: dict[tuple, Expr] = {}
+    for st in body:
+        hoisted.extend(_hoist(st, decls, names, memo))
+    # a temp whose only reduction was hoisted out (`mu = sum(x, axis=1) / n`) is now
+    # elementwise: fuse it too
+    split: list[Statement] = []
+    for st in _fuse(hoisted, decls):
+        split.extend(_split_argext(st, decls, names))
+    kept = _dce(split, {d.name for d in kir.outputs})
+    defined = {st.target for st in kept}
+    for out in kir.outputs:
+        if out.name not in defined:
+            raise CompileError(f"kernel '{kir.name}': output '{out.name}' is never assigned")
+    temps = tuple(decls[st.target] for st in kept if decls[st.target].kind == "temp")
+    return Plan(tuple(kept), decls, temps)
+
+
+class _Names:
+    """Fresh tensor names that collide with none of the kernel's."""
+
+    def __init__(self, decls: dict[str, TensorDecl]):
+        self.decls = decls
+
+    def fresh(self, base: str) -> str:
+        name, n = base, 0
+        while name in self.decls:
+            name, n = f"{base}{n}", n + 1
+        return name
+
+    def temp(self, base: str, dtype: DType, shape: tuple[Affine, ...]) -> TensorDecl:
+        d = TensorDecl(self.fresh(base), dtype, shape, "temp")
+        self.decls[d.name] = d
+        return d
+
+
+def _map_exprs(st: Statement, fn) -> Statement:
+    if isinstance(st, Compute):
+        return attrs.evolve(st, body=fn(st.body))
+    return attrs.evolve(st, key=fn(st.key), value=fn(st.value))
+
+
+def _exprs(st: Statement) -> tuple[Expr, ...]:
+    return (st.body,) if isinstance(st, Compute) else (st.key, st.value)
+
+
+# ----------------------------------------------------------------------------- fuse
+def _fuse(body: Sequence[Statement], decls: dict[str, TensorDecl]) -> list[Statement]:
+    """Substitute every elementwise temp into its consumers (it gets no statement)."""
+    inline: dict[str, Compute] = {}
+
+    def sub(node: Expr) -> Expr | None:
+        if node.op != "LOAD" or node.arg not in inline:
+            return None
+        d = inline[node.arg]
+        env = dict(zip(d.vars, node.srcs))
+        body = d.body.replace(lambda n: env.get(n.arg) if n.op == "IDX" else None)
+        dtype = decls[d.target].dtype
+        return body if body.dtype == dtype else Expr("CAST", dtype, (body,))
+
+    out: list[Statement] = []
+    for st in body:
+        st = _map_exprs(st, lambda e: e.replace(sub))
+        if isinstance(st, Compute) and decls[st.target].kind == "temp" and not has_reduce(st.body):
+            inline[st.target] = st
+        else:
+            out.append(st)
+    return out
+
+
+def _bool_reductions(e: Expr) -> Expr:
+    def fix(n: Expr) -> Expr | None:
+        if n.op != "REDUCE" or n.dtype is not DType.BOOL:
+            return None
+        kind, axes = n.arg
+        body = Expr("CAST", DType.U8, (n.srcs[0],))
+        return Expr("CAST", DType.BOOL, (Expr("REDUCE", DType.U8, (body,), (_BOOL_KIND[kind], axes)),))
+    return e.replace(fix)
+
+
+# ---------------------------------------------------------------------------- hoist
+Scope = tuple[tuple[str, Affine], ...]
+
+
+def _hoist(st: Statement, decls: dict[str, TensorDecl], names: _Names,
+           memo: dict[tuple, Expr]) -> list[Statement]:
+    """`st` with its hoistable reductions replaced by loads, preceded by their statements."""
+    out: list[Statement] = []
+    if isinstance(st, Compute):
+        decl = decls[st.target]
+        scope: Scope = tuple(zip(st.vars, decl.shape))
+        # a 0-d statement that *is* a reduction is the cross-lane stage itself
+        top = st.body if (not st.vars and st.body.op == "REDUCE" and st.body.dtype == decl.dtype) else None
+    else:
+        scope, top = tuple(zip(st.vars, st.extents)), None
+    seen: dict[tuple[Expr, Scope], Expr] = {}
+    fv_memo: dict[Expr, frozenset[str]] = {}
+
+    def visit(root: Expr, scope: Scope) -> Expr:
+        # an explicit stack, not recursion: kernels may hold very deep expressions
+        stack = [(root, scope, False)]
+        while stack:
+            e, sc, expanded = stack.pop()
+            inner = sc + tuple(e.arg[1]) if e.op == "REDUCE" else sc
+            if expanded:
+                srcs = tuple(seen[(s, inner)] for s in e.srcs)
+                seen[(e, sc)] = e if srcs == e.srcs else attrs.evolve(e, srcs=srcs)
+            elif (e, sc) in seen:
+                continue
+            elif e.op == "REDUCE" and e is not top and _hoistable(free_vars(e, fv_memo), sc):
+                seen[(e, sc)] = lift(e, sc)
+            elif not e.srcs:
+                seen[(e, sc)] = e
+            else:
+                stack.append((e, sc, True))
+                stack.extend((s, inner, False) for s in e.srcs)
+        return seen[(root, scope)]
+
+    def lift(e: Expr, scope: Scope) -> Expr:
+        fv = free_vars(e, fv_memo)
+        keep = tuple((v, x) for v, x in scope if v in fv)
+        mkey = (e, keep)
+        if mkey not in memo:
+            d = names.temp(f"{st.target}_{e.arg[0]}", e.dtype, tuple(x for _, x in keep))
+            out.extend(_hoist(Compute(d.name, tuple(v for v, _ in keep), e), decls, names, memo))
+            memo[mkey] = Expr.load(d.name, e.dtype, tuple(Expr.idx(v) for v, _ in keep))
+        return memo[mkey]
+
+    out.append(_map_exprs(st, lambda e: visit(e, scope)))
+    return out
+
+
+def _hoistable(free: frozenset[str], scope: Scope) -> bool:
+    vars_ = {v for v, _ in scope}
+    return not vars_ or free < vars_
+
+
+# -------------------------------------------------------------------------- argext
+def _split_argext(st: Statement, decls: dict[str, TensorDecl], names: _Names) -> list[Statement]:
+    """A 0-d `t = argmax(body)` becomes `v = max(body); t = min(flat if body == v else MAX)`.
+    NaN counts as the extreme (numpy): max/min propagate it, and `isnan(body) & isnan(v)`
+    matches it, so t is the first NaN's index."""
+    if not (isinstance(st, Compute) and not st.vars and st.body.op == "REDUCE"
+            and st.body.arg[0] in ("argmin", "argmax") and st.body.dtype == decls[st.target].dtype):
+        return [st]
+    kind, axes = st.body.arg
+    x = st.body.srcs[0]
+    if x.dtype is DType.BOOL:
+        x = Expr("CAST", DType.U8, (x,))
+    v = names.temp(f"{st.target}_{kind[3:]}", x.dtype, ())
+    vload = Expr.load(v.name, x.dtype, ())
+    match = Expr("CMPEQ", DType.BOOL, (x, vload))
+    if x.dtype.is_float:
+        both_nan = Expr("AND", DType.BOOL, (Expr("ISNAN", DType.BOOL, (x,)), Expr("ISNAN", DType.BOOL, (vload,))))
+        match = Expr("OR", DType.BOOL, (match, both_nan))
+    flat = flat_index([Expr.idx(var) for var, _ in axes], [ext for _, ext in axes])
+    first = Expr("WHERE", I64, (match, flat, const(INT64_MAX)))
+    return [Compute(v.name, (), Expr("REDUCE", x.dtype, (x,), (kind[3:], axes))),
+            Compute(st.target, (), Expr("REDUCE", I64, (first,), ("min", axes)))]
+
+
+# ------------------------------------------------------------------------------ dce
+def _dce(body: Iterable[Statement], outputs: set[str]) -> list[Statement]:
+    need = set(outputs)
+    kept: list[Statement] = []
+    for st in reversed(list(body)):
+        if st.target in need:
+            kept.append(st)
+            for e in _exprs(st):
+                need |= e.loads()
+    return kept[::-1]

@@ -1,0 +1,498 @@
+"""The verifier: nothing runs, and nothing loads from a bundle, until it passes here.
+
+`verify(p)` returns `p` or raises `VerifyError` naming the stage, the instruction (its
+index in `stage.body`, labels included, and its assembly text) and the rule broken. The
+error also carries them as attributes: `rule` (a short id, listed in docs/hasm.md),
+`stage` and `index` (None where they do not apply).
+
+Checks run in this order, and the first failure is reported:
+1. program: ISA version, names, parameter roles and shapes;
+2. per stage: domain and block, declarations, inits;
+3. per instruction: operand kinds by `OPCODES[op].form`, types by `types` and `result`,
+   immediates representable, memory spaces and element types, labels and pools;
+4. control flow: branch directions, loop counters and nesting, calls (no recursion),
+   RET only in subroutines, no BarSync in subroutines, no path falls off the end;
+5. dataflow (dataflow.py): registers written before read, every unchecked memory access
+   proven in bounds.
+Together with the ISA's semantics this makes every verified program terminate and never
+touch memory outside its arrays, on any backend.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+from .asm import format_instr, plain_value
+from .dataflow import StageAnalysis, TooComplex, reachable
+from .encoding import SUPPORTED_ISA_VERSIONS
+from .errors import VerifyError, did_you_mean
+from .intervals import Domain, Poly
+from .isa import (
+    COMPARE_MODS, OPCODES, Addr, BufferParam, Imm, Instr, Label, MemDecl, Program, Reg, ScalarParam,
+    Special, Stage, Sym,
+)
+from .types import Affine, DType
+
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+PARAM_ROLES = ("in", "out", "inout")
+WRITES_GLOBAL = ("STG", "ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum")
+MAX_BLOCK_THREADS = 1024
+MAX_SHARED_ELEMENTS = 1 << 16  # per block
+MAX_POOL_ELEMENTS = 1 << 12  # per lane: backends may keep a pool on the native stack
+MAX_DIMS = 3
+
+_TYPE_CLASSES = {
+    "any": lambda d: True,
+    "num": lambda d: not d.is_bool,
+    "int": lambda d: d.is_int,
+    "intbool": lambda d: d.is_int or d.is_bool,
+    "float": lambda d: d.is_float,
+}
+_TYPE_CLASS_TEXT = {"any": "any type", "num": "a numeric type", "int": "an integer type",
+                    "intbool": "an integer type or bool", "float": "a float type"}
+
+
+def verify(p: Program) -> Program:
+    """`p` itself when it satisfies every rule (docs/hasm.md), else VerifyError."""
+    if not isinstance(p, Program):
+        raise VerifyError(f"verify expects a Program, got {type(p).__name__}")
+    _check_program(p)
+    for stage in p.stages:
+        _StageChecker(p, stage).run()
+    return p
+
+
+def representable(value: object, t: DType) -> bool:
+    """True when the immediate `value` denotes exactly one value of type `t`: bools for
+    bool, in-range ints for integers, and for floats an int or float the type holds
+    exactly (NaN and infinities included), so no backend ever rounds a constant."""
+    v = plain_value(value)
+    if t is DType.BOOL:
+        return isinstance(v, bool)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    if t.is_int:
+        return isinstance(v, int) and t.min <= v <= t.max
+    try:
+        x = float(v)
+    except OverflowError:
+        return False
+    if math.isnan(x) or math.isinf(x):
+        return isinstance(v, float)
+    with np.errstate(over="ignore"):
+        return x == v and float(t.np.type(x)) == x
+
+
+def _fail(rule: str, message: str, hint: str | None = None, stage: str | None = None,
+          index: int | None = None) -> VerifyError:
+    err = VerifyError(message, hint=hint)
+    err.rule, err.stage, err.index = rule, stage, index
+    return err
+
+
+def _is_name(x: object) -> bool:
+    return isinstance(x, str) and NAME.match(x) is not None
+
+
+def _is_int(x: object) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+# =========================================================================== program
+def _check_program(p: Program) -> None:
+    where = f"program {p.name!r}"
+    fail = lambda rule, msg, hint=None: _fail(rule, f"{where}: {msg}", hint)  # noqa: E731
+    if not _is_int(p.isa_version) or p.isa_version not in SUPPORTED_ISA_VERSIONS:
+        raise fail("isa-version", f"ISA version {p.isa_version!r} is not supported (this Hologram runs "
+                                  f"{', '.join(map(str, SUPPORTED_ISA_VERSIONS))})")
+    if not _is_name(p.name):
+        raise fail("name", "the program name must be an identifier ([A-Za-z_][A-Za-z0-9_]*)")
+    seen: dict[str, str] = {}
+    for n in p.symbols:
+        _declare(seen, n, "symbol", fail)
+    for prm in p.params:
+        if isinstance(prm, ScalarParam):
+            _declare(seen, prm.name, "scalar parameter", fail)
+            if not isinstance(prm.dtype, DType):
+                raise fail("dtype", f"scalar parameter {prm.name!r} has no valid dtype ({prm.dtype!r})")
+        elif isinstance(prm, BufferParam):
+            _check_buffer(p, prm, "buffer parameter", PARAM_ROLES, seen, fail)
+        else:
+            raise fail("param", f"{prm!r} is neither a BufferParam nor a ScalarParam")
+    for t in p.temps:
+        if not isinstance(t, BufferParam):
+            raise fail("param", f"temporary {t!r} is not a BufferParam")
+        _check_buffer(p, t, "temporary", ("temp",), seen, fail)
+    stage_names: set[str] = set()
+    for s in p.stages:
+        if not isinstance(s, Stage):
+            raise fail("stage", f"{s!r} is not a Stage")
+        if not _is_name(s.name):
+            raise fail("name", f"stage name {s.name!r} is not an identifier")
+        if s.name in stage_names:
+            raise fail("duplicate", f"two stages are named {s.name!r}")
+        stage_names.add(s.name)
+
+
+def _check_buffer(p: Program, b: BufferParam, kind: str, roles: tuple[str, ...], seen: dict, fail) -> None:
+    _declare(seen, b.name, kind, fail)
+    if not isinstance(b.dtype, DType):
+        raise fail("dtype", f"{kind} {b.name!r} has no valid dtype ({b.dtype!r})")
+    if b.role not in roles:
+        raise fail("role", f"{kind} {b.name!r} has role {b.role!r}; expected {' or '.join(map(repr, roles))}")
+    _check_dims(p, b.shape, f"the shape of {b.name!r}", fail)
+
+
+def _declare(seen: dict[str, str], name: object, kind: str, fail) -> None:
+    if not _is_name(name):
+        raise fail("name", f"{kind} name {name!r} is not an identifier ([A-Za-z_][A-Za-z0-9_]*)")
+    if name in seen:
+        raise fail("duplicate", f"{name!r} is declared twice (as a {seen[name]} and as a {kind})")
+    seen[name] = kind
+
+
+def _check_dims(p: Program, dims: object, what: str, fail) -> None:
+    if not isinstance(dims, tuple):
+        raise fail("shape", f"{what} must be a tuple of dimensions, got {dims!r}")
+    for d in dims:
+        if not isinstance(d, Affine) or not _is_int(d.const) or not all(
+                isinstance(n, str) and _is_int(c) for n, c in d.terms):
+            raise fail("shape", f"{what} has a dimension {d!r} that is not an Affine")
+        for sym in d.symbols:
+            if sym not in p.symbols:
+                raise fail("symbol", f"{what} uses symbol {sym!r}, which is not among the program's symbols "
+                                     f"({', '.join(p.symbols) or 'none'}){did_you_mean(sym, p.symbols)}")
+
+
+# ============================================================================= stage
+class _StageChecker:
+    def __init__(self, p: Program, s: Stage):
+        self.p, self.s = p, s
+        self.buffers = p.buffers()
+        self.scalars = p.scalars()
+        self.types: dict[str, DType] = {}
+        self.labels: dict[str, int] = {}
+
+    def fail(self, rule: str, msg: str, hint: str | None = None, pc: int | None = None) -> VerifyError:
+        where = f"program {self.p.name!r}, stage {self.s.name!r}"
+        if pc is not None:
+            item = self.s.body[pc]
+            text = format_instr(item, align=False) if isinstance(item, Instr) else f"{item.name}:"
+            where += f", instruction {pc} `{text}`"
+        return _fail(rule, f"{where}: {msg}", hint, self.s.name, pc)
+
+    def run(self) -> None:
+        self.check_launch()
+        self.check_decls()
+        for pc, item in enumerate(self.s.body):
+            if isinstance(item, Instr):
+                _InstrChecker(self, pc, item).run()
+            elif not isinstance(item, Label):
+                raise self.fail("item", f"body item {pc} is neither an Instr nor a Label: {item!r}")
+        self.check_control()
+        try:
+            problems = StageAnalysis(self.p, self.s).run()
+        except TooComplex:
+            raise self.fail("complexity", "too many distinct calling contexts to analyse; "
+                                          "simplify the subroutine structure") from None
+        if problems:
+            first = problems[0]
+            raise self.fail(first.rule, first.message, first.hint, first.pc)
+
+    # ----------------------------------------------------------- launch and decls
+    def check_launch(self) -> None:
+        s, fail = self.s, lambda rule, msg, hint=None: self.fail(rule, msg, hint)  # noqa: E731
+        if not isinstance(s.domain, tuple) or not 1 <= len(s.domain) <= MAX_DIMS:
+            raise fail("domain", f"the domain has {len(s.domain) if isinstance(s.domain, tuple) else s.domain!r} "
+                                 f"dimensions; expected 1 to {MAX_DIMS}")
+        _check_dims(self.p, s.domain, "the domain", fail)
+        if not isinstance(s.block, tuple) or len(s.block) != len(s.domain):
+            raise fail("block", f"the block {s.block!r} must have one size per domain dimension "
+                                f"({len(s.domain)})")
+        if not all(_is_int(b) and b >= 1 for b in s.block):
+            raise fail("block", f"block sizes must be positive integers, got {s.block!r}")
+        if math.prod(s.block) > MAX_BLOCK_THREADS:
+            raise fail("block", f"a block of {math.prod(s.block)} lanes exceeds the limit of {MAX_BLOCK_THREADS}")
+
+    def check_decls(self) -> None:
+        s, fail = self.s, lambda rule, msg, hint=None: self.fail(rule, msg, hint)  # noqa: E731
+        for r in s.regs:
+            if not _is_name(r.name):
+                raise fail("name", f"register name {r.name!r} is not an identifier")
+            if r.name in self.types:
+                raise fail("duplicate", f"register %{r.name} is declared twice")
+            if not isinstance(r.dtype, DType):
+                raise fail("dtype", f"register %{r.name} has no valid dtype ({r.dtype!r})")
+            self.types[r.name] = r.dtype
+        arrays: set[str] = set()
+        for kind, decls, cap in (("shared", s.shared, MAX_SHARED_ELEMENTS), ("pool", s.pools, MAX_POOL_ELEMENTS)):
+            for m in decls:
+                if not isinstance(m, MemDecl) or not _is_name(m.name):
+                    raise fail("name", f"{kind} array name {getattr(m, 'name', m)!r} is not an identifier")
+                if m.name in arrays or m.name in self.buffers:
+                    raise fail("duplicate", f"{kind} array {m.name!r} reuses the name of another array or buffer")
+                arrays.add(m.name)
+                if not isinstance(m.dtype, DType):
+                    raise fail("dtype", f"{kind} array {m.name!r} has no valid dtype ({m.dtype!r})")
+                if not (_is_int(m.size) and 1 <= m.size <= cap):
+                    raise fail("size", f"{kind} array {m.name!r} has size {m.size!r}; expected 1 to {cap} elements")
+        dims_only = Domain.from_dims([d for b in self.buffers.values() for d in b.shape], ())
+        for i in s.inits:
+            b = self.buffers.get(i.buffer)
+            if b is None:
+                raise fail("init", f".init names {i.buffer!r}, which is not a global buffer"
+                                   f"{did_you_mean(str(i.buffer), self.buffers)}")
+            if b.role == "in":
+                raise fail("readonly", f".init writes buffer {b.name!r}, whose role is 'in' (read-only)")
+            if not representable(i.value, b.dtype):
+                raise fail("immediate", f".init {b.name}[{i.offset}] = {i.value!r}: the value is not exactly "
+                                        f"representable in {b.dtype}")
+            size = Poly.const(1)
+            for d in b.shape:
+                size = size * Poly.of(d)
+            if not _is_int(i.offset) or not (dims_only.nonneg(Poly.const(i.offset))
+                                             and dims_only.le(Poly.const(i.offset), size - 1)):
+                raise fail("bounds", f".init {b.name}[{i.offset!r}] may be out of bounds: {b.name} has {size} "
+                                     f"element(s) and inits run even when the domain is empty")
+        for pc, item in enumerate(s.body):
+            if isinstance(item, Label):
+                if not _is_name(item.name):
+                    raise self.fail("name", f"label name {item.name!r} is not an identifier", pc=pc)
+                if item.name in self.labels:
+                    raise self.fail("duplicate", f"label {item.name!r} is defined twice (also at {self.labels[item.name]})",
+                                    pc=pc)
+                self.labels[item.name] = pc
+
+    # -------------------------------------------------------------- control flow
+    def check_control(self) -> None:
+        body, labels = self.s.body, self.labels
+        if not body:
+            raise self.fail("fall-off", "the stage body is empty; it must end with EXIT")
+        regions = {"the stage entry": reachable(body, labels, 0)}
+        calls = {pc: it.target for pc, it in enumerate(body) if isinstance(it, Instr) and it.op == "CALL"}
+        for target in dict.fromkeys(calls.values()):
+            regions[target] = reachable(body, labels, labels[target])
+        for name, pcs in regions.items():
+            sub = name != "the stage entry"
+            if len(body) in pcs:
+                last = len(body) - 1
+                raise self.fail("fall-off", f"control can fall off the end of the stage here (reached from "
+                                            f"{'subroutine ' + repr(name) if sub else name})",
+                                "end every path with EXIT, RET (in a subroutine) or an unconditional BRA", last)
+            for pc in pcs:
+                op = getattr(body[pc], "op", None)
+                if op == "RET" and not sub:
+                    raise self.fail("ret", "RET is reachable from the stage entry without a CALL; RET belongs "
+                                           "in a subroutine", "end the main code with EXIT", pc)
+                if op == "BarSync" and sub:
+                    raise self.fail("barsync", f"BarSync inside subroutine {name!r}: barriers are only allowed "
+                                               "in the stage's main code", pc=pc)
+        self._check_calls(regions, calls)
+        writes = self._region_writes(regions, calls)
+        loops = [(labels[it.target], pc) for pc, it in enumerate(body) if isinstance(it, Instr) and it.op == "LOOP"]
+        for head, pc in loops:
+            counter = body[pc].srcs[0].name
+            for k in range(head, pc):
+                it = body[k]
+                if isinstance(it, Instr) and counter in (
+                        writes[it.target] if it.op == "CALL" else _writes(it)):
+                    how = f"by a call to {it.target!r}" if it.op == "CALL" else "there"
+                    raise self.fail("loop-counter", f"the loop counter %{counter} is written inside its loop, at "
+                                                    f"instruction {k} (`{format_instr(it, align=False)}`) {how}; the loop might "
+                                                    "not terminate", "count with a register the loop body leaves alone",
+                                    pc)
+            for head2, pc2 in loops:
+                if head < head2 < pc < pc2:
+                    raise self.fail("loop-nesting", f"this loop (from {body[head].name!r}) overlaps the loop closed at "
+                                                    f"instruction {pc2} without nesting inside it",
+                                    "loops must nest or be disjoint", pc)
+
+    def _check_calls(self, regions: dict[str, list[int]], calls: dict[int, str]) -> None:
+        callees = {name: [(pc, calls[pc]) for pc in pcs if pc in calls] for name, pcs in regions.items()}
+        state: dict[str, int] = {}  # 1: on the DFS stack, 2: done
+
+        def visit(name: str, path: list[str]) -> None:
+            state[name] = 1
+            for pc, callee in callees[name]:
+                if state.get(callee) == 1:
+                    cycle = path[path.index(callee):] + [callee] if callee in path else [name, callee]
+                    raise self.fail("recursion", f"recursive call: {' -> '.join(cycle)}",
+                                    "calls may not recurse (directly or indirectly)", pc)
+                if callee not in state:
+                    visit(callee, path + [callee])
+            state[name] = 2
+
+        for name in regions:
+            if name not in state:
+                visit(name, [name])
+
+    def _region_writes(self, regions: dict[str, list[int]], calls: dict[int, str]) -> dict[str, set[str]]:
+        """Registers each subroutine may write, callees included (the graph is acyclic)."""
+        memo: dict[str, set[str]] = {}
+
+        def writes(name: str) -> set[str]:
+            if name not in memo:
+                out: set[str] = set()
+                for pc in regions[name]:
+                    it = self.s.body[pc]
+                    if isinstance(it, Instr):
+                        out |= writes(it.target) if it.op == "CALL" else _writes(it)
+                memo[name] = out
+            return memo[name]
+
+        return {name: writes(name) for name in regions}
+
+
+def _writes(ins: Instr) -> set[str]:
+    if ins.op == "LOOP":
+        return {ins.srcs[0].name}
+    return {ins.dst.name} if ins.dst is not None else set()
+
+
+# ======================================================================= instruction
+_FIELDS = (("dst", "d", "a destination register"), ("addr", "m", "a memory operand"),
+           ("target", "lp", "a label or pool name"), ("count", "n", "an element count"))
+
+
+class _InstrChecker:
+    def __init__(self, sc: _StageChecker, pc: int, ins: Instr):
+        self.sc, self.pc, self.ins = sc, pc, ins
+
+    def fail(self, rule: str, msg: str, hint: str | None = None) -> VerifyError:
+        return self.sc.fail(rule, msg, hint, self.pc)
+
+    def run(self) -> None:
+        ins = self.ins
+        spec = OPCODES.get(ins.op)
+        if spec is None:
+            raise self.fail("opcode", f"unknown opcode {ins.op!r}{did_you_mean(str(ins.op), OPCODES)}")
+        self.spec = spec
+        self.check_shape()
+        self.check_types()
+        self.check_targets()
+
+    def check_shape(self) -> None:
+        ins, form, op = self.ins, self.spec.form, self.ins.op
+        for field, kinds, text in _FIELDS:
+            needed = any(k in form for k in kinds)
+            if (getattr(ins, field) is not None) != needed:
+                raise self.fail("form", f"{op} {'needs' if needed else 'takes no'} {text}")
+        if not isinstance(ins.srcs, tuple) or len(ins.srcs) != form.count("s"):
+            raise self.fail("form", f"{op} takes {form.count('s')} source operand(s), got "
+                                    f"{len(ins.srcs) if isinstance(ins.srcs, tuple) else ins.srcs!r}")
+        if (ins.mod is not None) != (op == "SET"):
+            raise self.fail("form", "only SET takes a comparison" if op != "SET" else "SET needs a comparison")
+        if op == "SET" and ins.mod not in COMPARE_MODS:
+            raise self.fail("compare", f"unknown comparison {ins.mod!r}; expected one of {', '.join(COMPARE_MODS)}")
+        if (ins.dtype2 is not None) != (op == "CVT"):
+            raise self.fail("form", "only CVT takes a second (source) type" if op != "CVT"
+                            else "CVT needs the source type as a second suffix (CVT.f32.i32)")
+        if ins.pred is not None and op != "BRA":
+            raise self.fail("form", "only BRA can be predicated")
+        if ins.checked and "m" not in form:
+            raise self.fail("form", f".chk applies to memory accesses; {op} has none")
+        if ins.pred is not None:
+            self.operand(ins.pred.reg, DType.BOOL, "the predicate", reg_only=True)
+
+    def check_types(self) -> None:
+        ins, spec, op = self.ins, self.spec, self.ins.op
+        t = ins.dtype
+        if spec.types == "none":
+            if t is not None:
+                raise self.fail("dtype", f"{op} takes no type suffix")
+        elif not isinstance(t, DType):
+            raise self.fail("dtype", f"{op} needs a type suffix ({_TYPE_CLASS_TEXT[spec.types]})")
+        elif not _TYPE_CLASSES[spec.types](t):
+            raise self.fail("dtype", f"{op} works on {_TYPE_CLASS_TEXT[spec.types]}, not {t}")
+        if op == "CVT" and not isinstance(ins.dtype2, DType):
+            raise self.fail("dtype", f"CVT's source type {ins.dtype2!r} is not a type")
+        if ins.dst is not None:
+            want = {"same": t, "bool": DType.BOOL, "i64": DType.I64}[spec.result]
+            self.operand(ins.dst, want, "the destination", reg_only=True)
+        expected = {"CVT": [ins.dtype2], "SEL": [DType.BOOL, t, t]}.get(
+            op, [DType.I64] if op in ("LOOP", "PoolFree", "PhaseAdv") else [t] * len(ins.srcs))
+        for k, (o, want) in enumerate(zip(ins.srcs, expected)):
+            what = "the loop counter" if op == "LOOP" else "the pool handle" if op == "PoolFree" else f"source {k + 1}"
+            self.operand(o, want, what, reg_only=op in ("LOOP", "PoolFree"), imm_only=op == "MOV_IMM")
+        if ins.addr is not None:
+            self.check_addr()
+
+    def operand(self, o: object, want: DType, what: str, reg_only: bool = False, imm_only: bool = False) -> None:
+        op = self.ins.op
+        if imm_only and not isinstance(o, Imm):
+            raise self.fail("operand", f"{op} takes an immediate; use MOV for {o}")
+        if reg_only and not isinstance(o, Reg):
+            raise self.fail("operand", f"{what} must be a general register, not {o!r}")
+        if isinstance(o, Reg):
+            have = self.sc.types.get(o.name)
+            if have is None:
+                raise self.fail("undeclared", f"register %{o.name} is not declared{did_you_mean(o.name, self.sc.types)}",
+                                f"declare it: .reg %{o.name}: {want}")
+            if have != want:
+                raise self.fail("type", f"{what} %{o.name} is {have} but {op} needs {want} here")
+        elif isinstance(o, Special):
+            if want != DType.I64:
+                raise self.fail("type", f"{what} %{o.name} is a special register (i64) but {op} needs {want} here")
+        elif isinstance(o, Sym):
+            p = self.sc.p
+            if o.name in p.symbols:
+                have = DType.I64
+            elif o.name in self.sc.scalars:
+                have = self.sc.scalars[o.name].dtype
+            else:
+                raise self.fail("symbol", f"${o.name} is neither a shape symbol nor a scalar parameter"
+                                          f"{did_you_mean(o.name, list(p.symbols) + list(self.sc.scalars))}")
+            if have != want:
+                raise self.fail("type", f"{what} ${o.name} is {have} but {op} needs {want} here")
+        elif isinstance(o, Imm):
+            if not representable(o.value, want):
+                raise self.fail("immediate", f"{what} {o.value!r} is not exactly representable in {want}",
+                                "integers must be in range; floats must be values of the type "
+                                "(e.g. float(np.float32(x))); bool takes true/false")
+        else:
+            raise self.fail("operand", f"{what} is not an operand: {o!r}")
+
+    def check_addr(self) -> None:
+        a, op, space = self.ins.addr, self.ins.op, self.spec.space
+        if not isinstance(a, Addr) or not isinstance(a.buffer, str) or not _is_int(a.offset):
+            raise self.fail("operand", f"malformed memory operand {a!r}")
+        s = self.sc.s
+        arrays = {"global": self.sc.buffers, "shared": {m.name: m for m in s.shared},
+                  "pool": {m.name: m for m in s.pools}}[space]
+        decl = arrays.get(a.buffer)
+        if decl is None:
+            kinds = {"global": "global buffer (parameter or temporary)", "shared": ".shared array",
+                     "pool": ".pool array"}
+            raise self.fail("space", f"{op} accesses {kinds[space]}s, and {a.buffer!r} is not one"
+                                     f"{did_you_mean(a.buffer, arrays)}")
+        if decl.dtype != self.ins.dtype:
+            raise self.fail("type", f"{a.buffer!r} holds {decl.dtype} but the access is {self.ins.dtype}")
+        if a.index is not None:
+            self.operand(a.index, DType.I64, "the index", reg_only=True)
+        if op in WRITES_GLOBAL and decl.role == "in":
+            raise self.fail("readonly", f"{op} writes {a.buffer!r}, an input (role 'in') buffer")
+
+    def check_targets(self) -> None:
+        ins, op = self.ins, self.ins.op
+        if "l" in self.spec.form:
+            where = self.sc.labels.get(ins.target)
+            if where is None:
+                raise self.fail("label", f"label {ins.target!r} does not exist in this stage"
+                                         f"{did_you_mean(str(ins.target), self.sc.labels)}")
+            if op == "BRA" and where < self.pc:
+                raise self.fail("branch", f"BRA may only jump forward; {ins.target!r} is at {where}",
+                                "repeat code with LOOP (a counted backward jump)")
+            if op == "LOOP" and where > self.pc:
+                raise self.fail("branch", f"LOOP may only jump backward; {ins.target!r} is at {where}")
+        if op == "PoolAlloc":
+            pools = {m.name: m for m in self.sc.s.pools}
+            pool = pools.get(ins.target)
+            if pool is None:
+                raise self.fail("space", f"PoolAlloc names {ins.target!r}, which is not a .pool array"
+                                         f"{did_you_mean(str(ins.target), pools)}")
+            if not _is_int(ins.count) or not 1 <= ins.count <= pool.size:
+                raise self.fail("size", f"PoolAlloc of {ins.count!r} elements from pool {pool.name!r} of "
+                                        f"{pool.size}; expected 1 to {pool.size}")

@@ -1,0 +1,170 @@
+"""The kernel body as written: frozen AST nodes, each carrying the file `Span` it came from.
+
+The parser builds these from the lark tree; the analyzer reads them. Nodes hold file
+spans (already mapped through the document's `BodyOrigin`), so any stage can point an
+error at the exact text. `format_ast` prints a body as one s-expression per statement,
+the form `hologram compile --emit ast` shows.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Union
+
+import attrs
+
+from ..core.errors import Span
+
+
+@attrs.frozen
+class Num:
+    """An integer or float literal, as written (`text`) and as a Python value."""
+
+    value: int | float
+    text: str
+    span: Span
+
+
+@attrs.frozen
+class Bool:
+    value: bool
+    span: Span
+
+
+@attrs.frozen
+class Name:
+    id: str
+    span: Span
+
+
+@attrs.frozen
+class Subscript:
+    """`base[i, j + 1]`: an element of an array in index notation."""
+
+    base: Name
+    indices: tuple["Expr", ...]
+    span: Span
+
+
+@attrs.frozen
+class Keyword:
+    """`name=value` in a call."""
+
+    name: str
+    value: "Expr"
+    span: Span
+
+
+@attrs.frozen
+class Call:
+    func: Name
+    args: tuple["Expr", ...]
+    keywords: tuple[Keyword, ...]
+    span: Span
+
+
+@attrs.frozen
+class Unary:
+    """op: '-', '+', '~' or 'not'."""
+
+    op: str
+    operand: "Expr"
+    span: Span
+
+
+@attrs.frozen
+class Binary:
+    """op: an arithmetic, bitwise or comparison operator, or 'and' / 'or'."""
+
+    op: str
+    left: "Expr"
+    right: "Expr"
+    span: Span
+
+
+Expr = Union[Num, Bool, Name, Subscript, Call, Unary, Binary]
+
+
+@attrs.frozen
+class Assign:
+    """`target = value` (whole-array; `indices is None`) or `target[i, j] = value`."""
+
+    target: Name
+    indices: tuple[Name, ...] | None
+    value: Expr
+    span: Span
+
+
+@attrs.frozen
+class Body:
+    statements: tuple[Assign, ...]
+
+
+COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
+
+
+def children(node: Expr | Assign | Keyword) -> tuple:
+    """The direct sub-expressions of a node, in source order."""
+    if isinstance(node, Subscript):
+        return (node.base, *node.indices)
+    if isinstance(node, Call):
+        return (node.func, *node.args, *(k.value for k in node.keywords))
+    if isinstance(node, Unary):
+        return (node.operand,)
+    if isinstance(node, Binary):
+        return (node.left, node.right)
+    if isinstance(node, Keyword):
+        return (node.value,)
+    if isinstance(node, Assign):
+        return (node.target, *(node.indices or ()), node.value)
+    return ()
+
+
+def walk(node: Expr | Assign) -> Iterator[Expr]:
+    """Every node below (and including) `node`, parents first; iterative, so deep trees are fine."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(children(n)))
+
+
+def depth(node: Expr | Assign) -> int:
+    """Nesting depth of an expression tree (a leaf has depth 1)."""
+    best, stack = 0, [(node, 1)]
+    while stack:
+        n, d = stack.pop()
+        best = max(best, d)
+        stack.extend((c, d + 1) for c in children(n))
+    return best
+
+
+# ------------------------------------------------------------------ text form
+def format_expr(e: Expr) -> str:
+    """Fully parenthesized prefix form: `(* alpha (sum (* a[i, p] b[p, j]) p))`."""
+    if isinstance(e, Num):
+        return e.text
+    if isinstance(e, Bool):
+        return "true" if e.value else "false"
+    if isinstance(e, Name):
+        return e.id
+    if isinstance(e, Subscript):
+        return f"{e.base.id}[{', '.join(format_expr(i) for i in e.indices)}]"
+    if isinstance(e, Call):
+        parts = [e.func.id, *(format_expr(a) for a in e.args)]
+        parts += [f":{k.name} {format_expr(k.value)}" for k in e.keywords]
+        return f"({' '.join(parts)})"
+    if isinstance(e, Unary):
+        return f"({e.op} {format_expr(e.operand)})"
+    if isinstance(e, Binary):
+        return f"({e.op} {format_expr(e.left)} {format_expr(e.right)})"
+    raise TypeError(f"not an AST expression: {e!r}")
+
+
+def format_statement(s: Assign) -> str:
+    target = s.target.id if s.indices is None else f"{s.target.id}[{', '.join(i.id for i in s.indices)}]"
+    return f"(= {target} {format_expr(s.value)})"
+
+
+def format_ast(body: Body) -> str:
+    """One statement per line, prefixed by its file line: `L3  (= y (exp (- x m)))`."""
+    return "\n".join(f"L{s.span.line:<3} {format_statement(s)}" for s in body.statements)

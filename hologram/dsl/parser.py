@@ -1,0 +1,267 @@
+"""Kernel body text -> `ast.Body`, with every node's span mapped into the document.
+
+The grammar (grammar.lark) is LALR(1); a small post-lexer gives it one `_NL` per
+statement (newlines inside brackets continue the line, blank lines and comments
+vanish). Syntax errors become `CompileError`s that point at the offending token and say
+in words what could have come instead ("expected an expression or ')'"), with a hint
+when a bracket was left open.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Iterator
+
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from lark.visitors import Transformer_NonRecursive
+
+from ..core.errors import CompileError, Span
+from . import ast
+from .document import KernelDef
+
+MAX_DEPTH = 100  # expression nesting; deeper bodies are refused rather than overflowing the stack
+
+_OPEN = {"LPAR": "RPAR", "LSQB": "RSQB"}
+_CLOSE = frozenset(_OPEN.values())
+
+
+class _Lines:
+    """Post-lexer: newlines inside brackets are whitespace; one `_NL` ends each statement."""
+
+    always_accept = ("_NL",)
+
+    def process(self, stream: Iterator[Token]) -> Iterator[Token]:
+        depth = 0
+        last: Token | None = None
+        for tok in stream:
+            if tok.type == "_NL":
+                if depth == 0 and last is not None and last.type != "_NL":
+                    last = tok
+                    yield tok
+                continue
+            if tok.type in _OPEN:
+                depth += 1
+            elif tok.type in _CLOSE:
+                depth = max(depth - 1, 0)
+            last = tok
+            yield tok
+        if last is not None and last.type != "_NL":
+            # a synthetic end of input; empty text tells the error reporter so
+            yield Token("_NL", "", last.end_pos, last.end_line, last.end_column, last.end_line,
+                        last.end_column + 1, last.end_pos)
+
+
+@functools.lru_cache(maxsize=1)
+def _lark() -> Lark:
+    return Lark(Path(__file__).with_name("grammar.lark").read_text(), parser="lalr", lexer="basic",
+                postlex=_Lines(), propagate_positions=True, maybe_placeholders=False)
+
+
+# ------------------------------------------------------------------ tree -> AST
+class _ToAst(Transformer_NonRecursive):
+    """Builds AST nodes bottom-up; non-recursive, so deeply nested input cannot overflow."""
+
+    def __init__(self, kdef: KernelDef):
+        super().__init__()
+        self.origin = kdef.origin
+
+    def _span(self, node: Tree | Token) -> Span | None:
+        m = node if isinstance(node, Token) else node.meta
+        if getattr(m, "empty", False):  # an empty body: nothing to point at
+            return None
+        return self.origin.span(m.line, m.column, m.end_column, m.end_line)
+
+    def _call_userfunc(self, tree: Tree, new_children=None):
+        # every rule method gets the node's span and its children without brackets;
+        # overriding this hook also lets our CompileErrors through unwrapped
+        children = tree.children if new_children is None else new_children
+        return getattr(self, tree.data)(self._span(tree), [c for c in children if not _is_punct(c)])
+
+    # statements
+    def start(self, span, children):
+        return ast.Body(tuple(children))
+
+    def assign(self, span, c):
+        return ast.Assign(self._name(c[0]), None, c[1], span)
+
+    def assign_indexed(self, span, c):
+        target, *indices, value = c
+        names = []
+        for i in indices:
+            if not isinstance(i, ast.Name):
+                raise CompileError(f"the target's indices must be index variable names, like {target}[i, j]",
+                                   i.span, hint="shifted or computed indices can only appear on the right-hand side")
+            names.append(i)
+        return ast.Assign(self._name(target), tuple(names), value, span)
+
+    # expressions
+    def name(self, span, c):
+        return self._name(c[0])
+
+    def number(self, span, c):
+        return ast.Num(_number(c[0], span), str(c[0]), span)
+
+    def true(self, span, c):
+        return ast.Bool(True, span)
+
+    def false(self, span, c):
+        return ast.Bool(False, span)
+
+    def paren(self, span, c):
+        return c[0]
+
+    def subscript(self, span, c):
+        return ast.Subscript(self._name(c[0]), tuple(c[1:]), span)
+
+    def keyword(self, span, c):
+        return ast.Keyword(str(c[0]), c[1], span)
+
+    def call(self, span, c):
+        args, keywords = [], []
+        for a in c[1:]:
+            if isinstance(a, ast.Keyword):
+                if any(k.name == a.name for k in keywords):
+                    raise CompileError(f"keyword argument '{a.name}' is given twice", a.span)
+                keywords.append(a)
+            elif keywords:
+                raise CompileError("a positional argument cannot follow a keyword argument", a.span)
+            else:
+                args.append(a)
+        return ast.Call(self._name(c[0]), tuple(args), tuple(keywords), span)
+
+    def unary(self, span, c):
+        return ast.Unary(str(c[0]), c[1], span)
+
+    def binary(self, span, c):
+        return ast.Binary(str(c[1]), c[0], c[2], span)
+
+    def compare(self, span, c):
+        if len(c) > 3:
+            raise CompileError("comparisons cannot be chained", span,
+                               hint=f"write each comparison separately, e.g. (a {c[1]} b) and (b {c[3]} c)")
+        return ast.Binary(str(c[1]), c[0], c[2], span)
+
+    def _name(self, tok: Token | ast.Name) -> ast.Name:
+        return tok if isinstance(tok, ast.Name) else ast.Name(str(tok), self._span(tok))
+
+
+def _is_punct(c) -> bool:
+    return isinstance(c, Token) and c.type in ("LPAR", "RPAR", "LSQB", "RSQB")
+
+
+def _number(tok: Token, span: Span) -> int | float:
+    text = tok.replace("_", "")
+    try:
+        if text[:2].lower() in ("0x", "0b"):
+            return int(text, 0)
+        if any(ch in text for ch in ".eE"):
+            return float(text)
+        return int(text)
+    except ValueError:
+        raise CompileError(f"the number {tok} is too long", span) from None
+
+
+# ------------------------------------------------------------------ errors
+_EXPRESSION_START = frozenset({"NAME", "NUMBER", "LPAR", "MINUS", "PLUS", "TILDE", "NOT", "TRUE", "FALSE"})
+_OPERATORS = frozenset({"EQ", "NE", "LT", "LE", "GT", "GE", "BAR", "CARET", "AMP", "SHL", "SHR", "PLUS", "MINUS", "STAR", "SLASH",
+                        "DSLASH", "PERCENT", "POW", "AND", "OR"})
+_WORDS = {"NAME": "a name", "NUMBER": "a number", "_NL": "end of line", "$END": "end of input",
+          "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'", "COMMA": "','", "EQUAL": "'='"}
+_ORDER = ("NAME", "NUMBER", "EQUAL", "LSQB", "LPAR", "COMMA", "RPAR", "RSQB", "_NL", "$END")
+_CHAR_HINTS = {
+    "!": "use 'not' for logical negation ('!=' compares)",
+    ";": "write one statement per line",
+    ":": "slices are not supported; use index notation, e.g. y[i] = x[i + 1]",
+    '"': "strings are not part of the body language", "'": "strings are not part of the body language",
+    ".": "there are no attributes or methods; call functions, e.g. sum(x)",
+    "@": "there is no matrix-multiply operator; write sum(a[i, p] * b[p, j], p)",
+}
+
+
+def _describe_expected(expected: set[str]) -> str:
+    parts: list[str] = []
+    rest = set(expected)
+    if "NUMBER" in rest:
+        parts.append("an expression")
+        rest -= _EXPRESSION_START
+    if len(rest & _OPERATORS) >= 3:
+        parts.append("an operator")
+        rest -= _OPERATORS | {"LPAR", "LSQB"}  # after an operand, '(' / '[' only mean a call
+    parts += [_WORDS[t] for t in _ORDER if t in rest]
+    parts += sorted(repr(_lark().get_terminal(t).pattern.value) for t in rest if t not in _WORDS)
+    if not parts:
+        return ""
+    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} or {parts[-1]}"
+
+
+def _describe_token(tok: Token) -> str:
+    if tok.type == "_NL":
+        return "end of input" if tok.value == "" else "end of line"
+    if tok.type == "$END":
+        return "end of input"
+    if tok.type == "NAME":
+        return f"name '{tok}'"
+    if tok.type == "NUMBER":
+        return f"number {tok}"
+    return f"'{tok}'"
+
+
+def _unclosed(text: str, upto: int) -> Token | None:
+    """The innermost bracket still open before offset `upto`, if any."""
+    stack: list[Token] = []
+    try:
+        for tok in _lark().lex(text):
+            if tok.start_pos is None or tok.start_pos >= upto:
+                break
+            if tok.type in _OPEN:
+                stack.append(tok)
+            elif tok.type in _CLOSE and stack:
+                stack.pop()
+    except UnexpectedInput:
+        pass
+    return stack[-1] if stack else None
+
+
+def _syntax_error(exc: UnexpectedInput, text: str, kdef: KernelDef) -> CompileError:
+    if isinstance(exc, UnexpectedCharacters):
+        char = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else ""
+        span = kdef.origin.span(exc.line, exc.column, exc.column + 1)
+        return CompileError(f"unexpected character {char!r}", span, hint=_CHAR_HINTS.get(char))
+    assert isinstance(exc, UnexpectedToken)
+    tok = exc.token
+    expected = set(exc.accepts or exc.expected)
+    line, col = tok.line or 1, tok.column or 1
+    end = tok.end_column if tok.end_line in (None, line) and tok.end_column else col + 1
+    span = kdef.origin.span(line, col, max(end, col + 1))
+    message = f"unexpected {_describe_token(tok)}"
+    if wanted := _describe_expected(expected):
+        message += f"; expected {wanted}"
+    hint = None
+    opener = _unclosed(text, tok.start_pos if tok.start_pos is not None else len(text))
+    if opener is not None and (tok.type == "_NL" or opener.line != line):
+        closer = ")" if opener.type == "LPAR" else "]"
+        hint = f"the '{opener}' at line {kdef.origin.span(opener.line, opener.column).line}, " \
+               f"column {kdef.origin.span(opener.line, opener.column).col} is never closed with '{closer}'"
+    elif tok.type == "EQUAL" and "EQ" in expected:
+        hint = "'=' assigns and only once per line; compare with '=='"
+    elif "EQUAL" in expected and tok.type != "EQUAL" and len(expected) <= 2:
+        hint = "each statement is `name = expression` or `name[i, j] = expression`"
+    return CompileError(message, span, hint=hint)
+
+
+# ------------------------------------------------------------------ entry point
+def parse_body(kdef: KernelDef) -> ast.Body:
+    """Parse `kdef.body` into an AST whose spans point into the kernel's document."""
+    text = kdef.body.replace("\r\n", "\n")
+    try:
+        tree = _lark().parse(text)
+    except UnexpectedInput as exc:
+        raise _syntax_error(exc, text, kdef) from None
+    body = _ToAst(kdef).transform(tree)
+    for st in body.statements:
+        if ast.depth(st.value) > MAX_DEPTH:
+            raise CompileError(f"the expression is nested too deeply (more than {MAX_DEPTH} levels)", st.value.span,
+                               hint="split it into several statements")
+    return body

@@ -1,0 +1,469 @@
+"""Random well-typed DSL expressions and their numpy oracle.
+
+The pieces `hologram.testing.cases` builds kernels from:
+
+- `VOCABULARY`: every DSL operator and function, with the dtype kinds each argument
+  accepts, how it is written, and where a weak literal may stand;
+- `Node`: an expression tree; `render(node)` is its DSL text;
+- `infer(name, args)`: the result dtype, asked of numpy itself (NEP 50, Python literals
+  weak), or None when numpy or a DSL rule rejects the operands (`-` on bool, `&` on
+  floats, integer `**` without a literal exponent >= 0, a literal that does not fit an
+  integer operand, negative shift or Atlas literals);
+- `Builder`: draws random trees of a target shape over a pool of leaves (inputs,
+  temporaries, index-notation loads), repairing rejected operand combinations with
+  explicit casts instead of generating them;
+- `evaluate(node, env)`: the oracle's value, step by step in the dtypes numpy picks, with
+  the accuracy contract of each step propagated (`hologram.testing.bounds`).
+
+Shapes are symbolic while generating: dims are labels (`'n'`, `'m'`, `'1'`) and two
+shapes combine by numpy broadcasting; in index notation every load is a function over
+the statement's index variables.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from typing import Any, Callable, Mapping, Protocol, Sequence
+
+import attrs
+import numpy as np
+from hypothesis import strategies as st
+
+from ..core.errors import ExecutionError
+from ..core.types import DType
+from . import bounds, oracle, values
+from .bounds import Val
+
+__all__ = ["OpSpec", "VOCABULARY", "GROUPS", "GenConfig", "Node", "Builder", "Env", "Engine", "render", "literal",
+           "infer", "evaluate", "reachable", "contains"]
+
+Literal = bool | int | float
+ALL_KINDS = "biuf"
+
+
+# --------------------------------------------------------------------------- vocabulary
+@attrs.frozen
+class OpSpec:
+    """One DSL operation for the generator.
+
+    kinds     per argument, the dtype kinds it accepts (b bool, i signed, u unsigned, f float)
+    template  how it is written; `{0}` etc. are the rendered arguments
+    literals  argument positions that may be a weak Python literal
+    group     a family name, to select parts of the vocabulary in a GenConfig
+    """
+
+    name: str
+    kinds: tuple[str, ...]
+    template: str
+    literals: tuple[int, ...] = ()
+    group: str = "arith"
+
+    @property
+    def arity(self) -> int:
+        return len(self.kinds)
+
+
+def _ops() -> dict[str, OpSpec]:
+    table: list[OpSpec] = []
+    binop = lambda sym, kinds, group: OpSpec(sym, (kinds, kinds), f"({{0}} {sym} {{1}})", (0, 1), group)
+    for sym, kinds in (("+", "biuf"), ("-", "iuf"), ("*", "biuf"), ("/", "iuf"), ("//", "iuf"), ("%", "iuf"),
+                       ("**", "iuf")):
+        table.append(binop(sym, kinds, "arith"))
+    table += [OpSpec("neg", ("iuf",), "(-{0})", (), "arith"), OpSpec("pos", ("iuf",), "(+{0})", (), "arith")]
+    table += [binop(sym, "biuf", "compare") for sym in ("==", "!=", "<", "<=", ">", ">=")]
+    table += [binop(sym, "b", "logic") for sym in ("and", "or")] + [OpSpec("not", ("b",), "(not {0})", (), "logic")]
+    table += [binop(sym, "biu", "bitwise") for sym in ("&", "|", "^")] + [OpSpec("~", ("biu",), "(~{0})", (), "bitwise")]
+    table += [binop(sym, "iu", "bitwise") for sym in ("<<", ">>")]
+    fn = lambda name, kinds, lits=(), group="math": OpSpec(name, kinds, f"{name}({', '.join(f'{{{i}}}' for i in range(len(kinds)))})", lits, group)
+    for name in """sqrt exp expm1 exp2 log log1p log2 log10 sin cos tan arcsin arccos arctan sinh cosh tanh
+                   arcsinh arccosh arctanh""".split():
+        table.append(fn(name, ("iuf",), group="transcendental"))
+    for name in "abs floor ceil round trunc rint sign isnan relu".split():
+        table.append(fn(name, ("iuf",)))
+    for name in "arctan2 hypot".split():
+        table.append(fn(name, ("iuf", "iuf"), (1,), "transcendental"))
+    for name in "fmod copysign".split():
+        table.append(fn(name, ("iuf", "iuf"), (1,)))
+    table += [fn("power", ("iuf", "iuf"), (1,), "transcendental"), fn("minimum", ("biuf", "biuf"), (1,)),
+              fn("maximum", ("biuf", "biuf"), (1,)), fn("clip", ("iuf", "iuf", "iuf"), (1, 2)),
+              fn("where", ("b", "biuf", "biuf"), (1, 2), "select"), fn("fma", ("f", "f", "f"), (1, 2))]
+    table += [fn(name, ("f",), group="transcendental") for name in ("rsqrt", "sigmoid", "gelu")]
+    table += [fn("atlas_class", ("iu",), group="atlas"), fn("mirror", ("iu",), group="atlas"),
+              fn("degree", ("iu",), group="atlas"), fn("is_unity", ("iu",), group="atlas"),
+              fn("neighbor", ("iu", "iu"), (1,), "atlas"), fn("bound_map", ("iu", "iu", "iu"), (1, 2), "atlas")]
+    return {op.name: op for op in table}
+
+
+VOCABULARY: dict[str, OpSpec] = _ops()
+REDUCTIONS = oracle.REDUCTIONS
+ATLAS_OPS = frozenset(n for n, op in VOCABULARY.items() if op.group == "atlas")
+GROUPS = frozenset(op.group for op in VOCABULARY.values())
+
+# Literals the generator writes, with their DSL spelling. Constants are weak like literals.
+INT_LITERALS = (0, 1, 2, 3, 5, 7, 8, 31, 64, 100, 127, 255, 1000, -1, -2, -128)
+FLOAT_LITERALS = (("0.5", 0.5), ("2.0", 2.0), ("1.5", 1.5), ("0.1", 0.1), ("1e-3", 1e-3), ("100.0", 100.0),
+                  ("1e10", 1e10), ("-0.0", -0.0), ("pi", math.pi), ("e", math.e), ("inf", math.inf),
+                  ("nan", math.nan), ("-1.5", -1.5))
+
+
+@attrs.frozen
+class GenConfig:
+    """What generated kernels may contain.
+
+    dtypes      input dtypes (DSL names)
+    ops         operation names from VOCABULARY the expressions may use
+    reductions  reduction kinds (empty: none)
+    max_depth   expression depth
+    max_temps   temporaries per kernel before the outputs
+    max_n, max_m, max_k   largest runtime sizes of the shape symbols (n may be 0)
+    literals, casts       whether weak literals and explicit casts appear
+    """
+
+    dtypes: tuple[str, ...] = tuple(d.value for d in DType)
+    ops: frozenset[str] = frozenset(VOCABULARY)
+    reductions: tuple[str, ...] = REDUCTIONS
+    max_depth: int = 3
+    max_temps: int = 2
+    max_n: int = 6
+    max_m: int = 3
+    max_k: int = 3
+    literals: bool = True
+    casts: bool = True
+
+    def without(self, *groups: str) -> "GenConfig":
+        """The same config without the operations of these groups (e.g. 'transcendental')."""
+        return attrs.evolve(self, ops=frozenset(n for n in self.ops if VOCABULARY[n].group not in groups))
+
+    def only(self, *groups: str) -> "GenConfig":
+        return attrs.evolve(self, ops=frozenset(n for n in self.ops if VOCABULARY[n].group in groups))
+
+
+# ------------------------------------------------------------------------------ nodes
+@attrs.frozen(eq=False)
+class Node:
+    """An expression tree node.
+
+    op      'input' | 'lit' | 'load' | 'cast' | 'reduce' | 'ireduce' | a VOCABULARY name
+    dtype   numpy dtype of the value (None for a weak literal)
+    shape   symbolic shape: dims as labels ('n', 'm', '1'); index-notation nodes use the
+            index variables of their domain
+    attr    input name | (literal value, spelling) | cast dtype | reduce (kind, axis,
+            keepdims) | ireduce (kind, vars) | load (name, index text, index function)
+    """
+
+    op: str
+    dtype: np.dtype | None
+    shape: tuple[str, ...] = ()
+    args: tuple["Node", ...] = ()
+    attr: Any = None
+
+    @property
+    def is_literal(self) -> bool:
+        return self.op == "lit"
+
+
+def render(node: Node) -> str:
+    """The DSL text of an expression (fully parenthesized, so precedence never matters)."""
+    if node.op == "input":
+        return node.attr
+    if node.op == "lit":
+        return node.attr[1]
+    if node.op == "load":
+        return node.attr[1]
+    if node.op == "cast":
+        return f"{DType.from_numpy(node.attr)}({render(node.args[0])})"
+    if node.op == "reduce":
+        kind, axis, keepdims = node.attr
+        extra = "" if axis is None else f", axis={axis}" + (", keepdims=true" if keepdims else "")
+        return f"{kind}({render(node.args[0])}{extra})"
+    if node.op == "ireduce":
+        kind, names = node.attr
+        return f"{kind}({render(node.args[0])}, {', '.join(names)})"
+    return VOCABULARY[node.op].template.format(*(render(a) for a in node.args))
+
+
+def _literal_text(value: Literal) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return f"({value})" if value < 0 else str(value)
+    for text, v in FLOAT_LITERALS:
+        if v == value or (math.isnan(v) and math.isnan(value)):
+            if math.copysign(1, v) == math.copysign(1, value):
+                return f"({text})" if text.startswith("-") else text
+    return repr(value)
+
+
+def literal(value: Literal) -> Node:
+    return Node("lit", None, (), (), (value, _literal_text(value)))
+
+
+# ---------------------------------------------------------------------------- typing
+def _sample(node: Node) -> Any:
+    return node.attr[0] if node.is_literal else np.zeros((), node.dtype)
+
+
+@functools.lru_cache(maxsize=65536)
+def _infer_cached(name: str, sig: tuple) -> np.dtype | None:
+    # literals travel as (type, value): 0, False and 0.0 are equal keys otherwise
+    args = [np.zeros((), d) if isinstance(d, np.dtype) else d[1] for d in sig]
+    try:
+        with np.errstate(all="ignore"):
+            return np.asarray(oracle.ORACLE[name](*args)).dtype
+    except (TypeError, ValueError, OverflowError, ExecutionError):
+        return None
+
+
+def _fits(value: Literal, dt: np.dtype) -> bool:
+    """A weak literal combined with an operand of dtype `dt` is accepted (NEP 50): an
+    integer literal must fit an integer operand's range."""
+    if dt.kind in "iu" and isinstance(value, int) and not isinstance(value, bool):
+        info = np.iinfo(dt)
+        return info.min <= value <= info.max
+    return True
+
+
+def infer(name: str, args: Sequence[Node]) -> np.dtype | None:
+    """numpy's result dtype for DSL operation `name` on these operands, or None when numpy
+    or the DSL rejects the combination."""
+    spec = VOCABULARY[name]
+    strong = [a.dtype for a in args if not a.is_literal]
+    if not strong:
+        return None  # an all-literal operation would be constant-folded with Python typing
+    for a, kinds in zip(args, spec.kinds):
+        if a.is_literal:
+            v = a.attr[0]
+            kind = "b" if isinstance(v, bool) else "i" if isinstance(v, int) else "f"
+            if kind not in kinds and not (kind == "i" and "u" in kinds):
+                return None
+            if not all(_fits(v, d) for d in strong):
+                return None
+        elif a.dtype.kind not in kinds:
+            return None
+    if name in ("**", "power"):
+        base, exp = args
+        if base.is_literal or base.dtype.kind != "f":  # integer ** needs a literal exponent >= 0
+            if not (exp.is_literal and isinstance(exp.attr[0], int) and 0 <= exp.attr[0] <= 4):
+                return None
+    if name in ("<<", ">>") and any(a.is_literal and a.attr[0] < 0 for a in args):
+        return None
+    if name in ATLAS_OPS and any(a.is_literal and a.attr[0] < 0 for a in args):
+        return None
+    return _infer_cached(name, tuple((type(a.attr[0]), a.attr[0]) if a.is_literal else a.dtype for a in args))
+
+
+# ------------------------------------------------------------------------ generation
+def _broadcast(*shapes: tuple[str, ...]) -> tuple[str, ...] | None:
+    rank = max((len(s) for s in shapes), default=0)
+    out: list[str] = []
+    for i in range(rank):
+        dims = {s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0} - {"1"}
+        if len(dims) > 1:
+            return None
+        out.append(dims.pop() if dims else "1")
+    return tuple(out)
+
+
+def _fits_in(shape: tuple[str, ...], target: tuple[str, ...]) -> bool:
+    return len(shape) <= len(target) and _broadcast(shape, target) == target
+
+
+class Builder:
+    """Draws expression trees over a pool of leaves (inputs, temporaries, loads)."""
+
+    def __init__(self, draw: Callable, cfg: GenConfig, leaves: list[Node], index_mode: bool = False):
+        self.draw, self.cfg, self.leaves, self.index_mode = draw, cfg, leaves, index_mode
+        self.ops = sorted(cfg.ops)
+
+    def expr(self, shape: tuple[str, ...], depth: int) -> Node:
+        draw = self.draw
+        if depth <= 0 or draw(st.integers(0, 3)) == 0:
+            return self.leaf(shape)
+        choice = ("op",) * 6 + ("cast", "reduce")
+        choice = choice[draw(st.integers(0, len(choice) - 1))]
+        if choice == "cast" and self.cfg.casts:
+            child, dt = self.expr(shape, depth - 1), self._dtype(ALL_KINDS)
+            return Node("cast", dt, child.shape, (child,), dt)
+        if choice == "reduce" and self.cfg.reductions and not self.index_mode:
+            return self.reduction(shape, depth)
+        if not self.ops:
+            return self.leaf(shape)
+        return self.operation(draw(st.sampled_from(self.ops)), shape, depth)
+
+    def _dtype(self, kinds: str) -> np.dtype:
+        picks = [d for d in self.cfg.dtypes if values.as_dtype(d).kind in kinds] or \
+                [d.value for d in DType if d.np.kind in kinds]
+        return values.as_dtype(self.draw(st.sampled_from(picks)))
+
+    def leaf(self, shape: tuple[str, ...]) -> Node:
+        fits = [n for n in self.leaves if _fits_in(n.shape, shape)]
+        if fits:
+            return self.draw(st.sampled_from(fits))
+        # nothing broadcastable to `shape`: reduce some leaf to a scalar (targets are
+        # chosen among the leaves' shapes, so this needs reductions to be enabled)
+        kinds = self.cfg.reductions or ("sum",)
+        return self._reduce(self.draw(st.sampled_from(kinds)), self.draw(st.sampled_from(self.leaves)), None, False)
+
+    def literal_for(self, partner: np.dtype) -> Node:
+        if partner.kind == "b" and self.draw(st.booleans()):
+            return literal(self.draw(st.booleans()))
+        if partner.kind == "f" or self.draw(st.integers(0, 3)) == 0:
+            return literal(self.draw(st.sampled_from(FLOAT_LITERALS))[1])
+        info = np.iinfo(partner) if partner.kind in "iu" else np.iinfo(np.int64)
+        return literal(self.draw(st.sampled_from([v for v in INT_LITERALS if info.min <= v <= info.max])))
+
+    def operation(self, name: str, shape: tuple[str, ...], depth: int) -> Node:
+        spec = VOCABULARY[name]
+        args: list[Node] = [self.expr(shape, depth - 1)]
+        for pos in range(1, spec.arity):
+            if self.cfg.literals and pos in spec.literals and self.draw(st.integers(0, 2)) == 0:
+                args.append(self.literal_for(args[0].dtype))
+            else:
+                args.append(self.expr(shape, depth - 1))
+        return self.combine(name, args)
+
+    def combine(self, name: str, args: Sequence[Node]) -> Node:
+        """`name` applied to `args`, with operands cast where numpy or the DSL rejects
+        them as they are (the first operand alone if even that fails)."""
+        args = list(args)
+        if name in ("**", "power") and args[0].dtype.kind != "f":
+            args[1] = literal(self.draw(st.integers(0, 3)))
+        dt = infer(name, args)
+        if dt is None:
+            args = self._repair(VOCABULARY[name], args)
+            dt = infer(name, args)
+        if dt is None:
+            return args[0]
+        return Node(name, dt, _broadcast(*(a.shape for a in args if not a.is_literal)), tuple(args))
+
+    def require(self, node: Node, leaf: Node) -> Node:
+        """`node`, combined with `leaf` by a drawn binary operation unless it already uses it
+        (index notation needs every target and reduced variable on the right-hand side)."""
+        if contains(node, leaf):
+            return node
+        return self.combine(self.draw(st.sampled_from(("+", "*", "maximum", "minimum"))), [node, leaf])
+
+    def _repair(self, spec: OpSpec, args: list[Node]) -> list[Node]:
+        """Cast operands to one dtype the operation accepts; replace misfit literals."""
+        kinds = spec.kinds[-1] if spec.name != "where" else spec.kinds[1]
+        target = self._dtype(kinds)
+        fixed = []
+        for pos, (a, k) in enumerate(zip(args, spec.kinds)):
+            want = target if (spec.name != "where" or pos > 0) else np.dtype(bool)
+            if a.is_literal:
+                safe = {"b": True, "i": 1, "u": 1, "f": 0.5}[want.kind]
+                fixed.append(a if _fits(a.attr[0], want) and infer_literal_ok(a, want) else literal(safe))
+            elif a.dtype != want:
+                fixed.append(Node("cast", want, a.shape, (a,), want))
+            else:
+                fixed.append(a)
+        if spec.name in ("**", "power") and target.kind != "f":
+            fixed[1] = literal(self.draw(st.integers(0, 3)))
+        if spec.name in ("<<", ">>") and fixed[1].is_literal:
+            fixed[1] = literal(abs(int(fixed[1].attr[0])) % 8)
+        return fixed
+
+    def reduction(self, shape: tuple[str, ...], depth: int) -> Node:
+        kind = self.draw(st.sampled_from(self.cfg.reductions))
+        wider = [s for s in reachable([l.shape for l in self.leaves]) if s]
+        child = self.expr(self.draw(st.sampled_from(wider or [shape])), depth - 1)
+        rank = len(child.shape)
+        options: list[tuple[int | None, bool]] = [(None, False)]
+        for axis in range(-rank, rank):
+            for keep in (False, True):
+                out = _reduced_shape(child.shape, axis, keep)
+                if _fits_in(out, shape):
+                    options.append((axis, keep))
+        axis, keep = self.draw(st.sampled_from(options))
+        return self._reduce(kind, child, axis, keep)
+
+    def _reduce(self, kind: str, child: Node, axis: int | None, keepdims: bool) -> Node:
+        dt = _reduce_dtype(kind, child.dtype)
+        return Node("reduce", dt, _reduced_shape(child.shape, axis, keepdims), (child,), (kind, axis, keepdims))
+
+
+def contains(node: Node, part: Node) -> bool:
+    """Whether `part` occurs in `node`: the same node, or the same input or load."""
+    if node is part or (node.op == part.op == "input" and node.attr == part.attr):
+        return True
+    if node.op == part.op == "load" and node.attr[1] == part.attr[1]:
+        return True
+    return any(contains(a, part) for a in node.args)
+
+
+def infer_literal_ok(lit: Node, dt: np.dtype) -> bool:
+    v = lit.attr[0]
+    if dt.kind == "b":
+        return isinstance(v, bool)
+    if dt.kind in "iu":
+        return isinstance(v, int) and not isinstance(v, bool)
+    return not isinstance(v, bool)
+
+
+def _reduced_shape(shape: tuple[str, ...], axis: int | None, keepdims: bool) -> tuple[str, ...]:
+    if axis is None:
+        return ("1",) * len(shape) if keepdims else ()
+    a = axis % len(shape)
+    return shape[:a] + (("1",) if keepdims else ()) + shape[a + 1:]
+
+
+@functools.lru_cache(maxsize=None)
+def _reduce_dtype(kind: str, dt: np.dtype) -> np.dtype:
+    return oracle.reduce(kind, np.zeros(1, dt)).dtype
+
+
+def reachable(shapes: Sequence[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """Shapes an expression over leaves of these shapes can have: each leaf's, pairwise
+    broadcasts, and the scalar shape."""
+    out = {()} | set(shapes) | {_broadcast(a, b) for a in shapes for b in shapes}
+    return sorted(s for s in out if s is not None)
+
+
+# ---------------------------------------------------------------------- evaluation
+class Engine(Protocol):
+    """How `evaluate` computes each step. The default engine is `hologram.testing.bounds`
+    (the oracle with its contract); a test may substitute another to replay a case, e.g.
+    a simulated backend that perturbs every step within the contract."""
+
+    def apply(self, name: str, args: Sequence["Val | Literal"], *, dtype: Any = None) -> Val: ...
+
+    def reduce(self, kind: str, a: Val, axis: Any = None, keepdims: bool = False) -> Val: ...
+
+    def resonance(self, classes: Val, values: "Val | Literal") -> Val: ...
+
+
+class Env:
+    """Concrete values for evaluation: inputs and temporaries by name (as Vals), the
+    shape-symbol sizes, for index notation the index-variable grids, and the engine."""
+
+    def __init__(self, names: Mapping[str, Val], sizes: Mapping[str, int],
+                 grids: Mapping[str, np.ndarray] | None = None, engine: Engine = bounds):
+        self.names, self.sizes, self.grids, self.engine = dict(names), dict(sizes), dict(grids or {}), engine
+
+
+def evaluate(node: Node, env: Env) -> "Val | Literal":
+    """The oracle's value of `node` with its contract (a weak literal stays a Python scalar)."""
+    if node.op == "lit":
+        return node.attr[0]
+    if node.op == "input":
+        return env.names[node.attr]
+    if node.op == "load":
+        return Val.exact(node.attr[2](env))
+    args = [evaluate(a, env) for a in node.args]
+    if node.op == "cast":
+        return env.engine.apply("cast", args, dtype=node.attr)
+    if node.op == "reduce":
+        kind, axis, keepdims = node.attr
+        return env.engine.reduce(kind, args[0], axis, keepdims)
+    if node.op == "ireduce":
+        kind, names = node.attr
+        val = args[0]
+        full = len(env.grids)
+        axes = tuple(list(env.grids).index(n) - full for n in names)
+        val = val.broadcast_to(np.broadcast_shapes(val.shape, *(g.shape for g in env.grids.values())))
+        return env.engine.reduce(kind, val, axes, keepdims=True)
+    return env.engine.apply(node.op, args)
+
+

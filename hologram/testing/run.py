@@ -1,0 +1,58 @@
+"""A small harness: compile a kernel document, run it on a named backend, check it.
+
+    outputs = run_kernel_text(toml_text, {"x": x}, backend="interp")   # name -> array
+    check_case(case, backend="cpu_llvm")                               # a generated KernelCase
+
+Everything goes through the public API (`hologram.compile`, `Kernel.on(backend)`), so a
+backend plugin is exercised exactly as users reach it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..core.errors import HologramError
+from .cases import KernelCase
+
+__all__ = ["run_kernel_text", "check_case"]
+
+
+def run_kernel_text(text: str, inputs: Mapping[str, Any] | Sequence[Any], backend: str | None = "interp",
+                    format: str = "toml") -> dict[str, np.ndarray]:
+    """Compile the one-kernel document `text`, run it on `backend`, return its outputs by name.
+
+    inputs   by name, or positionally in declaration order
+    backend  a registered backend name; None lets the runtime choose
+    """
+    import hologram
+
+    kernel = hologram.compile(text, format=format)
+    if not isinstance(kernel, hologram.Kernel):
+        raise HologramError(f"run_kernel_text expects a document with one kernel, got {len(kernel)}: "
+                            f"{', '.join(kernel)}")
+    if backend is not None:
+        kernel = kernel.on(backend)
+    result = kernel(**inputs) if isinstance(inputs, Mapping) else kernel(*inputs)
+    names = [p.name for p in kernel.signature.outputs]
+    results = (result,) if len(names) == 1 else tuple(result)
+    return {name: np.asarray(r) for name, r in zip(names, results)}
+
+
+def check_case(case: KernelCase, backend: str | None = "interp") -> dict[str, np.ndarray] | None:
+    """Run a generated case on `backend` and hold it to the oracle under the accuracy
+    contract. Raises AssertionError (AccuracyError for wrong values) describing the kernel
+    and its inputs; returns the outputs (None when the case expects an error)."""
+    try:
+        outputs = run_kernel_text(case.source, case.args, backend)
+    except case.error or ():
+        return None
+    except HologramError as exc:
+        raise AssertionError(f"the kernel raised {type(exc).__name__}:\n{exc}\n{case.describe()}") from exc
+    if case.error:
+        names = " or ".join(e.__name__ for e in case.error)
+        raise AssertionError(f"expected {names}, but the kernel ran and returned "
+                             f"{ {k: v.tolist() for k, v in outputs.items()} }\n{case.describe()}")
+    case.check(outputs)
+    return outputs

@@ -1,0 +1,21 @@
+"""hologram-backend-interp: the reference interpreter for Atlas ISA programs.
+
+Registered through the `hologram` entry-point group exactly as a third-party backend
+would be. Semantics are specified in docs/isa.md; `semantics.py` is their executable
+form, `decode.py` turns a program into closures, `machine.py` runs them lane by lane.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from hologram.core.hookspecs import hookimpl
+
+from .backend import InterpBackend
+
+__all__ = ["InterpBackend", "hologram_register_backends"]
+
+
+@hookimpl
+def hologram_register_backends(register: Callable[[object], None]) -> None:
+    register(InterpBackend())

@@ -1,0 +1,141 @@
+"""`InterpBackend`: the reference backend, registered under the name `interp`.
+
+It prepares a program by verifying it (when hologram.core.verifier is present) and
+decoding it into closures, cached by a content key of the program; it launches by
+binding the caller's arrays, scalars and shape symbols and running the machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import math
+from collections import OrderedDict
+from typing import Any, Mapping
+
+import numpy as np
+
+from hologram.core.errors import ArgumentError
+from hologram.core.isa import BufferParam, Program
+from hologram.core.types import DType
+
+from . import semantics as sem
+from .decode import Executable, const_key, decode_program
+from .machine import run
+
+CACHE_SIZE = 256
+
+
+def program_key(program: Program) -> str:
+    """A content key: identical programs, and only those, share it. The repr spells
+    every field exactly (-0.0 apart from 0.0, 1 apart from True and 1.0)."""
+    return hashlib.sha256(repr(program).encode()).hexdigest()
+
+
+def _verify(program: Program) -> None:
+    # Imported lazily: the interpreter must work (and be testable) without a verifier.
+    # Only the verifier module itself being absent is tolerated; a verifier that fails to
+    # import for another reason is a bug to surface, not to skip.
+    try:
+        module = importlib.import_module("hologram.core.verifier")
+    except ModuleNotFoundError as e:
+        if e.name == "hologram.core.verifier":
+            return
+        raise
+    verify = getattr(module, "verify", None)
+    if verify is not None:
+        verify(program)
+
+
+class InterpBackend:
+    """Executes Atlas ISA programs one lane at a time. Slow, small, and the reference."""
+
+    name = "interp"
+    priority = 10
+
+    def __init__(self) -> None:
+        self._cache: OrderedDict[str, Executable] = OrderedDict()
+
+    def __repr__(self) -> str:
+        return "InterpBackend()"
+
+    def available(self) -> bool:
+        return True
+
+    def allocate(self, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
+        return np.zeros(shape, dtype=dtype.np if isinstance(dtype, DType) else dtype)
+
+    def prepare(self, program: Program) -> Executable:
+        if not isinstance(program, Program):
+            raise ArgumentError(f"prepare expects a hologram.core.isa.Program, got {type(program).__name__}")
+        key = program_key(program)
+        exe = self._cache.get(key)
+        if exe is None:
+            _verify(program)
+            exe = self._cache[key] = decode_program(program, key)
+            if len(self._cache) > CACHE_SIZE:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(key)
+        return exe
+
+    def launch(self, executable: Any, buffers: Mapping[str, np.ndarray],
+               scalars: Mapping[str, Any], symbols: Mapping[str, int]) -> None:
+        exe = executable if isinstance(executable, Executable) else self.prepare(executable)
+        mem, consts = bind(exe, buffers, scalars, symbols)
+        run(exe, mem, consts, symbols)
+
+
+def bind(exe: Executable, buffers: Mapping[str, np.ndarray], scalars: Mapping[str, Any],
+         symbols: Mapping[str, int]) -> tuple[dict[str, np.ndarray], dict[tuple[str, str], np.generic]]:
+    """Flat views of the caller's buffers plus zeroed temporaries, and the launch constants."""
+    program = exe.program
+    consts: dict[tuple[str, str], np.generic] = {}
+    for s in program.symbols:
+        v = symbols.get(s)
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise ArgumentError(f"shape symbol '{s}' must be bound to an integer, got {v!r}")
+        consts[const_key(s)] = np.int64(v)
+    written = frozenset().union(*(st.writes for st in exe.stages))
+    params = [p for p in program.params if isinstance(p, BufferParam)]
+    unknown = set(buffers) - {p.name for p in params}
+    if unknown:
+        raise ArgumentError(f"program '{program.name}' has no buffer parameter(s) {', '.join(sorted(unknown))}")
+    mem: dict[str, np.ndarray] = {}
+    for p in params:
+        arr = buffers.get(p.name)
+        size = _size(p, symbols)
+        if not isinstance(arr, np.ndarray):
+            raise ArgumentError(f"buffer '{p.name}': expected a numpy array of {p.dtype}, got {type(arr).__name__}")
+        if arr.dtype != p.dtype.np:
+            raise ArgumentError(f"buffer '{p.name}': expected dtype {p.dtype}, got {arr.dtype}")
+        if not arr.flags.c_contiguous:
+            raise ArgumentError(f"buffer '{p.name}' must be C-contiguous")
+        if arr.size != size:
+            raise ArgumentError(f"buffer '{p.name}': expected {size} elements, got {arr.size} (shape {arr.shape})")
+        if p.name in written and not arr.flags.writeable:
+            raise ArgumentError(f"buffer '{p.name}' is written by the program but the array is read-only")
+        mem[p.name] = arr.reshape(-1)  # a view: C-contiguous
+    for t in program.temps:
+        mem[t.name] = np.zeros(_size(t, symbols), t.dtype.np)
+    for name, p in program.scalars().items():
+        if name not in scalars:
+            raise ArgumentError(f"scalar parameter '{name}' ({p.dtype}) is missing")
+        v = scalars[name]
+        if isinstance(v, np.generic):
+            consts[const_key(name)] = v if v.dtype == p.dtype.np else sem.convert(v, p.dtype)
+        elif isinstance(v, (bool, int, float)):
+            consts[const_key(name)] = sem.const(v, p.dtype)
+        else:
+            raise ArgumentError(f"scalar parameter '{name}': expected a number of type {p.dtype}, got {v!r}")
+    return mem, consts
+
+
+def _size(p: BufferParam, symbols: Mapping[str, int]) -> int:
+    try:
+        dims = [d.evaluate(symbols) for d in p.shape]
+    except KeyError as e:
+        raise ArgumentError(f"buffer '{p.name}': shape symbol '{e.args[0]}' is not bound") from None
+    if any(d < 0 for d in dims):
+        raise ArgumentError(f"buffer '{p.name}': shape {dims} has a negative dimension")
+    return math.prod(dims)

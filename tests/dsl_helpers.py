@@ -1,0 +1,68 @@
+"""Helpers for the front-end tests: build a KernelDef directly, without a translator.
+
+`make_def(body, inputs, outputs)` declares parameters from short type strings (`"f32"`,
+`"f32[n]"`, `"u8[4, n - 2]"`, `"f32[2*n + 1]"`) and maps body line k to file line k,
+column offset 0 (or `line_offset` / `col_offset` to test the mapping).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from hologram.core.errors import Span
+from hologram.core.ir import Compute, KernelIR
+from hologram.core.types import Affine, DType, Shape
+from hologram.dsl.analyze import to_ir
+from hologram.dsl.document import BodyOrigin, KernelDef, ParamSpec
+
+FILE = "<test>"
+
+
+class _Symbols(dict):
+    def __missing__(self, name: str) -> Affine:
+        return Affine.of(name)
+
+
+def parse_type(text: str) -> tuple[DType, Shape]:
+    """`f32[m, 2*n + 1]` -> (DType.F32, (m, 2*n + 1)); test input only."""
+    head, _, rest = text.partition("[")
+    if not rest:
+        return DType.parse(head.strip()), ()
+    dims = rest.rstrip().removesuffix("]").split(",")
+    return DType.parse(head.strip()), tuple(Affine.of(eval(d, {"__builtins__": {}}, _Symbols())) for d in dims)
+
+
+def make_def(body: str, inputs: Mapping[str, str] | None = None, outputs: Mapping[str, str] | None = None,
+             *, line_offset: int = 0, col_offset: int = 0, name: str = "k") -> KernelDef:
+    inputs = {"x": "f32[n]"} if inputs is None else inputs
+    outputs = {"y": "f32[n]"} if outputs is None else outputs
+    lines = body.split("\n")
+    source = "\n".join([""] * line_offset + [" " * col_offset + line for line in lines])
+    origin = BodyOrigin(FILE, source, tuple((k + 1 + line_offset, col_offset) for k in range(len(lines))))
+    decl = Span(FILE, 1, 1)
+    ins = tuple(ParamSpec(n, *parse_type(t), decl) for n, t in inputs.items())
+    outs = tuple(ParamSpec(n, *parse_type(t), decl) for n, t in outputs.items())
+    return KernelDef(name, "1.0.0", "", ins, outs, body, origin, decl)
+
+
+def compile_ir(body: str, inputs: Mapping[str, str] | None = None,
+               outputs: Mapping[str, str] | None = None) -> KernelIR:
+    return to_ir(make_def(body, inputs, outputs))
+
+
+def statements(body: str, inputs=None, outputs=None) -> list[str]:
+    """The IR statements of a kernel, as text."""
+    return [str(s) for s in compile_ir(body, inputs, outputs).body]
+
+
+def last(body: str, inputs=None, outputs=None) -> str:
+    """The text of the last IR statement."""
+    return statements(body, inputs, outputs)[-1]
+
+
+def dtype_of(name: str, kir: KernelIR) -> DType:
+    return kir.decl(name).dtype
+
+
+def compute(kir: KernelIR, target: str) -> Compute:
+    return next(s for s in kir.body if s.target == target)

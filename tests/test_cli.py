@@ -1,0 +1,246 @@
+"""The `hologram` command: run, compile, plugins, plugin commands, errors and exit codes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import hologram
+from hologram import cli
+from hologram.core import plugins
+from hologram.core.types import DType
+
+
+@pytest.fixture(autouse=True)
+def fresh(monkeypatch):
+    for var in ("HOLOGRAM_PLUGINS", "HOLOGRAM_BACKEND", "HOLOGRAM_DEBUG"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("COLUMNS", "200")  # rich wraps tables to the terminal width
+    plugins.reset()
+    yield
+    plugins.reset()
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+TWO_KERNELS = '''
+[[kernels]]
+name = "vadd"
+version = "1.0.0"
+inputs  = { x = "f32[n]", y = "f32[n]" }
+outputs = { z = "f32[n]" }
+body = "z = x + y"
+
+[[kernels]]
+name = "scale"
+version = "1.0.0"
+inputs  = { a = "f64", x = "f64[n]" }
+outputs = { y = "f64[n]" }
+body = "y = a * x"
+'''
+
+
+@pytest.fixture
+def two(tmp_path):
+    path = tmp_path / "two.toml"
+    path.write_text(TWO_KERNELS)
+    return str(path)
+
+
+# ---------------------------------------------------------------------------------- run
+def test_run_generates_inputs_deterministically(capsys):
+    code, out, err = run(capsys, "run", "kernels/relu.toml", "--bind", "n=5", "--seed", "7")
+    assert code == 0, err
+    head, body = out.split("\n", 1)
+    assert head == "relu(x: f32[n]) -> y: f32[n]  [backend interp, n = 5, seed 7]"
+    x = cli.random_input(np.random.default_rng(7), DType.F32, (5,))
+    expected = np.maximum(x, 0)
+    with np.printoptions(**cli.PRINT_OPTIONS):
+        assert body == f"y = {np.array_repr(expected)}\n"
+    assert run(capsys, "run", "kernels/relu.toml", "--bind", "n=5", "--seed", "7")[1] == out
+
+
+def test_run_unbound_symbols_default_and_long_outputs_are_truncated(capsys):
+    code, out, _ = run(capsys, "run", "kernels/relu.toml", "--bind", "n=1000")
+    assert code == 0 and "..." in out and len(out) < 1000
+    code, out, _ = run(capsys, "run", "kernels/relu.toml")
+    assert code == 0 and f"n = {cli.DEFAULT_SIZE}" in out
+
+
+def test_run_with_npy_inputs_scalars_and_save_dir(capsys, two, tmp_path):
+    x = np.arange(4, dtype=np.float64)
+    np.save(tmp_path / "x.npy", x)
+    save = tmp_path / "outputs"
+    code, out, err = run(capsys, "run", two, "--kernel", "scale", "--input", f"x={tmp_path / 'x.npy'}",
+                         "--input", "a=2.5", "--save-dir", str(save))
+    assert code == 0, err
+    assert "y = " not in out and f"saved y to {save / 'y.npy'}" in out
+    np.testing.assert_array_equal(np.load(save / "y.npy"), 2.5 * x)
+    code, out, _ = run(capsys, "run", two, "--kernel", "scale", "--input", f"x={tmp_path / 'x.npy'}",
+                       "--input", "a=2", "--save-dir", str(save), "--print")
+    assert code == 0 and "y = array([0., 2., 4., 6.])" in out
+
+
+def test_run_symbols_come_from_given_inputs(capsys, two, tmp_path):
+    np.save(tmp_path / "x.npy", np.ones(3, np.float32))
+    code, out, err = run(capsys, "run", two, "--kernel", "vadd", "--input", f"x={tmp_path / 'x.npy'}")
+    assert code == 0, err
+    assert "n = 3" in out
+    code, _, err = run(capsys, "run", two, "--kernel", "vadd", "--input", f"x={tmp_path / 'x.npy'}",
+                       "--bind", "n=4")
+    assert code == 1
+    assert err == ("hologram: error: vadd(): shape mismatch for symbol 'n': n = 4 from --bind, but argument 'x' "
+                   "dim 0 (n) has size 3, which needs n = 3\n")
+
+
+def test_run_dtype_errors_and_cast(capsys, two, tmp_path):
+    np.save(tmp_path / "x.npy", np.ones(3))  # float64 for an f32 input
+    code, _, err = run(capsys, "run", two, "--kernel", "vadd", "--input", f"x={tmp_path / 'x.npy'}")
+    assert code == 1
+    assert err == ("hologram: error: vadd(): argument 'x' must have dtype f32 (float32), got float64\n"
+                   "  hint: pass cast=True to convert it (one explicit copy)\n")
+    code, out, _ = run(capsys, "run", two, "--kernel", "vadd", "--input", f"x={tmp_path / 'x.npy'}", "--cast")
+    assert code == 0 and "n = 3" in out
+
+
+@pytest.mark.parametrize("argv, status, error", [
+    (["run", "{two}"], 2, "{two} holds 2 kernels (vadd, scale); choose one with --kernel"),
+    (["run", "{two}", "--kernel", "vad"], 1, "no kernel named 'vad'; did you mean 'vadd'?\n"
+                                             "  hint: kernels here: vadd, scale"),
+    (["run", "{two}", "--kernel", "vadd", "--input", "w=x.npy"], 2,
+     "--input w: kernel 'vadd' has no input 'w' (inputs: x, y)"),
+    (["run", "{two}", "--kernel", "vadd", "--bind", "m=3"], 2,
+     "--bind m: kernel 'vadd' has no shape symbol 'm' (symbols: n)"),
+    (["run", "{two}", "--kernel", "vadd", "--input", "x=3"], 2, "--input x: array input f32[n] needs a .npy file, got '3'"),
+    (["run", "{two}", "--kernel", "scale", "--input", "a=two"], 2, "--input a: expected a number for f64, got 'two'"),
+    (["run", "nowhere.toml"], 1, "cannot read nowhere.toml: No such file or directory"),
+    (["run", "kernels/relu.toml", "--backend", "intrep"], 1,
+     "unknown backend 'intrep'; did you mean 'interp'?\n  hint: available backends: "),
+])
+def test_run_errors(capsys, two, argv, status, error):
+    code, _, err = run(capsys, *(a.format(two=two) for a in argv))
+    assert code == status
+    assert err.startswith("hologram: error: " + error.format(two=two))
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [["run", "k.toml", "--bind", "n=x"], ["run", "k.toml", "--bind", "n=-1"],
+                                  ["run", "k.toml", "--input", "x"], ["frobnicate"], []])
+def test_usage_errors_exit_2(capsys, argv):
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and "usage: hologram" in err
+
+
+# ------------------------------------------------------------------------------ compile
+def test_compile_emits_each_stage(capsys, tmp_path, two):
+    k = hologram.compile_file("kernels/softmax.toml")
+    for kind in ("ast", "ir", "asm"):
+        code, out, err = run(capsys, "compile", "kernels/softmax.toml", "--emit", kind)
+        assert code == 0, err
+        assert out == k.emit(kind).rstrip("\n") + "\n"
+    dest = tmp_path / "out.hasm"
+    assert run(capsys, "compile", "kernels/softmax.toml", "-o", str(dest)) == (0, "", "")
+    assert dest.read_text() == k.emit("asm").rstrip("\n") + "\n"
+    code, out, _ = run(capsys, "compile", two, "--emit", "ir")
+    assert code == 0 and "kernel vadd" in out and "kernel scale" in out
+    code, out, _ = run(capsys, "compile", two, "--emit", "ir", "--kernel", "scale")
+    assert code == 0 and "kernel vadd" not in out and "kernel scale" in out
+    code, _, err = run(capsys, "compile", two, "-o", str(tmp_path / "no" / "such" / "dir.hasm"))
+    assert code == 1 and err.startswith("hologram: error: ") and "No such file or directory" in err
+
+
+def test_compile_reports_document_errors_with_location(capsys, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[kernel]\nname = "bad"\nversion = "1.0.0"\ninputs = { x = "f32[n]" }\n'
+                   'outputs = { y = "f32[n]" }\nbody = "y = expp(x)"\n')
+    code, out, err = run(capsys, "compile", str(bad))
+    assert code == 1 and out == ""
+    assert err.startswith(f"hologram: error: {bad}:6:") and "expp" in err and "Traceback" not in err
+
+
+# ------------------------------------------------------------------------------ plugins
+def test_plugins_lists_plugins_and_backends(capsys):
+    code, out, err = run(capsys, "plugins")
+    assert code == 0, err
+    lines = out.splitlines()
+    builtin = next(l for l in lines if "builtin_translators" in l)
+    assert f"hologram-kernels {hologram.__version__}" in builtin and "translator toml" in builtin and "ok" in builtin
+    assert any("interp" in l and "backend interp" in l for l in lines)
+    backends = lines[next(i for i, l in enumerate(lines) if l.startswith("backends")):]
+    assert any(l.split() == ["│", "interp", "│", "10", "│", "yes", "│", "*", "│"] for l in backends)
+
+
+class CommandPlugin:
+    @staticmethod
+    @hologram.hookimpl
+    def hologram_register_commands(cli):
+        p = cli.add_parser("hello", help="say hello")
+        p.add_argument("--to", default="world")
+        p.set_defaults(func=lambda args: print(f"hello {args.to}") or 3)
+
+
+class BrokenCommandPlugin:
+    @staticmethod
+    @hologram.hookimpl
+    def hologram_register_commands(cli):
+        raise RuntimeError("no commands today")
+
+
+def test_plugin_commands_and_a_failing_one(capsys):
+    pm = plugins.plugin_manager()
+    pm.register(CommandPlugin, name="hello_plugin")
+    pm.register(BrokenCommandPlugin, name="broken_commands")
+    code, out, err = run(capsys, "hello", "--to", "atlas")
+    assert (code, out) == (3, "hello atlas\n")
+    assert err == ("hologram: warning: plugin 'broken_commands' failed to add its commands: "
+                   "RuntimeError: no commands today\n")
+    code, out, _ = run(capsys, "plugins")
+    assert code == 0 and any("hello_plugin" in l and "commands" in l for l in out.splitlines())
+
+
+def test_failed_plugins_are_warned_about_and_listed(capsys, monkeypatch):
+    monkeypatch.setenv("HOLOGRAM_PLUGINS", "interp,ghost")
+    code, out, err = run(capsys, "plugins")
+    assert code == 0
+    assert err == "hologram: warning: plugin 'ghost' named in HOLOGRAM_PLUGINS but not installed\n"
+    ghost = next(l for l in out.splitlines() if "ghost" in l)
+    assert "missing" in ghost and "not installed" in ghost
+
+
+# ------------------------------------------------------------------------------- errors
+def test_internal_errors_have_no_traceback_unless_debugging(capsys, monkeypatch):
+    def boom(args):
+        raise RuntimeError("kaput")
+
+    monkeypatch.setattr(cli, "cmd_plugins", boom)
+    monkeypatch.setattr(cli, "BUILTIN_COMMANDS", cli.BUILTIN_COMMANDS[:2] + (
+        lambda sub: sub.add_parser("plugins").set_defaults(func=boom),))
+    code, _, err = run(capsys, "plugins")
+    assert code == 1
+    assert err == ("hologram: internal error: RuntimeError: kaput\n"
+                   "  hint: set HOLOGRAM_DEBUG=1 for the traceback, and please report it\n")
+    monkeypatch.setenv("HOLOGRAM_DEBUG", "1")
+    code, _, err = run(capsys, "plugins")
+    assert code == 1 and err.startswith("Traceback") and "RuntimeError: kaput" in err
+
+
+def test_subprocess_entry_point(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOLOGRAM_")}
+    ok = subprocess.run([sys.executable, "-m", "hologram", "run", "kernels/vadd.toml", "--bind", "n=3"],
+                        capture_output=True, text=True, env=env)
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.startswith("vadd(") and "z = array([" in ok.stdout
+    bad = subprocess.run([sys.executable, "-m", "hologram", "compile", str(tmp_path / "none.toml")],
+                         capture_output=True, text=True, env=env)
+    assert bad.returncode == 1 and bad.stdout == ""
+    assert bad.stderr == f"hologram: error: cannot read {tmp_path / 'none.toml'}: No such file or directory\n"
+    version = subprocess.run([sys.executable, "-m", "hologram", "--version"], capture_output=True, text=True, env=env)
+    assert version.stdout == f"hologram {hologram.__version__}\n"

@@ -1,0 +1,186 @@
+"""Binary encoding: exact round trip, determinism, and decode of any bytes -> ISAError only."""
+
+from __future__ import annotations
+
+import math
+import struct
+import zlib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hologram.core.asm import format_program, parse_program
+from hologram.core.encoding import FORMAT_VERSION, MAGIC, decode, encode, program_hash
+from hologram.core.errors import ISAError
+from hologram.core.isa import BufferParam, Imm, Instr, Program, Reg, RegDecl, Stage
+from hologram.core.types import Affine, DType
+from hologram.testing.isa_strategies import programs
+
+SAMPLE = parse_program("""
+.program sample
+.symbols n
+.param a: f32
+.param in x: f32[n - 2, 2*n]
+.param out s: f64[]
+.temp t: i8[n]
+.stage main domain [n] block [8]
+    .reg %i, %h: i64
+    .reg %v: f32
+    .reg %p: bool
+    .shared sh: f32[8]
+    .pool pl: f32[4]
+    .init s[0] = -0.0
+    MOV.i64 %i, %gid.x
+    SET.lt.i64 %p, %i, 3
+    @!%p BRA skip
+    LDG.f32.chk %v, [x + %i - 1]
+    MAD.f32 %v, $a, %v, nan
+    CVT.f32.i64 %v, %i
+    PoolAlloc %h, pl, 2
+    PoolFree %h
+skip:
+    EXIT
+""")
+
+
+def _with_crc(body: bytes) -> bytes:
+    return body + struct.pack("<I", zlib.crc32(body))
+
+
+@given(programs())
+def test_binary_round_trip_is_exact(p):
+    data = encode(p)
+    assert decode(data) == p
+    assert encode(decode(data)) == data
+
+
+@given(programs())
+@settings(max_examples=10)
+def test_encoding_is_deterministic(p):
+    copy = parse_program(format_program(p))
+    assert encode(copy) == encode(p)
+    assert program_hash(copy) == program_hash(p)
+
+
+def test_layout_header_and_checksum():
+    data = encode(SAMPLE)
+    assert data[:4] == MAGIC and data[4] == FORMAT_VERSION and data[5] == 2  # zigzag(ISA 1)
+    assert struct.unpack("<I", data[-4:])[0] == zlib.crc32(data[:-4])
+    length, pos, shift = 0, 6, 0
+    while True:  # payload length varint
+        b = data[pos]
+        length |= (b & 0x7F) << shift
+        pos, shift = pos + 1, shift + 7
+        if not b & 0x80:
+            break
+    assert pos + length + 4 == len(data)
+
+
+def test_program_hash_is_sha256_of_the_encoding():
+    import hashlib
+
+    h = program_hash(SAMPLE)
+    assert h == hashlib.sha256(encode(SAMPLE)).hexdigest() and len(h) == 64
+
+
+def test_distinct_immediates_encode_distinctly():
+    def prog(v):
+        return Program("p", (), stages=(Stage("s", (Affine.of(1),), (1,), (RegDecl("r", DType.F64),),
+                                              body=(Instr("MOV_IMM", DType.F64, Reg("r"), (Imm(v),)),)),))
+
+    blobs = {encode(prog(v)) for v in (0.0, -0.0, 0, False, math.nan, -math.nan, 1, 1.0, True)}
+    assert len(blobs) == 9
+    for v in (math.nan, -0.0, 2**200, -(2**70)):
+        assert decode(encode(prog(v))) == prog(v)
+
+
+def test_every_prefix_is_rejected():
+    data = encode(SAMPLE)
+    for n in range(len(data)):
+        with pytest.raises(ISAError):
+            decode(data[:n])
+
+
+def test_every_single_bit_flip_is_rejected():
+    data = encode(SAMPLE)
+    for i in range(len(data)):
+        for bit in range(8):
+            bad = bytearray(data)
+            bad[i] ^= 1 << bit
+            with pytest.raises(ISAError):
+                decode(bytes(bad))
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: b"XXXX" + d[4:], "bad magic"),
+    (lambda d: d[:4] + bytes([FORMAT_VERSION + 1]) + d[5:], "unsupported encoding format version 2"),
+    (lambda d: d[:-1] + bytes([d[-1] ^ 1]), "checksum mismatch"),
+    (lambda d: _with_crc(d[:5] + bytes([4]) + d[6:-4]), "unsupported ISA version 2"),
+    (lambda d: _with_crc(d[:-4] + b"\x00"), "disagrees"),
+    (lambda d: b"", "shorter than any encoding"),
+])
+def test_decode_reasons(mutate, message):
+    with pytest.raises(ISAError, match=message):
+        decode(mutate(encode(SAMPLE)))
+
+
+def test_non_canonical_spelling_is_rejected():
+    # the same program with its (one-byte) string count written as a two-byte varint
+    data = encode(Program("p", ()))
+    head, payload = data[:6], data[7:-4]
+    assert data[6] == len(payload)
+    forged = _with_crc(head + bytes([len(payload) + 1]) + bytes([payload[0] | 0x80, 0]) + payload[1:])
+    with pytest.raises(ISAError, match="canonical"):
+        decode(forged)
+
+
+def test_decode_rejects_non_bytes():
+    with pytest.raises(ISAError, match="expects bytes"):
+        decode("not bytes")  # type: ignore[arg-type]
+
+
+def test_encode_rejects_values_it_cannot_represent():
+    bad = Program("p", (BufferParam("x", "f32", (), "in"),))  # type: ignore[arg-type]
+    with pytest.raises(ISAError, match="expected a DType"):
+        encode(bad)
+    with pytest.raises(ISAError, match="expects a Program"):
+        encode("p")  # type: ignore[arg-type]
+
+
+@given(st.binary(max_size=300))
+def test_random_bytes_raise_isa_error_only(data):
+    with pytest.raises(ISAError):
+        decode(data)
+
+
+@given(st.binary(max_size=200))
+def test_random_bytes_after_a_valid_header(tail):
+    head = MAGIC + bytes([FORMAT_VERSION, 2])
+    try:
+        decode(_with_crc(head + tail))
+    except ISAError:
+        pass
+
+
+@given(st.data())
+@settings(max_examples=200)
+def test_structural_corruption_with_a_valid_checksum(data):
+    """Mutations the checksum cannot see (it was recomputed) must still fail cleanly,
+    or decode to a program that re-encodes to exactly the same bytes."""
+    body = bytearray(encode(SAMPLE)[:-4])
+    for _ in range(data.draw(st.integers(1, 3))):
+        i = data.draw(st.integers(5, len(body) - 1))
+        action = data.draw(st.sampled_from(["set", "delete", "insert"]))
+        if action == "set":
+            body[i] = data.draw(st.integers(0, 255))
+        elif action == "delete":
+            del body[i]
+        else:
+            body.insert(i, data.draw(st.integers(0, 255)))
+    blob = _with_crc(bytes(body))
+    try:
+        p = decode(blob)
+    except ISAError:
+        return
+    assert encode(p) == blob

@@ -1,0 +1,465 @@
+"""The plugin manager: hooks, entry points, HOLOGRAM_PLUGINS, failures, backend choice."""
+
+from __future__ import annotations
+
+import importlib.metadata as metadata
+import os
+import subprocess
+import sys
+import textwrap
+import venv
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hologram
+from hologram.core import plugins
+from hologram.core.errors import PluginError
+from hologram.core.hookspecs import BundleRef, Translator
+from hologram.core.plugins import HologramPluginManager, PluginWarning, Selection
+
+
+@pytest.fixture(autouse=True)
+def fresh(monkeypatch):
+    monkeypatch.delenv("HOLOGRAM_PLUGINS", raising=False)
+    monkeypatch.delenv("HOLOGRAM_BACKEND", raising=False)
+    plugins.reset()
+    yield
+    plugins.reset()
+
+
+class FakeBackend:
+    def __init__(self, name: str, priority: int, ok: bool = True):
+        self.name, self.priority, self.ok = name, priority, ok
+
+    def available(self) -> bool:
+        return self.ok
+
+    def allocate(self, shape, dtype):
+        return np.zeros(shape, dtype.np)
+
+    def prepare(self, program):
+        return program
+
+    def launch(self, executable, buffers, scalars, symbols):
+        pass
+
+
+def _parse_nothing(text: str, file: str) -> list:
+    return []
+
+
+class DemoPlugin:
+    """Proves every register-style hook reaches the registry."""
+
+    __version__ = "9.9"
+
+    @staticmethod
+    @hologram.hookimpl
+    def hologram_register_translators(register):
+        register(Translator("demo", ("dm", ".demo.toml"), _parse_nothing))
+
+    @staticmethod
+    @hologram.hookimpl
+    def hologram_register_backends(register):
+        register(FakeBackend("fake", 1000))
+
+    @staticmethod
+    @hologram.hookimpl
+    def hologram_register_passes(register):
+        register(_parse_nothing)
+
+    @staticmethod
+    @hologram.hookimpl
+    def hologram_register_bundles(register):
+        register(BundleRef("demo_bundle", "/nowhere/demo.hgb"))
+
+    @staticmethod
+    @hologram.hookimpl
+    def hologram_register_commands(cli):
+        p = cli.add_parser("demo-cmd")
+        p.set_defaults(func=lambda args: 0)
+
+
+def _row(name: str):
+    return next(r for r in plugins.plugin_report() if r.name == name)
+
+
+def test_registered_plugin_object_reaches_every_registry():
+    pm = plugins.plugin_manager()
+    before = set(plugins.translators())
+    pm.register(DemoPlugin, name="demo")
+    assert set(plugins.translators()) == before | {"demo"}
+    t = plugins.translators()["demo"]
+    assert t.extensions == (".dm", ".demo.toml")  # normalized: leading dot, lower case
+    assert plugins.registry().extensions[".dm"] is t
+    assert plugins.backends()["fake"].priority == 1000
+    assert _parse_nothing in plugins.passes()
+    assert plugins.bundles()["demo_bundle"].path == "/nowhere/demo.hgb"
+    row = _row("demo")
+    assert row.status == "ok" and row.error is None
+    assert row.registered == ("translator demo (.dm, .demo.toml)", "backend fake", "pass _parse_nothing",
+                              "bundle demo_bundle", "commands")
+    assert row.origin == "9.9"  # no distribution: the module's __version__
+    pm.unregister(name="demo")
+    assert "demo" not in plugins.translators() and "fake" not in plugins.backends()
+
+
+def test_plugin_whose_hook_raises_is_reported_and_skipped():
+    class Broken:
+        @staticmethod
+        @hologram.hookimpl
+        def hologram_register_translators(register):
+            register(Translator("half", (".half",), _parse_nothing))
+            raise RuntimeError("disk on fire")
+
+    pm = plugins.plugin_manager()
+    pm.register(Broken, name="broken")
+    pm.register(DemoPlugin, name="demo")
+    with pytest.warns(PluginWarning, match="plugin 'broken' skipped: RuntimeError: disk on fire"):
+        reg = plugins.registry()
+    assert "half" not in reg.translators and ".half" not in reg.extensions  # nothing half-registered
+    assert "demo" in reg.translators
+    row = _row("broken")
+    assert (row.status, row.error, row.registered) == ("failed", "RuntimeError: disk on fire", ())
+
+
+def test_misspelled_hook_is_a_failure_with_a_suggestion():
+    class Typo:
+        @staticmethod
+        @hologram.hookimpl
+        def hologram_register_backend(register):
+            register(FakeBackend("typo", 1))
+
+    plugins.plugin_manager().register(Typo, name="typo")
+    with pytest.warns(PluginWarning):
+        plugins.registry()
+    assert _row("typo").error == ("implements unknown hook 'hologram_register_backend'; "
+                                  "did you mean 'hologram_register_backends'?")
+
+
+@pytest.mark.parametrize("hook, obj, error", [
+    ("hologram_register_translators", "toml", "registered str as a translator; expected hologram.core.hookspecs.Translator"),
+    ("hologram_register_backends", object(), "registered object as a backend, but it lacks name, priority, available, "
+                                             "allocate, prepare, launch (see hologram.core.backend.Backend)"),
+    ("hologram_register_bundles", "x.hgb", "registered str as a bundle; expected hologram.core.hookspecs.BundleRef"),
+])
+def test_registering_the_wrong_kind_of_object_is_a_failure(hook, obj, error):
+    plugin = type("Bad", (), {hook: staticmethod(hologram.hookimpl(lambda register: register(obj)))})
+    plugins.plugin_manager().register(plugin, name="bad")
+    with pytest.warns(PluginWarning):
+        plugins.registry()
+    assert _row("bad").error == error
+
+
+def test_name_conflict_keeps_the_first_and_reports_the_second():
+    def backend_plugin(priority):
+        return type("P", (), {"hologram_register_backends": staticmethod(
+            hologram.hookimpl(lambda register: register(FakeBackend("same", priority))))})
+
+    pm = plugins.plugin_manager()
+    pm.register(backend_plugin(1), name="first")
+    pm.register(backend_plugin(2), name="second")
+    with pytest.warns(PluginWarning):
+        assert plugins.backends()["same"].priority == 1
+    assert _row("second").error == "backend 'same' is already registered by plugin 'first'"
+
+
+# ----------------------------------------------------------------------- entry points
+@pytest.fixture
+def plugin_modules(tmp_path, monkeypatch):
+    """Importable plugin modules: a good one, one that fails on import."""
+    (tmp_path / "hg_good_plugin.py").write_text(textwrap.dedent("""
+        import hologram
+        from hologram.core.hookspecs import Translator
+
+        @hologram.hookimpl
+        def hologram_register_translators(register):
+            register(Translator("good", (".good",), lambda text, file: []))
+    """))
+    (tmp_path / "hg_bad_plugin.py").write_text("import not_a_module_anywhere\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield
+    for m in ("hg_good_plugin", "hg_bad_plugin"):
+        sys.modules.pop(m, None)
+
+
+def _eps(*pairs):
+    return [metadata.EntryPoint(name, value, "hologram") for name, value in pairs]
+
+
+def test_entry_points_load_and_an_import_failure_is_reported(plugin_modules):
+    pm = HologramPluginManager()
+    with pytest.warns(PluginWarning, match="plugin 'bad' skipped: failed to import 'hg_bad_plugin': "
+                                           "ModuleNotFoundError"):
+        pm.load_entry_points(_eps(("good", "hg_good_plugin"), ("bad", "hg_bad_plugin")))
+    assert "good" in pm.registry.translators
+    rows = {r.name: r for r in pm.registry.report}
+    assert rows["good"].status == "ok"
+    assert rows["bad"].status == "failed"
+    assert "No module named 'not_a_module_anywhere'" in rows["bad"].error
+
+
+def test_selection_parsing():
+    assert Selection.parse(None) == Selection(None, frozenset())
+    assert Selection.parse(" ") == Selection(None, frozenset())
+    s = Selection.parse("interp, mine")
+    assert s.include == {"interp", "mine", "builtin_translators"}
+    assert s.allows("builtin_translators") and s.allows("mine") and not s.allows("cpu_llvm")
+    s = Selection.parse("-cpu_llvm")
+    assert s.allows("interp") and not s.allows("cpu_llvm") and s.allows("builtin_translators")
+    s = Selection.parse("interp,-builtin_translators")
+    assert s.allows("interp") and not s.allows("builtin_translators")
+
+
+def test_selection_restricts_entry_points(plugin_modules):
+    pm = HologramPluginManager(Selection.parse("good,-bad,goods"))
+    with pytest.warns(PluginWarning, match="plugin 'goods' named in HOLOGRAM_PLUGINS but not installed; "
+                                           "did you mean 'good'?"):
+        pm.load_entry_points(_eps(("good", "hg_good_plugin"), ("bad", "hg_bad_plugin"),
+                                  ("other", "hg_bad_plugin")))
+    rows = {r.name: (r.status, r.error) for r in pm.registry.report}
+    assert rows["good"] == ("ok", None)
+    assert rows["bad"] == ("disabled", "left out by HOLOGRAM_PLUGINS")
+    assert rows["other"] == ("disabled", "left out by HOLOGRAM_PLUGINS")
+    assert rows["goods"][0] == "missing"
+    assert "hg_bad_plugin" not in sys.modules  # disabled plugins are never imported
+
+
+def test_manager_is_cached_per_hologram_plugins_value(monkeypatch):
+    first = plugins.plugin_manager()
+    assert plugins.plugin_manager() is first
+    monkeypatch.setenv("HOLOGRAM_PLUGINS", "interp")
+    restricted = plugins.plugin_manager()
+    assert restricted is not first and restricted.selection.include == {"interp", "builtin_translators"}
+    monkeypatch.delenv("HOLOGRAM_PLUGINS")
+    assert plugins.plugin_manager() is first
+    plugins.reset()
+    assert plugins.plugin_manager() is not first
+
+
+def test_installed_plugins_are_found():
+    names = {r.name: r for r in plugins.plugin_report()}
+    assert names["builtin_translators"].status == "ok"
+    assert names["builtin_translators"].distribution == "hologram-kernels"
+    assert {"toml", "yaml", "json"} <= set(plugins.translators())
+    assert names["interp"].registered == ("backend interp",)
+    assert names["interp"].origin.startswith("hologram-backend-interp ")
+
+
+def test_hologram_plugins_env_excludes_a_backend(monkeypatch):
+    monkeypatch.setenv("HOLOGRAM_PLUGINS", "-interp")
+    assert "interp" not in plugins.backends()
+    assert "toml" in plugins.translators()
+    monkeypatch.setenv("HOLOGRAM_PLUGINS", "interp,-builtin_translators")
+    assert "interp" in plugins.backends() and not plugins.translators()
+
+
+# --------------------------------------------------------------------------- look-ups
+def test_find_translator_by_name_or_extension_and_errors():
+    assert plugins.find_translator("toml").name == "toml"
+    assert plugins.find_translator("TOML").name == "toml"
+    assert plugins.find_translator(".yml").name == "yaml"
+    with pytest.raises(PluginError) as e:
+        plugins.find_translator("tomll")
+    assert e.value.message == "unknown kernel format 'tomll'; did you mean 'toml'?"
+    assert e.value.hint.startswith("available formats: ") and "json" in e.value.hint
+
+
+def test_translator_for_path_prefers_the_longest_extension():
+    plugins.plugin_manager().register(DemoPlugin, name="demo")
+    assert plugins.translator_for_path("k/a.toml").name == "toml"
+    assert plugins.translator_for_path("k/a.demo.toml").name == "demo"
+    assert plugins.translator_for_path("A.DM").name == "demo"
+    with pytest.raises(PluginError, match=r"^k/a\.tml: no translator for extension \.tml; did you mean '\.toml'\?"):
+        plugins.translator_for_path("k/a.tml")
+    with pytest.raises(PluginError, match="no translator for extension \\(none\\)"):
+        plugins.translator_for_path("Makefile")
+
+
+def _only_backends(monkeypatch, *bs):
+    """A manager whose only backends are `bs` (the installed ones excluded)."""
+    monkeypatch.setenv("HOLOGRAM_PLUGINS", "-interp,-cpu_llvm")
+    pm = plugins.plugin_manager()
+    pm.register(type("B", (), {"hologram_register_backends": staticmethod(
+        hologram.hookimpl(lambda register: [register(b) for b in bs]))}), name="fakes")
+
+
+def test_get_backend_priority_env_and_argument(monkeypatch):
+    _only_backends(monkeypatch, FakeBackend("slow", 1), FakeBackend("fast", 50), FakeBackend("gone", 99, ok=False))
+    assert hologram.get_backend().name == "fast"  # highest priority that is available
+    assert hologram.list_backends() == ["fast", "slow"]
+    assert hologram.list_backends(available_only=False) == ["gone", "fast", "slow"]
+    monkeypatch.setenv("HOLOGRAM_BACKEND", "slow")
+    assert hologram.get_backend().name == "slow"
+    assert hologram.get_backend("fast").name == "fast"  # the argument beats the environment
+    monkeypatch.setenv("HOLOGRAM_BACKEND", "fats")
+    with pytest.raises(PluginError) as e:
+        hologram.get_backend()
+    assert e.value.message == "unknown backend 'fats' (from HOLOGRAM_BACKEND); did you mean 'fast'?"
+    assert e.value.hint == ("available backends: gone (priority 99, unavailable), fast (priority 50), "
+                            "slow (priority 1)")
+    with pytest.raises(PluginError) as e:
+        hologram.get_backend("gone")
+    assert e.value.message == "backend 'gone' is not available on this machine"
+
+
+def test_get_backend_without_any_backend(monkeypatch):
+    _only_backends(monkeypatch, FakeBackend("gone", 99, ok=False))
+    with pytest.raises(PluginError) as e:
+        hologram.get_backend()
+    assert (e.value.message, e.value.hint) == ("no backend is available",
+                                               "available backends: gone (priority 99, unavailable)")
+
+
+def test_get_backend_default_is_interp_when_installed():
+    assert hologram.get_backend().name in hologram.list_backends()
+    assert hologram.get_backend("interp").name == "interp"
+
+
+# ----------------------------------------------------------------- a real pip install
+PLUGIN_PYPROJECT = """
+[build-system]
+requires = []
+build-backend = "tinybuild"
+backend-path = ["."]
+
+[project]
+name = "hologram-translator-demo"
+version = "0.4.2"
+
+[project.entry-points.hologram]
+demo_translator = "hologram_demo"
+"""
+
+PLUGIN_MODULE = """
+import hologram
+from hologram.core.hookspecs import Translator
+
+@hologram.hookimpl
+def hologram_register_translators(register):
+    register(Translator("demo", (".demo",), lambda text, file: []))
+"""
+
+# A complete PEP 517 backend in a few lines, so the install needs neither the network
+# nor `wheel`: it zips the package with its metadata and entry points.
+TINY_BUILD = '''
+import base64, hashlib, os, zipfile
+NAME, VERSION, PKG = "hologram_translator_demo", "0.4.2", "hologram_demo"
+INFO = f"{NAME}-{VERSION}.dist-info"
+FILES = {
+    f"{PKG}/__init__.py": open(os.path.join(PKG, "__init__.py"), "rb").read(),
+    f"{INFO}/METADATA": b"Metadata-Version: 2.1\\nName: hologram-translator-demo\\nVersion: 0.4.2\\n",
+    f"{INFO}/WHEEL": b"Wheel-Version: 1.0\\nGenerator: tinybuild\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n",
+    f"{INFO}/entry_points.txt": b"[hologram]\\ndemo_translator = hologram_demo\\n",
+}
+
+def _digest(data):
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    name = f"{NAME}-{VERSION}-py3-none-any.whl"
+    record = "".join(f"{p},{_digest(d)},{len(d)}\\n" for p, d in FILES.items()) + f"{INFO}/RECORD,,\\n"
+    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as z:
+        for path, data in FILES.items():
+            z.writestr(path, data)
+        z.writestr(f"{INFO}/RECORD", record)
+    return name
+'''
+
+
+def test_pip_installed_plugin_is_listed_by_hologram_plugins(tmp_path):
+    src = tmp_path / "src"
+    (src / "hologram_demo").mkdir(parents=True)
+    (src / "pyproject.toml").write_text(PLUGIN_PYPROJECT)
+    (src / "tinybuild.py").write_text(TINY_BUILD)
+    (src / "hologram_demo" / "__init__.py").write_text(PLUGIN_MODULE)
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
+    py = env_dir / "bin" / "python"
+    # --system-site-packages gives the base interpreter's packages; hologram lives in the
+    # venv running this test, so its site-packages (with the editable install's finder) is
+    # added through a .pth file, as a layered virtualenv would.
+    site_dir = Path(subprocess.check_output([py, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                                            text=True).strip())
+    here = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
+    (site_dir / "zz_parent_env.pth").write_text("".join(f"import site; site.addsitedir({p!r})\n" for p in here))
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps",
+                    "--no-build-isolation", "--no-index", "--quiet", str(src)], check=True, capture_output=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOLOGRAM_")}
+    env["COLUMNS"] = "200"
+    done = subprocess.run([py, "-m", "hologram", "plugins"], capture_output=True, text=True, env=env,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    line = next(l for l in done.stdout.splitlines() if "demo_translator" in l)
+    assert "hologram-translator-demo 0.4.2" in line and "translator demo (.demo)" in line and " ok" in line
+    assert "builtin_translators" in done.stdout
+
+
+# ------------------------------------------------------- the guide's examples, verbatim
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "plugins.md"
+
+
+def _doc_module(tmp_path, monkeypatch, header: str):
+    """Write the docs/plugins.md code block starting with `# <header>` as a package, import it."""
+    text = DOCS.read_text()
+    start = text.index(f"```python\n# {header}\n") + len("```python\n")
+    code = text[start:text.index("```", start)]
+    pkg = tmp_path / header.split("/")[0]
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(code)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return __import__(pkg.name)
+
+
+HGK = "kernel vadd 1.0.0\nin  x: f32[n]\nin  y: f32[n]\nout z: f32[n]\n---\nz = x + y\n"
+
+
+def test_guide_translator_and_backend_work(tmp_path, monkeypatch):
+    hgk = _doc_module(tmp_path, monkeypatch, "hologram_hgk/__init__.py")
+    counting = _doc_module(tmp_path, monkeypatch, "hologram_counting/__init__.py")
+    pm = plugins.plugin_manager()
+    pm.register(hgk, name="hgk")
+    pm.register(counting, name="counting")
+    source = tmp_path / "vadd.hgk"
+    source.write_text(HGK)
+    k = hologram.compile_file(source, backend="counting")
+    assert str(k.signature) == "vadd(x: f32[n], y: f32[n]) -> z: f32[n]"
+    np.testing.assert_array_equal(k(np.ones(3, np.float32), np.full(3, 2, np.float32)), [3, 3, 3])
+    assert hologram.get_backend("counting").launches == 1
+    assert hologram.get_backend().name != "counting"  # priority 0: not the default
+    source.write_text(HGK.replace("z = x + y", "z = w + y"))
+    with pytest.raises(hologram.errors.CompileError) as e:
+        hologram.compile_file(source)
+    assert str(e.value).startswith(f"{source}:6:5: error: unknown name 'w'")
+    assert "   6 | z = w + y\n     |     ^" in str(e.value)
+    with pytest.raises(hologram.errors.DocumentError) as e:
+        hologram.compile(HGK.replace("f32[n]", "f32[n", 1), format="hgk", file="bad.hgk")
+    assert str(e.value).startswith("bad.hgk:2:")
+    with pytest.raises(hologram.errors.DocumentError, match="expected a '---' line before the body"):
+        hologram.compile("kernel k 1.0.0\n", format="hgk")
+    with pytest.raises(hologram.errors.DocumentError, match="expected 'kernel NAME VERSION'"):
+        hologram.compile("", format="hgk")
+    for name in ("hologram_hgk", "hologram_counting"):
+        sys.modules.pop(name, None)
+
+
+def test_a_crashing_translator_is_a_plugin_error():
+    def crash(text, file):
+        raise ZeroDivisionError("oops")
+
+    plugins.plugin_manager().register(type("T", (), {"hologram_register_translators": staticmethod(
+        hologram.hookimpl(lambda register: register(Translator("crashy", (".crash",), crash))))}), name="crashy")
+    with pytest.raises(PluginError) as e:
+        hologram.compile("x", format="crashy", file="a.crash")
+    assert e.value.message == "translator 'crashy' failed on a.crash: ZeroDivisionError: oops"
+
+
+def test_a_translator_returning_the_wrong_thing_is_a_plugin_error():
+    plugins.plugin_manager().register(type("T", (), {"hologram_register_translators": staticmethod(
+        hologram.hookimpl(lambda register: register(Translator("odd", (".odd",), lambda text, file: [text]))))}),
+        name="odd")
+    with pytest.raises(PluginError) as e:
+        hologram.compile("x", format="odd", file="a.odd")
+    assert e.value.message == "translator 'odd' returned str for a.odd; expected hologram.dsl.document.KernelDef"

@@ -1,0 +1,444 @@
+"""The verifier: every rule rejects with its message; real kernels' idioms are proven;
+the bounds analysis is sound against concrete execution."""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hologram.core import dataflow
+from hologram.core.asm import parse_program
+from hologram.core.dataflow import StageAnalysis
+from hologram.core.errors import VerifyError
+from hologram.core.intervals import Domain, Interval, Poly
+from hologram.core.isa import Imm, Instr, Label, Pred, Program, Reg, RegDecl, Special, Stage, Sym
+from hologram.core.types import Affine, DType
+from hologram.core.verifier import representable, verify
+from hologram.testing.isa_strategies import programs
+
+HEADER = """\
+.program p
+.symbols n
+.param s: f32
+.param in x: f32[n]
+.param out y: f32[n]
+.stage main domain [n] block [4]
+    .reg %i, %c, %k: i64
+    .reg %v, %w: f32
+    .reg %p: bool
+    .shared sh: f32[4]
+    .pool pl: f32[4]
+"""
+
+
+def prog(body: str, header: str = HEADER) -> Program:
+    return parse_program(header + body)
+
+
+def rejected(p: Program, rule: str, *fragments: str) -> VerifyError:
+    with pytest.raises(VerifyError) as exc:
+        verify(p)
+    err = exc.value
+    assert err.rule == rule, str(err)
+    for f in fragments:
+        assert f in str(err), str(err)
+    return err
+
+
+# ============================================================================ accepted
+@given(programs())
+def test_generated_programs_verify(p):
+    assert verify(p) is p
+
+
+ACCEPTED = {
+    "stencil": """\
+.program stencil
+.symbols n
+.param in x: f32[n]
+.param out y: f32[n - 2]
+.stage main domain [n - 2] block [64]
+    .reg %i: i64
+    .reg %a, %b: f32
+    MOV.i64 %i, %gid.x
+    LDG.f32 %a, [x + %i]
+    LDG.f32 %b, [x + %i + 2]
+    ADD.f32 %a, %a, %b
+    STG.f32 [y + %i], %a
+    EXIT
+""",
+    "gemm: loop over k, guarded against k = 0, index from the counter": """\
+.program gemm
+.symbols m n k
+.param in a: f32[m, k]
+.param in b: f32[k, n]
+.param out c: f32[m, n]
+.stage main domain [m, n] block [16, 16]
+    .reg %i, %j, %p, %cnt, %ia, %ib, %ic: i64
+    .reg %acc, %va, %vb: f32
+    .reg %q: bool
+    MOV.i64 %i, %gid.x
+    MOV.i64 %j, %gid.y
+    MOV_IMM.f32 %acc, 0.0
+    MOV.i64 %cnt, $k
+    SET.lt.i64 %q, %cnt, 1
+    @%q BRA done
+top:
+    SUB.i64 %p, $k, %cnt
+    MAD.i64 %ia, %i, $k, %p
+    MAD.i64 %ib, %p, $n, %j
+    LDG.f32 %va, [a + %ia]
+    LDG.f32 %vb, [b + %ib]
+    FMA.f32 %acc, %va, %vb, %acc
+    LOOP %cnt, top
+done:
+    MAD.i64 %ic, %i, $n, %j
+    STG.f32 [c + %ic], %acc
+    EXIT
+""",
+    "guard on the lane index, clamps, masks, gathers, shared and pool": HEADER + """\
+    MOV.i64 %i, %gid.x
+    ADD.i64 %k, %i, 1
+    SET.ge.i64 %p, %k, $n
+    @%p BRA skip
+    LDG.f32 %v, [x + %k]
+skip:
+    ADD.i64 %k, %i, 5
+    MIN.i64 %k, %k, $n
+    SUB.i64 %k, %k, 1
+    LDG.f32 %v, [x + %k]
+    REM.i64 %c, %k, $n
+    LDG.f32 %v, [x + %c]
+    AND.i64 %c, %i, 3
+    STS.f32 [sh + %c], %v
+    MOV.i64 %c, %tid.x
+    LDS.f32 %v, [sh + %c]
+    LDS.f32 %v, [sh + 3]
+    PoolAlloc %c, pl, 3
+    PoolStore.f32 [pl + %c + 2], %v
+    PoolLoad.f32 %w, [pl + %c]
+    PoolFree %c
+    LDG.f32.chk %w, [x + %i + 7]
+    STG.f32 [y + %i], %w
+    EXIT
+""",
+    "subroutine reads the caller's registers, loop counts down": HEADER + """\
+    MOV.i64 %i, %gid.x
+    MOV_IMM.i64 %c, 3
+again:
+    CALL load
+    LOOP %c, again
+    STG.f32 [y + %i], %v
+    EXIT
+load:
+    LDG.f32 %v, [x + %i]
+    RET
+""",
+}
+
+
+@pytest.mark.parametrize("name", list(ACCEPTED))
+def test_accepted(name):
+    p = parse_program(ACCEPTED[name])
+    assert verify(p) is p
+
+
+# ============================================================================ rejected
+I_EQ_GID = "    MOV.i64 %i, %gid.x\n"
+REJECTED = [
+    # --- dataflow
+    ("    ADD.f32 %v, %v, 1.0\n    EXIT\n", "uninitialized", "instruction 0 `ADD.f32 %v, %v, 1.0`",
+     "%v may be read before it is written"),
+    (I_EQ_GID + "    SET.lt.i64 %p, %i, 2\n    @%p BRA L\n    MOV_IMM.f32 %v, 1.0\nL:\n    STG.f32 [y + %i], %v\n"
+     "    EXIT\n", "uninitialized", "instruction 5", "%v may be read"),
+    (I_EQ_GID + "    LDG.f32 %v, [x + %i + 1]\n    EXIT\n", "bounds", "instruction 1 `LDG.f32 %v, [x + %i + 1]`",
+     "%i + 1 lies in [1, n]", "x has n element(s)", "LDG.f32.chk"),
+    ("    MOV_IMM.f32 %v, 1.0\n    STS.f32 [sh + 4], %v\n    EXIT\n", "bounds", "shared access",
+     "sh has 4 element(s)"),
+    ("    PoolAlloc %k, pl, 2\n    PoolLoad.f32 %v, [pl + %k + 3]\n    EXIT\n", "bounds", "%k + 3 lies in [3, 5]"),
+    ("    MOV.i64 %c, $n\n    LDG.f32 %v, [x + %c]\n    EXIT\n", "bounds", "%c lies in [n, n]"),
+    ("    LDG.f32 %v, [x + %c]\n    EXIT\n", "uninitialized", "%c may be read"),
+    ("    MOV_IMM.i64 %c, 3\nL:\n    SUB.i64 %k, $n, %c\n    LDG.f32 %v, [x + %k]\n    LOOP %c, L\n    EXIT\n",
+     "bounds", "%k lies in"),
+    # --- operand types
+    ("    MOV.i64 %v, %gid.x\n    EXIT\n", "type", "the destination %v is f32 but MOV needs i64"),
+    ("    ADD.f32 %v, %i, 1.0\n    EXIT\n", "type", "source 1 %i is i64 but ADD needs f32"),
+    ("    MOV.f32 %v, %gid.x\n    EXIT\n", "type", "special register (i64)"),
+    ("    MOV.i64 %i, $s\n    EXIT\n", "type", "$s is f32 but MOV needs i64"),
+    ("    MOV.i64 %i, $q\n    EXIT\n", "symbol", "$q is neither a shape symbol nor a scalar parameter"),
+    ("    SEL.f32 %v, %w, %v, %w\n    EXIT\n", "type", "source 1 %w is f32 but SEL needs bool"),
+    ("    CVT.f32.i32 %v, %i\n    EXIT\n", "type", "%i is i64 but CVT needs i32"),
+    ("    SET.lt.f32 %v, %v, %w\n    EXIT\n", "type", "the destination %v is f32 but SET needs bool"),
+    ("    MOV.f32 %zz, 1.0\n    EXIT\n", "undeclared", "register %zz is not declared"),
+    ("    MOV_IMM.f32 %v, 0.1\n    EXIT\n", "immediate", "0.1 is not exactly representable in f32"),
+    ("    MOV_IMM.i64 %i, 9223372036854775808\n    EXIT\n", "immediate", "not exactly representable in i64"),
+    ("    MOV_IMM.f32 %v, true\n    EXIT\n", "immediate", "True is not exactly representable in f32"),
+    ("    MOV_IMM.bool %p, 1\n    EXIT\n", "immediate", "representable in bool"),
+    ("    MOV_IMM.f32 %v, %w\n    EXIT\n", "operand", "MOV_IMM takes an immediate"),
+    ("L:\n    LOOP 3, L\n    EXIT\n", "operand", "the loop counter must be a general register"),
+    ("    PoolFree 0\n    EXIT\n", "operand", "the pool handle must be a general register"),
+    ("    LDG.i64 %i, [x]\n    EXIT\n", "type", "'x' holds f32 but the access is i64"),
+    ("    LDG.f32 %v, [x + %v]\n    EXIT\n", "type", "the index %v is f32"),
+    # --- opcode forms and types
+    ("    SET.foo.f32 %p, %v, %w\n    EXIT\n", "compare", "unknown comparison 'foo'"),
+    ("    ADD.bool %p, %p, %p\n    EXIT\n", "dtype", "ADD works on a numeric type, not bool"),
+    ("    SQRT.i64 %i, %i\n    EXIT\n", "dtype", "SQRT works on a float type"),
+    ("    SHL.f32 %v, %v, %v\n    EXIT\n", "dtype", "SHL works on an integer type"),
+    ("    PhaseGet.i64 %i\n    EXIT\n", "dtype", "PhaseGet takes no type suffix"),
+    ("    ADD %v, %v, %v\n    EXIT\n", "dtype", "ADD needs a type suffix"),
+    ("    @%p ADD.f32 %v, %v, %v\n    EXIT\n", "form", "only BRA can be predicated"),
+    ("    ADD.f32.chk %v, %v, %v\n    EXIT\n", "form", ".chk applies to memory accesses"),
+    ("    SET.f32 %p, %v, %w\n    EXIT\n", "form", "SET needs a comparison"),
+    ("    ADD.lt.f32 %v, %v, %w\n    EXIT\n", "form", "only SET takes a comparison"),
+    ("    CVT.f32 %v, %w\n    EXIT\n", "form", "CVT needs the source type"),
+    ("    @%v BRA L\nL:\n    EXIT\n", "type", "the predicate %v is f32 but BRA needs bool"),
+    # --- memory spaces
+    ("    LDG.f32 %v, [sh]\n    EXIT\n", "space", "LDG accesses global buffer (parameter or temporary)s, and 'sh'"),
+    ("    LDS.f32 %v, [x]\n    EXIT\n", "space", "LDS accesses .shared arrays"),
+    ("    PoolLoad.f32 %v, [x]\n    EXIT\n", "space", "PoolLoad accesses .pool arrays"),
+    ("    PoolAlloc %k, nope, 1\n    EXIT\n", "space", "'nope', which is not a .pool array"),
+    ("    PoolAlloc %k, pl, 5\n    EXIT\n", "size", "PoolAlloc of 5 elements from pool 'pl' of 4"),
+    ("    MOV_IMM.f32 %v, 1.0\n    STG.f32 [x], %v\n    EXIT\n", "readonly", "STG writes 'x', an input"),
+    ("    MOV_IMM.f32 %v, 1.0\n    ReduceAdd.f32 [x], %v\n    EXIT\n", "readonly", "ReduceAdd writes 'x'"),
+    # --- control flow
+    ("    BRA nowhere\n    EXIT\n", "label", "label 'nowhere' does not exist"),
+    ("L:\n    BRA L\n", "branch", "BRA may only jump forward"),
+    ("    MOV_IMM.i64 %c, 1\n    LOOP %c, L\nL:\n    EXIT\n", "branch", "LOOP may only jump backward"),
+    ("    MOV_IMM.i64 %c, 3\nL:\n    MOV_IMM.i64 %c, 2\n    LOOP %c, L\n    EXIT\n", "loop-counter",
+     "instruction 3 `LOOP %c, L`", "the loop counter %c is written inside its loop, at instruction 2"),
+    ("    MOV_IMM.i64 %c, 3\nL:\n    CALL S\n    LOOP %c, L\n    EXIT\nS:\n    MOV_IMM.i64 %c, 1\n    RET\n",
+     "loop-counter", "by a call to 'S'"),
+    ("    MOV_IMM.i64 %c, 2\n    MOV_IMM.i64 %k, 2\nA:\n    MOV_IMM.f32 %v, 1.0\nB:\n    LOOP %c, A\n"
+     "    LOOP %k, B\n    EXIT\n", "loop-nesting", "overlaps the loop closed at instruction 6"),
+    ("    CALL S\n    EXIT\nS:\n    CALL S\n    RET\n", "recursion", "recursive call: S -> S"),
+    ("    CALL A\n    EXIT\nA:\n    CALL B\n    RET\nB:\n    CALL A\n    RET\n", "recursion", "A -> B -> A"),
+    ("    RET\n", "ret", "RET is reachable from the stage entry without a CALL"),
+    ("    MOV_IMM.f32 %v, 1.0\n", "fall-off", "control can fall off the end of the stage here"),
+    ("", "fall-off", "the stage body is empty"),
+    ("    CALL S\n    EXIT\nS:\n    MOV_IMM.f32 %v, 1.0\n", "fall-off", "reached from subroutine 'S'"),
+    ("    CALL S\n    EXIT\nS:\n    BarSync\n    RET\n", "barsync", "BarSync inside subroutine 'S'"),
+    ("L:\nL:\n    EXIT\n", "duplicate", "label 'L' is defined twice"),
+]
+
+
+@pytest.mark.parametrize("case", REJECTED, ids=lambda c: f"{c[1]}:{c[2][:40]}")
+def test_rejected_instruction_rules(case):
+    body, rule, *fragments = case
+    err = rejected(prog(body), rule, "program 'p', stage 'main'", *fragments)
+    assert err.stage == "main"
+
+
+def _header(replace: str, by: str) -> str:
+    assert replace in HEADER
+    return HEADER.replace(replace, by)
+
+
+PROGRAM_RULES = [
+    (_header(".symbols n", ".isa 2\n.symbols n"), "isa-version", "ISA version 2 is not supported"),
+    (_header(".program p", '.program "p q"'), "name", "the program name must be an identifier"),
+    (_header(".param s: f32", ".param x: f32"), "duplicate", "'x' is declared twice"),
+    (_header(".param s: f32", ".param n: f32"), "duplicate", "(as a symbol and as a scalar parameter)"),
+    (_header(".param in x", ".param foo x"), "role", "has role 'foo'; expected 'in' or 'out' or 'inout'"),
+    (_header(".param out y: f32[n]", ".param out y: f32[n]\n.temp t: f32[k]"), "symbol",
+     "the shape of 't' uses symbol 'k'"),
+    (_header(".param out y: f32[n]", ".param out y: f32[n]\n.temp in t: f32[n]"), "role", "temporary 't'"),
+    (_header("domain [n] block [4]", "domain [n, n, n, n] block [1, 1, 1, 1]"), "domain", "4 dimensions"),
+    (_header("domain [n] block [4]", "domain [] block []"), "domain", "0 dimensions"),
+    (_header("domain [n] block [4]", "domain [n] block [4, 1]"), "block", "one size per domain dimension"),
+    (_header("domain [n] block [4]", "domain [n] block [0]"), "block", "positive integers"),
+    (_header("domain [n] block [4]", "domain [n, n] block [64, 32]"), "block", "2048 lanes exceeds the limit"),
+    (_header("domain [n] block [4]", "domain [n - m] block [4]"), "symbol", "the domain uses symbol 'm'"),
+    (_header(".reg %v, %w: f32", ".reg %v, %i: f32"), "duplicate", "register %i is declared twice"),
+    (_header(".shared sh: f32[4]", ".shared sh: f32[0]"), "size", "shared array 'sh' has size 0"),
+    (_header(".pool pl: f32[4]", ".pool pl: f32[5000]"), "size", "expected 1 to 4096"),
+    (_header(".shared sh: f32[4]", ".shared x: f32[4]"), "duplicate", "shared array 'x' reuses the name"),
+    (_header(".pool pl: f32[4]", ".pool pl: f32[4]\n.init z[0] = 0.0"), "init", "'z', which is not a global"),
+    (_header(".pool pl: f32[4]", ".pool pl: f32[4]\n.init x[0] = 0.0"), "readonly", "whose role is 'in'"),
+    (_header(".pool pl: f32[4]", ".pool pl: f32[4]\n.init y[0] = 1e300"), "immediate", "not exactly representable"),
+    (_header(".pool pl: f32[4]", ".pool pl: f32[4]\n.init y[0] = 0.0"), "bounds", "y has n element(s)"),
+    (_header(".param out y: f32[n]", ".param out y: f32[n]\n.param out r: f32[]")
+     + "    .init r[1] = 0.0\n", "bounds", ".init r[1] may be out of bounds"),
+]
+
+
+@pytest.mark.parametrize("text, rule, fragment", PROGRAM_RULES)
+def test_rejected_program_and_stage_rules(text, rule, fragment):
+    rejected(parse_program(text + "    EXIT\n"), rule, fragment)
+
+
+def test_two_stages_with_one_name():
+    p = prog("    EXIT\n")
+    rejected(attrs.evolve(p, stages=p.stages * 2), "duplicate", "two stages are named 'main'")
+
+
+def test_structurally_broken_values_are_rejected_not_crashed():
+    p = prog("    EXIT\n")
+    st0 = p.stages[0]
+    cases = [
+        (attrs.evolve(st0, body=(Instr("FOO"),)), "opcode", "unknown opcode 'FOO'"),
+        (attrs.evolve(st0, body=(Instr("ADD", DType.F32, Reg("v"), (Reg("v"),)),)), "form", "takes 2 source"),
+        (attrs.evolve(st0, body=(Instr("EXIT", dst=Reg("v")),)), "form", "EXIT takes no a destination"),
+        (attrs.evolve(st0, body=("EXIT",)), "item", "neither an Instr nor a Label"),
+        (attrs.evolve(st0, regs=(RegDecl("r", "f32"),)), "dtype", "register %r has no valid dtype"),
+        (attrs.evolve(st0, regs=(RegDecl("1r", DType.F32),)), "name", "register name '1r'"),
+        (attrs.evolve(st0, block=(True,)), "block", "positive integers"),
+    ]
+    for stage, rule, fragment in cases:
+        rejected(attrs.evolve(p, stages=(stage,)), rule, fragment)
+    rejected(attrs.evolve(p, isa_version="1"), "isa-version", "not supported")
+    rejected(attrs.evolve(p, params=(object(),)), "param", "neither a BufferParam nor a ScalarParam")
+    with pytest.raises(VerifyError, match="expects a Program"):
+        verify("p")  # type: ignore[arg-type]
+
+
+def test_too_many_calling_contexts(monkeypatch):
+    body = "    MOV_IMM.i64 %c, 1\n    CALL S\n    MOV_IMM.i64 %c, 2\n    CALL S\n    EXIT\nS:\n    RET\n"
+    verify(prog(body))
+    monkeypatch.setattr(dataflow, "MAX_CONTEXTS", 1)  # main, then S from two calling states
+    rejected(prog(body), "complexity", "too many distinct calling contexts")
+
+
+def test_error_attributes_and_hint():
+    err = rejected(prog(I_EQ_GID + "    LDG.f32 %v, [x + %i + 1]\n    EXIT\n"), "bounds")
+    assert (err.stage, err.index) == ("main", 1)
+    assert err.hint is not None and "LDG.f32.chk" in err.hint
+
+
+# ======================================================================= immediates
+@pytest.mark.parametrize("value, dtype, ok", [
+    (True, DType.BOOL, True), (1, DType.BOOL, False), (255, DType.U8, True), (256, DType.U8, False),
+    (-1, DType.U8, False), (-128, DType.I8, True), (True, DType.I32, False), (1.0, DType.I32, False),
+    (0.1, DType.F64, True), (0.1, DType.F32, False), (0.5, DType.F16, True), (2049, DType.F16, False),
+    (2048, DType.F16, True), (math.nan, DType.F16, True), (-math.inf, DType.F32, True), (-0.0, DType.F32, True),
+    (1e300, DType.F32, False), (2**53 + 1, DType.F64, False), (10**400, DType.F64, False), ("1", DType.I32, False),
+])
+def test_representable(value, dtype, ok):
+    assert representable(value, dtype) is ok
+
+
+# ===================================================================== the domain
+def test_domain_prover_uses_dimension_facts():
+    n, m = Poly.sym("n"), Poly.sym("m")
+    d = Domain.from_dims([Affine.of("n") - 2, Affine.of("m")], [Affine.of("m") + 0])
+    assert d.lower == {"n": 2, "m": 1}
+    assert d.nonneg(n - 2) and not d.nonneg(n - 3)
+    assert d.le(Poly.const(0), m - 1) and d.le(m * n - 1, m * n)
+    assert not d.nonneg(Poly.sym("k"))  # nothing is known about k
+    assert d.nonneg(n * m - 2 * m)  # (n' + 2)(m' + 1) - 2(m' + 1) = n'm' + n' >= 0
+
+
+def test_domain_keeps_bounds_that_do_not_compare():
+    d = Domain.from_dims([Affine.of("k")], [Affine.of(1)])
+    k = Poly.sym("k")
+    c = d.narrow(Interval.point(k), "ge", Interval.point(1), DType.I64)  # after `if c >= 1`
+    assert set(c.lo) == {k, Poly.const(1)} and c.hi == (k,)
+    back = d.narrow(d.add(c, Interval.point(-1), DType.I64), "gt", Interval.point(0), DType.I64)
+    head = d.hull(c, back, DType.I64)
+    assert set(head.lo) == {Poly.const(1), k - 1} and head.hi == (k,)
+    assert d.widen(head, d.hull(c, d.add(head, Interval.point(-1), DType.I64), DType.I64), DType.I64).hi == (k,)
+
+
+def test_modular_intervals_stay_correct_modulo_wrapping():
+    d = Domain({})
+    big = Interval.point(2**62)
+    prod = d.mul(big, Interval.point(4), DType.I64)  # 2**64: wraps to 0
+    assert not prod.exact
+    assert d.narrow(prod, "lt", Interval.point(5), DType.I64) == prod  # comparisons teach nothing
+    assert d.exact(prod, DType.I64) == Interval.top(DType.I64)
+
+
+def _eval(p: Poly, env: dict[str, int]) -> int:
+    return sum(c * math.prod(env[s] for s in m) for m, c in p.terms)
+
+
+def _wrap(v: int, t: DType) -> int:
+    return (v - t.min) % (1 << t.bits) + t.min
+
+
+_CONCRETE = {  # actual i64 semantics (docs/isa.md), on Python ints
+    "ADD": lambda a, b: a + b, "SUB": lambda a, b: a - b, "MUL": lambda a, b: a * b,
+    "MIN": min, "MAX": max, "AND": lambda a, b: a & b,
+    "DIV": lambda a, b: 0 if b == 0 else a // b, "REM": lambda a, b: 0 if b == 0 else a % b,
+    "SHL": lambda a, b: a << (b & 63), "SHR": lambda a, b: a >> (b & 63),
+    "NEG": lambda a: -a, "ABS": abs, "MOV": lambda a: a,
+}
+_RING = {"ADD", "SUB", "MUL", "NEG", "MOV"}
+
+
+@st.composite
+def _straight_line(draw):
+    """Random i64 code over %gid.x, $n, edge constants and earlier results, with one
+    guard (`@!%q BRA out`) somewhere. Sources are ('r', j), ('imm', v), ('gid',), ('n',)."""
+    ops = []
+    k = draw(st.integers(2, 12))
+    guard_at = draw(st.integers(1, k))
+    constants = st.sampled_from([1, 2, 3, -1, 0, 64, 2**40, 2**62, 2**63 - 1, -(2**63)]).map(lambda v: ("imm", v))
+    for j in range(k):
+        if j == guard_at:
+            ops.append(("GUARD", draw(st.sampled_from(["lt", "le", "gt", "ge", "eq"])),
+                        draw(st.integers(0, j - 1)), draw(st.sampled_from([0, 3, 17]))))
+        op = draw(st.sampled_from(sorted(_CONCRETE)))
+        earlier = st.integers(0, j - 1).map(lambda r: ("r", r)) if j else st.nothing()
+        src = st.one_of(earlier, constants, st.just(("gid",)), st.just(("n",)))
+        ops.append((op, [draw(src) for _ in range(1 if op in ("NEG", "ABS", "MOV") else 2)]))
+    return ops
+
+
+@given(_straight_line(), st.data())
+@settings(max_examples=150)
+def test_bounds_analysis_is_sound(code, data):
+    """Execute random code concretely for random launches; every interval the analysis
+    claims must hold (exact: of the i64 value; modular: of the unbounded value, which
+    the i64 value equals modulo 2**64)."""
+    i64 = DType.I64
+    as_operand = {"r": lambda j: Reg(f"r{j}"), "imm": Imm, "gid": lambda: Special("gid.x"), "n": lambda: Sym("n")}
+    body: list = []
+    j = 0
+    for item in code:
+        if item[0] == "GUARD":
+            _, mod, r, k = item
+            body += [Instr("SET", i64, Reg("q"), (Reg(f"r{r}"), Imm(k)), mod=mod),
+                     Instr("BRA", target="out", pred=Pred(Reg("q"), True))]
+        else:
+            op, srcs = item
+            body.append(Instr(op, i64, Reg(f"r{j}"), tuple(as_operand[s[0]](*s[1:]) for s in srcs)))
+            j += 1
+    body += [Label("out"), Instr("EXIT")]
+    regs = (RegDecl("q", DType.BOOL),) + tuple(RegDecl(f"r{k}", i64) for k in range(j))
+    stage = Stage("s", (Affine.of("n"),), (4,), regs, body=tuple(body))
+    p = verify(Program("p", (), symbols=("n",), stages=(stage,)))
+    ins, _ = StageAnalysis(p, stage)._analyze(0, {})
+
+    n = data.draw(st.integers(1, 40))
+    gid = data.draw(st.integers(0, n - 1))
+    actual: dict[str, int] = {}
+    unbounded: dict[str, int] = {}
+
+    def val(o, table):
+        return table[o.name] if isinstance(o, Reg) else gid if isinstance(o, Special) else \
+            n if isinstance(o, Sym) else o.value
+
+    for pc, it in enumerate(body):
+        for r, iv in (ins.get(pc) or {}).items():
+            if isinstance(iv, Interval):
+                v = actual[r] if iv.exact else unbounded[r]
+                assert all(_eval(b, {"n": n}) <= v <= _eval(h, {"n": n}) for b in iv.lo for h in iv.hi), \
+                    (pc, r, str(iv), v)
+                assert _wrap(unbounded[r], i64) == actual[r]
+        if isinstance(it, Label) or it.op == "EXIT":
+            continue
+        if it.op == "SET":
+            a, k = actual[it.srcs[0].name], it.srcs[1].value
+            actual["q"] = {"lt": a < k, "le": a <= k, "gt": a > k, "ge": a >= k, "eq": a == k}[it.mod]
+        elif it.op == "BRA":
+            if not actual["q"]:
+                break  # `@!%q BRA out` taken: nothing else runs
+        else:
+            fn = _CONCRETE[it.op]
+            actual[it.dst.name] = _wrap(fn(*[val(o, actual) for o in it.srcs]), i64)
+            unbounded[it.dst.name] = fn(*[val(o, unbounded) for o in it.srcs]) if it.op in _RING \
+                else actual[it.dst.name]
