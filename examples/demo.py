@@ -121,7 +121,7 @@ class Row:
 
 
 def shape_text(args: Arrays) -> str:
-    return ", ".join("scalar" if np.ndim(a) == 0 else "×".join(map(str, np.shape(a))) for a in args)
+    return ", ".join("()" if np.ndim(a) == 0 else "×".join(map(str, np.shape(a))) for a in args)
 
 
 def compare(actual, expected, tolerance) -> tuple[float, bool]:
@@ -147,7 +147,7 @@ def run_case(path: Path, backend: str | None, rng: np.random.Generator) -> Row:
             kernel = kernel.on(backend)
         case = CASES.get(name)
         if case is None:
-            return Row(name, "", "", "", False, "no numpy reference in demo.py", 0.0)
+            return Row(name, "", "", "", False, "no numpy reference", 0.0)
         args = case.inputs(rng)
         start = time.perf_counter()
         got = kernel(*args)

@@ -11,8 +11,8 @@ from hypothesis import given
 from hologram.core.asm import format_instr, format_program, parse_program
 from hologram.core.errors import ISAError
 from hologram.core.isa import (
-    OPCODES, Addr, BufferParam, Imm, Init, Instr, Label, MemDecl, Pred, Program, Reg, RegDecl, ScalarParam,
-    Special, Stage, Sym,
+    OPCODES, Addr, BufferParam, Imm, Init, Instr, Label, MemDecl, Pred, Program, Reg, RegDecl, ScalarParam, Stage,
+    Sym,
 )
 from hologram.core.types import Affine, DType
 from hologram.testing.isa_strategies import programs
@@ -229,6 +229,11 @@ def test_parse_error_renders_underlined_excerpt():
     with pytest.raises(ISAError) as exc:
         parse_program(PREFIX + "FMA.f32 %a, %a, %b, %c, %d")
     assert "FMA.f32 %a, %a, %b, %c, %d\n" in str(exc.value) and "^^" in str(exc.value)
+
+
+def test_format_refuses_ill_typed_programs():
+    with pytest.raises(ISAError, match=r"program.stages\[0\].body\[0\].dtype should be DType or None"):
+        format_program(_program((Instr("EXIT", "f32"),)))  # type: ignore[arg-type]
 
 
 def test_parse_rejects_non_text():

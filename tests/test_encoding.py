@@ -142,7 +142,7 @@ def test_decode_rejects_non_bytes():
 
 def test_encode_rejects_values_it_cannot_represent():
     bad = Program("p", (BufferParam("x", "f32", (), "in"),))  # type: ignore[arg-type]
-    with pytest.raises(ISAError, match="expected a DType"):
+    with pytest.raises(ISAError, match=r"program.params\[0\].dtype should be DType, not 'f32'"):
         encode(bad)
     with pytest.raises(ISAError, match="expects a Program"):
         encode("p")  # type: ignore[arg-type]

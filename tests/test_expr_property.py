@@ -24,7 +24,7 @@ import hologram
 from hologram.core.errors import CompileError
 from hologram.testing import bounds, oracle
 from hologram.testing.bounds import Val
-from hologram.testing.cases import KernelCase, atlas_kernels, expression_kernels, index_kernels, kernels
+from hologram.testing.cases import KernelCase, atlas_kernels, expression_kernels, index_kernels, kernels, runtime_errors
 from hologram.testing.contract import ulp_step
 from hologram.testing.exprgen import GenConfig
 from hologram.testing.run import check_case, run_kernel_text
@@ -89,7 +89,7 @@ def test_output_needs_a_same_kind_cast(case: KernelCase, data: st.DataObject) ->
     """Declaring an output with a dtype the value cannot be cast to same-kind is a
     CompileError that suggests an explicit cast (never a crash or a silent cast)."""
     assume(not case.error)
-    name, _, node = next(st_ for st_ in case.program[1] if st_[0] == case.expected[0][0])
+    name, _, node = next(s for s in case.program.statements if s[0] == case.expected[0][0])
     bad = [t for t in ("bool", "i8", "u8", "f16") if not np.can_cast(node.dtype, as_dtype(t), "same_kind")]
     assume(bad)
     target = data.draw(st.sampled_from(bad))
@@ -200,3 +200,65 @@ y = e / sum(e)
     e = bounds.apply("exp", [bounds.apply("-", [Val.exact(x), bounds.reduce("max", Val.exact(x))])])
     y = bounds.apply("/", [e, bounds.reduce("sum", e)])
     y.check(run_kernel_text(doc, {"x": x})["y"], name="y")
+
+
+# ------------------------------------------------------------------------ the harness
+DOC = """[kernel]
+name = "axpy"
+version = "1.0.0"
+inputs = { a = "f32", x = "f32[n]", y = "f32[n]" }
+outputs = { z = "f32[n]", total = "f32" }
+body = \"\"\"
+z = a * x + y
+total = sum(z)
+\"\"\"
+"""
+
+
+@needs_interp
+def test_run_kernel_text_returns_outputs_by_name() -> None:
+    x, y = np.arange(4, dtype=np.float32), np.ones(4, np.float32)
+    by_name = run_kernel_text(DOC, {"a": np.float32(2), "x": x, "y": y})
+    positional = run_kernel_text(DOC, [np.float32(2), x, y])
+    for out in (by_name, positional):
+        assert sorted(out) == ["total", "z"]
+        assert out["z"].tolist() == [1, 3, 5, 7] and out["total"].shape == () and out["total"] == 16
+
+
+@needs_interp
+def test_run_kernel_text_wants_one_kernel() -> None:
+    two = DOC.replace("[kernel]", "[[kernels]]") + "\n" + DOC.replace("[kernel]", "[[kernels]]").replace("axpy", "axpy2")
+    with pytest.raises(hologram.errors.HologramError, match="one kernel, got 2: axpy, axpy2"):
+        run_kernel_text(two, {})
+
+
+@needs_interp
+def test_check_case_reports_wrong_values_missing_errors_and_compile_errors() -> None:
+    x = np.arange(3, dtype=np.float32)
+    good = KernelCase(DOC, (("a", np.float32(2)), ("x", x), ("y", x)),
+                      (("z", Val.exact(2 * x + x)), ("total", Val.exact(np.float32(9)))))
+    check_case(good)
+    wrong = attrs.evolve(good, expected=(("z", Val.exact(2 * x + x + 1)),))
+    with pytest.raises(AssertionError, match=r"assert_close\(z\): 3 of 3 elements differ(.|\n)*--- kernel ---"):
+        check_case(wrong)
+    expects_error = attrs.evolve(good, expected=(), error=(hologram.errors.ExecutionError,))
+    with pytest.raises(AssertionError, match="expected ExecutionError, but the kernel ran"):
+        check_case(expects_error)
+    broken = attrs.evolve(good, source=DOC.replace("a * x", "a * q"))
+    with pytest.raises(AssertionError, match="the kernel raised CompileError"):
+        check_case(broken)
+
+
+@needs_interp
+def test_runtime_errors_are_expected_as_such() -> None:
+    doc = DOC.replace("total = sum(z)", "total = max(z)")
+    empty = np.zeros(0, np.float32)
+    case = KernelCase(doc, (("a", np.float32(1)), ("x", empty), ("y", empty)), (), error=runtime_errors())
+    assert check_case(case) is None
+
+
+def test_describe_shows_the_document_and_the_inputs() -> None:
+    case = KernelCase(DOC, (("a", np.float32(2)), ("x", np.array([1.5, -0.0], np.float32))), ())
+    text = case.describe()
+    assert text.startswith("--- kernel ---\n[kernel]") and "--- inputs ---" in text
+    assert "a: float32[] = 2." in text and "x: float32[2] = [ 1.5, -0. ]" in text

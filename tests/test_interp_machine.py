@@ -177,7 +177,7 @@ f:
     CALL f
     EXIT
 """
-    with pytest.raises(ExecutionError, match="call depth exceeds"):
+    with pytest.raises(ExecutionError, match="recursive call to 'f'"):
         execute(text, {"n": 1}, y=np.zeros(1, np.float32))
 
 
@@ -333,7 +333,7 @@ other:
     BarSync
     EXIT
 """
-    with pytest.raises(ExecutionError, match="different barriers"):
+    with pytest.raises(ExecutionError, match=r"different barriers \(instructions 2, 5\)"):  # labels count
         execute(text, {"n": 4}, y=np.zeros(4, np.int32))
 
 
@@ -519,9 +519,11 @@ def test_pools_are_per_lane_stacks():
 
 @pytest.mark.parametrize("body, message", [
     ("PoolAlloc %h, p, 9", "pool 'p' of 8 elements cannot allocate 9 more"),
-    ("PoolAlloc %h, p, 2\n    PoolAlloc %g, p, 2\n    PoolFree %h", "PoolFree of handle 0, but the most recent starts at 2"),
+    ("PoolAlloc %h, p, 2\n    PoolAlloc %g, p, 2\n    PoolFree %h",
+     "PoolFree of handle 0, but the most recent starts at 2"),
     ("PoolFree %h", "nothing is allocated"),
-    ("PoolAlloc %h, p, 2\n    PoolStore.f32 [p + %h + 2], 1.0", "index 2 is out of bounds for the allocated part of pool 'p'"),
+    ("PoolAlloc %h, p, 2\n    PoolStore.f32 [p + %h + 2], 1.0",
+     "index 2 is out of bounds for the allocated part of pool 'p'"),
     ("PoolAlloc %h, p, 2\n    PoolLoad.f32 %v, [p + %h - 1]", "index -1 is out of bounds"),
 ])
 def test_pool_misuse_is_an_execution_error(body, message):
@@ -663,3 +665,48 @@ def test_launch_checks_its_arguments():
     with pytest.raises(ArgumentError, match="scalar parameter 'alpha'"):
         execute(header("alpha: f32", "out y: f32[n]") + "\n.stage s domain [n] block [1]\n    EXIT\n",
                 {"n": 1}, y=np.zeros(1, np.float32))
+
+
+# ============================================================ unverified programs
+def test_unverified_programs_get_converted_operands():
+    # Each line breaks a verifier typing rule; the interpreter converts as CVT instead.
+    text = header("in x: i32[n]", "out y: f32[n]", "out z: u8[n]") + """
+.stage main domain [n] block [4]
+    .reg %i: i64
+    .reg %v, %w: f32
+    .reg %b: u8
+    MOV.i64 %i, %gid.x
+    LDG.f32 %v, [x + %i]        ; an i32 buffer read as f32
+    ADD.f32 %v, %v, $n          ; an i64 symbol read as f32
+    MOV_IMM.f32 %w, 0.1         ; inexact: rounded to f32
+    ADD.f32 %v, %v, %w
+    STG.f32 [y + %i], %v
+    ADD.i32 %b, %i, 300         ; i64 register and an out-of-range immediate, into a u8 register
+    STG.u8 [z + %i], %b
+"""  # and no EXIT: the end of the body ends the lane
+    x = np.array([1, -2, 3], np.int32)
+    out = execute(text, {"n": 3}, x=x, y=np.zeros(3, np.float32), z=np.zeros(3, np.uint8))
+    np.testing.assert_array_equal(out["y"], (x + 3).astype(np.float32) + np.float32(0.1))
+    np.testing.assert_array_equal(out["z"], (np.arange(3) + 300) % 256)
+
+
+def test_barrier_inside_a_subroutine_without_the_verifier():
+    text = header("out y: i32[n]") + """
+.stage main domain [n] block [4]
+    .reg %t, %j, %i: i64
+    .reg %v: i32
+    .shared sh: i32[4]
+    MOV.i64 %t, %tid.x
+    MOV.i64 %i, %gid.x
+    CVT.i32.i64 %v, %t
+    STS.i32 [sh + %t], %v
+    CALL sync
+    SUB.i64 %j, 3, %t
+    LDS.i32 %v, [sh + %j]
+    STG.i32 [y + %i], %v
+    EXIT
+sync:
+    BarSync
+    RET
+"""
+    np.testing.assert_array_equal(execute(text, {"n": 4}, y=np.zeros(4, np.int32))["y"], [3, 2, 1, 0])

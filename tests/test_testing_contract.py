@@ -8,7 +8,6 @@ import math
 import numpy as np
 import pytest
 from hypothesis import given
-from hypothesis import strategies as st
 
 from hologram.core.errors import ArgumentError, ExecutionError, HologramError
 from hologram.testing import (AccuracyError, assert_close, reduction_tolerance, spacing, ulp_distance,
@@ -261,6 +260,8 @@ class TestBounds:
     def test_exact_operations_stay_exact(self):
         v = bounds.apply("+", [exact(1.0, 2.0), exact(0.5, 0.25)])
         assert np.all(v.ulps == 0) and np.all(v.err == 0) and not v.fuzzy.any()
+        with pytest.raises(AccuracyError, match="not bitwise equal"):
+            v.check(ulp_step(v.v, np.array([0, 1])))
 
     def test_transcendentals_get_the_contract(self):
         v = bounds.apply("sin", [exact(0.5, 1.0)])

@@ -15,7 +15,7 @@ from hologram.core.asm import parse_program
 from hologram.core.dataflow import StageAnalysis
 from hologram.core.errors import VerifyError
 from hologram.core.intervals import Domain, Interval, Poly
-from hologram.core.isa import Imm, Instr, Label, Pred, Program, Reg, RegDecl, Special, Stage, Sym
+from hologram.core.isa import Addr, Imm, Instr, Label, Pred, Program, Reg, RegDecl, Special, Stage, Sym
 from hologram.core.types import Affine, DType
 from hologram.core.verifier import representable, verify
 from hologram.testing.isa_strategies import programs
@@ -174,9 +174,10 @@ REJECTED = [
     ("    CVT.f32.i32 %v, %i\n    EXIT\n", "type", "%i is i64 but CVT needs i32"),
     ("    SET.lt.f32 %v, %v, %w\n    EXIT\n", "type", "the destination %v is f32 but SET needs bool"),
     ("    MOV.f32 %zz, 1.0\n    EXIT\n", "undeclared", "register %zz is not declared"),
-    ("    MOV_IMM.f32 %v, 0.1\n    EXIT\n", "immediate", "0.1 is not exactly representable in f32"),
+    ("    MOV_IMM.f32 %v, 0.1\n    EXIT\n", "immediate",
+     "source 1 (the immediate 0.1) is not exactly representable in f32"),
     ("    MOV_IMM.i64 %i, 9223372036854775808\n    EXIT\n", "immediate", "not exactly representable in i64"),
-    ("    MOV_IMM.f32 %v, true\n    EXIT\n", "immediate", "True is not exactly representable in f32"),
+    ("    MOV_IMM.f32 %v, true\n    EXIT\n", "immediate", "(the immediate True) is not exactly representable in f32"),
     ("    MOV_IMM.bool %p, 1\n    EXIT\n", "immediate", "representable in bool"),
     ("    MOV_IMM.f32 %v, %w\n    EXIT\n", "operand", "MOV_IMM takes an immediate"),
     ("L:\n    LOOP 3, L\n    EXIT\n", "operand", "the loop counter must be a general register"),
@@ -197,7 +198,7 @@ REJECTED = [
     ("    CVT.f32 %v, %w\n    EXIT\n", "form", "CVT needs the source type"),
     ("    @%v BRA L\nL:\n    EXIT\n", "type", "the predicate %v is f32 but BRA needs bool"),
     # --- memory spaces
-    ("    LDG.f32 %v, [sh]\n    EXIT\n", "space", "LDG accesses global buffer (parameter or temporary)s, and 'sh'"),
+    ("    LDG.f32 %v, [sh]\n    EXIT\n", "space", "LDG accesses global buffers (parameters and temporaries), and 'sh'"),
     ("    LDS.f32 %v, [x]\n    EXIT\n", "space", "LDS accesses .shared arrays"),
     ("    PoolLoad.f32 %v, [x]\n    EXIT\n", "space", "PoolLoad accesses .pool arrays"),
     ("    PoolAlloc %k, nope, 1\n    EXIT\n", "space", "'nope', which is not a .pool array"),
@@ -282,17 +283,48 @@ def test_structurally_broken_values_are_rejected_not_crashed():
         (attrs.evolve(st0, body=(Instr("FOO"),)), "opcode", "unknown opcode 'FOO'"),
         (attrs.evolve(st0, body=(Instr("ADD", DType.F32, Reg("v"), (Reg("v"),)),)), "form", "takes 2 source"),
         (attrs.evolve(st0, body=(Instr("EXIT", dst=Reg("v")),)), "form", "EXIT takes no a destination"),
-        (attrs.evolve(st0, body=("EXIT",)), "item", "neither an Instr nor a Label"),
-        (attrs.evolve(st0, regs=(RegDecl("r", "f32"),)), "dtype", "register %r has no valid dtype"),
+        (attrs.evolve(st0, body=("EXIT",)), "structure", "program.stages[0].body[0] should be Instr or Label"),
+        (attrs.evolve(st0, regs=(RegDecl("r", "f32"),)), "structure", "stages[0].regs[0].dtype should be DType"),
         (attrs.evolve(st0, regs=(RegDecl("1r", DType.F32),)), "name", "register name '1r'"),
-        (attrs.evolve(st0, block=(True,)), "block", "positive integers"),
+        (attrs.evolve(st0, block=(True,)), "structure", "stages[0].block[0] should be int"),
     ]
     for stage, rule, fragment in cases:
         rejected(attrs.evolve(p, stages=(stage,)), rule, fragment)
-    rejected(attrs.evolve(p, isa_version="1"), "isa-version", "not supported")
-    rejected(attrs.evolve(p, params=(object(),)), "param", "neither a BufferParam nor a ScalarParam")
-    with pytest.raises(VerifyError, match="expects a Program"):
-        verify("p")  # type: ignore[arg-type]
+    rejected(attrs.evolve(p, isa_version="1"), "structure", "isa_version should be int")
+    rejected(attrs.evolve(p, params=(object(),)), "structure", "should be BufferParam or ScalarParam")
+    rejected("p", "structure", "verify expects a Program")  # type: ignore[arg-type]
+
+
+_JUNK = [None, 0, -1, 10**30, "x", "", "L1", Reg("zz"), Reg("r0"), Imm(math.nan), Imm(True), Imm("s"), DType.F32,
+         DType.BOOL, (), (Reg("r0"),), (Imm(1), Imm(2)), Addr("x"), Addr("nope", Reg("r0"), 3), Addr("sh", None, -1),
+         Pred(Reg("r0")), Special("gid.x"), Sym("n"), Sym("zz"), True, 1.5, "SET", "lt", "pl", object()]
+
+
+@given(programs(max_stages=1, max_instructions=15), st.data())
+@settings(max_examples=100)
+def test_corrupted_programs_are_rejected_cleanly(p, data):
+    """Any field of any instruction or stage replaced by junk: the verifier, encoder and
+    formatter answer with their own error (or accept), never another exception."""
+    from hologram.core.asm import format_program
+    from hologram.core.encoding import encode
+    from hologram.core.errors import ISAError
+
+    s = p.stages[0]
+    if data.draw(st.booleans()):
+        k = data.draw(st.integers(0, len(s.body) - 1))
+        item = s.body[k]
+        field = data.draw(st.sampled_from([f.name for f in attrs.fields(type(item))]))
+        s = attrs.evolve(s, body=s.body[:k] + (attrs.evolve(item, **{field: data.draw(st.sampled_from(_JUNK))}),)
+                         + s.body[k + 1:])
+    else:
+        field = data.draw(st.sampled_from([f.name for f in attrs.fields(Stage)]))
+        s = attrs.evolve(s, **{field: data.draw(st.sampled_from(_JUNK))})
+    q = attrs.evolve(p, stages=(s,))
+    for fn, error in ((verify, VerifyError), (encode, ISAError), (format_program, ISAError)):
+        try:
+            fn(q)
+        except error:
+            pass
 
 
 def test_too_many_calling_contexts(monkeypatch):
@@ -366,7 +398,7 @@ _CONCRETE = {  # actual i64 semantics (docs/isa.md), on Python ints
     "SHL": lambda a, b: a << (b & 63), "SHR": lambda a, b: a >> (b & 63),
     "NEG": lambda a: -a, "ABS": abs, "MOV": lambda a: a,
 }
-_RING = {"ADD", "SUB", "MUL", "NEG", "MOV"}
+_RING = {"ADD", "SUB", "MUL", "NEG", "MOV", "SHL"}  # commute with wrapping (SHL is a multiplication)
 
 
 @st.composite
@@ -429,6 +461,8 @@ def test_bounds_analysis_is_sound(code, data):
                 assert all(_eval(b, {"n": n}) <= v <= _eval(h, {"n": n}) for b in iv.lo for h in iv.hi), \
                     (pc, r, str(iv), v)
                 assert _wrap(unbounded[r], i64) == actual[r]
+                if iv.exact:  # the analysis reasons from the actual value of an exact register
+                    unbounded[r] = actual[r]
         if isinstance(it, Label) or it.op == "EXIT":
             continue
         if it.op == "SET":
@@ -442,3 +476,21 @@ def test_bounds_analysis_is_sound(code, data):
             actual[it.dst.name] = _wrap(fn(*[val(o, actual) for o in it.srcs]), i64)
             unbounded[it.dst.name] = fn(*[val(o, unbounded) for o in it.srcs]) if it.op in _RING \
                 else actual[it.dst.name]
+
+
+def test_the_documented_examples_hold():
+    """docs/hasm.md: the annotated example verifies, the encoding dump is exact."""
+    import pathlib
+    import re
+
+    from hologram.core.encoding import encode
+
+    doc = (pathlib.Path(__file__).parent.parent / "docs" / "hasm.md").read_text()
+    example = doc.split("### Annotated example\n\n```\n", 1)[1].split("```", 1)[0]
+    assert verify(parse_program(example, "hasm.md"))
+    dump = doc.split("Example: this 76-byte file", 1)[1].split("```\n", 1)[1].split("```", 1)[0]
+    hexes = "".join(re.match(r"((?:[0-9a-f]{2}\s+)+)", line + " ").group(1).replace(" ", "")
+                    for line in dump.splitlines())
+    p = parse_program(".program k\n.symbols n\n.param in x: f32[n]\n.stage s domain [n] block [4]\n"
+                      ".reg %i: i64\nMOV.i64 %i, %gid.x\nEXIT\n")
+    assert bytes.fromhex(hexes) == encode(p)

@@ -34,17 +34,16 @@ from typing import Iterator
 import attrs
 import numpy as np
 
+from .asm_lexer import DTYPES, QNAN_BITS, LineReader
 from .errors import ISAError, Span, did_you_mean
 from .isa import (
-    ISA_VERSION, OPCODES, SPECIALS, Addr, BufferParam, Imm, Init, Instr, Item, Label, MemDecl, Operand,
+    ISA_VERSION, OPCODES, Addr, BufferParam, Imm, Init, Instr, Item, Label, MemDecl, Operand,
     Pred, Program, Reg, RegDecl, ScalarParam, Special, Stage, Sym,
 )
+from .structure import structure_problem
 from .types import Affine, DType
 
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_QNAN_BITS = 0x7FF8000000000000
-_DTYPES = {d.value: d for d in DType}
-_NEG_NAN = -math.nan
 
 
 # ============================================================================ format
@@ -79,7 +78,7 @@ def format_value(value: object) -> str:
     if isinstance(value, float):
         if math.isnan(value):
             bits = _f64_bits(value)
-            if bits & ~(1 << 63) == _QNAN_BITS:
+            if bits & ~(1 << 63) == QNAN_BITS:
                 return "-nan" if bits >> 63 else "nan"
             return f"nan(0x{bits:016x})"
         return repr(value)  # shortest text that reads back to the same double
@@ -179,7 +178,10 @@ def _format_stage(s: Stage) -> Iterator[str]:
 
 
 def format_program(p: Program) -> str:
-    """The canonical `.hasm` text of `p`."""
+    """The canonical `.hasm` text of `p` (ISAError if `p` is not built of the right values)."""
+    bad = structure_problem(p)
+    if bad is not None:
+        raise ISAError(f"cannot format a malformed program: {bad}")
     lines = [f".program {format_name(p.name)}", f".isa {p.isa_version}"]
     if p.symbols:
         lines.append(".symbols " + " ".join(format_name(s) for s in p.symbols))
@@ -193,234 +195,6 @@ def format_program(p: Program) -> str:
         lines.append("")
         lines.extend(_format_stage(s))
     return "\n".join(lines) + "\n"
-
-
-# ============================================================================= lexer
-_TOKEN = re.compile(r"""
-    (?P<ws>[ \t\r\f\v]+)
-  | (?P<comment>;.*)
-  | (?P<str>"(?:[^"\\\n]|\\.)*")
-  | (?P<directive>\.[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<reg>%(?:[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?|"(?:[^"\\\n]|\\.)*"))
-  | (?P<sym>\$(?:[A-Za-z_][A-Za-z0-9_]*|"(?:[^"\\\n]|\\.)*"))
-  | (?P<pred>@!?)
-  | (?P<hex>0[xX][0-9a-fA-F]+)
-  | (?P<num>\d+\.\d*(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d+)
-  | (?P<word>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)
-  | (?P<punct>[\[\](),:=+\-*])
-""", re.VERBOSE)
-
-
-@attrs.frozen
-class Tok:
-    kind: str
-    text: str
-    col: int  # 1-based
-    end: int  # 1-based, exclusive
-
-
-def _unquote(text: str) -> str:
-    return json.loads(text) if text.startswith('"') else text
-
-
-class _Line:
-    """The tokens of one source line with a cursor; every error points into the line."""
-
-    def __init__(self, text: str, lineno: int, file: str, source: str):
-        self.lineno, self.file, self.source = lineno, file, source
-        self.toks: list[Tok] = []
-        self.i = 0
-        pos = 0
-        while pos < len(text):
-            m = _TOKEN.match(text, pos)
-            if m is None:
-                raise ISAError(f"unexpected character {text[pos]!r}",
-                               self.span(pos + 1, pos + 2))
-            if m.lastgroup not in ("ws", "comment"):
-                self.toks.append(Tok(m.lastgroup, m.group(), pos + 1, m.end() + 1))
-            pos = m.end()
-        self.eol = len(text.rstrip()) + 1
-
-    def span(self, col: int, end: int | None = None) -> Span:
-        return Span(self.file, self.lineno, col, self.lineno, end or col + 1, source=self.source)
-
-    def error(self, expected: str, tok: Tok | None = None, rest: bool = False) -> ISAError:
-        """`expected X, found Y`, underlining Y (and with `rest`, the rest of the line)."""
-        tok = tok if tok is not None else self.peek()
-        if tok is None:
-            return ISAError(f"expected {expected}, found end of line", self.span(self.eol))
-        return ISAError(f"expected {expected}, found {tok.text!r}", self.span(tok.col, self.eol if rest else tok.end))
-
-    def peek(self, k: int = 0) -> Tok | None:
-        return self.toks[self.i + k] if self.i + k < len(self.toks) else None
-
-    def at(self, kind: str, text: str | None = None) -> bool:
-        t = self.peek()
-        return t is not None and t.kind == kind and (text is None or t.text == text)
-
-    def take(self, kind: str, expected: str, text: str | None = None) -> Tok:
-        if not self.at(kind, text):
-            raise self.error(expected)
-        self.i += 1
-        return self.toks[self.i - 1]
-
-    def punct(self, text: str) -> Tok:
-        return self.take("punct", f"'{text}'", text)
-
-    def accept(self, text: str) -> bool:
-        if self.at("punct", text):
-            self.i += 1
-            return True
-        return False
-
-    def end(self) -> None:
-        if self.peek() is not None:
-            raise self.error("end of line", rest=True)
-
-    # --------------------------------------------------------------- small grammars
-    def name(self, what: str) -> str:
-        t = self.peek()
-        if t is None or t.kind not in ("word", "str") or (t.kind == "word" and "." in t.text):
-            raise self.error(what)
-        self.i += 1
-        return self._string(t)
-
-    def _string(self, t: Tok) -> str:
-        try:
-            return _unquote(t.text)
-        except ValueError:
-            raise ISAError("malformed string literal", self.span(t.col, t.end)) from None
-
-    def int(self, what: str) -> int:
-        neg = self.accept("-")
-        v = self._plain_int(what)
-        return -v if neg else v
-
-    def _plain_int(self, what: str) -> int:
-        t = self.peek()
-        if t is None or not (t.kind == "hex" or t.kind == "num" and t.text.isdigit()):
-            raise self.error(what)
-        self.i += 1
-        return self._int_text(t)
-
-    def _int_text(self, t: Tok) -> int:
-        try:
-            return int(t.text, 0 if t.kind == "hex" else 10)
-        except ValueError:  # Python refuses to read decimals of more than 4300 digits
-            raise ISAError("integer literal too long (write it in hex)", self.span(t.col, t.end)) from None
-
-    def dtype(self) -> DType:
-        t = self.take("word", "a type (bool, i8..i64, u8..u64, f16, f32, f64)")
-        if t.text not in _DTYPES:
-            raise ISAError(f"unknown type {t.text!r}; expected one of {', '.join(_DTYPES)}"
-                           f"{did_you_mean(t.text, _DTYPES)}", self.span(t.col, t.end))
-        return _DTYPES[t.text]
-
-    def reg(self) -> Reg:
-        t = self.take("reg", "a register (%name)")
-        if t.text.startswith('%"'):
-            return Reg(self._string(Tok(t.kind, t.text[1:], t.col + 1, t.end)))
-        if "." in t.text:
-            raise self.error("a general register (special registers are read-only)", t)
-        return Reg(t.text[1:])
-
-    def affine(self) -> Affine:
-        """`c`, `s`, `c*s`, combined with + and -: a symbolic dimension."""
-        total, sign = Affine(), 1
-        if self.accept("-"):
-            sign = -1
-        while True:
-            t = self.peek()
-            if t is not None and t.kind == "num" and t.text.isdigit():
-                self.i += 1
-                if self.accept("*"):
-                    total = total + Affine.of(self.name("a symbol after '*'")) * (sign * int(t.text))
-                else:
-                    total = total + sign * int(t.text)
-            elif t is not None and t.kind in ("word", "str"):
-                sym = Affine.of(self.name("a symbol"))
-                total = total + sym * (sign * (self._plain_int("an integer after '*'") if self.accept("*") else 1))
-            else:
-                raise self.error("a dimension (integer, symbol or c*symbol)")
-            if self.accept("+"):
-                sign = 1
-            elif self.accept("-"):
-                sign = -1
-            else:
-                return total
-
-    def dims(self, what: str) -> tuple[Affine, ...]:
-        self.punct("[")
-        out: list[Affine] = []
-        if not self.accept("]"):
-            out.append(self.affine())
-            while self.accept(","):
-                out.append(self.affine())
-            self.take("punct", f"',' or ']' in {what}", "]")
-        return tuple(out)
-
-    def value(self) -> bool | int | float:
-        """An immediate: integer, float (repr syntax, inf, nan, nan(0xBITS)) or bool."""
-        neg = self.accept("-")
-        t = self.peek()
-        if t is not None and t.kind in ("num", "hex"):
-            self.i += 1
-            v: int | float = self._int_text(t) if t.kind == "hex" or t.text.isdigit() else float(t.text)
-            return -v if neg else v
-        if t is not None and t.kind == "word" and t.text in ("inf", "nan", "true", "false"):
-            self.i += 1
-            if t.text in ("true", "false"):
-                if neg:
-                    raise self.error("a number after '-'", t)
-                return t.text == "true"
-            if t.text == "inf":
-                return -math.inf if neg else math.inf
-            bits = _QNAN_BITS
-            if self.accept("("):
-                bits = int(self.take("hex", "the bits of a NaN (0x...)").text, 16)
-                self.punct(")")
-                if bits >> 64 or (bits >> 52) & 0x7FF != 0x7FF or not bits & ((1 << 52) - 1):
-                    raise ISAError(f"0x{bits:x} is not the bit pattern of a NaN", self.span(t.col, self.peek(-1).end))
-            if bits == _QNAN_BITS:  # the shared NaN objects, so that equal programs compare equal
-                return _NEG_NAN if neg else math.nan
-            return struct.unpack("<d", struct.pack("<Q", bits ^ (neg << 63)))[0]
-        raise self.error("an immediate (integer, float, inf, nan, true or false)")
-
-    def operand(self) -> Operand:
-        t = self.peek()
-        if t is not None and t.kind == "reg":
-            if "." in t.text and not t.text.startswith('%"'):
-                if t.text[1:] not in SPECIALS:
-                    raise ISAError(f"unknown special register {t.text!r}; expected one of "
-                                   f"{', '.join('%' + s for s in SPECIALS)}", self.span(t.col, t.end))
-                self.i += 1
-                return Special(t.text[1:])
-            return self.reg()
-        if t is not None and t.kind == "sym":
-            self.i += 1
-            return Sym(self._string(Tok(t.kind, t.text[1:], t.col + 1, t.end)))
-        if t is not None and (t.kind in ("num", "hex") or t.text == "-"
-                              or t.text in ("inf", "nan", "true", "false")):
-            return Imm(self.value())
-        raise self.error("an operand (%register, %special, $symbol or immediate)", t)
-
-    def addr(self) -> Addr:
-        """`[buf]`, `[buf + %r]`, `[buf + %r + 4]`, `[buf - 2]`."""
-        self.punct("[")
-        buffer = self.name("a buffer name")
-        index, offset = None, 0
-        while not self.accept("]"):
-            if self.accept("+"):
-                sign = 1
-            elif self.accept("-"):
-                sign = -1
-            else:
-                raise self.error("'+', '-' or ']' in a memory operand")
-            if self.at("reg") and sign == 1 and index is None:
-                index = self.reg()
-            else:
-                offset += sign * self._plain_int("an index register or integer offset")
-        return Addr(buffer, index, offset)
 
 
 # ============================================================================ parser
@@ -456,7 +230,7 @@ def parse_program(text: str, file: str = "<asm>") -> Program:
     temps: list[BufferParam] = []
     stages: list[_StageBuilder] = []
     for lineno, raw in enumerate(text.split("\n"), 1):
-        ln = _Line(raw, lineno, file, text)
+        ln = LineReader(raw, lineno, file, text)
         first = ln.peek()
         if first is None:
             continue
@@ -532,7 +306,7 @@ def parse_program(text: str, file: str = "<asm>") -> Program:
     return Program(name, tuple(params), tuple(temps), tuple(symbols), tuple(s.build() for s in stages), isa)
 
 
-def _parse_param(ln: _Line, d: str, params: list, temps: list) -> None:
+def _parse_param(ln: LineReader, d: str, params: list, temps: list) -> None:
     role: str | None = None
     pname = ln.name("a parameter name" if d == ".param" else "a temporary's name")
     if not ln.at("punct", ":"):
@@ -551,7 +325,7 @@ def _parse_param(ln: _Line, d: str, params: list, temps: list) -> None:
         params.append(ScalarParam(pname, dt))
 
 
-def _parse_stage_header(ln: _Line) -> _StageBuilder:
+def _parse_stage_header(ln: LineReader) -> _StageBuilder:
     sname = ln.name("the stage name")
     ln.take("word", "'domain'", "domain")
     domain = ln.dims("the domain")
@@ -570,7 +344,7 @@ _KIND_NAMES = {"d": "destination register", "s": "source operand", "m": "memory 
                "l": "label", "p": "pool name", "n": "element count"}
 
 
-def _parse_instr(ln: _Line) -> Instr:
+def _parse_instr(ln: LineReader) -> Instr:
     pred = None
     if ln.at("pred"):
         negate = ln.take("pred", "a predicate").text == "@!"
@@ -584,11 +358,11 @@ def _parse_instr(ln: _Line) -> Instr:
     mod: str | None = None
     checked = False
     for s in suffixes:
-        if s in _DTYPES and len(dtypes) < 2:
-            dtypes.append(_DTYPES[s])
+        if s in DTYPES and len(dtypes) < 2:
+            dtypes.append(DTYPES[s])
         elif s == "chk" and not checked:
             checked = True
-        elif s not in _DTYPES and s != "chk" and mod is None:
+        elif s not in DTYPES and s != "chk" and mod is None:
             mod = s
         else:
             raise ISAError(f"unexpected suffix .{s} on {op} (expected at most a modifier, a type, "

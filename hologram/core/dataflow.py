@@ -9,8 +9,9 @@ must have its index proven inside the array.
 
 Control flow is the ISA's: forward BRA, backward LOOP (its counter narrows on both
 edges: `> 0` on the back edge, `<= 0` after), and CALL, analysed per calling state (the
-call graph is acyclic, the verifier checked that first). Loop heads widen to the whole
-type after two rounds, so the iteration terminates. The analysis runs in two phases:
+call graph is acyclic, the verifier checked that first). From the third round on, a
+loop head keeps only the bounds that survived the previous round (widening), so the
+iteration terminates. The analysis runs in two phases:
 states to a fixpoint, then checks against the final states (an intermediate state is an
 under-approximation and would give wrong answers).
 """
@@ -229,20 +230,26 @@ class StageAnalysis:
             fact = s.get(item.pred.reg.name)
             if not isinstance(fact, Cmp):
                 return {"taken": s, "fall": s}
-            return {"taken": self._refine(s, fact, not item.pred.negate),
-                    "fall": self._refine(s, fact, item.pred.negate)}
+            edges = {"taken": self._refine(s, fact, not item.pred.negate),
+                     "fall": self._refine(s, fact, item.pred.negate)}
+            return {k: v for k, v in edges.items() if not self._infeasible(v)}
         if op == "LOOP":
             c = item.srcs[0].name
             dec = self.dom.add(self.dom.exact(s.get(c), I64), Interval.point(-1), I64)
             after = self._write(s, c, dec)
-            return {"taken": self._narrow(after, c, "gt", Interval.point(0)),
-                    "fall": self._narrow(after, c, "le", Interval.point(0))}
+            edges = {"taken": self._narrow(after, c, "gt", Interval.point(0)),
+                     "fall": self._narrow(after, c, "le", Interval.point(0))}
+            return {k: v for k, v in edges.items() if not self._infeasible(v)}
         if op == "CALL":
             _, ret = self._analyze(self.labels[item.target], s)
             return {} if ret is None else {"fall": ret}
         if item.dst is not None:
             return {"fall": self._write(s, item.dst.name, self._value(item, s))}
         return {"fall": s}
+
+    def _infeasible(self, s: State) -> bool:
+        """A narrowed state no execution reaches (some register's interval is empty)."""
+        return any(isinstance(v, Interval) and self.dom.empty(v) for v in s.values())
 
     def _write(self, s: State, reg: str, value: AVal) -> State:
         out = {r: (None if isinstance(v, Cmp) and v.mentions(reg) else v) for r, v in s.items()}
@@ -332,7 +339,7 @@ class StageAnalysis:
             alo, ahi = _const_bound(a.lo, max), _const_bound(a.hi, min)
             blo, bhi = _const_bound(b.lo, max), _const_bound(b.hi, min)
             if None not in (alo, ahi, blo, bhi):
-                return Interval.range(max(alo, 0) // bhi, ahi // blo)
+                return Interval.range(max(alo, 0) // max(bhi, blo), ahi // blo)  # (bhi < blo: a dead path)
             return d.make([zero], a.hi, t, True)
         k = b.const
         if op == "SHR" and k is not None and 0 <= k < t.bits:

@@ -24,6 +24,7 @@ from typing import Callable, Sequence, TypeVar
 import numpy as np
 
 from .errors import ISAError
+from .structure import structure_problem
 from .isa import (
     ISA_VERSION, SPECIALS, Addr, BufferParam, Imm, Init, Instr, Label, MemDecl, Operand, Pred, Program,
     Reg, RegDecl, ScalarParam, Special, Stage, Sym,
@@ -67,18 +68,13 @@ class _Writer:
                 return
 
     def svarint(self, n: int) -> None:
-        if not isinstance(n, int) or isinstance(n, bool):
-            raise ISAError(f"cannot encode {n!r}: expected an integer")
+        n = int(n)  # numpy integers too (structure_problem admitted only integers)
         self.uvarint(n << 1 if n >= 0 else ((-n) << 1) - 1)
 
     def str(self, s: str) -> None:
-        if not isinstance(s, str):
-            raise ISAError(f"cannot encode {s!r}: expected a name (str)")
         self.uvarint(self.strings.setdefault(s, len(self.strings)))
 
     def dtype(self, d: DType) -> None:
-        if not isinstance(d, DType):
-            raise ISAError(f"cannot encode {d!r}: expected a DType")
         self.out.append(DTYPE_CODES.index(d.value))
 
     def seq(self, items: Sequence[T], put: Callable[[T], None]) -> None:
@@ -87,22 +83,18 @@ class _Writer:
             put(x)
 
     def affine(self, a: Affine) -> None:
-        if not isinstance(a, Affine):
-            raise ISAError(f"cannot encode dimension {a!r}: expected an Affine")
         self.svarint(a.const)
         self.seq(a.terms, lambda t: (self.str(t[0]), self.svarint(t[1])))
 
-    def value(self, v: object) -> None:
+    def value(self, v: bool | int | float) -> None:
         if isinstance(v, (bool, np.bool_)):
             self.out.append(V_TRUE if v else V_FALSE)
         elif isinstance(v, (int, np.integer)):
             self.out.append(V_INT)
-            self.svarint(int(v))
-        elif isinstance(v, (float, np.floating)):
+            self.svarint(v)
+        else:
             self.out.append(V_FLOAT)
             self.out += struct.pack("<d", float(v))
-        else:
-            raise ISAError(f"cannot encode immediate {v!r}: expected bool, int or float")
 
     def operand(self, o: Operand) -> None:
         if isinstance(o, Reg):
@@ -113,10 +105,8 @@ class _Writer:
         elif isinstance(o, Sym):
             self.out.append(OP_SYM)
             self.str(o.name)
-        elif isinstance(o, Imm):
-            self.value(o.value)
         else:
-            raise ISAError(f"cannot encode operand {o!r}")
+            self.value(o.value)
 
     def buffer(self, b: BufferParam) -> None:
         self.str(b.name)
@@ -128,19 +118,17 @@ class _Writer:
         if isinstance(p, BufferParam):
             self.out.append(PARAM_BUFFER)
             self.buffer(p)
-        elif isinstance(p, ScalarParam):
+        else:
             self.out.append(PARAM_SCALAR)
             self.str(p.name)
             self.dtype(p.dtype)
-        else:
-            raise ISAError(f"cannot encode parameter {p!r}")
 
     def instr(self, i: Instr) -> None:
         a = i.addr
         fields = ((F_DTYPE, i.dtype), (F_DTYPE2, i.dtype2), (F_MOD, i.mod), (F_DST, i.dst), (F_ADDR, a),
-                  (F_INDEX, a.index if isinstance(a, Addr) else None), (F_TARGET, i.target),
+                  (F_INDEX, a.index if a is not None else None), (F_TARGET, i.target),
                   (F_COUNT, i.count), (F_PRED, i.pred),
-                  (F_NEGATE, i.pred.negate if isinstance(i.pred, Pred) and i.pred.negate else None),
+                  (F_NEGATE, True if i.pred is not None and i.pred.negate else None),
                   (F_CHECKED, i.checked or None))
         self.str(i.op)
         self.uvarint(sum(bit for bit, v in fields if v is not None))
@@ -151,31 +139,27 @@ class _Writer:
         if i.mod is not None:
             self.str(i.mod)
         if i.dst is not None:
-            self.str(_reg_name(i.dst))
+            self.str(i.dst.name)
         self.seq(i.srcs, self.operand)
         if a is not None:
-            if not isinstance(a, Addr):
-                raise ISAError(f"cannot encode memory operand {a!r}")
             self.str(a.buffer)
             if a.index is not None:
-                self.str(_reg_name(a.index))
+                self.str(a.index.name)
             self.svarint(a.offset)
         if i.target is not None:
             self.str(i.target)
         if i.count is not None:
             self.svarint(i.count)
         if i.pred is not None:
-            self.str(_reg_name(i.pred.reg))
+            self.str(i.pred.reg.name)
 
     def item(self, it: Instr | Label) -> None:
         if isinstance(it, Label):
             self.out.append(ITEM_LABEL)
             self.str(it.name)
-        elif isinstance(it, Instr):
+        else:
             self.out.append(ITEM_INSTR)
             self.instr(it)
-        else:
-            raise ISAError(f"cannot encode stage item {it!r}")
 
     def stage(self, s: Stage) -> None:
         mem = lambda m: (self.str(m.name), self.dtype(m.dtype), self.svarint(m.size))  # noqa: E731
@@ -189,16 +173,13 @@ class _Writer:
         self.seq(s.body, self.item)
 
 
-def _reg_name(r: object) -> str:
-    if not isinstance(r, Reg):
-        raise ISAError(f"cannot encode {r!r}: expected a register")
-    return r.name
-
-
 def encode(p: Program) -> bytes:
     """The canonical bytes of `p` (the same program always gives the same bytes)."""
     if not isinstance(p, Program):
         raise ISAError(f"encode expects a Program, got {type(p).__name__}")
+    bad = structure_problem(p)
+    if bad is not None:
+        raise ISAError(f"cannot encode a malformed program: {bad}")
     body = _Writer()
     body.str(p.name)
     body.seq(p.symbols, body.str)

@@ -18,7 +18,7 @@ with unbounded integers lies in it and the register holds that value modulo 2**b
 and once a modular interval lies inside a type's range (say, a buffer's index range), the
 register holds exactly that value. Operations that do not commute with wrapping (MIN,
 DIV, SHR, comparisons) first forget a modular interval. This keeps the analysis sound
-without assuming anything about how large the shape symbols are.
+with one assumption about launches: every shape symbol is below 2**62 (SYMBOL_MAX).
 """
 
 from __future__ import annotations
@@ -44,11 +44,12 @@ class Poly:
 
     @staticmethod
     def make(acc: Mapping[Monomial, int]) -> "Poly":
-        return Poly(tuple(sorted((m, c) for m, c in acc.items() if c)))
+        # int(): a numpy integer from a program field must not bring fixed-width overflow
+        return Poly(tuple(sorted((m, int(c)) for m, c in acc.items() if c)))
 
     @staticmethod
     def const(c: int) -> "Poly":
-        return Poly((((), c),) if c else ())
+        return Poly((((), int(c)),) if c else ())
 
     @staticmethod
     def sym(name: str) -> "Poly":
@@ -56,7 +57,7 @@ class Poly:
 
     @staticmethod
     def of(a: Affine | int) -> "Poly":
-        if isinstance(a, int):
+        if not isinstance(a, Affine):
             return Poly.const(a)
         return Poly.make({(): a.const, **{(n,): c for n, c in a.terms}})
 
@@ -235,6 +236,10 @@ class Domain:
     def below(self, iv: Interval, p: Poly) -> bool:
         """Is every value of `iv` <= p?"""
         return any(self.le(b, p) for b in iv.hi)
+
+    def empty(self, iv: Interval) -> bool:
+        """Provably no value lies in `iv` (a path that narrowing showed impossible)."""
+        return iv.exact and any(self.le(h + 1, lo) for lo in iv.lo for h in iv.hi)
 
     # ---------------------------------------------------------------- bound sets
     def lows(self, bounds: Iterable[Poly]) -> Bounds:

@@ -124,24 +124,71 @@ class Expr:
         return format_expr(self)
 
 
-def format_expr(e: Expr) -> str:
-    op = e.op
-    if op == "CONST":
-        return f"{e.arg!r}:{e.dtype}"
-    if op in ("IDX", "SYM"):
-        return str(e.arg)
-    if op == "SCALAR":
-        return f"${e.arg}"
-    if op == "LOAD":
-        return f"{e.arg}[{', '.join(format_expr(s) for s in e.srcs)}]"
-    if op == "CAST":
-        return f"{e.dtype}({format_expr(e.srcs[0])})"
-    if op == "REDUCE":
-        kind, axes = e.arg
-        dom = ", ".join(f"{v}<{ext}" for v, ext in axes)
-        return f"{kind}[{dom}]({format_expr(e.srcs[0])}):{e.dtype}"
-    args = ", ".join(format_expr(s) for s in e.srcs)
-    return f"{op.lower()}({args}):{e.dtype}"
+def format_expr(e: Expr, names: dict[Expr, str] | None = None) -> str:
+    """Text form of `e`; nodes in `names` print as their name (shared subexpressions)."""
+    names = names or {}
+
+    def fmt(n: Expr) -> str:
+        if n in names:
+            return names[n]
+        op = n.op
+        if op == "CONST":
+            return f"{n.arg!r}:{n.dtype}"
+        if op in ("IDX", "SYM"):
+            return str(n.arg)
+        if op == "SCALAR":
+            return f"${n.arg}"
+        if op == "LOAD":
+            return f"{n.arg}[{', '.join(fmt(s) for s in n.srcs)}]"
+        if op == "CAST":
+            return f"{n.dtype}({fmt(n.srcs[0])})"
+        if op == "REDUCE":
+            kind, axes = n.arg
+            dom = ", ".join(f"{v}<{ext}" for v, ext in axes)
+            return f"{kind}[{dom}]({fmt(n.srcs[0])}):{n.dtype}"
+        return f"{op.lower()}({', '.join(fmt(s) for s in n.srcs)}):{n.dtype}"
+
+    return fmt(e)
+
+
+def shared_subexpressions(*roots: Expr) -> list[Expr]:
+    """Compound nodes reachable more than once from `roots`, children first. Printing
+    these once keeps the text form linear in the size of the DAG (not of the tree)."""
+    uses: dict[Expr, int] = {}
+    order: list[Expr] = []
+    for root in roots:
+        for node in root.walk():
+            if node not in uses:
+                uses[node] = 0
+                order.append(node)
+            for s in node.srcs:
+                uses[s] = uses.get(s, 0) + 1
+    for root in roots:
+        uses[root] = uses.get(root, 0) + 1
+    return [n for n in order if uses[n] > 1 and not _is_simple(n)]
+
+
+def _is_simple(n: Expr) -> bool:
+    """Leaves, loads, and ops over only those: cheap enough to repeat in text."""
+    flat = LEAF_OPS | {"LOAD"}
+    return n.op in flat or all(s.op in flat for s in n.srcs) and n.op != "REDUCE"
+
+
+def format_statement(st: "Statement") -> str:
+    roots = (st.body,) if isinstance(st, Compute) else (st.key, st.value)
+    names: dict[Expr, str] = {}
+    lets: list[str] = []
+    for n in shared_subexpressions(*roots):
+        text = format_expr(n, names)
+        names[n] = f"%{len(names)}"
+        lets.append(f"    where {names[n]} = {text}")
+    if isinstance(st, Compute):
+        lhs = f"{st.target}[{', '.join(st.vars)}]" if st.vars else st.target
+        head = f"{lhs} = {format_expr(st.body, names)}"
+    else:
+        dom = ", ".join(f"{v}<{e}" for v, e in zip(st.vars, st.extents))
+        head = f"{st.target}[{format_expr(st.key, names)}] += {format_expr(st.value, names)}  for {dom}"
+    return "\n".join([head, *lets])
 
 
 @attrs.frozen
@@ -168,8 +215,7 @@ class Compute:
     body: Expr
 
     def __str__(self) -> str:
-        lhs = f"{self.target}[{', '.join(self.vars)}]" if self.vars else self.target
-        return f"{lhs} = {self.body}"
+        return format_statement(self)
 
 
 @attrs.frozen
@@ -181,8 +227,7 @@ class Accumulate:
     value: Expr
 
     def __str__(self) -> str:
-        dom = ", ".join(f"{v}<{e}" for v, e in zip(self.vars, self.extents))
-        return f"{self.target}[{self.key}] += {self.value}  for {dom}"
+        return format_statement(self)
 
 
 Statement = Compute | Accumulate
@@ -219,5 +264,5 @@ def format_kernel(k: KernelIR) -> str:
     for d in k.params + k.outputs + k.temps:
         lines.append(f"  {d}")
     for st in k.body:
-        lines.append(f"  {st}")
+        lines.extend(f"  {line}" for line in format_statement(st).splitlines())
     return "\n".join(lines)

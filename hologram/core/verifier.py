@@ -30,10 +30,8 @@ from .dataflow import StageAnalysis, TooComplex, reachable
 from .encoding import SUPPORTED_ISA_VERSIONS
 from .errors import VerifyError, did_you_mean
 from .intervals import Domain, Poly
-from .isa import (
-    COMPARE_MODS, OPCODES, Addr, BufferParam, Imm, Instr, Label, MemDecl, Program, Reg, ScalarParam,
-    Special, Stage, Sym,
-)
+from .isa import COMPARE_MODS, OPCODES, BufferParam, Imm, Instr, Label, Program, Reg, ScalarParam, Special, Stage, Sym
+from .structure import structure_problem
 from .types import Affine, DType
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -58,7 +56,10 @@ _TYPE_CLASS_TEXT = {"any": "any type", "num": "a numeric type", "int": "an integ
 def verify(p: Program) -> Program:
     """`p` itself when it satisfies every rule (docs/hasm.md), else VerifyError."""
     if not isinstance(p, Program):
-        raise VerifyError(f"verify expects a Program, got {type(p).__name__}")
+        raise _fail("structure", f"verify expects a Program, got {type(p).__name__}")
+    bad = structure_problem(p)
+    if bad is not None:
+        raise _fail("structure", f"malformed program: {bad}")
     _check_program(p)
     for stage in p.stages:
         _StageChecker(p, stage).run()
@@ -97,15 +98,11 @@ def _is_name(x: object) -> bool:
     return isinstance(x, str) and NAME.match(x) is not None
 
 
-def _is_int(x: object) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
-
-
 # =========================================================================== program
 def _check_program(p: Program) -> None:
     where = f"program {p.name!r}"
     fail = lambda rule, msg, hint=None: _fail(rule, f"{where}: {msg}", hint)  # noqa: E731
-    if not _is_int(p.isa_version) or p.isa_version not in SUPPORTED_ISA_VERSIONS:
+    if p.isa_version not in SUPPORTED_ISA_VERSIONS:
         raise fail("isa-version", f"ISA version {p.isa_version!r} is not supported (this Hologram runs "
                                   f"{', '.join(map(str, SUPPORTED_ISA_VERSIONS))})")
     if not _is_name(p.name):
@@ -116,20 +113,12 @@ def _check_program(p: Program) -> None:
     for prm in p.params:
         if isinstance(prm, ScalarParam):
             _declare(seen, prm.name, "scalar parameter", fail)
-            if not isinstance(prm.dtype, DType):
-                raise fail("dtype", f"scalar parameter {prm.name!r} has no valid dtype ({prm.dtype!r})")
-        elif isinstance(prm, BufferParam):
-            _check_buffer(p, prm, "buffer parameter", PARAM_ROLES, seen, fail)
         else:
-            raise fail("param", f"{prm!r} is neither a BufferParam nor a ScalarParam")
+            _check_buffer(p, prm, "buffer parameter", PARAM_ROLES, seen, fail)
     for t in p.temps:
-        if not isinstance(t, BufferParam):
-            raise fail("param", f"temporary {t!r} is not a BufferParam")
         _check_buffer(p, t, "temporary", ("temp",), seen, fail)
     stage_names: set[str] = set()
     for s in p.stages:
-        if not isinstance(s, Stage):
-            raise fail("stage", f"{s!r} is not a Stage")
         if not _is_name(s.name):
             raise fail("name", f"stage name {s.name!r} is not an identifier")
         if s.name in stage_names:
@@ -139,8 +128,6 @@ def _check_program(p: Program) -> None:
 
 def _check_buffer(p: Program, b: BufferParam, kind: str, roles: tuple[str, ...], seen: dict, fail) -> None:
     _declare(seen, b.name, kind, fail)
-    if not isinstance(b.dtype, DType):
-        raise fail("dtype", f"{kind} {b.name!r} has no valid dtype ({b.dtype!r})")
     if b.role not in roles:
         raise fail("role", f"{kind} {b.name!r} has role {b.role!r}; expected {' or '.join(map(repr, roles))}")
     _check_dims(p, b.shape, f"the shape of {b.name!r}", fail)
@@ -154,13 +141,8 @@ def _declare(seen: dict[str, str], name: object, kind: str, fail) -> None:
     seen[name] = kind
 
 
-def _check_dims(p: Program, dims: object, what: str, fail) -> None:
-    if not isinstance(dims, tuple):
-        raise fail("shape", f"{what} must be a tuple of dimensions, got {dims!r}")
+def _check_dims(p: Program, dims: tuple[Affine, ...], what: str, fail) -> None:
     for d in dims:
-        if not isinstance(d, Affine) or not _is_int(d.const) or not all(
-                isinstance(n, str) and _is_int(c) for n, c in d.terms):
-            raise fail("shape", f"{what} has a dimension {d!r} that is not an Affine")
         for sym in d.symbols:
             if sym not in p.symbols:
                 raise fail("symbol", f"{what} uses symbol {sym!r}, which is not among the program's symbols "
@@ -190,8 +172,6 @@ class _StageChecker:
         for pc, item in enumerate(self.s.body):
             if isinstance(item, Instr):
                 _InstrChecker(self, pc, item).run()
-            elif not isinstance(item, Label):
-                raise self.fail("item", f"body item {pc} is neither an Instr nor a Label: {item!r}")
         self.check_control()
         try:
             problems = StageAnalysis(self.p, self.s).run()
@@ -205,14 +185,13 @@ class _StageChecker:
     # ----------------------------------------------------------- launch and decls
     def check_launch(self) -> None:
         s, fail = self.s, lambda rule, msg, hint=None: self.fail(rule, msg, hint)  # noqa: E731
-        if not isinstance(s.domain, tuple) or not 1 <= len(s.domain) <= MAX_DIMS:
-            raise fail("domain", f"the domain has {len(s.domain) if isinstance(s.domain, tuple) else s.domain!r} "
-                                 f"dimensions; expected 1 to {MAX_DIMS}")
+        if not 1 <= len(s.domain) <= MAX_DIMS:
+            raise fail("domain", f"the domain has {len(s.domain)} dimensions; expected 1 to {MAX_DIMS}")
         _check_dims(self.p, s.domain, "the domain", fail)
-        if not isinstance(s.block, tuple) or len(s.block) != len(s.domain):
+        if len(s.block) != len(s.domain):
             raise fail("block", f"the block {s.block!r} must have one size per domain dimension "
                                 f"({len(s.domain)})")
-        if not all(_is_int(b) and b >= 1 for b in s.block):
+        if not all(b >= 1 for b in s.block):
             raise fail("block", f"block sizes must be positive integers, got {s.block!r}")
         if math.prod(s.block) > MAX_BLOCK_THREADS:
             raise fail("block", f"a block of {math.prod(s.block)} lanes exceeds the limit of {MAX_BLOCK_THREADS}")
@@ -224,20 +203,16 @@ class _StageChecker:
                 raise fail("name", f"register name {r.name!r} is not an identifier")
             if r.name in self.types:
                 raise fail("duplicate", f"register %{r.name} is declared twice")
-            if not isinstance(r.dtype, DType):
-                raise fail("dtype", f"register %{r.name} has no valid dtype ({r.dtype!r})")
             self.types[r.name] = r.dtype
         arrays: set[str] = set()
         for kind, decls, cap in (("shared", s.shared, MAX_SHARED_ELEMENTS), ("pool", s.pools, MAX_POOL_ELEMENTS)):
             for m in decls:
-                if not isinstance(m, MemDecl) or not _is_name(m.name):
-                    raise fail("name", f"{kind} array name {getattr(m, 'name', m)!r} is not an identifier")
+                if not _is_name(m.name):
+                    raise fail("name", f"{kind} array name {m.name!r} is not an identifier")
                 if m.name in arrays or m.name in self.buffers:
                     raise fail("duplicate", f"{kind} array {m.name!r} reuses the name of another array or buffer")
                 arrays.add(m.name)
-                if not isinstance(m.dtype, DType):
-                    raise fail("dtype", f"{kind} array {m.name!r} has no valid dtype ({m.dtype!r})")
-                if not (_is_int(m.size) and 1 <= m.size <= cap):
+                if not 1 <= m.size <= cap:
                     raise fail("size", f"{kind} array {m.name!r} has size {m.size!r}; expected 1 to {cap} elements")
         dims_only = Domain.from_dims([d for b in self.buffers.values() for d in b.shape], ())
         for i in s.inits:
@@ -253,8 +228,8 @@ class _StageChecker:
             size = Poly.const(1)
             for d in b.shape:
                 size = size * Poly.of(d)
-            if not _is_int(i.offset) or not (dims_only.nonneg(Poly.const(i.offset))
-                                             and dims_only.le(Poly.const(i.offset), size - 1)):
+            offset = Poly.const(int(i.offset))
+            if not (dims_only.nonneg(offset) and dims_only.le(offset, size - 1)):
                 raise fail("bounds", f".init {b.name}[{i.offset!r}] may be out of bounds: {b.name} has {size} "
                                      f"element(s) and inits run even when the domain is empty")
         for pc, item in enumerate(s.body):
@@ -262,7 +237,8 @@ class _StageChecker:
                 if not _is_name(item.name):
                     raise self.fail("name", f"label name {item.name!r} is not an identifier", pc=pc)
                 if item.name in self.labels:
-                    raise self.fail("duplicate", f"label {item.name!r} is defined twice (also at {self.labels[item.name]})",
+                    raise self.fail("duplicate", f"label {item.name!r} is defined twice "
+                                                 f"(also at {self.labels[item.name]})",
                                     pc=pc)
                 self.labels[item.name] = pc
 
@@ -299,11 +275,11 @@ class _StageChecker:
                 it = body[k]
                 if isinstance(it, Instr) and counter in (
                         writes[it.target] if it.op == "CALL" else _writes(it)):
-                    how = f"by a call to {it.target!r}" if it.op == "CALL" else "there"
+                    how = f" by a call to {it.target!r}" if it.op == "CALL" else ""
                     raise self.fail("loop-counter", f"the loop counter %{counter} is written inside its loop, at "
-                                                    f"instruction {k} (`{format_instr(it, align=False)}`) {how}; the loop might "
-                                                    "not terminate", "count with a register the loop body leaves alone",
-                                    pc)
+                                                    f"instruction {k} (`{format_instr(it, align=False)}`){how}; the "
+                                                    "loop might not terminate",
+                                    "count with a register the loop body leaves alone", pc)
             for head2, pc2 in loops:
                 if head < head2 < pc < pc2:
                     raise self.fail("loop-nesting", f"this loop (from {body[head].name!r}) overlaps the loop closed at "
@@ -380,9 +356,8 @@ class _InstrChecker:
             needed = any(k in form for k in kinds)
             if (getattr(ins, field) is not None) != needed:
                 raise self.fail("form", f"{op} {'needs' if needed else 'takes no'} {text}")
-        if not isinstance(ins.srcs, tuple) or len(ins.srcs) != form.count("s"):
-            raise self.fail("form", f"{op} takes {form.count('s')} source operand(s), got "
-                                    f"{len(ins.srcs) if isinstance(ins.srcs, tuple) else ins.srcs!r}")
+        if len(ins.srcs) != form.count("s"):
+            raise self.fail("form", f"{op} takes {form.count('s')} source operand(s), got {len(ins.srcs)}")
         if (ins.mod is not None) != (op == "SET"):
             raise self.fail("form", "only SET takes a comparison" if op != "SET" else "SET needs a comparison")
         if op == "SET" and ins.mod not in COMPARE_MODS:
@@ -403,12 +378,10 @@ class _InstrChecker:
         if spec.types == "none":
             if t is not None:
                 raise self.fail("dtype", f"{op} takes no type suffix")
-        elif not isinstance(t, DType):
+        elif t is None:
             raise self.fail("dtype", f"{op} needs a type suffix ({_TYPE_CLASS_TEXT[spec.types]})")
         elif not _TYPE_CLASSES[spec.types](t):
             raise self.fail("dtype", f"{op} works on {_TYPE_CLASS_TEXT[spec.types]}, not {t}")
-        if op == "CVT" and not isinstance(ins.dtype2, DType):
-            raise self.fail("dtype", f"CVT's source type {ins.dtype2!r} is not a type")
         if ins.dst is not None:
             want = {"same": t, "bool": DType.BOOL, "i64": DType.I64}[spec.result]
             self.operand(ins.dst, want, "the destination", reg_only=True)
@@ -429,7 +402,8 @@ class _InstrChecker:
         if isinstance(o, Reg):
             have = self.sc.types.get(o.name)
             if have is None:
-                raise self.fail("undeclared", f"register %{o.name} is not declared{did_you_mean(o.name, self.sc.types)}",
+                raise self.fail("undeclared", f"register %{o.name} is not declared"
+                                              f"{did_you_mean(o.name, self.sc.types)}",
                                 f"declare it: .reg %{o.name}: {want}")
             if have != want:
                 raise self.fail("type", f"{what} %{o.name} is {have} but {op} needs {want} here")
@@ -449,24 +423,21 @@ class _InstrChecker:
                 raise self.fail("type", f"{what} ${o.name} is {have} but {op} needs {want} here")
         elif isinstance(o, Imm):
             if not representable(o.value, want):
-                raise self.fail("immediate", f"{what} {o.value!r} is not exactly representable in {want}",
+                raise self.fail("immediate", f"{what} (the immediate {o.value!r}) is not exactly "
+                                             f"representable in {want}",
                                 "integers must be in range; floats must be values of the type "
                                 "(e.g. float(np.float32(x))); bool takes true/false")
-        else:
-            raise self.fail("operand", f"{what} is not an operand: {o!r}")
 
     def check_addr(self) -> None:
         a, op, space = self.ins.addr, self.ins.op, self.spec.space
-        if not isinstance(a, Addr) or not isinstance(a.buffer, str) or not _is_int(a.offset):
-            raise self.fail("operand", f"malformed memory operand {a!r}")
         s = self.sc.s
         arrays = {"global": self.sc.buffers, "shared": {m.name: m for m in s.shared},
                   "pool": {m.name: m for m in s.pools}}[space]
         decl = arrays.get(a.buffer)
         if decl is None:
-            kinds = {"global": "global buffer (parameter or temporary)", "shared": ".shared array",
-                     "pool": ".pool array"}
-            raise self.fail("space", f"{op} accesses {kinds[space]}s, and {a.buffer!r} is not one"
+            kinds = {"global": "global buffers (parameters and temporaries)", "shared": ".shared arrays",
+                     "pool": ".pool arrays"}
+            raise self.fail("space", f"{op} accesses {kinds[space]}, and {a.buffer!r} is not one"
                                      f"{did_you_mean(a.buffer, arrays)}")
         if decl.dtype != self.ins.dtype:
             raise self.fail("type", f"{a.buffer!r} holds {decl.dtype} but the access is {self.ins.dtype}")
@@ -493,6 +464,6 @@ class _InstrChecker:
             if pool is None:
                 raise self.fail("space", f"PoolAlloc names {ins.target!r}, which is not a .pool array"
                                          f"{did_you_mean(str(ins.target), pools)}")
-            if not _is_int(ins.count) or not 1 <= ins.count <= pool.size:
+            if not 1 <= ins.count <= pool.size:
                 raise self.fail("size", f"PoolAlloc of {ins.count!r} elements from pool {pool.name!r} of "
                                         f"{pool.size}; expected 1 to {pool.size}")

@@ -29,7 +29,7 @@ from .document import KernelDef, ParamSpec
 from .functions import FUNCTIONS, Function
 from .parser import parse_body
 from .shapes import PLACEHOLDER, Val, align, at, axes, broadcast_shapes, broadcasts_to, index_expr
-from .typerules import BINARY, UNARY, apply, can_assign, coerce, strengthen
+from .typerules import BINARY, UNARY, apply, can_assign, coerce, describe, strengthen
 
 CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 RESONANCE_BINS = Affine.of(96)
@@ -129,7 +129,7 @@ class _Kernel:
     def build(self) -> KernelIR:
         for st in self.body.statements:
             self.statement(st)
-        for name, decl in self.outputs.items():
+        for name in self.outputs:
             if name not in self.assigned_at:
                 raise CompileError(f"output '{name}' is never assigned", self.specs[name].span,
                                    hint=f"add a statement `{name} = ...` to the body")
@@ -174,9 +174,9 @@ class _Kernel:
             self.declare_temp(st.target.id, val.dtype, shape)
             return val.expr
         if not can_assign(val, out.dtype):
-            raise CompileError(
-                f"cannot assign a {val.dtype} value to output '{out.name}' of type {out.dtype} "
-                "without an unsafe cast", st.value.span, hint=f"convert explicitly: {out.name} = {out.dtype}(...)")
+            what = describe(val) if val.weak else f"a {val.dtype} value"
+            raise CompileError(f"cannot assign {what} to output '{out.name}' of type {out.dtype} without an unsafe cast",
+                               st.value.span, hint=f"convert explicitly: {out.name} = {out.dtype}(...)")
         return coerce(val, out.dtype)
 
     def whole_array(self, st: ast.Assign) -> Compute:
@@ -188,7 +188,7 @@ class _Kernel:
                 f"shape mismatch: output '{out.name}' is declared {type_str(out.dtype, out.shape)} but the value "
                 f"has shape {shape_str(val.shape)}", st.value.span,
                 hint="the value must have the output's shape or broadcast to it")
-        expr = self.finish(st, val, val.shape if out is None else out.shape)
+        expr = self.finish(st, val, shape)
         variables = self.names.statement_vars(len(shape))
         element = at(Val(align(Val(expr, val.shape), shape), shape), tuple(Expr.idx(v) for v in variables))
         return Compute(st.target.id, variables, element)

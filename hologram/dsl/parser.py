@@ -30,7 +30,7 @@ _CLOSE = frozenset(_OPEN.values())
 class _Lines:
     """Post-lexer: newlines inside brackets are whitespace; one `_NL` ends each statement."""
 
-    always_accept = ("_NL",)
+    always_accept = ("_NL",)  # lark asks every post-lexer which terminals it must always see
 
     def process(self, stream: Iterator[Token]) -> Iterator[Token]:
         depth = 0

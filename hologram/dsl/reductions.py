@@ -47,7 +47,7 @@ def reduce_expr(kind: str, body: Expr, domain: Sequence[tuple[str, Affine]]) -> 
             return coerce(Val(body), m)
         total = reduce_expr("sum", coerce(Val(body), acc), domain)
         count = count_expr([e for _, e in domain])
-        count = Expr.const(float(count.arg), acc) if count.op == "CONST" else Expr("CAST", acc, (count,))
+        count = coerce(Val.of_literal(count.arg) if count.op == "CONST" else Val(count), acc)
         mean = Expr("DIV", acc, (total, count))
         return mean if acc is m else Expr("CAST", m, (mean,))
     out = result_dtype(kind, d)

@@ -35,8 +35,8 @@ BOOL, I64, U64, F64 = DType.BOOL, DType.I64, DType.U64, DType.F64
 @attrs.frozen
 class Elementwise:
     """An elementwise operation: `name` as written, numpy's `ufunc` (the typing oracle),
-    and the IR `op` (None: the identity, as unary `+`). Operators (`operator=True`)
-    fold literal operands at compile time and keep weak operands weak."""
+    and the IR `op` (None: the identity, as unary `+`). Operators (`operator=True`) on
+    literals alone are folded at compile time; functions of literals are typed values."""
 
     name: str
     ufunc: np.ufunc

@@ -381,13 +381,13 @@ def resonance(classes: Val, values: "Val | Scalar") -> Val:
     with np.errstate(all="ignore"):
         e = _width(x, lo, hi)
         fin = np.isfinite(x)
-        mag, esum, count, nan = (np.zeros(v.shape) for _ in range(4))
-        np.add.at(mag, c.ravel(), np.where(fin, np.abs(x) + e, 0.0).ravel())
-        np.add.at(esum, c.ravel(), np.where(fin, e, 0.0).ravel())
-        np.add.at(count, c.ravel(), 1.0)
-        np.add.at(nan, c.ravel(), np.isnan(x).ravel().astype(float))
+        shaky = np.isinf(e) | (~fin & (e > 0))  # an infinity that may turn finite, or back
+        mag, esum, count, nan, wobbly = (np.zeros(v.shape) for _ in range(5))
+        for acc, part in ((mag, np.where(fin, np.abs(x) + e, 0.0)), (esum, np.where(fin, e, 0.0)),
+                          (count, np.ones(x.shape)), (nan, np.isnan(x)), (wobbly, shaky)):
+            np.add.at(acc, c.ravel(), part.ravel().astype(np.float64))
         big = float(np.finfo(v.dtype).max)
         tol = np.array([reduction_tolerance(max(int(k), 1), v.dtype) for k in count])
         err = esum + tol * mag + spacing(np.where(np.isfinite(v), v, 0.0), v.dtype)
-        unsure = (nan == 0) & (mag > big)
+        unsure = (nan == 0) & ((mag > big) | (wobbly > 0))
     return Val.settled(v, err, np.zeros(v.shape, np.int64), fz | unsure)

@@ -7,13 +7,17 @@ on a backend and checks it; a new backend is tested by running these strategies 
 
     kernels(cfg)             any of the three below
     expression_kernels(cfg)  whole-array statements: every operator and function, casts,
-                             weak literals, broadcasting ((m, n) with (1, n), (m, 1), (1,)
-                             and scalar parameters), full and axis reductions (keepdims,
-                             negative axes), temporaries, output casts and broadcasts
-    index_kernels(cfg)       index notation: 1-D and 2-D stencils with affine offsets,
-                             reversed and strided loads, index variables as values,
-                             contractions and reductions over named index variables, and
-                             an index-notation temporary consumed by a whole-array statement
+                             weak literals, broadcasting ((m, n) with (1, n), (m, 1), (1,),
+                             rank 3 and scalar parameters), full and axis reductions
+                             (keepdims, negative axes), constant indices, shape symbols as
+                             values, temporaries, output casts and broadcasts
+    index_kernels(cfg)       index notation (INDEX_TEMPLATES): 1-D and 2-D stencils with
+                             affine offsets, reversed, strided and constant indices,
+                             transposes, outer products and diagonals, index variables and
+                             symbols as values, whole-array reductions inside index
+                             notation, contractions and reductions over named index
+                             variables, an index-notation temporary consumed by a
+                             whole-array statement
     atlas_kernels(cfg)       the Atlas functions, including resonance's 96-bin scatter-add
                              (with classes that may fall outside 0..95: a runtime error)
 
@@ -30,13 +34,13 @@ import numpy as np
 from hypothesis import strategies as st
 
 from ..core import errors
-from ..core.errors import ExecutionError, HologramError
+from ..core.errors import ArgumentError, ExecutionError, HologramError
 from ..core.types import Affine, DType
 from . import bounds, values
 from .bounds import Val
-from .exprgen import Builder, Engine, Env, GenConfig, Node, _reduce_dtype, contains, evaluate, infer, literal, reachable, render
+from .exprgen import Builder, Engine, Env, GenConfig, Node, reduce_dtype, contains, evaluate, infer, literal, reachable, render
 
-__all__ = ["KernelCase", "Param", "kernels", "expression_kernels", "index_kernels", "atlas_kernels",
+__all__ = ["KernelCase", "Param", "Program", "INDEX_TEMPLATES", "kernels", "expression_kernels", "index_kernels", "atlas_kernels",
            "render_document", "runtime_errors"]
 
 Statement = tuple[str, str, "Node | Callable[[Env], Val]"]  # (target, body line, how to evaluate)
@@ -60,6 +64,16 @@ class Param:
 
 
 @attrs.frozen(eq=False)
+class Program:
+    """How a generated case was built, kept so it can be evaluated again (`replay`):
+    the symbol sizes, the statements (target, body line, node or evaluator), the outputs."""
+
+    sizes: Mapping[str, int]
+    statements: tuple[Statement, ...]
+    outputs: tuple[Param, ...]
+
+
+@attrs.frozen(eq=False)
 class KernelCase:
     """A generated kernel: its document, input values, and what each output must be.
 
@@ -72,7 +86,7 @@ class KernelCase:
     inputs: tuple[tuple[str, Any], ...]
     expected: tuple[tuple[str, Val], ...]
     error: tuple[type[HologramError], ...] = ()
-    program: Any = attrs.field(default=None, repr=False)  # (sizes, statements, outputs) for replay
+    program: "Program | None" = attrs.field(default=None, repr=False)
 
     @property
     def args(self) -> dict[str, Any]:
@@ -88,8 +102,10 @@ class KernelCase:
     def replay(self, engine: Engine) -> dict[str, np.ndarray]:
         """The outputs computed by evaluating the kernel again with another `Engine`
         (raises what the engine raises, e.g. ExecutionError)."""
-        sizes, statements, outputs = self.program
-        vals = _evaluate(statements, outputs, sizes, dict(self.inputs), engine)
+        if self.program is None:
+            raise ArgumentError("this case was not generated, so it has no program to replay")
+        p = self.program
+        vals = _evaluate(p.statements, p.outputs, p.sizes, dict(self.inputs), engine)
         return {name: val.v for name, val in vals.items()}
 
     def check(self, outputs: Mapping[str, np.ndarray]) -> None:
@@ -141,7 +157,7 @@ def _finish(draw: Callable, sizes: dict[str, int], inputs: Sequence[Param], stat
         given[p.name] = draw(values.arrays(p.dtype, p.concrete(sizes)) if p.dims else values.scalars(p.dtype))
     source = render_document("generated", inputs, outputs, [line for _, line, _ in statements])
     ins = tuple((p.name, given[p.name]) for p in inputs)
-    program = (dict(sizes), tuple(statements), tuple(outputs))
+    program = Program(dict(sizes), tuple(statements), tuple(outputs))
     try:
         results = _evaluate(statements, outputs, sizes, given, bounds)
     except ExecutionError:
@@ -172,47 +188,7 @@ def _leaf(p: Param, shape: tuple[str, ...] | None = None) -> Node:
     return Node("input", p.dtype, tuple(str(d) for d in p.dims) if shape is None else shape, (), p.name)
 
 
-# ------------------------------------------------------------------ whole-array kernels
-_SHAPES = ((), ("1",), ("n",), ("m", "n"), ("m", "1"), ("1", "n"))
-
-
-@st.composite
-def expression_kernels(draw: Callable, cfg: GenConfig = GenConfig()) -> KernelCase:
-    """Kernels of whole-array statements (see the module docs)."""
-    inputs = [Param(f"a{k}", _dtype(draw, cfg), _dims(draw(st.sampled_from(_SHAPES))))
-              for k in range(draw(st.integers(1, 4)))]
-    sizes = {"n": draw(st.integers(0, cfg.max_n)), "m": draw(st.integers(1, cfg.max_m))}
-    leaves = [_leaf(p) for p in inputs]
-    builder = Builder(draw, cfg, leaves)
-    shapes = reachable([l.shape for l in leaves])
-    statements: list[Statement] = []
-    outputs: list[Param] = []
-    n_temps = draw(st.integers(0, cfg.max_temps))
-    for k in range(n_temps + draw(st.integers(1, 2))):
-        node = builder.expr(draw(st.sampled_from(shapes)), cfg.max_depth)
-        name = f"t{k}" if k < n_temps else f"y{k - n_temps}"
-        statements.append((name, f"{name} = {render(node)}", node))
-        if k < n_temps:
-            leaves.append(Node("input", node.dtype, node.shape, (), name))
-            continue
-        out_shape = node.shape
-        if out_shape == () and any("n" in l.shape for l in leaves) and draw(st.integers(0, 5)) == 0:
-            out_shape = ("n",)  # a scalar result broadcast into an array output
-        outputs.append(Param(name, _out_dtype(draw, node.dtype), _dims(out_shape)))
-    rhs = " ".join(line.split("=", 1)[1] for _, line, _ in statements)
-    for name, _, node in statements[:n_temps]:  # an unused temporary becomes an output
-        if not _mentions(rhs, name):
-            outputs.append(Param(name, node.dtype, _dims(node.shape)))
-    return _finish(draw, sizes, inputs, statements, outputs)
-
-
-def _mentions(text: str, name: str) -> bool:
-    import re
-
-    return re.search(rf"\b{re.escape(name)}\b", text) is not None
-
-
-# ----------------------------------------------------------------- index notation
+# ------------------------------------------------------------------------ leaves
 def _grids(extents: Sequence[tuple[str, int]]) -> dict[str, np.ndarray]:
     """Open index grids: variable k varies along axis k (numpy's ogrid)."""
     r = len(extents)
@@ -227,6 +203,57 @@ def _load(text: str, dtype: np.dtype, domain: tuple[str, ...], fn: Callable[[Env
 def _index(name: str, domain: tuple[str, ...]) -> Node:
     """An index variable used as a value (i64)."""
     return _load(name, np.int64, domain, lambda env: env.grids[name])
+
+
+def _symbol(name: str) -> Node:
+    """A shape symbol used as a value (an i64 scalar)."""
+    return _load(name, np.int64, (), lambda env: np.int64(env.sizes[name]))
+
+
+def _value(name: str) -> Callable[[Env], np.ndarray]:
+    return lambda env: env.names[name].v
+
+
+# ------------------------------------------------------------------ whole-array kernels
+_SHAPES = ((), ("1",), ("n",), ("m", "n"), ("m", "1"), ("1", "n"), ("2", "m", "n"))
+
+
+@st.composite
+def expression_kernels(draw: Callable, cfg: GenConfig = GenConfig()) -> KernelCase:
+    """Kernels of whole-array statements (see the module docs)."""
+    inputs = [Param(f"a{k}", _dtype(draw, cfg), _dims(draw(st.sampled_from(_SHAPES))))
+              for k in range(draw(st.integers(1, 4)))]
+    sizes = {"n": draw(st.integers(0, cfg.max_n)), "m": draw(st.integers(1, cfg.max_m))}
+    leaves = [_leaf(p) for p in inputs]
+    shapes = reachable([l.shape for l in leaves])
+    for p in inputs:  # constant indices that are always in range, and symbols as values
+        dims = tuple(map(str, p.dims))
+        if dims == ("1",):
+            leaves.append(_load(f"{p.name}[0]", p.dtype, (), lambda env, p=p: _value(p.name)(env)[0]))
+        elif dims == ("m", "1"):
+            leaves.append(_load(f"{p.name}[m - 1, 0]", p.dtype, (), lambda env, p=p: _value(p.name)(env)[env.sizes["m"] - 1, 0]))
+    bound = sorted({str(d) for p in inputs for d in p.dims} & {"n", "m"})
+    leaves += [_symbol(sym) for sym in bound if draw(st.integers(0, 2)) == 0]
+    builder = Builder(draw, cfg, leaves)
+    statements: list[Statement] = []
+    outputs: list[Param] = []
+    n_temps = draw(st.integers(0, cfg.max_temps))
+    for k in range(n_temps + draw(st.integers(1, 2))):
+        node = builder.expr(draw(st.sampled_from(shapes)), cfg.max_depth)
+        name = f"t{k}" if k < n_temps else f"y{k - n_temps}"
+        statements.append((name, f"{name} = {render(node)}", node))
+        if k < n_temps:
+            leaves.append(Node("input", node.dtype, node.shape, (), name))
+            continue
+        out_shape = node.shape
+        if out_shape == () and any("n" in l.shape for l in leaves) and draw(st.integers(0, 5)) == 0:
+            out_shape = ("n",)  # a scalar result broadcast into an array output
+        outputs.append(Param(name, _out_dtype(draw, node.dtype), _dims(out_shape)))
+    for k, (name, _, node) in enumerate(statements[:n_temps]):  # an unused temporary becomes an output
+        ref = Node("input", node.dtype, node.shape, (), name)
+        if not any(contains(later, ref) for _, _, later in statements[k + 1:]):
+            outputs.append(Param(name, node.dtype, _dims(node.shape)))
+    return _finish(draw, sizes, inputs, statements, outputs)
 
 
 def _indexed(node: Node, grids: dict[str, np.ndarray], target: tuple[str, ...]) -> Callable[[Env], Val]:
@@ -245,123 +272,168 @@ def _indexed(node: Node, grids: dict[str, np.ndarray], target: tuple[str, ...]) 
     return run
 
 
+class _Index:
+    """One index-notation kernel under construction: inputs, statements, outputs."""
+
+    def __init__(self, draw: Callable, cfg: GenConfig):
+        self.draw, self.cfg = draw, cfg
+        self.sizes = {"n": draw(st.integers(0, cfg.max_n)), "m": draw(st.integers(1, cfg.max_m)),
+                      "k": draw(st.integers(0, cfg.max_k))}
+        self.inputs: list[Param] = []
+        self.statements: list[Statement] = []
+        self.outputs: list[Param] = []
+
+    def input(self, name: str, *dims: Affine | str | int, dtype: np.dtype | None = None) -> Param:
+        p = Param(name, dtype if dtype is not None else _dtype(self.draw, self.cfg), tuple(map(Affine.of, dims)))
+        self.inputs.append(p)
+        return p
+
+    def extras(self, dom: tuple[str, ...], arrays: Sequence[Param]) -> list[Node]:
+        """Optional leaves: a scalar parameter, index variables and shape symbols as values,
+        and a whole-array reduction of an input (a scalar inside index notation)."""
+        draw = self.draw
+        out = [_index(v, dom) for v in dom]
+        if draw(st.booleans()):
+            out.append(_leaf(self.input("s")))
+        if draw(st.booleans()):
+            out.append(_symbol(draw(st.sampled_from(sorted({str(s) for p in arrays for d in p.dims for s in d.symbols})))))
+        if self.cfg.reductions and draw(st.booleans()):
+            p = draw(st.sampled_from(list(arrays)))
+            out.append(Builder(draw, self.cfg, [_leaf(p)])._reduce(draw(st.sampled_from(self.cfg.reductions)),
+                                                                    _leaf(p), None, False))
+        return out
+
+    def body(self, leaves: list[Node], dom: tuple[str, ...], required: Sequence[Node], depth: int) -> Node:
+        builder = Builder(self.draw, self.cfg, leaves, index_mode=True)
+        node = builder.expr(dom, depth)
+        for leaf in required:
+            node = builder.require(node, leaf)
+        return node
+
+    def assign(self, target: str, vars: tuple[str, ...], node: Node, grids: dict[str, np.ndarray],
+               dims: Sequence[Affine | str], temp: bool = False) -> None:
+        lhs = f"{target}[{', '.join(vars)}]" if vars else target
+        self.statements.append((target, f"{lhs} = {render(node)}", _indexed(node, grids, vars)))
+        if not temp:
+            self.outputs.append(Param(target, _out_dtype(self.draw, node.dtype), tuple(map(Affine.of, dims))))
+
+    def grids(self, *extents: tuple[str, str]) -> dict[str, np.ndarray]:
+        return _grids([(v, self.sizes[sym]) for v, sym in extents])
+
+    def case(self) -> KernelCase:
+        return _finish(self.draw, self.sizes, self.inputs, self.statements, self.outputs)
+
+
+def _stencil(k: _Index) -> None:
+    """y[i] = f(x[i], x[i + 1], .., x[n + K - 1 - i], x[0], ...) over x: T[n + K]; or the same into
+    a temporary t (its range then comes from w[i]) consumed by a whole-array statement."""
+    dom, draw = ("i",), k.draw
+    K = draw(st.integers(1, 2))
+    as_temp = draw(st.booleans())
+    x = k.input("x", Affine.of("n") + K)
+    # a temporary's range comes from the arrays its variable indexes plainly, so a
+    # temporary stencil reads x only at offsets and takes its range from w[i]
+    leaves = [_load("x[i]" if d == 0 else f"x[i + {d}]", x.dtype, dom,
+                    lambda env, d=d: _value("x")(env)[env.grids["i"] + d]) for d in range(1 if as_temp else 0, K + 1)]
+    back = "x[n - i]" if K == 1 else f"x[n + {K - 1} - i]"
+    leaves.append(_load(back, x.dtype, dom, lambda env: _value("x")(env)[env.sizes["n"] + K - 1 - env.grids["i"]]))
+    last = "x[n]" if K == 1 else f"x[n + {K - 1}]"
+    leaves += [_load("x[0]", x.dtype, (), lambda env: _value("x")(env)[0]),
+               _load(last, x.dtype, (), lambda env: _value("x")(env)[env.sizes["n"] + K - 1])]
+    if as_temp:
+        w = k.input("w", "n")
+        leaves.insert(0, _load("w[i]", w.dtype, dom, lambda env: _value("w")(env)[env.grids["i"]]))
+    leaves += k.extras(dom, k.inputs[:])
+    node = k.body(leaves, dom, leaves[:1], k.cfg.max_depth)
+    k.assign("t" if as_temp else "y", ("i",), node, k.grids(("i", "n")), ("n",), temp=as_temp)
+    if as_temp:  # a whole-array statement consumes the index-notation temporary
+        t = Node("input", node.dtype, ("n",), (), "t")
+        pool = [t] + [_leaf(p) for p in k.inputs if not p.dims]
+        rhs = Builder(draw, k.cfg, pool).expr(draw(st.sampled_from([("n",), ()])), max(k.cfg.max_depth - 1, 1))
+        rhs = rhs if contains(rhs, t) else t
+        k.statements.append(("y", f"y = {render(rhs)}", rhs))
+        k.outputs.append(Param("y", _out_dtype(draw, rhs.dtype), _dims(rhs.shape)))
+
+
+def _strided(k: _Index) -> None:
+    """y[i] = f(x[i], x[n - 1 - i], z[2*i], z[2*i + 1]) with z: T[2*n]."""
+    dom = ("i",)
+    x, z = k.input("x", "n"), k.input("z", 2 * Affine.of("n"))
+    leaves = [_load("x[i]", x.dtype, dom, lambda env: _value("x")(env)[env.grids["i"]]),
+              _load("x[n - 1 - i]", x.dtype, dom, lambda env: _value("x")(env)[env.sizes["n"] - 1 - env.grids["i"]]),
+              _load("z[2*i]", z.dtype, dom, lambda env: _value("z")(env)[2 * env.grids["i"]]),
+              _load("z[2*i + 1]", z.dtype, dom, lambda env: _value("z")(env)[2 * env.grids["i"] + 1])]
+    leaves += k.extras(dom, [x, z])
+    k.assign("y", ("i",), k.body(leaves, dom, leaves[:1], k.cfg.max_depth), k.grids(("i", "n")), ("n",))
+
+
+def _stencil2d(k: _Index) -> None:
+    """y[i, j] = f(a[i, j], a[i + 1, j], a[i, j + 1], a[i + 1, j + 1]) with a: T[m + 1, n + 1]."""
+    dom = ("i", "j")
+    a = k.input("a", Affine.of("m") + 1, Affine.of("n") + 1)
+    leaves = [_load(f"a[{ti}, {tj}]", a.dtype, dom,
+                    lambda env, di=di, dj=dj: _value("a")(env)[env.grids["i"] + di, env.grids["j"] + dj])
+              for di, ti in ((0, "i"), (1, "i + 1")) for dj, tj in ((0, "j"), (1, "j + 1"))]
+    leaves += k.extras(dom, [a])
+    k.assign("y", dom, k.body(leaves, dom, leaves[:1], k.cfg.max_depth), k.grids(("i", "m"), ("j", "n")), ("m", "n"))
+
+
+def _transpose(k: _Index) -> None:
+    """t[j, i] = f(a[i, j], x[j], y[i], q[j, j]): transposes, outer products, diagonals."""
+    dom = ("j", "i")
+    a, x, y, q = k.input("a", "m", "n"), k.input("x", "n"), k.input("y", "m"), k.input("q", "n", "n")
+    leaves = [_load("a[i, j]", a.dtype, dom, lambda env: _value("a")(env)[env.grids["i"], env.grids["j"]]),
+              _load("x[j]", x.dtype, dom, lambda env: _value("x")(env)[env.grids["j"]]),
+              _load("y[i]", y.dtype, dom, lambda env: _value("y")(env)[env.grids["i"]]),
+              _load("q[j, j]", q.dtype, dom, lambda env: _value("q")(env)[env.grids["j"], env.grids["j"]])]
+    leaves += k.extras(dom, [a])
+    node = k.body(leaves, dom, leaves[:1], k.cfg.max_depth)
+    k.assign("t", dom, node, k.grids(("j", "n"), ("i", "m")), ("n", "m"))
+
+
+def _contract(k: _Index) -> None:
+    """c[i, j] = f(R(g(a[i, p], b[p, j]), p), c0[i, j], ...): matmul-like contractions."""
+    inner_dom, dom = ("i", "j", "p"), ("i", "j")
+    a, b = k.input("a", "m", "k"), k.input("b", "k", "n")
+    inner_leaves = [_load("a[i, p]", a.dtype, inner_dom, lambda env: _value("a")(env)[env.grids["i"], env.grids["p"]]),
+                    _load("b[p, j]", b.dtype, inner_dom, lambda env: _value("b")(env)[env.grids["p"], env.grids["j"]])]
+    inner = k.body(inner_leaves, inner_dom, inner_leaves, max(k.cfg.max_depth - 1, 1))
+    kind = k.draw(st.sampled_from(k.cfg.reductions or ("sum",)))
+    red = Node("ireduce", reduce_dtype(kind, inner.dtype), dom, (inner,), (kind, ("p",)))
+    leaves = [red, red, _index("i", dom), _index("j", dom)]
+    if k.draw(st.booleans()):
+        c0 = k.input("c0", "m", "n")
+        leaves.append(_load("c0[i, j]", c0.dtype, dom, lambda env: _value("c0")(env)[env.grids["i"], env.grids["j"]]))
+    outer = k.body(leaves, dom, [red], 2)
+    k.assign("c", dom, outer, k.grids(("i", "m"), ("j", "n"), ("p", "k")), ("m", "n"))
+
+
+def _rows(k: _Index) -> None:
+    """y[i] = R(f(a[i, j]), j) per row, or y = R(f(a[i, j]), i, j) over everything."""
+    dom = ("i", "j")
+    a = k.input("a", "m", "n")
+    leaves = [_load("a[i, j]", a.dtype, dom, lambda env: _value("a")(env)[env.grids["i"], env.grids["j"]])]
+    leaves += k.extras(dom, [a])
+    inner = k.body(leaves, dom, leaves[:1], max(k.cfg.max_depth - 1, 1))
+    kind = k.draw(st.sampled_from(k.cfg.reductions or ("sum",)))
+    per_row = k.draw(st.booleans())
+    reduced = ("j",) if per_row else ("i", "j")
+    red = Node("ireduce", reduce_dtype(kind, inner.dtype), ("i",) if per_row else (), (inner,), (kind, reduced))
+    k.assign("y", ("i",) if per_row else (), red, k.grids(("i", "m"), ("j", "n")), ("m",) if per_row else ())
+
+
+INDEX_TEMPLATES: dict[str, Callable[[_Index], None]] = {
+    "stencil": _stencil, "strided": _strided, "stencil2d": _stencil2d, "transpose": _transpose,
+    "contract": _contract, "rows": _rows,
+}
+
+
 @st.composite
 def index_kernels(draw: Callable, cfg: GenConfig = GenConfig()) -> KernelCase:
-    """Kernels written in index notation (see the module docs)."""
-    template = draw(st.sampled_from(("stencil", "stencil2d", "strided", "contract", "rows")))
-    sizes = {"n": draw(st.integers(0, cfg.max_n)), "m": draw(st.integers(1, cfg.max_m)),
-             "k": draw(st.integers(0, cfg.max_k))}
-    n, m, k = sizes["n"], sizes["m"], sizes["k"]
-    T = _dtype(draw, cfg)
-    inputs: list[Param] = []
-    scalar = Param("s", _dtype(draw, cfg)) if draw(st.booleans()) else None
-
-    def value(name: str) -> Callable[[Env], np.ndarray]:
-        return lambda env: env.names[name].v
-
-    statements: list[Statement] = []
-    outputs: list[Param] = []
-    if template in ("stencil", "strided"):
-        dom = ("i",)
-        grids = _grids([("i", n)])
-        # a temporary's range comes from the arrays its variable indexes plainly, so a
-        # temporary stencil reads x only at offsets and takes its range from w[i]
-        as_temp = template == "stencil" and draw(st.booleans())
-        if template == "stencil":
-            K = draw(st.integers(1, 2))
-            inputs.append(Param("x", T, (Affine.of("n") + K,)))
-            leaves = [_load("x[i]" if d == 0 else f"x[i + {d}]", T, dom, lambda env, d=d: value("x")(env)[env.grids["i"] + d])
-                      for d in range(1 if as_temp else 0, K + 1)]
-            back = "x[n - i]" if K == 1 else f"x[n + {K - 1} - i]"
-            leaves.append(_load(back, T, dom, lambda env: value("x")(env)[env.sizes["n"] + K - 1 - env.grids["i"]]))
-            if as_temp:
-                inputs.append(Param("w", _dtype(draw, cfg), (Affine.of("n"),)))
-                leaves.insert(0, _load("w[i]", inputs[-1].dtype, dom, lambda env: value("w")(env)[env.grids["i"]]))
-        else:
-            inputs += [Param("x", T, (Affine.of("n"),)), Param("z", _dtype(draw, cfg), (2 * Affine.of("n"),))]
-            Z = inputs[-1].dtype
-            leaves = [_load("x[i]", T, dom, lambda env: value("x")(env)[env.grids["i"]]),
-                      _load("x[n - 1 - i]", T, dom, lambda env: value("x")(env)[env.sizes["n"] - 1 - env.grids["i"]]),
-                      _load("z[2*i]", Z, dom, lambda env: value("z")(env)[2 * env.grids["i"]]),
-                      _load("z[2*i + 1]", Z, dom, lambda env: value("z")(env)[2 * env.grids["i"] + 1])]
-        leaves.append(_index("i", dom))
-        if scalar:
-            inputs.append(scalar)
-            leaves.append(_leaf(scalar))
-        builder = Builder(draw, cfg, leaves, index_mode=True)
-        node = builder.require(builder.expr(dom, cfg.max_depth), leaves[0])
-        target = "t" if as_temp else "y"
-        statements.append((target, f"{target}[i] = {render(node)}", _indexed(node, grids, ("i",))))
-        if as_temp:  # a whole-array statement consumes the index-notation temporary
-            t = Node("input", node.dtype, ("n",), (), "t")
-            pool = [t] + ([_leaf(scalar)] if scalar else [])
-            rhs = Builder(draw, cfg, pool).expr(draw(st.sampled_from([("n",), ()])), max(cfg.max_depth - 1, 1))
-            if not contains(rhs, t):
-                rhs = t
-            statements.append(("y", f"y = {render(rhs)}", rhs))
-            outputs.append(Param("y", _out_dtype(draw, rhs.dtype), _dims(rhs.shape)))
-        else:
-            outputs.append(Param("y", _out_dtype(draw, node.dtype), (Affine.of("n"),)))
-    elif template == "stencil2d":
-        dom = ("i", "j")
-        inputs.append(Param("a", T, (Affine.of("m") + 1, Affine.of("n") + 1)))
-        leaves = [_load(f"a[{ti}, {tj}]", T, dom, lambda env, di=di, dj=dj: value("a")(env)[env.grids["i"] + di, env.grids["j"] + dj])
-                  for di, ti in ((0, "i"), (1, "i + 1")) for dj, tj in ((0, "j"), (1, "j + 1"))]
-        leaves += [_index("i", dom), _index("j", dom)]
-        if scalar:
-            inputs.append(scalar)
-            leaves.append(_leaf(scalar))
-        builder = Builder(draw, cfg, leaves, index_mode=True)
-        node = builder.require(builder.expr(dom, cfg.max_depth), leaves[0])
-        grids = _grids([("i", m), ("j", n)])
-        statements.append(("y", f"y[i, j] = {render(node)}", _indexed(node, grids, ("i", "j"))))
-        outputs.append(Param("y", _out_dtype(draw, node.dtype), (Affine.of("m"), Affine.of("n"))))
-    elif template == "contract":
-        inner_dom, dom = ("i", "j", "p"), ("i", "j")
-        B = _dtype(draw, cfg)
-        inputs += [Param("a", T, (Affine.of("m"), Affine.of("k"))), Param("b", B, (Affine.of("k"), Affine.of("n")))]
-        inner_leaves = [_load("a[i, p]", T, inner_dom, lambda env: value("a")(env)[env.grids["i"], env.grids["p"]]),
-                        _load("b[p, j]", B, inner_dom, lambda env: value("b")(env)[env.grids["p"], env.grids["j"]])]
-        builder = Builder(draw, cfg, inner_leaves, index_mode=True)
-        inner = builder.expr(inner_dom, max(cfg.max_depth - 1, 1))
-        for leaf in inner_leaves:
-            inner = builder.require(inner, leaf)
-        kind = draw(st.sampled_from(cfg.reductions or ("sum",)))
-        red = Node("ireduce", _reduce_dtype(kind, inner.dtype), dom, (inner,), (kind, ("p",)))
-        leaves = [red, red, _index("i", dom), _index("j", dom)]
-        if draw(st.booleans()):
-            inputs.append(Param("c0", _dtype(draw, cfg), (Affine.of("m"), Affine.of("n"))))
-            leaves.append(_load("c0[i, j]", inputs[-1].dtype, dom, lambda env: value("c0")(env)[env.grids["i"], env.grids["j"]]))
-        if scalar:
-            inputs.append(scalar)
-            leaves.append(_leaf(scalar))
-        outer = Builder(draw, cfg, leaves, index_mode=True).expr(dom, 2)
-        if not contains(outer, red):
-            outer = red
-        grids = _grids([("i", m), ("j", n), ("p", k)])
-        statements.append(("c", f"c[i, j] = {render(outer)}", _indexed(outer, grids, ("i", "j"))))
-        outputs.append(Param("c", _out_dtype(draw, outer.dtype), (Affine.of("m"), Affine.of("n"))))
-    else:  # rows: reduce over j per row, or over both variables to a scalar
-        dom = ("i", "j")
-        inputs.append(Param("a", T, (Affine.of("m"), Affine.of("n"))))
-        leaves = [_load("a[i, j]", T, dom, lambda env: value("a")(env)[env.grids["i"], env.grids["j"]]),
-                  _index("i", dom), _index("j", dom)]
-        if scalar:
-            inputs.append(scalar)
-            leaves.append(_leaf(scalar))
-        builder = Builder(draw, cfg, leaves, index_mode=True)
-        inner = builder.require(builder.expr(dom, max(cfg.max_depth - 1, 1)), leaves[0])
-        kind = draw(st.sampled_from(cfg.reductions or ("sum",)))
-        grids = _grids([("i", m), ("j", n)])
-        if draw(st.booleans()):
-            red = Node("ireduce", _reduce_dtype(kind, inner.dtype), ("i",), (inner,), (kind, ("j",)))
-            statements.append(("y", f"y[i] = {render(red)}", _indexed(red, grids, ("i",))))
-            outputs.append(Param("y", _out_dtype(draw, red.dtype), (Affine.of("m"),)))
-        else:
-            red = Node("ireduce", _reduce_dtype(kind, inner.dtype), (), (inner,), (kind, ("i", "j")))
-            statements.append(("y", f"y = {render(red)}", _indexed(red, grids, ())))
-            outputs.append(Param("y", _out_dtype(draw, red.dtype), ()))
-    return _finish(draw, sizes, inputs, statements, outputs)
+    """Kernels written in index notation (see the module docs and INDEX_TEMPLATES)."""
+    k = _Index(draw, cfg)
+    INDEX_TEMPLATES[draw(st.sampled_from(sorted(INDEX_TEMPLATES)))](k)
+    return k.case()
 
 
 # -------------------------------------------------------------------------- Atlas

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import attrs
@@ -37,7 +36,7 @@ from . import bounds, oracle, values
 from .bounds import Val
 
 __all__ = ["OpSpec", "VOCABULARY", "GROUPS", "GenConfig", "Node", "Builder", "Env", "Engine", "render", "literal",
-           "infer", "evaluate", "reachable", "contains"]
+           "infer", "evaluate", "reachable", "contains", "reduce_dtype"]
 
 Literal = bool | int | float
 ALL_KINDS = "biuf"
@@ -65,38 +64,37 @@ class OpSpec:
         return len(self.kinds)
 
 
-def _ops() -> dict[str, OpSpec]:
-    table: list[OpSpec] = []
-    binop = lambda sym, kinds, group: OpSpec(sym, (kinds, kinds), f"({{0}} {sym} {{1}})", (0, 1), group)
-    for sym, kinds in (("+", "biuf"), ("-", "iuf"), ("*", "biuf"), ("/", "iuf"), ("//", "iuf"), ("%", "iuf"),
-                       ("**", "iuf")):
-        table.append(binop(sym, kinds, "arith"))
-    table += [OpSpec("neg", ("iuf",), "(-{0})", (), "arith"), OpSpec("pos", ("iuf",), "(+{0})", (), "arith")]
-    table += [binop(sym, "biuf", "compare") for sym in ("==", "!=", "<", "<=", ">", ">=")]
-    table += [binop(sym, "b", "logic") for sym in ("and", "or")] + [OpSpec("not", ("b",), "(not {0})", (), "logic")]
-    table += [binop(sym, "biu", "bitwise") for sym in ("&", "|", "^")] + [OpSpec("~", ("biu",), "(~{0})", (), "bitwise")]
-    table += [binop(sym, "iu", "bitwise") for sym in ("<<", ">>")]
-    fn = lambda name, kinds, lits=(), group="math": OpSpec(name, kinds, f"{name}({', '.join(f'{{{i}}}' for i in range(len(kinds)))})", lits, group)
-    for name in """sqrt exp expm1 exp2 log log1p log2 log10 sin cos tan arcsin arccos arctan sinh cosh tanh
-                   arcsinh arccosh arctanh""".split():
-        table.append(fn(name, ("iuf",), group="transcendental"))
-    for name in "abs floor ceil round trunc rint sign isnan relu".split():
-        table.append(fn(name, ("iuf",)))
-    for name in "arctan2 hypot".split():
-        table.append(fn(name, ("iuf", "iuf"), (1,), "transcendental"))
-    for name in "fmod copysign".split():
-        table.append(fn(name, ("iuf", "iuf"), (1,)))
-    table += [fn("power", ("iuf", "iuf"), (1,), "transcendental"), fn("minimum", ("biuf", "biuf"), (1,)),
-              fn("maximum", ("biuf", "biuf"), (1,)), fn("clip", ("iuf", "iuf", "iuf"), (1, 2)),
-              fn("where", ("b", "biuf", "biuf"), (1, 2), "select"), fn("fma", ("f", "f", "f"), (1, 2))]
-    table += [fn(name, ("f",), group="transcendental") for name in ("rsqrt", "sigmoid", "gelu")]
-    table += [fn("atlas_class", ("iu",), group="atlas"), fn("mirror", ("iu",), group="atlas"),
-              fn("degree", ("iu",), group="atlas"), fn("is_unity", ("iu",), group="atlas"),
-              fn("neighbor", ("iu", "iu"), (1,), "atlas"), fn("bound_map", ("iu", "iu", "iu"), (1, 2), "atlas")]
-    return {op.name: op for op in table}
+def _binary(sym: str, kinds: str, group: str) -> OpSpec:
+    return OpSpec(sym, (kinds, kinds), f"({{0}} {sym} {{1}})", (0, 1), group)
 
 
-VOCABULARY: dict[str, OpSpec] = _ops()
+def _call(name: str, *kinds: str, literals: tuple[int, ...] = (), group: str = "math") -> OpSpec:
+    return OpSpec(name, kinds, f"{name}({', '.join(f'{{{i}}}' for i in range(len(kinds)))})", literals, group)
+
+
+_TRANSCENDENTAL_1 = """sqrt exp expm1 exp2 log log1p log2 log10 sin cos tan arcsin arccos arctan sinh cosh
+                       tanh arcsinh arccosh arctanh""".split()
+
+VOCABULARY: dict[str, OpSpec] = {op.name: op for op in (
+    *(_binary(s, k, "arith") for s, k in (("+", "biuf"), ("-", "iuf"), ("*", "biuf"), ("/", "iuf"),
+                                         ("//", "iuf"), ("%", "iuf"), ("**", "iuf"))),
+    OpSpec("neg", ("iuf",), "(-{0})", (), "arith"), OpSpec("pos", ("iuf",), "(+{0})", (), "arith"),
+    *(_binary(s, "biuf", "compare") for s in ("==", "!=", "<", "<=", ">", ">=")),
+    _binary("and", "b", "logic"), _binary("or", "b", "logic"), OpSpec("not", ("b",), "(not {0})", (), "logic"),
+    *(_binary(s, "biu", "bitwise") for s in ("&", "|", "^")), OpSpec("~", ("biu",), "(~{0})", (), "bitwise"),
+    _binary("<<", "iu", "bitwise"), _binary(">>", "iu", "bitwise"),
+    *(_call(name, "iuf", group="transcendental") for name in _TRANSCENDENTAL_1),
+    *(_call(name, "iuf", "iuf", literals=(1,), group="transcendental") for name in ("arctan2", "hypot", "power")),
+    *(_call(name, "f", group="transcendental") for name in ("rsqrt", "sigmoid", "gelu")),
+    *(_call(name, "iuf") for name in "abs floor ceil round trunc rint sign isnan relu".split()),
+    _call("fmod", "iuf", "iuf", literals=(1,)), _call("copysign", "iuf", "iuf", literals=(1,)),
+    _call("minimum", "biuf", "biuf", literals=(1,)), _call("maximum", "biuf", "biuf", literals=(1,)),
+    _call("clip", "iuf", "iuf", "iuf", literals=(1, 2)), _call("fma", "f", "f", "f", literals=(1, 2)),
+    _call("where", "b", "biuf", "biuf", literals=(1, 2), group="select"),
+    *(_call(name, "iu", group="atlas") for name in ("atlas_class", "mirror", "degree", "is_unity")),
+    _call("neighbor", "iu", "iu", literals=(1,), group="atlas"),
+    _call("bound_map", "iu", "iu", "iu", literals=(1, 2), group="atlas"),
+)}
 REDUCTIONS = oracle.REDUCTIONS
 ATLAS_OPS = frozenset(n for n, op in VOCABULARY.items() if op.group == "atlas")
 GROUPS = frozenset(op.group for op in VOCABULARY.values())
@@ -201,10 +199,6 @@ def literal(value: Literal) -> Node:
 
 
 # ---------------------------------------------------------------------------- typing
-def _sample(node: Node) -> Any:
-    return node.attr[0] if node.is_literal else np.zeros((), node.dtype)
-
-
 @functools.lru_cache(maxsize=65536)
 def _infer_cached(name: str, sig: tuple) -> np.dtype | None:
     # literals travel as (type, value): 0, False and 0.0 are equal keys otherwise
@@ -242,16 +236,14 @@ def infer(name: str, args: Sequence[Node]) -> np.dtype | None:
                 return None
         elif a.dtype.kind not in kinds:
             return None
-    if name in ("**", "power"):
-        base, exp = args
-        if base.is_literal or base.dtype.kind != "f":  # integer ** needs a literal exponent >= 0
-            if not (exp.is_literal and isinstance(exp.attr[0], int) and 0 <= exp.attr[0] <= 4):
-                return None
-    if name in ("<<", ">>") and any(a.is_literal and a.attr[0] < 0 for a in args):
+    if name in ("<<", ">>") + tuple(ATLAS_OPS) and any(a.is_literal and a.attr[0] < 0 for a in args):
         return None
-    if name in ATLAS_OPS and any(a.is_literal and a.attr[0] < 0 for a in args):
-        return None
-    return _infer_cached(name, tuple((type(a.attr[0]), a.attr[0]) if a.is_literal else a.dtype for a in args))
+    dt = _infer_cached(name, tuple((type(a.attr[0]), a.attr[0]) if a.is_literal else a.dtype for a in args))
+    if name in ("**", "power") and dt is not None and dt.kind in "iu":
+        exp = args[1]  # an integer power needs a literal exponent >= 0 (small: it must not overflow wildly)
+        if not (exp.is_literal and type(exp.attr[0]) is int and 0 <= exp.attr[0] <= 4):
+            return None
+    return dt
 
 
 # ------------------------------------------------------------------------ generation
@@ -322,20 +314,22 @@ class Builder:
                 args.append(self.literal_for(args[0].dtype))
             else:
                 args.append(self.expr(shape, depth - 1))
+        if 0 in spec.literals and args[1].is_literal and self.draw(st.booleans()):
+            args.reverse()  # the literal on the left: `2 - x`, `1 << x`
         return self.combine(name, args)
 
     def combine(self, name: str, args: Sequence[Node]) -> Node:
         """`name` applied to `args`, with operands cast where numpy or the DSL rejects
         them as they are (the first operand alone if even that fails)."""
         args = list(args)
-        if name in ("**", "power") and args[0].dtype.kind != "f":
+        if name in ("**", "power") and not args[0].is_literal and args[0].dtype.kind != "f":
             args[1] = literal(self.draw(st.integers(0, 3)))
         dt = infer(name, args)
         if dt is None:
             args = self._repair(VOCABULARY[name], args)
             dt = infer(name, args)
         if dt is None:
-            return args[0]
+            return next(a for a in args if not a.is_literal)
         return Node(name, dt, _broadcast(*(a.shape for a in args if not a.is_literal)), tuple(args))
 
     def require(self, node: Node, leaf: Node) -> Node:
@@ -354,15 +348,15 @@ class Builder:
             want = target if (spec.name != "where" or pos > 0) else np.dtype(bool)
             if a.is_literal:
                 safe = {"b": True, "i": 1, "u": 1, "f": 0.5}[want.kind]
-                fixed.append(a if _fits(a.attr[0], want) and infer_literal_ok(a, want) else literal(safe))
+                fixed.append(a if _fits(a.attr[0], want) and _literal_kind_ok(a, want) else literal(safe))
             elif a.dtype != want:
                 fixed.append(Node("cast", want, a.shape, (a,), want))
             else:
                 fixed.append(a)
-        if spec.name in ("**", "power") and target.kind != "f":
-            fixed[1] = literal(self.draw(st.integers(0, 3)))
-        if spec.name in ("<<", ">>") and fixed[1].is_literal:
-            fixed[1] = literal(abs(int(fixed[1].attr[0])) % 8)
+        if spec.name in ("**", "power") and target.kind != "f":  # an integer power: array ** literal
+            fixed = [next(a for a in fixed if not a.is_literal), literal(self.draw(st.integers(0, 3)))]
+        if spec.name in ("<<", ">>") + tuple(ATLAS_OPS):  # literals there must be non-negative ints
+            fixed = [literal(abs(int(a.attr[0])) % 8) if a.is_literal else a for a in fixed]
         return fixed
 
     def reduction(self, shape: tuple[str, ...], depth: int) -> Node:
@@ -380,7 +374,7 @@ class Builder:
         return self._reduce(kind, child, axis, keep)
 
     def _reduce(self, kind: str, child: Node, axis: int | None, keepdims: bool) -> Node:
-        dt = _reduce_dtype(kind, child.dtype)
+        dt = reduce_dtype(kind, child.dtype)
         return Node("reduce", dt, _reduced_shape(child.shape, axis, keepdims), (child,), (kind, axis, keepdims))
 
 
@@ -393,7 +387,8 @@ def contains(node: Node, part: Node) -> bool:
     return any(contains(a, part) for a in node.args)
 
 
-def infer_literal_ok(lit: Node, dt: np.dtype) -> bool:
+def _literal_kind_ok(lit: Node, dt: np.dtype) -> bool:
+    """A literal of a kind that stays meaningful next to an operand of dtype `dt`."""
     v = lit.attr[0]
     if dt.kind == "b":
         return isinstance(v, bool)
@@ -410,7 +405,8 @@ def _reduced_shape(shape: tuple[str, ...], axis: int | None, keepdims: bool) -> 
 
 
 @functools.lru_cache(maxsize=None)
-def _reduce_dtype(kind: str, dt: np.dtype) -> np.dtype:
+def reduce_dtype(kind: str, dt: np.dtype) -> np.dtype:
+    """numpy's result dtype of reduction `kind` over an array of dtype `dt`."""
     return oracle.reduce(kind, np.zeros(1, dt)).dtype
 
 

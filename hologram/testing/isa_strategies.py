@@ -188,7 +188,8 @@ class _Gen:
         p = self.new(BOOL)
         ty = self.draw(st.sampled_from([self.t, I64]))
         end = self.label()
-        self.emit(Instr("SET", ty, p, (self.source(ty), self.source(ty)), mod=self.draw(st.sampled_from(["lt", "ge", "ne"]))),
+        mod = self.draw(st.sampled_from(["lt", "ge", "ne"]))
+        self.emit(Instr("SET", ty, p, (self.source(ty), self.source(ty)), mod=mod),
                   Instr("BRA", target=end, pred=Pred(p, self.draw(st.booleans()))))
         saved = {k: list(v) for k, v in self.defined.items()}
         self.block(depth + 1)

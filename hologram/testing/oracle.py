@@ -6,8 +6,10 @@ defines one answer and this module is its executable definition:
 
 - integer `//`, `%` and `fmod` by zero give 0; `INT_MIN // -1` wraps to `INT_MIN`
 - shift amounts are masked to the bit width of the result type (`b & (bits - 1)`)
+- float `**` is C99 `pow` for every exponent (np.power special-cases scalar exponents)
 - float -> integer casts truncate and saturate to the target range, NaN -> 0
-- `rsqrt(x) = 1/sqrt(x)`, `sigmoid(x) = 1/(1 + exp(-x))`, `relu(x) = maximum(x, 0)`,
+- `clip(x, lo, hi) = minimum(maximum(x, lo), hi)`, `rsqrt(x) = 1/sqrt(x)`,
+  `sigmoid(x) = 1/(1 + exp(-x))`, `relu(x) = maximum(x, 0)`,
   `gelu(x) = 0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x**3)))`, each computed in x's
   dtype; `fma(a, b, c)` is `a*b + c` with one rounding
 - min/max/argmin/argmax over an empty extent raise `ExecutionError`
@@ -89,6 +91,17 @@ def _shift(left: bool) -> Callable[[Arg, Arg], np.ndarray]:
     return op
 
 
+def power(a: Arg, b: Arg) -> np.ndarray:
+    """numpy's power with C99 `pow` semantics for every exponent. np.power special-cases
+    a scalar exponent (0.5 as sqrt, -1 as a reciprocal), which changes `(-inf)**0.5`
+    (NaN instead of inf), `(-0.0)**0.5` (-0.0 instead of 0.0) and some last bits; the
+    DSL defines one answer, the one numpy gives for an array of exponents."""
+    dt = _common(a, b)
+    a, b = np.broadcast_arrays(_as(a, dt), _as(b, dt))
+    shape = a.shape  # real copies: numpy takes a zero-stride exponent for a scalar too
+    return np.power(np.array(a, ndmin=1), np.array(b, ndmin=1)).reshape(shape)
+
+
 def cast(x: Arg, dtype: np.dtype | type | str) -> np.ndarray:
     """The DSL's conversion `T(x)`: float -> int truncates and saturates (NaN -> 0);
     anything -> bool is `x != 0`; otherwise numpy's `astype` (integers wrap)."""
@@ -123,7 +136,7 @@ _GELU_C = math.sqrt(2 / math.pi)  # a Python float: weak, so the formula stays i
 
 
 def gelu(x: Arg) -> np.ndarray:
-    return 0.5 * x * (1 + np.tanh(_GELU_C * (x + 0.044715 * np.power(x, 3))))
+    return 0.5 * x * (1 + np.tanh(_GELU_C * (x + 0.044715 * power(x, 3))))
 
 
 def fma(a: Arg, b: Arg, c: Arg) -> np.ndarray:
@@ -163,7 +176,9 @@ def _round_fraction(q: Fraction, dt: np.dtype) -> float:
 
 
 def clip(x: Arg, lo: Arg, hi: Arg) -> np.ndarray:
-    return np.clip(x, lo, hi)
+    """`minimum(maximum(x, lo), hi)`, the DSL's definition (docs/dsl.md, Decisions): equal to
+    np.clip except for the sign of a zero, where np.clip disagrees with np.maximum."""
+    return np.minimum(np.maximum(x, lo), hi)
 
 
 # ------------------------------------------------------------------------------ Atlas
@@ -202,6 +217,7 @@ def bound_map(c: Arg, page: Arg, byte: Arg) -> np.ndarray:
     return _ints(c) * atlas.CLASS_STRIDE + _ints(page) * atlas.BYTES_PER_PAGE + _ints(byte)
 
 
+@_quiet
 def resonance(classes: Arg, values: Arg) -> np.ndarray:
     """96 bins; bin c holds the sum of the values whose class is c (dtype: numpy's sum of values)."""
     c, v = np.broadcast_arrays(_ints(classes), np.asarray(values))
@@ -255,7 +271,7 @@ def reduce(kind: str, x: Arg, axis: int | Sequence[int] | None = None, keepdims:
 ORACLE: dict[str, Callable[..., np.ndarray]] = {name: _quiet(fn) for name, fn in {
     # operators, as written in the DSL
     "+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide,
-    "//": _by_zero_is_zero(np.floor_divide), "%": _by_zero_is_zero(np.remainder), "**": np.power,
+    "//": _by_zero_is_zero(np.floor_divide), "%": _by_zero_is_zero(np.remainder), "**": power,
     "neg": np.negative, "pos": np.positive,
     "==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
     "and": np.logical_and, "or": np.logical_or, "not": np.logical_not,
@@ -269,7 +285,7 @@ ORACLE: dict[str, Callable[..., np.ndarray]] = {name: _quiet(fn) for name, fn in
     "arctanh": np.arctanh, "floor": np.floor, "ceil": np.ceil, "round": np.round, "trunc": np.trunc,
     "rint": np.rint, "sign": np.sign, "isnan": np.isnan,
     "arctan2": np.arctan2, "hypot": np.hypot, "fmod": _by_zero_is_zero(np.fmod), "copysign": np.copysign,
-    "minimum": np.minimum, "maximum": np.maximum, "power": np.power, "clip": clip,
+    "minimum": np.minimum, "maximum": np.maximum, "power": power, "clip": clip,
     "where": np.where,
     # the DSL's own
     "rsqrt": rsqrt, "sigmoid": sigmoid, "relu": relu, "gelu": gelu, "fma": fma,

@@ -49,7 +49,6 @@ def special_key(name: str) -> tuple[str, str]:
 def const_key(name: str) -> tuple[str, str]:
     return ("$", name)
 
-MAX_CALL_DEPTH = 64  # calls may not recurse, so any real program stays far below this
 
 _TYPE_CLASSES: dict[str, Callable[[DType], bool]] = {
     "any": lambda t: True,
@@ -63,7 +62,9 @@ _TYPE_CLASSES: dict[str, Callable[[DType], bool]] = {
 @attrs.frozen(eq=False)
 class StageCode:
     """A decoded stage. `block` is padded to three axes; `regs` are the zero values every
-    lane's registers start with; `writes` the global buffers the stage can store to."""
+    lane's registers start with; `code[pc]` is body item `body_index[pc]` (messages count
+    body items, labels included, as the verifier does); `writes` are the global buffers
+    the stage can store to."""
 
     name: str
     domain: tuple[Affine, ...]
@@ -73,6 +74,7 @@ class StageCode:
     pools: tuple[MemDecl, ...]
     inits: tuple[Init, ...]
     code: tuple[Step, ...]
+    body_index: tuple[int, ...]
     writes: frozenset[str]
 
 
@@ -126,7 +128,7 @@ class _StageDecoder:
         }
         self.labels: dict[str, int] = {}
         self.writes: set[str] = {i.buffer for i in stage.inits}
-        self.k, self.ins = -1, Instr("EXIT")
+        self.pc, self.k, self.ins = -1, -1, Instr("EXIT")  # pc counts instructions, k body items
 
     # ------------------------------------------------------------------ diagnostics
     @property
@@ -150,23 +152,23 @@ class _StageDecoder:
             if not isinstance(init.value, (bool, int, float)) or not isinstance(init.offset, int):
                 raise VerifyError(f"interp: stage '{st.name}': init {init.buffer}[{init.offset!r}] = {init.value!r} "
                                   f"needs an integer offset and a number")
-        instrs = []
-        for item in st.body:
+        instrs: list[tuple[int, Instr]] = []  # (index in the body, labels included; instruction)
+        for k, item in enumerate(st.body):
             if isinstance(item, Label):
                 if item.name in self.labels:
                     raise VerifyError(f"interp: stage '{st.name}': label '{item.name}' defined twice")
                 self.labels[item.name] = len(instrs)
             else:
-                instrs.append(item)
-        code = [self.instr(k, ins) for k, ins in enumerate(instrs)]
+                instrs.append((k, item))
+        code = [self.instr(pc, k, ins) for pc, (k, ins) in enumerate(instrs)]
         code.append(lambda lane: EXIT)  # the end of the body ends the lane
         block = tuple(st.block) + (1,) * (3 - len(st.block))
         regs = {r.name: r.dtype.np.type(0) for r in st.regs}
         return StageCode(st.name, tuple(st.domain), block, regs, tuple(st.shared), tuple(st.pools),
-                         tuple(st.inits), tuple(code), frozenset(self.writes))
+                         tuple(st.inits), tuple(code), tuple(k for k, _ in instrs), frozenset(self.writes))
 
-    def instr(self, k: int, ins: Instr) -> Step:
-        self.k, self.ins = k, ins
+    def instr(self, pc: int, k: int, ins: Instr) -> Step:
+        self.pc, self.k, self.ins = pc, k, ins
         spec = OPCODES.get(ins.op)
         if spec is None:
             raise self.fail(f"unknown opcode '{ins.op}'")
@@ -246,7 +248,9 @@ class _StageDecoder:
 
     def address(self, space: str) -> tuple[str, Any, Callable[[dict], int]]:
         """(name, declaration, index reader) of the memory operand, in `space`."""
-        a: Addr = self.ins.addr
+        a = self.ins.addr
+        if not isinstance(a, Addr) or not isinstance(a.offset, int):
+            raise self.fail(f"malformed memory operand {a!r}")
         decl = self.spaces[space].get(a.buffer)
         if decl is None:
             raise self.fail(f"'{a.buffer}' is not a {space} {'buffer' if space == 'global' else 'array'}")
@@ -313,10 +317,8 @@ class _StageDecoder:
     def h_load(self, ins: Instr, t: DType) -> Step:
         space = OPCODES[ins.op].space
         name, decl, index = self.address(space)
-        key, conv = self.dst(t)
-        if decl.dtype is not t:
-            inner = conv or (lambda v: v)
-            conv = lambda v: inner(sem.convert(v, t))  # noqa: E731
+        key, to_dst = self.dst(t)
+        conv = _chain(None if decl.dtype is t else (lambda v: sem.convert(v, t)), to_dst)
         where, memory = self.where, _MEMORY[space]
 
         def load(lane):
@@ -371,7 +373,7 @@ class _StageDecoder:
 
     def h_bra(self, ins: Instr, t: None) -> Step:
         target = self.label()
-        if target <= self.k:
+        if target <= self.pc:
             raise self.fail("BRA may only jump forward (use LOOP for a backward edge)")
         if ins.pred is None:
             return lambda lane: target
@@ -379,22 +381,25 @@ class _StageDecoder:
         return lambda lane: target if bool(p(lane.regs)) != negate else None
 
     def h_call(self, ins: Instr, t: None) -> Step:
-        target, back, where = self.label(), self.k + 1, self.where
+        target, back, where = self.label(), self.pc + 1, self.where
 
         def call(lane):
-            if len(lane.stack) >= MAX_CALL_DEPTH:
-                raise ExecutionError(f"{where}: call depth exceeds {MAX_CALL_DEPTH} (calls may not recurse)")
-            lane.stack.append(back)
+            # Refusing to re-enter an active subroutine bounds the stack by the number of
+            # labels, so an unverified program cannot recurse forever (or exponentially).
+            if any(active == target for _, active in lane.stack):
+                raise ExecutionError(f"{where} (lane gid={lane.gid}): recursive call to '{ins.target}' "
+                                     f"(calls may not recurse)")
+            lane.stack.append((back, target))
             return target
         return call
 
     def h_ret(self, ins: Instr, t: None) -> Step:
         # As PTX's `ret`: returning from the stage's entry code ends the lane.
-        return lambda lane: lane.stack.pop() if lane.stack else EXIT
+        return lambda lane: lane.stack.pop()[0] if lane.stack else EXIT
 
     def h_loop(self, ins: Instr, t: None) -> Step:
         target = self.label()
-        if target > self.k:
+        if target > self.pc:
             raise self.fail("LOOP must jump backward (to a label at or before it)")
         counter = ins.srcs[0]
         if not isinstance(counter, Reg):
@@ -465,6 +470,13 @@ class _StageDecoder:
             pool, base = lane.allocs.pop()
             lane.pools[pool].top = base
         return pool_free
+
+
+def _chain(f: Callable | None, g: Callable | None) -> Callable | None:
+    """f, then g; None stands for the identity."""
+    if f is None or g is None:
+        return f or g
+    return lambda v: g(f(v))
 
 
 def _shared(lane, name):

@@ -41,7 +41,7 @@ class Lane:
 
     regs        register file (registers, specials, launch constants: see decode.py)
     gid         global coordinates, for error messages
-    stack       return addresses of CALL
+    stack       (return address, subroutine entry) of each active CALL
     phase       the Atlas phase counter, 0..767
     pools       this lane's pools; allocs the lane-wide allocation stack (pool, base)
     shared      the block's shared arrays (the same dict for every lane of the block)
@@ -54,7 +54,7 @@ class Lane:
                  shared: dict[str, np.ndarray], mem: dict[str, np.ndarray], reductions: dict):
         self.regs, self.gid, self.pools, self.shared = regs, gid, pools, shared
         self.mem, self.reductions = mem, reductions
-        self.stack: list[int] = []
+        self.stack: list[tuple[int, int]] = []
         self.phase = 0
         self.allocs: list[tuple[str, int]] = []
 
@@ -149,7 +149,7 @@ def run_block(stage: StageCode, cta: tuple[int, int, int], lanes: list[Lane]) ->
     live = [execute(stage.code, lane) for lane in lanes]
     while live:
         waiting = [(g, pc) for g in live if (pc := next(g, None)) is not None]
-        barriers = sorted({pc for _, pc in waiting})
+        barriers = sorted({stage.body_index[pc] for _, pc in waiting})
         if len(barriers) > 1:
             raise ExecutionError(f"stage '{stage.name}': lanes of block ctaid={cta[:len(stage.domain)]} wait at "
                                  f"different barriers (instructions {', '.join(map(str, barriers))}); every live "
