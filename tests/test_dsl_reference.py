@@ -75,6 +75,14 @@ def same(actual, expected, dtype=None) -> None:
     assert_close(np.asarray(actual), np.asarray(expected, dtype=dtype))
 
 
+def same_value(actual, expected) -> None:
+    """Exact but for the sign of a zero, which `minimum maximum clip relu min max` leave
+    unspecified between -0.0 and 0.0 (docs/dsl.md, Decisions)."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    np.testing.assert_array_equal(actual, expected)   # treats -0.0 == 0.0, NaN == NaN
+
+
 def within_ulp(actual, expected, ulps: int = 4) -> None:
     """The transcendental contract: within `ulps` units in the last place."""
     assert_close(np.asarray(actual), np.asarray(expected), ulps=ulps)
@@ -723,6 +731,8 @@ def test_binary_functions(name, ref, ulps, xy):
     out = run1(f"z = {name}(x, y)", {"x": "f32[n]", "y": "f32[n]"}, {"z": "f32[n]"}, x, y)
     if ulps:
         within_ulp(out, expected, max(ulps, 1))
+    elif name in ("minimum", "maximum"):
+        same_value(out, expected)
     else:
         same(out, expected)
 
@@ -739,12 +749,9 @@ def test_integer_binary_functions():
 
 def test_clip_where_relu():
     x = np.array([-2.0, 0.5, 3.0, np.nan, -0.0], F32)
-    clip = lambda v, lo, hi: np.minimum(np.maximum(v, F32(lo)), F32(hi))   # np.clip but for -0.0
-    same(run1("y = clip(x, 0.0, 1.0)", {"x": "f32[n]"}, {"y": "f32[n]"}, x), clip(x, 0, 1))
-    same(run1("y = clip(x, 3.0, 2.0)", {"x": "f32[n]"}, {"y": "f32[n]"}, x), clip(x, 3, 2))
-    np.testing.assert_array_equal(run1("y = clip(x, 3.0, 2.0)", {"x": "f32[n]"}, {"y": "f32[n]"}, x),
-                                  np.clip(x, F32(3), F32(2)))
-    same(run1("y = relu(x)", {"x": "f32[n]"}, {"y": "f32[n]"}, x), np.maximum(x, F32(0)))
+    same_value(run1("y = clip(x, 0.0, 1.0)", {"x": "f32[n]"}, {"y": "f32[n]"}, x), np.clip(x, F32(0), F32(1)))
+    same_value(run1("y = clip(x, 3.0, 2.0)", {"x": "f32[n]"}, {"y": "f32[n]"}, x), np.clip(x, F32(3), F32(2)))
+    same_value(run1("y = relu(x)", {"x": "f32[n]"}, {"y": "f32[n]"}, x), np.maximum(x, F32(0)))
     same(run1("y = relu(x)", {"x": "i32[n]"}, {"y": "i32[n]"}, np.array([-3, 4], I32)),
          np.array([0, 4], I32))
     c, a, b = np.array([True, False, True]), np.array([1, 2, 3], I8), np.array([0.5, 1.5, 2.5], F32)
@@ -851,11 +858,8 @@ def test_full_reductions(x):
     reduced(s, np.sum(x), x)
     q = x / F32(50)
     np.testing.assert_allclose(p, np.prod(q.astype(F64)), rtol=4 * x.size * np.finfo(F32).eps, atol=1e-30)
-    for got, want in ((lo, np.min(x)), (hi, np.max(x))):
-        if want == 0:   # the sign of a zero extreme is unspecified (Decisions)
-            assert got == 0 and got.dtype == F32
-        else:
-            same(got, want)
+    same_value(lo, np.min(x))
+    same_value(hi, np.max(x))
     reduced(mu, np.mean(x), x, "mean")
     same(amin, np.argmin(x))
     same(amax, np.argmax(x))

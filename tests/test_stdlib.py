@@ -99,7 +99,9 @@ def test_axpy(xy, alpha):
 
 @given(x=f32s(st.integers(0, 100)))
 def test_relu_keeps_nan(x):
-    exact(std("relu")(x), np.maximum(x, F32(0)))
+    y = std("relu")(x)
+    assert y.dtype == F32
+    np.testing.assert_array_equal(y, np.maximum(x, F32(0)))   # ±0: either sign (Decisions)
 
 
 @given(x=f32s(st.integers(0, 100)))
@@ -141,11 +143,10 @@ def test_mean(x):
 
 @given(x=f32s(st.integers(1, 200)))
 def test_max_and_argmax_propagate_nan_and_take_the_first(x):
-    largest, expected = std("max")(x), np.max(x)
-    if expected == 0:   # -0.0 or 0.0: the combination order's choice (docs/dsl.md, Decisions)
-        assert largest == 0 and largest.dtype == F32
-    else:
-        exact(largest, expected)
+    largest = std("max")(x)
+    assert largest.dtype == F32 and largest.shape == ()
+    # equal, NaN too, but for the sign of a zero, which is unspecified (docs/dsl.md, Decisions)
+    np.testing.assert_array_equal(largest, np.max(x))
     exact(std("argmax")(x), np.argmax(x))
 
 

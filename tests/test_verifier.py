@@ -401,81 +401,159 @@ _CONCRETE = {  # actual i64 semantics (docs/isa.md), on Python ints
 _RING = {"ADD", "SUB", "MUL", "NEG", "MOV", "SHL"}  # commute with wrapping (SHL is a multiplication)
 
 
+_CONSTANTS = [1, 2, 3, -1, 0, 64, 2**40, 2**62, 2**63 - 1, -(2**63)]
+
+
 @st.composite
-def _straight_line(draw):
-    """Random i64 code over %gid.x, $n, edge constants and earlier results, with one
-    guard (`@!%q BRA out`) somewhere. Sources are ('r', j), ('imm', v), ('gid',), ('n',)."""
-    ops = []
-    k = draw(st.integers(2, 12))
-    guard_at = draw(st.integers(1, k))
-    constants = st.sampled_from([1, 2, 3, -1, 0, 64, 2**40, 2**62, 2**63 - 1, -(2**63)]).map(lambda v: ("imm", v))
-    for j in range(k):
-        if j == guard_at:
-            ops.append(("GUARD", draw(st.sampled_from(["lt", "le", "gt", "ge", "eq"])),
-                        draw(st.integers(0, j - 1)), draw(st.sampled_from([0, 3, 17]))))
-        op = draw(st.sampled_from(sorted(_CONCRETE)))
-        earlier = st.integers(0, j - 1).map(lambda r: ("r", r)) if j else st.nothing()
-        src = st.one_of(earlier, constants, st.just(("gid",)), st.just(("n",)))
-        ops.append((op, [draw(src) for _ in range(1 if op in ("NEG", "ABS", "MOV") else 2)]))
-    return ops
+def _random_code(draw, max_depth: int = 2):
+    """A random verified stage of i64 code over %gid.x, $n and edge constants: value
+    instructions, guards (`SET` + `@%q BRA` over a block, on a register or on $n), and
+    counted loops (counter from a constant or $n, optionally guarded against zero trips)
+    whose bodies may step an induction register."""
+    i64, regs = DType.I64, [f"r{k}" for k in range(6)]
+    body: list = [Instr("MOV", i64, Reg(r), (Special("gid.x"),)) for r in regs]
+    labels = iter(range(10**6))
+
+    def operand():
+        kind = draw(st.sampled_from(["r", "r", "imm", "gid", "n"]))
+        return Reg(draw(st.sampled_from(regs))) if kind == "r" else Special("gid.x") if kind == "gid" else \
+            Sym("n") if kind == "n" else Imm(draw(st.sampled_from(_CONSTANTS)))
+
+    def block(depth: int, counters: list[str]) -> None:
+        for _ in range(draw(st.integers(1, 4))):
+            kind = draw(st.sampled_from(["op", "op", "op"] + (["guard", "loop"] if depth < max_depth else [])))
+            if kind == "op":
+                op = draw(st.sampled_from(sorted(_CONCRETE)))
+                arity = 1 if op in ("NEG", "ABS", "MOV") else 2
+                body.append(Instr(op, i64, Reg(draw(st.sampled_from(regs))), tuple(operand() for _ in range(arity))))
+            elif kind == "guard":
+                end = f"L{next(labels)}"
+                lhs = draw(st.sampled_from([Sym("n"), Reg(draw(st.sampled_from(regs)))]))
+                body.extend([Instr("SET", i64, Reg("q"), (lhs, Imm(draw(st.sampled_from([0, 1, 3, 17])))),
+                                   mod=draw(st.sampled_from(["lt", "le", "gt", "ge", "eq", "ne"]))),
+                             Instr("BRA", target=end, pred=Pred(Reg("q"), draw(st.booleans())))])
+                block(depth + 1, counters)
+                body.append(Label(end))
+            else:
+                c, head, skip = f"c{depth}", f"L{next(labels)}", f"L{next(labels)}"
+                body.append(Instr("MOV", i64, Reg(c), (draw(st.sampled_from([Sym("n"), Imm(1), Imm(3)])),)))
+                if draw(st.booleans()):  # guard against a zero trip count, as lowered loops do
+                    body.extend([Instr("SET", i64, Reg("q"), (Reg(c), Imm(1)), mod="lt"),
+                                 Instr("BRA", target=skip, pred=Pred(Reg("q")))])
+                body.append(Label(head))
+                if draw(st.booleans()):  # an induction register, stepped once per iteration
+                    body.append(Instr("ADD", i64, Reg(draw(st.sampled_from(regs))),
+                                      (Reg("r0"), Imm(draw(st.sampled_from([1, 2, -1]))))))
+                    body[-1] = attrs.evolve(body[-1], srcs=(body[-1].dst, body[-1].srcs[1]))
+                block(depth + 1, counters + [c])
+                body.extend([Instr("LOOP", srcs=(Reg(c),), target=head), Label(skip)])
+
+    block(0, [])
+    body.append(Instr("EXIT"))
+    decls = (RegDecl("q", DType.BOOL),) + tuple(RegDecl(r, i64) for r in regs) + tuple(
+        RegDecl(f"c{k}", i64) for k in range(max_depth))
+    stage = Stage("s", (Affine.of("n"),), (4,), decls, body=tuple(body))
+    return verify(Program("p", (), symbols=("n",), stages=(stage,)))
 
 
-@given(_straight_line(), st.data())
+def _concrete(it: Instr, regs: dict[str, int], n: int, gid: int, unbounded: bool) -> int:
+    vals = [regs[o.name] if isinstance(o, Reg) else gid if isinstance(o, Special) else n if isinstance(o, Sym)
+            else o.value for o in it.srcs]
+    v = _CONCRETE[it.op](*vals)
+    return v if unbounded else _wrap(v, DType.I64)
+
+
+@given(_random_code(), st.integers(1, 40), st.data())
 @settings(max_examples=150)
-def test_bounds_analysis_is_sound(code, data):
-    """Execute random code concretely for random launches; every interval the analysis
-    claims must hold (exact: of the i64 value; modular: of the unbounded value, which
-    the i64 value equals modulo 2**64)."""
-    i64 = DType.I64
-    as_operand = {"r": lambda j: Reg(f"r{j}"), "imm": Imm, "gid": lambda: Special("gid.x"), "n": lambda: Sym("n")}
-    body: list = []
-    j = 0
-    for item in code:
-        if item[0] == "GUARD":
-            _, mod, r, k = item
-            body += [Instr("SET", i64, Reg("q"), (Reg(f"r{r}"), Imm(k)), mod=mod),
-                     Instr("BRA", target="out", pred=Pred(Reg("q"), True))]
-        else:
-            op, srcs = item
-            body.append(Instr(op, i64, Reg(f"r{j}"), tuple(as_operand[s[0]](*s[1:]) for s in srcs)))
-            j += 1
-    body += [Label("out"), Instr("EXIT")]
-    regs = (RegDecl("q", DType.BOOL),) + tuple(RegDecl(f"r{k}", i64) for k in range(j))
-    stage = Stage("s", (Affine.of("n"),), (4,), regs, body=tuple(body))
-    p = verify(Program("p", (), symbols=("n",), stages=(stage,)))
+def test_bounds_analysis_is_sound(p, n, data):
+    """Run random code concretely for a random launch; at every instruction executed the
+    analysis must have a state, and each claim in it must hold: an exact interval bounds
+    the i64 value; a modular one bounds the value computed without wrapping (which the
+    i64 value equals modulo 2**64); a `$n` fact bounds n."""
+    stage = p.stages[0]
+    body = stage.body
+    labels = {it.name: k for k, it in enumerate(body) if isinstance(it, Label)}
     ins, _ = StageAnalysis(p, stage)._analyze(0, {})
-
-    n = data.draw(st.integers(1, 40))
     gid = data.draw(st.integers(0, n - 1))
     actual: dict[str, int] = {}
     unbounded: dict[str, int] = {}
-
-    def val(o, table):
-        return table[o.name] if isinstance(o, Reg) else gid if isinstance(o, Special) else \
-            n if isinstance(o, Sym) else o.value
-
-    for pc, it in enumerate(body):
-        for r, iv in (ins.get(pc) or {}).items():
-            if isinstance(iv, Interval):
+    pc = steps = 0
+    while True:
+        steps += 1
+        assert steps < 100_000
+        state = ins.get(pc)
+        assert state is not None, f"instruction {pc} runs but the analysis thinks it unreachable"
+        for r, iv in state.items():
+            if r == "$n":
+                assert n >= iv
+            elif isinstance(iv, Interval):
                 v = actual[r] if iv.exact else unbounded[r]
                 assert all(_eval(b, {"n": n}) <= v <= _eval(h, {"n": n}) for b in iv.lo for h in iv.hi), \
                     (pc, r, str(iv), v)
-                assert _wrap(unbounded[r], i64) == actual[r]
+                assert _wrap(unbounded[r], DType.I64) == actual[r]
                 if iv.exact:  # the analysis reasons from the actual value of an exact register
                     unbounded[r] = actual[r]
-        if isinstance(it, Label) or it.op == "EXIT":
+        it = body[pc]
+        pc += 1
+        if isinstance(it, Label):
             continue
+        if it.op == "EXIT":
+            return
         if it.op == "SET":
-            a, k = actual[it.srcs[0].name], it.srcs[1].value
-            actual["q"] = {"lt": a < k, "le": a <= k, "gt": a > k, "ge": a >= k, "eq": a == k}[it.mod]
+            a, b = (actual[o.name] if isinstance(o, Reg) else n if isinstance(o, Sym) else o.value for o in it.srcs)
+            actual["q"] = {"lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b, "eq": a == b, "ne": a != b}[it.mod]
         elif it.op == "BRA":
-            if not actual["q"]:
-                break  # `@!%q BRA out` taken: nothing else runs
+            if actual["q"] != it.pred.negate:
+                pc = labels[it.target]
+        elif it.op == "LOOP":
+            c = it.srcs[0].name
+            actual[c] = _wrap(actual[c] - 1, DType.I64)
+            unbounded[c] = actual[c]
+            if actual[c] > 0:
+                pc = labels[it.target]
         else:
-            fn = _CONCRETE[it.op]
-            actual[it.dst.name] = _wrap(fn(*[val(o, actual) for o in it.srcs]), i64)
-            unbounded[it.dst.name] = fn(*[val(o, unbounded) for o in it.srcs]) if it.op in _RING \
+            actual[it.dst.name] = _concrete(it, actual, n, gid, False)
+            unbounded[it.dst.name] = _concrete(it, unbounded, n, gid, True) if it.op in _RING \
                 else actual[it.dst.name]
+
+
+def test_lowered_loop_idiom_is_proven_and_needs_its_guard():
+    """The loop the lowering emits for `sum(a[i, p] * b[p, j], p)`: a guard on $k, an
+    induction register stepped once per trip, the counter counting down."""
+    text = """\
+.program gemm
+.symbols m k n
+.param in a: f32[m, k]
+.param out c: f32[m]
+.stage c domain [m] block [16]
+    .reg %i, %r0, %p, %p_n, %r1: i64
+    .reg %acc, %f0: f32
+    .reg %p0: bool
+    MOV.i64 %i, %gid.x
+    MOV_IMM.f32 %acc, 0.0
+    SET.le.i64 %p0, $k, 0
+    @%p0 BRA done
+    MUL.i64 %r0, %i, $k
+    MOV_IMM.i64 %p, 0
+    MOV.i64 %p_n, $k
+top:
+    ADD.i64 %r1, %r0, %p
+    LDG.f32 %f0, [a + %r1]
+    ADD.f32 %acc, %acc, %f0
+    ADD.i64 %p, %p, 1
+    LOOP %p_n, top
+done:
+    STG.f32 [c + %i], %acc
+    EXIT
+"""
+    assert verify(parse_program(text))
+    unguarded = text.replace("    @%p0 BRA done\n", "")
+    rejected(parse_program(unguarded), "bounds", "LDG.f32 %f0, [a + %r1]")
+    twice = text.replace("    ADD.i64 %p, %p, 1\n", "    ADD.i64 %p, %p, 1\n    ADD.i64 %p, %p, 1\n")
+    rejected(parse_program(twice), "bounds", "[a + %r1]")
+    sometimes = text.replace("    ADD.i64 %p, %p, 1\n", "    SET.lt.i64 %p0, %i, 3\n    @%p0 BRA skip\n"
+                                                        "    ADD.i64 %p, %p, 1\nskip:\n")
+    rejected(parse_program(sometimes), "bounds", "[a + %r1]")
 
 
 def test_the_documented_examples_hold():

@@ -103,7 +103,8 @@ class StageAnalysis:
         self.labels = {it.name: k for k, it in enumerate(self.body) if isinstance(it, Label)}
         buffers = program.buffers()
         dims = [d for b in buffers.values() for d in b.shape]
-        self.dom = Domain.from_dims(dims, stage.domain)
+        self.base = self.dom = Domain.from_dims(dims, stage.domain)
+        self.domains: dict[tuple, Domain] = {(): self.base}
         self.sizes: dict[tuple[str, str], Poly] = {}
         for name, b in buffers.items():
             size = Poly.const(1)
@@ -119,7 +120,8 @@ class StageAnalysis:
             for nxt, kind in successors(self.body, self.labels, pc):
                 self.preds.setdefault(nxt, []).append((pc, kind))
         self.loop_heads = {self.labels[i.target] for i in self.body if isinstance(i, Instr) and i.op == "LOOP"}
-        self.regions = {}
+        self.regions: dict[int, list[int]] = {}
+        self.inductions = self._inductions()
         self.memo: dict[tuple, tuple[dict[int, State], State | None]] = {}
         self.checked: set[tuple] = set()
         self.problems: dict[int, Problem] = {}
@@ -187,6 +189,12 @@ class StageAnalysis:
                     visits[pc] = visits.get(pc, 0) + 1
                     if visits[pc] > 2:
                         new = self._widen(ins[pc], new)
+                if pc in self.inductions:
+                    arrivals = [outs[src][kind] for src, kind in self.preds.get(pc, ())
+                                if src < pc and src in inside and kind in outs.get(src, {})]
+                    arrivals += [start] if pc == entry else []
+                    if arrivals:
+                        new = self._induct(pc, arrivals, new)
                 if ins.get(pc) != new or pc not in outs:
                     ins[pc] = new
                     outs[pc] = self._transfer(pc, new)
@@ -194,30 +202,106 @@ class StageAnalysis:
         return ins
 
     def _join(self, a: State, b: State) -> State:
-        out: State = {}
-        for r in a.keys() & b.keys():
+        common = a.keys() & b.keys()
+        out: State = {k: min(a[k], b[k]) for k in common if k[0] == "$"}  # facts both paths know
+        d = self._domain(out)
+        for r in common - out.keys():
             va, vb = a[r], b[r]
             if va == vb:
                 out[r] = va
             elif isinstance(va, Interval) and isinstance(vb, Interval):
-                out[r] = self.dom.hull(va, vb, self.types[r])
+                out[r] = d.hull(va, vb, self.types[r])
             else:
                 out[r] = None
         return out
 
     def _widen(self, old: State, new: State) -> State:
-        out = dict(new)
+        out = {k: v for k, v in new.items() if k[0] != "$" or old.get(k) == v}
+        d = self._domain(out)
         for r, v in new.items():
             if isinstance(v, Interval):
                 was = old.get(r)
-                out[r] = self.dom.widen(was, v, self.types[r]) if isinstance(was, Interval) else \
-                    Interval.top(self.types[r])
+                out[r] = d.widen(was, v, self.types[r]) if isinstance(was, Interval) else Interval.top(self.types[r])
             elif isinstance(v, Cmp) and old.get(r) != v:
                 out[r] = None
         return out
 
+    def _domain(self, s: State) -> Domain:
+        """The prover for a state: the stage's facts plus the symbol bounds that guards
+        established on the paths to it (kept in the state as `$symbol -> lower bound`)."""
+        facts = tuple(sorted((k[1:], v) for k, v in s.items() if k[0] == "$"))
+        if facts not in self.domains:
+            lower = dict(self.base.lower)
+            for sym, lb in facts:
+                lower[sym] = max(lower.get(sym, lb), lb)
+            self.domains[facts] = Domain(lower)
+        return self.domains[facts]
+
+    # ======================================================== induction variables
+    def _inductions(self) -> dict[int, tuple[str, dict[str, int]]]:
+        """Loop head -> (counter, {register: step}) for the i64 registers a counted loop
+        steps by a constant exactly once per iteration: at head arrival j, such a register
+        is `v0 + step*j` and the counter `c0 - j`, so `v = v0 + step*(c0 - c)`. Requires
+        one LOOP to the head, no entry into the loop but through the head, and the one
+        write to the register on every path around, outside inner loops and callees."""
+        loops = [(self.labels[it.target], pc) for pc, it in enumerate(self.body) if isinstance(it, Instr)
+                 and it.op == "LOOP"]
+        out: dict[int, tuple[str, dict[str, int]]] = {}
+        for head, end in loops:
+            if sum(h == head for h, _ in loops) > 1 or any(
+                    self._jumps(pc, head + 1, end) for pc in range(len(self.body)) if not head <= pc < end):
+                continue
+            writes: dict[str, list[int]] = {}
+            for pc in range(head, end):
+                for r in self._writes(pc):
+                    writes.setdefault(r, []).append(pc)
+            steps: dict[str, int] = {}
+            for r, pcs in writes.items():
+                step = _step(self.body[pcs[0]], r) if len(pcs) == 1 else None
+                w = pcs[0]
+                if step is None or self.types.get(r) is not I64 or any(
+                        h2 <= w <= e2 for h2, e2 in loops if head < h2 and e2 < end) or any(
+                        self._jumps(pc, w + 1, end) for pc in range(head, w)):
+                    continue
+                steps[r] = step
+            if steps:
+                out[head] = (self.body[end].srcs[0].name, steps)
+        return out
+
+    def _jumps(self, pc: int, lo: int, hi: int) -> bool:
+        """Does the branch at `pc` target a label in [lo, hi)?"""
+        it = self.body[pc]
+        return isinstance(it, Instr) and it.op == "BRA" and lo <= self.labels[it.target] < hi
+
+    def _writes(self, pc: int, seen: frozenset = frozenset()) -> set[str]:
+        """Registers instruction `pc` may write, through calls too."""
+        it = self.body[pc]
+        if not isinstance(it, Instr):
+            return set()
+        if it.op == "LOOP":
+            return {it.srcs[0].name}
+        if it.op == "CALL":
+            entry = self.labels[it.target]
+            return set().union(*(self._writes(q, seen | {entry}) for q in self._region(entry)
+                                 if entry not in seen))
+        return {it.dst.name} if it.dst is not None else set()
+
+    def _induct(self, head: int, arrivals: list[State], s: State) -> State:
+        counter, steps = self.inductions[head]
+        e = arrivals[0]
+        for a in arrivals[1:]:
+            e = self._join(e, a)
+        d = self._domain(s)
+        out = dict(s)
+        for r, step in steps.items():
+            if all(isinstance(x.get(y), Interval) for x in (e, s) for y in (r, counter)):
+                trips = d.sub(e[counter], s[counter], I64)
+                out[r] = d.add(e[r], d.mul(Interval.point(step), trips, I64), I64)
+        return out
+
     # ================================================================== transfer
     def _transfer(self, pc: int, s: State) -> dict[str, State]:
+        self.dom = self._domain(s)
         item = self.body[pc]
         if isinstance(item, Label):
             return {"fall": s}
@@ -249,7 +333,8 @@ class StageAnalysis:
 
     def _infeasible(self, s: State) -> bool:
         """A narrowed state no execution reaches (some register's interval is empty)."""
-        return any(isinstance(v, Interval) and self.dom.empty(v) for v in s.values())
+        d = self._domain(s)
+        return any(isinstance(v, Interval) and d.empty(v) for v in s.values())
 
     def _write(self, s: State, reg: str, value: AVal) -> State:
         out = {r: (None if isinstance(v, Cmp) and v.mentions(reg) else v) for r, v in s.items()}
@@ -259,8 +344,15 @@ class StageAnalysis:
     def _refine(self, s: State, fact: Cmp, holds: bool) -> State:
         mod = fact.mod if holds else NEGATE[fact.mod]
         for x, y, m in ((fact.a, fact.b, mod), (fact.b, fact.a, SWAP[mod])):
+            other = self._operand(y, s, fact.dtype)
             if isinstance(x, Reg) and x.name in s:
-                s = self._narrow(s, x.name, m, self._operand(y, s, fact.dtype))
+                s = self._narrow(s, x.name, m, other)
+            elif isinstance(x, Sym) and x.name in self.p.symbols and m in ("gt", "ge", "eq") and other.exact:
+                # `$k > 0` on this path: a lower bound of the symbol for everything after
+                lbs = [b.value + (m == "gt") for b in other.lo if b.is_const]
+                key = "$" + x.name
+                if lbs and max(lbs) > max(s.get(key, max(lbs) - 1), self.base.lower.get(x.name, max(lbs) - 1)):
+                    s = {**s, key: max(lbs)}
         return s
 
     def _narrow(self, s: State, reg: str, mod: str, other: Interval) -> State:
@@ -370,6 +462,7 @@ class StageAnalysis:
             item, s = self.body[pc], ins[pc]
             if isinstance(item, Label):
                 continue
+            self.dom = self._domain(s)
             for r in _reads(item):
                 if r not in s:
                     self._problem(pc, "uninitialized", f"register %{r} may be read before it is written",
@@ -423,6 +516,17 @@ _RING = {  # + - * commute with wrapping: modular intervals pass through them
 def _const_bound(bounds: tuple[Poly, ...], pick) -> int | None:
     consts = [p.value for p in bounds if p.is_const]
     return pick(consts) if consts else None
+
+
+def _step(ins: Instr, reg: str) -> int | None:
+    """k when `ins` is `ADD %reg, %reg, k`, `ADD %reg, k, %reg` or `SUB %reg, %reg, k`."""
+    if ins.op not in ("ADD", "SUB") or ins.dst != Reg(reg):
+        return None
+    a, b = ins.srcs
+    for x, k in [(a, b)] + ([(b, a)] if ins.op == "ADD" else []):
+        if x == Reg(reg) and isinstance(k, Imm) and isinstance(k.value, int) and not isinstance(k.value, bool):
+            return k.value if ins.op == "ADD" else -k.value
+    return None
 
 
 def _reads(ins: Instr) -> Iterator[str]:

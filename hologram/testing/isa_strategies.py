@@ -216,11 +216,13 @@ class _Gen:
         chk = self.draw(st.booleans())
         self.emit(Instr("PoolAlloc", None, h, target=name, count=n))
         self.define(h)
+        self.frozen.add(h.name)  # the handle must reach PoolFree unchanged
         for j in range(n):
             self.emit(Instr("PoolStore", self.t, srcs=(self.source(self.t),), addr=Addr(name, h, j), checked=chk))
         v = self.target(self.t)
         self.emit(Instr("PoolLoad", self.t, v, addr=Addr(name, h, self.draw(st.integers(0, n - 1))), checked=chk),
                   Instr("PoolFree", srcs=(h,)))
+        self.frozen.discard(h.name)
         self.define(v)
 
     def atlas(self) -> None:
