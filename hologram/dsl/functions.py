@@ -95,6 +95,7 @@ _MUL, _ADD = BINARY["*"], BINARY["+"]
 _MINIMUM = Elementwise("minimum", np.minimum, "MIN")
 _MAXIMUM = Elementwise("maximum", np.maximum, "MAX")
 _TANH = Elementwise("tanh", np.tanh, "TANH")
+_SIGMOID = Elementwise("sigmoid", np.exp, "SIGMOID")
 
 
 def _lit(value: float) -> Val:
@@ -111,7 +112,9 @@ def _clip(args: Sequence[Val], span: Span) -> Val:
 
 
 def _gelu(args: Sequence[Val], span: Span) -> Val:
-    # the tanh form; an integer argument is first converted the way np.tanh converts it
+    # The tanh form 0.5*x*(1 + tanh(u)), u = sqrt(2/pi)*(x + 0.044715*x**3), written as the
+    # identical x * sigmoid(2u): `1 + tanh(u)` cancels to 0 for x << 0, sigmoid does not.
+    # An integer argument is first converted the way np.tanh converts it.
     x = args[0]
     loop = resolve(np.tanh, (x,))
     if loop is None:
@@ -121,11 +124,8 @@ def _gelu(args: Sequence[Val], span: Span) -> Val:
     def mul(a: Val, b: Val) -> Val:
         return apply(_MUL, (a, b), span)
 
-    def add(a: Val, b: Val) -> Val:
-        return apply(_ADD, (a, b), span)
-
-    inner = mul(_lit(math.sqrt(2 / math.pi)), add(xf, mul(_lit(0.044715), mul(mul(xf, xf), xf))))
-    return mul(mul(_lit(0.5), xf), add(_lit(1.0), apply(_TANH, (inner,), span)))
+    inner = apply(_ADD, (xf, mul(_lit(0.044715), mul(mul(xf, xf), xf))), span)
+    return mul(xf, apply(_SIGMOID, (mul(_lit(2 * math.sqrt(2 / math.pi)), inner),), span))
 
 
 def _fma(args: Sequence[Val], span: Span) -> Val:

@@ -290,8 +290,7 @@ def gelu_steps(x: Val, apply: Callable[..., Val]) -> Val:
     way (the formula cancels badly for x << 0, so no fixed ULP count would be honest);
     the steps compute exactly what oracle.gelu computes."""
     inner = apply("+", [x, apply("*", [0.044715, apply("power", [x, 3])])])
-    t = apply("tanh", [apply("*", [_GELU_C, inner])])
-    return apply("*", [apply("*", [0.5, x]), apply("+", [1, t])])
+    return apply("*", [x, apply("sigmoid", [apply("*", [2 * _GELU_C, inner])])])
 
 
 # ---------------------------------------------------------------------- reductions
