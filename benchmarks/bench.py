@@ -1,0 +1,569 @@
+#!/usr/bin/env python
+"""Hologram against numpy, numexpr and numba, side by side in one process.
+
+    python benchmarks/bench.py [--quick] [--only axpy,gemm] [--repeat N] [--results-dir DIR]
+
+Prints a table of median times per library, then the issue's targets with the measured
+ratios (met / not met), and writes everything as JSON to benchmarks/results/<UTC time>.json.
+See benchmarks/README.md for what each number means.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# OpenBLAS reads these when it loads, and on this kind of machine they slow numpy's gemm,
+# the baseline gemm is held to: drop them before numpy is imported.
+BLAS_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+REMOVED_ENV = {k: os.environ.pop(k) for k in BLAS_ENV if k in os.environ}
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from datetime import datetime, timezone  # noqa: E402
+from typing import Any, Callable  # noqa: E402
+
+import attrs  # noqa: E402
+import numpy as np  # noqa: E402
+
+import hologram  # noqa: E402
+from rich.markup import escape  # noqa: E402
+from hologram.core.plugins import get_backend, list_backends  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+KERNELS = os.path.join(os.path.dirname(HERE), "kernels")
+INTERP_MAX_ELEMENTS = 50_000  # the reference interpreter runs one lane at a time
+
+
+def _read(name: str) -> str:
+    with open(os.path.join(KERNELS, name), encoding="utf-8") as f:
+        return f.read()
+
+
+FUSED = '''[kernel]
+name = "fused"
+version = "1.0.0"
+inputs  = { x = "f32[n]", y = "f32[n]", z = "f32[n]" }
+outputs = { w = "f32[n]" }
+body = "w = sqrt(x*x + y*y) * exp(-z)"
+'''
+
+SOURCES = {"axpy": _read("axpy.toml"), "fused": FUSED, "sum": _read("sum.toml"),
+           "softmax": _read("softmax.toml"), "gemm": _read("gemm.toml")}
+
+
+# ------------------------------------------------------------------- optional libraries
+def optional(name: str) -> Any:
+    """The module, or None when it is not installed (or HOLOGRAM_BENCH_NO names it)."""
+    if name in os.environ.get("HOLOGRAM_BENCH_NO", "").split(","):
+        return None
+    try:
+        return __import__(name)
+    except ImportError:
+        return None
+
+
+def blas_info() -> dict[str, Any]:
+    """Which BLAS numpy's gemm runs on, and the kernel it picked for this CPU."""
+    tpc = optional("threadpoolctl")
+    if tpc is not None:
+        blas = [i for i in tpc.threadpool_info() if i.get("user_api") == "blas"]
+        if blas:
+            keys = ("internal_api", "version", "architecture", "num_threads", "threading_layer")
+            return {k: blas[0].get(k) for k in keys} | {"source": "threadpoolctl"}
+    try:
+        cfg = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        return {"name": cfg.get("name"), "version": cfg.get("version"), "source": "numpy.show_config"}
+    except Exception as exc:  # an unusual numpy build: report, do not fail the run
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+# ------------------------------------------------------------------------------ timing
+def median_time(fn: Callable[[], Any], repeat: int, min_time: float = 0.02) -> float:
+    """Median seconds per call over `repeat` timed batches, after one warm-up call; each
+    batch runs enough calls to last about `min_time` (so microsecond calls are timed too)."""
+    fn()
+    t0 = time.perf_counter()
+    fn()
+    once = max(time.perf_counter() - t0, 1e-9)
+    number = max(1, min(100_000, int(min_time / once)))
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        times.append((time.perf_counter() - t0) / number)
+    return statistics.median(times)
+
+
+@attrs.frozen
+class Cell:
+    seconds: float | None
+    note: str = ""
+
+
+# ------------------------------------------------------------------------ benchmarks
+@attrs.frozen
+class Sizes:
+    n: int        # elements of the vector benchmarks
+    gemm: int     # square gemm side
+    launch: int   # elements of the launch-overhead call
+
+
+FULL = Sizes(20_000_000, 1024, 16)
+QUICK = Sizes(256, 8, 16)
+
+
+def make_data(sizes: Sizes) -> dict[str, Any]:
+    rng = np.random.default_rng(0)
+    vec = lambda: rng.uniform(-1, 1, sizes.n).astype(np.float32)  # noqa: E731
+    g = sizes.gemm
+    return {"a": np.float32(0.5), "x": vec(), "y": vec(), "z": vec(),
+            "A": rng.uniform(-1, 1, (g, g)).astype(np.float32), "B": rng.uniform(-1, 1, (g, g)).astype(np.float32),
+            "x16": rng.uniform(-1, 1, sizes.launch).astype(np.float32),
+            "y16": rng.uniform(-1, 1, sizes.launch).astype(np.float32)}
+
+
+def numpy_impls(d: dict[str, Any]) -> dict[str, Callable[[], Any]]:
+    a, x, y, z = d["a"], d["x"], d["y"], d["z"]
+
+    def softmax() -> np.ndarray:
+        e = np.exp(x - x.max())
+        return e / e.sum()
+
+    return {"axpy": lambda: a * x + y, "fused": lambda: np.sqrt(x * x + y * y) * np.exp(-z),
+            "sum": lambda: x.sum(), "softmax": softmax, "gemm": lambda: d["A"] @ d["B"],
+            "launch": lambda: a * d["x16"] + d["y16"]}
+
+
+def numexpr_impls(ne: Any, d: dict[str, Any]) -> dict[str, Callable[[], Any]]:
+    a, x, y, z = d["a"], d["x"], d["y"], d["z"]
+    out, out16 = np.empty_like(x), np.empty_like(d["x16"])
+
+    def softmax() -> np.ndarray:
+        m = x.max()
+        e = ne.evaluate("exp(x - m)", local_dict={"x": x, "m": m}, out=out)
+        s = np.float32(ne.evaluate("sum(e)", local_dict={"e": e}))
+        return ne.evaluate("e / s", local_dict={"e": e, "s": s}, out=out)
+
+    v = {"a": a, "x": x, "y": y, "z": z}  # numexpr reads names from the caller's frame unless given them
+    return {"axpy": lambda: ne.evaluate("a * x + y", local_dict=v, out=out),
+            "fused": lambda: ne.evaluate("sqrt(x*x + y*y) * exp(-z)", local_dict=v, out=out),
+            "sum": lambda: ne.evaluate("sum(x)", local_dict=v), "softmax": softmax,
+            "launch": lambda: ne.evaluate("a * x + y", local_dict={"a": a, "x": d["x16"], "y": d["y16"]}, out=out16)}
+
+
+def numba_functions(numba: Any) -> dict[str, Any]:
+    """The njit(parallel=True) versions (compiled on first call)."""
+    njit, prange = numba.njit, numba.prange
+
+    @njit(parallel=True)
+    def axpy(a, x, y, out):
+        for i in prange(x.size):
+            out[i] = a * x[i] + y[i]
+        return out
+
+    @njit(parallel=True)
+    def fused(x, y, z, out):
+        for i in prange(x.size):
+            out[i] = np.sqrt(x[i] * x[i] + y[i] * y[i]) * np.exp(-z[i])
+        return out
+
+    @njit(parallel=True)
+    def total(x):
+        s = np.float32(0)
+        for i in prange(x.size):
+            s += x[i]
+        return s
+
+    @njit(parallel=True)
+    def softmax(x, e):
+        m = -np.inf
+        for i in prange(x.size):
+            m = max(m, x[i])
+        for i in prange(x.size):
+            e[i] = np.exp(x[i] - m)
+        s = np.float32(0)
+        for i in prange(x.size):
+            s += e[i]
+        for i in prange(x.size):
+            e[i] = e[i] / s
+        return e
+
+    @njit(parallel=True)
+    def gemm(a, b, c):
+        m, k = a.shape
+        n = b.shape[1]
+        for i in prange(m):
+            c[i, :] = 0
+            for p in range(k):
+                aip = a[i, p]
+                for j in range(n):
+                    c[i, j] += aip * b[p, j]
+        return c
+
+    return {"axpy": axpy, "fused": fused, "sum": total, "softmax": softmax, "gemm": gemm}
+
+
+def numba_impls(fns: dict[str, Any], d: dict[str, Any]) -> dict[str, Callable[[], Any]]:
+    a, x, y, z = d["a"], d["x"], d["y"], d["z"]
+    out, c, out16 = np.empty_like(x), np.empty_like(d["A"]), np.empty_like(d["x16"])
+    return {"axpy": lambda: fns["axpy"](a, x, y, out), "fused": lambda: fns["fused"](x, y, z, out),
+            "sum": lambda: fns["sum"](x), "softmax": lambda: fns["softmax"](x, out),
+            "gemm": lambda: fns["gemm"](d["A"], d["B"], c), "launch": lambda: fns["axpy"](a, d["x16"], d["y16"], out16)}
+
+
+def hologram_impls(backend: str, d: dict[str, Any], benches: list[str]) -> dict[str, Callable[[], Any]]:
+    """Kernels compiled (and prepared) once, only those `benches` use; outputs preallocated
+    and passed with out= (zero-copy), as a user who cares about speed calls them."""
+    wanted = {"launch": "axpy"}
+    k = {}
+    for b in benches:
+        name = wanted.get(b, b)
+        k[name] = hologram.compile(SOURCES[name]).on(backend)
+    a, x, y, z = d["a"], d["x"], d["y"], d["z"]
+    out = np.empty_like(x)
+    total = np.empty((), np.float32)
+    c = np.empty_like(d["A"])
+    out16 = np.empty_like(d["x16"])
+    one = np.float32(1)
+    return {"axpy": lambda: k["axpy"](a, x, y, out=(out,)), "fused": lambda: k["fused"](x, y, z, out=(out,)),
+            "sum": lambda: k["sum"](x, out=(total,)), "softmax": lambda: k["softmax"](x, out=(out,)),
+            "gemm": lambda: k["gemm"](one, d["A"], d["B"], out=(c,)),
+            "launch": lambda: k["axpy"](a, d["x16"], d["y16"], out=(out16,))}
+
+
+BENCHES = ("axpy", "fused", "sum", "softmax", "gemm", "launch")
+TITLES = {"axpy": "a*x + y", "fused": "sqrt(x*x + y*y) * exp(-z)", "sum": "sum(x)", "softmax": "softmax(x)",
+          "gemm": "gemm", "launch": "launch overhead"}
+
+
+def _elements(bench: str, sizes: Sizes) -> int:
+    return {"gemm": sizes.gemm ** 3, "launch": sizes.launch}.get(bench, sizes.n)
+
+
+def _agrees(bench: str, got: Any, want: Any) -> bool:
+    """A light sanity check that a timed implementation computes the right thing."""
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    if got.shape != want.shape:
+        return False
+    scale = max(float(np.abs(want).max(initial=0)), 1.0)
+    tol = 1e-3 * scale * (np.sqrt(want.size) if bench in ("sum", "gemm") else 1)
+    return bool(np.all(np.abs(got - want) <= tol + 1e-5 * np.abs(want)))
+
+
+def measure(bench: str, fn: Callable[[], Any] | None, want: Any, repeat: int, skip: str = "",
+            min_time: float = 0.02) -> Cell:
+    if skip:
+        return Cell(None, skip)
+    if fn is None:
+        return Cell(None, "n/a")
+    try:
+        got = fn()
+        note = "" if _agrees(bench, got, want) else "WRONG RESULT"
+        return Cell(median_time(fn, repeat, min_time), note)
+    except Exception as exc:  # a backend under construction: report, keep going
+        return Cell(None, f"error: {type(exc).__name__}: {str(exc).splitlines()[0][:80]}")
+
+
+# ----------------------------------------------------------- first JIT and warm load
+CHILD = r'''
+import json, sys, time
+import numpy as np
+import hologram
+from hologram.core.plugins import get_backend
+backend, sources = sys.argv[1], json.loads(sys.argv[2])
+be = get_backend(backend)
+warm = hologram.compile("""[kernel]
+name = "warmup"
+version = "1.0.0"
+inputs = { q = "f64[n]" }
+outputs = { r = "f64[n]" }
+body = "r = q * 3.0 - 1.0"
+""")
+be.prepare(warm.program)  # the backend's one-time setup is not any kernel's JIT time
+out = {}
+for name, src in sources.items():
+    t0 = time.perf_counter()
+    k = hologram.compile(src)
+    t1 = time.perf_counter()
+    be.prepare(k.program)
+    t2 = time.perf_counter()
+    out[name] = {"frontend": t1 - t0, "prepare": t2 - t1}
+print(json.dumps(out))
+'''
+
+
+def jit_times(backend: str, cache_dir: str, kernels: tuple[str, ...]) -> dict[str, dict[str, float]]:
+    """Per kernel, in a fresh process using `cache_dir` as the disk cache: seconds in the
+    front end (DSL -> Program) and in the backend's prepare (JIT, or a disk-cache load)."""
+    env = dict(os.environ, HOLOGRAM_CACHE_DIR=cache_dir)
+    sources = {k: SOURCES[k] for k in kernels}
+    proc = subprocess.run([sys.executable, "-c", CHILD, backend, json.dumps(sources)], capture_output=True,
+                          text=True, env=env, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def numba_first_call(numba: Any, d: dict[str, Any]) -> dict[str, float]:
+    """Seconds of each numba function's first call (its JIT), minus one steady call."""
+    fns = numba_functions(numba)
+    small = {"x": d["x16"], "y": d["y16"], "z": d["x16"], "a": d["a"], "x16": d["x16"], "y16": d["y16"],
+             "A": d["A"][:4, :4].copy(), "B": d["B"][:4, :4].copy()}
+    out = {}
+    for name, call in numba_impls(fns, small).items():
+        if name == "launch":
+            continue
+        t0 = time.perf_counter()
+        call()
+        t1 = time.perf_counter()
+        call()
+        out[name] = (t1 - t0) - (time.perf_counter() - t1)
+    return out
+
+
+# --------------------------------------------------------------------------- targets
+@attrs.frozen
+class Target:
+    text: str
+    measured: Callable[[dict], float | None]  # the number the target is about
+    unit: str
+    ok: Callable[[float], bool]
+
+
+def _t(results: dict, bench: str, col: str) -> float | None:
+    return results["times"].get(bench, {}).get(col, {}).get("seconds")
+
+
+def _ratio(results: dict, bench: str, other: str) -> float | None:
+    h, o = _t(results, bench, "hologram"), _t(results, bench, other)
+    return o / h if h and o else None
+
+
+def _gflops(results: dict, col: str) -> float | None:
+    t = _t(results, "gemm", col)
+    return 2 * results["sizes"]["gemm"] ** 3 / t / 1e9 if t else None
+
+
+def _worst(results: dict, key: str) -> float | None:
+    jit = results.get("jit", {}).get(key)
+    vals = [v["prepare"] for v in jit.values()] if jit else []
+    return max(vals) if vals else None
+
+
+TARGETS = (
+    Target("fused: no slower than numba", lambda r: _ratio(r, "fused", "numba"), "x (numba/hologram)", lambda v: v >= 1),
+    Target("fused: >= 2x faster than numexpr", lambda r: _ratio(r, "fused", "numexpr"), "x (numexpr/hologram)",
+           lambda v: v >= 2),
+    Target("a*x + y: within 10% of numba", lambda r: _ratio(r, "axpy", "numba"), "x (numba/hologram)",
+           lambda v: v >= 1 / 1.1),
+    Target("sum: no slower than numpy", lambda r: _ratio(r, "sum", "numpy"), "x (numpy/hologram)", lambda v: v >= 1),
+    Target("softmax: >= 2x faster than numpy", lambda r: _ratio(r, "softmax", "numpy"), "x (numpy/hologram)",
+           lambda v: v >= 2),
+    Target("gemm: >= 1/4 of numpy's GFLOP/s",
+           lambda r: (_gflops(r, "hologram") / _gflops(r, "numpy")) if _gflops(r, "hologram") and _gflops(r, "numpy")
+           else None, "of numpy's GFLOP/s", lambda v: v >= 0.25),
+    Target("launch overhead <= 3 us", lambda r: (_t(r, "launch", "hologram") or 0) * 1e6 or None, "us",
+           lambda v: v <= 3),
+    Target("first JIT <= 50 ms (worst kernel)", lambda r: (_worst(r, "cold") or 0) * 1e3 or None, "ms",
+           lambda v: v <= 50),
+    Target("warm disk-cache load <= 2 ms (worst kernel)", lambda r: (_worst(r, "warm") or 0) * 1e3 or None, "ms",
+           lambda v: v <= 2),
+)
+
+
+# ------------------------------------------------------------------------------ main
+Columns = dict[str, "dict[str, Callable[[], Any]] | None"]
+
+
+def build_columns(backends: list[str], default: str, d: dict[str, Any], benches: list[str], ne: Any, numba: Any,
+                  notes: list[str]) -> Columns:
+    """Implementations by column: every hologram backend, numpy, numexpr, numba (None:
+    the column is skipped)."""
+    columns: Columns = {}
+    for b in backends:
+        label = column_label(b, default)
+        try:
+            columns[label] = hologram_impls(b, d, benches)
+        except Exception as exc:  # a backend under construction: report, keep going
+            notes.append(f"{label}: could not compile the kernels: {type(exc).__name__}: {exc}")
+            columns[label] = None
+    columns["numpy"] = numpy_impls(d)
+    columns["numexpr"] = numexpr_impls(ne, d) if ne else None
+    columns["numba"] = numba_impls(numba_functions(numba), d) if numba else None
+    return columns
+
+
+def time_all(console: Any, benches: list[str], columns: Columns, backends: list[str], default: str,
+             d: dict[str, Any], sizes: Sizes, repeat: int, quick: bool) -> dict[str, dict[str, dict]]:
+    """times[bench][column] = {seconds, note}."""
+    with np.errstate(all="ignore"):
+        reference = {b: f() for b, f in numpy_impls(d).items()}
+    backend_of = {column_label(b, default): b for b in backends}
+    times: dict[str, dict[str, dict]] = {}
+    with console.status("benchmarking") as status:
+        for bench in benches:
+            times[bench] = {}
+            for col, impls in columns.items():
+                status.update(f"{TITLES[bench]}: {col}")
+                if not console.is_terminal:  # no spinner in a log: say what is running
+                    print(f"bench: {TITLES[bench]}: {col}", file=sys.stderr, flush=True)
+                skip = "" if impls is not None else "skipped" if col in ("numexpr", "numba") else "unavailable"
+                if backend_of.get(col) == "interp" and _elements(bench, sizes) > INTERP_MAX_ELEMENTS:
+                    skip = "too big for interp"
+                fn = impls.get(bench) if impls else None
+                reps = repeat if bench != "gemm" else max(3, repeat // 2)
+                cell = measure(bench, fn, reference[bench], reps, skip, 0.002 if quick else 0.02)
+                times[bench][col] = attrs.asdict(cell)
+    return times
+
+
+def time_jit(console: Any, default: str, numba: Any, d: dict[str, Any], quick: bool, notes: list[str]) -> dict:
+    """First-JIT and warm-load times of the default backend (fresh processes), and numba's."""
+    jit: dict[str, Any] = {}
+    with console.status("first-JIT and warm-load times (fresh processes)"):
+        with tempfile.TemporaryDirectory(prefix="hologram-bench-cache-") as cache:
+            try:
+                kernels = ("axpy",) if quick else tuple(SOURCES)
+                jit["cold"] = jit_times(default, cache, kernels)
+                jit["warm"] = jit_times(default, cache, kernels)
+            except Exception as exc:
+                notes.append(f"first-JIT / warm-load: {type(exc).__name__}: {exc}")
+        if numba:
+            jit["numba_first_call"] = numba_first_call(numba, d)
+    return jit
+
+
+def run(args: argparse.Namespace) -> dict:
+    from rich.console import Console
+
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    sizes = QUICK if args.quick else FULL
+    repeat = args.repeat or (3 if args.quick else 7)
+    benches = [b for b in BENCHES if not args.only or b in args.only]
+    backends = list_backends()
+    default = get_backend().name
+    ne, numba = optional("numexpr"), optional("numba")
+    notes = [f"{name} not installed: its column is skipped (pip install {name}, or make bench)"
+             for name, mod in (("numexpr", ne), ("numba", numba)) if mod is None]
+    if "cpu_llvm" not in backends:
+        notes.append(f"cpu_llvm backend not installed or not available: hologram runs on {default} "
+                     "(pip install -e plugins/cpu_llvm)")
+    d = make_data(sizes)
+    columns = build_columns(backends, default, d, benches, ne, numba, notes)
+    times = time_all(console, benches, columns, backends, default, d, sizes, repeat, args.quick)
+    jit = time_jit(console, default, numba, d, args.quick, notes) if not args.only or "jit" in args.only else {}
+    results = {
+        "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "quick": bool(args.quick), "sizes": attrs.asdict(sizes), "repeat": repeat,
+        "default_backend": default, "backends": backends,
+        "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count(), "python": platform.python_version(),
+                    "numpy": np.__version__, "numexpr": getattr(ne, "__version__", None),
+                    "numba": getattr(numba, "__version__", None), "hologram": hologram.__version__},
+        "blas": blas_info(), "removed_env": REMOVED_ENV, "notes": notes, "times": times, "jit": jit,
+    }
+    judged = not args.quick and default != "interp"
+    results["targets"] = [judge(t, results, judged) for t in TARGETS]
+    if args.quick:
+        notes.append("--quick: sizes far below the targets' (not judged)")
+    elif default == "interp":
+        notes.append("the targets are for a native backend; on the reference interpreter they are not judged")
+    report(console, results)
+    return results
+
+
+def judge(t: Target, results: dict, judged: bool) -> dict:
+    v = t.measured(results)
+    return {"target": t.text, "value": v, "unit": t.unit, "met": None if v is None or not judged else bool(t.ok(v))}
+
+
+def column_label(backend: str, default: str) -> str:
+    """The default backend is the `hologram` column the targets read; others get their name."""
+    return "hologram" if backend == default else f"hologram/{backend}"
+
+
+def _fmt_time(cell: dict) -> str:
+    s = cell.get("seconds")
+    if s is None:
+        return f"[dim]{escape(cell.get('note') or '-')}[/dim]"
+    text = f"{s * 1e6:.2f} µs" if s < 1e-3 else f"{s * 1e3:.2f} ms" if s < 1 else f"{s:.3f} s"
+    return text + (f" [bold red]{escape(cell['note'])}[/bold red]" if cell.get("note") else "")
+
+
+def report(console: Any, results: dict) -> None:
+    from rich.table import Table
+
+    times = results["times"]
+    cols = list(next(iter(times.values()))) if times else []
+    sizes = results["sizes"]
+    t = Table(title=f"median times (n = {sizes['n']:,} f32; gemm {sizes['gemm']}²; launch on {sizes['launch']})",
+              title_justify="left")
+    t.add_column("benchmark")
+    for c in cols:
+        t.add_column(escape(f"{c} ({results['default_backend']})" if c == "hologram" else c), justify="right")
+    for bench, row in times.items():
+        t.add_row(TITLES[bench], *(_fmt_time(row[c]) for c in cols))
+    console.print(t)
+
+    jit = results.get("jit", {})
+    if jit.get("cold"):
+        j = Table(title=f"first JIT (fresh cache dir) and warm disk-cache load, backend {results['default_backend']}",
+                  title_justify="left")
+        for c in ("kernel", "front end", "first JIT (prepare)", "warm load (prepare)", "numba first call"):
+            j.add_column(c, justify="right" if c != "kernel" else "left")
+        nb = jit.get("numba_first_call", {})
+        for name, v in jit["cold"].items():
+            warm = jit.get("warm", {}).get(name, {})
+            j.add_row(name, f"{v['frontend'] * 1e3:.2f} ms", f"{v['prepare'] * 1e3:.2f} ms",
+                      f"{warm['prepare'] * 1e3:.2f} ms" if warm else "-",
+                      f"{nb[name] * 1e3:.1f} ms" if name in nb else "-")
+        console.print(j)
+
+    tt = Table(title="targets (issue 3)", title_justify="left")
+    for c in ("target", "measured", "met"):
+        tt.add_column(c)
+    for row in results["targets"]:
+        v = row["value"]
+        met = "[dim]n/a[/dim]" if row["met"] is None else "[green]met[/green]" if row["met"] else "[bold red]not met[/bold red]"
+        tt.add_row(row["target"], "-" if v is None else f"{v:.3g} {row['unit']}", met)
+    console.print(tt)
+    blas = results["blas"]
+    console.print(escape(f"numpy BLAS: {', '.join(f'{k}={v}' for k, v in blas.items())}"))
+    if results["removed_env"]:
+        console.print(f"unset for this run: {', '.join(results['removed_env'])}")
+    for n in results["notes"]:
+        console.print(escape(f"note: {n}"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="Benchmark hologram against numpy, numexpr and numba.")
+    p.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test that everything runs")
+    p.add_argument("--only", type=lambda s: [x.strip() for x in s.split(",") if x.strip()],
+                   help=f"comma-separated subset of {', '.join(BENCHES + ('jit',))}")
+    p.add_argument("--repeat", type=int, help="timed batches per measurement (default 7; 3 with --quick)")
+    p.add_argument("--results-dir", default=os.path.join(HERE, "results"), help="where the JSON goes")
+    p.add_argument("--list", action="store_true", help="list the benchmarks and exit")
+    args = p.parse_args(argv)
+    if args.list:
+        print("\n".join(f"{b:8} {TITLES[b]}" for b in BENCHES) + "\njit      first JIT and warm disk-cache load")
+        return 0
+    unknown = set(args.only or ()) - set(BENCHES) - {"jit"}
+    if unknown:
+        p.error(f"--only: unknown benchmark(s) {', '.join(sorted(unknown))}; see --list")
+    results = run(args)
+    os.makedirs(args.results_dir, exist_ok=True)
+    path = os.path.join(args.results_dir, datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + ".json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(results, f, indent=2, default=float)
+    print(f"results: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""`hologram diff-test`: the differential harness on the command line.
+
+    hologram diff-test [--backends interp,cpu_llvm] [--examples N] [--seed S]
+                       [--kind kernels|programs|both] [--out DIR]
+    hologram diff-test --replay DIR/kernel-cpu_llvm-0123abcd.toml [--backends B,...]
+
+A progress bar while it runs, then a table (kind, backend, examples, passed, failed) and
+the reproducer of every failure with the command that replays it. Exit status 1 when
+anything failed, 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+KIND_CHOICES = {"kernels": ("kernels",), "programs": ("programs",), "both": ("kernels", "programs")}
+
+
+def _backends(text: str) -> list[str]:
+    names = [b.strip() for b in text.split(",") if b.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("expected backend names separated by commas, e.g. interp,cpu_llvm")
+    return names
+
+
+def _examples(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of examples >= 1, got {text!r}")
+    return n
+
+
+def cmd_difftest(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    if args.replay:
+        return _replay(console, args.replay, args.backends)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .core.plugins import list_backends
+    from .testing.difftest import run_difftest
+
+    backends = args.backends or list_backends()
+    kinds = KIND_CHOICES[args.kind]
+    with Progress(TextColumn("{task.description:>9}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        tasks = {k: bar.add_task(k, total=args.examples) for k in kinds}
+        report = run_difftest(backends, args.examples, args.seed, kinds, args.out,
+                              progress=lambda kind, done, total: bar.update(tasks[kind], completed=done))
+    _summary(console, report)
+    return 0 if report.ok else 1
+
+
+def _summary(console: Any, report: Any) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=f"diff-test (seed {report.seed})", title_justify="left")
+    for col, justify in (("kind", "left"), ("backend", "left"), ("examples", "right"), ("passed", "right"),
+                         ("failed", "right")):
+        table.add_column(col, justify=justify)
+    for r in report.rows:
+        table.add_row(r.kind, r.backend, str(r.examples), str(r.passed),
+                      Text(str(r.failed), style="bold red" if r.failed else "green"))
+    console.print(table)
+    from .testing.difftest import replay_command
+
+    failed = [r for r in report.rows if r.reproducer]
+    if failed:
+        print("reproducers (shrunk):")
+        for r in failed:
+            first = (r.message or "").strip().splitlines()[:1]
+            print(f"  {r.reproducer}\n    {first[0] if first else ''}\n    replay: {replay_command(r.reproducer, r.backend)}")
+
+
+def _replay(console: Any, path: str, backends: list[str] | None) -> int:
+    from rich.markup import escape
+
+    from .testing.difftest import replay
+
+    verdict = replay(path, backends)
+    for backend, message in verdict.items():
+        if message is None:
+            console.print(f"{escape(backend)}: [green]passes[/green] {escape(path)}")
+        else:
+            console.print(f"{escape(backend)}: [bold red]fails[/bold red] {escape(path)}")
+            print(message)
+    return 0 if all(m is None for m in verdict.values()) else 1
+
+
+def add_difftest(sub: Any) -> None:
+    from .testing.difftest import DEFAULT_OUT
+
+    p = sub.add_parser("diff-test", help="run generated kernels and programs on backends against the oracle",
+                       description="Differential testing: generated kernels are held to the numpy oracle on every "
+                       "backend; generated ISA programs are compared with the reference interpreter. Failures "
+                       "are shrunk and written as reproducers.")
+    p.add_argument("--backends", type=_backends, metavar="B1,B2",
+                   help="comma-separated backend names (default: every available backend)")
+    p.add_argument("--examples", type=_examples, default=100, metavar="N", help="examples per kind (default 100)")
+    p.add_argument("--seed", type=int, default=None, help="make the run repeatable (default: a random seed, printed)")
+    p.add_argument("--kind", choices=tuple(KIND_CHOICES), default="both", help="what to generate (default both)")
+    p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help=f"where reproducers go (default ./{DEFAULT_OUT})")
+    p.add_argument("--replay", metavar="PATH", help="run one reproducer (.toml or .hasm) again instead")
+    p.set_defaults(func=cmd_difftest)

@@ -1,0 +1,456 @@
+"""The differential harness: generated kernels and programs, every backend, one verdict.
+
+    report = run_difftest(["interp", "cpu_llvm"], examples=200, seed=1)
+    report.ok, report.rows, report.reproducers
+
+Two kinds of examples, each run as hypothesis tests:
+
+- `kernels`: generated kernel documents (`hologram.testing.cases.kernels`) run through
+  the public API on every backend and held to the numpy oracle under the accuracy
+  contract (`check_case`). Each backend is judged on its own, so one backend is enough.
+- `programs`: generated verified Atlas programs (`hologram.testing.isa_strategies`) run
+  on the reference interpreter (the original program) and on every backend (the program
+  after a `.hasm` text and a binary round trip, so a lone `interp` still tests something:
+  both serializations and the interpreter's determinism). Outputs are compared per
+  buffer at the precision the program's dataflow pins down (`precision`): bitwise where
+  only exact instructions contributed, within 4 ULP where one approximated instruction
+  (a transcendental) fed the buffer directly, and not at all where approximations were
+  composed or reordered (composed error is what the `kernels` oracle bounds soundly).
+
+Every example runs on every backend first (counting passes and failures); then, for each
+backend that failed, hypothesis replays the same seed with that backend's check raising,
+shrinks to a minimal example, and the example is written as a reproducer: a `.toml`
+kernel document or a `.hasm` program, with the inputs (and, for kernels, the oracle's
+answer with its tolerances) in a `.npz` beside it. `replay(path)` runs a reproducer again;
+the CLI spells that `hologram diff-test --replay PATH`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+from collections import defaultdict
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import attrs
+import numpy as np
+from hypothesis import HealthCheck, Phase, Verbosity, given, seed as hypothesis_seed, settings
+from hypothesis import strategies as st
+from hypothesis.errors import Unsatisfiable
+
+from ..core.asm import format_program, parse_program
+from ..core.encoding import decode, encode
+from ..core.errors import ArgumentError, HologramError
+from ..core.isa import OPCODES, Addr, BufferParam, Instr, Program, Reg
+from . import values
+from .bounds import Val
+from .cases import KernelCase, kernels
+from .contract import assert_close
+from .isa_strategies import programs
+from .run import check_case
+
+__all__ = ["KINDS", "REFERENCE", "DEFAULT_OUT", "Outcome", "Report", "ProgramCase", "program_cases", "precision",
+           "check_kernel", "check_program", "run_difftest", "replay", "replay_command"]
+
+KINDS = ("kernels", "programs")
+REFERENCE = "interp"  # what programs are compared against
+DEFAULT_OUT = "difftest-failures"
+Progress = Callable[[str, int, int], None]  # (kind, examples done, examples planned)
+
+
+# ------------------------------------------------------------------------ results
+@attrs.frozen
+class Outcome:
+    """One row of the report: how backend `backend` did on `examples` examples of `kind`.
+    `reproducer` is the written `.toml`/`.hasm` path and `message` the (shrunk) failure."""
+
+    kind: str
+    backend: str
+    examples: int
+    passed: int
+    failed: int
+    reproducer: str | None = None
+    message: str | None = None
+
+
+@attrs.frozen
+class Report:
+    seed: int
+    backends: tuple[str, ...]
+    rows: tuple[Outcome, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(r.failed == 0 for r in self.rows)
+
+    @property
+    def reproducers(self) -> tuple[str, ...]:
+        return tuple(r.reproducer for r in self.rows if r.reproducer)
+
+
+# ------------------------------------------------------------------ program cases
+@attrs.frozen(eq=False)
+class ProgramCase:
+    """A program and a launch of it: buffer params by name (inputs drawn, outputs zeroed),
+    scalar params, shape symbols."""
+
+    program: Program
+    buffers: Mapping[str, np.ndarray]
+    scalars: Mapping[str, np.generic]
+    symbols: Mapping[str, int]
+
+
+def _size(p: BufferParam, symbols: Mapping[str, int]) -> tuple[int, ...]:
+    return tuple(d.evaluate(symbols) for d in p.shape)
+
+
+@st.composite
+def program_cases(draw: Callable, max_size: int = 5) -> ProgramCase:
+    """A generated verified program with arguments for one launch: every symbol in
+    1..max_size (the generator's programs need >= 1), `in`/`inout` buffers full of edge
+    values, `out` buffers zeroed."""
+    prog = draw(programs())
+    symbols = {s: draw(st.integers(1, max_size)) for s in prog.symbols}
+    buffers = {}
+    for p in prog.params:
+        if isinstance(p, BufferParam):
+            shape = _size(p, symbols)
+            buffers[p.name] = draw(values.arrays(p.dtype.np, shape)) if p.role in ("in", "inout") \
+                else np.zeros(shape, p.dtype.np)
+    scalars = {name: draw(values.scalars(p.dtype.np)) for name, p in prog.scalars().items()}
+    return ProgramCase(prog, buffers, scalars, symbols)
+
+
+# The ISA's approximated instructions (docs/isa.md marks them ≈): backends may differ
+# from the interpreter by <= 4 ULP. Everything else is pinned to the bit.
+APPROX = frozenset("EXP LOG LOG2 LOG10 SIN COS TAN TANH SIGMOID ASIN ACOS ATAN SINH COSH ASINH ACOSH ATANH "
+                   "EXP2 EXPM1 LOG1P ATAN2 HYPOT POW".split())
+ORDERED = frozenset({"ReduceAdd", "ReduceMul", "ResAccum"})  # float results depend on the order
+EXACT, ULPS, OPEN = 0, 1, 2  # precision levels: bitwise, within 4 ULP, not compared
+PROGRAM_ULPS = 4
+
+
+def precision(program: Program) -> dict[str, int]:
+    """Per buffer (params and temps): EXACT, ULPS or OPEN, by a conservative taint
+    analysis. Registers are flow-insensitive (a register's level is the worst of all its
+    writes), a branch predicate or loop counter that is tainted taints every write in its
+    stage, and an access through a tainted index taints the whole memory it touches.
+    Iterated to a fixpoint, since loops, calls and later stages feed values back."""
+    level: dict[tuple, int] = defaultdict(int)
+
+    def raise_to(key: tuple, lv: int) -> bool:
+        if lv > level[key]:
+            level[key] = lv
+            return True
+        return False
+
+    def memory_key(k: int, ins: Instr) -> tuple:
+        space = OPCODES[ins.op].space
+        return ("buf", ins.addr.buffer) if space == "global" else ("mem", k, space, ins.addr.buffer)
+
+    changed = True
+    while changed:
+        changed = False
+        for k, stage in enumerate(program.stages):
+            reg = lambda op: level[("reg", k, op.name)] if isinstance(op, Reg) else EXACT  # noqa: E731
+            body = [i for i in stage.body if isinstance(i, Instr)]
+            guards = [i.pred.reg for i in body if i.pred is not None] + [i.srcs[0] for i in body if i.op == "LOOP"]
+            control = max(map(reg, guards), default=EXACT)
+            for ins in body:
+                src = max((reg(op) for op in ins.srcs), default=EXACT)
+                index = reg(ins.addr.index) if isinstance(ins.addr, Addr) else EXACT
+                spec = OPCODES[ins.op]
+                if ins.addr is not None and spec.space in ("global", "shared", "pool") and "m" in spec.form:
+                    mem = memory_key(k, ins)
+                    if ins.dst is not None:  # a load
+                        lv = max(level[mem], OPEN if index or control else EXACT)
+                        changed |= raise_to(("reg", k, ins.dst.name), lv)
+                    else:  # a store or a reduction
+                        floating = ins.dtype is not None and ins.dtype.is_float
+                        lv = src
+                        if floating and ins.op in ORDERED:
+                            lv = OPEN
+                        elif floating and ins.op in ("ReduceMin", "ReduceMax"):
+                            lv = max(src, ULPS)  # the order picks the sign of an equal zero
+                        lv = OPEN if (index or control) else lv
+                        changed |= raise_to(mem, lv)
+                elif ins.dst is not None:
+                    if ins.op == "MOV":
+                        lv = src
+                    elif ins.op in APPROX:
+                        lv = ULPS if src == EXACT else OPEN
+                    else:
+                        lv = EXACT if src == EXACT else OPEN
+                    changed |= raise_to(("reg", k, ins.dst.name), OPEN if control else lv)
+    return {name: level[("buf", name)] for name in program.buffers()}
+
+
+# ---------------------------------------------------------------------- checking
+def _run_program(program: Program, backend: str, case: ProgramCase) -> tuple[dict[str, np.ndarray], str | None]:
+    """Launch on a fresh copy of the buffers; (buffers after, error as `Type: message`)."""
+    from ..core.plugins import get_backend
+
+    be = get_backend(backend)
+    bufs = {k: np.array(v, copy=True) for k, v in case.buffers.items()}
+    try:
+        be.launch(be.prepare(program), bufs, dict(case.scalars), dict(case.symbols))
+    except HologramError as exc:
+        return bufs, f"{type(exc).__name__}: {exc}"
+    return bufs, None
+
+
+def _round_trip(program: Program) -> Program:
+    return decode(encode(parse_program(format_program(program), file="<difftest>")))
+
+
+def check_program(case: ProgramCase, backend: str, reference: str = REFERENCE) -> str | None:
+    """None when `backend` agrees with the reference on `case`, else what differs."""
+    want, want_err = _run_program(case.program, reference, case)
+    got, got_err = _run_program(_round_trip(case.program), backend, case)
+    if want_err != got_err:
+        return f"{reference} gave {want_err or 'no error'}, {backend} gave {got_err or 'no error'}"
+    if want_err:
+        return None
+    levels = precision(case.program)
+    params = [p for p in case.program.params if isinstance(p, BufferParam) and p.role != "in"]
+    problems = []
+    for p in params:
+        if levels[p.name] == OPEN:
+            continue
+        ulps = PROGRAM_ULPS if levels[p.name] == ULPS and p.dtype.is_float else 0
+        try:
+            assert_close(got[p.name], want[p.name], ulps=ulps, name=p.name)
+        except AssertionError as exc:
+            problems.append(str(exc))
+    return "\n".join(problems) or None
+
+
+def check_kernel(case: KernelCase, backend: str) -> str | None:
+    """None when `backend` runs `case` as the oracle allows, else the failure message."""
+    try:
+        check_case(case, backend)
+    except AssertionError as exc:
+        return str(exc)
+    return None
+
+
+def _guarded(check: Callable[..., str | None], *args: Any) -> str | None:
+    """A backend that raises anything unexpected has failed, not the harness."""
+    try:
+        return check(*args)
+    except (KeyboardInterrupt, SystemExit, MemoryError):
+        raise
+    except Exception as exc:
+        return f"unexpected {type(exc).__name__}: {exc}"
+
+
+@attrs.frozen
+class _Kind:
+    strategy: Callable[[], st.SearchStrategy]
+    check: Callable[[Any, str], str | None]
+    write: Callable[[Any, str, str, str], str]
+
+
+# ------------------------------------------------------------------- reproducers
+def _stem(out_dir: str, kind: str, backend: str, text: str) -> str:
+    digest = hashlib.sha256(text.encode()).hexdigest()[:10]
+    return os.path.join(out_dir, f"{kind[:-1]}-{backend}-{digest}")
+
+
+def replay_command(path: str, backend: str) -> str:
+    return f"hologram diff-test --replay {path} --backends {backend}"
+
+
+def _write_notes(stem: str, path: str, backend: str, message: str) -> None:
+    with open(stem + ".txt", "w", encoding="utf-8") as f:
+        f.write(f"backend: {backend}\nreplay: {replay_command(path, backend)}\n\n{message}\n")
+
+
+def _write_kernel(case: KernelCase, backend: str, message: str, out_dir: str) -> str:
+    stem = _stem(out_dir, "kernels", backend, case.source + repr(case.inputs))
+    arrays: dict[str, np.ndarray] = {f"in/{k}": np.asarray(v) for k, v in case.inputs}
+    for name, val in case.expected:
+        arrays.update({f"expected/{name}/{f}": np.asarray(getattr(val, f)) for f in ("v", "err", "ulps", "fuzzy")})
+    arrays["meta/errors"] = np.array([e.__name__ for e in case.error], dtype=str)
+    arrays["meta/backend"] = np.array(backend)
+    with open(stem + ".toml", "w", encoding="utf-8") as f:
+        f.write(case.source)
+    np.savez(stem + ".npz", **arrays)
+    _write_notes(stem, stem + ".toml", backend, message)
+    return stem + ".toml"
+
+
+def _write_program(case: ProgramCase, backend: str, message: str, out_dir: str) -> str:
+    text = format_program(case.program)
+    stem = _stem(out_dir, "programs", backend, text + repr(sorted(case.symbols.items())))
+    arrays = {f"buf/{k}": v for k, v in case.buffers.items()}
+    arrays.update({f"scalar/{k}": np.asarray(v) for k, v in case.scalars.items()})
+    arrays.update({f"sym/{k}": np.asarray(v, np.int64) for k, v in case.symbols.items()})
+    arrays["meta/backend"] = np.array(backend)
+    with open(stem + ".hasm", "w", encoding="utf-8") as f:
+        f.write(text)
+    np.savez(stem + ".npz", **arrays)
+    _write_notes(stem, stem + ".hasm", backend, message)
+    return stem + ".hasm"
+
+
+KIND_TABLE: dict[str, _Kind] = {
+    "kernels": _Kind(kernels, check_kernel, _write_kernel),
+    "programs": _Kind(program_cases, check_program, _write_program),
+}
+
+
+def _load_npz(path: str) -> dict[str, np.ndarray]:
+    npz = os.path.splitext(path)[0] + ".npz"
+    try:
+        with np.load(npz, allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+    except (OSError, ValueError) as exc:
+        raise ArgumentError(f"{path}: cannot load its inputs {npz}: {exc}") from None
+
+
+def _section(data: Mapping[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:
+    return {k[len(prefix):]: v for k, v in data.items() if k.startswith(prefix)}
+
+
+def _kernel_from_files(path: str) -> KernelCase:
+    from ..core import errors
+
+    with open(path, encoding="utf-8") as f:
+        source = f.read()
+    data = _load_npz(path)
+    inputs = tuple((k, v[()] if v.ndim == 0 else v) for k, v in _section(data, "in/").items())
+    fields = _section(data, "expected/")
+    names = list(dict.fromkeys(k.rsplit("/", 1)[0] for k in fields))
+    expected = tuple((n, Val(*(fields[f"{n}/{f}"] for f in ("v", "err", "ulps", "fuzzy")))) for n in names)
+    error = tuple(getattr(errors, str(e)) for e in data.get("meta/errors", ()))
+    return KernelCase(source, inputs, expected, error)
+
+
+def _program_from_files(path: str) -> ProgramCase:
+    with open(path, encoding="utf-8") as f:
+        program = parse_program(f.read(), file=path)
+    data = _load_npz(path)
+    scalars = {k: v[()] for k, v in _section(data, "scalar/").items()}
+    symbols = {k: int(v) for k, v in _section(data, "sym/").items()}
+    return ProgramCase(program, _section(data, "buf/"), scalars, symbols)
+
+
+def replay(path: str, backends: Sequence[str] | None = None) -> dict[str, str | None]:
+    """Run a reproducer again on `backends` (default: the backend it was written for);
+    returns backend -> failure message, or None where it now passes."""
+    if path.endswith(".toml"):
+        kind, case = "kernels", _kernel_from_files(path)
+    elif path.endswith(".hasm"):
+        kind, case = "programs", _program_from_files(path)
+    else:
+        raise ArgumentError(f"{path}: a reproducer is a .toml kernel or a .hasm program written by diff-test")
+    if not backends:
+        backends = [str(_load_npz(path).get("meta/backend", REFERENCE))]
+    return {b: _guarded(KIND_TABLE[kind].check, case, b) for b in backends}
+
+
+# ------------------------------------------------------------------------ running
+class _Mismatch(Exception):
+    """Raised inside a hypothesis test to make it shrink."""
+
+
+def _settings(examples: int, shrink: bool) -> settings:
+    return settings(max_examples=examples, deadline=None, database=None, derandomize=False,
+                    phases=(Phase.generate, Phase.shrink) if shrink else (Phase.generate,),
+                    suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet,
+                    report_multiple_bugs=False, print_blob=False)
+
+
+def _explore(kind: _Kind, backends: Sequence[str], examples: int, seed: int,
+             tick: Callable[[], None]) -> tuple[dict[str, list[int]], dict[str, tuple[Any, str]]]:
+    """Every example on every backend, nothing raised: per backend [passed, failed], and
+    the first failing example per backend."""
+    counts = {b: [0, 0] for b in backends}
+    first: dict[str, tuple[Any, str]] = {}
+
+    @hypothesis_seed(seed)
+    @_settings(examples, shrink=False)
+    @given(kind.strategy())
+    def run(case: Any) -> None:
+        for b in backends:
+            msg = _guarded(kind.check, case, b)
+            counts[b][msg is not None] += 1
+            if msg is not None:
+                first.setdefault(b, (case, msg))
+        tick()
+
+    try:
+        run()
+    except Unsatisfiable:
+        pass
+    return counts, first
+
+
+def _shrink(kind: _Kind, backend: str, examples: int, seed: int) -> tuple[Any, str] | None:
+    """The same search with `backend`'s failures raising: hypothesis's minimal example."""
+    seen: list[tuple[Any, str]] = []
+
+    @hypothesis_seed(seed)
+    @_settings(examples, shrink=True)
+    @given(kind.strategy())
+    def run(case: Any) -> None:
+        msg = _guarded(kind.check, case, backend)
+        if msg is not None:
+            seen.append((case, msg))
+            raise _Mismatch(msg)
+
+    try:
+        run()
+    except Exception:  # _Mismatch; or hypothesis's Flaky when the backend is not deterministic
+        pass
+    return seen[-1] if seen else None  # hypothesis replays the minimal example last
+
+
+def run_difftest(backends: Iterable[str], examples: int = 100, seed: int | None = None,
+                 kinds: Iterable[str] = KINDS, out_dir: str = DEFAULT_OUT,
+                 progress: Progress | None = None) -> Report:
+    """Run `examples` generated examples of each kind on every backend (see the module
+    docs); write a shrunk reproducer into `out_dir` for every backend that failed.
+
+    backends  registered backend names (each must be available)
+    seed      makes the run repeatable; None draws one (it is in the report)
+    progress  called as progress(kind, done, planned) after every example
+    """
+    from ..core.plugins import get_backend
+
+    backends = tuple(dict.fromkeys(backends))
+    kinds = tuple(kinds)
+    if not backends:
+        raise ArgumentError("run_difftest: name at least one backend")
+    for k in kinds:
+        if k not in KIND_TABLE:
+            raise ArgumentError(f"run_difftest: unknown kind {k!r}; expected one of {', '.join(KINDS)}")
+    if isinstance(examples, bool) or not isinstance(examples, int) or examples < 1:
+        raise ArgumentError(f"run_difftest: examples must be an integer >= 1, got {examples!r}")
+    for b in backends + ((REFERENCE,) if "programs" in kinds else ()):
+        get_backend(b)  # a clear PluginError for an unknown or unavailable backend, before any work
+    if seed is None:
+        seed = random.randrange(2**32)
+    rows = []
+    for k in kinds:
+        kind = KIND_TABLE[k]
+        done = [0]
+
+        def tick(k: str = k) -> None:
+            done[0] += 1
+            if progress:
+                progress(k, done[0], examples)
+
+        counts, first = _explore(kind, backends, examples, seed, tick)
+        for b in backends:
+            passed, failed = counts[b]
+            path = message = None
+            if failed:
+                found = _shrink(kind, b, examples, seed) or first[b]
+                os.makedirs(out_dir, exist_ok=True)
+                path = kind.write(found[0], b, found[1], out_dir)
+                message = found[1]
+            rows.append(Outcome(k, b, passed + failed, passed, failed, path, message))
+    return Report(seed, backends, tuple(rows))

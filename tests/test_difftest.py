@@ -1,0 +1,227 @@
+"""The differential harness: quiet on a correct backend, loud (and minimal) on a broken one.
+
+`broken` is a test-time backend plugin registered with the plugin manager exactly as a
+third party's would be: it runs the interpreter, then corrupts one element of the first
+output buffer. The harness must catch it, shrink the example, write a reproducer that
+replays (failing on `broken`, passing on `interp`), and the CLI must say so.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from hologram.cli import main
+from hologram.core.errors import ArgumentError, PluginError
+from hologram.core.hookspecs import hookimpl
+from hologram.core.isa import Addr, BufferParam, Imm, Instr, Program, Reg, RegDecl, Special, Stage
+from hologram.core.plugins import get_backend, plugin_manager
+from hologram.core.types import Affine, DType
+from hologram.testing.difftest import EXACT, OPEN, ULPS, ProgramCase, check_program, precision, replay, run_difftest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class BrokenBackend:
+    """The interpreter, except that the first non-empty output's element 0 comes out wrong."""
+
+    name = "broken"
+    priority = -1
+
+    @property
+    def inner(self):
+        return get_backend("interp")  # looked up late: registering must not consult the registry
+
+    def available(self) -> bool:
+        return True
+
+    def allocate(self, shape, dtype):
+        return self.inner.allocate(shape, dtype)
+
+    def prepare(self, program):
+        return program, self.inner.prepare(program)
+
+    def launch(self, executable, buffers, scalars, symbols):
+        program, exe = executable
+        self.inner.launch(exe, buffers, scalars, symbols)
+        for p in program.params:
+            if isinstance(p, BufferParam) and p.role != "in" and buffers[p.name].size:
+                flat = buffers[p.name].reshape(-1)
+                v = flat[0]
+                if flat.dtype.kind == "b":
+                    flat[0] = not v
+                elif flat.dtype.kind == "f":
+                    flat[0] = -v if np.isfinite(v) and v != 0 else 1.5
+                else:
+                    flat[0] = v ^ 1
+                return
+
+
+class _Plugin:
+    @hookimpl
+    def hologram_register_backends(self, register):
+        register(BrokenBackend())
+
+
+@pytest.fixture
+def broken():
+    pm = plugin_manager()
+    plugin = _Plugin()
+    pm.register(plugin, name="test-broken-backend")
+    try:
+        yield "broken"
+    finally:
+        pm.unregister(plugin)
+
+
+def test_a_correct_backend_passes(tmp_path):
+    report = run_difftest(["interp"], examples=15, seed=3, out_dir=str(tmp_path))
+    assert report.ok, report
+    assert [(r.kind, r.backend, r.examples, r.failed) for r in report.rows] == \
+        [("kernels", "interp", 15, 0), ("programs", "interp", 15, 0)]
+    assert not os.listdir(tmp_path)
+
+
+def test_progress_is_reported(tmp_path):
+    seen = []
+    run_difftest(["interp"], examples=4, seed=0, kinds=("programs",), out_dir=str(tmp_path),
+                 progress=lambda kind, done, total: seen.append((kind, done, total)))
+    assert seen == [("programs", k, 4) for k in range(1, 5)]
+
+
+@pytest.mark.parametrize("kind, suffix", [("kernels", ".toml"), ("programs", ".hasm")])
+def test_a_broken_backend_is_caught_shrunk_and_replayable(broken, tmp_path, kind, suffix):
+    report = run_difftest(["interp", broken], examples=25, seed=7, kinds=(kind,), out_dir=str(tmp_path))
+    assert not report.ok
+    good, bad = report.rows
+    assert good.backend == "interp" and good.failed == 0 and good.reproducer is None
+    assert bad.backend == "broken" and bad.failed > 0 and bad.passed + bad.failed == 25
+    path = bad.reproducer
+    assert path.endswith(suffix) and os.path.exists(path)
+    assert os.path.exists(path[: -len(suffix)] + ".npz")
+    assert "hologram diff-test --replay" in open(path[: -len(suffix)] + ".txt").read()
+    text = open(path).read()
+    # shrunk: hypothesis's minimal example is small
+    assert len(text.splitlines()) < (12 if kind == "kernels" else 30), text
+    verdict = replay(path, ["interp", broken])
+    assert verdict["interp"] is None
+    assert verdict["broken"]
+    assert replay(path)["broken"]  # by default, the backend it was written for
+
+
+def prog(*body, dtype=DType.F32):
+    """y[i] = f(x[i]) with f the `body` (which reads %v and writes %w)."""
+    regs = (RegDecl("i", DType.I64), RegDecl("v", dtype), RegDecl("w", dtype))
+    n = (Affine.of("n"),)
+    stage = Stage("s", n, (4,), regs, (), (), (), (Instr("MOV", DType.I64, Reg("i"), (Special("gid.x"),)),
+                                                   Instr("LDG", dtype, Reg("v"), addr=Addr("x", Reg("i"))),
+                                                   *body, Instr("STG", dtype, srcs=(Reg("w"),), addr=Addr("y", Reg("i"))),
+                                                   Instr("EXIT")))
+    return Program("p", (BufferParam("x", dtype, n, "in"), BufferParam("y", dtype, n, "out")), (), ("n",), (stage,))
+
+
+EXP = Instr("EXP", DType.F32, Reg("w"), (Reg("v"),))
+ADD = Instr("ADD", DType.F32, Reg("w"), (Reg("v"), Imm(1.0)))
+
+
+def test_precision_levels():
+    assert precision(prog(ADD))["y"] == EXACT
+    assert precision(prog(EXP))["y"] == ULPS
+    assert precision(prog(EXP, Instr("ADD", DType.F32, Reg("w"), (Reg("w"), Imm(1.0)))))["y"] == OPEN
+    assert precision(prog(Instr("ADD", DType.I32, Reg("w"), (Reg("v"), Imm(1))), dtype=DType.I32))["y"] == EXACT
+
+
+class NudgedBackend(BrokenBackend):
+    """The interpreter with every float output moved by `ulps` ULPs: a conforming
+    transcendental implementation when ulps <= 4, a wrong `+` when ulps > 0."""
+
+    def __init__(self, name: str, ulps: int):
+        self.name, self.ulps = name, ulps
+
+    def launch(self, executable, buffers, scalars, symbols):
+        program, exe = executable
+        self.inner.launch(exe, buffers, scalars, symbols)
+        y = buffers["y"]
+        for _ in range(self.ulps):
+            y[...] = np.nextafter(y, np.float32(np.inf))
+
+
+class _Nudged:
+    @hookimpl
+    def hologram_register_backends(self, register):
+        register(NudgedBackend("nudged3", 3))
+        register(NudgedBackend("nudged6", 6))
+
+
+def test_programs_are_compared_at_the_precision_their_dataflow_pins(tmp_path):
+    pm = plugin_manager()
+    plugin = _Nudged()
+    pm.register(plugin, name="test-nudged-backends")
+    try:
+        x = np.array([0.5, -1.25, 3.0, 10.0], np.float32)
+        case = lambda p: ProgramCase(p, {"x": x, "y": np.zeros(4, np.float32)}, {}, {"n": 4})  # noqa: E731
+        assert check_program(case(prog(EXP)), "nudged3") is None      # within the 4-ULP contract
+        assert "assert_close(y)" in check_program(case(prog(EXP)), "nudged6")
+        assert "assert_close(y)" in check_program(case(prog(ADD)), "nudged3")  # `+` is exact
+        assert check_program(case(prog(ADD)), "interp") is None
+    finally:
+        pm.unregister(plugin)
+
+
+def test_bad_arguments_are_clear_errors(tmp_path):
+    with pytest.raises(ArgumentError, match="examples"):
+        run_difftest(["interp"], examples=0)
+    with pytest.raises(ArgumentError, match="unknown kind"):
+        run_difftest(["interp"], examples=1, kinds=("nope",))
+    with pytest.raises(PluginError, match="unknown backend"):
+        run_difftest(["no_such_backend"], examples=1)
+    with pytest.raises(ArgumentError, match="reproducer"):
+        replay(str(tmp_path / "x.txt"))
+
+
+def test_cli_diff_test(capsys, tmp_path):
+    assert main(["diff-test", "--backends", "interp", "--examples", "5", "--seed", "1",
+                 "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "kernels" in out and "programs" in out and "passed" in out
+
+
+def test_cli_diff_test_failure_and_replay(broken, capsys, tmp_path):
+    code = main(["diff-test", "--backends", f"interp,{broken}", "--examples", "10", "--seed", "2",
+                 "--kind", "programs", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 1
+    hasm = [f for f in os.listdir(tmp_path) if f.endswith(".hasm")]
+    assert len(hasm) == 1 and hasm[0] in out.replace("\n", "")
+    path = str(tmp_path / hasm[0])
+    assert main(["diff-test", "--replay", path]) == 1
+    assert main(["diff-test", "--replay", path, "--backends", "interp"]) == 0
+    capsys.readouterr()
+
+
+def test_cli_usage_errors(capsys):
+    assert main(["diff-test", "--backends", "interp", "--examples", "0"]) == 2
+    assert main(["diff-test", "--backends", "", "--examples", "3"]) == 2
+    capsys.readouterr()
+
+
+def test_bench_quick_runs_without_optional_libraries(tmp_path):
+    env = dict(os.environ, HOLOGRAM_BENCH_NO="numexpr,numba")
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "bench.py"), "--quick",
+                           "--results-dir", str(tmp_path)], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "a*x + y" in proc.stdout and "skipped" in proc.stdout
+    results = [f for f in os.listdir(tmp_path) if f.endswith(".json")]
+    assert len(results) == 1
+
+
+def test_cli_bench_is_registered(capsys):
+    from hologram.cli_bench import bench_script
+
+    assert os.path.exists(bench_script())
+    assert main(["bench", "--help"]) == 0
+    assert "--quick" in capsys.readouterr().out
