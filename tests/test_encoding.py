@@ -184,3 +184,18 @@ def test_structural_corruption_with_a_valid_checksum(data):
     except ISAError:
         return
     assert encode(p) == blob
+
+
+def test_numpy_integers_in_fields_are_accepted():
+    import numpy as np
+
+    from hologram.core.isa import MemDecl
+    from hologram.core.verifier import verify
+
+    p = Program("p", (), stages=(Stage("s", (Affine(np.int64(4)),), (np.int64(4),), (RegDecl("r", DType.F32),),
+                                       shared=(MemDecl("sh", DType.F32, np.int64(4)),),
+                                       body=(Instr("MOV_IMM", DType.F32, Reg("r"), (Imm(np.float32(0.5)),)),
+                                             Instr("EXIT"))),))
+    assert verify(p) is p
+    assert decode(encode(p)) == p
+    assert parse_program(format_program(p)) == p

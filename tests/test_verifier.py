@@ -470,11 +470,15 @@ def test_bounds_analysis_is_sound(p, n, data):
     analysis must have a state, and each claim in it must hold: an exact interval bounds
     the i64 value; a modular one bounds the value computed without wrapping (which the
     i64 value equals modulo 2**64); a `$n` fact bounds n."""
+    _check_run(p, n, data.draw(st.integers(0, n - 1)))
+
+
+def _check_run(p: Program, n: int, gid: int) -> None:
     stage = p.stages[0]
     body = stage.body
     labels = {it.name: k for k, it in enumerate(body) if isinstance(it, Label)}
-    ins, _ = StageAnalysis(p, stage)._analyze(0, {})
-    gid = data.draw(st.integers(0, n - 1))
+    analysis = StageAnalysis(p, stage)
+    ins, _ = analysis._analyze(0, {})
     actual: dict[str, int] = {}
     unbounded: dict[str, int] = {}
     pc = steps = 0
@@ -512,9 +516,12 @@ def test_bounds_analysis_is_sound(p, n, data):
             if actual[c] > 0:
                 pc = labels[it.target]
         else:
-            actual[it.dst.name] = _concrete(it, actual, n, gid, False)
-            unbounded[it.dst.name] = _concrete(it, unbounded, n, gid, True) if it.op in _RING \
-                else actual[it.dst.name]
+            r = it.dst.name
+            actual[r] = _concrete(it, actual, n, gid, False)
+            result = analysis._transfer(pc - 1, state)["fall"][r]
+            # the analysis tracks the unwrapped value through + - * only, from exact values
+            unbounded[r] = _concrete(it, unbounded, n, gid, True) if it.op in _RING and not result.exact \
+                else actual[r]
 
 
 def test_lowered_loop_idiom_is_proven_and_needs_its_guard():

@@ -121,6 +121,7 @@ class StageAnalysis:
                 self.preds.setdefault(nxt, []).append((pc, kind))
         self.loop_heads = {self.labels[i.target] for i in self.body if isinstance(i, Instr) and i.op == "LOOP"}
         self.regions: dict[int, list[int]] = {}
+        self.callee_writes: dict[int, set[str]] = {}
         self.inductions = self._inductions()
         self.memo: dict[tuple, tuple[dict[int, State], State | None]] = {}
         self.checked: set[tuple] = set()
@@ -273,8 +274,9 @@ class StageAnalysis:
         it = self.body[pc]
         return isinstance(it, Instr) and it.op == "BRA" and lo <= self.labels[it.target] < hi
 
-    def _writes(self, pc: int, seen: frozenset = frozenset()) -> set[str]:
-        """Registers instruction `pc` may write, through calls too."""
+    def _writes(self, pc: int) -> set[str]:
+        """Registers instruction `pc` may write, through calls too (the call graph is
+        acyclic: the verifier checked it before this analysis runs)."""
         it = self.body[pc]
         if not isinstance(it, Instr):
             return set()
@@ -282,8 +284,9 @@ class StageAnalysis:
             return {it.srcs[0].name}
         if it.op == "CALL":
             entry = self.labels[it.target]
-            return set().union(*(self._writes(q, seen | {entry}) for q in self._region(entry)
-                                 if entry not in seen))
+            if entry not in self.callee_writes:
+                self.callee_writes[entry] = set().union(*(self._writes(q) for q in self._region(entry)))
+            return self.callee_writes[entry]
         return {it.dst.name} if it.dst is not None else set()
 
     def _induct(self, head: int, arrivals: list[State], s: State) -> State:
@@ -320,7 +323,7 @@ class StageAnalysis:
         if op == "LOOP":
             c = item.srcs[0].name
             dec = self.dom.add(self.dom.exact(s.get(c), I64), Interval.point(-1), I64)
-            after = self._write(s, c, dec)
+            after = self._write(s, c, self.dom.exact(dec, I64))  # LOOP compares the wrapped value
             edges = {"taken": self._narrow(after, c, "gt", Interval.point(0)),
                      "fall": self._narrow(after, c, "le", Interval.point(0))}
             return {k: v for k, v in edges.items() if not self._infeasible(v)}

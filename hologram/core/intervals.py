@@ -284,11 +284,16 @@ class Domain:
 
     def widen(self, old: Interval, new: Interval, t: DType) -> Interval:
         """Keep only the bounds that survived a round around a loop (so the iteration
-        stops): a bound in `new` not also in `old` is dropped."""
+        stops): a bound in `new` not also in `old` is dropped. A lower bound that keeps
+        falling stops at 1 or 0 when both rounds are above it: a loop counter counts down
+        to 1 (LOOP's test), and indices stop at 0."""
         if old == new:
             return new
-        return self.make([p for p in new.lo if p in old.lo], [p for p in new.hi if p in old.hi], t,
-                         old.exact and new.exact)
+        lo = [p for p in new.lo if p in old.lo]
+        if not lo and old.exact and new.exact:
+            lo = next(([Poly.const(c)] for c in (1, 0) if self.above(new, Poly.const(c))
+                       and self.above(old, Poly.const(c))), [])
+        return self.make(lo, [p for p in new.hi if p in old.hi], t, old.exact and new.exact)
 
     def add(self, a: Interval, b: Interval, t: DType) -> Interval:
         return self.make([x + y for x in a.lo for y in b.lo], [x + y for x in a.hi for y in b.hi], t, False)

@@ -6,6 +6,7 @@ error also carries them as attributes: `rule` (a short id, listed in docs/hasm.m
 `stage` and `index` (None where they do not apply).
 
 Checks run in this order, and the first failure is reported:
+0. structure: every field holds the Python type its class declares (structure.py);
 1. program: ISA version, names, parameter roles and shapes;
 2. per stage: domain and block, declarations, inits;
 3. per instruction: operand kinds by `OPCODES[op].form`, types by `types` and `result`,
@@ -13,7 +14,8 @@ Checks run in this order, and the first failure is reported:
 4. control flow: branch directions, loop counters and nesting, calls (no recursion),
    RET only in subroutines, no BarSync in subroutines, no path falls off the end;
 5. dataflow (dataflow.py): registers written before read, every unchecked memory access
-   proven in bounds.
+   proven in bounds (intervals.py), under the launch contract that every shape symbol is
+   below 2**62 and every dimension evaluates to a size >= 0.
 Together with the ISA's semantics this makes every verified program terminate and never
 touch memory outside its arrays, on any backend.
 """

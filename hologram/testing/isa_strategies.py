@@ -71,14 +71,13 @@ class _Gen:
     path to the current point; `frozen` names registers the body must not overwrite
     (loop counters, index registers, live pool handles)."""
 
-    def __init__(self, draw: Callable, prog: "_ProgGen", stage_no: int, t: DType):
+    def __init__(self, draw: Callable, prog: "_ProgGen", t: DType):
         self.draw, self.pg, self.t = draw, prog, t
         self.regs: dict[str, DType] = {}
         self.defined: dict[DType, list[str]] = {}
         self.frozen: set[str] = set()
         self.items: list = []
         self.labels = 0
-        self.prefix = f"s{stage_no}_"
         self.subs: list[tuple[str, str]] = []  # (label, result register)
         self.budget = 0
 
@@ -217,8 +216,15 @@ class _Gen:
         self.emit(Instr("PoolAlloc", None, h, target=name, count=n))
         self.define(h)
         self.frozen.add(h.name)  # the handle must reach PoolFree unchanged
-        for j in range(n):
-            self.emit(Instr("PoolStore", self.t, srcs=(self.source(self.t),), addr=Addr(name, h, j), checked=chk))
+        if n > 1 and self.draw(st.booleans()):  # fill it in a loop: [pl + h + p], p an induction register
+            p, c, at, head = self.new(I64), self.new(I64), self.new(I64), self.label()
+            self.emit(Instr("MOV_IMM", I64, p, (Imm(0),)), Instr("MOV_IMM", I64, c, (Imm(n),)), Label(head),
+                      Instr("ADD", I64, at, (h, p)),
+                      Instr("PoolStore", self.t, srcs=(self.source(self.t),), addr=Addr(name, at), checked=chk),
+                      Instr("ADD", I64, p, (p, Imm(1))), Instr("LOOP", srcs=(c,), target=head))
+        else:
+            for j in range(n):
+                self.emit(Instr("PoolStore", self.t, srcs=(self.source(self.t),), addr=Addr(name, h, j), checked=chk))
         v = self.target(self.t)
         self.emit(Instr("PoolLoad", self.t, v, addr=Addr(name, h, self.draw(st.integers(0, n - 1))), checked=chk),
                   Instr("PoolFree", srcs=(h,)))
@@ -288,7 +294,7 @@ class _ProgGen:
 
     def stage(self, no: int, n_stages: int, max_instructions: int) -> Stage:
         d = self.draw
-        g = _Gen(d, self, no, self.t)
+        g = _Gen(d, self, self.t)
         g.budget = max_instructions
         block = (d(st.sampled_from([1, 2, 4])), d(st.sampled_from([1, 2]))) if self.two_d else \
             (d(st.sampled_from([1, 2, 3, 8, 32])),)
