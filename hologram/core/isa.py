@@ -254,6 +254,19 @@ class OpSpec:
     result: str = "same"
     space: str | None = None  # memory space of 'm': global, shared, pool
 
+    def admits(self, dtype: DType) -> bool:
+        """Whether `dtype` may be this opcode's `.dtype` suffix (its `types` class)."""
+        return TYPE_CLASSES[self.types](dtype)
+
+
+TYPE_CLASSES = {
+    "any": lambda d: True,
+    "num": lambda d: not d.is_bool,
+    "int": lambda d: d.is_int,
+    "intbool": lambda d: d.is_int or d.is_bool,
+    "float": lambda d: d.is_float,
+}
+
 
 def _ops(group: str, names: str, form: str, types: str, result: str = "same", space: str | None = None):
     return {n: OpSpec(n, group, form, types, result, space) for n in names.split()}

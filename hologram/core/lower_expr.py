@@ -34,13 +34,6 @@ INTEGER_IDENTITY = frozenset({"FLOOR", "CEIL", "TRUNC", "RINT", "ABS"})  # on in
 ATLAS = {"ATLAS_CLASS": "ClsGet", "MIRROR": "MIRROR", "DEGREE": "NbrCount", "NEIGHBOR": "NbrGet",
          "IS_UNITY": "UnityTest", "BOUND_MAP": "BoundMap"}
 Number = bool | int | float
-ADMITS = {
-    "any": lambda d: True,
-    "num": lambda d: not d.is_bool,
-    "int": lambda d: d.is_int,
-    "intbool": lambda d: d.is_int or d.is_bool,
-    "float": lambda d: d.is_float,
-}
 
 
 def convert_const(value: bool | int | float, to: DType) -> bool | int | float:
@@ -104,7 +97,7 @@ class ExprGen:
 
     def isa(self, op: str, dtype: DType, *srcs: Operand | Number, dst: Reg | None = None) -> Reg:
         """`op.dtype` on `srcs`; Python numbers become immediates of `dtype`."""
-        if not ADMITS[OPCODES[op].types](dtype):
+        if not OPCODES[op].admits(dtype):
             raise CompileError(f"cannot lower {op} on {dtype}: the Atlas ISA's {op} takes "
                                f"{OPCODES[op].types} types")
         return self.sb.alu(op, dtype, *(imm(s, dtype) for s in srcs), dst=dst)

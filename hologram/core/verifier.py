@@ -44,13 +44,6 @@ MAX_SHARED_ELEMENTS = 1 << 16  # per block
 MAX_POOL_ELEMENTS = 1 << 12  # per lane: backends may keep a pool on the native stack
 MAX_DIMS = 3
 
-_TYPE_CLASSES = {
-    "any": lambda d: True,
-    "num": lambda d: not d.is_bool,
-    "int": lambda d: d.is_int,
-    "intbool": lambda d: d.is_int or d.is_bool,
-    "float": lambda d: d.is_float,
-}
 _TYPE_CLASS_TEXT = {"any": "any type", "num": "a numeric type", "int": "an integer type",
                     "intbool": "an integer type or bool", "float": "a float type"}
 
@@ -382,7 +375,7 @@ class _InstrChecker:
                 raise self.fail("dtype", f"{op} takes no type suffix")
         elif t is None:
             raise self.fail("dtype", f"{op} needs a type suffix ({_TYPE_CLASS_TEXT[spec.types]})")
-        elif not _TYPE_CLASSES[spec.types](t):
+        elif not spec.admits(t):
             raise self.fail("dtype", f"{op} works on {_TYPE_CLASS_TEXT[spec.types]}, not {t}")
         if ins.dst is not None:
             want = {"same": t, "bool": DType.BOOL, "i64": DType.I64}[spec.result]

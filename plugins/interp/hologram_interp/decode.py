@@ -50,14 +50,6 @@ def const_key(name: str) -> tuple[str, str]:
     return ("$", name)
 
 
-_TYPE_CLASSES: dict[str, Callable[[DType], bool]] = {
-    "any": lambda t: True,
-    "num": lambda t: not t.is_bool,
-    "int": lambda t: t.is_int,
-    "intbool": lambda t: t.is_int or t.is_bool,
-    "float": lambda t: t.is_float,
-}
-
 
 @attrs.frozen(eq=False)
 class StageCode:
@@ -176,7 +168,7 @@ class _StageDecoder:
             t = None
         elif not isinstance(ins.dtype, DType):
             raise self.fail(f"{ins.op} needs a type suffix")
-        elif not _TYPE_CLASSES[spec.types](ins.dtype):
+        elif not spec.admits(ins.dtype):
             raise self.fail(f"{ins.op} does not take type {ins.dtype} (expects a {spec.types} type)")
         else:
             t = ins.dtype
