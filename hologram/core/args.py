@@ -13,6 +13,7 @@ bound binds it (`c*s + k = size`), a dimension whose symbols are all bound check
 
 from __future__ import annotations
 
+
 import math
 import numbers
 from typing import Any, Mapping, Sequence
@@ -191,6 +192,40 @@ class _Source:
         return f"argument {self.arg!r} dim {self.dim} ({self.expr}) has size {self.size}"
 
 
+def direct_binding(params: Sequence[Param]) -> tuple[tuple[str, int, str | None, int], ...] | None:
+    """When every array dim is a constant or a bare symbol (the common case), binding is a
+    lookup: (param, dim, symbol or None, constant) per dim. None when some dim needs
+    solving (`n - 2`, `2*n`): then `bind_symbols` does the general work."""
+    plan = []
+    for p in params:
+        if p.kind == "scalar":
+            continue
+        for i, d in enumerate(p.shape):
+            a = Affine.of(d)
+            if a.is_const:
+                plan.append((p.name, i, None, a.const))
+            elif a.const == 0 and len(a.terms) == 1 and a.terms[0][1] == 1:
+                plan.append((p.name, i, a.terms[0][0], 0))
+            else:
+                return None
+    return tuple(plan)
+
+
+def bind_direct(plan: Sequence[tuple[str, int, str | None, int]], arrays: Mapping[str, np.ndarray],
+                symbols: Sequence[str]) -> dict[str, int] | None:
+    """The symbols bound by a `direct_binding` plan, or None on any disagreement (the
+    caller then runs `bind_symbols`, which explains the mismatch)."""
+    bound: dict[str, int] = {}
+    for name, i, sym, const in plan:
+        size = arrays[name].shape[i]
+        if sym is None:
+            if size != const:
+                return None
+        elif bound.setdefault(sym, size) != size:
+            return None
+    return bound if len(bound) == len(symbols) else None
+
+
 def bind_symbols(kernel: str, params: Sequence[Param], arrays: Mapping[str, np.ndarray],
                  symbols: Sequence[str], given: Mapping[str, int] | None = None) -> dict[str, int]:
     """Every shape symbol's value, solved from the shapes of `arrays` (by `params` order).
@@ -305,20 +340,27 @@ def unalias(inputs: Mapping[str, np.ndarray], outs: Sequence[np.ndarray]) -> dic
 _NO_IDENTITY = frozenset({"min", "max", "argmin", "argmax"})
 
 
-def check_reductions(kir: KernelIR, symbols: Mapping[str, int]) -> None:
-    """numpy refuses min/max/argmin/argmax of an empty array; so do we, before launching."""
+def identityless_reductions(kir: KernelIR) -> tuple[tuple[str, tuple], ...]:
+    """The (kind, axes) of every min/max/argmin/argmax in `kir` (a Kernel finds them once,
+    so a call only evaluates their extents)."""
+    found: dict[tuple[str, tuple], None] = {}
     for st in kir.body:
         exprs = (st.body,) if isinstance(st, Compute) else (st.key, st.value)
         for e in exprs:
             for node in e.walk():
-                if node.op != "REDUCE" or node.arg[0] not in _NO_IDENTITY:
-                    continue
-                kind, axes = node.arg
-                sizes = [Affine.of(ext).evaluate(symbols) for _, ext in axes]
-                if 0 in sizes or any(s < 0 for s in sizes):
-                    desc = [f"{ext} = {size}" for (_, ext), size in zip(axes, sizes)]
-                    named = {str(ext) for _, ext in axes}
-                    desc += [f"{s} = {symbols[s]}" for s in sorted({s for _, ext in axes for s in Affine.of(ext).symbols})
-                             if s not in named]
-                    raise EmptyReductionError(f"{kir.name}(): {kind}() over an empty extent ({', '.join(desc)}) "
-                                              f"has no identity")
+                if node.op == "REDUCE" and node.arg[0] in _NO_IDENTITY:
+                    found[node.arg] = None
+    return tuple(found)
+
+
+def check_reductions(name: str, reductions: Sequence[tuple[str, tuple]], symbols: Mapping[str, int]) -> None:
+    """numpy refuses min/max/argmin/argmax of an empty array; so do we, before launching."""
+    for kind, axes in reductions:
+        sizes = [Affine.of(ext).evaluate(symbols) for _, ext in axes]
+        if 0 in sizes or any(s < 0 for s in sizes):
+            desc = [f"{ext} = {size}" for (_, ext), size in zip(axes, sizes)]
+            named = {str(ext) for _, ext in axes}
+            desc += [f"{s} = {symbols[s]}" for s in sorted({s for _, ext in axes for s in Affine.of(ext).symbols})
+                     if s not in named]
+            raise EmptyReductionError(f"{name}(): {kind}() over an empty extent ({', '.join(desc)}) "
+                                      f"has no identity")

@@ -22,8 +22,9 @@ import numpy as np
 
 from .. import dsl
 from ..dsl.document import KernelDef
-from .args import (Signature, bind_arguments, bind_symbols, check_array, check_out, check_reductions,
-                   concrete_shape, convert_scalar, unalias)
+from .args import (Signature, bind_arguments, bind_direct, bind_symbols, check_array, check_out,
+                   check_reductions, concrete_shape, convert_scalar, direct_binding, identityless_reductions,
+                   unalias)
 from .asm import format_program
 from .backend import Backend
 from .errors import ArgumentError, KernelNotFoundError, did_you_mean
@@ -42,6 +43,16 @@ class Compiled:
     program: Program
     signature: Signature = attrs.field()
     result: type | None = attrs.field()
+    reductions: tuple = attrs.field()  # min/max/argmin/argmax, checked for empty extents per call
+    binding: tuple | None = attrs.field()  # a direct shape-binding plan, or None
+
+    @reductions.default
+    def _reductions(self) -> tuple:
+        return identityless_reductions(self.kir)
+
+    @binding.default
+    def _binding(self) -> tuple | None:
+        return direct_binding(self.signature.inputs)
 
     @signature.default
     def _signature(self) -> Signature:
@@ -152,9 +163,11 @@ class Kernel:
                 scalars[p.name] = convert_scalar(name, p, values[p.name], cast)
             else:
                 arrays[p.name] = check_array(name, p, values[p.name], cast)
-        symbols = bind_symbols(name, sig.inputs, arrays, sig.symbols)
+        symbols = None if c.binding is None else bind_direct(c.binding, arrays, sig.symbols)
+        if symbols is None:
+            symbols = bind_symbols(name, sig.inputs, arrays, sig.symbols)
         shapes = [concrete_shape(name, p, symbols) for p in sig.outputs]
-        check_reductions(c.kir, symbols)
+        check_reductions(name, c.reductions, symbols)
         backend, executable = self._prepare()
         if out is None:
             outs = tuple(backend.allocate(shape, p.dtype) for p, shape in zip(sig.outputs, shapes))
