@@ -5,14 +5,14 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test venv clean
+.PHONY: demo test venv clean bench difftest
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml plugins/interp/pyproject.toml
+$(STAMP): pyproject.toml plugins/interp/pyproject.toml plugins/cpu_llvm/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]' -e plugins/interp
+	$(BIN)/python -m pip install --quiet -e '.[test]' -e plugins/interp -e plugins/cpu_llvm
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -20,6 +20,18 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q
+
+# Benchmarks need numexpr and numba (the `bench` extra) and the native backend when present;
+# OpenBLAS tuning variables are dropped so numpy's gemm, the baseline, runs at its own speed.
+bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/bench.py $(BENCH_ARGS)
+
+# A soak run of the differential harness on every installed backend (DIFFTEST_ARGS adds
+# e.g. --backends interp,cpu_llvm --seed 1); failures are shrunk into ./difftest-failures/.
+DIFFTEST_EXAMPLES ?= 500
+difftest: $(STAMP)
+	$(BIN)/python -m hologram diff-test --examples $(DIFFTEST_EXAMPLES) $(DIFFTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis

@@ -4,6 +4,8 @@
                       [--bind n=1000 ...] [--cast] [--save-dir DIR] [--print]
     hologram compile FILE [--kernel K] [--emit ast|ir|asm] [-o OUT]
     hologram plugins
+    hologram diff-test [--backends B1,B2] [--examples N] [--seed S] [--kind K] [--out DIR]   (cli_difftest.py)
+    hologram bench [--quick] [--only NAME,...]                                                (cli_bench.py)
 
 Plugins add subcommands through `hologram_register_commands(cli)`. Every error is one
 message on stderr and exit status 1 (2 for usage errors); the traceback is shown only
@@ -29,6 +31,8 @@ from .core.plugins import (PluginWarning, backends, get_backend, list_backends, 
                            plugin_report)
 from .core.runtime import compile_file_all
 from .core.types import DType
+from .cli_bench import add_bench
+from .cli_difftest import add_difftest
 
 DEFAULT_SIZE = 16  # a shape symbol that neither --bind nor an --input fixes
 PRINT_OPTIONS = dict(threshold=64, edgeitems=4, linewidth=100)
@@ -242,7 +246,7 @@ def _add_plugins(sub: Any) -> None:
     p.set_defaults(func=cmd_plugins)
 
 
-BUILTIN_COMMANDS: tuple[Callable[[Any], None], ...] = (_add_run, _add_compile, _add_plugins)
+BUILTIN_COMMANDS: tuple[Callable[[Any], None], ...] = (_add_run, _add_compile, _add_plugins, add_difftest, add_bench)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -281,7 +285,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except HologramError as exc:
             if debug:
                 traceback.print_exc()
-            print(f"hologram: error: {exc.render()}", file=sys.stderr)
+            # with a span the message already reads `file:line:col: error: ...`, as a compiler's
+            prefix = "" if exc.span is not None else "hologram: error: "
+            print(prefix + exc.render(), file=sys.stderr)
             return 2 if isinstance(exc, UsageError) else 1
         except BrokenPipeError:  # `hologram compile ... | head`: the reader has seen enough
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

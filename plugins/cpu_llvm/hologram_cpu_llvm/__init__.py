@@ -1,0 +1,23 @@
+"""hologram-backend-cpu-llvm: Atlas ISA programs compiled by LLVM, run on a thread pool.
+
+Registered through the `hologram` entry-point group exactly as a third-party backend
+would be. `codegen.py` turns a Program into LLVM IR (one function per stage), `jit.py`
+compiles and loads it, `cache.py` keeps the object code in memory and on disk,
+`runtime.py` binds arguments and launches stages, `threads.py` runs the chunks of a
+stage in parallel, `backend.py` ties them together. See docs/cpu-llvm.md.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from hologram.core.hookspecs import hookimpl
+
+from .backend import CpuLlvmBackend
+
+__all__ = ["CpuLlvmBackend", "hologram_register_backends"]
+
+
+@hookimpl
+def hologram_register_backends(register: Callable[[object], None]) -> None:
+    register(CpuLlvmBackend())

@@ -1,0 +1,211 @@
+"""`CpuLlvmBackend`: Atlas ISA programs compiled to native code, run on a thread pool.
+
+prepare: verify, hash, then memory cache -> disk cache (object code: load it and resolve
+the stage symbols; LLVM's optimizer never runs) -> codegen + O3 + emit, stored to disk.
+The result is a `runtime.Executable`. launch: see runtime.py. docs/cpu-llvm.md has the
+whole story (threads, caches, aliasing, errors).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+import threading
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import attrs
+import numpy as np
+
+from hologram.core.encoding import program_hash
+from hologram.core.errors import ArgumentError, CompileError, HologramError
+from hologram.core.isa import OPCODES, BufferParam, Instr, Program, ScalarParam
+from hologram.core.types import DType
+from hologram.core.verifier import verify
+
+from . import jit, threads
+from . import codegen as _codegen_module
+from .cache import DiskCache, Entry, MemoryCache, default_cache_dir
+from .codegen import compile_program, reduce_op
+from .runtime import (
+    REDUCE_KINDS, STAGE_FN, BufferSlot, Executable, ReduceSlot, StagePlan, compile_dim, convert_value, identity,
+    launch,
+)
+
+
+@attrs.frozen
+class StageSymbol:
+    """The part of codegen's StageEntry the runtime needs (and caches on disk)."""
+
+    name: str
+    stage_index: int
+    reduce_buffers: tuple[str, ...]
+
+
+# --------------------------------------------------------------------------- codegen link
+_CODEGEN_SOURCES = ("codegen", "vecmath")
+
+
+def _codegen_version() -> str:
+    """The codegen's declared version plus a digest of its sources (and vecmath's), so
+    editing the code generator invalidates every cached object without a manual bump."""
+    here = Path(__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted(here.glob("*.py")):
+        if path.stem.startswith(_CODEGEN_SOURCES):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    declared = getattr(_codegen_module, "CODEGEN_VERSION", 0)
+    return f"codegen {declared}+{digest.hexdigest()[:16]}"
+
+
+# ---------------------------------------------------------------------------- backend
+class CpuLlvmBackend:
+    """Native, multithreaded execution of Atlas ISA programs through llvmlite.
+
+    num_threads   threads per launch (default `$HOLOGRAM_NUM_THREADS`, else the CPU count)
+    cache_dir     disk cache directory (default `$HOLOGRAM_CACHE_DIR`, else the user cache
+                  dir); `False` disables the disk cache
+    codegen       `Program -> CodegenResult` (tests substitute hand-written modules)
+    """
+
+    name = "cpu_llvm"
+    priority = 100
+
+    def __init__(self, num_threads: int | None = None, cache_dir: str | Path | bool | None = None,
+                 codegen: Callable[[Program], Any] | None = None, codegen_version: str | None = None):
+        self.num_threads = num_threads if num_threads is not None else threads.thread_count()
+        self._cache_dir = cache_dir
+        self._codegen = codegen or compile_program
+        self._codegen_version = codegen_version
+        self._memory: MemoryCache[str, Executable] = MemoryCache(256)
+        self._lock = threading.RLock()
+        self._available: bool | None = None
+
+    def __repr__(self) -> str:
+        return f"CpuLlvmBackend(num_threads={self.num_threads})"
+
+    def available(self) -> bool:
+        if self._available is None:
+            try:
+                jit.target_machine()
+                self._available = True
+            except Exception:  # noqa: BLE001 - no llvmlite, no native target: not available
+                self._available = False
+        return self._available
+
+    def allocate(self, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
+        return np.zeros(shape, dtype=dtype.np if isinstance(dtype, DType) else dtype)
+
+    @property
+    def disk(self) -> DiskCache | None:
+        if self._cache_dir is False:
+            return None
+        return DiskCache(default_cache_dir() if self._cache_dir in (None, True) else Path(self._cache_dir))
+
+    def cache_key(self, program_key: str) -> str:
+        if self._codegen_version is None:
+            self._codegen_version = _codegen_version()
+        return f"hologram cpu_llvm; program {program_key}; {self._codegen_version}; {jit.host().key}"
+
+    # ------------------------------------------------------------------ prepare
+    def prepare(self, program: Program) -> Executable:
+        if not isinstance(program, Program):
+            raise ArgumentError(f"prepare expects a hologram.core.isa.Program, got {type(program).__name__}")
+        key = program_hash(program)
+        exe = self._memory.get(key)
+        if exe is not None:
+            return exe
+        with self._lock:
+            exe = self._memory.get(key)
+            if exe is None:
+                verify(program)
+                exe = self._build(program, key)
+                self._memory.put(key, exe)
+        return exe
+
+    def _build(self, program: Program, key: str) -> Executable:
+        disk, full_key = self.disk, self.cache_key(key)
+        entry = disk.load(full_key) if disk is not None else None
+        if entry is not None:
+            try:
+                symbols = _symbols_from_meta(entry.meta, program)
+                return _link(program, key, symbols, jit.load_object(entry.obj, [s.name for s in symbols]), True)
+            except (ValueError, KeyError, TypeError, RuntimeError):
+                disk.discard(full_key)  # intact but unusable (say, a stale stage table): rebuild
+        try:
+            result = self._codegen(program)
+        except HologramError:
+            raise
+        except Exception as e:  # a code generator bug: say so, keep the cause chained
+            raise CompileError(f"cpu_llvm: the code generator failed on program '{program.name}' (a bug in "
+                               f"hologram_cpu_llvm): {type(e).__name__}: {e}") from e
+        symbols = tuple(StageSymbol(e.name, int(e.stage_index), tuple(e.reduce_buffers)) for e in result.stages)
+        try:
+            _check_symbols(symbols, program)
+            obj = jit.compile_object(result.module_ir)
+            loaded = jit.load_object(obj, [s.name for s in symbols])
+        except (RuntimeError, ValueError) as e:
+            raise CompileError(f"cpu_llvm: LLVM rejected the code generated for program '{program.name}' "
+                               f"(a code generator bug): {e}") from None
+        if disk is not None:
+            disk.store(full_key, Entry({"stages": [attrs.asdict(s) for s in symbols]}, obj))
+        return _link(program, key, symbols, loaded, False)
+
+    # ------------------------------------------------------------------- launch
+    def launch(self, executable: Any, buffers: Mapping[str, np.ndarray],
+               scalars: Mapping[str, Any], symbols: Mapping[str, int]) -> None:
+        exe = executable if isinstance(executable, Executable) else self.prepare(executable)
+        launch(exe, buffers, scalars, symbols, self.num_threads)
+
+
+# ------------------------------------------------------------------ prepare helpers
+def _symbols_from_meta(meta: Any, program: Program) -> tuple[StageSymbol, ...]:
+    symbols = tuple(StageSymbol(str(s["name"]), int(s["stage_index"]), tuple(map(str, s["reduce_buffers"])))
+                    for s in meta["stages"])
+    _check_symbols(symbols, program)
+    return symbols
+
+
+def _check_symbols(symbols: Sequence[StageSymbol], program: Program) -> None:
+    if sorted(s.stage_index for s in symbols) != list(range(len(program.stages))):
+        raise ValueError("the stage table does not cover the program's stages exactly once")
+    names = program.buffers()
+    for s in symbols:
+        if any(b not in names for b in s.reduce_buffers):
+            raise ValueError(f"stage table names unknown reduce buffers {s.reduce_buffers}")
+
+
+def _link(program: Program, key: str, symbols: Sequence[StageSymbol], loaded: jit.Loaded,
+          from_cache: bool) -> Executable:
+    """The Executable: per stage its function pointer and launch plan, per buffer its
+    slot, plus the pairs of params that could alias a written one."""
+    _check_symbols(symbols, program)
+    decls = program.buffers()
+    names = list(decls)
+    written = {i.addr.buffer for st in program.stages for i in st.body
+               if isinstance(i, Instr) and i.addr is not None and OPCODES[i.op].form.startswith("m")
+               and OPCODES[i.op].space == "global"}
+    written |= {init.buffer for st in program.stages for init in st.inits}
+    slots = tuple(BufferSlot(n, decls[n].dtype.np, tuple(compile_dim(d, program.symbols) for d in decls[n].shape),
+                             n in written) for n in names)
+    plans = []
+    for sym in sorted(symbols, key=lambda s: s.stage_index):
+        st = program.stages[sym.stage_index]
+        reduces = []
+        for b in sym.reduce_buffers:
+            # codegen's reading of the stage (it refuses two kinds on one buffer)
+            kind, ufunc = REDUCE_KINDS[reduce_op(st, b)[0]]
+            reduces.append(ReduceSlot(names.index(b), ufunc, identity(kind, decls[b].dtype.np)))
+        inits = tuple((names.index(i.buffer), i.offset, convert_value(i.value, decls[i.buffer].dtype.np))
+                      for i in st.inits)
+        block = tuple(st.block) + (1,) * (3 - len(st.block))
+        plans.append(StagePlan(st.name, sym.stage_index, STAGE_FN(loaded.addresses[sym.name]),
+                               tuple(compile_dim(d, program.symbols) for d in st.domain), block, inits,
+                               tuple(reduces)))
+    nparams = sum(isinstance(p, BufferParam) for p in program.params)
+    pairs = tuple((i, j) for i in range(nparams) for j in range(nparams)
+                  if i != j and slots[i].written and not (slots[j].written and j < i))
+    scalars = tuple((p.name, p.dtype.np) for p in program.params if isinstance(p, ScalarParam))
+    return Executable(program, key, tuple(plans), slots, nparams, scalars, loaded,
+                      struct.Struct(f"<{len(slots)}Q").pack, struct.Struct(f"<{len(program.symbols)}q").pack,
+                      from_cache, pairs)

@@ -1,0 +1,164 @@
+"""Compiled-code caches: a bounded in-memory LRU and a content-addressed disk cache.
+
+A disk entry is one file, `<sha256(key)[:40]>.hgo`, holding
+
+    magic  b"HGLLVM\\x00\\x01"          8 bytes
+    u32    key length, then the key   (utf-8; the full key, so a hash collision or a
+                                        file copied from another machine is detected)
+    u64    meta length, u64 object length
+    32     sha256(meta + object)
+    meta   JSON: whatever the backend needs besides code (the stage table)
+    object relocatable object code
+
+Anything that does not parse exactly, has another key, or fails the checksum is deleted
+and reported as a miss, so the caller rebuilds it: a corrupt cache costs a compile, never
+a crash. Writes go to a temporary file in the same directory and are published with
+`os.replace`, so a reader sees a whole entry or none, even with concurrent writers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+import sys
+import tempfile
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Generic, Hashable, TypeVar
+
+import attrs
+
+MAGIC = b"HGLLVM\x00\x01"
+SUFFIX = ".hgo"
+_HEAD = struct.Struct("<QQ32s")
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class MemoryCache(Generic[K, V]):
+    """Least-recently-used map of at most `size` entries."""
+
+    def __init__(self, size: int = 256):
+        self.size = size
+        self._items: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        value = self._items.get(key)
+        if value is not None:
+            self._items.move_to_end(key)
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        self._items[key] = value
+        self._items.move_to_end(key)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        self._items.clear()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def default_cache_dir() -> Path:
+    """`$HOLOGRAM_CACHE_DIR`, else the platform's user cache directory + hologram/cpu_llvm."""
+    env = os.environ.get("HOLOGRAM_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "hologram" / "cpu_llvm"
+
+
+@attrs.frozen
+class Entry:
+    meta: Any
+    obj: bytes
+
+
+def encode_entry(key: str, entry: Entry) -> bytes:
+    k = key.encode()
+    meta = json.dumps(entry.meta, sort_keys=True, separators=(",", ":")).encode()
+    digest = hashlib.sha256(meta + entry.obj).digest()
+    return b"".join((MAGIC, struct.pack("<I", len(k)), k, _HEAD.pack(len(meta), len(entry.obj), digest),
+                     meta, entry.obj))
+
+
+def decode_entry(key: str, data: bytes) -> Entry | None:
+    """The entry in `data` if it is intact and stored under exactly `key`, else None."""
+    k = key.encode()
+    if data[:8] != MAGIC or len(data) < 12:
+        return None
+    (klen,) = struct.unpack_from("<I", data, 8)
+    at = 12 + klen
+    if data[12:at] != k or len(data) < at + _HEAD.size:
+        return None
+    mlen, olen, digest = _HEAD.unpack_from(data, at)
+    at += _HEAD.size
+    if len(data) != at + mlen + olen:
+        return None
+    body = data[at:]
+    if hashlib.sha256(body).digest() != digest:
+        return None
+    try:
+        meta = json.loads(body[:mlen])
+    except ValueError:  # unreachable unless a writer produced bad JSON under a good checksum
+        return None
+    return Entry(meta, bytes(body[mlen:]))
+
+
+class DiskCache:
+    """Entries under `root`, one file per key. Every failure is a miss: a cache that
+    cannot be read or written (full disk, read-only home) only costs compile time."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def path(self, key: str) -> Path:
+        return self.root / (hashlib.sha256(key.encode()).hexdigest()[:40] + SUFFIX)
+
+    def load(self, key: str) -> Entry | None:
+        path = self.path(key)
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        entry = decode_entry(key, data)
+        if entry is None:
+            _unlink(path)
+        return entry
+
+    def discard(self, key: str) -> None:
+        _unlink(self.path(key))
+
+    def store(self, key: str, entry: Entry) -> bool:
+        """Publish `entry` atomically; True when it was written."""
+        data = encode_entry(key, entry)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=SUFFIX, dir=self.root)
+        except OSError:
+            return False
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, self.path(key))
+            return True
+        except OSError:
+            _unlink(Path(tmp))
+            return False
+
+
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass

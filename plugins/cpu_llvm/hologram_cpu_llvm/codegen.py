@@ -1,0 +1,170 @@
+"""The code generator: a verified Atlas ISA `Program` -> one textual LLVM IR module.
+
+Every stage becomes an exported C function
+
+    void <symbol>(i64 block_start, i64 block_end, ptr bufs, ptr syms, ptr scalars,
+                  ptr partials, ptr err)
+
+that runs the blocks with linear ids in [block_start, block_end) (x fastest) and, within
+each block, its lanes. `bufs[i]` is the data pointer of the i-th buffer of
+`program.buffers()`; `syms[i]` the i64 value of the i-th shape symbol; `scalars[i]` an
+8-byte slot holding the i-th scalar parameter's native bytes; `partials[j]` a private
+copy (pre-filled with the identity) of `StageEntry.reduce_buffers[j]`, into which the
+stage's Reduce*/ResAccum contributions accumulate. A failed run-time check writes
+`err[0..3] = [code, stage, instruction index, value]` (codes `ERR_*`, codegen_types.py; the
+instruction index counts body items, labels included, as the interpreter's messages do)
+and returns early; `err[0]` is left alone otherwise (the runtime zeroes it).
+
+Aliasing contract: the exported function hands every buffer to an internal body function
+as a `noalias` parameter, so LLVM may vectorize freely. The runtime must therefore never
+pass overlapping memory for two different buffers when the program writes either of them
+(it copies an input that aliases an output before launch); read-only buffers may share
+memory. Partials never alias anything.
+
+Semantic notes (the rules are docs/isa.md's; the interpreter is the reference):
+- f16 values are LLVM `half`; arithmetic runs in f32 with one rounding back per
+  operation (exact for + - * / sqrt), FMA via f64 with a round-to-odd step; the host
+  needs F16C (part of the CPU key of every cache), and `__truncdfhf2` is defined in
+  the module because the JIT has no compiler-rt;
+- float ReduceAdd/ReduceMul combine with `reassoc`, so the lane loop keeps vector
+  partial sums (the ISA lets a backend pick the order); a partial for a float sum must
+  start at -0.0, the identity that leaves -0.0 contributions intact;
+- MemFence emits nothing: within one call the lanes of a block run one at a time, so
+  each lane's memory operations are already ordered.
+
+Modules: codegen_control.py lays out a stage (blocks, lanes, control flow),
+codegen_memory.py its lane state and memory operands, codegen_ops.py the per-opcode
+value table, codegen_types.py types, constants and CVT, codegen_math.py the
+transcendentals (vecmath.py, else libm).
+
+How a stage is laid out:
+- without BarSync: a loop over blocks, then nested loops over the block's lanes (x
+  innermost); registers are allocas that mem2reg promotes, so a straight-line body is a
+  plain vectorizable loop;
+- with BarSync only in straight-line top-level code (no branch jumps over one, no loop
+  contains one, no subroutine reaches one): one lane loop per barrier-separated region,
+  every lane's registers and pools in per-lane arrays, a lane that ended skipping the
+  later regions;
+- with a BarSync inside control flow: a per-block state machine. Registers, phase, pool
+  state and a resume point live in per-lane arrays; the block runs rounds, each
+  advancing every live lane to its next barrier (or its end); lanes waiting at
+  different barriers are an error, as in the interpreter. Correct for barriers inside
+  branches, loops and subroutines, at the price of a dispatch per lane and round.
+CALL is inlined at each call site (the verifier forbids recursion, so the contexts are
+finite); RET returns to the inlined call's continuation, or ends the lane at top level.
+"""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+from llvmlite import ir
+
+from hologram.core.errors import HologramError, VerifyError
+from hologram.core.isa import OPCODES, Instr, Program, Stage
+
+from .codegen_control import StageEmitter
+from .codegen_types import define_half_runtime
+from .codegen_types import (  # noqa: F401  (the error codes are part of this module's ABI)
+    ERR_BARRIER, ERR_CLASS, ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_FREE, ERR_POOL_FULL,
+    ERR_RECURSION,
+)
+
+ERROR_KINDS = {ERR_OOB_GLOBAL: "global", ERR_OOB_SHARED: "shared", ERR_OOB_POOL: "pool", ERR_CLASS: "class",
+               ERR_POOL_FULL: "pool_full", ERR_POOL_FREE: "pool_free", ERR_BARRIER: "barrier",
+               ERR_RECURSION: "recursion"}
+
+# Bumped whenever the generated code's meaning changes, so cached native code is rebuilt
+# (the runtime's cache key also digests these sources).
+CODEGEN_VERSION = 1
+
+REDUCE_OPS = ("ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum")
+
+
+@attrs.frozen
+class StageEntry:
+    """One exported stage function: its symbol, its stage, and the global buffers its
+    Reduce*/ResAccum instructions write (the order of the `partials` argument)."""
+
+    name: str
+    stage_index: int
+    reduce_buffers: tuple[str, ...]
+
+
+@attrs.frozen
+class CodegenResult:
+    module_ir: str
+    stages: tuple[StageEntry, ...]
+
+
+def _ident(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", text)
+
+
+def stage_symbol(program: Program, index: int) -> str:
+    return f"hg_{_ident(program.name)}_{index}_{_ident(program.stages[index].name)}"
+
+
+def reduce_buffers(stage: Stage) -> tuple[str, ...]:
+    """The global buffers written by Reduce*/ResAccum, in order of first appearance."""
+    out: dict[str, None] = {}
+    for item in stage.body:
+        if isinstance(item, Instr) and item.op in REDUCE_OPS and item.addr is not None:
+            out.setdefault(item.addr.buffer, None)
+    return tuple(out)
+
+
+def reduce_op(stage: Stage, buffer: str) -> tuple[str, object]:
+    """(opcode, dtype) of the reductions into `buffer` in `stage`: what the runtime needs
+    to pre-fill a partial with the identity. Mixing reduction opcodes on one buffer in
+    one stage is refused here, since one identity could not serve both."""
+    ops = {(i.op if i.op != "ResAccum" else "ReduceAdd", i.dtype) for i in stage.body
+           if isinstance(i, Instr) and i.op in REDUCE_OPS and i.addr is not None and i.addr.buffer == buffer}
+    if len({op for op, _ in ops}) != 1:
+        raise VerifyError(f"cpu_llvm: stage '{stage.name}': buffer '{buffer}' is reduced with "
+                          f"{' and '.join(sorted({op for op, _ in ops}))} in one stage; expected one reduction kind")
+    return next(iter(ops))
+
+
+def compile_program(program: Program) -> CodegenResult:
+    """The whole program as one LLVM module with one exported function per stage."""
+    try:
+        return _compile(program)
+    except HologramError:
+        raise
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError) as e:
+        # Only a program the verifier would refuse gets here (the runtime verifies first).
+        raise VerifyError(f"cpu_llvm: program '{getattr(program, 'name', program)!s}' cannot be compiled; "
+                          f"run hologram.core.verifier.verify on it for the reason ({type(e).__name__}: {e})") from e
+
+
+def _compile(program: Program) -> CodegenResult:
+    module = ir.Module(name=_ident(program.name))
+    entries = []
+    for index, stage in enumerate(program.stages):
+        for item in stage.body:
+            if isinstance(item, Instr) and item.op not in OPCODES:
+                raise VerifyError(f"cpu_llvm: stage '{stage.name}': unknown opcode '{item.op}'")
+        partials = reduce_buffers(stage)
+        for name in partials:
+            reduce_op(stage, name)
+        symbol = stage_symbol(program, index)
+        StageEmitter(program, index, module, symbol, partials).emit()
+        entries.append(StageEntry(symbol, index, partials))
+    if any(isinstance(t, ir.HalfType) for t in _types_used(module)):
+        define_half_runtime(module)
+    return CodegenResult(str(module), tuple(entries))
+
+
+def _types_used(module: ir.Module):
+    for fn in module.functions:
+        for block in fn.blocks:
+            for ins in block.instructions:
+                yield ins.type
+                for op in getattr(ins, "operands", ()):
+                    yield op.type
+
+
+__all__ = ["CODEGEN_VERSION", "CodegenResult", "ERROR_KINDS", "REDUCE_OPS", "StageEntry", "compile_program",
+           "reduce_buffers", "reduce_op", "stage_symbol"]

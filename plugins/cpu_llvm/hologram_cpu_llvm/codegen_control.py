@@ -1,0 +1,444 @@
+"""One stage -> one exported LLVM function: blocks, lanes and control flow.
+
+`StageEmitter.emit` builds (see codegen.py for the ABI and the three lane layouts):
+
+    exported <symbol>(start, end, bufs, syms, scalars, partials, err)
+        loads the buffer and partial pointers, calls
+    internal <symbol>.body(start, end, noalias buf..., syms, scalars, noalias partial..., err)
+        entry: launch constants (symbols, scalars, extents, grid, checked buffer sizes)
+        block loop -> lane loops (region loops, or the barrier state machine) -> lane code
+
+The lane's code is emitted by walking the instruction list from pc 0 with a call
+context (the stack of inlined CALLs): each reachable (context, pc) gets one LLVM basic
+block, created on first use, so CALL bodies are copied per call site and RET becomes a
+branch to the caller's continuation.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from llvmlite import ir
+
+from hologram.core.errors import VerifyError
+from hologram.core.isa import AXES, OPCODES, Imm, Instr, Label, Program, Reg, Special, Sym
+from hologram.core.types import Affine, DType
+
+from .codegen_barriers import MAX_BLOCKS, BarrierLayouts, Ctx
+from .codegen_memory import REDUCE_COMBINE, LaneMemory
+from .codegen_ops import VALUE_OPS, compare
+from .codegen_types import (
+    ERR_CLASS, ERR_RECURSION, I1, I8, I32, I64, PTR, at, const, convert, from_mem, i64, int_value,
+    mem_type, reg_type, to_mem,
+)
+
+
+
+def _affine(b: ir.IRBuilder, a: Affine, syms: dict[str, ir.Value]) -> ir.Value:
+    v: ir.Value = i64(a.const)
+    for name, c in a.terms:
+        if name not in syms:
+            raise VerifyError(f"cpu_llvm: shape symbol '{name}' is not a program symbol")
+        v = b.add(v, b.mul(syms[name], i64(c)))
+    return v
+
+
+class StageEmitter(LaneMemory, BarrierLayouts):
+    def __init__(self, program: Program, index: int, module: ir.Module, symbol: str, partials: tuple[str, ...]):
+        self.program, self.index, self.module, self.symbol = program, index, module, symbol
+        self.stage = stage = program.stages[index]
+        self.partial_names = partials
+        self.buffers = program.buffers()
+        self.scalar_params = program.scalars()
+        self.reg_types = stage.reg_types()
+        self.items: list[tuple[int, Instr]] = []  # (body index, instruction)
+        self.labels: dict[str, int] = {}
+        for k, item in enumerate(stage.body):
+            if isinstance(item, Label):
+                self.labels[item.name] = len(self.items)
+            else:
+                self.items.append((k, item))
+        self.barrier = any(i.op == "BarSync" for _, i in self.items)
+        self.rank = len(stage.domain)
+        self.block = tuple(stage.block) + (1,) * (3 - len(stage.block))
+        self.lanes_max = math.prod(self.block)
+        self.pool_ids = {p.name: j for j, p in enumerate(stage.pools)}
+        self.region_next: ir.Block | None = None  # set while emitting barrier-separated regions
+        self.stack_cap = max(1, sum(p.size for p in stage.pools))
+
+    # ------------------------------------------------------------------ functions
+    def emit(self) -> None:
+        buf_names = list(self.buffers)
+        body_ty = ir.FunctionType(ir.VoidType(), [I64, I64] + [PTR] * len(buf_names) + [PTR, PTR]
+                                  + [PTR] * len(self.partial_names) + [PTR])
+        self.fn = fn = ir.Function(self.module, body_ty, self.symbol + ".body")
+        fn.linkage = "internal"
+        args = list(fn.args)
+        self.start, self.end = args[0], args[1]
+        self.buf_ptr = dict(zip(buf_names, args[2:2 + len(buf_names)]))
+        rest = args[2 + len(buf_names):]
+        self.syms_arg, self.scalars_arg = rest[0], rest[1]
+        self.partial_ptr = dict(zip(self.partial_names, rest[2:2 + len(self.partial_names)]))
+        self.err = rest[-1]
+        for a in args[2:2 + len(buf_names)] + rest[2:2 + len(self.partial_names)]:
+            a.add_attribute("noalias")
+        self._wrapper(buf_names, body_ty)
+        self._body()
+
+    def _wrapper(self, buf_names: list[str], body_ty: ir.FunctionType) -> None:
+        ty = ir.FunctionType(ir.VoidType(), [I64, I64, PTR, PTR, PTR, PTR, PTR])
+        fn = ir.Function(self.module, ty, self.symbol)
+        start, end, bufs, syms, scalars, partials, err = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        loads = [b.load(at(b, bufs, i64(i), PTR), typ=PTR) for i in range(len(buf_names))]
+        parts = [b.load(at(b, partials, i64(i), PTR), typ=PTR) for i in range(len(self.partial_names))]
+        b.call(self.fn, [start, end, *loads, syms, scalars, *parts, err])
+        b.ret_void()
+
+    # ------------------------------------------------------------------- helpers
+    def new_block(self, name: str) -> ir.Block:
+        return self.fn.append_basic_block(name)
+
+    def alloca(self, ty: ir.Type, name: str, count: int | None = None) -> ir.Value:
+        with self.b.goto_block(self.entry):
+            if count is None:
+                return self.b.alloca(ty, name=name)
+            return self.b.alloca(ir.ArrayType(ty, count), name=name)
+
+    def fail(self, ok: ir.Value, code: int, k: int, value: ir.Value) -> None:
+        """Continue where `ok` holds; otherwise record the error and return."""
+        b = self.b
+        bad, good = self.new_block("fail"), self.new_block("ok")
+        b.cbranch(ok, good, bad)
+        b.position_at_end(bad)
+        for j, v in enumerate((i64(code), i64(self.index), i64(k), value)):
+            b.store(v, at(b, self.err, i64(j), I64))
+        b.branch(self.exit)
+        b.position_at_end(good)
+
+    # ---------------------------------------------------------------- the skeleton
+    def _body(self) -> None:
+        self.entry = self.new_block("entry")
+        self.b = b = ir.IRBuilder(self.entry)
+        self.exit = self.new_block("exit")
+        # Launch constants.
+        self.syms = {s: b.load(at(b, self.syms_arg, i64(i), I64), typ=I64, name=f"sym.{s}")
+                     for i, s in enumerate(self.program.symbols)}
+        self.consts: dict[str, tuple[ir.Value, DType]] = {s: (v, DType.I64) for s, v in self.syms.items()}
+        for i, (name, p) in enumerate(self.scalar_params.items()):
+            raw = b.load(at(b, self.scalars_arg, i64(8 * i), I8), typ=mem_type(p.dtype), name=f"scalar.{name}")
+            self.consts[name] = (from_mem(b, raw, p.dtype), p.dtype)
+        ext = [_affine(b, d, self.syms) for d in self.stage.domain] + [i64(1)] * (3 - self.rank)
+        grid = [b.sdiv(b.add(e, i64(blk - 1)), i64(blk)) if a < self.rank else i64(1)
+                for a, (e, blk) in enumerate(zip(ext, self.block))]
+        self.ext, self.grid = ext, grid
+        self.sizes: dict[str, ir.Value] = {}  # element counts of buffers with checked accesses
+        for _, ins in self.items:
+            if ins.addr is not None and OPCODES[ins.op].space == "global" and ins.checked \
+                    and ins.addr.buffer in self.buffers and ins.addr.buffer not in self.sizes:
+                v = i64(1)
+                for d in self.buffers[ins.addr.buffer].shape:
+                    v = b.mul(v, _affine(b, d, self.syms))
+                self.sizes[ins.addr.buffer] = v
+        self.bid = self.alloca(I64, "bid")
+        self.shared = {m.name: self.alloca(mem_type(m.dtype), f"shared.{m.name}", m.size) for m in self.stage.shared}
+        self._storage()
+        b.store(self.start, self.bid)
+        head = self.new_block("block.head")
+        b.branch(head)
+        # Block loop: decode the block's coordinates and its lane counts.
+        b.position_at_end(head)
+        bid = b.load(self.bid)
+        body, latch = self.new_block("block.body"), self.new_block("block.latch")
+        b.cbranch(b.icmp_signed("<", bid, self.end), body, self.exit)
+        b.position_at_end(body)
+        cta, rest = [], bid
+        for a in range(3):
+            if a >= self.rank:
+                cta.append(i64(0))
+            elif a == self.rank - 1:
+                cta.append(rest)
+            else:
+                cta.append(b.srem(rest, grid[a]))
+                rest = b.sdiv(rest, grid[a])
+        self.cta = cta
+        self.origin = [b.mul(c, i64(blk)) if a < self.rank else i64(0)
+                       for a, (c, blk) in enumerate(zip(cta, self.block))]
+        self.counts = []
+        for a in range(3):
+            if a >= self.rank:
+                self.counts.append(i64(1))
+            else:
+                left = b.sub(ext[a], self.origin[a])
+                self.counts.append(b.select(b.icmp_signed("<", left, i64(self.block[a])), left, i64(self.block[a])))
+        for m in self.stage.shared:
+            self._memset(self.shared[m.name], i64(m.size * (1 if m.dtype.is_bool else m.dtype.itemsize)))
+        self.block_latch = latch
+        if self.barrier:
+            starts = self._straight_regions()
+            if starts is not None:
+                self._region_loops(starts)
+            else:
+                self._state_machine()
+        else:
+            self._lane_loops()
+        b.position_at_end(latch)
+        b.store(b.add(b.load(self.bid), i64(1)), self.bid)
+        b.branch(head)
+        b.position_at_end(self.exit)
+        if self.pool_heap is not None:
+            b.call(self._libc("free", ir.VoidType(), [PTR]), [self.pool_heap])
+        b.ret_void()
+
+    def _libc(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, args), name)
+        return fn
+
+    def _memset(self, ptr: ir.Value, nbytes: ir.Value) -> None:
+        fn = self.module.globals.get("llvm.memset.p0.i64")
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, I8, I64, I1]), "llvm.memset.p0.i64")
+        self.b.call(fn, [ptr, ir.Constant(I8, 0), nbytes, ir.Constant(I1, 0)])
+
+    # ----------------------------------------------------------- special registers
+    def _specials(self, tid: list[ir.Value]) -> None:
+        b = self.b
+        self.special: dict[str, ir.Value] = {}
+        for a, axis in enumerate(AXES):
+            self.special[f"tid.{axis}"] = tid[a]
+            self.special[f"ntid.{axis}"] = i64(self.block[a])
+            self.special[f"ctaid.{axis}"] = self.cta[a]
+            self.special[f"nctaid.{axis}"] = self.grid[a]
+            self.special[f"gid.{axis}"] = b.add(self.origin[a], tid[a]) if a < self.rank else i64(0)
+            self.special[f"gdim.{axis}"] = self.ext[a]
+
+    # ---------------------------------------------------------- no-barrier lanes
+    def _lane_loops(self) -> None:
+        """z, y, x loops over the block's lanes; the lane's code sits in the x loop."""
+        b = self.b
+        self._lane_pointers(i64(0))
+        counters = [self.alloca(I64, f"t{axis}") for axis in AXES]
+        outer_latch = self.block_latch
+        heads = []
+        for a in reversed(range(3)):
+            if a >= self.rank:
+                continue
+            b.store(i64(0), counters[a])
+            head, body, latch = self.new_block(f"lane.{AXES[a]}.head"), self.new_block(f"lane.{AXES[a]}.body"), \
+                self.new_block(f"lane.{AXES[a]}.latch")
+            b.branch(head)
+            b.position_at_end(head)
+            b.cbranch(b.icmp_signed("<", b.load(counters[a]), self.counts[a]), body, outer_latch)
+            b.position_at_end(latch)
+            b.store(b.add(b.load(counters[a]), i64(1)), counters[a])
+            b.branch(head)
+            b.position_at_end(body)
+            heads.append(latch)
+            outer_latch = latch
+        tid = [b.load(counters[a]) if a < self.rank else i64(0) for a in range(3)]
+        self._specials(tid)
+        self._reset_lane()
+        self.lane_end = outer_latch
+        self._code()
+
+    # -------------------------------------------------------------- the lane code
+    def _code(self, start: int = 0) -> None:
+        """Emit the lane's code from (top level, `start`) at the builder's position."""
+        self.blocks: dict[tuple[Ctx, int], ir.Block] = {}
+        self.todo: list[tuple[Ctx, int]] = []
+        self.b.branch(self.block_for((), start))
+        while self.todo:
+            ctx, pc = self.todo.pop()
+            self.b.position_at_end(self.blocks[(ctx, pc)])
+            self.instruction(ctx, pc)
+
+    def block_for(self, ctx: Ctx, pc: int) -> ir.Block:
+        if pc >= len(self.items):
+            return self.lane_end  # falling off the body ends the lane
+        key = (ctx, pc)
+        blk = self.blocks.get(key)
+        if blk is None:
+            if len(self.blocks) >= MAX_BLOCKS:
+                raise VerifyError(f"cpu_llvm: stage '{self.stage.name}': inlining the subroutine calls needs more "
+                                  f"than {MAX_BLOCKS} code copies")
+            blk = self.blocks[key] = self.new_block(f"pc{pc}")
+            self.todo.append(key)
+        return blk
+
+    def label(self, name: str | None) -> int:
+        if name not in self.labels:
+            raise VerifyError(f"cpu_llvm: stage '{self.stage.name}': unknown label {name!r}")
+        return self.labels[name]
+
+    # ----------------------------------------------------------------- operands
+    def type_of(self, operand) -> DType:
+        if isinstance(operand, Reg):
+            if operand.name not in self.reg_types:
+                raise VerifyError(f"cpu_llvm: stage '{self.stage.name}': register %{operand.name} is not declared")
+            return self.reg_types[operand.name]
+        if isinstance(operand, Special):
+            return DType.I64
+        if isinstance(operand, Sym):
+            if operand.name not in self.consts:
+                raise VerifyError(f"cpu_llvm: ${operand.name} is neither a shape symbol nor a scalar parameter")
+            return self.consts[operand.name][1]
+        raise VerifyError(f"cpu_llvm: bad operand {operand!r}")
+
+    def raw(self, operand) -> tuple[ir.Value, DType]:
+        t = self.type_of(operand)
+        if isinstance(operand, Reg):
+            return self.b.load(self.reg_ptr[operand.name], typ=reg_type(t)), t
+        if isinstance(operand, Special):
+            return self.special[operand.name], t
+        return self.consts[operand.name][0], t
+
+    def read(self, operand, want: DType) -> ir.Value:
+        """`operand` as a value of `want`, converted as CVT when its type differs."""
+        if isinstance(operand, Imm):
+            return const(operand.value, want)
+        v, have = self.raw(operand)
+        return convert(self.b, v, have, want)
+
+    def read_int(self, operand) -> ir.Value:
+        """An integer operand's mathematical value as i64 (indices, handles, counts)."""
+        if isinstance(operand, Imm):
+            return i64(int(operand.value))
+        v, have = self.raw(operand)
+        if have.is_float:
+            raise VerifyError(f"cpu_llvm: {operand} must be an integer, not {have}")
+        return int_value(self.b, v, have)
+
+    def write(self, dst, value: ir.Value, have: DType) -> None:
+        want = self.type_of(dst)
+        self.b.store(convert(self.b, value, have, want), self.reg_ptr[dst.name])
+
+    # ------------------------------------------------------------- instructions
+    def instruction(self, ctx: Ctx, pc: int) -> None:
+        k, ins = self.items[pc]
+        b, op, t = self.b, ins.op, ins.dtype
+        nxt = lambda: self.block_for(ctx, pc + 1)  # noqa: E731
+        handler = _CONTROL.get(op)
+        if handler is not None:
+            handler(self, ctx, pc, k, ins)
+            return
+        if op in ("LDG", "LDS", "PoolLoad"):
+            ptr, bt = self.address(ins, k)
+            v = from_mem(b, b.load(ptr, typ=mem_type(bt)), bt)
+            self.write(ins.dst, convert(b, v, bt, t), t)
+        elif op in ("STG", "STS", "PoolStore"):
+            v = self.read(ins.srcs[0], t)
+            ptr, bt = self.address(ins, k)
+            b.store(to_mem(b, convert(b, v, t, bt), bt), ptr)
+        elif op in REDUCE_COMBINE:
+            v = self.read(ins.srcs[0], t)
+            if op == "ResAccum":
+                if ins.addr is None or ins.addr.index is None:
+                    raise VerifyError(f"cpu_llvm: stage '{self.stage.name}': instruction {k}: ResAccum needs an "
+                                      f"index register holding the Atlas class")
+                cls = self.read_int(ins.addr.index)
+                self.fail(b.icmp_unsigned("<", cls, i64(96)), ERR_CLASS, k, cls)
+            ptr, bt = self.address(ins, k)
+            cur = convert(b, from_mem(b, b.load(ptr, typ=mem_type(bt)), bt), bt, t)
+            combine = REDUCE_COMBINE[op]
+            if combine in ("ADD", "MUL") and t in (DType.F32, DType.F64):
+                # Contributions may be combined in any order (docs/isa.md), so the lane
+                # loop may keep vector partial sums.
+                out = (b.fadd if combine == "ADD" else b.fmul)(cur, v, flags=("reassoc",))
+            else:
+                out = VALUE_OPS[combine](b, t, [cur, v])
+            b.store(to_mem(b, convert(b, out, t, bt), bt), ptr)
+        elif op == "CVT":
+            src = ins.dtype2 or self.type_of(ins.srcs[0])
+            self.write(ins.dst, convert(b, self.read(ins.srcs[0], src), src, t), t)
+        elif op == "SET":
+            x, y = (self.read(s, t) for s in ins.srcs)
+            self.write(ins.dst, compare(b, ins.mod, t, x, y), DType.BOOL)
+        elif op == "PhaseGet":
+            self.write(ins.dst, b.load(self.phase_ptr, typ=I64), DType.I64)
+        elif op == "PhaseAdv":
+            self._phase_adv(ins)
+        elif op == "PoolAlloc":
+            self._pool_alloc(ins, k)
+        elif op == "PoolFree":
+            self._pool_free(ins, k)
+        elif op == "MemFence":
+            pass  # one lane runs at a time here: its memory operations are already ordered
+        else:
+            emit = VALUE_OPS.get(op)
+            if emit is None:
+                raise VerifyError(f"cpu_llvm: no code generator for {op}")
+            types = (DType.BOOL, t, t) if op == "SEL" else (t,) * len(ins.srcs)
+            args = [self.read(s, want) for s, want in zip(ins.srcs, types)]
+            result = DType.BOOL if OPCODES[op].result == "bool" else t
+            self.write(ins.dst, emit(b, t, args), result)
+        b.branch(nxt())
+
+    # ------------------------------------------------------------------ control
+    def _bra(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
+        target = self.label(ins.target)
+        if target <= pc:
+            raise VerifyError(f"cpu_llvm: stage '{self.stage.name}': instruction {k}: BRA may only jump forward")
+        if ins.pred is None:
+            self.b.branch(self.block_for(ctx, target))
+            return
+        p = self.read(ins.pred.reg, DType.BOOL)
+        taken, fall = self.block_for(ctx, target), self.block_for(ctx, pc + 1)
+        if ins.pred.negate:
+            taken, fall = fall, taken
+        self.b.cbranch(p, taken, fall)
+
+    def _loop(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
+        target = self.label(ins.target)
+        if target > pc:
+            raise VerifyError(f"cpu_llvm: stage '{self.stage.name}': instruction {k}: LOOP must jump backward")
+        b, counter = self.b, ins.srcs[0]
+        ct = self.type_of(counter)
+        if not isinstance(counter, Reg) or not ct.is_int:
+            raise VerifyError(f"cpu_llvm: stage '{self.stage.name}': instruction {k}: the LOOP counter must be an "
+                              f"integer register")
+        ptr = self.reg_ptr[counter.name]
+        c = b.sub(b.load(ptr, typ=reg_type(ct)), ir.Constant(reg_type(ct), 1))
+        b.store(c, ptr)
+        zero = ir.Constant(reg_type(ct), 0)
+        more = b.icmp_signed(">", c, zero) if ct.is_signed else b.icmp_unsigned(">", c, zero)
+        b.cbranch(more, self.block_for(ctx, target), self.block_for(ctx, pc + 1))
+
+    def _call(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
+        target = self.label(ins.target)
+        if any(entry == target for entry, _ in ctx):
+            # Unreachable in verified programs; kept total for unverified ones.
+            self.fail(ir.Constant(I1, 0), ERR_RECURSION, k, i64(0))
+            self.b.branch(self.lane_end)
+            return
+        self.b.branch(self.block_for(ctx + ((target, pc + 1),), target))
+
+    def _ret(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
+        # As PTX's `ret`: returning from the stage's entry code ends the lane.
+        self.b.branch(self.block_for(ctx[:-1], ctx[-1][1]) if ctx else self.lane_end)
+
+    def _exit(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
+        self.b.branch(self.lane_end)
+
+    def _bar(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
+        b = self.b
+        if self.region_next is not None:  # region loops: the next region resumes here
+            b.branch(self.region_next)
+            return
+        key = (ctx, pc + 1)
+        if pc + 1 >= len(self.items):
+            rid = -1  # a barrier at the very end: the lane ends once the block passes it
+        else:
+            self.block_for(ctx, pc + 1)
+            rid = self.resume_points.setdefault(key, len(self.resume_points) + 1)
+        b.store(ir.Constant(I32, rid), self.resume_slot)
+        b.store(i64(k), self.barrier_k)
+        b.branch(self.suspend)
+
+
+_CONTROL: dict[str, Callable[..., None]] = {
+    "BRA": StageEmitter._bra, "LOOP": StageEmitter._loop, "CALL": StageEmitter._call, "RET": StageEmitter._ret,
+    "EXIT": StageEmitter._exit, "BarSync": StageEmitter._bar,
+}

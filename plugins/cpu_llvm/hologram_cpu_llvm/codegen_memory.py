@@ -1,0 +1,174 @@
+"""Lane state and memory for the stage emitter: registers, pools, phase, addresses.
+
+`LaneMemory` is the part of `StageEmitter` (codegen_control.py) that decides where a
+lane's state lives and how memory operands become checked element pointers:
+
+- registers, the phase counter, each pool's top and the lane's allocation stack are
+  arrays with one slot per lane of the block in the barrier state machine, and one slot
+  (an alloca mem2reg promotes) otherwise;
+- pools are byte areas, one per lane; under the state machine they are malloc'ed (up to
+  1024 lanes x 4096 elements would not fit a thread's stack) and freed on every exit;
+- global and shared accesses are checked only when marked `.chk` (the verifier proved
+  the others), pool accesses always, against the pool's current top: a pool's extent
+  changes at run time.
+"""
+
+from __future__ import annotations
+
+import math
+
+from llvmlite import ir
+
+from hologram.core.errors import VerifyError
+from hologram.core.isa import OPCODES, Imm, Instr
+from hologram.core.types import DType
+
+from .codegen_types import (
+    ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_FREE, ERR_POOL_FULL, I8, I32, I64, PTR, at, const,
+    i64, int_value, mem_type, reg_type,
+)
+
+# How each reduction opcode combines a contribution into its partial.
+REDUCE_COMBINE = {"ReduceAdd": "ADD", "ResAccum": "ADD", "ReduceMul": "MUL", "ReduceMin": "MIN", "ReduceMax": "MAX"}
+
+
+class LaneMemory:
+    """Mixed into StageEmitter, whose attributes (b, stage, buffers, ...) it uses."""
+
+    def _storage(self) -> None:
+        """Per-lane state. Without barriers: one alloca each (promoted to SSA). With
+        barriers: arrays with one slot per lane of the block, addressed per lane."""
+        n = self.lanes_max if self.barrier else 1
+        self.reg_arrays = {r.name: self.alloca(reg_type(r.dtype), f"r.{r.name}", n) for r in self.stage.regs}
+        self.phase_array = self.alloca(I64, "phase", n)
+        npools = max(1, len(self.stage.pools))
+        self.tops_array = self.alloca(I64, "pool.tops", n * npools)
+        self.sp_array = self.alloca(I64, "pool.sp", n)
+        self.stack_base_array = self.alloca(I64, "pool.stack.base", n * self.stack_cap)
+        self.stack_pool_array = self.alloca(I32, "pool.stack.pool", n * self.stack_cap)
+        self.pool_heap = None
+        self.pool_offsets: dict[str, int] = {}  # byte offset of each pool inside one lane's pool area
+        offset = 0
+        for p in self.stage.pools:
+            self.pool_offsets[p.name] = offset
+            offset += (p.size * (1 if p.dtype.is_bool else p.dtype.itemsize) + 7) // 8 * 8
+        self.pool_bytes = offset
+        if self.stage.pools:
+            if self.barrier:
+                # Up to 1024 lanes x 4096 elements: too much for a thread's stack.
+                b = self.b
+                with b.goto_block(self.entry):
+                    malloc = self._libc("malloc", PTR, [I64])
+                    self.pool_heap = b.call(malloc, [i64(max(1, n * offset))])
+                self.pool_area = self.pool_heap
+            else:
+                self.pool_area = self.alloca(I8, "pools", max(1, offset))
+
+    def _lane_pointers(self, lane: ir.Value) -> None:
+        """Point the lane's state at slot `lane` of the per-lane storage."""
+        b = self.b
+        npools = max(1, len(self.stage.pools))
+        self.reg_ptr = {name: at(b, arr, lane, reg_type(self.reg_types[name]))
+                        for name, arr in self.reg_arrays.items()}
+        self.phase_ptr = at(b, self.phase_array, lane, I64)
+        self.tops_ptr = at(b, self.tops_array, b.mul(lane, i64(npools)), I64)
+        self.sp_ptr = at(b, self.sp_array, lane, I64)
+        self.stack_base = at(b, self.stack_base_array, b.mul(lane, i64(self.stack_cap)), I64)
+        self.stack_pool = at(b, self.stack_pool_array, b.mul(lane, i64(self.stack_cap)), I32)
+        if self.stage.pools:
+            area = at(b, self.pool_area, b.mul(lane, i64(self.pool_bytes)), I8)
+            self.pool_ptr = {p.name: at(b, area, i64(off), I8) for p, off in
+                             zip(self.stage.pools, self.pool_offsets.values())}
+
+    def _reset_lane(self) -> None:
+        """Registers zero, phase zero, pools empty: the state a lane starts with."""
+        b = self.b
+        for r in self.stage.regs:
+            b.store(const(0, r.dtype), self.reg_ptr[r.name])
+        b.store(i64(0), self.phase_ptr)
+        for j in range(len(self.stage.pools)):
+            b.store(i64(0), at(b, self.tops_ptr, i64(j), I64))
+        b.store(i64(0), self.sp_ptr)
+
+    @staticmethod
+    def _constant_in_bounds(a, decl) -> bool:
+        """A checked access that needs no run-time check: a constant element of a buffer
+        of constant shape (a reduction into a 0-d result, typically)."""
+        if a.index is not None or not all(d.is_const for d in decl.shape):
+            return False
+        return 0 <= a.offset < math.prod(d.const for d in decl.shape)
+
+    def address(self, ins: Instr, k: int) -> tuple[ir.Value, DType]:
+        """(element pointer, element dtype) of the memory operand, bounds-checked as the
+        space requires: global and shared only when `.chk` (otherwise the verifier proved
+        them), pools always (against the pool's current top)."""
+        b, a = self.b, ins.addr
+        space = OPCODES[ins.op].space
+        known = {"global": self.buffers, "shared": {m.name for m in self.stage.shared},
+                 "pool": {m.name for m in self.stage.pools}}[space]
+        if a is None or a.buffer not in known:
+            raise VerifyError(f"cpu_llvm: stage '{self.stage.name}': instruction {k}: "
+                              f"{a.buffer if a else None!r} is not a {space} array")
+        idx = i64(a.offset) if a.index is None else b.add(self.read_int(a.index), i64(a.offset))
+        if space == "global":
+            decl = self.buffers[a.buffer]
+            if ins.checked and not self._constant_in_bounds(a, decl):
+                self.fail(b.icmp_unsigned("<", idx, self.sizes[a.buffer]), ERR_OOB_GLOBAL, k, idx)
+            base = self.partial_ptr[a.buffer] if ins.op in REDUCE_COMBINE else self.buf_ptr[a.buffer]
+        elif space == "shared":
+            decl = {m.name: m for m in self.stage.shared}[a.buffer]
+            if ins.checked:
+                self.fail(b.icmp_unsigned("<", idx, i64(decl.size)), ERR_OOB_SHARED, k, idx)
+            base = self.shared[a.buffer]
+        else:
+            decl = {m.name: m for m in self.stage.pools}[a.buffer]
+            top = b.load(at(b, self.tops_ptr, i64(self.pool_ids[a.buffer]), I64), typ=I64)
+            self.fail(b.icmp_unsigned("<", idx, top), ERR_OOB_POOL, k, idx)
+            base = self.pool_ptr[a.buffer]
+        return at(b, base, idx, mem_type(decl.dtype), inbounds=True), decl.dtype
+
+    def _phase_adv(self, ins: Instr) -> None:
+        b, src = self.b, ins.srcs[0]
+        if isinstance(src, Imm):
+            step = i64(int(src.value) % 768)
+        else:
+            v, have = self.raw(src)
+            if have.is_unsigned or have.is_bool:
+                step = b.urem(int_value(b, v, have), i64(768))
+            else:
+                r = b.srem(int_value(b, v, have), i64(768))
+                step = b.select(b.icmp_signed("<", r, i64(0)), b.add(r, i64(768)), r)
+        b.store(b.urem(b.add(b.load(self.phase_ptr, typ=I64), step), i64(768)), self.phase_ptr)
+
+    def _pool_alloc(self, ins: Instr, k: int) -> None:
+        b = self.b
+        pool = {m.name: m for m in self.stage.pools}.get(ins.target)
+        if pool is None or not isinstance(ins.count, int) or ins.count < 0:
+            raise VerifyError(f"cpu_llvm: stage '{self.stage.name}': bad PoolAlloc of {ins.count!r} elements "
+                              f"from {ins.target!r}")
+        top_ptr = at(b, self.tops_ptr, i64(self.pool_ids[pool.name]), I64)
+        top = b.load(top_ptr, typ=I64)
+        new_top = b.add(top, i64(ins.count))
+        sp = b.load(self.sp_ptr, typ=I64)
+        fits = b.and_(b.icmp_signed("<=", new_top, i64(pool.size)), b.icmp_signed("<", sp, i64(self.stack_cap)))
+        self.fail(fits, ERR_POOL_FULL, k, top)
+        elt = mem_type(pool.dtype)
+        start = at(b, self.pool_ptr[pool.name], top, elt)
+        self._memset(start, i64(ins.count * (1 if pool.dtype.is_bool else pool.dtype.itemsize)))
+        b.store(new_top, top_ptr)
+        b.store(top, at(b, self.stack_base, sp, I64))
+        b.store(ir.Constant(I32, self.pool_ids[pool.name]), at(b, self.stack_pool, sp, I32))
+        b.store(b.add(sp, i64(1)), self.sp_ptr)
+        self.write(ins.dst, top, DType.I64)
+
+    def _pool_free(self, ins: Instr, k: int) -> None:
+        b = self.b
+        h = self.read_int(ins.srcs[0])
+        sp = b.load(self.sp_ptr, typ=I64)
+        nonempty = b.icmp_signed(">", sp, i64(0))
+        last = b.select(nonempty, b.sub(sp, i64(1)), i64(0))
+        base = b.load(at(b, self.stack_base, last, I64), typ=I64)
+        self.fail(b.and_(nonempty, b.icmp_signed("==", base, h)), ERR_POOL_FREE, k, h)
+        pool_id = b.load(at(b, self.stack_pool, last, I32), typ=I32)
+        b.store(h, at(b, self.tops_ptr, b.zext(pool_id, I64), I64))
+        b.store(last, self.sp_ptr)

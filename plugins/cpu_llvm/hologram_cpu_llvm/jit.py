@@ -1,0 +1,168 @@
+"""llvmlite plumbing: the host target, O3 compilation to object code, and loading.
+
+Compiling and loading are separate on purpose: `compile_object` (parse, verify, run the
+O3 pipeline, emit a relocatable object) is the expensive half and its output is what
+the disk cache stores; `load_object` (hand the object to an MCJIT engine, resolve the
+stage symbols) is all a warm process does. `STATS` counts both, so tests can prove that
+a warm start never ran the optimizer.
+
+llvmlite >= 0.45 initializes LLVM itself (`llvm.initialize()` now raises); only the
+native target and asm printer still need registering, once.
+"""
+
+from __future__ import annotations
+
+import collections
+import ctypes
+import functools
+import hashlib
+import struct
+import threading
+from typing import Iterable
+
+import attrs
+import llvmlite
+import llvmlite.binding as llvm
+
+# Counters by event ("optimize", "emit", "load"): a test-visible record of the work done.
+STATS: collections.Counter[str] = collections.Counter()
+
+# LLVM's C++ objects are not documented as thread-safe for concurrent use of one target
+# machine or context; compiles are rare and slow anyway, so they are serialized.
+_LOCK = threading.RLock()
+
+
+@attrs.frozen
+class Host:
+    """What native code is built for. `key` changes whenever code built on one machine
+    or toolchain could be wrong or suboptimal on another, so it is part of cache keys."""
+
+    triple: str
+    cpu: str
+    features: str
+
+    @property
+    def key(self) -> str:
+        major, minor, patch = llvm.llvm_version_info
+        return (f"llvmlite {llvmlite.__version__}; LLVM {major}.{minor}.{patch}; {self.triple}; "
+                f"cpu {self.cpu}; features {hashlib.sha256(self.features.encode()).hexdigest()[:16]}")
+
+
+@functools.cache
+def host() -> Host:
+    """The machine this process runs on (raises RuntimeError when LLVM has no native target)."""
+    with _LOCK:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        return Host(llvm.get_process_triple(), llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten())
+
+
+def target_machine() -> llvm.TargetMachine:
+    """A fresh O3 target machine for the host. Fresh because an MCJIT engine takes
+    ownership of the target machine it is created with."""
+    h = host()
+    target = llvm.Target.from_triple(h.triple)
+    return target.create_target_machine(cpu=h.cpu, features=h.features, opt=3, reloc="pic",
+                                        codemodel="default", jit=True)
+
+
+def optimize(module: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
+    """Run the O3 module pipeline (new pass manager) with loop and SLP vectorization."""
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pto.loop_unrolling = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(module, pb)
+    STATS["optimize"] += 1
+
+
+def compile_object(module_ir: str, optimized_ir: list[str] | None = None) -> bytes:
+    """Textual LLVM IR -> optimized relocatable object code for the host.
+
+    Raises RuntimeError when the IR does not parse or verify (a code generator bug, never
+    a user error: the caller wraps it). `optimized_ir`, when given, receives the IR after
+    optimization (for `--emit llvm` and for tests that check vectorization)."""
+    with _LOCK:
+        tm = target_machine()
+        module = llvm.parse_assembly(module_ir)
+        module.verify()
+        module.triple = tm.triple
+        module.data_layout = str(tm.target_data)
+        optimize(module, tm)
+        if optimized_ir is not None:
+            optimized_ir.append(str(module))
+        obj = tm.emit_object(module)
+        STATS["emit"] += 1
+        return obj
+
+
+@attrs.frozen(eq=False)
+class Loaded:
+    """Object code living in an execution engine. The engine owns the machine code: keep
+    this object alive as long as any address from `addresses` may be called."""
+
+    engine: llvm.ExecutionEngine = attrs.field(repr=False)
+    addresses: dict[str, int]
+
+
+def undefined_symbols(obj: bytes) -> list[str] | None:
+    """The undefined symbols an ELF64 little-endian object references (what the loader
+    must resolve), or None for another object format. A malformed object raises
+    RuntimeError."""
+    if obj[:6] != b"\x7fELF\x02\x01":
+        return None
+    try:
+        (shoff,) = struct.unpack_from("<Q", obj, 0x28)
+        shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
+        sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize) for i in range(shnum)]
+        names = []
+        for _, kind, _, _, offset, size, link, _, _, entsize in sections:
+            if kind != 2:  # SHT_SYMTAB
+                continue
+            strtab = sections[link][4]
+            for at in range(offset, offset + size, entsize or 24):
+                st_name, _, _, st_shndx = struct.unpack_from("<IBBH", obj, at)
+                if st_name and st_shndx == 0:  # SHN_UNDEF
+                    end = obj.index(b"\0", strtab + st_name)
+                    names.append(obj[strtab + st_name:end].decode())
+        return names
+    except (struct.error, ValueError, IndexError, UnicodeDecodeError) as e:
+        raise RuntimeError(f"malformed object code: {e}") from None
+
+
+try:
+    _PROCESS: ctypes.CDLL | None = ctypes.CDLL(None)  # the process's own symbols (dlopen(NULL))
+except OSError:  # pragma: no cover - platforms without dlopen(NULL)
+    _PROCESS = None
+
+
+def resolvable(name: str) -> bool:
+    """Whether MCJIT can resolve `name`: a symbol of the process (libm, libc) or one
+    registered with llvmlite."""
+    return bool(llvm.address_of_symbol(name)) or (_PROCESS is not None and hasattr(_PROCESS, name))
+
+
+def load_object(obj: bytes, symbols: Iterable[str]) -> Loaded:
+    """Load object code into a new MCJIT engine and resolve `symbols` to addresses.
+
+    One engine per object keeps programs independent: two programs may export the same
+    symbol name, and dropping a program frees its code. Undefined references (libm)
+    resolve against the process; they are checked first, because MCJIT aborts the whole
+    process on an unresolvable one. Raises RuntimeError when a symbol is missing."""
+    missing = [name for name in undefined_symbols(obj) or () if not resolvable(name)]
+    if missing:
+        raise RuntimeError(f"the object code needs {', '.join(sorted(missing))}, which this process does not "
+                           f"provide")
+    with _LOCK:
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine())
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        engine.finalize_object()
+        addresses = {}
+        for name in symbols:
+            addr = engine.get_function_address(name)
+            if not addr:
+                raise RuntimeError(f"symbol {name!r} is not defined by the object code")
+            addresses[name] = addr
+        STATS["load"] += 1
+        return Loaded(engine, addresses)

@@ -1,0 +1,433 @@
+"""Running prepared programs: the executable, argument binding, stage launch, errors.
+
+A launch is on the hot path of every kernel call, so everything that depends only on the
+program is precomputed at prepare time (`Executable`), everything that depends only on
+the shape symbols is memoized per symbol tuple (`Geometry`), and what is left per call is
+a handful of attribute reads per buffer plus one ctypes call per stage.
+
+The stage function ABI (shared with codegen.py):
+    void stage(i64 block_start, i64 block_end, ptr bufs, ptr syms, ptr scalars,
+               ptr partials, ptr err)
+err points to four i64 `[code, stage index, instruction index, value]`; the instruction
+index counts stage body items, labels included (as the verifier's and the interpreter's
+messages do). The codes are codegen's (`codegen_types.ERR_*`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import struct
+from typing import Any, Callable, Mapping, Sequence
+
+import attrs
+import numpy as np
+
+from hologram.core.asm import format_instr
+from hologram.core.atlas import NUM_CLASSES
+from hologram.core.errors import ArgumentError, ExecutionError
+from hologram.core.isa import AXES, Instr, Program
+from hologram.core.types import Affine
+
+from . import jit, threads
+from .codegen_types import (
+    ERR_BARRIER, ERR_CLASS, ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_FREE, ERR_POOL_FULL,
+    ERR_RECURSION,
+)
+
+
+# Below this many lanes a stage runs on the calling thread: handing chunks to workers
+# costs tens of microseconds, more than small stages take.
+INLINE_LANES = 32768
+
+STAGE_FN = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_char_p, ctypes.c_char_p,
+                            ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p)
+ErrSlot = ctypes.c_int64 * 4
+
+# Reduction opcode -> (kind, merge ufunc). ResAccum is a sum over Atlas classes.
+REDUCE_KINDS: dict[str, tuple[str, np.ufunc]] = {
+    "ReduceAdd": ("add", np.add), "ResAccum": ("add", np.add), "ReduceMul": ("mul", np.multiply),
+    "ReduceMin": ("min", np.minimum), "ReduceMax": ("max", np.maximum),
+}
+
+
+def identity(kind: str, dtype: np.dtype) -> Any:
+    """The value a partial starts from: `x (op) identity == x` bit for bit (so -0.0 for a
+    float sum: +0.0 would turn a -0.0 already in memory into +0.0)."""
+    floating = dtype.kind == "f"
+    if kind == "add":
+        return -0.0 if floating else 0
+    if kind == "mul":
+        return 1
+    if kind == "min":
+        return np.inf if floating else np.iinfo(dtype).max
+    return -np.inf if floating else np.iinfo(dtype).min
+
+
+def convert_value(value: Any, dtype: np.dtype) -> np.generic:
+    """A number as a numpy scalar of `dtype`, by the ISA's CVT rules: -> bool is != 0,
+    integers wrap, float -> int truncates and saturates (NaN -> 0), -> float rounds once."""
+    if dtype.kind == "b":
+        return np.bool_(value != 0)
+    if isinstance(value, (bool, np.bool_)):
+        return dtype.type(int(value))
+    if dtype.kind in "iu":
+        if isinstance(value, (float, np.floating)):
+            value = float(value)
+            if math.isnan(value):
+                return dtype.type(0)
+            info = np.iinfo(dtype)
+            if math.isinf(value):
+                return dtype.type(info.max if value > 0 else info.min)
+            return dtype.type(min(max(math.trunc(value), int(info.min)), int(info.max)))
+        bits = dtype.itemsize * 8
+        v = int(value) & ((1 << bits) - 1)
+        if dtype.kind == "i" and v >= 1 << (bits - 1):
+            v -= 1 << bits
+        return dtype.type(v)
+    with np.errstate(all="ignore"):
+        if isinstance(value, np.generic):
+            return value.astype(dtype)
+        if isinstance(value, int):
+            try:
+                return np.array(value).astype(dtype)[()]  # int64/uint64 -> float rounds once
+            except OverflowError:
+                return dtype.type(float(value))
+        return dtype.type(value)
+
+
+# ------------------------------------------------------------------------ data pointers
+_ARRAY_DATA_OFFSET = object.__basicsize__  # PyArrayObject_fields: PyObject_HEAD, then `char *data`
+_read_ptr = ctypes.c_void_p.from_address
+
+
+def _struct_pointer_works() -> bool:
+    probe = np.arange(3, dtype=np.int64)[1:]
+    return _read_ptr(id(probe) + _ARRAY_DATA_OFFSET).value == probe.ctypes.data
+
+
+if _struct_pointer_works():
+    def data_ptr(a: np.ndarray) -> int:
+        """The address of `a`'s first element, read from numpy's public C struct
+        (`PyArray_DATA`): `a.ctypes.data` costs ~1 us, this ~0.2 us. Checked at import."""
+        return _read_ptr(id(a) + _ARRAY_DATA_OFFSET).value or 0
+else:  # pragma: no cover - a Python/numpy build with another object layout
+    def data_ptr(a: np.ndarray) -> int:
+        return a.ctypes.data
+
+
+# ---------------------------------------------------------------------- the executable
+Dim = tuple[int, tuple[tuple[int, int], ...]]  # const, ((symbol index, coefficient), ...)
+
+
+def compile_dim(d: Affine, symbols: Sequence[str]) -> Dim:
+    return d.const, tuple((symbols.index(n), c) for n, c in d.terms)
+
+
+def eval_dim(d: Dim, syms: Sequence[int]) -> int:
+    n, terms = d
+    for i, c in terms:
+        n += c * syms[i]
+    return n
+
+
+@attrs.frozen(eq=False)
+class BufferSlot:
+    name: str
+    dtype: np.dtype
+    shape: tuple[Dim, ...]
+    written: bool
+
+
+@attrs.frozen(eq=False)
+class ReduceSlot:
+    buffer: int  # index into Executable.buffers
+    ufunc: np.ufunc
+    identity: Any
+
+
+@attrs.frozen(eq=False)
+class StagePlan:
+    name: str
+    index: int
+    fn: Callable
+    domain: tuple[Dim, ...]
+    block: tuple[int, int, int]
+    inits: tuple[tuple[int, int, np.generic], ...]  # (buffer index, offset, value in the buffer's dtype)
+    reduces: tuple[ReduceSlot, ...]
+    plain: bool = attrs.field(init=False)  # no inits, no reductions: launching it is just the call
+
+    @plain.default
+    def _plain(self) -> bool:
+        return not self.inits and not self.reduces
+
+
+@attrs.frozen(eq=False)
+class Geometry:
+    """What the shape symbols fix: element count and byte size of every buffer, and per
+    stage the number of blocks and lanes."""
+
+    sizes: tuple[int, ...]
+    nbytes: tuple[int, ...]
+    grids: tuple[tuple[int, int], ...]  # (blocks, lanes) per stage
+
+
+@attrs.frozen(eq=False)
+class Executable:
+    """A prepared program: what `CpuLlvmBackend.prepare` returns. It holds the engine
+    that owns the machine code, so the code lives exactly as long as this object."""
+
+    program: Program
+    key: str
+    stages: tuple[StagePlan, ...]
+    buffers: tuple[BufferSlot, ...]  # params' buffers in param order, then temps
+    nparams: int  # how many of `buffers` are params
+    scalars: tuple[tuple[str, np.dtype], ...]
+    loaded: jit.Loaded = attrs.field(repr=False)
+    pack_ptrs: Callable[..., bytes] = attrs.field(repr=False)  # struct packers of the bufs and syms arrays
+    pack_syms: Callable[..., bytes] = attrs.field(repr=False)
+    from_cache: bool = False
+    # (written param, other param) pairs that may need an alias check at launch
+    alias_pairs: tuple[tuple[int, int], ...] = ()
+    _geometries: dict = attrs.field(factory=dict, repr=False)
+    params: tuple[BufferSlot, ...] = attrs.field(init=False, repr=False)
+    temps: tuple[BufferSlot, ...] = attrs.field(init=False, repr=False)
+
+    @params.default
+    def _params(self) -> tuple[BufferSlot, ...]:
+        return self.buffers[:self.nparams]
+
+    @temps.default
+    def _temps(self) -> tuple[BufferSlot, ...]:
+        return self.buffers[self.nparams:]
+
+    def geometry(self, syms: tuple[int, ...]) -> Geometry:
+        g = self._geometries.get(syms)
+        if g is None:
+            g = self._geometry(syms)
+            if len(self._geometries) >= 64:
+                self._geometries.clear()
+            self._geometries[syms] = g
+        return g
+
+    def _geometry(self, syms: tuple[int, ...]) -> Geometry:
+        sizes = []
+        for b in self.buffers:
+            dims = [eval_dim(d, syms) for d in b.shape]
+            if any(n < 0 for n in dims):
+                raise ArgumentError(f"buffer '{b.name}': shape {dims} has a negative dimension")
+            sizes.append(math.prod(dims))
+        grids = []
+        for st in self.stages:
+            ext = [eval_dim(d, syms) for d in st.domain]
+            for axis, n, dim in zip(AXES, ext, self.program.stages[st.index].domain):
+                if n < 0:
+                    raise ExecutionError(f"stage '{st.name}': domain axis {axis} is {dim} = {n}, which is negative")
+            lanes = math.prod(ext)
+            if lanes >= _I64:  # lane and block ids are i64 in the native code
+                raise ExecutionError(f"stage '{st.name}': the domain {ext} has {lanes} lanes, more than 2**63")
+            grids.append((math.prod(-(-n // b) for n, b in zip(ext, st.block)), lanes))
+        return Geometry(tuple(sizes), tuple(n * b.dtype.itemsize for n, b in zip(sizes, self.buffers)),
+                        tuple(grids))
+
+
+# ---------------------------------------------------------------------------- launch
+def launch(exe: Executable, buffers: Mapping[str, np.ndarray], scalars: Mapping[str, Any],
+           symbols: Mapping[str, int], num_threads: int) -> None:
+    """Run every stage of `exe` in order (what `CpuLlvmBackend.launch` does)."""
+    syms = bind_symbols(exe, symbols)
+    geo = exe.geometry(syms)
+    arrays, ptrs = bind_buffers(exe, geo, buffers)
+    if exe.alias_pairs:
+        unalias(exe, geo, arrays, ptrs)
+    packed = bufs, sym_bytes, scalar_bytes = (exe.pack_ptrs(*ptrs), exe.pack_syms(*syms),
+                                              pack_scalars(exe, scalars) if exe.scalars else b"")
+    for stage, grid in zip(exe.stages, geo.grids):
+        if stage.plain and grid[1] < INLINE_LANES:  # the common small case, kept short
+            if grid[0]:
+                err = ErrSlot()
+                stage.fn(0, grid[0], bufs, sym_bytes, scalar_bytes, None, err)
+                if err[0]:
+                    raise execution_error(exe, tuple(err), arrays)
+        else:
+            run_stage(exe, stage, grid, arrays, packed, num_threads)
+
+
+_I64 = 1 << 63
+
+
+def bind_symbols(exe: Executable, symbols: Mapping[str, int]) -> tuple[int, ...]:
+    out = []
+    for s in exe.program.symbols:
+        v = symbols.get(s)
+        if type(v) is not int:
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise ArgumentError(f"shape symbol '{s}' must be bound to an integer, got {v!r}")
+            v = int(v)
+        if not -_I64 <= v < _I64:
+            raise ArgumentError(f"shape symbol '{s}' = {v} does not fit in 64 bits")
+        out.append(v)
+    return tuple(out)
+
+
+def bind_buffers(exe: Executable, geo: Geometry, buffers: Mapping[str, np.ndarray]
+                 ) -> tuple[list[np.ndarray], list[int]]:
+    """The caller's arrays, checked (native code trusts sizes), then fresh temporaries;
+    and their data pointers. Written for speed: it runs once per buffer per call."""
+    if len(buffers) != exe.nparams:
+        _wrong_names(exe, buffers)
+    arrays, ptrs = [], []
+    for b, size in zip(exe.params, geo.sizes):
+        a = buffers.get(b.name)
+        if type(a) is not np.ndarray and not isinstance(a, np.ndarray):
+            if b.name not in buffers:
+                _wrong_names(exe, buffers)
+            raise ArgumentError(f"buffer '{b.name}': expected a numpy array of {b.dtype}, got {type(a).__name__}")
+        dtype = a.dtype
+        if dtype is not b.dtype and dtype != b.dtype:
+            raise ArgumentError(f"buffer '{b.name}': expected dtype {b.dtype}, got {dtype}")
+        if a.size != size:
+            raise ArgumentError(f"buffer '{b.name}': expected {size} elements, got {a.size} (shape {a.shape})")
+        flags = a.flags
+        if not flags.c_contiguous:
+            raise ArgumentError(f"buffer '{b.name}' must be C-contiguous")
+        if b.written and not flags.writeable:
+            raise ArgumentError(f"buffer '{b.name}' is written by the program but the array is read-only")
+        arrays.append(a)
+        ptrs.append(data_ptr(a))
+    for b, size in zip(exe.temps, geo.sizes[exe.nparams:]) if exe.temps else ():
+        a = np.zeros(size, b.dtype)
+        arrays.append(a)
+        ptrs.append(data_ptr(a))
+    return arrays, ptrs
+
+
+def _wrong_names(exe: Executable, buffers: Mapping[str, Any]) -> None:
+    expected = {b.name for b in exe.buffers[:exe.nparams]}
+    unknown, missing = set(buffers) - expected, expected - set(buffers)
+    what = (f"has no buffer parameter(s) {', '.join(sorted(unknown))}" if unknown
+            else f"needs buffer(s) {', '.join(sorted(missing))}")
+    raise ArgumentError(f"program '{exe.program.name}' {what}")
+
+
+def unalias(exe: Executable, geo: Geometry, arrays: list[np.ndarray], ptrs: list[int]) -> None:
+    """Make the code's `noalias` promise true. An input overlapping a written buffer is
+    replaced by a copy (as if it were read in full before anything is written); two
+    overlapping buffers that are both written have no meaningful result and are refused."""
+    nbytes = geo.nbytes
+    for i, j in exe.alias_pairs:
+        if nbytes[i] and nbytes[j] and ptrs[j] < ptrs[i] + nbytes[i] and ptrs[i] < ptrs[j] + nbytes[j]:
+            if exe.buffers[j].written:
+                raise ArgumentError(f"buffers '{exe.buffers[i].name}' and '{exe.buffers[j].name}' overlap in "
+                                    f"memory and the program writes both; pass distinct arrays")
+            arrays[j] = arrays[j].copy()
+            ptrs[j] = data_ptr(arrays[j])
+
+
+def pack_scalars(exe: Executable, scalars: Mapping[str, Any]) -> bytes:
+    """One 8-byte slot per scalar param, the value's native bytes at the slot start.
+    numpy scalars expose their bytes through the buffer protocol, which `join` reads
+    directly (10x faster than `tobytes`; and unlike struct, NaN payloads survive)."""
+    out = []
+    for name, dtype in exe.scalars:
+        v = scalars.get(name)
+        if type(v) is not dtype.type:
+            if name not in scalars:
+                raise ArgumentError(f"scalar parameter '{name}' ({dtype}) is missing")
+            if not isinstance(v, (bool, int, float, np.bool_, np.integer, np.floating)):
+                raise ArgumentError(f"scalar parameter '{name}': expected a number of type {dtype}, got {v!r}")
+            v = convert_value(v, dtype)
+        out.append(v)
+        out.append(_PADDING[dtype.itemsize])
+    return b"".join(out)
+
+
+_PADDING = {n: bytes(8 - n) for n in (1, 2, 4, 8)}
+
+
+def run_stage(exe: Executable, stage: StagePlan, grid: tuple[int, int], arrays: list[np.ndarray],
+              packed: tuple[bytes, bytes, bytes], num_threads: int) -> None:
+    """Inits, then the stage's blocks (inline or one contiguous chunk per thread), then
+    the error slots in chunk order, then the reduction partials merged in chunk order."""
+    for b, offset, value in stage.inits:
+        flat = arrays[b].reshape(-1)
+        if not 0 <= offset < flat.size:
+            raise ExecutionError(f"stage '{stage.name}': init of '{exe.buffers[b].name}' at offset {offset} is "
+                                 f"out of bounds ({flat.size} elements)")
+        flat[offset] = value
+    nblocks, lanes = grid
+    if nblocks == 0:
+        return
+    bufs, syms, scalars = packed
+    fn = stage.fn
+    nchunks = 1 if lanes < INLINE_LANES else min(num_threads, nblocks)
+    if stage.reduces:
+        flats = [arrays[r.buffer].reshape(-1) for r in stage.reduces]
+        partials = [[np.full(f.size, r.identity, f.dtype) for r, f in zip(stage.reduces, flats)]
+                    for _ in range(nchunks)]
+        partial_ptrs = [struct.pack(f"<{len(p)}Q", *map(data_ptr, p)) for p in partials]
+    else:
+        partial_ptrs = [None] * nchunks
+    if nchunks == 1:
+        err = ErrSlot()
+        fn(0, nblocks, bufs, syms, scalars, partial_ptrs[0], err)
+        errs = (err,)
+    else:
+        bounds = [nblocks * i // nchunks for i in range(nchunks + 1)]
+        errs = tuple(ErrSlot() for _ in range(nchunks))
+
+        # A task keeps the memory it writes alive: if the caller is interrupted while
+        # waiting, workers still running must not write into freed arrays.
+        keepalive = (exe, arrays, partials if stage.reduces else None)
+
+        def chunk(i: int) -> Callable[[], None]:
+            return lambda _=keepalive: fn(bounds[i], bounds[i + 1], bufs, syms, scalars, partial_ptrs[i], errs[i])
+        threads.pool(num_threads).run([chunk(i) for i in range(nchunks)])
+    for err in errs:
+        if err[0]:
+            raise execution_error(exe, tuple(err), arrays)
+    if stage.reduces:
+        with np.errstate(all="ignore"):  # inf - inf in a float sum is a value, not an error
+            for k, (r, flat) in enumerate(zip(stage.reduces, flats)):
+                total = partials[0][k]
+                for p in partials[1:]:
+                    r.ufunc(total, p[k], out=total)
+                r.ufunc(flat, total, out=flat)
+
+
+# ---------------------------------------------------------------------------- errors
+def execution_error(exe: Executable, record: tuple[int, ...], arrays: Sequence[np.ndarray]) -> ExecutionError:
+    """The ExecutionError for an error record `[code, stage, instruction, value]`, worded
+    as the interpreter words it (minus the lane, which the record does not carry)."""
+    code, stage_index, k, value = record
+    program = exe.program
+    body = program.stages[stage_index].body if 0 <= stage_index < len(program.stages) else ()
+    if code == ERR_BARRIER and body:
+        return ExecutionError(f"stage '{program.stages[stage_index].name}': lanes of a block wait at different "
+                              f"barriers (instructions {min(k, value)}, {max(k, value)}); every live lane of a "
+                              f"block must reach the same BarSync")
+    if not 0 <= k < len(body) or not isinstance(body[k], Instr):
+        return ExecutionError(f"program '{program.name}': native code reported error {code} at stage "
+                              f"{stage_index}, instruction {k} (value {value})")
+    stage, ins = program.stages[stage_index], body[k]
+    where = f"stage '{stage.name}': instruction {k} `{format_instr(ins, align=False)}`"
+    name = ins.addr.buffer if ins.addr is not None else None
+    if code == ERR_OOB_GLOBAL and name is not None:
+        size = next((a.size for a, b in zip(arrays, exe.buffers) if b.name == name), "?")
+        return ExecutionError(f"{where}: index {value} is out of bounds for global buffer '{name}' of {size} elements")
+    if code == ERR_OOB_SHARED and name is not None:
+        size = next((m.size for m in stage.shared if m.name == name), "?")
+        return ExecutionError(f"{where}: index {value} is out of bounds for shared array '{name}' of {size} elements")
+    if code == ERR_OOB_POOL and name is not None:
+        return ExecutionError(f"{where}: index {value} is out of bounds for the allocated part of pool '{name}'")
+    if code == ERR_CLASS:
+        return ExecutionError(f"{where}: {value} is not an Atlas class (0..{NUM_CLASSES - 1})")
+    if code == ERR_POOL_FULL:
+        size = next((m.size for m in stage.pools if m.name == ins.target), "?")
+        return ExecutionError(f"{where}: pool '{ins.target}' of {size} elements cannot allocate {ins.count} more "
+                              f"({value} in use)")
+    if code == ERR_POOL_FREE:
+        return ExecutionError(f"{where}: PoolFree of handle {value}, but it is not the most recent allocation")
+    if code == ERR_RECURSION:
+        return ExecutionError(f"{where}: recursive call to '{ins.target}' (calls may not recurse)")
+    return ExecutionError(f"{where}: native code reported error {code} (value {value})")

@@ -1,0 +1,104 @@
+"""A persistent pool of worker threads for running native stage chunks in parallel.
+
+Native stage functions are called through ctypes CFUNCTYPE pointers, which release the
+GIL for the duration of the call, so plain Python threads give real parallelism. The
+workers are started once and then sleep on one shared queue; a `run` hands them its
+tasks, runs the first task on the calling thread (which would only wait otherwise), and
+waits on its own completion queue, so concurrent `run`s from several Python threads do
+not interfere. After a fork the threads are gone: the pool notices and restarts them.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from typing import Callable, Sequence
+
+Task = Callable[[], None]
+
+
+def thread_count() -> int:
+    """`$HOLOGRAM_NUM_THREADS` if it is a positive integer, else the number of CPUs."""
+    env = os.environ.get("HOLOGRAM_NUM_THREADS", "").strip()
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            n = 0
+        if n > 0:
+            return n
+    return os.cpu_count() or 1
+
+
+class ThreadPool:
+    """`size` workers including the caller: `size - 1` daemon threads are started."""
+
+    def __init__(self, size: int):
+        if size < 1:
+            raise ValueError(f"a thread pool needs at least one thread, got {size}")
+        self.size = size
+        self._pid = -1
+        self._lock = threading.Lock()
+        self._tasks: queue.SimpleQueue = queue.SimpleQueue()
+
+    def _ensure_started(self) -> None:
+        if self._pid == os.getpid():
+            return
+        with self._lock:
+            if self._pid == os.getpid():
+                return
+            self._tasks = queue.SimpleQueue()  # a forked child must not share the parent's
+            for i in range(self.size - 1):
+                threading.Thread(target=_work, args=(self._tasks,), name=f"hologram-cpu-{i + 1}",
+                                 daemon=True).start()
+            self._pid = os.getpid()
+
+    def run(self, tasks: Sequence[Task]) -> None:
+        """Run every task, at most `size` at a time, and return when all are done.
+        The first exception a task raised is re-raised (after all have finished)."""
+        if not tasks:
+            return
+        if len(tasks) == 1 or self.size == 1:
+            for t in tasks:
+                t()
+            return
+        self._ensure_started()
+        done: queue.SimpleQueue = queue.SimpleQueue()
+        for t in tasks[1:]:
+            self._tasks.put((t, done))
+        errors: list[BaseException] = []
+        try:
+            tasks[0]()
+        except BaseException as e:  # noqa: BLE001 - reported after the others finish
+            errors.append(e)
+        for _ in range(len(tasks) - 1):
+            e = done.get()
+            if e is not None:
+                errors.append(e)
+        if errors:
+            raise errors[0]
+
+
+def _work(tasks: queue.SimpleQueue) -> None:
+    while True:
+        task, done = tasks.get()
+        try:
+            task()
+        except BaseException as e:  # noqa: BLE001 - handed to the waiting caller
+            done.put(e)
+        else:
+            done.put(None)
+
+
+_POOLS: dict[int, ThreadPool] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def pool(size: int) -> ThreadPool:
+    """The process-wide pool of `size` threads (created on first use)."""
+    p = _POOLS.get(size)
+    if p is None:
+        with _POOLS_LOCK:
+            p = _POOLS.setdefault(size, ThreadPool(size))
+    return p

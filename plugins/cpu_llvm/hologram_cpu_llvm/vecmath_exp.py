@@ -1,0 +1,99 @@
+"""The exponential family in f64: exp exp2 expm1 sinh cosh tanh sigmoid.
+
+One reduction serves them all: x = n ln2 + r with n = rint(x log2 e) and |r| <= ln2/2
+(Cody-Waite: LN2_HI has 32 bits so n LN2_HI is exact and the first FMA cancels exactly),
+then expm1(r) by its Taylor series (degree 13: the first dropped term is below 2**-60
+relative), then a scale by 2**n built from exponent bits in two halves so subnormal
+results are rounded once.
+"""
+
+from __future__ import annotations
+
+import math
+
+from llvmlite import ir
+
+from .vecmath_core import LN2_HI, LN2_LO, LOG2E, Em
+
+# expm1(r) = r + r^2 * P(r), P(r) = sum_{k>=2} r^(k-2) / k!
+EXPM1_TAIL = [1.0 / math.factorial(k) for k in range(2, 15)]
+# expm1(r ln2) = r * Q(r), Q(r) = sum_{k>=1} ln2^k r^(k-1) / k!  (for exp2)
+_EXP2M1 = [math.log(2) ** k / math.factorial(k) for k in range(1, 15)]
+
+
+def expm1_reduced(e: Em, x: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(n, expm1(r)) with x = n ln2 + r; x must be finite and |x| < 2**19."""
+    nf = e.rint(e.mul(x, e.c(LOG2E)))
+    r = e.fma(e.neg(nf), e.c(LN2_HI), x)  # exact
+    r = e.fma(e.neg(nf), e.c(LN2_LO), r)
+    return e.to_int(nf), e.fma(e.mul(r, r), e.horner(r, EXPM1_TAIL), r)
+
+
+def exp(e: Em, x: ir.Value) -> ir.Value:
+    xs = e.sel(e.isnan(x), e.c(0), e.clamp(x, -746.0, 710.0))  # beyond: 0 / inf anyway
+    n, m = expm1_reduced(e, xs)
+    return e.sel(e.isnan(x), x, e.scale(e.add(e.c(1), m), n))
+
+
+def exp2(e: Em, x: ir.Value) -> ir.Value:
+    xs = e.sel(e.isnan(x), e.c(0), e.clamp(x, -1080.0, 1025.0))
+    nf = e.rint(xs)
+    r = e.sub(xs, nf)  # exact, |r| <= 1/2
+    m = e.mul(r, e.horner(r, _EXP2M1))
+    return e.sel(e.isnan(x), x, e.scale(e.add(e.c(1), m), e.to_int(nf)))
+
+
+def expm1(e: Em, x: ir.Value) -> ir.Value:
+    xs = e.sel(e.isnan(x), e.c(0), e.clamp(x, -60.0, 710.0))
+    n, m = expm1_reduced(e, xs)
+    # 2^n (1 + m) - 1 = 2^n m + (2^n - 1): 2^n - 1 is exact for |n| <= 53, and beyond
+    # that the -1 is below half an ulp of the result (or the result is -1).
+    small_n = e.b.select(e.b.icmp_signed(">", n, e.i(60)), e.i(60), n)
+    s = e.pow2(small_n)
+    small = e.fma(s, m, e.sub(s, e.c(1)))
+    big = e.scale(e.add(e.c(1), m), n)
+    res = e.sel(e.b.icmp_signed(">", n, e.i(60)), big, small)
+    res = e.sel(e.cmp("<", x, e.c(-40.0)), e.c(-1.0), res)
+    return e.sel(e.bor(e.isnan(x), e.cmp("==", x, e.c(0))), x, res)  # keeps -0.0
+
+
+def _half_exp_abs(e: Em, a: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """For a = |x| (finite, clamped): (exp(a)/2 without premature overflow, expm1(a)
+    accurate for a < 1)."""
+    n, m = expm1_reduced(e, a)
+    half = e.scale(e.add(e.c(1), m), e.b.sub(n, e.i(1)))
+    s = e.pow2(e.b.select(e.b.icmp_signed(">", n, e.i(60)), e.i(60), n))
+    return half, e.fma(s, m, e.sub(s, e.c(1)))
+
+
+def sinh(e: Em, x: ir.Value) -> ir.Value:
+    a = e.clamp(e.sel(e.isnan(x), e.c(0), e.abs(x)), 0.0, 711.0)
+    h, em1 = _half_exp_abs(e, a)
+    # |x| < 1: (em1 + em1 / (em1 + 1)) / 2 has no cancellation; above, e/2 - 1/(2e) loses
+    # at most a factor 1.15.
+    small = e.mul(e.c(0.5), e.add(em1, e.div(em1, e.add(em1, e.c(1)))))
+    big = e.sub(h, e.div(e.c(0.25), h))
+    res = e.copysign(e.sel(e.cmp("<", a, e.c(1.0)), small, big), x)
+    return e.sel(e.bor(e.isnan(x), e.cmp("==", x, e.c(0))), x, res)
+
+
+def cosh(e: Em, x: ir.Value) -> ir.Value:
+    a = e.clamp(e.sel(e.isnan(x), e.c(0), e.abs(x)), 0.0, 711.0)
+    h, _ = _half_exp_abs(e, a)
+    return e.sel(e.isnan(x), x, e.add(h, e.div(e.c(0.25), h)))
+
+
+def tanh(e: Em, x: ir.Value) -> ir.Value:
+    # tanh|x| = -y / (y + 2) with y = expm1(-2|x|) in (-1, 0]: no overflow, no cancellation.
+    a = e.clamp(e.sel(e.isnan(x), e.c(0), e.abs(x)), 0.0, 40.0)
+    y = expm1(e, e.mul(e.c(-2.0), a))
+    res = e.copysign(e.div(e.neg(y), e.add(y, e.c(2.0))), x)
+    return e.sel(e.bor(e.isnan(x), e.cmp("==", x, e.c(0))), x, res)
+
+
+def sigmoid(e: Em, x: ir.Value) -> ir.Value:
+    # With t = exp(-|x|) in (0, 1]: 1/(1+t) for x >= 0, t/(1+t) below; exp never overflows.
+    t = exp(e, e.neg(e.abs(x)))
+    d = e.add(e.c(1), t)
+    res = e.sel(e.cmp(">=", x, e.c(0)), e.div(e.c(1), d), e.div(t, d))
+    return e.sel(e.isnan(x), x, res)
