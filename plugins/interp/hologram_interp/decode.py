@@ -24,6 +24,7 @@ import attrs
 import numpy as np
 
 from hologram.core import atlas
+from hologram.core.asm import format_instr
 from hologram.core.errors import ExecutionError, VerifyError
 from hologram.core.isa import (
     OPCODES, Addr, Imm, Init, Instr, Label, MemDecl, Operand, Program, Reg, Special, Stage, Sym,
@@ -79,21 +80,6 @@ class Executable:
     stages: tuple[StageCode, ...]
 
 
-def render(ins: Instr) -> str:
-    """An instruction in assembly spelling, for error messages."""
-    name = ".".join([ins.op] + [str(x) for x in (ins.mod, ins.dtype, ins.dtype2) if x is not None])
-    if ins.checked:
-        name += ".chk"
-    srcs = iter(ins.srcs)
-    parts = []
-    for kind in OPCODES[ins.op].form if ins.op in OPCODES else "":
-        part = {"d": ins.dst, "s": next(srcs, None), "m": ins.addr, "l": ins.target, "p": ins.target,
-                "n": ins.count}[kind]
-        parts.append(str(part))
-    text = f"{name} {', '.join(parts)}" if parts else name
-    return f"{ins.pred} {text}" if ins.pred is not None else text
-
-
 _SPACE_NAMES = {"global": "global buffer", "shared": "shared array", "pool": "the allocated part of pool"}
 
 
@@ -125,7 +111,7 @@ class _StageDecoder:
     # ------------------------------------------------------------------ diagnostics
     @property
     def where(self) -> str:
-        return f"stage '{self.stage.name}': instruction {self.k} `{render(self.ins)}`"
+        return f"stage '{self.stage.name}': instruction {self.k} `{format_instr(self.ins, align=False)}`"
 
     def fail(self, message: str) -> VerifyError:
         return VerifyError(f"interp: {self.where}: {message}")
