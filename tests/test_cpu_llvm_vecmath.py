@@ -12,6 +12,7 @@ O3 for the host, called over numpy arrays, and held to:
 from __future__ import annotations
 
 import ctypes
+import os
 import functools
 import re
 
@@ -345,3 +346,18 @@ def test_agrees_with_the_interpreter(dtype: DType) -> None:
         with np.errstate(all="ignore"):
             expected = np.array([sem(*(t(a[i]) for a in args)) for i in range(len(x))], t)
         assert_close(compiled(name, dtype)[0](*args), expected, ulps=0 if name == "FMOD" else 4, name=name)
+
+
+@pytest.mark.skipif(not os.environ.get("HOLOGRAM_EXHAUSTIVE"), reason="minutes per function; set HOLOGRAM_EXHAUSTIVE=1")
+@pytest.mark.parametrize("name", ["SIN", "COS", "TAN", "EXP", "EXPM1", "LOG", "LOG1P", "TANH", "SIGMOID", "ATAN", "ASIN"])
+def test_f32_exhaustive(name: str) -> None:
+    # All 2**32 f32 inputs (docs/cpu-llvm-accuracy.md, "Exhaustive runs").
+    f, _ = compiled(name, DType.F32)
+    for start in range(0, 1 << 32, 1 << 24):
+        x = np.arange(start, start + (1 << 24), dtype=np.uint32).view(np.float32)
+        out = f(x)
+        with np.errstate(all="ignore"):
+            ref = reference(name, DType.F32, x)
+            same = (out.view(np.uint32) == ref.astype(np.float32).view(np.uint32)) | np.isnan(out) & np.isnan(ref)
+        if not same.all():
+            assert check(name, DType.F32, (x[~same],), out[~same]) <= BOUND[DType.F32]
