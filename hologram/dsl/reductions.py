@@ -52,7 +52,11 @@ def reduce_expr(kind: str, body: Expr, domain: Sequence[tuple[str, Affine]]) -> 
         return mean if acc is m else Expr("CAST", m, (mean,))
     out = result_dtype(kind, d)
     if not domain:
-        return Expr.const(0, out) if kind.startswith("arg") else coerce(Val(body), out)
+        if kind.startswith("arg"):
+            # the index of a 0-d value is 0, but its operand must still be computed: it may
+            # hold a reduction that raises (argmin(max(a)) with `a` empty), as in numpy
+            return Expr("MUL", out, (Expr.const(0, out), Expr("CAST", out, (body,))))
+        return coerce(Val(body), out)
     if kind in ("sum", "prod"):
         body = coerce(Val(body), out)
     elif d is DType.BOOL:
