@@ -41,8 +41,11 @@ class Backend(Protocol):
         """Run every stage of the program, in order.
 
         buffers   every buffer *param* by name: C-contiguous arrays of the declared dtype
-                  whose sizes match the declared shapes under `symbols` (the caller has
-                  checked). Temporaries are the backend's to allocate.
+                  whose sizes match the declared shapes under `symbols`. `Kernel` checks
+                  this (with messages in the user's terms) and copies inputs that overlap
+                  outputs; `launch` is public too, so a backend whose code would crash on
+                  a wrong size or rely on no-aliasing must still refuse such input with an
+                  ArgumentError. Temporaries are the backend's to allocate.
         scalars   every scalar param by name, as numpy scalars of the declared dtype
         symbols   every shape symbol's value
         Raises ExecutionError (never crashes) when a checked access is out of bounds.
