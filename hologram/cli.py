@@ -1,8 +1,9 @@
 """The `hologram` command, built on the public runtime API.
 
     hologram run FILE [--kernel K] [--backend B] [--input NAME=x.npy|VALUE ...] [--seed S]
-                      [--bind n=1000 ...] [--cast] [--save-dir DIR] [--print]
-    hologram compile FILE [--kernel K] [--emit ast|ir|asm] [-o OUT]
+                      [--bind n=1000 ...] [--cast] [--save-dir DIR] [--print] [--opt O2 | --passes a,b]
+    hologram compile FILE [--kernel K] [--emit ast|ir|asm|stats] [--after PASS] [-o OUT]
+                          [--opt O0|O1|O2 | --passes a,b,c]
     hologram plugins
     hologram diff-test [--backends B1,B2] [--examples N] [--seed S] [--kind K] [--out DIR]   (cli_difftest.py)
     hologram bench [--quick] [--only NAME,...]                                                (cli_bench.py)
@@ -25,12 +26,15 @@ import numpy as np
 
 from . import __version__
 from .core.args import Param, bind_symbols, check_array, concrete_shape
-from .core.errors import HologramError, did_you_mean
+from .core.errors import HologramError, PluginError, did_you_mean
+from .core.ir import format_kernel
 from .core.kernel import EMITTERS, Kernel, Library
 from .core.plugins import (PluginWarning, backends, get_backend, list_backends, plugin_manager,
                            plugin_report)
 from .core.runtime import compile_file_all
 from .core.types import DType
+from .passes import manager
+from .passes.manager import Pipeline
 from .cli_bench import add_bench
 from .cli_difftest import add_difftest
 
@@ -72,6 +76,37 @@ def _pick(lib: Library, name: str | None, file: str) -> Kernel:
 def _console() -> Any:
     from rich.console import Console
     return Console(highlight=False)
+
+
+def _opt_level(text: str) -> str:
+    try:
+        return manager.parse_opt(text, None)  # argparse names the option
+    except PluginError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
+def _pass_names(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("expected pass names separated by commas, e.g. fold,cse,dce")
+    return names
+
+
+def _pipeline(args: argparse.Namespace) -> Pipeline:
+    """The pipeline --opt / --passes (else HOLOGRAM_OPT, else O2) ask for; an unknown pass
+    or a bad HOLOGRAM_OPT is a usage error."""
+    try:
+        return manager.resolve(args.opt, args.passes)
+    except PluginError as exc:
+        raise UsageError(exc.message, hint=exc.hint) from None
+
+
+def _add_opt(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--opt", metavar="LEVEL", type=_opt_level,
+                   help="optimization level O0 (no passes), O1 or O2 (default: HOLOGRAM_OPT, else O2)")
+    g.add_argument("--passes", metavar="A,B,...", type=_pass_names,
+                   help="run exactly these passes (in the order their constraints give) instead of a level")
 
 
 # -------------------------------------------------------------------------------- run
@@ -135,7 +170,8 @@ def prepare_inputs(kernel: Kernel, given: dict[str, str], binds: dict[str, int],
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    lib = compile_file_all(args.file, backend=args.backend)
+    _pipeline(args)  # a bad --passes or HOLOGRAM_OPT is a usage error, before any compiling
+    lib = compile_file_all(args.file, backend=args.backend, opt=args.opt, passes=args.passes)
     kernel = _pick(lib, args.kernel, args.file)
     inputs, symbols = prepare_inputs(kernel, dict(args.input), dict(args.bind), args.seed, args.cast)
     result = kernel(**inputs, cast=args.cast)
@@ -157,10 +193,51 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------- compile
+def _compile_lib(args: argparse.Namespace) -> tuple[Library, Pipeline]:
+    pipeline = _pipeline(args)
+    return compile_file_all(args.file, opt=args.opt, passes=args.passes), pipeline
+
+
+def _emit_after(kernel: Kernel, pipeline: Pipeline, kind: str, name: str) -> str:
+    """The kernel's IR or program right after pass `name`: for an IR pass, the IR after
+    it (and, for asm, that IR lowered, before any ISA pass); for an ISA pass, the IR after
+    every IR pass and the program after it."""
+    from .core.lower import lower
+    from .dsl import to_ir
+
+    kir = pipeline.run_ir(to_ir(kernel.kdef), stop_after=name)
+    if kind == "ir":
+        return format_kernel(kir)
+    from .core.asm import format_program
+    return format_program(pipeline.run_isa(lower(kir), stop_after=name))
+
+
+def _emit_stats(kernel: Kernel) -> str:
+    from rich.markup import escape
+
+    from .passes.stats import format_stats, render
+
+    # O0, O1, O2 (and "custom" after them, for --passes): the last column is compared to O0
+    return render(format_stats(kernel.stats(), title=escape(str(kernel.signature))))
+
+
 def cmd_compile(args: argparse.Namespace) -> int:
-    lib = compile_file_all(args.file)
+    if args.after is not None and args.emit not in ("ir", "asm"):
+        raise UsageError(f"--after shows the IR or the program after a pass: use it with --emit ir or --emit asm, "
+                         f"not --emit {args.emit}")
+    lib, pipeline = _compile_lib(args)
     kernels = [lib[args.kernel]] if args.kernel else list(lib.values())
-    text = "\n\n".join(k.emit(args.emit).rstrip("\n") for k in kernels) + "\n"
+    if args.after is not None:
+        try:
+            pipeline.find(args.after)
+        except PluginError as exc:
+            raise UsageError(f"--after: {exc.message}", hint=exc.hint) from None
+        texts = [_emit_after(k, pipeline, args.emit, args.after) for k in kernels]
+    elif args.emit == "stats":
+        texts = [_emit_stats(k) for k in kernels]
+    else:
+        texts = [k.emit(args.emit) for k in kernels]
+    text = "\n\n".join(t.rstrip("\n") for t in texts) + "\n"
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(text)
@@ -187,6 +264,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
             status.append(f": {row.error}", style="")
         table.add_row(Text(row.name), Text(row.origin), Text("\n".join(row.registered) or "-"), status)
     console.print(table)
+    _print_passes(console)
 
     found = backends()
     if found:
@@ -202,6 +280,28 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     else:
         console.print("no backends installed (pip install hologram-backend-interp)")
     return 0
+
+
+def _print_passes(console: Any) -> None:
+    """The registered passes in run order (IR, then ISA), with the pipelines that run them."""
+    from rich.table import Table
+    from rich.text import Text
+
+    found = manager.registered()
+    if not found:
+        console.print("no optimizer passes registered")
+        return
+    try:
+        ordered = manager.order(found)
+    except PluginError as exc:  # a cycle: list them as registered, and say why no pipeline can run
+        ordered = found
+        console.print(Text(f"passes cannot be ordered: {exc.message}", style="bold red"))
+    pt = Table(title="passes (in run order)", title_justify="left")
+    for col in ("pass", "level", "pipelines", "summary"):
+        pt.add_column(col, overflow="fold")
+    for p in ordered:
+        pt.add_row(Text(p.name), p.level, ", ".join(p.pipelines) or "by name only", Text(p.summary))
+    console.print(pt)
 
 
 def _default_backend_name() -> str | None:
@@ -228,6 +328,7 @@ def _add_run(sub: Any) -> None:
     p.add_argument("--cast", action="store_true", help="convert inputs to the declared dtypes (one copy)")
     p.add_argument("--save-dir", metavar="DIR", help="save each output as DIR/NAME.npy")
     p.add_argument("--print", action="store_true", help="print the outputs also when saving them")
+    _add_opt(p)
     p.set_defaults(func=cmd_run)
 
 
@@ -236,8 +337,11 @@ def _add_compile(sub: Any) -> None:
                        description="Compile FILE and print the text of its kernels at one pipeline stage.")
     p.add_argument("file", metavar="FILE")
     p.add_argument("--kernel", metavar="NAME", help="only this kernel (default: all of FILE's)")
-    p.add_argument("--emit", choices=tuple(EMITTERS), default="asm", help="which text form (default: asm)")
+    p.add_argument("--emit", choices=(*EMITTERS, "stats"), default="asm",
+                   help="which text form (default: asm); stats: the table of what the passes saved, O0 -> O2")
+    p.add_argument("--after", metavar="PASS", help="with --emit ir|asm: the kernel right after this pass")
     p.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
+    _add_opt(p)
     p.set_defaults(func=cmd_compile)
 
 

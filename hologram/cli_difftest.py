@@ -1,12 +1,12 @@
 """`hologram diff-test`: the differential harness on the command line.
 
-    hologram diff-test [--backends interp,cpu_llvm] [--examples N] [--seed S]
+    hologram diff-test [--backends interp,cpu_llvm] [--opt O0,O2] [--examples N] [--seed S]
                        [--kind kernels|programs|both] [--out DIR]
-    hologram diff-test --replay DIR/kernel-cpu_llvm-0123abcd.toml [--backends B,...]
+    hologram diff-test --replay DIR/kernel-cpu_llvm-O2-0123abcd.toml [--backends B,...] [--opt O2]
 
-A progress bar while it runs, then a table (kind, backend, examples, passed, failed) and
-the reproducer of every failure with the command that replays it. Exit status 1 when
-anything failed, 2 for usage errors.
+A progress bar while it runs, then a table (kind, opt, backend, examples, passed, failed)
+and the reproducer of every failure with the command that replays it. Exit status 1
+when anything failed, 2 for usage errors.
 """
 
 from __future__ import annotations
@@ -24,6 +24,19 @@ def _backends(text: str) -> list[str]:
     return names
 
 
+def _opts(text: str) -> list[str]:
+    from .core.errors import PluginError
+    from .passes.manager import parse_opt
+
+    try:
+        names = [parse_opt(o, "--opt") for o in text.split(",") if o.strip()]
+    except PluginError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+    if not names:
+        raise argparse.ArgumentTypeError("expected optimization levels separated by commas, e.g. O0,O2")
+    return list(dict.fromkeys(names))
+
+
 def _examples(text: str) -> int:
     try:
         n = int(text)
@@ -39,11 +52,11 @@ def cmd_difftest(args: argparse.Namespace) -> int:
 
     console = Console(highlight=False)
     if args.replay:
-        return _replay(console, args.replay, args.backends)
+        return _replay(console, args.replay, args.backends, args.opt)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from .core.plugins import list_backends
-    from .testing.difftest import run_difftest
+    from .testing.difftest import OPTS, run_difftest
 
     backends = args.backends or list_backends()
     kinds = KIND_CHOICES[args.kind]
@@ -51,7 +64,8 @@ def cmd_difftest(args: argparse.Namespace) -> int:
                   console=Console(stderr=True), transient=True) as bar:
         tasks = {k: bar.add_task(k, total=args.examples) for k in kinds}
         report = run_difftest(backends, args.examples, args.seed, kinds, args.out,
-                              progress=lambda kind, done, total: bar.update(tasks[kind], completed=done))
+                              progress=lambda kind, done, total: bar.update(tasks[kind], completed=done),
+                              opts=args.opt or OPTS)
     _summary(console, report)
     return 0 if report.ok else 1
 
@@ -61,11 +75,11 @@ def _summary(console: Any, report: Any) -> None:
     from rich.text import Text
 
     table = Table(title=f"diff-test (seed {report.seed})", title_justify="left")
-    for col, justify in (("kind", "left"), ("backend", "left"), ("examples", "right"), ("passed", "right"),
-                         ("failed", "right")):
+    for col, justify in (("kind", "left"), ("opt", "left"), ("backend", "left"), ("examples", "right"),
+                         ("passed", "right"), ("failed", "right")):
         table.add_column(col, justify=justify)
     for r in report.rows:
-        table.add_row(r.kind, r.backend, str(r.examples), str(r.passed),
+        table.add_row(r.kind, r.opt, r.backend, str(r.examples), str(r.passed),
                       Text(str(r.failed), style="bold red" if r.failed else "green"))
     console.print(table)
     from .testing.difftest import replay_command
@@ -75,15 +89,21 @@ def _summary(console: Any, report: Any) -> None:
         print("reproducers (shrunk):")
         for r in failed:
             first = (r.message or "").strip().splitlines()[:1]
-            print(f"  {r.reproducer}\n    {first[0] if first else ''}\n    replay: {replay_command(r.reproducer, r.backend)}")
+            print(f"  {r.reproducer} ({r.backend} at {r.opt})\n    {first[0] if first else ''}")
+            if r.culprit:
+                print(f"    bisected to pass {r.culprit!r}: it passes with only the passes before it")
+            print(f"    replay: {replay_command(r.reproducer, r.backend, r.opt)}")
 
 
-def _replay(console: Any, path: str, backends: list[str] | None) -> int:
+def _replay(console: Any, path: str, backends: list[str] | None, opts: list[str] | None) -> int:
     from rich.markup import escape
 
     from .testing.difftest import replay
 
-    verdict = replay(path, backends)
+    if opts and len(opts) > 1:
+        print("hologram diff-test: --replay takes one --opt level")
+        return 2
+    verdict = replay(path, backends, opts[0] if opts else None)
     for backend, message in verdict.items():
         if message is None:
             console.print(f"{escape(backend)}: [green]passes[/green] {escape(path)}")
@@ -102,6 +122,9 @@ def add_difftest(sub: Any) -> None:
                        "are shrunk and written as reproducers.")
     p.add_argument("--backends", type=_backends, metavar="B1,B2",
                    help="comma-separated backend names (default: every available backend)")
+    p.add_argument("--opt", type=_opts, metavar="O0,O2",
+                   help="optimization levels to run every example at (default O0,O2); with --replay, one level "
+                   "(default: the one it failed at)")
     p.add_argument("--examples", type=_examples, default=100, metavar="N", help="examples per kind (default 100)")
     p.add_argument("--seed", type=int, default=None, help="make the run repeatable (default: a random seed, printed)")
     p.add_argument("--kind", choices=tuple(KIND_CHOICES), default="both", help="what to generate (default both)")

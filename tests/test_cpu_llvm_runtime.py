@@ -650,6 +650,25 @@ def test_o3_pipeline_vectorizes_for_the_host():
     assert obj and "x float>" in optimized[0]  # a vector loop: <4 x float>, <8 x float>, ...
 
 
+def test_loaded_objects_are_independent():
+    # two loads of one object (two programs exporting the same symbol) are two engines
+    # with their own copy of the code; dropping one leaves the other callable
+    import gc
+    obj = jit.compile_object(REV_IR)
+    first, second = jit.load_object(obj, ["rev_s"]), jit.load_object(obj, ["rev_s"])
+    assert first.addresses["rev_s"] != second.addresses["rev_s"]
+    fn = rt.STAGE_FN(second.addresses["rev_s"])
+    del first
+    gc.collect()
+    x = np.arange(3, dtype=np.float32)
+    z = np.zeros_like(x)
+    bufs = np.array([x.ctypes.data, z.ctypes.data], np.uint64).tobytes()
+    fn(0, 1, bufs, np.array([3], np.int64).tobytes(), np.float32(2).tobytes() + bytes(4), None, rt.ErrSlot())
+    np.testing.assert_array_equal(z, x[::-1] * 2)
+    with pytest.raises(RuntimeError, match="nope"):
+        jit.load_object(obj, ["rev_s", "nope"])
+
+
 def test_unresolvable_symbols_are_a_compile_error_not_an_abort(tmp_path):
     from hologram.core.errors import CompileError
     ir_text = REV_IR + """

@@ -361,3 +361,16 @@ def test_f32_exhaustive(name: str) -> None:
             same = (out.view(np.uint32) == ref.astype(np.float32).view(np.uint32)) | np.isnan(out) & np.isnan(ref)
         if not same.all():
             assert check(name, DType.F32, (x[~same],), out[~same]) <= BOUND[DType.F32]
+
+
+def test_f32_exp_polynomial_error() -> None:
+    # The f32 EXP polynomial approximates exp(r) on the reduced range |r| <= ln2/2 (a
+    # little beyond, for the rounding of n) to 2**-34 relative, which keeps every f32
+    # result within 0.5 + 2**-10 ulp; checked in long double (64-bit significand).
+    from hologram_cpu_llvm.vecmath_exp import EXP_F32_POLY
+    half = np.log(LD(2)) / 2 * LD(1.001)
+    r = np.linspace(-half, half, 200001, dtype=LD)
+    p = np.zeros_like(r)
+    for c in reversed(EXP_F32_POLY):
+        p = p * r + LD(c)
+    assert np.max(np.abs(p / np.exp(r) - 1)) < LD(2.0) ** -33.9

@@ -81,8 +81,9 @@ def broken():
 def test_a_correct_backend_passes(tmp_path):
     report = run_difftest(["interp"], examples=15, seed=3, out_dir=str(tmp_path))
     assert report.ok, report
-    assert [(r.kind, r.backend, r.examples, r.failed) for r in report.rows] == \
-        [("kernels", "interp", 15, 0), ("programs", "interp", 15, 0)]
+    assert [(r.kind, r.opt, r.backend, r.examples, r.failed) for r in report.rows] == \
+        [("kernels", "O0", "interp", 15, 0), ("kernels", "O2", "interp", 15, 0),
+         ("programs", "O0", "interp", 15, 0), ("programs", "O2", "interp", 15, 0)]
     assert not os.listdir(tmp_path)
 
 
@@ -95,7 +96,8 @@ def test_progress_is_reported(tmp_path):
 
 @pytest.mark.parametrize("kind, suffix", [("kernels", ".toml"), ("programs", ".hasm")])
 def test_a_broken_backend_is_caught_shrunk_and_replayable(broken, tmp_path, kind, suffix):
-    report = run_difftest(["interp", broken], examples=25, seed=7, kinds=(kind,), out_dir=str(tmp_path))
+    report = run_difftest(["interp", broken], examples=25, seed=7, kinds=(kind,), out_dir=str(tmp_path),
+                          opts=("O2",))
     assert not report.ok
     good, bad = report.rows
     assert good.backend == "interp" and good.failed == 0 and good.reproducer is None
@@ -192,7 +194,7 @@ def test_cli_diff_test(capsys, tmp_path):
 
 def test_cli_diff_test_failure_and_replay(broken, capsys, tmp_path):
     code = main(["diff-test", "--backends", f"interp,{broken}", "--examples", "10", "--seed", "2",
-                 "--kind", "programs", "--out", str(tmp_path)])
+                 "--kind", "programs", "--opt", "O2", "--out", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 1
     hasm = [f for f in os.listdir(tmp_path) if f.endswith(".hasm")]
@@ -206,6 +208,7 @@ def test_cli_diff_test_failure_and_replay(broken, capsys, tmp_path):
 def test_cli_usage_errors(capsys):
     assert main(["diff-test", "--backends", "interp", "--examples", "0"]) == 2
     assert main(["diff-test", "--backends", "", "--examples", "3"]) == 2
+    assert main(["diff-test", "--backends", "interp", "--opt", "O7"]) == 2
     capsys.readouterr()
 
 

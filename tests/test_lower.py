@@ -21,6 +21,7 @@ from hologram.core.lower_expr import convert_const
 from hologram.core.lower_plan import make_plan
 from hologram.core.types import Affine, DType
 from hologram.core.verifier import verify
+from hologram.passes.ir_fuse import fuse  # the lowering materializes every temp; fusion is this pass
 from hologram.testing.contract import assert_close
 from hologram_interp import InterpBackend
 
@@ -162,7 +163,8 @@ def test_elementwise_chain_fuses_into_one_stage():
                 Compute("u", ("i",), E("ABS", F32, L("t", F32, V("i")))),
                 Compute("y", ("i",), E("SQRT", F32, E("MUL", F32, L("u", F32, V("i")), L("t", F32, V("i")))))],
                temps=[T("t", F32, "n", kind="temp"), T("u", F32, "n", kind="temp")], symbols=["n"])
-    prog = lower(k)
+    assert len(lower(k).stages) == 3  # unfused: every temp is a stage
+    prog = lower(fuse(k))
     assert len(prog.stages) == 1 and prog.temps == ()
     # value numbering: x is loaded once and t computed once though used twice
     assert ops(prog).count("LDG") == 1 and ops(prog).count("MUL") == 2
@@ -251,7 +253,8 @@ def softmax_ir() -> KernelIR:
 
 
 def test_softmax_is_three_stages():
-    prog = lower(softmax_ir())
+    assert [st.name for st in lower(softmax_ir()).stages] == ["m", "e", "y_sum", "y"]  # unfused
+    prog = lower(fuse(softmax_ir()))
     assert len(prog.stages) == 3
     m, s, y = prog.stages
     assert [t.name for t in prog.temps] == ["m", "y_sum"]
@@ -273,7 +276,8 @@ def gemm_ir(dtype=F32) -> KernelIR:
 
 
 def test_gemm_loops_in_lane_with_hoisted_row_offset():
-    prog = lower(gemm_ir())
+    # f64: the f32 form is register-tiled (tests/test_lower_contract.py)
+    prog = lower(gemm_ir(F64))
     assert len(prog.stages) == 1
     body = prog.stages[0].body
     top = next(k for k, i in enumerate(body) if isinstance(i, Label))
@@ -281,12 +285,12 @@ def test_gemm_loops_in_lane_with_hoisted_row_offset():
     loop_ops = [i.op for i in body[top:end] if isinstance(i, Instr)]
     assert loop_ops.count("LDG") == 2 and loop_ops.count("MUL") == 2  # i*k was hoisted out
     rng = np.random.default_rng(2)
-    a, b = rng.standard_normal((5, 7)).astype(np.float32), rng.standard_normal((7, 3)).astype(np.float32)
-    assert_close(run(gemm_ir(), {"m": 5, "k": 7, "n": 3}, alpha=1.5, a=a, b=b)["c"], np.float32(1.5) * (a @ b),
+    a, b = rng.standard_normal((5, 7)), rng.standard_normal((7, 3))
+    assert_close(run(gemm_ir(F64), {"m": 5, "k": 7, "n": 3}, alpha=1.5, a=a, b=b)["c"], 1.5 * (a @ b),
                  ulps=1, reduction_n=7, magnitude=1.5 * (np.abs(a) @ np.abs(b)))
     # k = 0: the zero-trip guard skips the loop, c is alpha * 0
-    same(run(gemm_ir(), {"m": 2, "k": 0, "n": 3}, alpha=2.0, a=np.zeros((2, 0)), b=np.zeros((0, 3)))["c"],
-         np.zeros((2, 3), np.float32))
+    same(run(gemm_ir(F64), {"m": 2, "k": 0, "n": 3}, alpha=2.0, a=np.zeros((2, 0)), b=np.zeros((0, 3)))["c"],
+         np.zeros((2, 3)))
 
 
 def test_matvec_integer_is_exact_and_wraps():
@@ -722,6 +726,6 @@ def test_deep_expressions_lower():
 
 
 def test_plan_is_exposed_for_inspection():
-    plan = make_plan(softmax_ir())
+    plan = make_plan(fuse(softmax_ir()))
     assert [st.target for st in plan.statements] == ["m", "y_sum", "y"]
     assert [t.name for t in plan.temps] == ["m", "y_sum"]

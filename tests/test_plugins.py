@@ -18,6 +18,7 @@ from hologram.core import plugins
 from hologram.core.errors import PluginError
 from hologram.core.hookspecs import BundleRef, Translator
 from hologram.core.plugins import HologramPluginManager, PluginWarning, Selection
+from hologram.passes import Pass
 
 
 @pytest.fixture(autouse=True)
@@ -50,6 +51,9 @@ def _parse_nothing(text: str, file: str) -> list:
     return []
 
 
+DEMO_PASS = Pass("demo_pass", "ir", lambda kir: kir, pipelines=())
+
+
 class DemoPlugin:
     """Proves every register-style hook reaches the registry."""
 
@@ -68,7 +72,7 @@ class DemoPlugin:
     @staticmethod
     @hologram.hookimpl
     def hologram_register_passes(register):
-        register(_parse_nothing)
+        register(DEMO_PASS)
 
     @staticmethod
     @hologram.hookimpl
@@ -95,11 +99,11 @@ def test_registered_plugin_object_reaches_every_registry():
     assert t.extensions == (".dm", ".demo.toml")  # normalized: leading dot, lower case
     assert plugins.registry().extensions[".dm"] is t
     assert plugins.backends()["fake"].priority == 1000
-    assert _parse_nothing in plugins.passes()
+    assert DEMO_PASS in plugins.passes()
     assert plugins.bundles()["demo_bundle"].path == "/nowhere/demo.hgb"
     row = _row("demo")
     assert row.status == "ok" and row.error is None
-    assert row.registered == ("translator demo (.dm, .demo.toml)", "backend fake", "pass _parse_nothing",
+    assert row.registered == ("translator demo (.dm, .demo.toml)", "backend fake", "pass demo_pass (ir; by name only)",
                               "bundle demo_bundle", "commands")
     assert row.origin == "9.9"  # no distribution: the module's __version__
     pm.unregister(name="demo")
@@ -205,7 +209,7 @@ def test_selection_parsing():
     assert Selection.parse(None) == Selection(None, frozenset())
     assert Selection.parse(" ") == Selection(None, frozenset())
     s = Selection.parse("interp, mine")
-    assert s.include == {"interp", "mine", "builtin_translators"}
+    assert s.include == {"interp", "mine", "builtin_translators", "builtin_passes"}
     assert s.allows("builtin_translators") and s.allows("mine") and not s.allows("cpu_llvm")
     s = Selection.parse("-cpu_llvm")
     assert s.allows("interp") and not s.allows("cpu_llvm") and s.allows("builtin_translators")
@@ -232,7 +236,7 @@ def test_manager_is_cached_per_hologram_plugins_value(monkeypatch):
     assert plugins.plugin_manager() is first
     monkeypatch.setenv("HOLOGRAM_PLUGINS", "interp")
     restricted = plugins.plugin_manager()
-    assert restricted is not first and restricted.selection.include == {"interp", "builtin_translators"}
+    assert restricted is not first and restricted.selection.include == {"interp", "builtin_translators", "builtin_passes"}
     monkeypatch.delenv("HOLOGRAM_PLUGINS")
     assert plugins.plugin_manager() is first
     plugins.reset()

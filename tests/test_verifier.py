@@ -271,6 +271,32 @@ def test_rejected_program_and_stage_rules(text, rule, fragment):
     rejected(parse_program(text + "    EXIT\n"), rule, fragment)
 
 
+def test_a_program_that_passed_is_not_checked_again(monkeypatch):
+    from hologram.core import verifier
+    p = parse_program(ACCEPTED[next(iter(ACCEPTED))])
+    runs = []
+    real = verifier._StageChecker.run
+    monkeypatch.setattr(verifier._StageChecker, "run", lambda self: runs.append(1) or real(self))
+    assert verify(p) is p and verify(p) is p
+    assert len(runs) == len(p.stages)
+    assert verify(attrs.evolve(p)) is not p and len(runs) == 2 * len(p.stages)  # an equal copy is checked
+    with pytest.raises(VerifyError):
+        verify(None)
+
+
+def test_a_well_typed_program_is_walked_once(monkeypatch):
+    from hologram.core import structure
+    p = parse_program(ACCEPTED[next(iter(ACCEPTED))])
+    walks = []
+    real = structure._problem
+    monkeypatch.setattr(structure, "_problem", lambda *a: walks.append(1) or real(*a))
+    assert structure.structure_problem(p) is None
+    first = len(walks)
+    assert first > 0 and structure.structure_problem(p) is None and len(walks) == first
+    bad = attrs.evolve(p, name=5)
+    assert structure.structure_problem(bad) and structure.structure_problem(bad)  # said every time
+
+
 def test_two_stages_with_one_name():
     p = prog("    EXIT\n")
     rejected(attrs.evolve(p, stages=p.stages * 2), "duplicate", "two stages are named 'main'")

@@ -21,6 +21,21 @@ class Backend(Protocol):
 
     name        short unique name (`interp`, `cpu_llvm`); what `HOLOGRAM_BACKEND` names
     priority    the highest-priority available backend is the default
+
+    Optionally, a backend may also define
+
+        launcher(executable, symbols) -> run
+
+    a launch with the argument checks done by the caller, for one binding of the shape
+    symbols: `run(*buffers, *scalars)` takes the program's buffer params in declared
+    order, each a C-contiguous array of the declared dtype whose shape matches the
+    declared shape under `symbols` (writeable if the program writes it), then its scalar
+    params in declared order as numpy scalars of the declared dtype; it returns None.
+    It must still handle overlapping buffers as `launch` does (copy an input that
+    overlaps a written buffer, or refuse). `Kernel` calls it after its own checks, on
+    every call whose arguments match a call already fully checked (docs/api.md, "Fast
+    path"); it is the only caller that may skip them. Without `launcher`, `Kernel`
+    calls `launch`. `launch` itself stays fully checked.
     """
 
     name: str
@@ -45,7 +60,8 @@ class Backend(Protocol):
                   this (with messages in the user's terms) and copies inputs that overlap
                   outputs; `launch` is public too, so a backend whose code would crash on
                   a wrong size or rely on no-aliasing must still refuse such input with an
-                  ArgumentError. Temporaries are the backend's to allocate.
+                  ArgumentError (`launcher` is the unchecked way in, for `Kernel` only).
+                  Temporaries are the backend's to allocate.
         scalars   every scalar param by name, as numpy scalars of the declared dtype
         symbols   every shape symbol's value
         Raises ExecutionError (never crashes) when a checked access is out of bounds.

@@ -123,6 +123,15 @@ class StageAnalysis:
         self.regions: dict[int, list[int]] = {}
         self.callee_writes: dict[int, set[str]] = {}
         self.inductions = self._inductions()
+        self.fact_keys = tuple("$" + name for name in sorted(program.symbols))
+        # register -> the predicates a SET compares it into (only a SET makes a Cmp), so a
+        # write finds the facts it invalidates without scanning the whole state
+        self.compares: dict[str, set[str]] = {}
+        for it in self.body:
+            if isinstance(it, Instr) and it.op == "SET" and it.dst is not None:
+                for o in it.srcs:
+                    if isinstance(o, Reg):
+                        self.compares.setdefault(o.name, set()).add(it.dst.name)
         self.memo: dict[tuple, tuple[dict[int, State], State | None]] = {}
         self.checked: set[tuple] = set()
         self.problems: dict[int, Problem] = {}
@@ -146,6 +155,18 @@ class StageAnalysis:
         """Problems found, ordered by instruction; empty when the stage is proven."""
         self._check(0, {})
         return [self.problems[pc] for pc in sorted(self.problems)]
+
+    def fits(self, pc: int, reg: str, t: DType) -> bool:
+        """After `run()`: whether register `reg` provably holds a value of integer type
+        `t` just before instruction `pc`, in every calling context the checks analysed
+        (an exact interval inside `t`'s range). False for a pc no check reached. For
+        passes that read the proofs; the verifier itself does not use it."""
+        states = [self.memo[key][0][pc] for key in self.checked if pc in self.memo[key][0]]
+        for s in states:
+            v = s.get(reg)
+            if not (isinstance(v, Interval) and v.exact and self._domain(s).fits(v.lo, v.hi, t)):
+                return False
+        return bool(states)
 
     # ================================================================== fixpoint
     def _region(self, entry: int) -> list[int]:
@@ -230,7 +251,8 @@ class StageAnalysis:
     def _domain(self, s: State) -> Domain:
         """The prover for a state: the stage's facts plus the symbol bounds that guards
         established on the paths to it (kept in the state as `$symbol -> lower bound`)."""
-        facts = tuple(sorted((k[1:], v) for k, v in s.items() if k[0] == "$"))
+        # by symbol, not by scanning the state (it holds every register; this runs per instruction)
+        facts = tuple((k[1:], s[k]) for k in self.fact_keys if k in s)
         if facts not in self.domains:
             lower = dict(self.base.lower)
             for sym, lb in facts:
@@ -340,7 +362,11 @@ class StageAnalysis:
         return any(isinstance(v, Interval) and d.empty(v) for v in s.values())
 
     def _write(self, s: State, reg: str, value: AVal) -> State:
-        out = {r: (None if isinstance(v, Cmp) and v.mentions(reg) else v) for r, v in s.items()}
+        out = dict(s)  # a C-level copy: states hold every register, and this runs per instruction
+        for p in self.compares.get(reg, ()):
+            v = out.get(p)
+            if isinstance(v, Cmp) and v.mentions(reg):
+                out[p] = None
         out[reg] = value
         return out
 

@@ -55,12 +55,19 @@ REDUCE_KINDS = ("sum", "prod", "min", "max", "argmin", "argmax")
 OPS = UNARY_OPS | BINARY_OPS | TERNARY_OPS | ATLAS_OPS | LEAF_OPS | {"LOAD", "REDUCE"}
 
 
+def _arg_key(arg: Any) -> Any:
+    """How `arg` compares: a float by its exact value, so `-0.0` and `0.0` (equal to
+    Python, different to IEEE: `x + -0.0` is not `x + 0.0`) are different constants,
+    and NaN equals NaN (so an expression holding one still equals itself)."""
+    return ("float", arg.hex()) if isinstance(arg, float) else arg
+
+
 @attrs.frozen(cache_hash=True)
 class Expr:
     op: str
     dtype: DType
     srcs: tuple["Expr", ...] = ()
-    arg: Any = None
+    arg: Any = attrs.field(default=None, eq=_arg_key)
 
     def __attrs_post_init__(self) -> None:
         if self.op not in OPS:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import collections
 import threading
-from typing import Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 import attrs
 import numpy as np
@@ -27,28 +27,44 @@ from .args import (Signature, bind_arguments, bind_direct, bind_symbols, check_a
                    unalias)
 from .asm import format_program
 from .backend import Backend
-from .errors import ArgumentError, KernelNotFoundError, did_you_mean
+from .errors import ArgumentError, HologramError, KernelNotFoundError, did_you_mean
+from .fastcall import MISS, Hit, make_fast, plain_run, program_order
 from .ir import KernelIR, format_kernel
-from .isa import Program
+from .isa import BufferParam, Program
 from .plugins import get_backend
+from .types import Affine
+
+if TYPE_CHECKING:
+    from ..passes.manager import Pipeline
 
 
 @attrs.frozen(eq=False)
 class Compiled:
-    """One kernel through the whole pipeline. `result` is the namedtuple type returned
-    when the kernel has several outputs (fields named after the outputs)."""
+    """One kernel through the whole pipeline: `kir` is its IR after the pipeline's IR
+    passes, `program` the verified program after its ISA passes, `pipeline` the passes
+    that ran (so the same `kdef` can be compiled again at another level). `result` is the
+    namedtuple type returned when the kernel has several outputs (fields named after
+    the outputs)."""
 
     kdef: KernelDef
     kir: KernelIR
     program: Program
+    pipeline: "Pipeline"
+    # the IR as the front end built it: the kernel's interface and its checks come from
+    # here, so no pass (a dead-code one, say) can change what a call accepts
+    source_ir: KernelIR = attrs.field()
     signature: Signature = attrs.field()
     result: type | None = attrs.field()
     reductions: tuple = attrs.field()  # min/max/argmin/argmax, checked for empty extents per call
     binding: tuple | None = attrs.field()  # a direct shape-binding plan, or None
 
+    @source_ir.default
+    def _source_ir(self) -> KernelIR:
+        return self.kir
+
     @reductions.default
     def _reductions(self) -> tuple:
-        return identityless_reductions(self.kir)
+        return identityless_reductions(self.source_ir)
 
     @binding.default
     def _binding(self) -> tuple | None:
@@ -56,7 +72,7 @@ class Compiled:
 
     @signature.default
     def _signature(self) -> Signature:
-        return Signature.of(self.kir)
+        return Signature.of(self.source_ir)
 
     @result.default
     def _result(self) -> type | None:
@@ -80,7 +96,7 @@ class Kernel:
     """A compiled kernel. Call it with its inputs (positional or by name, in declared
     order); it returns its output (or a namedtuple of them). See docs/api.md."""
 
-    __slots__ = ("_c", "_backend_name", "_ready", "_family", "_lock")
+    __slots__ = ("_c", "_backend_name", "_ready", "_family", "_lock", "_fast", "_hit")
 
     def __init__(self, compiled: Compiled, backend: str | None = None,
                  _family: dict[str | None, "Kernel"] | None = None):
@@ -90,6 +106,10 @@ class Kernel:
         self._family = {} if _family is None else _family
         self._family.setdefault(backend, self)
         self._lock = threading.Lock()
+        self._fast: Callable | None = None  # the generated fast path (hologram.core.fastcall)
+        # [the last fully checked call the fast path matches against, {input shapes: Hit}
+        # of recent ones, so alternating shapes does not rebuild launchers]
+        self._hit: list = [None, {}]
 
     # -- what it is ---------------------------------------------------------------
     @property
@@ -129,6 +149,33 @@ class Kernel:
                                 f"expected one of {', '.join(EMITTERS)}")
         return fn(self._c)
 
+    def stats(self, **symbols: int) -> dict[str, Any]:
+        """What the optimizer does to this kernel: {"O0": Stats, "O1": ..., "O2": ...}
+        (plus "custom" when it was compiled with `passes=`), each the stages, IR
+        operations, instructions, registers and bytes a launch reads and writes (see
+        hologram.passes.stats). Byte counts are formulas in the shape symbols; the
+        symbols given here (`n=1024`) are substituted."""
+        from ..passes.api import PIPELINES
+        from ..passes.manager import resolve
+        from ..passes.stats import measure
+        from .runtime import compile_kdef
+
+        known = self._c.signature.symbols
+        for name, value in symbols.items():
+            if name not in known:
+                raise ArgumentError(f"{self.name} has no shape symbol {name!r}{did_you_mean(name, known)}",
+                                    hint=f"its symbols: {', '.join(known) or 'none'}")
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise ArgumentError(f"shape symbol {name} must be an integer >= 0, got {value!r}")
+        pipelines = [resolve(level) for level in PIPELINES]
+        if self._c.pipeline.name not in PIPELINES:
+            pipelines.append(self._c.pipeline)
+        out = {}
+        for pipeline in pipelines:
+            c = self._c if pipeline == self._c.pipeline else compile_kdef(self._c.kdef, pipeline)
+            out[pipeline.name] = measure(c.kir, c.program).bind({k: int(v) for k, v in symbols.items()})
+        return out
+
     # -- where it runs --------------------------------------------------------------
     @property
     def backend(self) -> Backend:
@@ -153,6 +200,15 @@ class Kernel:
 
     # -- calling ----------------------------------------------------------------------
     def __call__(self, *args: Any, out: Any = None, cast: bool = False, **kwargs: Any) -> Any:
+        fast = self._fast
+        if fast is not None and not kwargs and not cast:
+            result = fast(args, out)
+            if result is not MISS:
+                return result
+        return self._call(args, out, cast, kwargs)
+
+    def _call(self, args: tuple, out: Any, cast: bool, kwargs: dict[str, Any]) -> Any:
+        """The full path: every check, with the messages of hologram.core.args."""
         c = self._c
         sig, name = c.signature, c.signature.name
         values = bind_arguments(sig, args, kwargs)
@@ -174,10 +230,46 @@ class Kernel:
         else:
             outs = check_out(name, sig.outputs, out, shapes)
             arrays = unalias(arrays, outs)
+        self._remember(arrays, tuple(shapes), symbols)
         backend.launch(executable, {**arrays, **dict(zip(sig.output_names, outs))}, scalars, symbols)
         if c.result is not None:
             return c.result(*outs)
         return outs[0] if outs else None
+
+    def _remember(self, arrays: Mapping[str, np.ndarray], out_shapes: tuple, symbols: Mapping[str, int]) -> None:
+        """Make the call just checked the fast path's reference: same input shapes, same
+        symbols, so the same launch. Some programs never get a fast path (their buffer
+        params are not the signature's arrays): then nothing is kept. A launcher the
+        backend cannot make is no fast path either; its `launch` reports why."""
+        key = tuple(a.shape for a in arrays.values())
+        recent = self._hit[1]
+        if key in recent:
+            self._hit[0] = recent[key]
+            return
+        sig = self._c.signature
+        backend, executable = self._prepare()
+        order = program_order(sig, self._c.program)
+        if order is None:
+            return
+        shapes = {name: a.shape for name, a in arrays.items()}
+        shapes.update(zip(sig.output_names, out_shapes))
+        program_shapes = {p.name: tuple(Affine.of(d).evaluate(symbols) for d in p.shape)
+                          for p in self._c.program.params if isinstance(p, BufferParam)}
+        if program_shapes != shapes:  # a launcher checks the program's shapes; they must be the call's
+            return
+        make = getattr(backend, "launcher", None)
+        try:
+            run = make(executable, symbols) if make is not None else None
+        except HologramError:
+            return
+        if run is None:
+            run = plain_run(backend, executable, sig, order, symbols, shapes)
+        hit = Hit(key, out_shapes, run)
+        if len(recent) >= 8:
+            recent.clear()
+        recent[key] = self._hit[0] = hit
+        if self._fast is None:
+            self._fast = make_fast(sig, order, self._c.result, backend.allocate, self._hit)
 
     def __repr__(self) -> str:
         where = self._backend_name or "default backend"

@@ -2,17 +2,19 @@
 
 Pure IR -> IR rewrites, in this order (docs/lowering.md explains each with examples):
 
-1. fuse     elementwise temps (no REDUCE inside) are substituted into their consumers,
-            so an elementwise chain is one expression and never touches memory (again
-            after step 3, for temps that hoisting left without a reduction);
-2. boolean  reductions of bool values run on u8 (the ISA reduces numbers only);
-3. hoist    a REDUCE that does not use every enclosing index variable moves into its own
+1. boolean  reductions of bool values run on u8 (the ISA reduces numbers only);
+2. hoist    a REDUCE that does not use every enclosing index variable moves into its own
             temp indexed by the variables it does use (`sum(e)` in `y = e / sum(e)`
             becomes a 0-d temp computed by an earlier stage); in a 0-d statement every
             REDUCE but the top-level one moves out, so each full reduction gets a stage;
-4. argext   a full argmin/argmax becomes two cross-lane reductions: the extreme value,
+3. argext   a full argmin/argmax becomes two cross-lane reductions: the extreme value,
             then the smallest flat index holding it;
-5. dce      statements that no output depends on are dropped.
+4. dce      statements that no output depends on are dropped.
+
+Every temporary left is materialized: one stage and a `temp` buffer each. Inlining
+elementwise temporaries into their consumers is the optimizer's `fuse` pass
+(hologram/passes/ir_fuse.py), which uses `hoist_all` and `bool_reductions` from here; at
+`O0` nothing is inlined.
 
 Also here: the i64 index arithmetic (`affine_expr`, `flat_index`) shared with codegen.
 """
@@ -123,17 +125,10 @@ class Plan:
 
 def make_plan(kir: KernelIR) -> Plan:
     decls = {d.name: d for d in kir.params + kir.outputs + kir.temps}
-    names = _Names(decls)
-    body = _fuse(kir.body, decls)
-    body = [_map_exprs(st, _bool_reductions) for st in body]
-    hoisted: list[Statement] = []
-    memo: dict[tuple, Expr] = {}
-    for st in body:
-        hoisted.extend(_hoist(st, decls, names, memo))
-    # a temp whose only reduction was hoisted out (`mu = sum(x, axis=1) / n`) is now
-    # elementwise: fuse it too
+    names = Names(decls)
+    body = [_map_exprs(st, bool_reductions) for st in kir.body]
     split: list[Statement] = []
-    for st in _fuse(hoisted, decls):
+    for st in hoist_all(body, decls, names):
         split.extend(_split_argext(st, decls, names))
     kept = _dce(split, {d.name for d in kir.outputs})
     defined = {st.target for st in kept}
@@ -144,7 +139,7 @@ def make_plan(kir: KernelIR) -> Plan:
     return Plan(tuple(kept), decls, temps)
 
 
-class _Names:
+class Names:
     """Fresh tensor names that collide with none of the kernel's."""
 
     def __init__(self, decls: dict[str, TensorDecl]):
@@ -172,31 +167,8 @@ def _exprs(st: Statement) -> tuple[Expr, ...]:
     return (st.body,) if isinstance(st, Compute) else (st.key, st.value)
 
 
-# ----------------------------------------------------------------------------- fuse
-def _fuse(body: Sequence[Statement], decls: dict[str, TensorDecl]) -> list[Statement]:
-    """Substitute every elementwise temp into its consumers (it gets no statement)."""
-    inline: dict[str, Compute] = {}
-
-    def sub(node: Expr) -> Expr | None:
-        if node.op != "LOAD" or node.arg not in inline:
-            return None
-        d = inline[node.arg]
-        env = dict(zip(d.vars, node.srcs))
-        body = d.body.replace(lambda n: env.get(n.arg) if n.op == "IDX" else None)
-        dtype = decls[d.target].dtype
-        return body if body.dtype == dtype else Expr("CAST", dtype, (body,))
-
-    out: list[Statement] = []
-    for st in body:
-        st = _map_exprs(st, lambda e: e.replace(sub))
-        if isinstance(st, Compute) and decls[st.target].kind == "temp" and not has_reduce(st.body):
-            inline[st.target] = st
-        else:
-            out.append(st)
-    return out
-
-
-def _bool_reductions(e: Expr) -> Expr:
+def bool_reductions(e: Expr) -> Expr:
+    """Every bool REDUCE of `e` as a u8 one: `REDUCE(k, bool, b)` -> `bool(REDUCE(k', u8, u8(b)))`."""
     def fix(n: Expr) -> Expr | None:
         if n.op != "REDUCE" or n.dtype is not DType.BOOL:
             return None
@@ -210,7 +182,17 @@ def _bool_reductions(e: Expr) -> Expr:
 Scope = tuple[tuple[str, Affine], ...]
 
 
-def _hoist(st: Statement, decls: dict[str, TensorDecl], names: _Names,
+def hoist_all(body: Iterable[Statement], decls: dict[str, TensorDecl], names: Names) -> list[Statement]:
+    """`body` with every hoistable reduction in a temp of its own (new temps are added
+    to `decls`); identical reductions are hoisted once."""
+    memo: dict[tuple, Expr] = {}
+    out: list[Statement] = []
+    for st in body:
+        out.extend(_hoist(st, decls, names, memo))
+    return out
+
+
+def _hoist(st: Statement, decls: dict[str, TensorDecl], names: Names,
            memo: dict[tuple, Expr]) -> list[Statement]:
     """`st` with its hoistable reductions replaced by loads, preceded by their statements."""
     out: list[Statement] = []
@@ -264,7 +246,7 @@ def _hoistable(free: frozenset[str], scope: Scope) -> bool:
 
 
 # -------------------------------------------------------------------------- argext
-def _split_argext(st: Statement, decls: dict[str, TensorDecl], names: _Names) -> list[Statement]:
+def _split_argext(st: Statement, decls: dict[str, TensorDecl], names: Names) -> list[Statement]:
     """A 0-d `t = argmax(body)` becomes `v = max(body); t = min(flat if body == v else MAX)`.
     NaN counts as the extreme (numpy): max/min propagate it, and `isnan(body) & isnan(v)`
     matches it, so t is the first NaN's index."""

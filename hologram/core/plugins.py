@@ -9,11 +9,13 @@ whose hook raises is reported (a `PluginWarning`, and a row with its error in
 `HOLOGRAM_PLUGINS` restricts which entry points load, as a comma-separated list:
 
     unset or empty        every installed plugin
-    interp,my_translator  only these (plus `builtin_translators`, always)
+    interp,my_translator  only these (plus `builtin_translators` and `builtin_passes`,
+                          always)
     -cpu_llvm             everything except these
     interp,-builtin_translators
                           exclusions win; naming `-builtin_translators` is the only
-                          way to drop the TOML/YAML/JSON translators
+                          way to drop the TOML/YAML/JSON translators, `-builtin_passes`
+                          the only way to drop the built-in optimizer passes
 
 A manager is built once per value of `HOLOGRAM_PLUGINS` and cached (`reset()` drops
 the cache, for tests). What the plugins registered is collected into a `Registry`
@@ -37,10 +39,12 @@ from . import hookspecs
 from .backend import Backend
 from .errors import PluginError, did_you_mean
 from .hookspecs import BundleRef, Translator
+from ..passes.api import LEVELS, Pass
 
 GROUP = "hologram"
 ENV = "HOLOGRAM_PLUGINS"
 BUILTIN = "builtin_translators"
+BUILTINS = frozenset({BUILTIN, "builtin_passes"})  # loaded even when HOLOGRAM_PLUGINS lists others
 
 
 class PluginWarning(UserWarning):
@@ -81,7 +85,7 @@ class Registry:
     translators: Mapping[str, Translator]
     extensions: Mapping[str, Translator]  # '.toml' -> translator
     backends: Mapping[str, Backend]
-    passes: tuple[object, ...]
+    passes: tuple[Pass, ...]  # in registration order
     bundles: Mapping[str, BundleRef]
     report: tuple[PluginInfo, ...]
 
@@ -98,7 +102,7 @@ class Selection:
         names = [n.strip() for n in (value or "").split(",") if n.strip()]
         include = frozenset(n for n in names if not n.startswith("-"))
         exclude = frozenset(n[1:].strip() for n in names if n.startswith("-"))
-        return Selection(include | {BUILTIN} if include else None, exclude)
+        return Selection(include | BUILTINS if include else None, exclude)
 
     def allows(self, name: str) -> bool:
         return name not in self.exclude and (self.include is None or name in self.include)
@@ -106,7 +110,7 @@ class Selection:
     @property
     def wanted(self) -> frozenset[str]:
         """Plugins asked for by name (excluding one that is not installed is no news)."""
-        return (self.include or frozenset()) - {BUILTIN}
+        return (self.include or frozenset()) - BUILTINS
 
 
 # ------------------------------------------------------------------ registration kinds
@@ -141,8 +145,20 @@ def _check_bundle(obj: Any) -> BundleRef:
     return obj
 
 
-def _pass_name(p: object) -> str:
-    return str(getattr(p, "name", None) or getattr(p, "__name__", None) or type(p).__name__)
+def _check_pass(obj: Any) -> Pass:
+    if not isinstance(obj, Pass):
+        raise PluginError(f"registered {type(obj).__name__} as a pass; expected hologram.passes.Pass")
+    # Pass validates its fields when built; these catch one altered behind attrs' back
+    if obj.level not in LEVELS:
+        raise PluginError(f"pass {obj.name!r} has level {obj.level!r}; expected one of {', '.join(LEVELS)}")
+    bad = [p for p in obj.pipelines if p not in ("O1", "O2")]
+    if bad:
+        raise PluginError(f"pass {obj.name!r} names pipelines {', '.join(map(repr, bad))}; expected O1 and/or O2")
+    return obj
+
+
+def _describe_pass(p: Pass) -> str:
+    return f"pass {p.name} ({p.level}; {', '.join(p.pipelines) or 'by name only'})"
 
 
 @attrs.frozen
@@ -158,7 +174,7 @@ class _Kind:
 KINDS: tuple[_Kind, ...] = (
     _Kind("hologram_register_translators", "translator", _check_translator, lambda t: t.name, _describe_translator),
     _Kind("hologram_register_backends", "backend", _check_backend, lambda b: b.name, lambda b: f"backend {b.name}"),
-    _Kind("hologram_register_passes", "pass", lambda p: p, _pass_name, lambda p: f"pass {_pass_name(p)}"),
+    _Kind("hologram_register_passes", "pass", _check_pass, lambda p: p.name, _describe_pass),
     _Kind("hologram_register_bundles", "bundle", _check_bundle, lambda b: b.name, lambda b: f"bundle {b.name}"),
 )
 COMMANDS_HOOK = "hologram_register_commands"
@@ -248,7 +264,7 @@ class HologramPluginManager(pluggy.PluginManager):
             origin = self._origins.get(name) or (None, _module_version(plugin))
             try:
                 staged = self._call_register_hooks(plugin)
-                claims = [(kind.noun, kind.key(obj)) for kind, obj in staged if kind.noun != "pass"]
+                claims = [(kind.noun, kind.key(obj)) for kind, obj in staged]
                 for claim in claims:
                     if claim in owners or claims.count(claim) > 1:
                         by = owners.get(claim, name)
@@ -369,7 +385,7 @@ def backends() -> Mapping[str, Backend]:
     return registry().backends
 
 
-def passes() -> tuple[object, ...]:
+def passes() -> tuple[Pass, ...]:
     return registry().passes
 
 

@@ -1,13 +1,18 @@
 """The runtime API: compile kernel documents into callable kernels.
 
-    source text --translator--> KernelDefs --to_ir--> KernelIR --lower--> Program --verify-->
-    Kernel (prepared on a backend at its first call)
+    source text --translator--> KernelDefs --to_ir--> KernelIR --IR passes--> KernelIR
+    --lower--> Program --ISA passes--> Program --verify--> Kernel (prepared on a backend
+    at its first call)
 
-Compilation is cached in process at two levels, both by content:
-- a document by (translator, source text, file name): compiling the same text again
-  returns the same artifacts without re-parsing;
-- a kernel's program by its `KernelIR` value (frozen, structurally hashed): the same
-  kernel reached from another file or format is lowered and verified once.
+The passes are a `Pipeline` (hologram.passes.manager): `opt=` names one (O0, O1, O2),
+`passes=` lists pass names instead; by default HOLOGRAM_OPT, else O2.
+
+Compilation is cached in process, by content:
+- a document by (translator, source text, file name, pipeline): compiling the same text
+  again returns the same artifacts without re-parsing;
+- a kernel by (its `KernelIR` value, pipeline): the same kernel reached from another
+  file or format is optimized, lowered and verified once;
+- the pipeline's passes by their input (see hologram.passes.manager).
 Backends cache prepared executables by program hash (see hologram.core.backend).
 """
 
@@ -15,9 +20,12 @@ from __future__ import annotations
 
 import functools
 import os
+from typing import Sequence
 
 from .. import dsl
 from ..dsl.document import KernelDef
+from ..passes import manager
+from ..passes.manager import Pipeline
 from .errors import DocumentError, HologramError, PluginError
 from .hookspecs import Translator
 from .ir import KernelIR
@@ -25,47 +33,58 @@ from .isa import Program
 from .kernel import Compiled, Kernel, Library
 from .lower import lower
 from .plugins import find_translator, get_backend, list_backends, translator_for_path
-from .verifier import verify
 
-__all__ = ["compile", "compile_file", "compile_all", "compile_file_all", "get_backend", "list_backends",
-           "Kernel", "Library", "clear_cache"]
+__all__ = ["compile", "compile_file", "compile_all", "compile_file_all", "compile_kdef", "get_backend",
+           "list_backends", "Kernel", "Library", "Pipeline", "clear_cache"]
 
 CACHE_SIZE = 256
 
 
-def compile(text: str, format: str = "toml", file: str = "<string>", backend: str | None = None) -> Kernel | Library:
+Passes = Sequence[str] | str | None
+
+
+def compile(text: str, format: str = "toml", file: str = "<string>", backend: str | None = None,
+            opt: str | None = None, passes: Passes = None) -> Kernel | Library:
     """Compile a kernel document: a `Kernel` when it holds one kernel, else a `Library`.
 
     format   a translator name (`toml`, `yaml`, `json`, or a plugin's) or an extension
     file     the name errors point at
     backend  run on this backend (checked now); None: HOLOGRAM_BACKEND or the best available,
              chosen at the first call
+    opt      the optimization level: "O0" (no passes), "O1" or "O2"; None: HOLOGRAM_OPT, else "O2"
+    passes   run exactly these passes (names, or one comma-separated string) instead of a
+             level, in the order their constraints give
     """
-    return _single(compile_all(text, format=format, file=file, backend=backend))
+    return _single(compile_all(text, format=format, file=file, backend=backend, opt=opt, passes=passes))
 
 
-def compile_file(path: str | os.PathLike, backend: str | None = None) -> Kernel | Library:
+def compile_file(path: str | os.PathLike, backend: str | None = None, opt: str | None = None,
+                 passes: Passes = None) -> Kernel | Library:
     """Compile a kernel file, its format chosen by extension among the registered translators."""
-    return _single(compile_file_all(path, backend=backend))
+    return _single(compile_file_all(path, backend=backend, opt=opt, passes=passes))
 
 
-def compile_all(text: str, format: str = "toml", file: str = "<string>", backend: str | None = None) -> Library:
+def compile_all(text: str, format: str = "toml", file: str = "<string>", backend: str | None = None,
+                opt: str | None = None, passes: Passes = None) -> Library:
     """Like `compile`, but always a `Library` (also for one kernel)."""
     if not isinstance(text, str):
         raise DocumentError(f"compile() expects the document text as str, got {type(text).__name__}",
                             hint="use compile_file(path) for a file")
     if not isinstance(file, str):
         raise DocumentError(f"compile() expects file to be a str (the name errors point at), got {type(file).__name__}")
-    return _library(find_translator(format), text, file, backend)
+    pipeline = manager.resolve(opt, passes)
+    return _library(find_translator(format), text, file, backend, pipeline)
 
 
-def compile_file_all(path: str | os.PathLike, backend: str | None = None) -> Library:
+def compile_file_all(path: str | os.PathLike, backend: str | None = None, opt: str | None = None,
+                     passes: Passes = None) -> Library:
     """Like `compile_file`, but always a `Library` (also for one kernel)."""
     try:
         file = os.fsdecode(path)
     except TypeError:
         raise DocumentError(f"compile_file() expects a path, got {type(path).__name__}") from None
     translator = translator_for_path(file)
+    pipeline = manager.resolve(opt, passes)
     try:
         with open(file, encoding="utf-8") as f:
             text = f.read()
@@ -73,13 +92,23 @@ def compile_file_all(path: str | os.PathLike, backend: str | None = None) -> Lib
         raise DocumentError(f"cannot read {file}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise DocumentError(f"cannot read {file}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    return _library(translator, text, file, backend)
+    return _library(translator, text, file, backend, pipeline)
+
+
+def compile_kdef(kdef: KernelDef, pipeline: Pipeline) -> Compiled:
+    """One kernel definition through `pipeline`: to_ir, the IR passes, lower, the ISA
+    passes, verify. Cached by (the kernel's IR, pipeline)."""
+    kir = dsl.to_ir(kdef)  # hologram.dsl loads the analyzer at the first compile
+    optimized, program = _compile_program(kir, pipeline)
+    return Compiled(kdef, optimized, program, pipeline, source_ir=kir)
 
 
 def clear_cache() -> None:
-    """Forget every compiled document and program (backends keep their own caches)."""
+    """Forget every compiled document and program, and the passes' results (backends
+    keep their own caches)."""
     _compile_document.cache_clear()
     _compile_program.cache_clear()
+    manager.clear_cache()
 
 
 # ----------------------------------------------------------------------------- internals
@@ -87,15 +116,15 @@ def _single(lib: Library) -> Kernel | Library:
     return next(iter(lib.values())) if len(lib) == 1 else lib
 
 
-def _library(translator: Translator, text: str, file: str, backend: str | None) -> Library:
+def _library(translator: Translator, text: str, file: str, backend: str | None, pipeline: Pipeline) -> Library:
     if backend is not None:
         get_backend(backend)  # an unknown or unavailable backend is an error now, not at the first call
-    compiled = _compile_document(translator, text, file)
+    compiled = _compile_document(translator, text, file, pipeline)
     return Library({c.kir.name: Kernel(c, backend) for c in compiled})
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
-def _compile_document(translator: Translator, text: str, file: str) -> tuple[Compiled, ...]:
+def _compile_document(translator: Translator, text: str, file: str, pipeline: Pipeline) -> tuple[Compiled, ...]:
     kdefs = _translate(translator, text, file)
     if not kdefs:
         raise DocumentError(f"{file}: no kernels in this document",
@@ -106,8 +135,7 @@ def _compile_document(translator: Translator, text: str, file: str) -> tuple[Com
         if kdef.name in seen:
             raise DocumentError(f"duplicate kernel name {kdef.name!r}", span=kdef.span)
         seen.add(kdef.name)
-        kir = dsl.to_ir(kdef)  # hologram.dsl loads the analyzer at the first compile
-        compiled.append(Compiled(kdef, kir, _compile_program(kir)))
+        compiled.append(compile_kdef(kdef, pipeline))
     return tuple(compiled)
 
 
@@ -126,5 +154,6 @@ def _translate(translator: Translator, text: str, file: str) -> list[KernelDef]:
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
-def _compile_program(kir: KernelIR) -> Program:
-    return verify(lower(kir))
+def _compile_program(kir: KernelIR, pipeline: Pipeline) -> tuple[KernelIR, Program]:
+    optimized = pipeline.run_ir(kir)
+    return optimized, pipeline.run_isa(lower(optimized))  # run_isa verifies what it returns

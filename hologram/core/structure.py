@@ -9,6 +9,7 @@ instead of failing somewhere inside. Past this check every field has its declare
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import attrs
@@ -91,7 +92,18 @@ def _problem(value: Any, spec: Any, path: str) -> str | None:
     return f"{path} should be {_name(spec)}, not {value!r}"
 
 
+# Programs found well typed, by identity: every field is then a frozen class, a tuple or
+# a scalar, so the answer cannot change, and the verifier, the encoder and the formatter
+# each asking again costs nothing (a walk of a big program takes milliseconds).
+_WELL_TYPED: weakref.WeakValueDictionary[int, Program] = weakref.WeakValueDictionary()
+
+
 def structure_problem(p: object) -> str | None:
     """A description of the first ill-typed field of `p` (`stages[0].body[3].dtype
     should be DType or None, not 'f32'`), or None when every field is well typed."""
-    return _problem(p, Program, "program")
+    if p is not None and _WELL_TYPED.get(id(p)) is p:
+        return None
+    bad = _problem(p, Program, "program")
+    if bad is None and isinstance(p, Program):
+        _WELL_TYPED[id(p)] = p
+    return bad

@@ -1,6 +1,6 @@
 """The differential harness: generated kernels and programs, every backend, one verdict.
 
-    report = run_difftest(["interp", "cpu_llvm"], examples=200, seed=1)
+    report = run_difftest(["interp", "cpu_llvm"], examples=200, seed=1, opts=("O0", "O2"))
     report.ok, report.rows, report.reproducers
 
 Two kinds of examples, each run as hypothesis tests:
@@ -17,8 +17,14 @@ Two kinds of examples, each run as hypothesis tests:
   (a transcendental) fed the buffer directly, and not at all where approximations were
   composed or reordered (composed error is what the `kernels` oracle bounds soundly).
 
-Every example runs on every backend first (counting passes and failures); then, for each
-backend that failed, hypothesis replays the same seed with that backend's check raising,
+Every example also runs at every optimization level in `opts` (default O0 and O2, see
+docs/passes.md): a kernel is compiled with that pipeline; a program goes through that
+pipeline's ISA passes before the tested backend runs it (the reference still runs the
+program as drawn), so an optimizer pass that changes a result fails on every backend at
+its level while the other level passes: the report says which level disagreed.
+
+Every example runs on every (level, backend) first (counting passes and failures); then,
+for each that failed, hypothesis replays the same seed with that one's check raising,
 shrinks to a minimal example, and the example is written as a reproducer: a `.toml`
 kernel document or a `.hasm` program, with the inputs (and, for kernels, the oracle's
 answer with its tolerances) in a `.npz` beside it. `replay(path)` runs a reproducer again;
@@ -50,10 +56,11 @@ from .contract import assert_close
 from .isa_strategies import programs
 from .run import check_case
 
-__all__ = ["KINDS", "REFERENCE", "DEFAULT_OUT", "Outcome", "Report", "ProgramCase", "program_cases", "precision",
+__all__ = ["KINDS", "OPTS", "REFERENCE", "DEFAULT_OUT", "Outcome", "Report", "ProgramCase", "program_cases", "precision",
            "check_kernel", "check_program", "run_difftest", "replay", "replay_command"]
 
 KINDS = ("kernels", "programs")
+OPTS = ("O0", "O2")  # the optimization levels compared by default: none, and everything
 REFERENCE = "interp"  # what programs are compared against
 DEFAULT_OUT = "difftest-failures"
 Progress = Callable[[str, int, int], None]  # (kind, examples done, examples planned)
@@ -62,8 +69,9 @@ Progress = Callable[[str, int, int], None]  # (kind, examples done, examples pla
 # ------------------------------------------------------------------------ results
 @attrs.frozen
 class Outcome:
-    """One row of the report: how backend `backend` did on `examples` examples of `kind`.
-    `reproducer` is the written `.toml`/`.hasm` path and `message` the (shrunk) failure."""
+    """One row of the report: how backend `backend` did on `examples` examples of `kind`
+    compiled at optimization level `opt`. `reproducer` is the written `.toml`/`.hasm`
+    path and `message` the (shrunk) failure; `culprit` the pass it was bisected to."""
 
     kind: str
     backend: str
@@ -72,6 +80,8 @@ class Outcome:
     failed: int
     reproducer: str | None = None
     message: str | None = None
+    opt: str = "O2"
+    culprit: str | None = None  # the optimizer pass bisection blames, if any (see `culprit`)
 
 
 @attrs.frozen
@@ -79,6 +89,7 @@ class Report:
     seed: int
     backends: tuple[str, ...]
     rows: tuple[Outcome, ...]
+    opts: tuple[str, ...] = OPTS
 
     @property
     def ok(self) -> bool:
@@ -204,12 +215,31 @@ def _round_trip(program: Program) -> Program:
     return decode(encode(parse_program(format_program(program), file="<difftest>")))
 
 
-def check_program(case: ProgramCase, backend: str, reference: str = REFERENCE) -> str | None:
-    """None when `backend` agrees with the reference on `case`, else what differs."""
+Opt = str | tuple[str, ...]  # a level ("O2"), or exactly these passes (for bisecting)
+
+
+def _pipeline(opt: Opt) -> Any:
+    from ..passes.manager import resolve
+
+    return resolve(opt) if isinstance(opt, str) else resolve(passes=opt)
+
+
+def optimize_program(program: Program, opt: Opt) -> Program:
+    """`program` after the ISA passes of pipeline `opt` (O0: none), verified."""
+    return _pipeline(opt).run_isa(program)
+
+
+def check_program(case: ProgramCase, backend: str, reference: str = REFERENCE, opt: Opt = "O0") -> str | None:
+    """None when `backend`, running the program after the round trips and the ISA passes
+    of `opt`, agrees with `reference` running it as drawn; else what differs."""
     want, want_err = _run_program(case.program, reference, case)
-    got, got_err = _run_program(_round_trip(case.program), backend, case)
+    tested = optimize_program(_round_trip(case.program), opt)
+    got, got_err = _run_program(tested, backend, case)
+    if tested != case.program:
+        # messages name instruction positions, which passes move: compare error types
+        want_err, got_err = (e and e.split(":", 1)[0] for e in (want_err, got_err))
     if want_err != got_err:
-        return f"{reference} gave {want_err or 'no error'}, {backend} gave {got_err or 'no error'}"
+        return f"{reference} gave {want_err or 'no error'}, {backend} at {opt} gave {got_err or 'no error'}"
     if want_err:
         return None
     levels = precision(case.program)
@@ -226,10 +256,14 @@ def check_program(case: ProgramCase, backend: str, reference: str = REFERENCE) -
     return "\n".join(problems) or None
 
 
-def check_kernel(case: KernelCase, backend: str) -> str | None:
-    """None when `backend` runs `case` as the oracle allows, else the failure message."""
+def check_kernel(case: KernelCase, backend: str, opt: Opt | None = None) -> str | None:
+    """None when `backend` runs `case`, compiled at optimization level `opt` (None: the
+    default; a tuple: exactly those passes), as the oracle allows; else the failure."""
     try:
-        check_case(case, backend)
+        if isinstance(opt, tuple):
+            check_case(case, backend, passes=opt)
+        else:
+            check_case(case, backend, opt=opt)
     except AssertionError as exc:
         return str(exc)
     return None
@@ -248,56 +282,59 @@ def _guarded(check: Callable[..., str | None], *args: Any) -> str | None:
 @attrs.frozen
 class _Kind:
     strategy: Callable[[], st.SearchStrategy]
-    check: Callable[[Any, str], str | None]
-    write: Callable[[Any, str, str, str], str]
+    check: Callable[[Any, str, str], str | None]  # (case, backend, opt)
+    write: Callable[[Any, str, str, str, str], str]  # (case, backend, opt, message, out_dir)
 
 
 # ------------------------------------------------------------------- reproducers
-def _stem(out_dir: str, kind: str, backend: str, text: str) -> str:
+def _stem(out_dir: str, kind: str, backend: str, opt: str, text: str) -> str:
     digest = hashlib.sha256(text.encode()).hexdigest()[:10]
-    return os.path.join(out_dir, f"{kind[:-1]}-{backend}-{digest}")
+    return os.path.join(out_dir, f"{kind[:-1]}-{backend}-{opt}-{digest}")
 
 
-def replay_command(path: str, backend: str) -> str:
-    return f"hologram diff-test --replay {path} --backends {backend}"
+def replay_command(path: str, backend: str, opt: str | None = None) -> str:
+    return f"hologram diff-test --replay {path} --backends {backend}" + (f" --opt {opt}" if opt else "")
 
 
-def _write_notes(stem: str, path: str, backend: str, message: str) -> None:
+def _write_notes(stem: str, path: str, backend: str, opt: str, message: str) -> None:
     with open(stem + ".txt", "w", encoding="utf-8") as f:
-        f.write(f"backend: {backend}\nreplay: {replay_command(path, backend)}\n\n{message}\n")
+        f.write(f"backend: {backend}\nopt: {opt}\nreplay: {replay_command(path, backend, opt)}\n\n{message}\n")
 
 
-def _write_kernel(case: KernelCase, backend: str, message: str, out_dir: str) -> str:
-    stem = _stem(out_dir, "kernels", backend, case.source + repr(case.inputs))
+def _write_kernel(case: KernelCase, backend: str, opt: str, message: str, out_dir: str) -> str:
+    stem = _stem(out_dir, "kernels", backend, opt, case.source + repr(case.inputs))
     arrays: dict[str, np.ndarray] = {f"in/{k}": np.asarray(v) for k, v in case.inputs}
     for name, val in case.expected:
         arrays.update({f"expected/{name}/{f}": np.asarray(getattr(val, f)) for f in ("v", "err", "ulps", "fuzzy")})
     arrays["meta/errors"] = np.array([e.__name__ for e in case.error], dtype=str)
     arrays["meta/backend"] = np.array(backend)
+    arrays["meta/opt"] = np.array(opt)
     with open(stem + ".toml", "w", encoding="utf-8") as f:
         f.write(case.source)
     np.savez(stem + ".npz", **arrays)
-    _write_notes(stem, stem + ".toml", backend, message)
+    _write_notes(stem, stem + ".toml", backend, opt, message)
     return stem + ".toml"
 
 
-def _write_program(case: ProgramCase, backend: str, message: str, out_dir: str) -> str:
+def _write_program(case: ProgramCase, backend: str, opt: str, message: str, out_dir: str) -> str:
     text = format_program(case.program)
-    stem = _stem(out_dir, "programs", backend, text + repr(sorted(case.symbols.items())))
+    stem = _stem(out_dir, "programs", backend, opt, text + repr(sorted(case.symbols.items())))
     arrays = {f"buf/{k}": v for k, v in case.buffers.items()}
     arrays.update({f"scalar/{k}": np.asarray(v) for k, v in case.scalars.items()})
     arrays.update({f"sym/{k}": np.asarray(v, np.int64) for k, v in case.symbols.items()})
     arrays["meta/backend"] = np.array(backend)
+    arrays["meta/opt"] = np.array(opt)
     with open(stem + ".hasm", "w", encoding="utf-8") as f:
         f.write(text)
     np.savez(stem + ".npz", **arrays)
-    _write_notes(stem, stem + ".hasm", backend, message)
+    _write_notes(stem, stem + ".hasm", backend, opt, message)
     return stem + ".hasm"
 
 
 KIND_TABLE: dict[str, _Kind] = {
     "kernels": _Kind(kernels, check_kernel, _write_kernel),
-    "programs": _Kind(program_cases, check_program, _write_program),
+    "programs": _Kind(program_cases, lambda case, backend, opt: check_program(case, backend, opt=opt),
+                      _write_program),
 }
 
 
@@ -337,18 +374,40 @@ def _program_from_files(path: str) -> ProgramCase:
     return ProgramCase(program, _section(data, "buf/"), scalars, symbols)
 
 
-def replay(path: str, backends: Sequence[str] | None = None) -> dict[str, str | None]:
-    """Run a reproducer again on `backends` (default: the backend it was written for);
-    returns backend -> failure message, or None where it now passes."""
+def replay(path: str, backends: Sequence[str] | None = None, opt: str | None = None) -> dict[str, str | None]:
+    """Run a reproducer again on `backends` (default: the backend it was written for) at
+    optimization level `opt` (default: the level it failed at); returns backend ->
+    failure message, or None where it now passes."""
     if path.endswith(".toml"):
         kind, case = "kernels", _kernel_from_files(path)
     elif path.endswith(".hasm"):
         kind, case = "programs", _program_from_files(path)
     else:
         raise ArgumentError(f"{path}: a reproducer is a .toml kernel or a .hasm program written by diff-test")
+    meta = _load_npz(path)
     if not backends:
-        backends = [str(_load_npz(path).get("meta/backend", REFERENCE))]
-    return {b: _guarded(KIND_TABLE[kind].check, case, b) for b in backends}
+        backends = [str(meta.get("meta/backend", REFERENCE))]
+    if opt is None:
+        opt = str(meta.get("meta/opt", "O0"))  # a file written before levels existed: no passes
+    from ..passes.manager import parse_opt
+
+    opt = parse_opt(opt)
+    return {b: _guarded(KIND_TABLE[kind].check, case, b, opt) for b in backends}
+
+
+def culprit(kind: str, case: Any, backend: str, opt: str) -> str | None:
+    """The pass to blame for `case` failing at level `opt`: the first pass of that
+    pipeline such that running the passes up to it fails. None when the example fails
+    with no pass at all (or passes with every prefix: a failure that needs no single
+    pass to explain, such as a nondeterministic backend)."""
+    check = KIND_TABLE[kind].check
+    names = _pipeline(opt).names
+    if not names or _guarded(check, case, backend, ()) is not None:
+        return None
+    for k in range(1, len(names) + 1):
+        if _guarded(check, case, backend, names[:k]) is not None:
+            return names[k - 1]
+    return None
 
 
 # ------------------------------------------------------------------------ running
@@ -363,22 +422,26 @@ def _settings(examples: int, shrink: bool) -> settings:
                     report_multiple_bugs=False, print_blob=False)
 
 
-def _explore(kind: _Kind, backends: Sequence[str], examples: int, seed: int,
-             tick: Callable[[], None]) -> tuple[dict[str, list[int]], dict[str, tuple[Any, str]]]:
-    """Every example on every backend, nothing raised: per backend [passed, failed], and
-    the first failing example per backend."""
-    counts = {b: [0, 0] for b in backends}
-    first: dict[str, tuple[Any, str]] = {}
+Target = tuple[str, str]  # (opt, backend)
+
+
+def _explore(kind: _Kind, targets: Sequence[Target], examples: int, seed: int,
+             tick: Callable[[], None]) -> tuple[dict[Target, list[int]], dict[Target, tuple[Any, str]]]:
+    """Every example at every (level, backend), nothing raised: per target [passed,
+    failed], and the first failing example per target."""
+    counts = {t: [0, 0] for t in targets}
+    first: dict[Target, tuple[Any, str]] = {}
 
     @hypothesis_seed(seed)
     @_settings(examples, shrink=False)
     @given(kind.strategy())
     def run(case: Any) -> None:
-        for b in backends:
-            msg = _guarded(kind.check, case, b)
-            counts[b][msg is not None] += 1
+        for t in targets:
+            opt, b = t
+            msg = _guarded(kind.check, case, b, opt)
+            counts[t][msg is not None] += 1
             if msg is not None:
-                first.setdefault(b, (case, msg))
+                first.setdefault(t, (case, msg))
         tick()
 
     try:
@@ -388,15 +451,16 @@ def _explore(kind: _Kind, backends: Sequence[str], examples: int, seed: int,
     return counts, first
 
 
-def _shrink(kind: _Kind, backend: str, examples: int, seed: int) -> tuple[Any, str] | None:
-    """The same search with `backend`'s failures raising: hypothesis's minimal example."""
+def _shrink(kind: _Kind, target: Target, examples: int, seed: int) -> tuple[Any, str] | None:
+    """The same search with `target`'s failures raising: hypothesis's minimal example."""
     seen: list[tuple[Any, str]] = []
+    opt, backend = target
 
     @hypothesis_seed(seed)
     @_settings(examples, shrink=True)
     @given(kind.strategy())
     def run(case: Any) -> None:
-        msg = _guarded(kind.check, case, backend)
+        msg = _guarded(kind.check, case, backend, opt)
         if msg is not None:
             seen.append((case, msg))
             raise _Mismatch(msg)
@@ -410,20 +474,26 @@ def _shrink(kind: _Kind, backend: str, examples: int, seed: int) -> tuple[Any, s
 
 def run_difftest(backends: Iterable[str], examples: int = 100, seed: int | None = None,
                  kinds: Iterable[str] = KINDS, out_dir: str = DEFAULT_OUT,
-                 progress: Progress | None = None) -> Report:
-    """Run `examples` generated examples of each kind on every backend (see the module
-    docs); write a shrunk reproducer into `out_dir` for every backend that failed.
+                 progress: Progress | None = None, opts: Iterable[str] = OPTS) -> Report:
+    """Run `examples` generated examples of each kind on every backend at every level
+    (see the module docs); write a shrunk reproducer into `out_dir` for every (level,
+    backend) that failed.
 
     backends  registered backend names (each must be available)
     seed      makes the run repeatable; None draws one (it is in the report)
     progress  called as progress(kind, done, planned) after every example
+    opts      optimization levels ("O0", "O1", "O2"), each compared with the oracle
     """
     from ..core.plugins import get_backend
+    from ..passes.manager import parse_opt
 
     backends = tuple(dict.fromkeys(backends))
     kinds = tuple(kinds)
+    opts = tuple(dict.fromkeys(parse_opt(o) for o in ([opts] if isinstance(opts, str) else opts)))
     if not backends:
         raise ArgumentError("run_difftest: name at least one backend")
+    if not opts:
+        raise ArgumentError("run_difftest: name at least one optimization level")
     for k in kinds:
         if k not in KIND_TABLE:
             raise ArgumentError(f"run_difftest: unknown kind {k!r}; expected one of {', '.join(KINDS)}")
@@ -443,14 +513,19 @@ def run_difftest(backends: Iterable[str], examples: int = 100, seed: int | None 
             if progress:
                 progress(k, done[0], examples)
 
-        counts, first = _explore(kind, backends, examples, seed, tick)
-        for b in backends:
-            passed, failed = counts[b]
-            path = message = None
+        targets = [(o, b) for o in opts for b in backends]
+        counts, first = _explore(kind, targets, examples, seed, tick)
+        for t in targets:
+            opt, b = t
+            passed, failed = counts[t]
+            path = message = blamed = None
             if failed:
-                found = _shrink(kind, b, examples, seed) or first[b]
+                case, message = _shrink(kind, t, examples, seed) or first[t]
+                blamed = culprit(k, case, b, opt)
+                if blamed:
+                    message += (f"\n\nbisected: passes with no optimizer pass; fails once pass {blamed!r} has "
+                                f"run (with the passes of {opt} before it)")
                 os.makedirs(out_dir, exist_ok=True)
-                path = kind.write(found[0], b, found[1], out_dir)
-                message = found[1]
-            rows.append(Outcome(k, b, passed + failed, passed, failed, path, message))
-    return Report(seed, backends, tuple(rows))
+                path = kind.write(case, b, opt, message, out_dir)
+            rows.append(Outcome(k, b, passed + failed, passed, failed, path, message, opt, blamed))
+    return Report(seed, backends, tuple(rows), opts)

@@ -20,15 +20,18 @@ __all__ = ["run_kernel_text", "check_case"]
 
 
 def run_kernel_text(text: str, inputs: Mapping[str, Any] | Sequence[Any], backend: str | None = "interp",
-                    format: str = "toml") -> dict[str, np.ndarray]:
+                    format: str = "toml", opt: str | None = None,
+                    passes: Sequence[str] | None = None) -> dict[str, np.ndarray]:
     """Compile the one-kernel document `text`, run it on `backend`, return its outputs by name.
 
     inputs   by name, or positionally in declaration order
     backend  a registered backend name; None lets the runtime choose
+    opt      the optimization level ("O0", "O1", "O2"); None: the default
+    passes   run exactly these passes instead (see hologram.compile)
     """
     import hologram
 
-    kernel = hologram.compile(text, format=format)
+    kernel = hologram.compile(text, format=format, opt=opt, passes=passes)
     if not isinstance(kernel, hologram.Kernel):
         raise HologramError(f"run_kernel_text expects a document with one kernel, got {len(kernel)}: "
                             f"{', '.join(kernel)}")
@@ -40,12 +43,14 @@ def run_kernel_text(text: str, inputs: Mapping[str, Any] | Sequence[Any], backen
     return {name: np.asarray(r) for name, r in zip(names, results)}
 
 
-def check_case(case: KernelCase, backend: str | None = "interp") -> dict[str, np.ndarray] | None:
-    """Run a generated case on `backend` and hold it to the oracle under the accuracy
-    contract. Raises AssertionError (AccuracyError for wrong values) describing the kernel
-    and its inputs; returns the outputs (None when the case expects an error)."""
+def check_case(case: KernelCase, backend: str | None = "interp", opt: str | None = None,
+               passes: Sequence[str] | None = None) -> dict[str, np.ndarray] | None:
+    """Run a generated case on `backend`, compiled at optimization level `opt`, and hold
+    it to the oracle under the accuracy contract (`passes`: exactly these passes instead). Raises AssertionError (AccuracyError
+    for wrong values) describing the kernel and its inputs; returns the outputs (None
+    when the case expects an error)."""
     try:
-        outputs = run_kernel_text(case.source, case.args, backend)
+        outputs = run_kernel_text(case.source, case.args, backend, opt=opt, passes=passes)
     except case.error or ():
         return None
     except HologramError as exc:

@@ -27,6 +27,7 @@ from . import jit, threads
 from . import codegen as _codegen_module
 from .cache import DiskCache, Entry, MemoryCache, default_cache_dir
 from .codegen import compile_program, reduce_op
+from .launcher import make_launcher
 from .runtime import (
     REDUCE_KINDS, STAGE_FN, BufferSlot, Executable, ReduceSlot, StagePlan, compile_dim, convert_value, identity,
     launch,
@@ -156,6 +157,12 @@ class CpuLlvmBackend:
                scalars: Mapping[str, Any], symbols: Mapping[str, int]) -> None:
         exe = executable if isinstance(executable, Executable) else self.prepare(executable)
         launch(exe, buffers, scalars, symbols, self.num_threads)
+
+    def launcher(self, executable: Any, symbols: Mapping[str, int]) -> Callable[..., None]:
+        """`run(buffers, scalars)` for these symbol values, trusting the caller's checks
+        (see `Backend` and launcher.py): what `Kernel` calls on its fast path."""
+        exe = executable if isinstance(executable, Executable) else self.prepare(executable)
+        return make_launcher(exe, symbols, lambda: self.num_threads)
 
 
 # ------------------------------------------------------------------ prepare helpers

@@ -28,7 +28,12 @@ Semantic notes (the rules are docs/isa.md's; the interpreter is the reference):
   the module because the JIT has no compiler-rt;
 - float ReduceAdd/ReduceMul combine with `reassoc`, so the lane loop keeps vector
   partial sums (the ISA lets a backend pick the order); a partial for a float sum must
-  start at -0.0, the identity that leaves -0.0 contributions intact;
+  start at -0.0, the identity that leaves -0.0 contributions intact; a float sum into a
+  constant element is summed per block and compensated across blocks (Kahan), so a
+  multi-million-term sum keeps the contract's log2(n) bound (codegen_control.py);
+- float ReduceMin/ReduceMax combine with llvm.minimum/maximum (NaN-propagating, and
+  vectorizable, unlike MIN/MAX's select form); they rank -0.0 below +0.0, which picks
+  one of the combination orders the ISA allows;
 - MemFence emits nothing: within one call the lanes of a block run one at a time, so
   each lane's memory operations are already ordered.
 

@@ -113,6 +113,8 @@ def emit_math(builder: ir.IRBuilder, name: str, args: list[ir.Value], dtype: DTy
         wide = [half_to_f64(e, a) for a in args]
     if name == "FMOD":
         out = fmod(e, *wide, steps=fmod_steps(dtype))
+    elif name == "EXP" and dtype is DType.F32:
+        out = X.exp_f32(e, wide[0])  # a shorter polynomial: the result is rounded to f32
     elif name in ("SIN", "COS", "TAN"):
         out = UNARY[name](e, wide[0], f32=dtype is DType.F32)  # f32: full-range reduction
     elif arity == 1:

@@ -40,6 +40,7 @@ def short(v: decimal.Decimal, bits: int) -> tuple[float, float]:
 _LN2 = _D.ln(decimal.Decimal(2))
 _LN10 = _D.ln(decimal.Decimal(10))
 LN2_HI, LN2_LO = short(_LN2, 32)
+LN2 = float(_LN2)
 LOG2E = float(_D.divide(1, _LN2))
 INVLN2 = dd(_D.divide(1, _LN2))
 INVLN10 = dd(_D.divide(1, _LN10))

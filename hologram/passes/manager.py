@@ -1,0 +1,342 @@
+"""The pass manager: which passes run, in what order, and running them.
+
+Passes come from the plugin registry (`hologram_register_passes`; the built-in ones
+through the entry point `builtin_passes`). The registry has already checked them (a
+`Pass`, a known level, a unique name; a plugin that breaks a rule is reported by
+`hologram plugins` and skipped). Here they are ordered and grouped into pipelines:
+
+- IR passes run before ISA passes; within a level the order is the stable topological
+  order of the `before`/`after` constraints, ties broken by registration order. A
+  constraint naming a pass that is not in the pipeline is ignored; a cycle is a
+  PluginError naming the passes on it.
+- `O0` runs no pass, `O1`/`O2` the passes whose `pipelines` name them, `custom` the
+  passes named explicitly (`--passes a,b,c`), still in constraint order.
+
+A pipeline's result is cached by content, in a bounded LRU (`CACHE_SIZE` entries) keyed
+by (the passes that ran, the input): the `KernelIR` value itself for IR passes (frozen
+and structurally hashed), `program_hash(program)` for ISA passes. Passes are pure, so
+equal inputs give equal outputs and each runs once per distinct input.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import threading
+from typing import Any, Callable, Sequence
+
+import attrs
+
+from ..core import plugins
+from ..core.encoding import program_hash
+from ..core.errors import CompileError, HologramError, PluginError, VerifyError, did_you_mean
+from ..core.ir import KernelIR
+from ..core.isa import Program
+from ..core.verifier import verify
+from .api import LEVELS, PIPELINES, Pass
+
+ENV_OPT = "HOLOGRAM_OPT"
+DEFAULT_OPT = "O2"
+CACHE_SIZE = 512
+
+__all__ = ["ENV_OPT", "DEFAULT_OPT", "CACHE_SIZE", "Pipeline", "resolve", "registered", "order", "clear_cache"]
+
+
+# ------------------------------------------------------------------------- the cache
+class _LRU:
+    """A bounded, thread-safe mapping that forgets the least recently used entry."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._data: collections.OrderedDict[Any, Any] = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            if key in self._data:
+                self._data.move_to_end(key)
+                self.hits += 1
+                return self._data[key]
+            self.misses += 1
+            return None
+
+    def put(self, key: Any, value: Any) -> None:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.size:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+            self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+_CACHE = _LRU(CACHE_SIZE)
+
+
+def clear_cache() -> None:
+    """Forget every cached pipeline result."""
+    _CACHE.clear()
+
+
+# --------------------------------------------------------------------------- running
+def _subject(value: Any) -> str:
+    name = getattr(value, "name", None)
+    return f"kernel {name!r}" if isinstance(name, str) else "the kernel"
+
+
+def _apply(p: Pass, value: Any, expected: type) -> Any:
+    """One pass on one value; anything wrong is a CompileError naming the pass and kernel."""
+    try:
+        out = p.run(value)
+    except Exception as exc:
+        detail = exc.render() if isinstance(exc, HologramError) else f"{type(exc).__name__}: {exc}"
+        raise CompileError(f"{p.level} pass {p.name!r} failed on {_subject(value)}: {detail}") from exc
+    if not isinstance(out, expected):
+        raise CompileError(f"{p.level} pass {p.name!r} returned {type(out).__name__} for {_subject(value)}; "
+                           f"expected {expected.__name__}")
+    if _interface(out) != _interface(value):
+        # callers bind arguments by the source's signature: a pass may not change it
+        raise CompileError(f"{p.level} pass {p.name!r} changed the interface of {_subject(value)} "
+                           "(its name, parameters, outputs or shape symbols)")
+    return out
+
+
+def _interface(value: KernelIR | Program) -> tuple:
+    if isinstance(value, KernelIR):
+        return value.name, value.params, value.outputs, value.symbols
+    return value.name, value.params, value.symbols, value.isa_version
+
+
+def _blame(passes: Sequence[Pass], program: Program, error: VerifyError) -> VerifyError:
+    """The verifier rejected the pipeline's result: re-verify after each pass to find the
+    first one whose output fails, and name it."""
+    try:
+        verify(program)
+    except VerifyError:
+        return error  # the lowering's own output is wrong: no pass to blame
+    value = program
+    for p in passes:
+        value = p.run(value)  # passes are pure: this replays exactly what ran before
+        try:
+            verify(value)
+        except VerifyError as exc:
+            blamed = VerifyError(f"isa pass {p.name!r} broke {_subject(program)}: the verifier rejects its "
+                                 f"output: {exc.message}", hint=exc.hint or
+                                 f"run without it (--passes, or opt='O0') and report the bug to the pass's author")
+            for attr in ("rule", "stage", "index"):
+                setattr(blamed, attr, getattr(exc, attr, None))
+            return blamed
+    return error
+
+
+@attrs.frozen(cache_hash=True)  # a key of the runtime's caches, hashed on every compile
+class Pipeline:
+    """The passes one compilation runs: `ir` on the KernelIR, then (after the lowering)
+    `isa` on the Program, each tuple already in run order."""
+
+    name: str
+    ir: tuple[Pass, ...] = ()
+    isa: tuple[Pass, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every pass name, in run order."""
+        return tuple(p.name for p in self.ir + self.isa)
+
+    def find(self, name: str) -> Pass:
+        """The pass `name` of this pipeline; PluginError (with a suggestion) if it is not in it."""
+        for p in self.ir + self.isa:
+            if p.name == name:
+                return p
+        hint = f"its passes: {', '.join(self.names)}" if self.names else f"pipeline {self.name} runs no pass"
+        raise PluginError(f"pass {name!r} is not in pipeline {self.name}{did_you_mean(name, self.names)}",
+                          hint=hint)
+
+    def _upto(self, passes: tuple[Pass, ...], stop_after: str | None) -> tuple[Pass, ...]:
+        if stop_after is None:
+            return passes
+        found = self.find(stop_after)
+        # a pass of the other level leaves this level's passes whole
+        return passes[:passes.index(found) + 1] if found in passes else passes
+
+    def run_ir(self, kir: KernelIR, stop_after: str | None = None) -> KernelIR:
+        """The IR after the IR passes (only up to `stop_after`, when it names an IR pass;
+        all of them when it names an ISA pass)."""
+        passes = self._upto(self.ir, stop_after)
+        if not passes:
+            return kir
+        key = ("ir", passes, kir)
+        out = _CACHE.get(key)
+        if out is None:
+            out = kir
+            for p in passes:
+                out = _apply(p, out, KernelIR)
+            _CACHE.put(key, out)
+        return out
+
+    def run_isa(self, program: Program, stop_after: str | None = None) -> Program:
+        """The verified program after the ISA passes (up to `stop_after`, when it names an
+        ISA pass; none of them when it names an IR pass). A VerifyError names the pass
+        whose output the verifier rejected."""
+        if stop_after is not None and self.find(stop_after).level == "ir":
+            return verify(program)
+        passes = self._upto(self.isa, stop_after)
+        if not passes:
+            return verify(program)
+        try:
+            key: Any = ("isa", passes, program_hash(program))
+        except HologramError:  # not even encodable: the verifier below says why
+            key = None
+        out = None if key is None else _CACHE.get(key)
+        if out is None:
+            out = program
+            for p in passes:
+                out = _apply(p, out, Program)
+            try:
+                verify(out)
+            except VerifyError as exc:
+                raise _blame(passes, program, exc) from None
+            if key is not None:
+                _CACHE.put(key, out)
+        return out
+
+
+# -------------------------------------------------------------------------- ordering
+def registered() -> tuple[Pass, ...]:
+    """Every registered pass, in registration order (already validated by the registry)."""
+    return tuple(p for p in plugins.passes() if isinstance(p, Pass))
+
+
+def order(passes: Sequence[Pass]) -> tuple[Pass, ...]:
+    """`passes` in run order: IR before ISA, each level in the stable topological order of
+    the before/after constraints among them (ties by their order in `passes`)."""
+    by_name = {p.name: p for p in passes}
+    for p in passes:
+        for other, rel in [(n, "before") for n in p.before] + [(n, "after") for n in p.after]:
+            q = by_name.get(other)
+            if q is None or q.level == p.level:
+                continue
+            # across levels only "IR before ISA" can hold
+            ir_first = (p.level == "ir") == (rel == "before")
+            if not ir_first:
+                raise PluginError(f"{p.level} pass {p.name!r} asks to run {rel} {q.level} pass {q.name!r}, but "
+                                  "every IR pass runs before every ISA pass")
+    return tuple(x for level in LEVELS for x in _toposort([p for p in passes if p.level == level]))
+
+
+def _toposort(passes: list[Pass]) -> list[Pass]:
+    """Registration order, except that a pass constrained to run before another is pulled
+    forward to just before it: each pass is placed after the passes it must follow (in
+    their registration order), so passes no constraint relates keep their order."""
+    index = {p.name: i for i, p in enumerate(passes)}
+    preds: dict[str, set[str]] = {p.name: set() for p in passes}
+    for p in passes:
+        preds[p.name].update(q for q in p.after if q in index and q != p.name)
+        for q in p.before:
+            if q in index and q != p.name:
+                preds[q].add(p.name)
+    out: list[Pass] = []
+    state: dict[str, str] = {}  # "open" while its predecessors are placed, then "done"
+    path: list[str] = []
+
+    def place(name: str) -> None:
+        if state.get(name) == "done":
+            return
+        if state.get(name) == "open":
+            cycle = (path[path.index(name):] + [name])[::-1]  # the path runs backwards, through predecessors
+            raise PluginError(f"the ordering constraints of passes form a cycle: {' -> '.join(cycle)} "
+                              "(each must run before the next)",
+                              hint="the before=/after= lists of these passes must allow an order; fix or drop one")
+        state[name] = "open"
+        path.append(name)
+        for q in sorted(preds[name], key=index.__getitem__):
+            place(q)
+        path.pop()
+        state[name] = "done"
+        out.append(passes[index[name]])
+
+    for p in passes:
+        place(p.name)
+    return out
+
+
+# ------------------------------------------------------------------------- resolving
+_BUILT: list[Any] = [None, {}]  # [the registry pipelines were built from, {key: Pipeline}]
+_BUILT_LOCK = threading.Lock()
+
+
+def _memo(key: Any, build: Callable[[tuple[Pass, ...]], Pipeline]) -> Pipeline:
+    reg = plugins.registry()
+    with _BUILT_LOCK:
+        if _BUILT[0] is not reg:
+            _BUILT[0], _BUILT[1] = reg, {}
+        found = _BUILT[1].get(key)
+    if found is None:
+        found = build(registered())
+        with _BUILT_LOCK:
+            if _BUILT[0] is reg:
+                _BUILT[1][key] = found
+    return found
+
+
+def _split(name: str, ordered: tuple[Pass, ...]) -> Pipeline:
+    return Pipeline(name, tuple(p for p in ordered if p.level == "ir"), tuple(p for p in ordered if p.level == "isa"))
+
+
+def _named(level: str) -> Pipeline:
+    if level == "O0":
+        return Pipeline("O0")
+    return _memo(level, lambda found: _split(level, order([p for p in found if level in p.pipelines])))
+
+
+def _custom(names: tuple[str, ...]) -> Pipeline:
+    def build(found: tuple[Pass, ...]) -> Pipeline:
+        table = {p.name: p for p in found}
+        for n in names:
+            if n not in table:
+                hint = f"registered passes: {', '.join(table)}" if table else "no passes are registered"
+                raise PluginError(f"unknown pass {n!r}{did_you_mean(n, table)}", hint=hint)
+        wanted = set(names)
+        return _split("custom", order([p for p in found if p.name in wanted]))
+    return _memo(("custom", names), build)
+
+
+def parse_opt(opt: str, source: str | None = "opt=") -> str:
+    """'O0', 'O1' or 'O2' from `opt` (any case; surrounding blanks ignored). `source`
+    says where the value came from, for the error."""
+    where = f"{source}: " if source else ""
+    if not isinstance(opt, str):
+        raise PluginError(f"{where}an optimization level is a string such as 'O2', got {type(opt).__name__}")
+    level = opt.strip().upper()
+    if level not in PIPELINES:
+        raise PluginError(f"{where}unknown optimization level {opt!r}{did_you_mean(level, PIPELINES)}",
+                          hint=f"expected one of {', '.join(PIPELINES)}")
+    return level
+
+
+def resolve(opt: str | None = None, passes: Sequence[str] | str | None = None) -> Pipeline:
+    """The pipeline to compile with: the passes named in `passes` (a sequence, or one
+    comma-separated string) when given, in constraint order; else the named pipeline
+    `opt`, else the one HOLOGRAM_OPT names, else O2."""
+    if passes is not None:
+        if isinstance(passes, str):
+            passes = passes.split(",")
+        names = []
+        for n in passes:
+            if not isinstance(n, str):
+                raise PluginError(f"pass names are strings, got {type(n).__name__}")
+            n = n.strip()
+            if n and n not in names:
+                names.append(n)
+        return _custom(tuple(names))
+    if opt is None:
+        env = os.environ.get(ENV_OPT, "").strip()
+        return _named(parse_opt(env, ENV_OPT) if env else DEFAULT_OPT)
+    return _named(parse_opt(opt))

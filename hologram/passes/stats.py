@@ -1,0 +1,582 @@
+"""What a pipeline bought: stages, operations, instructions, registers and bytes moved.
+
+    s = measure(kir, program)          # Stats; s.bytes_read is symbolic, e.g. 12*n + 12
+    s.bind(n=1024).bytes_read          # Formula('12300')
+    format_stats({"O0": s0, "O2": s2}) # a rich table, O0 -> O2 with the reduction in %
+
+Definitions (docs/passes.md, "Measuring: stats"):
+
+- stages: the program's stages (each one a pass over its domain, a global barrier after).
+- ir_ops: the operations of the kernel IR: per statement, its distinct non-leaf
+  expression nodes (loads, arithmetic, reductions; not constants, indices, symbols or
+  scalars), summed over statements.
+- instructions: the instructions of all stage bodies (static count, labels excluded).
+- registers: the most registers any one stage declares (the per-lane register file).
+- bytes_read / bytes_written: what one launch moves from and to global memory (params
+  and temps) with no cache: every global load, store and reduction executed, times the
+  element size. An access whose element differs between lanes counts once per lane;
+  one to the same element for every lane (a scalar temp, a reduction into one element)
+  once per launch, as a broadcast or combined contributions move it once (both times
+  the trip counts of the loops around it); an `.init` writes one element per launch.
+  A loop runs max(count, 0) times; code under a zero-trip guard (`SET.le %p, X, 0;
+  @%p BRA`: a loop and the invariants hoisted out of it) runs when X > 0. Code any
+  other branch may skip counts as if it ran: a stage with such a branch over memory
+  accesses (a lazy `where`, lanes that leave early) gives an upper bound, and
+  `bytes_exact` is False; straight-line code, loops and guards are exact. Shared
+  memory and pools are block- or lane-local: not counted.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import attrs
+
+from ..core.ir import LEAF_OPS, Compute, Expr, KernelIR, Statement
+from ..core.isa import OPCODES, Imm, Instr, Label, Program, Reg, Special, Stage, Sym
+from ..core.types import Affine
+
+__all__ = ["Poly", "Formula", "Stats", "measure", "format_stats", "reduction"]
+
+Monomial = tuple[tuple[str, int], ...]  # (symbol, power), sorted by symbol
+
+
+# ------------------------------------------------------------------- polynomials
+@attrs.frozen(order=True)
+class Poly:
+    """An integer polynomial in the shape symbols: `terms` are (monomial, coefficient)
+    sorted by monomial, coefficients non-zero, so equal polynomials are equal values."""
+
+    terms: tuple[tuple[Monomial, int], ...] = ()
+
+    def __repr__(self) -> str:
+        return f"Poly({str(self)!r})"
+
+    @staticmethod
+    def make(acc: Mapping[Monomial, int]) -> "Poly":
+        return Poly(tuple(sorted((m, c) for m, c in acc.items() if c)))
+
+    @staticmethod
+    def const(value: int) -> "Poly":
+        return Poly.make({(): int(value)})
+
+    @staticmethod
+    def sym(name: str) -> "Poly":
+        return Poly(((((name, 1),), 1),))
+
+    @staticmethod
+    def of_affine(a: Affine) -> "Poly":
+        acc: dict[Monomial, int] = {(): a.const}
+        for name, c in a.terms:
+            acc[((name, 1),)] = c
+        return Poly.make(acc)
+
+    def __add__(self, other: "Poly") -> "Poly":
+        acc = dict(self.terms)
+        for m, c in other.terms:
+            acc[m] = acc.get(m, 0) + c
+        return Poly.make(acc)
+
+    def __neg__(self) -> "Poly":
+        return Poly(tuple((m, -c) for m, c in self.terms))
+
+    def __sub__(self, other: "Poly") -> "Poly":
+        return self + (-other)
+
+    def __mul__(self, other: "Poly") -> "Poly":
+        acc: dict[Monomial, int] = {}
+        for m1, c1 in self.terms:
+            for m2, c2 in other.terms:
+                powers = dict(m1)
+                for s, p in m2:
+                    powers[s] = powers.get(s, 0) + p
+                m = tuple(sorted(powers.items()))
+                acc[m] = acc.get(m, 0) + c1 * c2
+        return Poly.make(acc)
+
+    @property
+    def is_const(self) -> bool:
+        return all(not m for m, _ in self.terms)
+
+    @property
+    def value(self) -> int:
+        """The constant term (the whole value when `is_const`)."""
+        return dict(self.terms).get((), 0)
+
+    @property
+    def symbols(self) -> frozenset[str]:
+        return frozenset(s for m, _ in self.terms for s, _ in m)
+
+    def bind(self, symbols: Mapping[str, int]) -> "Poly":
+        """Substitute the given symbols (others stay symbolic)."""
+        acc: dict[Monomial, int] = {}
+        for m, c in self.terms:
+            rest = []
+            for s, p in m:
+                if s in symbols:
+                    c *= int(symbols[s]) ** p
+                else:
+                    rest.append((s, p))
+            acc[tuple(rest)] = acc.get(tuple(rest), 0) + c
+        return Poly.make(acc)
+
+    def __str__(self) -> str:
+        if not self.terms:
+            return "0"
+        # highest degree first, then by symbol: "4*m*n + 8*n + 4"
+        ordered = sorted(self.terms, key=lambda t: (-sum(p for _, p in t[0]), t[0]))
+        out = ""
+        for m, c in ordered:
+            factors = [s if p == 1 else f"{s}^{p}" for s, p in m]
+            mag = abs(c)
+            body = "*".join(([str(mag)] if mag != 1 or not factors else []) + factors)
+            if not out:
+                out = body if c > 0 else f"-{body}"
+            else:
+                out += f" + {body}" if c > 0 else f" - {body}"
+        return out
+
+
+Term = tuple[int, tuple[Poly, ...], tuple[Poly, ...]]  # (coefficient, factors, conditions)
+
+
+def _term(t: tuple) -> Term:
+    c, factors, *conditions = t
+    return int(c), tuple(factors), tuple(conditions[0]) if conditions else ()
+
+
+def _terms(ts: tuple) -> tuple[Term, ...]:
+    return tuple(_term(t) for t in ts)
+
+
+@attrs.frozen
+class Formula:
+    """A count per launch: the sum over `terms` of `coeff * max(f1, 0) * max(f2, 0) ...`,
+    each factor a polynomial in the shape symbols (a domain extent or a loop trip count:
+    one that is negative runs nothing), times 1 or 0 for each condition `g > 0` (code a
+    zero-trip guard skips when its loop has no trips). A term is `(coeff, factors)` or
+    `(coeff, factors, conditions)`. `str()` prints the expansion, which equals the value
+    whenever every factor and condition is >= 1 (every extent at least 1)."""
+
+    terms: tuple[Term, ...] = attrs.field(default=(), converter=_terms)
+
+    def __repr__(self) -> str:
+        return f"Formula({str(self)!r})"
+
+    @staticmethod
+    def const(value: int) -> "Formula":
+        return Formula(((int(value), ()),) if value else ())
+
+    def __add__(self, other: "Formula") -> "Formula":
+        return Formula(self.terms + other.terms).simplify()
+
+    def simplify(self) -> "Formula":
+        """Constant factors multiplied out (clamped), constant conditions decided, equal
+        products merged."""
+        acc: dict[tuple, int] = {}
+        for c, factors, conditions in self.terms:
+            rest = []
+            for f in factors:
+                if f.is_const:
+                    c *= max(f.value, 0)
+                else:
+                    rest.append(f)
+            conds = []
+            for g in conditions:
+                if g.is_const:
+                    c *= g.value > 0
+                else:
+                    conds.append(g)
+            key = (tuple(sorted(rest)), tuple(sorted(set(conds))))
+            acc[key] = acc.get(key, 0) + c
+        return Formula(tuple(sorted(((c, *k) for k, c in acc.items() if c), key=lambda t: t[1:])))
+
+    def expand(self) -> Poly:
+        """The sum of the products, every condition taken as true."""
+        total = Poly()
+        for c, factors, _ in self.terms:
+            term = Poly.const(c)
+            for f in factors:
+                term = term * f
+            total = total + term
+        return total
+
+    @property
+    def symbols(self) -> frozenset[str]:
+        return frozenset().union(*(f.symbols for _, fs, gs in self.terms for f in fs + gs))
+
+    @property
+    def is_const(self) -> bool:
+        return not self.symbols
+
+    def bind(self, symbols: Mapping[str, int]) -> "Formula":
+        return Formula(tuple((c, tuple(f.bind(symbols) for f in fs), tuple(g.bind(symbols) for g in gs))
+                             for c, fs, gs in self.terms)).simplify()
+
+    def evaluate(self, symbols: Mapping[str, int]) -> int:
+        """The value for these symbol values; KeyError names a symbol left unbound."""
+        bound = self.bind(symbols)
+        missing = sorted(bound.symbols)
+        if missing:
+            raise KeyError(f"no value for shape symbol(s) {', '.join(missing)}")
+        return bound.expand().value
+
+    def __str__(self) -> str:
+        return str(self.expand())
+
+
+# ------------------------------------------------------------------------ stats
+@attrs.frozen
+class Stats:
+    """One kernel after one pipeline (see the module docstring for each field)."""
+
+    stages: int
+    ir_ops: int
+    instructions: int
+    registers: int
+    bytes_read: Formula
+    bytes_written: Formula
+    bytes_exact: bool = True  # False: the byte counts are upper bounds (a branch skips accesses)
+
+    @property
+    def bytes_moved(self) -> Formula:
+        return self.bytes_read + self.bytes_written
+
+    def bind(self, symbols: Mapping[str, int] | None = None, **more: int) -> "Stats":
+        """The same stats with these shape symbols substituted in the byte counts."""
+        values = {**(symbols or {}), **more}
+        return attrs.evolve(self, bytes_read=self.bytes_read.bind(values),
+                            bytes_written=self.bytes_written.bind(values))
+
+
+def measure(kir: KernelIR, program: Program) -> Stats:
+    """The stats of one kernel: its IR (after the IR passes) and its program (after the
+    ISA passes)."""
+    read, written, exact = Formula(), Formula(), True
+    for stage in program.stages:
+        r, w, e = _stage_traffic(stage, program)
+        read, written, exact = read + r, written + w, exact and e
+    return Stats(
+        stages=len(program.stages),
+        ir_ops=sum(_ir_ops(st) for st in kir.body),
+        instructions=sum(isinstance(i, Instr) for s in program.stages for i in s.body),
+        registers=max((len(s.regs) for s in program.stages), default=0),
+        bytes_read=read,
+        bytes_written=written,
+        bytes_exact=exact,
+    )
+
+
+def _ir_ops(st: Statement) -> int:
+    roots: tuple[Expr, ...] = (st.body,) if isinstance(st, Compute) else (st.key, st.value)
+    seen: set[Expr] = set()
+    for root in roots:
+        seen.update(n for n in root.walk() if n.op not in LEAF_OPS)
+    return len(seen)
+
+
+# ------------------------------------------------------------------ byte counting
+_READS = frozenset({"LDG"})
+_WRITES = frozenset({"STG", "ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum"})
+_TRACKED = {"MOV", "MOV_IMM", "ADD", "SUB", "MUL", "CVT"}
+
+
+def _stage_traffic(stage: Stage, program: Program) -> tuple[Formula, Formula, bool]:
+    """Bytes one launch of `stage` reads and writes (its domain times the lane's count),
+    and whether that count is exact (False: an upper bound, see `_skips_memory`)."""
+    buffers = program.buffers()
+    lanes = tuple(Poly.of_affine(d) for d in stage.domain)
+    body = stage.body
+    labels = {it.name: k for k, it in enumerate(body) if isinstance(it, Label)}
+    counts, guards = _trip_counts(stage, labels)
+    varying = _lane_varying(stage, labels)
+    # each LOOP spans (label position, its own position): the loops around position k
+    spans = [(labels[i.target], k, counts[k]) for k, i in enumerate(body)
+             if isinstance(i, Instr) and i.op == "LOOP"]
+    # each zero-trip guard skips (its position, its target) when its count X <= 0
+    skips = [(k, labels[body[k].target], x) for k, x in guards.items() if labels.get(body[k].target, -1) > k]
+
+    def region(start: int, factors: tuple[Poly, ...], conds: tuple[Poly, ...], depth: int) -> tuple[list, list]:
+        """Memory traffic of the code from `start` up to its EXIT/RET, CALLs followed."""
+        reads: list = []
+        writes: list = []
+        if depth > len(body):  # the verifier rejects recursion; do not loop on a bad program
+            return reads, writes
+        for k in range(start, len(body)):
+            it = body[k]
+            if not isinstance(it, Instr):
+                continue
+            here = factors + tuple(c for lo, hi, c in spans if lo <= k <= hi and lo >= start)
+            when = conds + tuple(x for lo, hi, x in skips if lo < k < hi and lo >= start)
+            if it.op in _READS or it.op in _WRITES:
+                size = buffers[it.addr.buffer].dtype.itemsize if it.addr.buffer in buffers else 0
+                if it.addr.index is None or it.addr.index.name not in varying[k]:
+                    here = here[len(lanes):]  # the same element for every lane: moved once
+                (reads if it.op in _READS else writes).append((size, here, when))
+            elif it.op == "CALL" and it.target in labels:
+                r, w = region(labels[it.target], here, when, depth + 1)
+                reads += r
+                writes += w
+            elif it.op in ("EXIT", "RET") and it.pred is None and not _inside_branch(body, start, k):
+                break
+        return reads, writes
+
+    reads, writes = region(0, lanes, (), 0)
+    inits = sum(buffers[i.buffer].dtype.itemsize for i in stage.inits if i.buffer in buffers)
+    exact = not any(_skips_memory(body, k, labels) for k, it in enumerate(body)
+                    if isinstance(it, Instr) and it.op == "BRA" and k not in guards)
+    return (Formula(tuple(t for t in reads if t[0])).simplify(),
+            Formula(tuple(t for t in writes if t[0])) + Formula.const(inits), exact)
+
+
+_MEMORY = _READS | _WRITES | {"CALL"}
+_LANE = frozenset(f"{k}.{a}" for k in ("gid", "tid", "ctaid") for a in "xyz")  # the lane's position
+_PURE_GROUPS = frozenset({"arith", "logic", "transcendental", "math"})
+_PURE = frozenset({"MOV", "MOV_IMM", "CVT", "ClsGet", "MIRROR", "NbrCount", "UnityTest", "NbrGet", "BoundMap"})
+
+
+def _uniform_value(ins: Instr, varying: set[str]) -> bool:
+    """Whether `ins` computes the same value in every lane, given the varying registers."""
+    def is_varying(op: object) -> bool:
+        return isinstance(op, Reg) and op.name in varying or isinstance(op, Special) and op.name in _LANE
+
+    if ins.op == "LDG":
+        return ins.addr.index is None or not is_varying(ins.addr.index)
+    pure = ins.op in _PURE or OPCODES[ins.op].group in _PURE_GROUPS
+    return pure and not any(is_varying(op) for op in ins.srcs)
+
+
+def _lane_varying(stage: Stage, labels: Mapping[str, int]) -> dict[int, frozenset[str]]:
+    """Per instruction position, the registers whose value may differ between the lanes
+    of a launch there: anything computed from the lane's position, from memory other
+    than a global load of one element, or by a non-pure instruction; and, after lanes
+    may have split (a branch or loop count that varies), whatever the split code wrote.
+    Forward dataflow to a fixpoint over the loops' back edges; conservative: a register
+    it calls uniform is uniform."""
+    body = stage.body
+    everything = frozenset(i.dst.name for i in body if isinstance(i, Instr) and i.dst is not None)
+
+    def written(lo: int, hi: int) -> set[str]:
+        return {i.dst.name for i in body[lo:hi] if isinstance(i, Instr) and i.dst is not None}
+
+    back: dict[int, frozenset[str]] = {}
+    for _ in range(len(body) + 2):  # each round can only grow the back edges' sets
+        state: set[str] = set()
+        pending: dict[str, list[set[str]]] = {}
+        live = True
+        at: dict[int, frozenset[str]] = {}
+        new_back: dict[int, frozenset[str]] = {}
+        for k, it in enumerate(body):
+            if isinstance(it, Label):
+                incoming = ([state] if live else []) + pending.pop(it.name, [])
+                if k in back:
+                    incoming.append(set(back[k]))
+                # reached by nothing before it: a subroutine entry, any register may vary
+                state = set().union(*incoming) if incoming else set(everything)
+                live = True
+                continue
+            at[k] = frozenset(state)
+            if it.op == "BRA":
+                target = labels.get(it.target, -1)
+                split = it.pred is not None and it.pred.reg.name in state and target > k
+                pending.setdefault(it.target, []).append(state | (written(k + 1, target) if split else set()))
+                live = it.pred is not None
+            elif it.op == "LOOP":
+                top = labels.get(it.target, k)
+                counter = it.srcs[0]
+                split = isinstance(counter, Reg) and counter.name in state
+                new_back[top] = frozenset(state | (written(top, k) if split else set()))
+                if split:
+                    state |= written(top, k)
+            elif it.op in ("EXIT", "RET"):
+                live = it.pred is not None
+            elif it.op == "CALL":
+                state = set(everything)
+            elif it.dst is not None:
+                if _uniform_value(it, state):
+                    state.discard(it.dst.name)
+                else:
+                    state.add(it.dst.name)
+        if new_back == back:
+            return at
+        back = {t: frozenset(back.get(t, frozenset()) | v) for t, v in new_back.items()}
+    return {k: everything for k in range(len(body))}
+
+
+def _skips_memory(body: tuple, k: int, labels: Mapping[str, int]) -> bool:
+    """Whether the branch at `k` jumps over memory accesses (or calls). Unless it is a
+    zero-trip guard (`SET.le %p, X, 0; @%p BRA`, whose skipped code the count takes
+    only when X > 0), the count then includes accesses a lane may not make: a bound."""
+    target = labels.get(body[k].target)
+    if target is None or target <= k:
+        return False
+    return any(isinstance(body[j], Instr) and body[j].op in _MEMORY for j in range(k + 1, target))
+
+
+def _inside_branch(body: tuple, start: int, k: int) -> bool:
+    """Whether a forward branch from before `k` jumps past it: then the code after `k`
+    is still reachable (an EXIT inside an `if` does not end the region)."""
+    for j in range(start, k):
+        it = body[j]
+        if isinstance(it, Instr) and it.op == "BRA":
+            for t in range(k + 1, len(body)):
+                if isinstance(body[t], Label) and body[t].name == it.target:
+                    return True
+    return False
+
+
+def _trip_counts(stage: Stage, labels: Mapping[str, int]) -> tuple[dict[int, Poly], dict[int, Poly]]:
+    """Per LOOP position, its trip count: the counter's value on entry to the loop as a
+    polynomial in the symbols, by symbolic evaluation of the integer code before it. A
+    count that depends on data becomes a symbol of its own, `trips.<stage>.<label>`.
+    Also, per branch guarded by `SET.le %p, X, 0` (not negated), the value of X."""
+    body = stage.body
+    loop_tops: dict[int, list[int]] = {}
+    for k, it in enumerate(body):
+        if isinstance(it, Instr) and it.op == "LOOP" and it.target in labels:
+            loop_tops.setdefault(labels[it.target], []).append(k)
+    env: dict[str, Poly] = {}
+    pending: dict[str, list[dict[str, Poly]]] = {}
+    live = True  # whether the previous item can fall through to this one
+    at_top: dict[int, dict[str, Poly]] = {}
+    at_most_zero: dict[str, Poly] = {}  # predicate register -> X, for `SET.le p, X, 0`
+    guards: dict[int, Poly] = {}
+    for k, it in enumerate(body):
+        if isinstance(it, Label):
+            incoming = ([env] if live else []) + pending.pop(it.name, [])
+            env = _merge(incoming)
+            live = True
+            if k in loop_tops:
+                at_top[k] = dict(env)
+                written = {i.dst.name for i in body[k:max(loop_tops[k]) + 1] if isinstance(i, Instr) and i.dst}
+                env = {r: v for r, v in env.items() if r not in written}
+                at_most_zero = {r: v for r, v in at_most_zero.items() if r not in written}
+            continue
+        if it.op == "BRA":
+            pending.setdefault(it.target, []).append(dict(env))
+            live = it.pred is not None
+            if it.pred is not None and not it.pred.negate and it.pred.reg.name in at_most_zero:
+                guards[k] = at_most_zero[it.pred.reg.name]
+            continue
+        if it.op in ("EXIT", "RET"):
+            live = it.pred is not None
+            continue
+        if it.op == "CALL":
+            env, at_most_zero = {}, {}  # a subroutine may write any register
+            continue
+        if it.dst is not None:
+            at_most_zero.pop(it.dst.name, None)
+            x = _operand(it.srcs[0], env) if it.op == "SET" and it.mod == "le" and len(it.srcs) == 2 and \
+                it.srcs[1] == Imm(0) and it.dtype is not None and it.dtype.is_int else None
+            if x is not None:
+                at_most_zero[it.dst.name] = x
+            value = _eval(it, env)
+            if value is None:
+                env.pop(it.dst.name, None)
+            else:
+                env[it.dst.name] = value
+    counts: dict[int, Poly] = {}
+    for top, loops in loop_tops.items():
+        for k in loops:
+            counter = body[k].srcs[0]
+            value = _operand(counter, at_top.get(top, {}))
+            counts[k] = value if value is not None else Poly.sym(f"trips.{stage.name}.{body[top].name}")
+    return counts, guards
+
+
+def _merge(envs: list[dict[str, Poly]]) -> dict[str, Poly]:
+    if not envs:
+        return {}
+    first, *rest = envs
+    return {r: v for r, v in first.items() if all(e.get(r) == v for e in rest)}
+
+
+def _operand(op: object, env: Mapping[str, Poly]) -> Poly | None:
+    if isinstance(op, Reg):
+        return env.get(op.name)
+    if isinstance(op, Sym):
+        return Poly.sym(op.name)
+    if isinstance(op, Imm) and isinstance(op.value, int) and not isinstance(op.value, bool):
+        return Poly.const(op.value)
+    return None
+
+
+def _eval(ins: Instr, env: Mapping[str, Poly]) -> Poly | None:
+    """The symbolic value of an integer instruction over known operands, else None.
+    Only i64 arithmetic is tracked, where shape arithmetic cannot wrap in practice."""
+    if ins.op not in _TRACKED or ins.dtype is None or not ins.dtype.is_int:
+        return None
+    if ins.op == "CVT" and (ins.dtype2 is None or not ins.dtype2.is_int or ins.dtype.bits < 64):
+        return None
+    args = [_operand(s, env) for s in ins.srcs]
+    if any(a is None for a in args) or OPCODES[ins.op].form.count("s") != len(args):
+        return None
+    if ins.op in ("MOV", "MOV_IMM", "CVT"):
+        return args[0]
+    a, b = args
+    return a + b if ins.op == "ADD" else a - b if ins.op == "SUB" else a * b
+
+
+# --------------------------------------------------------------------- the table
+def reduction(before: int, after: int) -> str:
+    """`75% reduction`, `no change`, or `12% increase`."""
+    if before == after:
+        return "no change"
+    if before == 0:
+        return "new"
+    pct = round(100 * (before - after) / before)
+    return f"{pct}% reduction" if after < before else f"{-pct}% increase"
+
+
+METRICS = (("stages", "stages"), ("IR ops", "ir_ops"), ("instructions", "instructions"),
+           ("registers", "registers"), ("bytes read", "bytes_read"), ("bytes written", "bytes_written"))
+
+
+def format_stats(rows: Mapping[str, Stats], symbols: Mapping[str, int] | None = None, title: str | None = None):
+    """A rich Table: one row per metric, one column per pipeline (in `rows` order), and the
+    change from the first to the last column (`4 -> 1 (75% reduction)`). Byte counts
+    print symbolically; their percentages are taken at `symbols` (default: every symbol
+    1024, stated in the caption)."""
+    from rich.table import Table
+
+    names = list(rows)
+    table = Table(title=title, title_justify="left")
+    table.add_column("metric")
+    for n in names:
+        table.add_column(n, justify="right")
+    if len(names) > 1:
+        table.add_column(f"{names[0]} -> {names[-1]}", justify="right")
+    syms = sorted(set().union(*(getattr(s, f).symbols for s in rows.values() for f in ("bytes_read",
+                                                                                           "bytes_written"))))
+    at = {s: 1024 for s in syms}
+    at.update(symbols or {})
+    bounds = False
+    for label, field in METRICS:
+        values = [getattr(rows[n], field) for n in names]
+        cells = [str(v) for v in values]
+        if field.startswith("bytes"):
+            cells = [c if rows[n].bytes_exact else f"<= {c}" for n, c in zip(names, cells)]
+            bounds |= not all(rows[n].bytes_exact for n in names)
+        if len(names) > 1:
+            first, last = (v.evaluate(at) if isinstance(v, Formula) else v for v in (values[0], values[-1]))
+            cells.append(f"{first} -> {last} ({reduction(first, last)})")
+        table.add_row(label, *cells)
+    shown = {s: v for s, v in at.items() if s in syms}
+    notes = ["bytes: per launch, no cache reuse"]
+    if shown:
+        notes.append("change at " + ", ".join(f"{s}={v}" for s, v in shown.items()))
+    if bounds:
+        notes.append("<=: an upper bound (a branch skips accesses)")
+    table.caption = "; ".join(notes)
+    return table
+
+
+def render(table: object, width: int = 120) -> str:
+    """A rich renderable as plain text."""
+    import io
+
+    from rich.console import Console
+
+    buf = io.StringIO()
+    Console(file=buf, width=width, color_system=None, highlight=False).print(table)
+    return buf.getvalue()

@@ -1,0 +1,109 @@
+"""Launchers: a launch for one binding of the shape symbols, its checks made cheap.
+
+`CpuLlvmBackend.launcher(exe, symbols)` returns `run(*buffers, *scalars)`. It accepts
+only arrays of exactly the declared dtype and shape under those symbols (C-contiguous,
+writeable where written) and numpy scalars of exactly the declared types, and declines
+anything else by returning False, having run nothing; so native code never depends on
+its caller for sizes. Everything that depends only on the program and the symbols (the
+geometry, the packed symbols, the accepted shapes, which stages run inline, which
+buffer pairs could overlap and their byte sizes) is computed once, here.
+
+When every stage is small enough to run inline, `run` is a native builtin
+(trampoline.py) that checks, reads the data pointers, tests the overlaps and calls the
+stages in one call from Python. Otherwise it is `general`: the same checks and the
+same launch as runtime.launch, in Python. `Kernel` calls it on its fast path
+(hologram.core.fastcall) and takes its full path, with its messages, on a decline.
+"""
+
+from __future__ import annotations
+
+import collections
+import ctypes
+import struct
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from . import trampoline
+from .runtime import (
+    _PADDING, INLINE_LANES, Executable, bind_symbols, data_ptr, eval_dim, execution_error, run_stage, unalias,
+)
+
+Run = Callable[..., None]
+_Sized = collections.namedtuple("_Sized", "size")
+
+
+def make_launcher(exe: Executable, symbols: Mapping[str, int], num_threads: Callable[[], int]) -> Run:
+    """`run(*buffers, *scalars)`: the program's buffer params in order, then its scalar
+    params in order. It returns False, having run nothing, unless every buffer is an
+    exact `ndarray` of the declared dtype and shape (under `symbols`), C-contiguous and
+    writeable where written, and every scalar a numpy scalar of the declared type; else
+    it launches and returns None. Inputs overlapping a written buffer are copied, and
+    two overlapping written buffers refused, exactly as `launch` does. `num_threads` is
+    read per call (the backend's attribute may change)."""
+    syms = bind_symbols(exe, symbols)
+    geo = exe.geometry(syms)  # raises as `launch` would for a negative or huge geometry
+    sym_bytes = exe.pack_syms(*syms)
+    pack_ptrs = exe.pack_ptrs
+    pack_scalars = _scalar_packer(exe)
+    nparams = exe.nparams
+    accepts = [(b.dtype, tuple(eval_dim(d, syms) for d in b.shape), b.written) for b in exe.params]
+    scalar_types = [dtype.type for _, dtype in exe.scalars]
+
+    def general(*args: Any) -> bool | None:
+        if len(args) != nparams + len(scalar_types):
+            return False
+        for a, (dtype, shape, written) in zip(args, accepts):
+            if type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape:
+                return False
+            flags = a.flags
+            if not flags.c_contiguous or (written and not flags.writeable):
+                return False
+        if any(type(v) is not t for v, t in zip(args[nparams:], scalar_types)):
+            return False
+        arrays = list(args[:nparams])
+        arrays += [np.zeros(size, b.dtype) for b, size in zip(exe.temps, geo.sizes[nparams:])]
+        ptrs = [data_ptr(a) for a in arrays]
+        if exe.alias_pairs:
+            unalias(exe, geo, arrays, ptrs)
+        packed = pack_ptrs(*ptrs), sym_bytes, pack_scalars(args[nparams:])
+        threads = num_threads()
+        for stage, grid in zip(exe.stages, geo.grids):
+            run_stage(exe, stage, grid, arrays, packed, threads)
+        return None
+
+    inline = not exe.temps and all(st.plain and lanes < INLINE_LANES for st, (_, lanes) in zip(exe.stages, geo.grids))
+    if not inline or not trampoline.available():
+        return general
+
+    sized = [_Sized(n) for n in geo.sizes]  # what execution_error reads of the arrays
+
+    def on_error(record: bytes) -> None:
+        raise execution_error(exe, struct.unpack("<4q", record), sized)
+
+    nbytes = geo.nbytes
+    return trampoline.native_launcher(
+        accepts, [dtype for _, dtype in exe.scalars], syms,
+        [(i, j, nbytes[i], nbytes[j]) for i, j in exe.alias_pairs if nbytes[i] and nbytes[j]],
+        [(ctypes.cast(st.fn, ctypes.c_void_p).value, nblocks) for st, (nblocks, _) in zip(exe.stages, geo.grids)
+         if nblocks],
+        general, on_error)
+
+
+def _scalar_packer(exe: Executable) -> Callable[[Sequence[np.generic]], bytes]:
+    """One 8-byte slot per scalar, its native bytes first (as runtime.pack_scalars, for
+    values already of the declared dtype)."""
+    pads = tuple(_PADDING[dtype.itemsize] for _, dtype in exe.scalars)
+    if not pads:
+        return lambda scalars: b""
+    if len(pads) == 1:
+        pad, = pads
+        return lambda scalars: b"".join((scalars[0], pad))
+
+    def pack(scalars: Sequence[Any]) -> bytes:
+        parts = []
+        for v, pad in zip(scalars, pads):
+            parts.append(v)
+            parts.append(pad)
+        return b"".join(parts)
+    return pack

@@ -1,0 +1,393 @@
+"""A native entry point for small launches: one Python builtin call per kernel launch.
+
+Calling a stage through ctypes costs ~1 µs (seven arguments converted one by one), and
+reading each array's data pointer, packing them and allocating an error slot in Python
+costs about as much again. `native_launcher` instead makes a real builtin function
+(`PyCFunction_NewEx` over one `METH_FASTCALL` function compiled here, once per process)
+that is called with the arrays and numpy scalars themselves and, in native code:
+
+1. checks every argument against the plan it was made for, from numpy's C struct: an
+   exact `ndarray` with the expected dtype object, rank and dimensions, C-contiguous,
+   writeable if the program writes it; a numpy scalar of exactly the declared type.
+   On any difference it runs nothing and returns False (the caller then takes its
+   full, fully explained path). So native code never trusts the caller for sizes;
+2. reads each array's data pointer (`PyArray_DATA`) and each scalar's value (`obval`);
+3. tests every (written, other) buffer pair for overlapping address ranges; on any
+   overlap it runs nothing and calls `fallback(*args)` instead (the general path,
+   which copies or refuses as `launch` does);
+4. calls each stage function in order (the stage ABI of runtime.py, with the GIL held:
+   only stages small enough to run inline use this); when a stage sets its error
+   slot it calls `on_error(record)` with the 32-byte record, which raises. Returns None.
+
+The function is data-driven: its `self` is a tuple (block, fallback, on_error, keep),
+where `block` is a bytes object of i64 words describing the launch (counts, symbol
+values, alias pairs with byte sizes, stage function addresses and grids, per buffer
+the dtype, flags, rank and dimensions it accepts, per scalar its type and size, and the
+addresses of the few C-API functions and objects it uses) and `keep` holds the objects
+whose addresses the block records. Nothing is compiled per kernel or per shape. The
+object layouts it relies on (object type, tuple items, bytes data, the ndarray fields,
+scalar values) are checked at first use against what Python and numpy report; if any
+differs, `available()` is False and the Python launcher is used.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import threading
+from typing import Any, Callable, Sequence
+
+import llvmlite.binding as llvm
+import numpy as np
+
+from . import jit
+
+_OB_TYPE = 8  # PyObject: ob_refcnt, then ob_type
+_TUPLE_ITEMS = tuple.__basicsize__  # PyTupleObject: header, ob_size, then ob_item[]
+_BYTES_DATA = bytes.__basicsize__ - 1  # PyBytesObject: header, ob_size, ob_shash, then ob_sval[1]
+# PyArrayObject_fields (numpy's public struct): PyObject_HEAD, then char *data, int nd,
+# npy_intp *dimensions, npy_intp *strides, PyObject *base, PyArray_Descr *descr, int flags
+_ARRAY_DATA = object.__basicsize__
+_ARRAY_ND = _ARRAY_DATA + 8
+_ARRAY_DIMS = _ARRAY_DATA + 16
+_ARRAY_DESCR = _ARRAY_DATA + 40
+_ARRAY_FLAGS = _ARRAY_DATA + 48
+C_CONTIGUOUS, WRITEABLE = 0x0001, 0x0400  # NPY_ARRAY_C_CONTIGUOUS, NPY_ARRAY_WRITEABLE
+_SCALAR_VALUE = object.__basicsize__  # numpy scalar objects: PyObject_HEAD, then `obval`
+_HEADER = 17  # words before the variable parts of the block
+
+_IR = r"""
+declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
+
+define internal i64 @word(ptr %base, i64 %k) alwaysinline {
+  %p = getelementptr i64, ptr %base, i64 %k
+  %v = load i64, ptr %p
+  ret i64 %v
+}
+
+define internal i64 @field(ptr %obj, i64 %offset) alwaysinline {
+  %p = getelementptr i8, ptr %obj, i64 %offset
+  %v = load i64, ptr %p
+  ret i64 %v
+}
+
+define internal i64 @field32(ptr %obj, i64 %offset) alwaysinline {
+  %p = getelementptr i8, ptr %obj, i64 %offset
+  %v = load i32, ptr %p
+  %w = sext i32 %v to i64
+  ret i64 %w
+}
+
+define ptr @hologram_launch(ptr %self, ptr %args, i64 %nargsf) {
+entry:
+  %selfitems = getelementptr i8, ptr %self, i64 TUPLE_ITEMS
+  %blockobj = load ptr, ptr %selfitems
+  %blk = getelementptr i8, ptr %blockobj, i64 BYTES_DATA
+  %nbufs = call i64 @word(ptr %blk, i64 0)
+  %nscal = call i64 @word(ptr %blk, i64 1)
+  %npairs = call i64 @word(ptr %blk, i64 2)
+  %nstages = call i64 @word(ptr %blk, i64 3)
+  %incref.i = call i64 @word(ptr %blk, i64 4)
+  %incref = inttoptr i64 %incref.i to ptr
+  %none.i = call i64 @word(ptr %blk, i64 5)
+  %none = inttoptr i64 %none.i to ptr
+  %vcall.i = call i64 @word(ptr %blk, i64 6)
+  %vcall = inttoptr i64 %vcall.i to ptr
+  %mkbytes.i = call i64 @word(ptr %blk, i64 7)
+  %mkbytes = inttoptr i64 %mkbytes.i to ptr
+  %decref.i = call i64 @word(ptr %blk, i64 8)
+  %decref = inttoptr i64 %decref.i to ptr
+  %soff = call i64 @word(ptr %blk, i64 9)
+  %syms = getelementptr i64, ptr %blk, i64 %soff
+  %poff = call i64 @word(ptr %blk, i64 10)
+  %pairs = getelementptr i64, ptr %blk, i64 %poff
+  %goff = call i64 @word(ptr %blk, i64 11)
+  %stages = getelementptr i64, ptr %blk, i64 %goff
+  %arraytype = call i64 @word(ptr %blk, i64 12)
+  %false.i = call i64 @word(ptr %blk, i64 13)
+  %false = inttoptr i64 %false.i to ptr
+  %roff = call i64 @word(ptr %blk, i64 14)
+  %recs = getelementptr i64, ptr %blk, i64 %roff
+  %toff = call i64 @word(ptr %blk, i64 15)
+  %stypes = getelementptr i64, ptr %blk, i64 %toff
+  %zoff = call i64 @word(ptr %blk, i64 16)
+  %sizes = getelementptr i64, ptr %blk, i64 %zoff
+  %nargs = and i64 %nargsf, 9223372036854775807
+  %want = add i64 %nbufs, %nscal
+  %argsok = icmp eq i64 %nargs, %want
+  %ptrs = alloca i64, i64 %nbufs, align 8
+  %scal = alloca i64, i64 %nscal, align 8
+  %err = alloca [4 x i64], align 8
+  call void @llvm.memset.p0.i64(ptr %err, i8 0, i64 32, i1 false)
+  br i1 %argsok, label %bufloop, label %decline
+
+bufloop:
+  %i = phi i64 [0, %entry], [%i1, %bufnext]
+  %bdone = icmp sge i64 %i, %nbufs
+  br i1 %bdone, label %scalloop, label %buftype
+buftype:
+  %argp = getelementptr ptr, ptr %args, i64 %i
+  %obj = load ptr, ptr %argp
+  %type = call i64 @field(ptr %obj, i64 OB_TYPE)
+  %tok = icmp eq i64 %type, %arraytype
+  br i1 %tok, label %bufdescr, label %decline
+bufdescr:
+  %r4 = mul i64 %i, 4
+  %rec = getelementptr i64, ptr %recs, i64 %r4
+  %descr = call i64 @field(ptr %obj, i64 ARRAY_DESCR)
+  %wantdescr = call i64 @word(ptr %rec, i64 0)
+  %dok = icmp eq i64 %descr, %wantdescr
+  br i1 %dok, label %bufflags, label %decline
+bufflags:
+  %flags = call i64 @field32(ptr %obj, i64 ARRAY_FLAGS)
+  %req = call i64 @word(ptr %rec, i64 1)
+  %has = and i64 %flags, %req
+  %fok = icmp eq i64 %has, %req
+  br i1 %fok, label %bufnd, label %decline
+bufnd:
+  %nd = call i64 @field32(ptr %obj, i64 ARRAY_ND)
+  %wantnd = call i64 @word(ptr %rec, i64 2)
+  %ndok = icmp eq i64 %nd, %wantnd
+  br i1 %ndok, label %dimstart, label %decline
+dimstart:
+  %dims.i = call i64 @field(ptr %obj, i64 ARRAY_DIMS)
+  %dims = inttoptr i64 %dims.i to ptr
+  %doff = call i64 @word(ptr %rec, i64 3)
+  %wantdims = getelementptr i64, ptr %blk, i64 %doff
+  br label %dimloop
+dimloop:
+  %k = phi i64 [0, %dimstart], [%k1, %dimnext]
+  %kdone = icmp sge i64 %k, %nd
+  br i1 %kdone, label %bufnext, label %dimbody
+dimbody:
+  %got = call i64 @word(ptr %dims, i64 %k)
+  %exp = call i64 @word(ptr %wantdims, i64 %k)
+  %kok = icmp eq i64 %got, %exp
+  br i1 %kok, label %dimnext, label %decline
+dimnext:
+  %k1 = add i64 %k, 1
+  br label %dimloop
+bufnext:
+  %data = call i64 @field(ptr %obj, i64 ARRAY_DATA)
+  %dst = getelementptr i64, ptr %ptrs, i64 %i
+  store i64 %data, ptr %dst
+  %i1 = add i64 %i, 1
+  br label %bufloop
+
+scalloop:
+  %s = phi i64 [0, %bufloop], [%s1, %scalbody]
+  %sdone = icmp sge i64 %s, %nscal
+  br i1 %sdone, label %pairloop, label %scaltype
+scaltype:
+  %ai = add i64 %s, %nbufs
+  %sargp = getelementptr ptr, ptr %args, i64 %ai
+  %sobj = load ptr, ptr %sargp
+  %stype = call i64 @field(ptr %sobj, i64 OB_TYPE)
+  %wanttype = call i64 @word(ptr %stypes, i64 %s)
+  %stok = icmp eq i64 %stype, %wanttype
+  br i1 %stok, label %scalbody, label %decline
+scalbody:
+  %valp = getelementptr i8, ptr %sobj, i64 SCALAR_VALUE
+  %sz = call i64 @word(ptr %sizes, i64 %s)
+  %sdst = getelementptr i64, ptr %scal, i64 %s
+  store i64 0, ptr %sdst
+  call void @llvm.memcpy.p0.p0.i64(ptr %sdst, ptr %valp, i64 %sz, i1 false)
+  %s1 = add i64 %s, 1
+  br label %scalloop
+
+decline:
+  call void %incref(ptr %false)
+  ret ptr %false
+
+pairloop:
+  %q = phi i64 [0, %scalloop], [%q1, %pairnext]
+  %qdone = icmp sge i64 %q, %npairs
+  br i1 %qdone, label %stageloop, label %pairbody
+pairbody:
+  %q4 = mul i64 %q, 4
+  %bi = call i64 @word(ptr %pairs, i64 %q4)
+  %q4a = add i64 %q4, 1
+  %bj = call i64 @word(ptr %pairs, i64 %q4a)
+  %q4b = add i64 %q4, 2
+  %ni = call i64 @word(ptr %pairs, i64 %q4b)
+  %q4c = add i64 %q4, 3
+  %nj = call i64 @word(ptr %pairs, i64 %q4c)
+  %pi = call i64 @word(ptr %ptrs, i64 %bi)
+  %pj = call i64 @word(ptr %ptrs, i64 %bj)
+  %endi = add i64 %pi, %ni
+  %endj = add i64 %pj, %nj
+  %c1 = icmp ult i64 %pj, %endi
+  %c2 = icmp ult i64 %pi, %endj
+  %ov = and i1 %c1, %c2
+  br i1 %ov, label %fallback, label %pairnext
+pairnext:
+  %q1 = add i64 %q, 1
+  br label %pairloop
+
+fallback:
+  %fbp = getelementptr i8, ptr %self, i64 TUPLE_ITEMS_1
+  %fb = load ptr, ptr %fbp
+  %rf = call ptr %vcall(ptr %fb, ptr %args, i64 %nargs, ptr null)
+  ret ptr %rf
+
+stageloop:
+  %g = phi i64 [0, %pairloop], [%g1, %stageok]
+  %gdone = icmp sge i64 %g, %nstages
+  br i1 %gdone, label %done, label %stagebody
+stagebody:
+  %g2 = mul i64 %g, 2
+  %fn.i = call i64 @word(ptr %stages, i64 %g2)
+  %fn = inttoptr i64 %fn.i to ptr
+  %g2a = add i64 %g2, 1
+  %nb = call i64 @word(ptr %stages, i64 %g2a)
+  call void %fn(i64 0, i64 %nb, ptr %ptrs, ptr %syms, ptr %scal, ptr null, ptr %err)
+  %e = load i64, ptr %err
+  %bad = icmp ne i64 %e, 0
+  br i1 %bad, label %failed, label %stageok
+stageok:
+  %g1 = add i64 %g, 1
+  br label %stageloop
+
+failed:
+  %rec.b = call ptr %mkbytes(ptr %err, i64 32)
+  %recok = icmp ne ptr %rec.b, null
+  br i1 %recok, label %report, label %nomem
+report:
+  %ehp = getelementptr i8, ptr %self, i64 TUPLE_ITEMS_2
+  %eh = load ptr, ptr %ehp
+  %argv = alloca ptr, align 8
+  store ptr %rec.b, ptr %argv
+  %re = call ptr %vcall(ptr %eh, ptr %argv, i64 1, ptr null)
+  call void %decref(ptr %rec.b)
+  ret ptr %re
+nomem:
+  ret ptr null
+
+done:
+  call void %incref(ptr %none)
+  ret ptr %none
+}
+"""
+
+_METH_FASTCALL = 0x80
+
+
+class _MethodDef(ctypes.Structure):
+    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p), ("ml_flags", ctypes.c_int),
+                ("ml_doc", ctypes.c_char_p)]
+
+
+_LOCK = threading.Lock()
+_STATE: dict[str, Any] = {}  # "engine", "methoddef", "api": built once, kept for the process
+
+
+def _layout_ok() -> bool:
+    """The object layouts the native code reads, checked against this interpreter and numpy."""
+    probe_t = (object(), object())
+    probe_b = b"\x01\x02hologram"
+    read = ctypes.c_void_p.from_address
+    read32 = ctypes.c_int32.from_address
+    try:
+        if tuple.__itemsize__ != 8 or read(id(probe_t) + _TUPLE_ITEMS + 8).value != id(probe_t[1]):
+            return False
+        if read(id(probe_t) + _OB_TYPE).value != id(tuple):
+            return False
+        if ctypes.string_at(id(probe_b) + _BYTES_DATA, len(probe_b)) != probe_b:
+            return False
+        base = np.zeros((3, 4), np.float32)
+        readonly = np.arange(3, dtype=np.int64)[1:]
+        readonly.flags.writeable = False
+        for a, flags in ((base, C_CONTIGUOUS | WRITEABLE), (base[:, ::2], WRITEABLE), (readonly, C_CONTIGUOUS)):
+            if read(id(a) + _ARRAY_DATA).value != a.ctypes.data or read(id(a) + _ARRAY_DESCR).value != id(a.dtype):
+                return False
+            if read32(id(a) + _ARRAY_ND).value != a.ndim or read32(id(a) + _ARRAY_FLAGS).value & 0x0401 != flags:
+                return False
+            dims = read(id(a) + _ARRAY_DIMS).value
+            if tuple(ctypes.c_int64.from_address(dims + 8 * k).value for k in range(a.ndim)) != a.shape:
+                return False
+        for t in (np.bool_, np.int8, np.uint16, np.int32, np.uint64, np.float16, np.float32, np.float64):
+            v = t(1)
+            if ctypes.string_at(id(v) + _SCALAR_VALUE, v.itemsize) != v.tobytes():
+                return False
+    except (OSError, ValueError):  # pragma: no cover - an unreadable probe
+        return False
+    return ctypes.sizeof(ctypes.c_void_p) == 8
+
+
+def _build() -> dict[str, Any] | None:
+    with _LOCK:
+        if "ok" in _STATE:
+            return _STATE if _STATE["ok"] else None
+        _STATE["ok"] = False
+        if not _layout_ok():
+            return None
+        api = ctypes.pythonapi
+        try:
+            addresses = [ctypes.cast(getattr(api, n), ctypes.c_void_p).value
+                         for n in ("Py_IncRef", "PyObject_Vectorcall", "PyBytes_FromStringAndSize", "Py_DecRef")]
+            new_function = api.PyCFunction_NewEx
+        except AttributeError:  # pragma: no cover - a Python without these C-API functions
+            return None
+        new_function.restype = ctypes.py_object
+        new_function.argtypes = (ctypes.c_void_p, ctypes.py_object, ctypes.py_object)
+        ir = (_IR.replace("TUPLE_ITEMS_1", str(_TUPLE_ITEMS + 8)).replace("TUPLE_ITEMS_2", str(_TUPLE_ITEMS + 16))
+              .replace("TUPLE_ITEMS", str(_TUPLE_ITEMS)).replace("BYTES_DATA", str(_BYTES_DATA))
+              .replace("ARRAY_DATA", str(_ARRAY_DATA)).replace("ARRAY_ND", str(_ARRAY_ND))
+              .replace("ARRAY_DIMS", str(_ARRAY_DIMS)).replace("ARRAY_DESCR", str(_ARRAY_DESCR))
+              .replace("ARRAY_FLAGS", str(_ARRAY_FLAGS)).replace("OB_TYPE", str(_OB_TYPE))
+              .replace("SCALAR_VALUE", str(_SCALAR_VALUE)))
+        # Compiled straight by MCJIT (no IR pass pipeline: jit.STATS counts kernel
+        # compilations, and this hand-written function needs no optimizing).
+        with jit._LOCK:
+            tm = jit.target_machine()
+            module = llvm.parse_assembly(ir)
+            module.verify()
+            engine = llvm.create_mcjit_compiler(module, tm)
+            engine.finalize_object()
+            entry = engine.get_function_address("hologram_launch")
+        methoddef = _MethodDef(b"hologram_launch", entry, _METH_FASTCALL, None)
+        incref, vcall, mkbytes, decref = addresses
+        _STATE.update(ok=True, engine=engine, methoddef=methoddef, new_function=new_function,
+                      api=(incref, id(None), vcall, mkbytes, decref))
+        return _STATE
+
+
+def available() -> bool:
+    """Whether native launchers can be made in this process (built on first call)."""
+    return _build() is not None
+
+
+def native_launcher(buffers: Sequence[tuple[np.dtype, tuple[int, ...], bool]], scalars: Sequence[np.dtype],
+                    syms: Sequence[int], pairs: Sequence[tuple[int, int, int, int]], stages: Sequence[tuple[int, int]],
+                    fallback: Callable[..., None], on_error: Callable[[bytes], None]) -> Callable[..., Any]:
+    """The builtin `run(*buffers, *scalars)` for one launch plan, returning None when it
+    ran and False, having run nothing, when an argument is not exactly what it was made
+    for: `buffers` gives per buffer param (dtype, shape, written), which each array must
+    match exactly (type `ndarray`, that dtype object, that shape, C-contiguous, writeable
+    if written); `scalars` the dtype of each scalar param (a numpy scalar of exactly
+    that type). `pairs` are (buffer i, buffer j, bytes of i, bytes of j) to test for
+    overlap; `stages` (function address, block count); `fallback` gets the arguments
+    when a pair overlaps; `on_error` gets the error record of a failed stage and must
+    raise. Requires `available()`."""
+    state = _build()
+    if state is None:
+        raise RuntimeError("native launchers are not available in this process")
+    recs, dims = [], []
+    soff = _HEADER
+    poff = soff + len(syms)
+    goff = poff + 4 * len(pairs)
+    roff = goff + 2 * len(stages)
+    toff = roff + 4 * len(buffers)
+    zoff = toff + len(scalars)
+    doff = zoff + len(scalars)
+    for dtype, shape, written in buffers:
+        recs += [id(dtype), C_CONTIGUOUS | (WRITEABLE if written else 0), len(shape), doff + len(dims)]
+        dims += shape
+    words = [len(buffers), len(scalars), len(pairs), len(stages), *state["api"], soff, poff, goff,
+             id(np.ndarray), id(False), roff, toff, zoff, *syms, *(w for p in pairs for w in p),
+             *(w for s in stages for w in s), *recs, *(id(d.type) for d in scalars), *(d.itemsize for d in scalars),
+             *dims]
+    block = struct.pack(f"<{len(words)}q", *words)
+    keep = (tuple(d for d, _, _ in buffers), tuple(d.type for d in scalars))  # what the block's ids refer to
+    return state["new_function"](ctypes.addressof(state["methoddef"]), (block, fallback, on_error, keep), None)

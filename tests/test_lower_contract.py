@@ -1,0 +1,202 @@
+"""The register-tiled contraction (hologram/core/lower_contract.py): its shape, its proofs,
+and its numbers on both backends against numpy (docs/lowering.md, "Contractions")."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import hologram as hg
+from hologram.core.ir import Compute
+from hologram.core.isa import Instr, Label
+from hologram.core.lower import lower
+from hologram.core.lower_contract import BLOCK, GROUP, TILE_COLS, TILE_ROWS, match_contraction
+from hologram.core.lower_plan import make_plan
+from hologram.core.types import DType
+from hologram.core.verifier import verify
+from hologram.testing.contract import assert_close
+
+F32, F64 = DType.F32, DType.F64
+BACKENDS = ("interp", "cpu_llvm")
+
+GEMM = '''[kernel]
+name = "gemm"
+version = "1.0.0"
+inputs  = { alpha = "f32", a = "f32[m, k]", b = "f32[k, n]" }
+outputs = { c = "f32[m, n]" }
+body = "c[i, j] = alpha * sum(a[i, p] * b[p, j], p)"
+'''
+
+# the outer expression uses i and j, and a vector load, around the sum
+BIAS = '''[kernel]
+name = "affine"
+version = "1.0.0"
+inputs  = { a = "f32[m, k]", b = "f32[k, n]", bias = "f32[n]" }
+outputs = { c = "f32[m, n]" }
+body = "c[i, j] = maximum(sum(a[i, p] * b[p, j], p) + bias[j], 0.0) + i - 2 * j"
+'''
+
+_KERNELS: dict[tuple[str, str], hg.Kernel] = {}
+
+
+def kernel(text: str, backend: str) -> hg.Kernel:
+    if (text, backend) not in _KERNELS:
+        _KERNELS[text, backend] = hg.compile(text).on(backend)
+    return _KERNELS[text, backend]
+
+
+def gemm_program(text: str = GEMM):
+    from hologram.dsl.analyze import to_ir
+    from hologram.dsl.translators import parse_toml
+    kdefs = parse_toml(text, "<test>")
+    return to_ir(kdefs[0] if isinstance(kdefs, (list, tuple)) else kdefs)
+
+
+def same_bits(x: np.ndarray, y: np.ndarray) -> None:
+    """Equal bit for bit, NaN matching NaN whatever its payload."""
+    both_nan = np.isnan(x) & np.isnan(y)
+    assert np.array_equal(np.where(both_nan, 0, x.view(np.uint32)), np.where(both_nan, 0, y.view(np.uint32)))
+
+
+# ----------------------------------------------------------------------- structure
+def test_gemm_is_one_tiled_stage_with_every_tile_access_unchecked():
+    prog = verify(lower(gemm_program()))
+    (stage,) = prog.stages
+    assert stage.block == (TILE_ROWS, TILE_COLS) and [str(d) for d in stage.domain] == ["m", "n"]
+    body = stage.body
+    labels = {it.name: k for k, it in enumerate(body) if isinstance(it, Label)}
+    step = labels[next(n for n in labels if n.startswith("kstep"))]
+    end = next(k for k in range(step, len(body)) if isinstance(body[k], Instr) and body[k].op == "LOOP")
+    loop = [it for it in body[step:end] if isinstance(it, Instr)]
+    assert sum(it.op == "FMA" and it.dtype is F32 for it in loop) == TILE_ROWS * TILE_COLS
+    loads = [it for it in loop if it.op == "LDG"]
+    assert len(loads) == TILE_ROWS + TILE_COLS and not any(it.checked for it in loads)
+    # b's row segment is one register plus offsets 0..C-1: contiguous, so it vectorizes
+    assert sorted(it.addr.offset for it in loads if it.addr.buffer == "b") == list(range(TILE_COLS))
+    small = labels[next(n for n in labels if n.startswith("small"))]
+    tiled = [it for it in body[:small] if isinstance(it, Instr) and it.addr is not None]
+    assert tiled and not any(it.checked for it in tiled)  # the tile path is proven, loads and stores
+
+
+@pytest.mark.parametrize("body, inputs, tiled", [
+    ("c[i, j] = sum(a[i, p] * b[p, j], p)", '{ a = "f32[m, k]", b = "f32[k, n]" }', True),
+    ("c[i, j] = sum(b[p, j] * a[i, p], p)", '{ a = "f32[m, k]", b = "f32[k, n]" }', True),
+    # not a tiled contraction: f64 (compensated in-lane loop), a transposed operand,
+    # a second reduction, a product with a third factor
+    ("c[i, j] = sum(a[i, p] * b[p, j], p)", '{ a = "f64[m, k]", b = "f64[k, n]" }', False),
+    ("c[i, j] = sum(a[p, i] * b[p, j], p)", '{ a = "f32[k, m]", b = "f32[k, n]" }', False),
+    ("c[i, j] = sum(a[i, p] * b[p, j], p) - sum(a[i, q] * b[q, j], q)", '{ a = "f32[m, k]", b = "f32[k, n]" }',
+     False),
+    ("c[i, j] = sum(a[i, p] * b[p, j] * 2.0, p)", '{ a = "f32[m, k]", b = "f32[k, n]" }', False),
+])
+def test_which_statements_are_tiled(body, inputs, tiled):
+    dt = "f64" if "f64" in inputs else "f32"
+    text = GEMM.replace('{ alpha = "f32", a = "f32[m, k]", b = "f32[k, n]" }', inputs).replace(
+        "alpha * sum(a[i, p] * b[p, j], p)", body.split("= ", 1)[1]).replace('"f32[m, n]"', f'"{dt}[m, n]"')
+    kir = gemm_program(text)
+    plan = make_plan(kir)
+    st_ = next(s for s in plan.statements if isinstance(s, Compute) and s.target == "c")
+    assert (match_contraction(st_, plan.decls) is not None) is tiled
+    verify(lower(kir))
+
+
+def test_matvec_and_dot_keep_their_in_lane_loops():
+    for name in ("matvec", "dot"):
+        prog = lower(gemm_program(open(f"kernels/{name}.toml").read()))
+        assert not any(isinstance(it, Instr) and it.op == "FMA" for s in prog.stages for it in s.body)
+
+
+# ------------------------------------------------------------------------- numbers
+SIDES = st.sampled_from([0, 1, 2, TILE_ROWS - 1, TILE_ROWS, TILE_ROWS + 1, TILE_COLS - 1, TILE_COLS,
+                         TILE_COLS + 1, TILE_COLS + TILE_ROWS + 1])
+DEPTHS = st.sampled_from([0, 1, 2, BLOCK - 1, BLOCK, BLOCK + 1, BLOCK * GROUP - 1, BLOCK * GROUP,
+                          BLOCK * GROUP + 1, 45, 70])
+
+
+def check_gemm(alpha: np.float32, a: np.ndarray, b: np.ndarray) -> None:
+    """Both backends agree bit for bit and meet the reduction contract against numpy."""
+    outs = [kernel(GEMM, be)(alpha, a, b) for be in BACKENDS]
+    same_bits(*outs)
+    with np.errstate(all="ignore"):
+        # einsum's own loop, not BLAS (which may skip zero factors, and so inf * 0)
+        exact = np.einsum("ik,kj->ij", a.astype(np.float64), b.astype(np.float64))
+        want = (np.float64(alpha) * exact).astype(np.float32)
+        mag = abs(float(alpha)) * (np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64))
+    assert_close(outs[0], want, ulps=1, reduction_n=a.shape[1], magnitude=mag)
+
+
+@settings(max_examples=30, deadline=None)
+@given(m=SIDES, n=SIDES, k=DEPTHS, seed=st.integers(0, 2**32 - 1), alpha=st.sampled_from([1.0, -0.5, 3.0]))
+def test_gemm_matches_numpy_on_every_shape(m, n, k, seed, alpha):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = (rng.standard_normal((k, n)) * rng.choice([1e-3, 1.0, 1e3], (k, 1))).astype(np.float32)
+    check_gemm(np.float32(alpha), a, b)
+
+
+@settings(max_examples=20, deadline=None)
+@given(m=SIDES, n=SIDES, k=DEPTHS, seed=st.integers(0, 2**32 - 1))
+def test_gemm_nan_and_inf_as_numpy(m, n, k, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    for x in (a, b):  # a few non-finite entries, and zeros for inf * 0
+        flat = x.reshape(-1)
+        if flat.size:
+            picks = rng.integers(0, flat.size, max(1, flat.size // 20))
+            flat[picks] = rng.choice(np.array([np.nan, np.inf, -np.inf, 0.0], np.float32), picks.size)
+    check_gemm(np.float32(1.0), a, b)
+
+
+def test_products_and_group_partials_overflow_like_f32_but_group_totals_are_f64():
+    m, n, k = TILE_ROWS, TILE_COLS, 3 * BLOCK * GROUP
+    a = np.ones((m, k), np.float32)
+    b = np.zeros((k, n), np.float32)
+    b[0], b[BLOCK * GROUP], b[2 * BLOCK * GROUP] = 2e38, 2e38, -3e38  # one per group
+    b[1:3, 0] = 3e38  # column 0: two in one group overflow f32 there, as in numpy
+    b[3, 1] = 1e20
+    a[:, 3] = 1e20  # column 1: a product beyond f32 is inf, as in numpy
+    for be in BACKENDS:
+        c = kernel(GEMM, be)(np.float32(1.0), a, b)
+        total = 2 * np.float64(np.float32(2e38)) - np.float64(np.float32(3e38))
+        assert np.all(c[:, 2:] == np.float32(total))  # numpy's f32 loop: inf
+        assert np.all(c[:, 0] == np.inf) and np.all(c[:, 1] == np.inf)
+
+
+@settings(max_examples=6, deadline=None)
+@given(m=SIDES, n=SIDES, k=DEPTHS, seed=st.integers(0, 2**32 - 1))
+def test_outer_expression_sees_its_indices(m, n, k, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    outs = [kernel(BIAS, be)(a, b, bias) for be in BACKENDS]
+    same_bits(*outs)
+    s = np.einsum("ik,kj->ij", a.astype(np.float64), b.astype(np.float64)).astype(np.float32)
+    want = (np.maximum(s + bias, np.float32(0)).astype(np.float64) + np.arange(m)[:, None]
+            - 2 * np.arange(n)[None, :]).astype(np.float32)
+    assert_close(outs[0], want, ulps=2, reduction_n=k, magnitude=np.abs(a) @ np.abs(b) + np.abs(want))
+
+
+def test_stdlib_gemm_tile_edges_on_cpu():
+    rng = np.random.default_rng(7)
+    for m, k, n in ((TILE_ROWS * 3 + 5, 67, TILE_COLS * 4 + 7), (200, 129, 131)):
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        b = rng.standard_normal((k, n)).astype(np.float32)
+        c = hg.compile_file("kernels/gemm.toml").on("cpu_llvm")(np.float32(0.5), a, b)
+        assert_close(c, np.float32(0.5) * (a @ b), ulps=1, reduction_n=k, magnitude=0.5 * (np.abs(a) @ np.abs(b)))
+
+
+def test_the_tile_step_becomes_vector_fmas_on_cpu():
+    """The point of the tiling: after the default pass pipeline, LLVM's SLP vectorizer
+    turns each row of the tile step into vector FMAs (any width the host offers)."""
+    from hologram_cpu_llvm import jit
+    from hologram_cpu_llvm.codegen import compile_program
+    prog = hg.compile(GEMM).program
+    optimized: list[str] = []
+    jit.compile_object(compile_program(prog).module_ir, optimized)
+    vector_fmas = [line for line in optimized[0].splitlines()
+                   if "@llvm.fma.v" in line and "f32(" in line and " call " in line]
+    assert len(vector_fmas) >= TILE_ROWS

@@ -1,0 +1,100 @@
+"""The optimizer is held to the oracle: a wrong pass registered from outside is caught.
+
+`swap-sub` is a third party's IR pass, registered in-process through the pluggy hook
+exactly as an installed plugin's would be, that rewrites `a - b` into `b - a` and puts
+itself in O2 only. The differential harness, run at O0 and O2, must pass O0, fail O2,
+shrink the failure to a small kernel, bisect it to `swap-sub`, and write a reproducer
+that fails again at O2 and passes at O0 (and at O2 once the pass is gone). Without the
+pass, the built-in pipeline agrees with the oracle at both levels on both backends.
+"""
+
+from __future__ import annotations
+
+import os
+
+import attrs
+import pytest
+
+from hologram.core.hookspecs import hookimpl
+from hologram.core.ir import Accumulate, Compute, Expr, KernelIR
+from hologram.core.plugins import list_backends, plugin_manager
+from hologram.passes import Pass
+from hologram.passes.manager import resolve
+from hologram.testing.difftest import replay, run_difftest
+
+
+def _swap(e: Expr) -> Expr | None:
+    a, b = e.srcs if e.op == "SUB" else (None, None)
+    if a is not None and a != b and a.dtype == b.dtype:
+        return attrs.evolve(e, srcs=(b, a))
+    return None
+
+
+def swap_sub(kir: KernelIR) -> KernelIR:
+    """Wrong on purpose: a - b -> b - a."""
+    body = []
+    for st in kir.body:
+        if isinstance(st, Compute):
+            body.append(attrs.evolve(st, body=st.body.replace(_swap)))
+        else:
+            assert isinstance(st, Accumulate)
+            body.append(attrs.evolve(st, key=st.key.replace(_swap), value=st.value.replace(_swap)))
+    return attrs.evolve(kir, body=tuple(body))
+
+
+class WrongPassPlugin:
+    @hookimpl
+    def hologram_register_passes(self, register):
+        register(Pass("swap-sub", "ir", swap_sub, pipelines=("O2",), summary="a - b -> b - a (wrong on purpose)"))
+
+
+@pytest.fixture
+def wrong_pass():
+    pm = plugin_manager()
+    plugin = WrongPassPlugin()
+    pm.register(plugin, name="test-wrong-pass")
+    try:
+        yield "swap-sub"
+    finally:
+        pm.unregister(plugin)
+
+
+def test_a_wrong_pass_from_outside_is_caught_at_its_level_and_bisected(wrong_pass, tmp_path):
+    assert wrong_pass in resolve("O2").names and wrong_pass not in resolve("O0").names
+    report = run_difftest(["interp"], examples=40, seed=11, kinds=("kernels",), out_dir=str(tmp_path),
+                          opts=("O0", "O2"))
+    rows = {r.opt: r for r in report.rows}
+    assert rows["O0"].failed == 0 and rows["O0"].reproducer is None
+    bad = rows["O2"]
+    assert bad.failed > 0 and not report.ok
+    assert bad.culprit == wrong_pass, bad.message
+    assert f"pass {wrong_pass!r}" in bad.message
+    path = bad.reproducer
+    assert path.endswith(".toml") and "-O2-" in os.path.basename(path)
+    source = open(path).read()
+    assert " - " in source or "-(" in source or "-" in source.split('body = """')[1], source
+    assert len(source.splitlines()) < 14, source  # shrunk to a small kernel
+    assert "opt: O2" in open(path[:-len(".toml")] + ".txt").read()
+    assert replay(path)["interp"]                   # at the level it failed at, by default
+    assert replay(path, opt="O0")["interp"] is None
+
+
+def test_the_reproducer_passes_once_the_wrong_pass_is_gone(tmp_path):
+    pm = plugin_manager()
+    plugin = WrongPassPlugin()
+    pm.register(plugin, name="test-wrong-pass")
+    try:
+        report = run_difftest(["interp"], examples=40, seed=11, kinds=("kernels",), out_dir=str(tmp_path),
+                              opts=("O2",))
+    finally:
+        pm.unregister(plugin)
+    path = report.rows[0].reproducer
+    assert path and replay(path)["interp"] is None
+
+
+@pytest.mark.parametrize("kind", ["kernels", "programs"])
+def test_the_builtin_pipelines_agree_with_the_oracle_on_every_backend(kind, tmp_path):
+    report = run_difftest(list_backends(), examples=25, seed=5, kinds=(kind,), out_dir=str(tmp_path),
+                          opts=("O0", "O2"))
+    assert report.ok, "\n".join(f"{r.opt} {r.backend}: {r.message}" for r in report.rows if r.failed)
+    assert {(r.opt, r.backend) for r in report.rows} == {(o, b) for o in ("O0", "O2") for b in list_backends()}

@@ -1,0 +1,291 @@
+"""hologram.passes.stats: the counts are what the program does, symbolically and bound.
+
+Byte counts are checked against hand counts of small programs (straight-line code, a
+guarded loop nest, a data-dependent loop, a subroutine called in a loop, inits) and of
+the stdlib kernels; the polynomial and formula algebra against direct evaluation."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hologram.core.asm import parse_program
+from hologram.core.ir import Compute, Expr, KernelIR, TensorDecl
+from hologram.core.types import Affine, DType
+from hologram.passes.stats import Formula, Poly, Stats, format_stats, measure, reduction, render
+
+EMPTY_IR = KernelIR("k", "1", (), (), (), ())
+
+
+def traffic(text: str) -> Stats:
+    return measure(EMPTY_IR, parse_program(text))
+
+
+HEAD = """\
+.program p
+.symbols n m
+.param in x: f32[n]
+.param in w: f64[m]
+.param out y: f32[n]
+.temp t: i32[]
+"""
+
+
+def test_straight_line_stage_counts_every_lane_access():
+    s = traffic(HEAD + """
+.stage s domain [n - 1] block [4]
+    .reg %i: i64
+    .reg %a, %b: f32
+    .init t[0] = 0
+    MOV.i64 %i, %gid.x
+    LDG.f32.chk %a, [x + %i]
+    LDG.f32.chk %b, [x + %i + 1]
+    ADD.f32 %a, %a, %b
+    STG.f32.chk [y + %i], %a
+    EXIT
+""")
+    assert str(s.bytes_read) == "8*n - 8"
+    assert str(s.bytes_written) == "4*n"  # 4*(n-1) stored + the 4-byte init of t
+    assert s.bind(n=5).bytes_read.evaluate({}) == 32
+    assert (s.stages, s.instructions, s.registers) == (1, 6, 3)
+
+
+LOOPS = HEAD + """
+.stage s domain [n] block [4]
+    .reg %i, %j, %c, %k, %kc, %e: i64
+    .reg %p: bool
+    .reg %v: f64
+    MOV.i64 %i, %gid.x
+    SUB.i64 %e, $m, 1
+    SET.le.i64 %p, %e, 0
+    @%p BRA done
+    MOV_IMM.i64 %j, 0
+    MOV.i64 %c, %e
+top:
+    LDG.f64.chk %v, [w + %j]
+    MOV_IMM.i64 %kc, 3
+inner:
+    ReduceAdd.f64.chk [w + %i], %v
+    LOOP %kc, inner
+    ADD.i64 %j, %j, 1
+    LOOP %c, top
+done:
+    EXIT
+"""
+
+
+def test_loop_nest_trip_counts_are_symbolic_and_clamped():
+    s = traffic(LOOPS)
+    # (m - 1) iterations of an 8-byte load of w[j], the same element for every lane
+    # (moved once), and per lane 3 reductions of 8 bytes into its own w[i]
+    assert str(s.bytes_read) == "8*m - 8"
+    assert str(s.bytes_written) == "24*m*n - 24*n"
+    assert s.bytes_written.evaluate({"n": 10, "m": 4}) == 10 * 3 * 3 * 8
+    # m = 0: the guarded loop runs no times (the expansion alone would say -24*n)
+    assert s.bytes_written.evaluate({"n": 10, "m": 0}) == 0
+    assert str(s.bind(m=3).bytes_written) == "48*n"
+
+
+def test_a_data_dependent_trip_count_becomes_its_own_symbol():
+    s = traffic(HEAD + """
+.stage s domain [n] block [4]
+    .reg %i, %c: i64
+    .reg %v: f32
+    MOV.i64 %i, %gid.x
+    LDG.f32.chk %v, [x + %i]
+    CVT.i64.f32 %c, %v
+top:
+    STG.f32.chk [y + %i], %v
+    LOOP %c, top
+    EXIT
+""")
+    assert s.bytes_written.symbols == {"n", "trips.s.top"}
+    assert s.bytes_written.evaluate({"n": 2, "trips.s.top": 5}) == 2 * 5 * 4
+    with pytest.raises(KeyError, match="trips.s.top"):
+        s.bytes_written.evaluate({"n": 2})
+
+
+def test_a_subroutine_counts_once_per_call_at_the_callers_multiplicity():
+    s = traffic(HEAD + """
+.stage s domain [n] block [4]
+    .reg %i, %c: i64
+    .reg %v: f32
+    MOV.i64 %i, %gid.x
+    MOV.i64 %c, $m
+top:
+    CALL body
+    LOOP %c, top
+    CALL body
+    EXIT
+body:
+    LDG.f32.chk %v, [x + %i]
+    RET
+""")
+    assert str(s.bytes_read) == "4*m*n + 4*n"
+
+
+def test_both_arms_of_a_branch_count_and_code_after_an_inner_exit_too():
+    s = traffic(HEAD + """
+.stage s domain [n] block [4]
+    .reg %i: i64
+    .reg %v: f32
+    .reg %p: bool
+    MOV.i64 %i, %gid.x
+    SET.lt.i64 %p, %i, 1
+    @%p BRA other
+    LDG.f32.chk %v, [x + %i]
+    EXIT
+other:
+    LDG.f32.chk %v, [x + %i]
+    STG.f32.chk [y + %i], %v
+    EXIT
+""")
+    assert str(s.bytes_read) == "8*n"
+    assert str(s.bytes_written) == "4*n"
+
+
+def test_ir_ops_count_distinct_operations_per_statement():
+    x = Expr.load("x", DType.F32, (Expr.idx("i"),))
+    sq = Expr("MUL", DType.F32, (x, x))
+    body = Expr("ADD", DType.F32, (sq, Expr("MUL", DType.F32, (x, x))))  # the same square twice
+    kir = KernelIR("k", "1", (TensorDecl("x", DType.F32, (Affine.of("n"),), "input"),),
+                   (TensorDecl("y", DType.F32, (Affine.of("n"),), "output"),), (),
+                   (Compute("y", ("i",), body), Compute("y", ("i",), x)))
+    prog = parse_program(".program k\n.param in x: f32[1]\n.stage s domain [1] block [1]\n    EXIT\n")
+    # load, mul, add in the first statement; the load again in the second
+    assert measure(kir, prog).ir_ops == 4
+
+
+# ----------------------------------------------------------------- the algebra
+polys = st.builds(lambda cs: sum((Poly.const(c) * Poly.sym(s) if s else Poly.const(c) for s, c in cs), Poly()),
+                  st.lists(st.tuples(st.sampled_from(["", "n", "m"]), st.integers(-5, 5)), max_size=4))
+bindings = st.fixed_dictionaries({"n": st.integers(-4, 6), "m": st.integers(-4, 6)})
+
+
+def value(p: Poly, b: dict) -> int:
+    return p.bind(b).value
+
+
+@given(polys, polys, bindings)
+def test_poly_ring_operations_agree_with_evaluation(a, b, env):
+    assert value(a + b, env) == value(a, env) + value(b, env)
+    assert value(a - b, env) == value(a, env) - value(b, env)
+    assert value(a * b, env) == value(a, env) * value(b, env)
+    assert (a * b).bind(env).is_const
+
+
+@given(st.lists(st.tuples(st.integers(0, 9), st.lists(polys, max_size=3)), max_size=4), bindings)
+def test_formula_evaluates_every_factor_clamped_at_zero(terms, env):
+    f = Formula(tuple((c, tuple(fs)) for c, fs in terms))
+    want = 0
+    for c, fs in terms:
+        prod = c
+        for p in fs:
+            prod *= max(value(p, env), 0)
+        want += prod
+    assert f.evaluate(env) == want
+    assert f.simplify().evaluate(env) == want
+    assert f.bind({"n": env["n"]}).evaluate({"m": env["m"]}) == want
+
+
+def test_poly_prints_highest_degree_first():
+    n, m = Poly.sym("n"), Poly.sym("m")
+    assert str(Poly.const(4) * m * n + Poly.const(8) * n - Poly.const(4)) == "4*m*n + 8*n - 4"
+    assert str(n * n - n) == "n^2 - n"
+    assert str(Poly()) == "0"
+
+
+# ------------------------------------------------------------------- the table
+def test_reduction_wording():
+    assert reduction(4, 1) == "75% reduction"
+    assert reduction(4, 4) == "no change"
+    assert reduction(4, 5) == "25% increase"
+
+
+def test_format_stats_shows_each_level_and_the_change():
+    b = Poly.sym("n")
+    s0 = Stats(3, 10, 20, 7, Formula(((24, (b,)),)), Formula(((12, (b,)), (8, ()))))
+    s2 = Stats(2, 8, 15, 7, Formula(((12, (b,)),)), Formula(((4, (b,)), (4, ()))))
+    text = render(format_stats({"O0": s0, "O2": s2}))
+    assert "3 -> 2 (33% reduction)" in text
+    assert "24*n" in text and "12*n" in text
+    assert "24576 -> 12288 (50% reduction)" in text  # at n = 1024, as the caption says
+    assert "n=1024" in text
+    assert "n=10" in render(format_stats({"O0": s0, "O2": s2}, symbols={"n": 10}))
+
+
+def test_exactness_flag_separates_zero_trip_guards_from_branches_that_skip_accesses():
+    assert traffic(LOOPS).bytes_exact  # `SET.le %p, X, 0; @%p BRA done` around a loop of X trips
+    skipping = traffic(HEAD + """
+.stage s domain [n] block [4]
+    .reg %i: i64
+    .reg %v: f32
+    .reg %p: bool
+    MOV.i64 %i, %gid.x
+    SET.ne.i64 %p, %tid.x, 0
+    @%p BRA done
+    LDG.f32.chk %v, [x + %i]
+    STG.f32.chk [y + %i], %v
+done:
+    EXIT
+""")
+    assert not skipping.bytes_exact and str(skipping.bytes_read) == "4*n"
+    assert "<= 4*n" in render(format_stats({"O0": skipping}))
+    # what a guard skips runs only when its X > 0: here a loop of n trips under a guard on m - 1
+    other = traffic(LOOPS.replace("MOV.i64 %c, %e", "MOV.i64 %c, $n"))
+    assert other.bytes_exact and str(other.bytes_written) == "24*n^2"
+    assert other.bytes_written.evaluate({"n": 3, "m": 1}) == 0
+    assert other.bytes_written.evaluate({"n": 3, "m": 5}) == 24 * 3 * 3
+
+
+def test_an_invariant_hoisted_under_a_zero_trip_guard_counts_only_when_the_loop_runs():
+    s = traffic(HEAD + """
+.stage s domain [n] block [4]
+    .reg %i, %j, %c: i64
+    .reg %p: bool
+    .reg %v: f32
+    .reg %u: f64
+    MOV.i64 %i, %gid.x
+    SET.le.i64 %p, $m, 0
+    @%p BRA done
+    LDG.f32.chk %v, [x + %i]
+    MOV_IMM.i64 %j, 0
+    MOV.i64 %c, $m
+top:
+    LDG.f64.chk %u, [w + %j]
+    ADD.i64 %j, %j, 1
+    LOOP %c, top
+done:
+    EXIT
+""")
+    assert s.bytes_exact and str(s.bytes_read) == "8*m + 4*n"  # w[j]: the same for every lane
+    assert s.bytes_read.evaluate({"n": 10, "m": 0}) == 0
+    assert s.bytes_read.evaluate({"n": 10, "m": 2}) == 10 * 4 + 16
+
+
+def test_an_access_the_same_for_every_lane_counts_once_per_launch():
+    s = traffic(HEAD + """
+.stage s domain [n] block [4]
+    .reg %i, %k, %c: i64
+    .reg %a, %b: f32
+    .reg %p: bool
+    MOV.i64 %i, %gid.x
+    MOV_IMM.i64 %k, 2
+    ADD.i64 %k, %k, $n
+    LDG.f32.chk %a, [x + %k]
+    LDG.f32.chk %b, [x]
+    CVT.i64.f32 %c, %b
+    LDG.f32.chk %b, [x + %c]
+    ADD.f32 %a, %a, %b
+    ReduceAdd.f32.chk [y], %a
+    SET.lt.i64 %p, %i, 2
+    SEL.i64 %c, %p, %k, %i
+    LDG.f32.chk %b, [x + %c]
+    STG.f32.chk [y + %i], %b
+    EXIT
+""")
+    # x[n+2], x[0] and x[x[0]] are one element each; so is the reduction into y[0];
+    # x[%c] with %c chosen by the lane's position, and y[i], are one per lane
+    assert str(s.bytes_read) == "4*n + 12"
+    assert str(s.bytes_written) == "4*n + 4"
