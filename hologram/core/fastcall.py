@@ -56,6 +56,25 @@ def program_order(sig: Signature, program: Program) -> tuple[list[str], list[str
     return bufs, scals
 
 
+Accepts = list[tuple[np.dtype, tuple[int, ...], bool]]  # per buffer: dtype, shape, written
+
+
+def exact_arguments(args: tuple, accepts: Accepts, scalar_types: list[type]) -> bool:
+    """The `Run` contract's test: one exact C-contiguous `ndarray` per buffer, of its
+    dtype and shape and writeable if written, then one numpy scalar per scalar param, of
+    exactly its type."""
+    nbufs = len(accepts)
+    if len(args) != nbufs + len(scalar_types):
+        return False
+    for a, (dtype, shape, written) in zip(args, accepts):
+        if type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape:
+            return False
+        flags = a.flags
+        if not flags.c_contiguous or (written and not flags.writeable):
+            return False
+    return all(type(v) is t for v, t in zip(args[nbufs:], scalar_types))
+
+
 def plain_run(backend: Any, executable: Any, sig: Signature, order: tuple[list[str], list[str]],
               symbols: Mapping[str, int], shapes: Mapping[str, tuple[int, ...]]) -> Run:
     """A `Run` through `backend.launch`, for backends without a `launcher`: the same
@@ -72,15 +91,7 @@ def plain_run(backend: Any, executable: Any, sig: Signature, order: tuple[list[s
     nbufs, symbols = len(bufs), dict(symbols)
 
     def run(*args: Any) -> bool | None:
-        if len(args) != nbufs + len(scals):
-            return False
-        for a, (dtype, shape, written) in zip(args, accepts):
-            if type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape:
-                return False
-            flags = a.flags
-            if not flags.c_contiguous or (written and not flags.writeable):
-                return False
-        if any(type(v) is not t for v, t in zip(args[nbufs:], scalar_types)):
+        if not exact_arguments(args, accepts, scalar_types):
             return False
         named = dict(zip(bufs, args[:nbufs]))
         named.update(unalias({n: named[n] for n in inputs}, [named[n] for n in outputs]))

@@ -36,9 +36,10 @@ Monomial = tuple[str, ...]  # sorted symbol names, with repetition; () is the co
 SYMBOL_MAX = (1 << 62) - 1
 
 
-@attrs.frozen
+@attrs.frozen(order=True)
 class Poly:
-    """`sum(coeff * monomial)`, terms sorted, zero coefficients dropped (canonical)."""
+    """`sum(coeff * monomial)`, terms sorted, zero coefficients dropped (canonical).
+    Also the symbolic counts of hologram.passes.stats."""
 
     terms: tuple[tuple[Monomial, int], ...] = ()
 
@@ -100,13 +101,38 @@ class Poly:
     def symbols(self) -> frozenset[str]:
         return frozenset(s for m, _ in self.terms for s in m)
 
+    def bind(self, symbols: Mapping[str, int]) -> "Poly":
+        """Substitute the given symbols (the others stay symbolic)."""
+        acc: dict[Monomial, int] = {}
+        for m, c in self.terms:
+            for s in m:
+                if s in symbols:
+                    c *= int(symbols[s])
+            rest = tuple(s for s in m if s not in symbols)
+            acc[rest] = acc.get(rest, 0) + c
+        return Poly.make(acc)
+
+    def __repr__(self) -> str:
+        return f"Poly({str(self)!r})"
+
     def __str__(self) -> str:
         out = ""
         for m, c in sorted(self.terms, key=lambda t: (-len(t[0]), t[0])):
-            mono = "*".join(m)
+            mono = "*".join(s if k == 1 else f"{s}^{k}" for s, k in _powers(m))
             mag = str(abs(c)) if not mono else (mono if abs(c) == 1 else f"{abs(c)}*{mono}")
             out += (("-" if c < 0 else "") + mag) if not out else (" - " if c < 0 else " + ") + mag
         return out or "0"
+
+
+def _powers(m: Monomial) -> list[tuple[str, int]]:
+    """`('m', 'n', 'n')` -> `[('m', 1), ('n', 2)]` (a monomial is sorted)."""
+    out: list[tuple[str, int]] = []
+    for s in m:
+        if out and out[-1][0] == s:
+            out[-1] = (s, out[-1][1] + 1)
+        else:
+            out.append((s, 1))
+    return out
 
 
 Bounds = tuple[Poly, ...]  # sorted, no bound implied by another, at most MAX_BOUNDS

@@ -92,18 +92,30 @@ def _problem(value: Any, spec: Any, path: str) -> str | None:
     return f"{path} should be {_name(spec)}, not {value!r}"
 
 
-# Programs found well typed, by identity: every field is then a frozen class, a tuple or
-# a scalar, so the answer cannot change, and the verifier, the encoder and the formatter
-# each asking again costs nothing (a walk of a big program takes milliseconds).
-_WELL_TYPED: weakref.WeakValueDictionary[int, Program] = weakref.WeakValueDictionary()
+class ProgramsByIdentity:
+    """A weak set of Programs, by identity: a well-typed Program is immutable all the way
+    down (frozen classes, tuples and scalars), so a verdict about it holds for its whole
+    life and need not be recomputed (a walk of a big program takes milliseconds)."""
+
+    def __init__(self) -> None:
+        self._by_id: weakref.WeakValueDictionary[int, Program] = weakref.WeakValueDictionary()
+
+    def __contains__(self, p: object) -> bool:
+        return p is not None and self._by_id.get(id(p)) is p
+
+    def add(self, p: Program) -> None:
+        self._by_id[id(p)] = p
+
+
+_WELL_TYPED = ProgramsByIdentity()  # the verifier, the encoder and the formatter all ask
 
 
 def structure_problem(p: object) -> str | None:
     """A description of the first ill-typed field of `p` (`stages[0].body[3].dtype
     should be DType or None, not 'f32'`), or None when every field is well typed."""
-    if p is not None and _WELL_TYPED.get(id(p)) is p:
+    if p in _WELL_TYPED:
         return None
     bad = _problem(p, Program, "program")
     if bad is None and isinstance(p, Program):
-        _WELL_TYPED[id(p)] = p
+        _WELL_TYPED.add(p)
     return bad

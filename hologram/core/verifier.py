@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 import re
-import weakref
 
 import numpy as np
 
@@ -34,7 +33,7 @@ from .encoding import SUPPORTED_ISA_VERSIONS
 from .errors import VerifyError, did_you_mean
 from .intervals import Domain, Poly
 from .isa import COMPARE_MODS, OPCODES, BufferParam, Imm, Instr, Label, Program, Reg, ScalarParam, Special, Stage, Sym
-from .structure import structure_problem
+from .structure import ProgramsByIdentity, structure_problem
 from .types import Affine, DType
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -49,16 +48,14 @@ _TYPE_CLASS_TEXT = {"any": "any type", "num": "a numeric type", "int": "an integ
                     "intbool": "an integer type or bool", "float": "a float type"}
 
 
-# Programs that passed, by identity. A Program that passed is immutable all the way down
-# (frozen classes and tuples: the structure check insists), so it passes forever; the
-# front end verifies what it lowers and a backend re-verifies what it is handed, and this
-# makes the second check free (it was 1-6 ms of a warm cpu_llvm prepare).
-_PASSED: weakref.WeakValueDictionary[int, Program] = weakref.WeakValueDictionary()
+# Programs that passed: the front end verifies what it lowers and a backend re-verifies
+# what it is handed; this makes the second check free (1-6 ms of a warm cpu_llvm prepare).
+_PASSED = ProgramsByIdentity()
 
 
 def verify(p: Program) -> Program:
     """`p` itself when it satisfies every rule (docs/hasm.md), else VerifyError."""
-    if p is not None and _PASSED.get(id(p)) is p:
+    if p in _PASSED:
         return p
     if not isinstance(p, Program):
         raise _fail("structure", f"verify expects a Program, got {type(p).__name__}")
@@ -68,7 +65,7 @@ def verify(p: Program) -> Program:
     _check_program(p)
     for stage in p.stages:
         _StageChecker(p, stage).run()
-    _PASSED[id(p)] = p
+    _PASSED.add(p)
     return p
 
 

@@ -34,108 +34,9 @@ import attrs
 
 from ..core.ir import LEAF_OPS, Compute, Expr, KernelIR, Statement
 from ..core.isa import OPCODES, Imm, Instr, Label, Program, Reg, Special, Stage, Sym
-from ..core.types import Affine
+from ..core.intervals import Poly
 
 __all__ = ["Poly", "Formula", "Stats", "measure", "format_stats", "reduction"]
-
-Monomial = tuple[tuple[str, int], ...]  # (symbol, power), sorted by symbol
-
-
-# ------------------------------------------------------------------- polynomials
-@attrs.frozen(order=True)
-class Poly:
-    """An integer polynomial in the shape symbols: `terms` are (monomial, coefficient)
-    sorted by monomial, coefficients non-zero, so equal polynomials are equal values."""
-
-    terms: tuple[tuple[Monomial, int], ...] = ()
-
-    def __repr__(self) -> str:
-        return f"Poly({str(self)!r})"
-
-    @staticmethod
-    def make(acc: Mapping[Monomial, int]) -> "Poly":
-        return Poly(tuple(sorted((m, c) for m, c in acc.items() if c)))
-
-    @staticmethod
-    def const(value: int) -> "Poly":
-        return Poly.make({(): int(value)})
-
-    @staticmethod
-    def sym(name: str) -> "Poly":
-        return Poly(((((name, 1),), 1),))
-
-    @staticmethod
-    def of_affine(a: Affine) -> "Poly":
-        acc: dict[Monomial, int] = {(): a.const}
-        for name, c in a.terms:
-            acc[((name, 1),)] = c
-        return Poly.make(acc)
-
-    def __add__(self, other: "Poly") -> "Poly":
-        acc = dict(self.terms)
-        for m, c in other.terms:
-            acc[m] = acc.get(m, 0) + c
-        return Poly.make(acc)
-
-    def __neg__(self) -> "Poly":
-        return Poly(tuple((m, -c) for m, c in self.terms))
-
-    def __sub__(self, other: "Poly") -> "Poly":
-        return self + (-other)
-
-    def __mul__(self, other: "Poly") -> "Poly":
-        acc: dict[Monomial, int] = {}
-        for m1, c1 in self.terms:
-            for m2, c2 in other.terms:
-                powers = dict(m1)
-                for s, p in m2:
-                    powers[s] = powers.get(s, 0) + p
-                m = tuple(sorted(powers.items()))
-                acc[m] = acc.get(m, 0) + c1 * c2
-        return Poly.make(acc)
-
-    @property
-    def is_const(self) -> bool:
-        return all(not m for m, _ in self.terms)
-
-    @property
-    def value(self) -> int:
-        """The constant term (the whole value when `is_const`)."""
-        return dict(self.terms).get((), 0)
-
-    @property
-    def symbols(self) -> frozenset[str]:
-        return frozenset(s for m, _ in self.terms for s, _ in m)
-
-    def bind(self, symbols: Mapping[str, int]) -> "Poly":
-        """Substitute the given symbols (others stay symbolic)."""
-        acc: dict[Monomial, int] = {}
-        for m, c in self.terms:
-            rest = []
-            for s, p in m:
-                if s in symbols:
-                    c *= int(symbols[s]) ** p
-                else:
-                    rest.append((s, p))
-            acc[tuple(rest)] = acc.get(tuple(rest), 0) + c
-        return Poly.make(acc)
-
-    def __str__(self) -> str:
-        if not self.terms:
-            return "0"
-        # highest degree first, then by symbol: "4*m*n + 8*n + 4"
-        ordered = sorted(self.terms, key=lambda t: (-sum(p for _, p in t[0]), t[0]))
-        out = ""
-        for m, c in ordered:
-            factors = [s if p == 1 else f"{s}^{p}" for s, p in m]
-            mag = abs(c)
-            body = "*".join(([str(mag)] if mag != 1 or not factors else []) + factors)
-            if not out:
-                out = body if c > 0 else f"-{body}"
-            else:
-                out += f" + {body}" if c > 0 else f" - {body}"
-        return out
-
 
 Term = tuple[int, tuple[Poly, ...], tuple[Poly, ...]]  # (coefficient, factors, conditions)
 
@@ -285,7 +186,7 @@ def _stage_traffic(stage: Stage, program: Program) -> tuple[Formula, Formula, bo
     """Bytes one launch of `stage` reads and writes (its domain times the lane's count),
     and whether that count is exact (False: an upper bound, see `_skips_memory`)."""
     buffers = program.buffers()
-    lanes = tuple(Poly.of_affine(d) for d in stage.domain)
+    lanes = tuple(Poly.of(d) for d in stage.domain)
     body = stage.body
     labels = {it.name: k for k, it in enumerate(body) if isinstance(it, Label)}
     counts, guards = _trip_counts(stage, labels)

@@ -23,6 +23,7 @@ import struct
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
+from hologram.core.fastcall import exact_arguments
 
 from . import trampoline
 from .runtime import (
@@ -51,15 +52,7 @@ def make_launcher(exe: Executable, symbols: Mapping[str, int], num_threads: Call
     scalar_types = [dtype.type for _, dtype in exe.scalars]
 
     def general(*args: Any) -> bool | None:
-        if len(args) != nparams + len(scalar_types):
-            return False
-        for a, (dtype, shape, written) in zip(args, accepts):
-            if type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape:
-                return False
-            flags = a.flags
-            if not flags.c_contiguous or (written and not flags.writeable):
-                return False
-        if any(type(v) is not t for v, t in zip(args[nparams:], scalar_types)):
+        if not exact_arguments(args, accepts, scalar_types):
             return False
         arrays = list(args[:nparams])
         arrays += [np.zeros(size, b.dtype) for b, size in zip(exe.temps, geo.sizes[nparams:])]
