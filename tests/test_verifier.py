@@ -605,3 +605,36 @@ def test_the_documented_examples_hold():
     p = parse_program(".program k\n.symbols n\n.param in x: f32[n]\n.stage s domain [n] block [4]\n"
                       ".reg %i: i64\nMOV.i64 %i, %gid.x\nEXIT\n")
     assert bytes.fromhex(hexes) == encode(p)
+
+
+def test_a_loop_does_not_widen_registers_it_never_writes():
+    """Found by `hologram diff-test` (seed 11): `%r0` (gid.x) reached the second loop's
+    head first through an edge that narrowed it (`%r0 < %r0` taken: [1, n - 2]), then
+    through the other one ([0, n - 1]); widening there dropped the bound although the
+    loop never writes `%r0`, and the store after it could no longer be proven."""
+    verify(parse_program("""
+.program prog
+.symbols n
+.param in x: i8[n]
+.param out y: i8[n]
+.stage s domain [n] block [1]
+    .reg %r0, %k, %c: i64
+    .reg %r1: i8
+    .reg %p: bool
+    MOV.i64     %r0, %gid.x
+    MOV_IMM.i64 %k, 0
+    LDG.i8      %r1, [x + %r0]
+    SET.lt.i64  %p, %r0, %r0
+    @%p BRA     L1
+    MOV_IMM.i64 %c, 4
+L2:
+    MOV_IMM.i64 %k, 1
+    LOOP        %c, L2
+L1:
+    MOV_IMM.i64 %c, 2
+L3:
+    ADD.i64     %k, %k, 1
+    LOOP        %c, L3
+    STG.i8      [y + %r0], %r1
+    EXIT
+"""))

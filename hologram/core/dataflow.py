@@ -122,6 +122,7 @@ class StageAnalysis:
         self.loop_heads = {self.labels[i.target] for i in self.body if isinstance(i, Instr) and i.op == "LOOP"}
         self.regions: dict[int, list[int]] = {}
         self.callee_writes: dict[int, set[str]] = {}
+        self.loop_written: dict[int, set[str]] = {}
         self.inductions = self._inductions()
         self.fact_keys = tuple("$" + name for name in sorted(program.symbols))
         # register -> the predicates a SET compares it into (only a SET makes a Cmp), so a
@@ -210,7 +211,7 @@ class StageAnalysis:
                 if pc in self.loop_heads and pc in ins:
                     visits[pc] = visits.get(pc, 0) + 1
                     if visits[pc] > 2:
-                        new = self._widen(ins[pc], new)
+                        new = self._widen(ins[pc], new, self._loop_writes(pc))
                 if pc in self.inductions:
                     arrivals = [outs[src][kind] for src, kind in self.preds.get(pc, ())
                                 if src < pc and src in inside and kind in outs.get(src, {})]
@@ -237,10 +238,15 @@ class StageAnalysis:
                 out[r] = None
         return out
 
-    def _widen(self, old: State, new: State) -> State:
+    def _widen(self, old: State, new: State, written: set[str]) -> State:
+        """Widen the registers the loop writes. One it does not write changes at the head
+        only because a path from before the loop brought a new value (those paths are
+        acyclic, so that settles), and widening it would lose a bound for nothing."""
         out = {k: v for k, v in new.items() if k[0] != "$" or old.get(k) == v}
         d = self._domain(out)
         for r, v in new.items():
+            if r not in written:
+                continue
             if isinstance(v, Interval):
                 was = old.get(r)
                 out[r] = d.widen(was, v, self.types[r]) if isinstance(was, Interval) else Interval.top(self.types[r])
@@ -290,6 +296,15 @@ class StageAnalysis:
             if steps:
                 out[head] = (self.body[end].srcs[0].name, steps)
         return out
+
+    def _loop_writes(self, head: int) -> set[str]:
+        """Registers written anywhere in the loops that jump back to `head` (from the head
+        to the last LOOP targeting it; only LOOP jumps backwards)."""
+        if head not in self.loop_written:
+            ends = [pc for pc, it in enumerate(self.body) if isinstance(it, Instr) and it.op == "LOOP"
+                    and self.labels.get(it.target) == head]
+            self.loop_written[head] = set().union(*(self._writes(pc) for pc in range(head, max(ends, default=head) + 1)))
+        return self.loop_written[head]
 
     def _jumps(self, pc: int, lo: int, hi: int) -> bool:
         """Does the branch at `pc` target a label in [lo, hi)?"""
