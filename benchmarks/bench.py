@@ -54,7 +54,9 @@ body = "w = sqrt(x*x + y*y) * exp(-z)"
 '''
 
 SOURCES = {"axpy": _read("axpy.toml"), "fused": FUSED, "sum": _read("sum.toml"),
-           "softmax": _read("softmax.toml"), "gemm": _read("gemm.toml")}
+           "softmax": _read("softmax.toml"), "gemm": _read("gemm.toml"),
+           # the same kernel with the opt-in to reassociation: the online max-and-sum
+           "softmax_r": _read("softmax.toml").replace('name = "softmax"', 'name = "softmax_r"\nreassociate = true')}
 
 
 # ------------------------------------------------------------------- optional libraries
@@ -137,7 +139,7 @@ def numpy_impls(d: dict[str, Any]) -> dict[str, Callable[[], Any]]:
         return e / e.sum()
 
     return {"axpy": lambda: a * x + y, "fused": lambda: np.sqrt(x * x + y * y) * np.exp(-z),
-            "sum": lambda: x.sum(), "softmax": softmax, "gemm": lambda: d["A"] @ d["B"],
+            "sum": lambda: x.sum(), "softmax": softmax, "softmax_r": softmax, "gemm": lambda: d["A"] @ d["B"],
             "launch": lambda: a * d["x16"] + d["y16"]}
 
 
@@ -154,7 +156,7 @@ def numexpr_impls(ne: Any, d: dict[str, Any]) -> dict[str, Callable[[], Any]]:
     v = {"a": a, "x": x, "y": y, "z": z}  # numexpr reads names from the caller's frame unless given them
     return {"axpy": lambda: ne.evaluate("a * x + y", local_dict=v, out=out),
             "fused": lambda: ne.evaluate("sqrt(x*x + y*y) * exp(-z)", local_dict=v, out=out),
-            "sum": lambda: ne.evaluate("sum(x)", local_dict=v), "softmax": softmax,
+            "sum": lambda: ne.evaluate("sum(x)", local_dict=v), "softmax": softmax, "softmax_r": softmax,
             "launch": lambda: ne.evaluate("a * x + y", local_dict={"a": a, "x": d["x16"], "y": d["y16"]}, out=out16)}
 
 
@@ -215,6 +217,7 @@ def numba_impls(fns: dict[str, Any], d: dict[str, Any]) -> dict[str, Callable[[]
     out, c, out16 = np.empty_like(x), np.empty_like(d["A"]), np.empty_like(d["x16"])
     return {"axpy": lambda: fns["axpy"](a, x, y, out), "fused": lambda: fns["fused"](x, y, z, out),
             "sum": lambda: fns["sum"](x), "softmax": lambda: fns["softmax"](x, out),
+            "softmax_r": lambda: fns["softmax"](x, out),
             "gemm": lambda: fns["gemm"](d["A"], d["B"], c), "launch": lambda: fns["axpy"](a, d["x16"], d["y16"], out16)}
 
 
@@ -234,12 +237,14 @@ def hologram_impls(backend: str, d: dict[str, Any], benches: list[str]) -> dict[
     one = np.float32(1)
     return {"axpy": lambda: k["axpy"](a, x, y, out=(out,)), "fused": lambda: k["fused"](x, y, z, out=(out,)),
             "sum": lambda: k["sum"](x, out=(total,)), "softmax": lambda: k["softmax"](x, out=(out,)),
+            "softmax_r": lambda: k["softmax_r"](x, out=(out,)),
             "gemm": lambda: k["gemm"](one, d["A"], d["B"], out=(c,)),
             "launch": lambda: k["axpy"](a, d["x16"], d["y16"], out=(out16,))}
 
 
-BENCHES = ("axpy", "fused", "sum", "softmax", "gemm", "launch")
+BENCHES = ("axpy", "fused", "sum", "softmax", "softmax_r", "gemm", "launch")
 TITLES = {"axpy": "a*x + y", "fused": "sqrt(x*x + y*y) * exp(-z)", "sum": "sum(x)", "softmax": "softmax(x)",
+          "softmax_r": "softmax(x), reassociate",
           "gemm": "gemm", "launch": "launch overhead"}
 
 
@@ -351,9 +356,12 @@ def _gflops(results: dict, col: str) -> float | None:
     return 2 * results["sizes"]["gemm"] ** 3 / t / 1e9 if t else None
 
 
+SIMPLE = ("axpy", "fused", "sum")  # the issue's "simple kernel"; the others are reported per kernel
+
+
 def _worst(results: dict, key: str) -> float | None:
     jit = results.get("jit", {}).get(key)
-    vals = [v["prepare"] for v in jit.values()] if jit else []
+    vals = [v["prepare"] for name, v in jit.items() if name in SIMPLE] if jit else []
     return max(vals) if vals else None
 
 
@@ -371,9 +379,9 @@ TARGETS = (
            else None, "of numpy's GFLOP/s", lambda v: v >= 0.25),
     Target("launch overhead <= 3 us", lambda r: (_t(r, "launch", "hologram") or 0) * 1e6 or None, "us",
            lambda v: v <= 3),
-    Target("first JIT <= 50 ms (worst kernel)", lambda r: (_worst(r, "cold") or 0) * 1e3 or None, "ms",
+    Target("first JIT <= 50 ms (worst simple kernel)", lambda r: (_worst(r, "cold") or 0) * 1e3 or None, "ms",
            lambda v: v <= 50),
-    Target("warm disk-cache load <= 2 ms (worst kernel)", lambda r: (_worst(r, "warm") or 0) * 1e3 or None, "ms",
+    Target("warm disk-cache load <= 2 ms (worst simple kernel)", lambda r: (_worst(r, "warm") or 0) * 1e3 or None, "ms",
            lambda v: v <= 2),
 )
 

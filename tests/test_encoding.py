@@ -65,7 +65,7 @@ def test_encoding_is_deterministic(p):
 
 def test_layout_header_and_checksum():
     data = encode(SAMPLE)
-    assert data[:4] == MAGIC and data[4] == FORMAT_VERSION and data[5] == 2  # zigzag(ISA 1)
+    assert data[:4] == MAGIC and data[4] == 1 and data[5] == 2  # format 1 (no flags), zigzag(ISA 1)
     assert struct.unpack("<I", data[-4:])[0] == zlib.crc32(data[:-4])
     length, pos, shift = 0, 6, 0
     while True:  # payload length varint
@@ -114,7 +114,7 @@ def test_every_single_bit_flip_is_rejected():
 
 @pytest.mark.parametrize("mutate, message", [
     (lambda d: b"XXXX" + d[4:], "bad magic"),
-    (lambda d: d[:4] + bytes([FORMAT_VERSION + 1]) + d[5:], "unsupported encoding format version 2"),
+    (lambda d: d[:4] + bytes([FORMAT_VERSION + 1]) + d[5:], f"unsupported encoding format version {FORMAT_VERSION + 1}"),
     (lambda d: d[:-1] + bytes([d[-1] ^ 1]), "checksum mismatch"),
     (lambda d: _with_crc(d[:5] + bytes([4]) + d[6:-4]), "unsupported ISA version 2"),
     (lambda d: _with_crc(d[:-4] + b"\x00"), "disagrees"),

@@ -185,6 +185,8 @@ def format_program(p: Program) -> str:
     lines = [f".program {format_name(p.name)}", f".isa {p.isa_version}"]
     if p.symbols:
         lines.append(".symbols " + " ".join(format_name(s) for s in p.symbols))
+    if p.reassociate:
+        lines.append(".reassociate")
     for prm in p.params:
         if isinstance(prm, ScalarParam):
             lines.append(f".param {format_name(prm.name)}: {prm.dtype}")
@@ -199,7 +201,7 @@ def format_program(p: Program) -> str:
 
 # ============================================================================ parser
 _STAGE_DIRECTIVES = (".reg", ".shared", ".pool", ".init")
-_HEADER_DIRECTIVES = (".program", ".isa", ".symbols", ".param", ".temp")
+_HEADER_DIRECTIVES = (".program", ".isa", ".symbols", ".reassociate", ".param", ".temp")
 
 
 @attrs.define
@@ -226,6 +228,7 @@ def parse_program(text: str, file: str = "<asm>") -> Program:
     name: str | None = None
     isa = ISA_VERSION
     symbols: list[str] = []
+    reassociate = False
     params: list[BufferParam | ScalarParam] = []
     temps: list[BufferParam] = []
     stages: list[_StageBuilder] = []
@@ -255,6 +258,10 @@ def parse_program(text: str, file: str = "<asm>") -> Program:
             elif d == ".symbols":
                 while ln.peek() is not None:
                     symbols.append(ln.name("a symbol name"))
+            elif d == ".reassociate":
+                if reassociate:
+                    raise ISAError("a second .reassociate directive", ln.span(first.col, first.end))
+                reassociate = True
             elif d in (".param", ".temp"):
                 _parse_param(ln, d, params, temps)
             elif d == ".stage":
@@ -303,7 +310,8 @@ def parse_program(text: str, file: str = "<asm>") -> Program:
         ln.end()
     if name is None:
         raise ISAError("empty program: expected '.program <name>'", Span(file, 1, 1, source=text))
-    return Program(name, tuple(params), tuple(temps), tuple(symbols), tuple(s.build() for s in stages), isa)
+    return Program(name, tuple(params), tuple(temps), tuple(symbols), tuple(s.build() for s in stages), isa,
+                   reassociate)
 
 
 def _parse_param(ln: LineReader, d: str, params: list, temps: list) -> None:

@@ -32,7 +32,12 @@ from .isa import (
 from .types import Affine, DType
 
 MAGIC = b"\x89HBC"
-FORMAT_VERSION = 1
+# Format 2 adds one field, the program flags; a program without flags is written in
+# format 1, so every encoding (and hash) from before format 2 is unchanged.
+FORMAT_VERSION = 2
+FORMAT_VERSIONS = (1, 2)
+PROGRAM_REASSOCIATE = 1 << 0
+_PROGRAM_FLAGS_ALL = PROGRAM_REASSOCIATE
 SUPPORTED_ISA_VERSIONS = (ISA_VERSION,)
 
 # Frozen code tables: a code means the same thing in every file ever written, whatever
@@ -180,9 +185,12 @@ def encode(p: Program) -> bytes:
     bad = structure_problem(p)
     if bad is not None:
         raise ISAError(f"cannot encode a malformed program: {bad}")
+    flags = PROGRAM_REASSOCIATE if p.reassociate else 0
     body = _Writer()
     body.str(p.name)
     body.seq(p.symbols, body.str)
+    if flags:
+        body.uvarint(flags)
     body.seq(p.params, body.param)
     body.seq(p.temps, body.buffer)
     body.seq(p.stages, body.stage)
@@ -192,7 +200,7 @@ def encode(p: Program) -> bytes:
     payload.out += body.out
     head = _Writer()
     head.out += MAGIC
-    head.out.append(FORMAT_VERSION)
+    head.out.append(2 if flags else 1)
     head.svarint(p.isa_version)
     head.uvarint(len(payload.out))
     data = bytes(head.out + payload.out)
@@ -337,9 +345,10 @@ def decode(data: bytes) -> Program:
         raise ISAError(f"not a Hologram program: {len(data)} bytes is shorter than any encoding")
     if data[:4] != MAGIC:
         raise ISAError(f"not a Hologram program: bad magic {data[:4]!r} (expected {MAGIC!r})")
-    if data[4] != FORMAT_VERSION:
-        raise ISAError(f"unsupported encoding format version {data[4]}; this Hologram reads version "
-                       f"{FORMAT_VERSION}" + (" (written by a newer Hologram?)" if data[4] > FORMAT_VERSION else ""))
+    if data[4] not in FORMAT_VERSIONS:
+        raise ISAError(f"unsupported encoding format version {data[4]}; this Hologram reads versions "
+                       f"{', '.join(map(str, FORMAT_VERSIONS))}"
+                       + (" (written by a newer Hologram?)" if data[4] > FORMAT_VERSION else ""))
     body = len(data) - 4
     if struct.unpack("<I", data[body:])[0] != zlib.crc32(data[:body]):
         raise ISAError("corrupt program encoding: checksum mismatch (the data was truncated or altered)")
@@ -357,9 +366,14 @@ def decode(data: bytes) -> Program:
         raise r.fail(f"a name is not valid UTF-8 ({e.reason})") from None
     name = r.str()
     symbols = r.seq(r.str)
+    flags = r.uvarint() if data[4] >= 2 else 0
+    if flags & ~_PROGRAM_FLAGS_ALL:
+        raise r.fail(f"unknown program flags 0x{flags & ~_PROGRAM_FLAGS_ALL:x}")
+    if data[4] >= 2 and not flags:
+        raise r.fail("format 2 with no program flags (a program without flags is written in format 1)")
     params = r.seq(r.param)
     temps = r.seq(r.buffer)
-    prog = Program(name, params, temps, symbols, r.seq(r.stage), isa)
+    prog = Program(name, params, temps, symbols, r.seq(r.stage), isa, bool(flags & PROGRAM_REASSOCIATE))
     if r.pos != body:
         raise r.fail(f"{body - r.pos} unexpected bytes after the program")
     if encode(prog) != data:  # one program, one encoding: hashes of equal programs agree

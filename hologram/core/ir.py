@@ -6,6 +6,9 @@ A kernel is a list of *statements*, each defining one named array:
   shape. `body` is a scalar `Expr` over the index variables `vars` (one per dimension).
 - `Accumulate(target, vars, extents, key, value)`: `target[key] += value` for every point
   of the domain `vars x extents`; the target starts at zero (a scatter-add; `resonance`).
+- `OnlineMaxSum(target, max_target, axes, value)`: two 0-d arrays at once, `max_target =
+  max(value)` and `target = sum(exp(value - max_target))` over the domain `axes`, in one
+  pass over the data (a reassociation: only in kernels that opt in; passes/ir_online.py).
 
 Scalar expressions are one frozen, hashable value class `Expr(op, dtype, srcs, arg)`, in
 the style of tinygrad's UOp: passes match on `op` and rebuild with `attrs.evolve` or
@@ -182,7 +185,7 @@ def _is_simple(n: Expr) -> bool:
 
 
 def format_statement(st: "Statement") -> str:
-    roots = (st.body,) if isinstance(st, Compute) else (st.key, st.value)
+    roots = statement_exprs(st)
     names: dict[Expr, str] = {}
     lets: list[str] = []
     for n in shared_subexpressions(*roots):
@@ -192,6 +195,9 @@ def format_statement(st: "Statement") -> str:
     if isinstance(st, Compute):
         lhs = f"{st.target}[{', '.join(st.vars)}]" if st.vars else st.target
         head = f"{lhs} = {format_expr(st.body, names)}"
+    elif isinstance(st, OnlineMaxSum):
+        dom = ", ".join(f"{v}<{e}" for v, e in st.axes)
+        head = (f"{st.max_target}, {st.target} = online_max_sum_exp[{dom}]({format_expr(st.value, names)})")
     else:
         dom = ", ".join(f"{v}<{e}" for v, e in zip(st.vars, st.extents))
         head = f"{st.target}[{format_expr(st.key, names)}] += {format_expr(st.value, names)}  for {dom}"
@@ -237,14 +243,54 @@ class Accumulate:
         return format_statement(self)
 
 
-Statement = Compute | Accumulate
+@attrs.frozen
+class OnlineMaxSum:
+    target: str
+    max_target: str
+    axes: tuple[tuple[str, Affine], ...]
+    value: Expr
+
+    def __str__(self) -> str:
+        return format_statement(self)
+
+
+Statement = Compute | Accumulate | OnlineMaxSum
+
+
+def defines(st: Statement) -> tuple[str, ...]:
+    """The arrays `st` assigns."""
+    return (st.max_target, st.target) if isinstance(st, OnlineMaxSum) else (st.target,)
+
+
+def map_statement(st: Statement, fn: Callable[[Expr], Expr]) -> Statement:
+    """`st` with `fn` applied to each of its expressions (`st` itself when none changes)."""
+    if isinstance(st, Compute):
+        body = fn(st.body)
+        return st if body is st.body else attrs.evolve(st, body=body)
+    if isinstance(st, OnlineMaxSum):
+        value = fn(st.value)
+        return st if value is st.value else attrs.evolve(st, value=value)
+    key, value = fn(st.key), fn(st.value)
+    return st if key is st.key and value is st.value else attrs.evolve(st, key=key, value=value)
+
+
+def statement_exprs(st: Statement) -> tuple[Expr, ...]:
+    """The expressions of `st`, in field order."""
+    if isinstance(st, Compute):
+        return (st.body,)
+    if isinstance(st, OnlineMaxSum):
+        return (st.value,)
+    return (st.key, st.value)
 
 
 @attrs.frozen
 class KernelIR:
     """A whole kernel. `params` are the call signature in order (inputs and scalars);
     `outputs` in declaration order; `temps` internal arrays; `body` in execution order.
-    `symbols` are the shape symbols, each bound at call time from some param's shape."""
+    `symbols` are the shape symbols, each bound at call time from some param's shape.
+    `reassociate` is the kernel's opt-in to reordering float sums, products, minima and
+    maxima (docs/dsl.md): passes and backends may then change rounding, never NaN/inf
+    outcomes."""
 
     name: str
     version: str
@@ -253,6 +299,7 @@ class KernelIR:
     temps: tuple[TensorDecl, ...]
     body: tuple[Statement, ...]
     symbols: tuple[str, ...] = ()
+    reassociate: bool = False
 
     def decl(self, name: str) -> TensorDecl:
         for d in self.params + self.outputs + self.temps:
@@ -268,6 +315,8 @@ def format_kernel(k: KernelIR) -> str:
     lines = [f"kernel {k.name} {k.version}"]
     if k.symbols:
         lines.append(f"  symbols {', '.join(k.symbols)}")
+    if k.reassociate:
+        lines.append("  reassociate")
     for d in k.params + k.outputs + k.temps:
         lines.append(f"  {d}")
     for st in k.body:

@@ -220,14 +220,43 @@ class Stage:
         return {r.name: r.dtype for r in self.regs}
 
 
+
+def lead_lane_axis(stage: Stage) -> int | None:
+    """The axis along which every lane but the first of each block does nothing, when the
+    stage opens with `SET.ne %p, %tid.<axis>, 0 ; @%p BRA L` and L is at an EXIT (or the
+    end): one lane per block does the block's work (lower_online.py's chunks). A backend
+    may skip those lanes; stats count one lane per block."""
+    body = [it for it in stage.body if not isinstance(it, Label)]
+    if len(body) < 2:
+        return None
+    test, bra = body[0], body[1]
+    if not (test.op == "SET" and test.mod == "ne" and test.dst is not None and len(test.srcs) == 2
+            and isinstance(test.srcs[0], Special) and test.srcs[0].name.startswith("tid.")
+            and test.srcs[1] == Imm(0)):
+        return None
+    if not (bra.op == "BRA" and bra.pred is not None and not bra.pred.negate and bra.pred.reg == test.dst):
+        return None
+    at = [k for k, it in enumerate(stage.body) if isinstance(it, Label) and it.name == bra.target]
+    after = [it for it in stage.body[at[0]:] if isinstance(it, Instr)] if at else None
+    if after is None or not (after == [] or after[0].op == "EXIT" and after[0].pred is None):
+        return None
+    axis = AXES.index(test.srcs[0].name[4:])
+    return axis if axis < len(stage.domain) else None
+
 @attrs.frozen
 class Program:
+    """A whole program. `reassociate` (`.reassociate` in the text) is the kernel's licence
+    to reorder float arithmetic: a backend may evaluate float ADD/SUB/MUL in another
+    association and resolve a MIN/MAX tie of -0.0 and +0.0 either way (docs/isa.md,
+    "Program flags"). A licence, not an obligation: the interpreter ignores it."""
+
     name: str
     params: tuple[BufferParam | ScalarParam, ...]
     temps: tuple[BufferParam, ...] = ()
     symbols: tuple[str, ...] = ()
     stages: tuple[Stage, ...] = ()
     isa_version: int = ISA_VERSION
+    reassociate: bool = False
 
     def buffers(self) -> dict[str, BufferParam]:
         out = {p.name: p for p in self.params if isinstance(p, BufferParam)}

@@ -26,7 +26,7 @@ from typing import Iterable, Sequence
 import attrs
 
 from .errors import CompileError
-from .ir import Compute, Expr, KernelIR, Statement, TensorDecl
+from .ir import Compute, Expr, KernelIR, OnlineMaxSum, Statement, TensorDecl, defines, map_statement, statement_exprs
 from .types import Affine, DType
 
 I64 = DType.I64
@@ -126,16 +126,16 @@ class Plan:
 def make_plan(kir: KernelIR) -> Plan:
     decls = {d.name: d for d in kir.params + kir.outputs + kir.temps}
     names = Names(decls)
-    body = [_map_exprs(st, bool_reductions) for st in kir.body]
+    body = [map_statement(st, bool_reductions) for st in kir.body]
     split: list[Statement] = []
     for st in hoist_all(body, decls, names):
         split.extend(_split_argext(st, decls, names))
     kept = _dce(split, {d.name for d in kir.outputs})
-    defined = {st.target for st in kept}
+    defined = [name for st in kept for name in defines(st)]
     for out in kir.outputs:
         if out.name not in defined:
             raise CompileError(f"kernel '{kir.name}': output '{out.name}' is never assigned")
-    temps = tuple(decls[st.target] for st in kept if decls[st.target].kind == "temp")
+    temps = tuple(decls[name] for name in defined if decls[name].kind == "temp")
     return Plan(tuple(kept), decls, temps)
 
 
@@ -155,16 +155,6 @@ class Names:
         d = TensorDecl(self.fresh(base), dtype, shape, "temp")
         self.decls[d.name] = d
         return d
-
-
-def _map_exprs(st: Statement, fn) -> Statement:
-    if isinstance(st, Compute):
-        return attrs.evolve(st, body=fn(st.body))
-    return attrs.evolve(st, key=fn(st.key), value=fn(st.value))
-
-
-def _exprs(st: Statement) -> tuple[Expr, ...]:
-    return (st.body,) if isinstance(st, Compute) else (st.key, st.value)
 
 
 def bool_reductions(e: Expr) -> Expr:
@@ -201,6 +191,8 @@ def _hoist(st: Statement, decls: dict[str, TensorDecl], names: Names,
         scope: Scope = tuple(zip(st.vars, decl.shape))
         # a 0-d statement that *is* a reduction is the cross-lane stage itself
         top = st.body if (not st.vars and st.body.op == "REDUCE" and st.body.dtype == decl.dtype) else None
+    elif isinstance(st, OnlineMaxSum):
+        scope, top = st.axes, None
     else:
         scope, top = tuple(zip(st.vars, st.extents)), None
     seen: dict[tuple[Expr, Scope], Expr] = {}
@@ -236,7 +228,7 @@ def _hoist(st: Statement, decls: dict[str, TensorDecl], names: Names,
             memo[mkey] = Expr.load(d.name, e.dtype, tuple(Expr.idx(v) for v, _ in keep))
         return memo[mkey]
 
-    out.append(_map_exprs(st, lambda e: visit(e, scope)))
+    out.append(map_statement(st, lambda e: visit(e, scope)))
     return out
 
 
@@ -274,8 +266,8 @@ def _dce(body: Iterable[Statement], outputs: set[str]) -> list[Statement]:
     need = set(outputs)
     kept: list[Statement] = []
     for st in reversed(list(body)):
-        if st.target in need:
+        if need.intersection(defines(st)):
             kept.append(st)
-            for e in _exprs(st):
+            for e in statement_exprs(st):
                 need |= e.loads()
     return kept[::-1]

@@ -32,7 +32,7 @@ def _seq(spec: Any) -> tuple:
 OPERAND = (Reg, Special, Imm, Sym)
 SCHEMA: dict[type, dict[str, Any]] = {
     Program: {"name": str, "params": _seq((BufferParam, ScalarParam)), "temps": _seq(BufferParam),
-              "symbols": _seq(str), "stages": _seq(Stage), "isa_version": INT},
+              "symbols": _seq(str), "stages": _seq(Stage), "isa_version": INT, "reassociate": bool},
     BufferParam: {"name": str, "dtype": DType, "shape": _seq(Affine), "role": str},
     ScalarParam: {"name": str, "dtype": DType},
     Affine: {"const": INT, "terms": _seq(("pair", str, INT))},

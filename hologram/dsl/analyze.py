@@ -134,7 +134,7 @@ class _Kernel:
                 raise CompileError(f"output '{name}' is never assigned", self.specs[name].span,
                                    hint=f"add a statement `{name} = ...` to the body")
         return KernelIR(self.kdef.name, self.kdef.version, self.params, tuple(self.outputs.values()),
-                        tuple(self.temps), tuple(self.statements), self.symbols)
+                        tuple(self.temps), tuple(self.statements), self.symbols, self.kdef.reassociate)
 
     def statement(self, st: ast.Assign) -> None:
         name = st.target.id

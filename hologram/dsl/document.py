@@ -59,3 +59,4 @@ class KernelDef:
     body: str
     origin: BodyOrigin
     span: Span
+    reassociate: bool = False

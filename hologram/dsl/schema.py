@@ -5,6 +5,7 @@ A document holds one `kernel` table or a `kernels` array of tables. Each kernel 
     name     identifier, unique in the file          version  "MAJOR.MINOR.PATCH[-pre]"
     summary  optional string                         inputs   table: name -> type string
     outputs  table: name -> type string (>= 1)       body     string: the statements
+    reassociate  optional boolean: the opt-in to reordering float arithmetic
 
 Every violation is a `DocumentError` whose span points at the offending key or value, or
 inside a type string at the offending dimension. The schema sees documents as `Located`
@@ -47,6 +48,8 @@ KERNEL_KEYS: Mapping[str, str] = {
     "inputs": 'a table of input names to type strings, such as { x = "f32[n]" } (may be empty)',
     "outputs": 'a table of output names to type strings, such as { y = "f32[n]" }',
     "body": "the kernel's statements, a string",
+    "reassociate": "true to let the optimizer and backends reorder float sums, products, minima and maxima "
+                   "(optional, default false; docs/dsl.md)",
 }
 REQUIRED = ("name", "version", "inputs", "outputs", "body")
 TOP_KEYS = ("kernel", "kernels")
@@ -331,8 +334,16 @@ def _kernel(table: Located, where: str, words: _Words, file: str) -> KernelDef:
                             hint=f"outputs is {KERNEL_KEYS['outputs']}")
     _check_param_names(keys["inputs"], keys["outputs"], inputs + outputs)
     body = _string(keys["body"], "body", where)
+    reassociate = _boolean(keys["reassociate"], "reassociate", where).value if "reassociate" in keys else False
     return KernelDef(name.value, version.value, summary, inputs, outputs, body.value,
-                     _origin(body, file), table.span)
+                     _origin(body, file), table.span, reassociate)
+
+
+def _boolean(value: Located, key: str, where: str) -> Located:
+    if not isinstance(value.value, bool):
+        raise DocumentError(f"'{key}' of {where} must be a boolean (true or false), got {_a(value.kind)}",
+                            value.span, hint=f"{key!r} is {KERNEL_KEYS[key]}")
+    return value
 
 
 def _string(value: Located, key: str, where: str) -> Located:

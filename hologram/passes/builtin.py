@@ -9,7 +9,7 @@ from ..core.hookspecs import hookimpl
 from .api import Pass
 
 # Each module exports `PASSES: tuple[Pass, ...]`, registered in this order.
-BUILTIN_MODULES: tuple[str, ...] = ("ir_fold", "ir_rewrite", "ir_cleanup", "ir_fuse", "isa_passes")
+BUILTIN_MODULES: tuple[str, ...] = ("ir_fold", "ir_rewrite", "ir_cleanup", "ir_fuse", "ir_online", "isa_passes")
 
 
 @hookimpl

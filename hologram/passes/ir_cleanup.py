@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import attrs
 
-from ..core.ir import Accumulate, Expr, KernelIR, Statement
+from ..core.ir import Accumulate, Expr, KernelIR, OnlineMaxSum, Statement, defines
 from .api import Pass
 from .ir_common import exprs, map_statement
 
@@ -58,7 +58,7 @@ def cse(kir: KernelIR) -> KernelIR:
     body: list[Statement] = []
     for st in kir.body:
         st = _redirect(st, alias) if alias else st
-        if st.target in temps:
+        if st.target in temps and not isinstance(st, OnlineMaxSum):
             key = _shape_key(kir, st)
             if key in seen:
                 alias[st.target] = seen[key]
@@ -76,13 +76,13 @@ def dce(kir: KernelIR) -> KernelIR:
     need = {d.name for d in kir.outputs}
     kept: list[Statement] = []
     for st in reversed(kir.body):
-        if st.target in need:
+        if need.intersection(defines(st)):
             kept.append(st)
             for e in exprs(st):
                 need |= e.loads()
     if len(kept) == len(kir.body):
         return kir
-    defined = {st.target for st in kept}
+    defined = {name for st in kept for name in defines(st)}
     return attrs.evolve(kir, body=tuple(reversed(kept)), temps=tuple(d for d in kir.temps if d.name in defined))
 
 

@@ -14,20 +14,12 @@ from typing import Callable
 
 import attrs
 
-from ..core.ir import Compute, Expr, KernelIR, Statement
+from ..core.ir import Compute, Expr, KernelIR, OnlineMaxSum, Statement, map_statement, statement_exprs
 from ..core.lower_expr import convert_const
 from ..core.types import Affine, DType
 
 Rule = Callable[[Expr], "Expr | None"]
 MAX_ROUNDS = 32  # rewrite rounds per expression; every rule shrinks or orders, so few are needed
-
-
-def map_statement(st: Statement, fn: Callable[[Expr], Expr]) -> Statement:
-    if isinstance(st, Compute):
-        body = fn(st.body)
-        return st if body is st.body else attrs.evolve(st, body=body)
-    key, value = fn(st.key), fn(st.value)
-    return st if key is st.key and value is st.value else attrs.evolve(st, key=key, value=value)
 
 
 def map_kernel(kir: KernelIR, fn: Callable[[Expr], Expr]) -> KernelIR:
@@ -36,8 +28,8 @@ def map_kernel(kir: KernelIR, fn: Callable[[Expr], Expr]) -> KernelIR:
     return kir if all(a is b for a, b in zip(body, kir.body)) else attrs.evolve(kir, body=body)
 
 
-def exprs(st: Statement) -> tuple[Expr, ...]:
-    return (st.body,) if isinstance(st, Compute) else (st.key, st.value)
+exprs = statement_exprs
+__all__ = ["exprs", "map_statement"]  # re-exported for the passes
 
 
 def rewrite(e: Expr, rule: Rule) -> Expr:
@@ -96,6 +88,8 @@ class Droppable:
         self.decls = {d.name: d for d in kir.params + kir.outputs + kir.temps}
         if isinstance(st, Compute):
             self.extents = dict(zip(st.vars, self.decls[st.target].shape))
+        elif isinstance(st, OnlineMaxSum):
+            self.extents = dict(st.axes)
         else:
             self.extents = dict(zip(st.vars, st.extents))
         for e in exprs(st):

@@ -32,8 +32,8 @@ from typing import Mapping
 
 import attrs
 
-from ..core.ir import LEAF_OPS, Compute, Expr, KernelIR, Statement
-from ..core.isa import OPCODES, Imm, Instr, Label, Program, Reg, Special, Stage, Sym
+from ..core.ir import LEAF_OPS, Expr, KernelIR, OnlineMaxSum, Statement, statement_exprs
+from ..core.isa import OPCODES, Imm, Instr, Label, Program, Reg, Special, Stage, Sym, lead_lane_axis
 from ..core.intervals import Poly
 
 __all__ = ["Poly", "Formula", "Stats", "measure", "format_stats", "reduction"]
@@ -138,6 +138,8 @@ class Stats:
     bytes_read: Formula
     bytes_written: Formula
     bytes_exact: bool = True  # False: the byte counts are upper bounds (a branch skips accesses)
+    # `blocks.<stage>` symbols of the counts: (symbol, extent, block), ceil(extent / block)
+    blocks: tuple[tuple[str, Poly, int], ...] = ()
 
     @property
     def bytes_moved(self) -> Formula:
@@ -146,6 +148,10 @@ class Stats:
     def bind(self, symbols: Mapping[str, int] | None = None, **more: int) -> "Stats":
         """The same stats with these shape symbols substituted in the byte counts."""
         values = {**(symbols or {}), **more}
+        for name, extent, block in self.blocks:
+            ext = extent.bind(values)
+            if ext.is_const:
+                values[name] = max(-(-ext.value // block), 0)
         return attrs.evolve(self, bytes_read=self.bytes_read.bind(values),
                             bytes_written=self.bytes_written.bind(values))
 
@@ -154,9 +160,13 @@ def measure(kir: KernelIR, program: Program) -> Stats:
     """The stats of one kernel: its IR (after the IR passes) and its program (after the
     ISA passes)."""
     read, written, exact = Formula(), Formula(), True
+    blocks = []
     for stage in program.stages:
         r, w, e = _stage_traffic(stage, program)
         read, written, exact = read + r, written + w, exact and e
+        lead = lead_lane_axis(stage)
+        if lead is not None:
+            blocks.append((blocks_symbol(stage, lead), Poly.of(stage.domain[lead]), stage.block[lead]))
     return Stats(
         stages=len(program.stages),
         ir_ops=sum(_ir_ops(st) for st in kir.body),
@@ -165,15 +175,22 @@ def measure(kir: KernelIR, program: Program) -> Stats:
         bytes_read=read,
         bytes_written=written,
         bytes_exact=exact,
+        blocks=tuple(blocks),
     )
 
 
+def blocks_symbol(stage: Stage, axis: int) -> str:
+    """The symbol standing for a stage's block count along `axis` (not a polynomial in
+    the shape symbols: ceil(extent / block)); `Stats.bind` computes it."""
+    return f"blocks.{stage.name}" + (f".{'xyz'[axis]}" if axis else "")
+
+
 def _ir_ops(st: Statement) -> int:
-    roots: tuple[Expr, ...] = (st.body,) if isinstance(st, Compute) else (st.key, st.value)
     seen: set[Expr] = set()
-    for root in roots:
+    for root in statement_exprs(st):
         seen.update(n for n in root.walk() if n.op not in LEAF_OPS)
-    return len(seen)
+    # an online max-and-sum also computes max(v), v - max, exp and the sum
+    return len(seen) + (4 if isinstance(st, OnlineMaxSum) else 0)
 
 
 # ------------------------------------------------------------------ byte counting
@@ -189,13 +206,31 @@ def _stage_traffic(stage: Stage, program: Program) -> tuple[Formula, Formula, bo
     lanes = tuple(Poly.of(d) for d in stage.domain)
     body = stage.body
     labels = {it.name: k for k, it in enumerate(body) if isinstance(it, Label)}
+    handled = set()  # branches whose skipped code carries its condition: the count stays exact
+    lead = lead_lane_axis(stage)
+    if lead is not None:  # one lane per block works: the lane count along `lead` is the block count
+        lanes = lanes[:lead] + (Poly.sym(blocks_symbol(stage, lead)),) + lanes[lead + 1:]
+        handled.add(next(k for k, it in enumerate(body) if isinstance(it, Instr) and it.op == "BRA"))
     counts, guards = _trip_counts(stage, labels)
     varying = _lane_varying(stage, labels)
     # each LOOP spans (label position, its own position): the loops around position k
     spans = [(labels[i.target], k, counts[k]) for k, i in enumerate(body)
              if isinstance(i, Instr) and i.op == "LOOP"]
-    # each zero-trip guard skips (its position, its target) when its count X <= 0
-    skips = [(k, labels[body[k].target], x) for k, x in guards.items() if labels.get(body[k].target, -1) > k]
+    # a guarded branch: the code it skips, (its position, its target), runs when g > 0;
+    # when the code before its target ends in a jump over an `else` part, (target, end),
+    # that part runs when h > 0
+    skips = []
+    for k, (g, h) in guards.items():
+        t = labels.get(body[k].target, -1)
+        if t <= k:
+            continue
+        skips.append((k, t, g))
+        handled.add(k)
+        jump = body[t - 1]
+        e = labels.get(jump.target, -1) if isinstance(jump, Instr) and jump.op == "BRA" and jump.pred is None else -1
+        if e > t:
+            skips.append((t, e, h))
+            handled.add(t - 1)
 
     def region(start: int, factors: tuple[Poly, ...], conds: tuple[Poly, ...], depth: int) -> tuple[list, list]:
         """Memory traffic of the code from `start` up to its EXIT/RET, CALLs followed."""
@@ -225,7 +260,7 @@ def _stage_traffic(stage: Stage, program: Program) -> tuple[Formula, Formula, bo
     reads, writes = region(0, lanes, (), 0)
     inits = sum(buffers[i.buffer].dtype.itemsize for i in stage.inits if i.buffer in buffers)
     exact = not any(_skips_memory(body, k, labels) for k, it in enumerate(body)
-                    if isinstance(it, Instr) and it.op == "BRA" and k not in guards)
+                    if isinstance(it, Instr) and it.op == "BRA" and k not in handled)
     return (Formula(tuple(t for t in reads if t[0])).simplify(),
             Formula(tuple(t for t in writes if t[0])) + Formula.const(inits), exact)
 
@@ -326,11 +361,14 @@ def _inside_branch(body: tuple, start: int, k: int) -> bool:
     return False
 
 
-def _trip_counts(stage: Stage, labels: Mapping[str, int]) -> tuple[dict[int, Poly], dict[int, Poly]]:
+def _trip_counts(stage: Stage, labels: Mapping[str, int]
+                 ) -> tuple[dict[int, Poly], dict[int, tuple[Poly, Poly]]]:
     """Per LOOP position, its trip count: the counter's value on entry to the loop as a
     polynomial in the symbols, by symbolic evaluation of the integer code before it. A
     count that depends on data becomes a symbol of its own, `trips.<stage>.<label>`.
-    Also, per branch guarded by `SET.le %p, X, 0` (not negated), the value of X."""
+    Also, per branch on a comparison of known integers (`SET.le %p, X, 0`, `SET.lt %p,
+    $n, 1024`), (g, h): the code it jumps over runs when g > 0, the code at its target
+    when h > 0."""
     body = stage.body
     loop_tops: dict[int, list[int]] = {}
     for k, it in enumerate(body):
@@ -340,8 +378,10 @@ def _trip_counts(stage: Stage, labels: Mapping[str, int]) -> tuple[dict[int, Pol
     pending: dict[str, list[dict[str, Poly]]] = {}
     live = True  # whether the previous item can fall through to this one
     at_top: dict[int, dict[str, Poly]] = {}
-    at_most_zero: dict[str, Poly] = {}  # predicate register -> X, for `SET.le p, X, 0`
-    guards: dict[int, Poly] = {}
+    # predicate register -> (g, h) for a SET comparing known integers: g > 0 when the
+    # comparison is false, h > 0 when it is true (`SET.le p, X, 0`: X, 1 - X)
+    tests: dict[str, tuple[Poly, Poly]] = {}
+    guards: dict[int, tuple[Poly, Poly]] = {}
     for k, it in enumerate(body):
         if isinstance(it, Label):
             incoming = ([env] if live else []) + pending.pop(it.name, [])
@@ -351,26 +391,26 @@ def _trip_counts(stage: Stage, labels: Mapping[str, int]) -> tuple[dict[int, Pol
                 at_top[k] = dict(env)
                 written = {i.dst.name for i in body[k:max(loop_tops[k]) + 1] if isinstance(i, Instr) and i.dst}
                 env = {r: v for r, v in env.items() if r not in written}
-                at_most_zero = {r: v for r, v in at_most_zero.items() if r not in written}
+                tests = {r: v for r, v in tests.items() if r not in written}
             continue
         if it.op == "BRA":
             pending.setdefault(it.target, []).append(dict(env))
             live = it.pred is not None
-            if it.pred is not None and not it.pred.negate and it.pred.reg.name in at_most_zero:
-                guards[k] = at_most_zero[it.pred.reg.name]
+            if it.pred is not None and it.pred.reg.name in tests:
+                g, h = tests[it.pred.reg.name]
+                guards[k] = (h, g) if it.pred.negate else (g, h)
             continue
         if it.op in ("EXIT", "RET"):
             live = it.pred is not None
             continue
         if it.op == "CALL":
-            env, at_most_zero = {}, {}  # a subroutine may write any register
+            env, tests = {}, {}  # a subroutine may write any register
             continue
         if it.dst is not None:
-            at_most_zero.pop(it.dst.name, None)
-            x = _operand(it.srcs[0], env) if it.op == "SET" and it.mod == "le" and len(it.srcs) == 2 and \
-                it.srcs[1] == Imm(0) and it.dtype is not None and it.dtype.is_int else None
-            if x is not None:
-                at_most_zero[it.dst.name] = x
+            tests.pop(it.dst.name, None)
+            test = _test(it, env)
+            if test is not None:
+                tests[it.dst.name] = test
             value = _eval(it, env)
             if value is None:
                 env.pop(it.dst.name, None)
@@ -383,6 +423,22 @@ def _trip_counts(stage: Stage, labels: Mapping[str, int]) -> tuple[dict[int, Pol
             value = _operand(counter, at_top.get(top, {}))
             counts[k] = value if value is not None else Poly.sym(f"trips.{stage.name}.{body[top].name}")
     return counts, guards
+
+
+def _test(ins: Instr, env: Mapping[str, Poly]) -> tuple[Poly, Poly] | None:
+    """(g, h) for `SET.<cmp> p, a, b` over integers known symbolically: g > 0 exactly
+    when the comparison is false, h > 0 exactly when it is true."""
+    if ins.op != "SET" or ins.mod not in ("lt", "le", "gt", "ge") or len(ins.srcs) != 2 \
+            or ins.dtype is None or not ins.dtype.is_int:
+        return None
+    a, b = (_operand(x, env) for x in ins.srcs)
+    if a is None or b is None:
+        return None
+    if ins.mod in ("gt", "ge"):
+        a, b = b, a  # a > b is b < a
+    # a < b: true when b - a > 0, false when a - b + 1 > 0; a <= b: b - a + 1, a - b
+    strict = ins.mod in ("lt", "gt")
+    return (a - b + 1, b - a) if strict else (a - b, b - a + 1)
 
 
 def _merge(envs: list[dict[str, Poly]]) -> dict[str, Poly]:

@@ -22,12 +22,12 @@ from typing import Callable
 from llvmlite import ir
 
 from hologram.core.errors import VerifyError
-from hologram.core.isa import AXES, OPCODES, Addr, Imm, Instr, Label, Program, Reg, Special, Sym
+from hologram.core.isa import AXES, OPCODES, Addr, Imm, Instr, Label, Program, Reg, Special, Sym, lead_lane_axis
 from hologram.core.types import Affine, DType
 
 from .codegen_barriers import MAX_BLOCKS, BarrierLayouts, Ctx
 from .codegen_memory import REDUCE_COMBINE, LaneMemory
-from .codegen_ops import VALUE_OPS, compare
+from .codegen_ops import REASSOCIATED_OPS, VALUE_OPS, compare
 from .codegen_types import (
     ERR_CLASS, ERR_RECURSION, I1, I8, I32, I64, PTR, at, const, convert, from_mem, i64, int_value, intrinsic,
     mem_type, reg_type, to_mem,
@@ -281,6 +281,9 @@ class StageEmitter(LaneMemory, BarrierLayouts):
         counters = [self.alloca(I64, f"t{axis}") for axis in AXES]
         outer_latch = self.block_latch
         heads = []
+        # lanes that only leave are not run at all: a lane loop of 1024 iterations that
+        # only test and exit costs about as much as the one lane's work
+        lead = lead_lane_axis(self.stage)
         for a in reversed(range(3)):
             if a >= self.rank:
                 continue
@@ -289,7 +292,9 @@ class StageEmitter(LaneMemory, BarrierLayouts):
                 self.new_block(f"lane.{AXES[a]}.latch")
             b.branch(head)
             b.position_at_end(head)
-            b.cbranch(b.icmp_signed("<", b.load(counters[a]), self.counts[a]), body, outer_latch)
+            count = self.counts[a] if a != lead else b.select(
+                b.icmp_signed("<", self.counts[a], i64(1)), self.counts[a], i64(1))
+            b.cbranch(b.icmp_signed("<", b.load(counters[a]), count), body, outer_latch)
             b.position_at_end(latch)
             b.store(b.add(b.load(counters[a]), i64(1)), counters[a])
             b.branch(head)
@@ -435,6 +440,8 @@ class StageEmitter(LaneMemory, BarrierLayouts):
             pass  # one lane runs at a time here: its memory operations are already ordered
         else:
             emit = VALUE_OPS.get(op)
+            if self.program.reassociate and t in (DType.F32, DType.F64):
+                emit = REASSOCIATED_OPS.get(op, emit)
             if emit is None:
                 raise VerifyError(f"cpu_llvm: no code generator for {op}")
             types = (DType.BOOL, t, t) if op == "SEL" else (t,) * len(ins.srcs)

@@ -319,3 +319,22 @@ VALUE_OPS: dict[str, Emit] = {
     "UnityTest": _unity, "NbrGet": _nbr_get, "BoundMap": _bound_map,
 }
 
+
+def _reassoc(float_op: str) -> Emit:
+    return lambda b, t, args: getattr(b, float_op)(*args, flags=("reassoc",))
+
+
+def _ieee_minmax(name: str) -> Emit:
+    # NaN-propagating like the select form; only a tie of -0.0 and +0.0 differs (-0.0 <
+    # +0.0 here), which the licence allows. The loop vectorizer turns a loop-carried
+    # llvm.maximum into vector partials; it cannot do that with the select form.
+    return lambda b, t, args: intrinsic(b, name, args[0].type, list(args))
+
+
+# What a program with `.reassociate` (docs/isa.md, "Program flags") computes differently,
+# for f32/f64 operands: + - * may be reassociated, and MIN/MAX ties of zeros go either way.
+REASSOCIATED_OPS: dict[str, Emit] = {
+    "ADD": _reassoc("fadd"), "SUB": _reassoc("fsub"), "MUL": _reassoc("fmul"),
+    "MIN": _ieee_minmax("minimum"), "MAX": _ieee_minmax("maximum"),
+}
+
