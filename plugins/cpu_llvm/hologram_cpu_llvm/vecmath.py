@@ -3,8 +3,8 @@
 `emit_math(builder, name, args, dtype)` appends a branch-free instruction sequence that
 computes the named function; no libm call is made, so a loop around it is widened by
 LLVM's loop vectorizer. Every function is computed in f64 and rounded once to the
-argument's type: f64 results are within 4 ulp of the correctly rounded value (sin, cos,
-tan: for |x| <= 2**30), f32 and f16 ones within 1 ulp everywhere, FMOD is exact
+argument's type: f64 results are within 4 ulp of the correctly rounded value, f32 and
+f16 ones within 1 ulp, everywhere (trig too: Payne-Hanek for large arguments), FMOD is exact
 (measured bounds per function in docs/cpu-llvm-accuracy.md).
 Special values (NaN, +-inf, +-0, subnormals, overflow, underflow) follow numpy / C99
 Annex F.

@@ -3,11 +3,10 @@
 sin/cos/tan: Cody-Waite reduction x = q pi/2 + r with pi/2 split into three doubles and
 FMA (the first product cancels exactly because q P1 and x share the ulp 2**-52 grid),
 then Taylor polynomials on |r| <= pi/4 (sin to r^15, cos to r^16: dropped terms below
-2**-56 relative). For f64 this is accurate while |x| <= TRIG_LIMIT; beyond, the
-reduction loses bits, so r is clamped and the result is a finite value in [-1, 1] (tan:
-finite), never a fault. f32 arguments (whose 24-bit significands make it cheap) also
-get a branch-free Payne-Hanek reduction with a 105-entry table of 2/pi windows, selected
-for |x| >= 2**24, so f32 is accurate over its whole range.
+2**-56 relative). That reduction is accurate while |x| <= TRIG_LIMIT; beyond it, a
+branch-free Payne-Hanek reduction takes over (f32 arguments: a 105-entry table of 96-bit
+2/pi windows, for |x| >= 2**24; f64: a 994-entry table of 192-bit windows, multiplied
+in 32-bit limbs so it vectorizes), so sin/cos/tan are accurate over the whole range.
 
 atan: |x| > 1 folds to pi/2 - atan(1/|x|); then t in [0, 1] is reduced around the
 nearest c = k/8 by atan(t) = atan(c) + atan((t - c) / (1 + t c)), |u| <= 1/16, with
@@ -31,7 +30,7 @@ _P3 = float(_D.subtract(_D.subtract(_PIO2, decimal.Decimal(_P1)), decimal.Decima
 PI = dd(_PI)
 PIO2 = dd(_PIO2)
 TWO_OVER_PI = float(_D.divide(2, _PI))
-TRIG_LIMIT = 2.0 ** 30  # f64: the tested bound of the documented accuracy (docs/cpu-llvm-accuracy.md)
+TRIG_LIMIT = 2.0 ** 30  # f64: Cody-Waite up to here (tested), Payne-Hanek beyond
 
 
 def _fact(n: int) -> int:
@@ -121,6 +120,105 @@ def _reduce_f32_big(e: Em, x: ir.Value) -> tuple[ir.Value, ir.Value]:
     return e.b.and_(e.b.select(neg, e.b.neg(quad), quad), e.i(3)), e.sel(neg, e.neg(r), r)
 
 
+# Payne-Hanek for f64 arguments above TRIG_LIMIT: x = M 2**e with a 53-bit integer M, and
+# x 2/pi mod 4 = (M * W(s) mod 2**192) 2**-190 where W(s) is the 192-bit window of 2/pi's
+# bits from bit s = e - 1 after the point (bits before it add multiples of 4 M). The
+# window's truncation errs by under 2**-137 of a quadrant; the nearest a double comes to
+# a multiple of pi/2 is about 2**-61, so a normalized 128-bit fraction keeps 67 bits or
+# more. The table holds W(s) for s = -23 (|x| = 2**30) to 970 (the largest doubles).
+_WIDE_BITS = 192
+_S_MIN, _S_MAX = -23, 970
+_TWO_OVER_PI_WIDE = None  # computed on first use: a few thousand bits of 2/pi
+
+
+def _two_over_pi_bits(nbits: int) -> int:
+    """floor(2/pi * 2**nbits), from Machin's formula in integers (exact to the last bit
+    with 64 guard bits)."""
+    guard = nbits + 64
+
+    def arctan_inv(k: int) -> int:  # atan(1/k) * 2**guard
+        total, term, n, sign = 0, (1 << guard) // k, 1, 1
+        while term:
+            total += sign * (term // n)
+            term //= k * k
+            n, sign = n + 2, -sign
+        return total
+
+    pi = 16 * arctan_inv(5) - 4 * arctan_inv(239)  # pi * 2**guard
+    return (2 << (guard + nbits)) // pi
+
+
+def _wide_windows() -> list[int]:
+    global _TWO_OVER_PI_WIDE
+    if _TWO_OVER_PI_WIDE is None:
+        top = _S_MAX - 1 + _WIDE_BITS + 64
+        bits = _two_over_pi_bits(top)
+        _TWO_OVER_PI_WIDE = [(bits >> (top - (s - 1 + _WIDE_BITS))) % 2 ** _WIDE_BITS
+                             for s in range(_S_MIN, _S_MAX + 1)]
+    return _TWO_OVER_PI_WIDE
+
+
+def _reduce_f64_big(e: Em, x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """(q mod 4, r, rr) with x = q pi/2 + r + rr, |r| <= pi/4, for |x| > TRIG_LIMIT
+    (finite); other arguments give garbage. Only i64 operations on 32-bit limbs (products
+    of two limbs fit), so the loop vectorizer keeps the whole reduction in vector
+    registers: an i128 product would be split per lane."""
+    b = e.b
+    m32 = e.i(0xFFFFFFFF)
+    lo32 = lambda v: b.and_(v, m32)  # noqa: E731
+    hi32 = lambda v: b.lshr(v, e.i(32))  # noqa: E731
+    bits = e.to_bits(x)
+    biased = b.and_(b.lshr(bits, e.i(52)), e.i(0x7FF))
+    idx = b.sub(biased, e.i(1076 + _S_MIN))  # s - S_MIN, s = e - 1 = biased - 1076
+    idx = b.select(b.icmp_signed("<", idx, e.i(0)), e.i(0), idx)
+    idx = b.select(b.icmp_signed(">", idx, e.i(_S_MAX - _S_MIN)), e.i(_S_MAX - _S_MIN), idx)
+    m = b.or_(b.and_(bits, e.i((1 << 52) - 1)), e.i(1 << 52))
+    windows = _wide_windows()
+    zero = ir.Constant(I64, 0)
+    w: list[ir.Value] = []  # W's 32-bit limbs, least significant first
+    for k in range(3):
+        tab = _table(e, f"hologram.vecmath.two_over_pi_w{k}", [(v >> (64 * k)) & (2 ** 64 - 1) for v in windows])
+        word = b.load(b.gep(tab, [zero, idx], inbounds=True))
+        w += [lo32(word), hi32(word)]
+    m0, m1 = lo32(m), hi32(m)
+    p0 = [b.mul(m0, v) for v in w]  # < 2**64
+    p1 = [b.mul(m1, v) for v in w]  # < 2**53
+    r, carry = [], e.i(0)  # M W mod 2**192, in 32-bit limbs
+    for k in range(6):
+        col = lo32(p0[k])
+        if k >= 1:
+            col = b.add(b.add(col, hi32(p0[k - 1])), lo32(p1[k - 1]))
+        if k >= 2:
+            col = b.add(col, hi32(p1[k - 2]))
+        t = b.add(col, carry)
+        r.append(lo32(t))
+        carry = hi32(t)
+    quad = b.lshr(r[5], e.i(30))
+    # the fraction (R 4 mod 2**192) as a signed number in [-1/2, 1/2): its magnitude
+    f = [b.or_(lo32(b.shl(r[k], e.i(2))), b.lshr(r[k - 1], e.i(30))) if k else lo32(b.shl(r[0], e.i(2)))
+         for k in range(6)]
+    neg_frac = b.icmp_unsigned("!=", b.lshr(f[5], e.i(31)), e.i(0))
+    g, carry = [], e.i(1)
+    for k in range(6):  # two's complement negation
+        t = b.add(b.xor(f[k], m32), carry)
+        g.append(b.select(neg_frac, lo32(t), f[k]))
+        carry = hi32(t)
+    quad = b.add(quad, b.zext(neg_frac, I64))
+    hi, lo = e.c(0.0), e.c(0.0)
+    for k in range(6):  # exact terms, all >= 0 and rising: a double-double of the magnitude
+        hi, err = e.two_sum(hi, e.mul(e.to_float(g[k]), e.c(2.0 ** (32 * k - 192))))
+        lo = e.add(lo, err)
+    a_hi, a_lo = e.fast_two_sum(hi, lo)
+    # (a_hi + a_lo) pi/2 as a double-double
+    rh = e.mul(a_hi, e.c(PIO2[0]))
+    rl = e.add(e.fma(a_hi, e.c(PIO2[0]), e.neg(rh)), e.fma(a_hi, e.c(PIO2[1]), e.mul(a_lo, e.c(PIO2[0]))))
+    r0, r1 = e.fast_two_sum(rh, rl)
+    flip = b.xor(neg_frac, e.signbit(x))  # |x| = q pi/2 + r; a negative fraction or x flips r
+    neg = e.signbit(x)
+    quad = b.and_(b.select(neg, b.neg(quad), quad), e.i(3))
+    return quad, e.sel(flip, e.neg(r0), r0), e.sel(flip, e.neg(r1), r1)
+
+
 def _reduced(e: Em, x: ir.Value, f32: bool) -> tuple[ir.Value, ir.Value, ir.Value]:
     """(q mod 4, sin r, cos r) for finite x; `f32`: x is an f32 value of any magnitude."""
     quad, r, rr = _reduce(e, x)
@@ -128,6 +226,10 @@ def _reduced(e: Em, x: ir.Value, f32: bool) -> tuple[ir.Value, ir.Value, ir.Valu
         big = e.cmp(">=", e.abs(x), e.c(2.0 ** 24))
         bq, br = _reduce_f32_big(e, e.sel(big, x, e.c(2.0 ** 24)))
         quad, r, rr = e.b.select(big, bq, quad), e.sel(big, br, r), e.sel(big, e.c(0.0), rr)
+    else:
+        big = e.cmp(">", e.abs(x), e.c(TRIG_LIMIT))
+        bq, br, brr = _reduce_f64_big(e, e.sel(big, x, e.c(2.0 * TRIG_LIMIT)))
+        quad, r, rr = e.b.select(big, bq, quad), e.sel(big, br, r), e.sel(big, brr, rr)
     # sin(r + rr) = sin r + rr cos r, cos(r + rr) = cos r - rr sin r, to first order
     z = e.mul(r, r)
     s = e.add(r, e.fma(e.mul(r, z), e.horner(z, _SIN), rr))
