@@ -68,7 +68,7 @@ def online_softmax(kir: KernelIR) -> KernelIR:
     body = list(kir.body)
     for i, st in enumerate(body):
         top = _single_axis_reduce(st, "max", kir)
-        if top is None:
+        if top is None or top.srcs[0].dtype is not top.dtype:
             continue
         ((var, extent),) = top.arg[1]
         for j in range(i + 1, len(body)):
