@@ -279,7 +279,11 @@ def test_a_program_that_passed_is_not_checked_again(monkeypatch):
     monkeypatch.setattr(verifier._StageChecker, "run", lambda self: runs.append(1) or real(self))
     assert verify(p) is p and verify(p) is p
     assert len(runs) == len(p.stages)
-    assert verify(attrs.evolve(p)) is not p and len(runs) == 2 * len(p.stages)  # an equal copy is checked
+    # an equal copy: its stages passed under the same signature, so they are not re-run
+    assert verify(attrs.evolve(p)) is not p and len(runs) == len(p.stages)
+    # the same stages under another signature are checked again (their buffers differ)
+    other = attrs.evolve(p, symbols=p.symbols + ("unused",))
+    assert verify(other) is other and len(runs) == 2 * len(p.stages)
     with pytest.raises(VerifyError):
         verify(None)
 
@@ -357,6 +361,8 @@ def test_too_many_calling_contexts(monkeypatch):
     body = "    MOV_IMM.i64 %c, 1\n    CALL S\n    MOV_IMM.i64 %c, 2\n    CALL S\n    EXIT\nS:\n    RET\n"
     verify(prog(body))
     monkeypatch.setattr(dataflow, "MAX_CONTEXTS", 1)  # main, then S from two calling states
+    from hologram.core import verifier
+    monkeypatch.setattr(verifier, "_STAGES_PASSED", type(verifier._STAGES_PASSED)())  # the limit changed
     rejected(prog(body), "complexity", "too many distinct calling contexts")
 
 

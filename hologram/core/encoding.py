@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
+import weakref
 import zlib
 from typing import Callable, Sequence, TypeVar
 
@@ -207,9 +208,25 @@ def encode(p: Program) -> bytes:
     return data + struct.pack("<I", zlib.crc32(data))
 
 
+# program -> its hash, by identity (a Program is immutable): `decode` has the bytes, and a
+# backend's `prepare` then needs the hash of the program it returned (a big program's
+# encoding takes milliseconds). An entry goes when its program does.
+_HASHES: dict[int, tuple[weakref.ref, str]] = {}
+
+
 def program_hash(p: Program) -> str:
     """sha256 (hex) of the program's encoding: its identity for caches and bundles."""
-    return hashlib.sha256(encode(p)).hexdigest()
+    known = _HASHES.get(id(p))
+    if known is not None and known[0]() is p:
+        return known[1]
+    digest = hashlib.sha256(encode(p)).hexdigest()
+    _remember(p, digest)
+    return digest
+
+
+def _remember(p: Program, digest: str) -> None:
+    key = id(p)
+    _HASHES[key] = (weakref.ref(p, lambda _: _HASHES.pop(key, None)), digest)
 
 
 # ============================================================================ decode
@@ -378,4 +395,5 @@ def decode(data: bytes) -> Program:
         raise r.fail(f"{body - r.pos} unexpected bytes after the program")
     if encode(prog) != data:  # one program, one encoding: hashes of equal programs agree
         raise ISAError("corrupt program encoding: valid structure but not in canonical form")
+    _remember(prog, hashlib.sha256(data).hexdigest())
     return prog

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import re
+import weakref
 
 import numpy as np
 
@@ -51,6 +52,11 @@ _TYPE_CLASS_TEXT = {"any": "any type", "num": "a numeric type", "int": "an integ
 # Programs that passed: the front end verifies what it lowers and a backend re-verifies
 # what it is handed; this makes the second check free (1-6 ms of a warm cpu_llvm prepare).
 _PASSED = ProgramsByIdentity()
+# Stages that passed, by value, with the signatures (params, temps, symbols) they passed
+# under: a stage's checks read nothing else of its program, so the ISA passes' checks of
+# a rewritten stage (isa_flow.stage_verifies) make the final verify of the same stage
+# free. Weak: an entry lives as long as some program holds the stage.
+_STAGES_PASSED: "weakref.WeakKeyDictionary[Stage, list[tuple]]" = weakref.WeakKeyDictionary()
 
 
 def verify(p: Program) -> Program:
@@ -63,8 +69,13 @@ def verify(p: Program) -> Program:
     if bad is not None:
         raise _fail("structure", f"malformed program: {bad}")
     _check_program(p)
+    signature = (p.params, p.temps, p.symbols)
     for stage in p.stages:
+        passed = _STAGES_PASSED.get(stage)
+        if passed is not None and signature in passed:
+            continue
         _StageChecker(p, stage).run()
+        _STAGES_PASSED.setdefault(stage, []).append(signature)
     _PASSED.add(p)
     return p
 
