@@ -156,6 +156,11 @@ def test_comparisons_of_constants_and_casts_of_casts():
                                       outputs='y = "f64[n]"')        # i16 -> f32 is exact
     assert "f64(f32(x[i0]))" in ir("y = f64(f32(x))", ("canonicalize",), inputs='x = "i32[n]"',
                                    outputs='y = "f64[n]"')           # i32 -> f32 rounds
+    # from a float u8 saturates (-128 -> 0), from an integer it wraps (-128 -> 128):
+    # diff-test (seed 13) found `u8(f16(x: i8))` folded to `u8(x)`
+    assert "u8(f16(x[i0]))" in ir("y = u8(f16(x))", ("canonicalize",), inputs='x = "i8[n]"', outputs='y = "u8[n]"')
+    assert "y[i0] = i16(x[i0])" in ir("y = i16(f16(x))", ("canonicalize",), inputs='x = "i8[n]"',
+                                      outputs='y = "i16[n]"')        # i16 holds every i8
 
 
 def test_canonicalize_is_idempotent_on_the_stdlib():

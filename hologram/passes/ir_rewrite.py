@@ -134,16 +134,20 @@ def _compare_constants(e: Expr) -> Expr | None:
 
 def _cast(e: Expr) -> Expr | None:
     """`T(x) -> x` for x of type T; `T2(T1(x)) -> T2(x)` when every value of x's type
-    converts to T1 exactly (conversions depend on the value only, so the detour through
-    T1 changes nothing). `f32(f64(x: f32))` folds, `i8(i32(x: f32))` does not (i32
-    saturates first)."""
+    converts to T1 exactly and T2 converts that value the same way from either type.
+    `f32(f64(x: f32))` folds, `i8(i32(x: f32))` does not (i32 saturates first), and
+    `u8(f16(x: i8))` does not either: from a float, u8 saturates (-128 -> 0), from an
+    integer it wraps (-128 -> 128); it folds only when T2 holds every value of x's type."""
     if e.op != "CAST":
         return None
     x = e.srcs[0]
     if x.dtype is e.dtype:
         return x
     if x.op == "CAST" and exact_widening(x.srcs[0].dtype, x.dtype):
-        return as_dtype(x.srcs[0], e.dtype)
+        inner = x.srcs[0].dtype
+        saturate_vs_wrap = e.dtype.is_int and x.dtype.is_float and inner.is_int
+        if not saturate_vs_wrap or (inner.min >= e.dtype.min and inner.max <= e.dtype.max):
+            return as_dtype(x.srcs[0], e.dtype)
     return None
 
 
