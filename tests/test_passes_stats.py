@@ -289,3 +289,15 @@ def test_an_access_the_same_for_every_lane_counts_once_per_launch():
     # x[%c] with %c chosen by the lane's position, and y[i], are one per lane
     assert str(s.bytes_read) == "4*n + 12"
     assert str(s.bytes_written) == "4*n + 4"
+
+
+def test_quotients_are_symbols_until_their_numerator_is_known():
+    from hologram.passes.stats import quotient
+    q = quotient(Poly.sym("n") + 1023, 1024)
+    assert str(q) == "(n + 1023)//1024"
+    f = Formula(((16, (q,)), (4, (Poly.sym("n"),))))
+    assert f.evaluate({"n": 1}) == 16 + 4
+    assert f.evaluate({"n": 1024}) == 16 + 4096 and f.evaluate({"n": 1025}) == 32 + 4100
+    assert quotient(Poly.const(2047), 1024) == Poly.const(1)
+    with pytest.raises(KeyError):
+        f.evaluate({})

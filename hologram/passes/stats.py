@@ -111,7 +111,16 @@ class Formula:
         return not self.symbols
 
     def bind(self, symbols: Mapping[str, int]) -> "Formula":
-        return Formula(tuple((c, tuple(f.bind(symbols) for f in fs), tuple(g.bind(symbols) for g in gs))
+        """Substitute `symbols`; a quotient symbol (`(n + 1023)//1024`) whose numerator
+        they make constant is substituted too."""
+        values = dict(symbols)
+        for name in self.symbols:
+            if name in _QUOTIENTS and name not in values:
+                num, d = _QUOTIENTS[name]
+                bound = num.bind(values)
+                if bound.is_const:
+                    values[name] = bound.value // d
+        return Formula(tuple((c, tuple(f.bind(values) for f in fs), tuple(g.bind(values) for g in gs))
                              for c, fs, gs in self.terms)).simplify()
 
     def evaluate(self, symbols: Mapping[str, int]) -> int:
@@ -138,8 +147,6 @@ class Stats:
     bytes_read: Formula
     bytes_written: Formula
     bytes_exact: bool = True  # False: the byte counts are upper bounds (a branch skips accesses)
-    # `blocks.<stage>` symbols of the counts: (symbol, extent, block), ceil(extent / block)
-    blocks: tuple[tuple[str, Poly, int], ...] = ()
 
     @property
     def bytes_moved(self) -> Formula:
@@ -148,10 +155,6 @@ class Stats:
     def bind(self, symbols: Mapping[str, int] | None = None, **more: int) -> "Stats":
         """The same stats with these shape symbols substituted in the byte counts."""
         values = {**(symbols or {}), **more}
-        for name, extent, block in self.blocks:
-            ext = extent.bind(values)
-            if ext.is_const:
-                values[name] = max(-(-ext.value // block), 0)
         return attrs.evolve(self, bytes_read=self.bytes_read.bind(values),
                             bytes_written=self.bytes_written.bind(values))
 
@@ -160,13 +163,9 @@ def measure(kir: KernelIR, program: Program) -> Stats:
     """The stats of one kernel: its IR (after the IR passes) and its program (after the
     ISA passes)."""
     read, written, exact = Formula(), Formula(), True
-    blocks = []
     for stage in program.stages:
         r, w, e = _stage_traffic(stage, program)
         read, written, exact = read + r, written + w, exact and e
-        lead = lead_lane_axis(stage)
-        if lead is not None:
-            blocks.append((blocks_symbol(stage, lead), Poly.of(stage.domain[lead]), stage.block[lead]))
     return Stats(
         stages=len(program.stages),
         ir_ops=sum(_ir_ops(st) for st in kir.body),
@@ -175,14 +174,23 @@ def measure(kir: KernelIR, program: Program) -> Stats:
         bytes_read=read,
         bytes_written=written,
         bytes_exact=exact,
-        blocks=tuple(blocks),
     )
 
 
-def blocks_symbol(stage: Stage, axis: int) -> str:
-    """The symbol standing for a stage's block count along `axis` (not a polynomial in
-    the shape symbols: ceil(extent / block)); `Stats.bind` computes it."""
-    return f"blocks.{stage.name}" + (f".{'xyz'[axis]}" if axis else "")
+# Quotient symbols by name: the name spells the quotient (`(n + 1023)//1024`), so this
+# cache is keyed by what it holds; `Formula.bind` substitutes a quotient once its
+# numerator is known.
+_QUOTIENTS: dict[str, tuple[Poly, int]] = {}
+
+
+def quotient(num: Poly, d: int) -> Poly:
+    """floor(num / d) for a positive constant d: a constant, or a symbol standing for it
+    (a block count, `ceil(n / 1024)` = `(n + 1023)//1024`, is not a polynomial)."""
+    if num.is_const:
+        return Poly.const(num.value // d)
+    name = f"({num})//{d}"
+    _QUOTIENTS[name] = (num, d)
+    return Poly.sym(name)
 
 
 def _ir_ops(st: Statement) -> int:
@@ -196,7 +204,7 @@ def _ir_ops(st: Statement) -> int:
 # ------------------------------------------------------------------ byte counting
 _READS = frozenset({"LDG"})
 _WRITES = frozenset({"STG", "ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum"})
-_TRACKED = {"MOV", "MOV_IMM", "ADD", "SUB", "MUL", "CVT"}
+_TRACKED = {"MOV", "MOV_IMM", "ADD", "SUB", "MUL", "DIV", "CVT"}
 
 
 def _stage_traffic(stage: Stage, program: Program) -> tuple[Formula, Formula, bool]:
@@ -209,7 +217,8 @@ def _stage_traffic(stage: Stage, program: Program) -> tuple[Formula, Formula, bo
     handled = set()  # branches whose skipped code carries its condition: the count stays exact
     lead = lead_lane_axis(stage)
     if lead is not None:  # one lane per block works: the lane count along `lead` is the block count
-        lanes = lanes[:lead] + (Poly.sym(blocks_symbol(stage, lead)),) + lanes[lead + 1:]
+        block = stage.block[lead]
+        lanes = lanes[:lead] + (quotient(lanes[lead] + (block - 1), block),) + lanes[lead + 1:]
         handled.add(next(k for k, it in enumerate(body) if isinstance(it, Instr) and it.op == "BRA"))
     counts, guards = _trip_counts(stage, labels)
     varying = _lane_varying(stage, labels)
@@ -471,6 +480,8 @@ def _eval(ins: Instr, env: Mapping[str, Poly]) -> Poly | None:
     if ins.op in ("MOV", "MOV_IMM", "CVT"):
         return args[0]
     a, b = args
+    if ins.op == "DIV":  # floor division; only by a positive constant
+        return quotient(a, b.value) if b.is_const and b.value > 0 else None
     return a + b if ins.op == "ADD" else a - b if ins.op == "SUB" else a * b
 
 
@@ -505,7 +516,7 @@ def format_stats(rows: Mapping[str, Stats], symbols: Mapping[str, int] | None = 
         table.add_column(f"{names[0]} -> {names[-1]}", justify="right")
     syms = sorted(set().union(*(getattr(s, f).symbols for s in rows.values() for f in ("bytes_read",
                                                                                            "bytes_written"))))
-    at = {s: 1024 for s in syms}
+    at = {s: 1024 for s in syms if s not in _QUOTIENTS}  # quotients follow from the others
     at.update(symbols or {})
     bounds = False
     for label, field in METRICS:
