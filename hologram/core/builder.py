@@ -192,9 +192,10 @@ class StageBuilder:
 class ProgramBuilder:
     """Accumulates a program: its signature, temporaries and stages in order."""
 
-    def __init__(self, name: str, symbols: Sequence[str] = ()):
+    def __init__(self, name: str, symbols: Sequence[str] = (), reassociate: bool = False):
         self.name = name
         self.symbols = tuple(symbols)
+        self.reassociate = reassociate
         self.params: list[BufferParam | ScalarParam] = []
         self.temps: list[BufferParam] = []
         self.stages: list[StageBuilder] = []
@@ -221,7 +222,7 @@ class ProgramBuilder:
 
     def build(self) -> Program:
         return Program(self.name, tuple(self.params), tuple(self.temps), self.symbols,
-                       tuple(s.build() for s in self.stages))
+                       tuple(s.build() for s in self.stages), reassociate=self.reassociate)
 
 
 __all__ = ["DEFAULT_BLOCKS", "ProgramBuilder", "StageBuilder", "as_operand", "gid", "sym"]

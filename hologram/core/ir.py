@@ -197,7 +197,7 @@ def format_statement(st: "Statement") -> str:
         head = f"{lhs} = {format_expr(st.body, names)}"
     elif isinstance(st, OnlineMaxSum):
         dom = ", ".join(f"{v}<{e}" for v, e in st.axes)
-        head = (f"{st.max_target}, {st.target} = online_max_sum_exp[{dom}]({format_expr(st.value, names)})")
+        head = f"{st.max_target}, {st.target} = online_max_sum_exp[{dom}]({format_expr(st.value, names)})"
     else:
         dom = ", ".join(f"{v}<{e}" for v, e in zip(st.vars, st.extents))
         head = f"{st.target}[{format_expr(st.key, names)}] += {format_expr(st.value, names)}  for {dom}"
@@ -289,8 +289,7 @@ class KernelIR:
     `outputs` in declaration order; `temps` internal arrays; `body` in execution order.
     `symbols` are the shape symbols, each bound at call time from some param's shape.
     `reassociate` is the kernel's opt-in to reordering float sums, products, minima and
-    maxima (docs/dsl.md): passes and backends may then change rounding, never NaN/inf
-    outcomes."""
+    maxima (docs/dsl.md, "Opting in to reassociation")."""
 
     name: str
     version: str

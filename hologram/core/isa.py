@@ -220,7 +220,6 @@ class Stage:
         return {r.name: r.dtype for r in self.regs}
 
 
-
 def lead_lane_axis(stage: Stage) -> int | None:
     """The axis along which every lane but the first of each block does nothing, when the
     stage opens with `SET.ne %p, %tid.<axis>, 0 ; @%p BRA L` and L is at an EXIT (or the
@@ -242,6 +241,7 @@ def lead_lane_axis(stage: Stage) -> int | None:
         return None
     axis = AXES.index(test.srcs[0].name[4:])
     return axis if axis < len(stage.domain) else None
+
 
 @attrs.frozen
 class Program:

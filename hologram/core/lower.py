@@ -24,8 +24,6 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import attrs
-
 from .builder import ProgramBuilder, StageBuilder, gid
 from .errors import CompileError
 from .ir import Accumulate, Compute, Expr, KernelIR, OnlineMaxSum, Statement
@@ -47,7 +45,7 @@ def lower(kir: KernelIR) -> Program:
     cannot lower (an op on a type the ISA has no instruction for)."""
     try:
         plan = make_plan(kir)
-        pb = ProgramBuilder(kir.name, kir.symbols)
+        pb = ProgramBuilder(kir.name, kir.symbols, kir.reassociate)
         for d in kir.params:
             if d.kind == "scalar":
                 pb.scalar(d.name, d.dtype)
@@ -60,8 +58,7 @@ def lower(kir: KernelIR) -> Program:
         stages = _Stages(pb, plan)
         for st in plan.statements:
             stages.emit(st)
-        program = pb.build()
-        return attrs.evolve(program, reassociate=True) if kir.reassociate else program
+        return pb.build()
     except RecursionError:
         raise CompileError(f"kernel '{kir.name}': an expression is nested too deeply to lower") from None
 
