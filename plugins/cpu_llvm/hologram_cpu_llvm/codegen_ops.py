@@ -337,4 +337,3 @@ REASSOCIATED_OPS: dict[str, Emit] = {
     "ADD": _reassoc("fadd"), "SUB": _reassoc("fsub"), "MUL": _reassoc("fmul"),
     "MIN": _ieee_minmax("minimum"), "MAX": _ieee_minmax("maximum"),
 }
-
