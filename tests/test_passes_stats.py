@@ -301,3 +301,31 @@ def test_quotients_are_symbols_until_their_numerator_is_known():
     assert quotient(Poly.const(2047), 1024) == Poly.const(1)
     with pytest.raises(KeyError):
         f.evaluate({})
+
+
+def test_an_else_part_reached_from_two_guards_is_not_conditioned_on_both():
+    # `small` runs when m < 6 OR n < 32: it must not count only when both hold
+    p = parse_program("""
+.program g
+.symbols m n
+.param in x: f32[m]
+.param out y: f32[m]
+.stage s domain [m] block [64]
+    .reg %i: i64
+    .reg %v: f32
+    .reg %p: bool
+    SET.lt.i64  %p, $m, 6
+    @%p BRA     small
+    SET.lt.i64  %p, $n, 32
+    @%p BRA     small
+    BRA         end
+small:
+    MOV.i64     %i, %gid.x
+    LDG.f32     %v, [x + %i]
+    STG.f32     [y + %i], %v
+end:
+    EXIT
+""")
+    st = measure(EMPTY_IR, p)
+    assert st.bytes_read.evaluate({"m": 4, "n": 100}) == 16  # m < 6 alone sends lanes to `small`
+    assert not st.bytes_exact or st.bytes_read.evaluate({"m": 100, "n": 100}) == 0

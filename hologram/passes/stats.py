@@ -229,6 +229,10 @@ def _stage_traffic(stage: Stage, program: Program) -> tuple[Formula, Formula, bo
     # when the code before its target ends in a jump over an `else` part, (target, end),
     # that part runs when h > 0
     skips = []
+    jumps_to: dict[str, int] = {}
+    for it in body:
+        if isinstance(it, Instr) and it.op in ("BRA", "LOOP", "CALL"):
+            jumps_to[it.target] = jumps_to.get(it.target, 0) + 1
     for k, (g, h) in guards.items():
         t = labels.get(body[k].target, -1)
         if t <= k:
@@ -237,7 +241,7 @@ def _stage_traffic(stage: Stage, program: Program) -> tuple[Formula, Formula, bo
         handled.add(k)
         jump = body[t - 1]
         e = labels.get(jump.target, -1) if isinstance(jump, Instr) and jump.op == "BRA" and jump.pred is None else -1
-        if e > t:
+        if e > t and jumps_to[body[k].target] == 1:  # reached only from this guard: runs when h > 0
             skips.append((t, e, h))
             handled.add(t - 1)
 
