@@ -46,6 +46,8 @@ SUPPORTED_ISA_VERSIONS = (ISA_VERSION,)
 DTYPE_CODES = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64")
 SPECIAL_CODES = tuple(f"{k}.{a}" for k in ("tid", "ntid", "ctaid", "nctaid", "gid", "gdim") for a in "xyz")
 assert set(SPECIAL_CODES) == set(SPECIALS)
+_DTYPE_CODE = {DType(name): k for k, name in enumerate(DTYPE_CODES)}
+_SPECIAL_CODE = {name: k for k, name in enumerate(SPECIAL_CODES)}
 
 OP_REG, OP_SPECIAL, OP_SYM, V_FALSE, V_TRUE, V_INT, V_FLOAT = range(7)
 PARAM_BUFFER, PARAM_SCALAR = 0, 1
@@ -67,6 +69,9 @@ class _Writer:
         self.strings: dict[str, int] = {}
 
     def uvarint(self, n: int) -> None:
+        if 0 <= n < 0x80:  # most counts, string indices and flags: one byte
+            self.out.append(n)
+            return
         while True:
             byte, n = n & 0x7F, n >> 7
             self.out.append(byte | (0x80 if n else 0))
@@ -78,10 +83,13 @@ class _Writer:
         self.uvarint(n << 1 if n >= 0 else ((-n) << 1) - 1)
 
     def str(self, s: str) -> None:
-        self.uvarint(self.strings.setdefault(s, len(self.strings)))
+        k = self.strings.get(s)
+        if k is None:
+            k = self.strings[s] = len(self.strings)
+        self.uvarint(k)
 
     def dtype(self, d: DType) -> None:
-        self.out.append(DTYPE_CODES.index(d.value))
+        self.out.append(_DTYPE_CODE[d])
 
     def seq(self, items: Sequence[T], put: Callable[[T], None]) -> None:
         self.uvarint(len(items))
@@ -107,7 +115,7 @@ class _Writer:
             self.out.append(OP_REG)
             self.str(o.name)
         elif isinstance(o, Special):
-            self.out += bytes((OP_SPECIAL, SPECIAL_CODES.index(o.name)))
+            self.out += bytes((OP_SPECIAL, _SPECIAL_CODE[o.name]))
         elif isinstance(o, Sym):
             self.out.append(OP_SYM)
             self.str(o.name)
@@ -130,14 +138,15 @@ class _Writer:
             self.dtype(p.dtype)
 
     def instr(self, i: Instr) -> None:
-        a = i.addr
-        fields = ((F_DTYPE, i.dtype), (F_DTYPE2, i.dtype2), (F_MOD, i.mod), (F_DST, i.dst), (F_ADDR, a),
-                  (F_INDEX, a.index if a is not None else None), (F_TARGET, i.target),
-                  (F_COUNT, i.count), (F_PRED, i.pred),
-                  (F_NEGATE, True if i.pred is not None and i.pred.negate else None),
-                  (F_CHECKED, i.checked or None))
+        a, pred = i.addr, i.pred
+        flags = ((F_DTYPE if i.dtype is not None else 0) | (F_DTYPE2 if i.dtype2 is not None else 0)
+                 | (F_MOD if i.mod is not None else 0) | (F_DST if i.dst is not None else 0)
+                 | (F_ADDR | (F_INDEX if a.index is not None else 0) if a is not None else 0)
+                 | (F_TARGET if i.target is not None else 0) | (F_COUNT if i.count is not None else 0)
+                 | (F_PRED | (F_NEGATE if pred.negate else 0) if pred is not None else 0)
+                 | (F_CHECKED if i.checked else 0))
         self.str(i.op)
-        self.uvarint(sum(bit for bit, v in fields if v is not None))
+        self.uvarint(flags)
         if i.dtype is not None:
             self.dtype(i.dtype)
         if i.dtype2 is not None:
