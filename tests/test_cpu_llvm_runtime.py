@@ -419,6 +419,23 @@ def test_memory_cache_and_disk_cache(tmp_path):
     assert len(list((tmp_path / "cache").glob("*.hgo"))) == 2
 
 
+def test_a_disk_hit_is_not_verified_again_and_a_bad_program_is_still_refused(tmp_path, monkeypatch):
+    from hologram.core.errors import VerifyError
+    from hologram_cpu_llvm import backend as backend_module
+    b, _ = backend(tmp_path, REV_IR, Entry("rev_s", 0))
+    b.prepare(parse_program(REV_ASM))
+    calls = []
+    real = backend_module.verify
+    monkeypatch.setattr(backend_module, "verify", lambda p: calls.append(p) or real(p))
+    b2, codegen2 = backend(tmp_path, REV_IR, Entry("rev_s", 0))
+    assert b2.prepare(parse_program(REV_ASM)).from_cache and calls == [] and codegen2.calls == []
+    # the entry certifies its own program only: an unprovable access is refused as before
+    bad = parse_program(REV_ASM.replace("[x + %", "[x + 1 + %", 1))
+    with pytest.raises(VerifyError):
+        b2.prepare(bad)
+    assert len(calls) == 1
+
+
 # Ways an entry can go bad: each takes (key, file bytes) and returns the new bytes.
 CORRUPTIONS = {
     "truncated": lambda key, data: data[: len(data) // 2],

@@ -25,7 +25,7 @@ from typing import Callable, Sequence, TypeVar
 import numpy as np
 
 from .errors import ISAError
-from .structure import structure_problem
+from .structure import built_well_typed, structure_problem
 from .isa import (
     ISA_VERSION, SPECIALS, Addr, BufferParam, Imm, Init, Instr, Label, MemDecl, Operand, Pred, Program,
     Reg, RegDecl, ScalarParam, Special, Stage, Sym,
@@ -399,7 +399,8 @@ def decode(data: bytes) -> Program:
         raise r.fail("format 2 with no program flags (a program without flags is written in format 1)")
     params = r.seq(r.param)
     temps = r.seq(r.buffer)
-    prog = Program(name, params, temps, symbols, r.seq(r.stage), isa, bool(flags & PROGRAM_REASSOCIATE))
+    prog = built_well_typed(Program(name, params, temps, symbols, r.seq(r.stage), isa,
+                                    bool(flags & PROGRAM_REASSOCIATE)))
     if r.pos != body:
         raise r.fail(f"{body - r.pos} unexpected bytes after the program")
     if encode(prog) != data:  # one program, one encoding: hashes of equal programs agree

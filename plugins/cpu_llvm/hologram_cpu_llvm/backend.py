@@ -45,16 +45,22 @@ class StageSymbol:
 
 # --------------------------------------------------------------------------- codegen link
 _CODEGEN_SOURCES = ("codegen", "vecmath")
+# An entry also certifies that its program passed the verifier, so `prepare` does not
+# verify again on a disk hit; a change to the verifier invalidates the entries.
+_VERIFIER_SOURCES = ("verifier.py", "dataflow.py", "intervals.py", "structure.py")
 
 
 def _codegen_version() -> str:
-    """The codegen's declared version plus a digest of its sources (and vecmath's), so
-    editing the code generator invalidates every cached object without a manual bump."""
+    """The codegen's declared version plus a digest of its sources (and vecmath's, and the
+    verifier's), so editing either invalidates every cached object without a manual bump."""
     here = Path(__file__).parent
     digest = hashlib.sha256()
     for path in sorted(here.glob("*.py")):
         if path.stem.startswith(_CODEGEN_SOURCES):
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    core = Path(verify.__code__.co_filename).parent
+    for name in _VERIFIER_SOURCES:
+        digest.update(name.encode() + b"\0" + (core / name).read_bytes())
     declared = getattr(_codegen_module, "CODEGEN_VERSION", 0)
     return f"codegen {declared}+{digest.hexdigest()[:16]}"
 
@@ -119,7 +125,6 @@ class CpuLlvmBackend:
         with self._lock:
             exe = self._memory.get(key)
             if exe is None:
-                verify(program)
                 exe = self._build(program, key)
                 self._memory.put(key, exe)
         return exe
@@ -128,11 +133,13 @@ class CpuLlvmBackend:
         disk, full_key = self.disk, self.cache_key(key)
         entry = disk.load(full_key) if disk is not None else None
         if entry is not None:
+            # stored only for a program (this hash) that passed this verifier (the key)
             try:
                 symbols = _symbols_from_meta(entry.meta, program)
                 return _link(program, key, symbols, jit.load_object(entry.obj, [s.name for s in symbols]), True)
             except (ValueError, KeyError, TypeError, RuntimeError):
                 disk.discard(full_key)  # intact but unusable (say, a stale stage table): rebuild
+        verify(program)
         try:
             result = self._codegen(program)
         except HologramError:
