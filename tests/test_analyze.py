@@ -147,11 +147,23 @@ def test_temporary_ranges_come_from_plain_positions():
     assert kir.decl("t").shape == (Affine.of("n"),)
 
 
+@pytest.mark.parametrize("index, dim, rng", [
+    ("i + 1", "n", Affine.of("n") - 1), ("2*i", "2*n", Affine.of("n")), ("2*i + 1", "2*n", Affine.of("n")),
+    ("3*i + 2", "3*n + 1", Affine.of("n")), ("i + n", "2*n", Affine.of("n")), ("2*i", "2*n + 1", Affine.of("n") + 1),
+])
+def test_a_variable_without_plain_uses_takes_the_largest_in_bounds_range(index, dim, rng):
+    kir = compile_ir(f"t[i] = x[{index}]\ny = sum(t)", {"x": f"f32[{dim}]"}, {"y": "f32"})
+    assert kir.decl("t").shape == (rng,)
+
+
 @pytest.mark.parametrize("body, ins, line, col, message", [
     ("t[i] = x[i] + w[i]\ny = sum(t)", {"x": "f32[n]", "w": "f32[m]"}, 1, 17,
      r"index variable 'i' has conflicting ranges: n \(dimension 0 of 'x', line 1\) and m \(dimension 0 of 'w'"),
     ("y = sum(x[i] * w[i], i)", {"x": "f32[n]", "w": "f32[m]"}, 1, 18, r"conflicting ranges: n .* and m"),
-    ("t[i] = x[i + 1]\ny = sum(t)", {"x": "f32[n]"}, 1, 3, r"cannot infer the range of index variable 'i'"),
+    ("t[i] = x[i - 1]\ny = sum(t)", {"x": "f32[n]"}, 1, 3, r"cannot infer the range of index variable 'i'"),
+    ("t[i] = x[2*i]\ny = sum(t)", {"x": "f32[n]"}, 1, 3, r"cannot infer the range of index variable 'i'"),
+    ("y = sum(x[2*k] + w[k + 1], k)", {"x": "f32[2*n]", "w": "f32[n]"}, 1, 20,
+     r"conflicting ranges: n \(dimension 0 of 'x', line 1\) and n - 1 \(dimension 0 of 'w'"),
     ("y = sum(f32(i), i)", {"x": "f32[n]"}, 1, 17, r"cannot infer the range of index variable 'i'"),
     ("t[i] = x[i] - x\ny = sum(t)", {"x": "f32[n]"}, 1, 8, r"one value per point; it has shape \[n\]"),
     ("t[i] = x[i] * x[j]\ny = sum(t)", {"x": "f32[n]"}, 1, 17, r"unknown index variable 'j'"),

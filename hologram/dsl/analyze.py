@@ -9,7 +9,9 @@ and `resonance(...)` becomes an `Accumulate`. Nothing is fused or optimized here
 Index variables are introduced by an index-notation target (`y[i, j] = ...`) or by a
 reduction (`sum(x[k], k)`). A declared output gives its target variables their ranges;
 otherwise a variable's range is the dimension of every array it indexes at a plain
-position (`x[k]`, not `x[k + 1]`), and those must agree. Reduction variables get names
+position (`x[k]`, not `x[k + 1]`), and those must agree. A variable with no plain use
+takes the largest range that keeps its affine uses in bounds (`x[2*k + 1]` over `x` of
+`2*n` gives `n`), when that is affine in the shape symbols; again they must agree. Reduction variables get names
 unique in the kernel (renamed when the same name is used twice), since the lowering
 tells reductions apart by variable name.
 """
@@ -57,6 +59,7 @@ class Binding:
     fixed: bool = False  # the range is a declared output's dimension
     origin: str = ""  # where the range came from, for messages
     used: bool = False
+    strided: list[tuple[Affine, str, Span]] = attrs.field(factory=list)  # ranges from `x[2*k + 1]`-like uses
 
     def note(self, dim: Affine, where: str, span: Span) -> None:
         """This variable indexes a dimension `dim` at a plain position."""
@@ -68,6 +71,32 @@ class Binding:
             raise CompileError(
                 f"index variable '{self.name}' has conflicting ranges: {self.range} ({self.origin}) "
                 f"and {dim} ({where})", span, hint="an index variable must range over equal dimensions")
+
+
+    def note_strided(self, dim: Affine, index: Affine, where: str, span: Span) -> None:
+        """This variable indexes `dim` as `index` = `c*var + rest` (not plainly): the largest range
+        keeping every such access in bounds, used only when no plain use gives one."""
+        c = dict(index.terms)[self.ir]
+        rest = index - Affine.of(self.ir) * c
+        room = dim - 1 - rest  # c * (range - 1) <= room
+        starts_inside = rest.const >= 0 and all(q > 0 for _, q in rest.terms)
+        if c >= 1 and starts_inside and all(q % c == 0 for _, q in room.terms):
+            quotient = Affine._make(room.const // c, ((s, q // c) for s, q in room.terms))
+            self.strided.append((quotient + 1, where, span))
+
+    def settle(self) -> None:
+        """Take the range from strided uses when no plain use gave one (they must agree)."""
+        if self.range is not None or not self.strided:
+            return
+        (first, where, _), *others = self.strided
+        for dim, other, span in others:
+            if dim != first:
+                raise CompileError(
+                    f"index variable '{self.name}' has conflicting ranges: {first} ({where}) and {dim} ({other})",
+                    span, hint="an index variable must range over equal dimensions")
+        if first.is_const and first.const < 0:
+            return
+        self.range, self.origin = first, where
 
 
 Scope = Mapping[str, Binding]
@@ -331,6 +360,8 @@ class _Kernel:
             a = self.affine(e, scope)
             if a.const == 0 and len(a.terms) == 1 and a.terms[0][1] == 1 and a.terms[0][0] in by_ir:
                 by_ir[a.terms[0][0]].note(decl.shape[k], f"dimension {k} of '{n}', line {e.span.line}", e.span)
+            elif len(used := [v for v, _ in a.terms if v in by_ir]) == 1:
+                by_ir[used[0]].note_strided(decl.shape[k], a, f"dimension {k} of '{n}', line {e.span.line}", e.span)
             if any(not I64.min <= c <= I64.max for c in (a.const, *(c for _, c in a.terms))):
                 raise CompileError("the index is too large for i64", e.span)
             index.append(index_expr(a, by_ir.keys()))
@@ -448,9 +479,11 @@ class _Kernel:
 
     @staticmethod
     def require_range(b: Binding) -> None:
+        b.settle()
         if b.range is None:
             raise CompileError(f"cannot infer the range of index variable '{b.name}'", b.span,
-                               hint=f"use it as a plain index of an array on the right-hand side, like x[{b.name}]")
+                               hint=f"index an array with it on the right-hand side, like x[{b.name}] (or x[2*{b.name}] "
+                                    f"when x's dimension is a multiple of 2, like 2*n)")
 
 
 # ------------------------------------------------------------------ declarations
