@@ -433,9 +433,7 @@ def test_operators(body, ins, out, ir):
     ("y = b - b", {"b": "bool[n]"}, 5, r"operator '-' is not defined for bool and bool"),
     ("y = x and x", {"x": "f32[n]"}, 5, r"'and' needs bool operands; got f32"),
     ("y = not x", {"x": "f32[n]"}, 9, r"'not' needs bool operands; got f32"),
-    ("y = x ** -1", {"x": "i32[n]"}, 10, r"non-negative integer literal exponent; got the exponent -1"),
-    ("y = x ** w", {"x": "i32[n]", "w": "i32[n]"}, 10, r"got an exponent of type i32"),
-    ("y = 2 ** x", {"x": "i32[n]"}, 10, r"non-negative integer literal exponent"),
+    ("y = x ** -1", {"x": "i32[n]"}, 10, r"non-negative integer exponent; got the literal -1"),
     ("y = x + 300", {"x": "u8[n]"}, 9, r"the literal 300 does not fit in u8 \(range 0\.\.255\)"),
     ("y = x + -1", {"x": "u8[n]"}, 9, r"the literal -1 does not fit in u8"),
     ("y = x < 300", {"x": "u8[n]"}, 9, r"the literal 300 does not fit in u8"),
@@ -455,7 +453,7 @@ def test_operator_errors(body, ins, col, message):
 
 
 def test_operator_error_hints():
-    assert "f64(x) ** y" in error("y = x ** w", {"x": "i32[n]", "w": "i32[n]"}).hint
+    assert "f64(x) ** y" in error("y = x ** -2", {"x": "i32[n]"}).hint
     assert "i32(x)" in error("y = x & 1", {"x": "f32[n]"}).hint
     assert "not" in error("y = -b", {"b": "bool[n]"}, {"y": "bool[n]"}).hint
     assert "x > 0" in error("y = x and x", {"x": "f32[n]"}).hint

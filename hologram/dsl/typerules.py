@@ -301,15 +301,19 @@ def _mixed_compare(op: str, srcs: tuple[Expr, ...], dtypes: Sequence[DType]) -> 
 
 
 def _int_power(operands: Sequence[Val], dtype: DType, shape, span) -> Val:
-    """Integer `**`: numpy's integer power, defined only for non-negative exponents; we
-    require a literal one and expand it into multiplications (square and multiply)."""
+    """Integer `**`: numpy's integer power, wrapping. A literal exponent must be
+    non-negative (numpy refuses a negative one) and expands into multiplications (square
+    and multiply); an array exponent stays a POW, whose negative elements give the
+    truncated `1 / a**-b` (numpy raises there; see docs/dsl.md)."""
     base, exp = operands
-    if not exp.weak or isinstance(exp.literal, float) or exp.literal < 0:
-        got = f"the exponent {exp.literal}" if exp.weak else f"an exponent of type {exp.dtype}"
-        raise CompileError(f"integer '**' needs a non-negative integer literal exponent; got {got}",
+    x = align(Val(coerce(base, dtype), base.shape), shape)
+    if not exp.weak:
+        b = align(Val(coerce(exp, dtype), exp.shape), shape)
+        return Val(Expr("POW", dtype, (x, b)), shape, False, span)
+    if isinstance(exp.literal, float) or exp.literal < 0:
+        raise CompileError(f"integer '**' needs a non-negative integer exponent; got the literal {exp.literal}",
                            exp.span or span, hint="for other exponents use a float base, e.g. f64(x) ** y")
     n = int(convert_literal(exp.literal, dtype, exp.span))
-    x = align(Val(coerce(base, dtype), base.shape), shape)
     result: Expr | None = None
     while n:
         if n & 1:

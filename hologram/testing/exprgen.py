@@ -7,7 +7,7 @@ The pieces `hologram.testing.cases` builds kernels from:
 - `Node`: an expression tree; `render(node)` is its DSL text;
 - `infer(name, args)`: the result dtype, asked of numpy itself (NEP 50, Python literals
   weak), or None when numpy or a DSL rule rejects the operands (`-` on bool, `&` on
-  floats, integer `**` without a literal exponent >= 0, a literal that does not fit an
+  floats, integer `**` with a negative or large literal exponent, a literal that does not fit an
   integer operand, negative shift or Atlas literals);
 - `Builder`: draws random trees of a target shape over a pool of leaves (inputs,
   temporaries, index-notation loads), repairing rejected operand combinations with
@@ -240,8 +240,8 @@ def infer(name: str, args: Sequence[Node]) -> np.dtype | None:
         return None
     dt = _infer_cached(name, tuple((type(a.attr[0]), a.attr[0]) if a.is_literal else a.dtype for a in args))
     if name in ("**", "power") and dt is not None and dt.kind in "iu":
-        exp = args[1]  # an integer power needs a literal exponent >= 0 (small: it must not overflow wildly)
-        if not (exp.is_literal and type(exp.attr[0]) is int and 0 <= exp.attr[0] <= 4):
+        exp = args[1]  # a literal exponent of an integer power must be >= 0 (small: it must not overflow wildly)
+        if exp.is_literal and not (type(exp.attr[0]) is int and 0 <= exp.attr[0] <= 4):
             return None
     return dt
 
@@ -322,8 +322,9 @@ class Builder:
         """`name` applied to `args`, with operands cast where numpy or the DSL rejects
         them as they are (the first operand alone if even that fails)."""
         args = list(args)
-        if name in ("**", "power") and not args[0].is_literal and args[0].dtype.kind != "f":
-            args[1] = literal(self.draw(st.integers(0, 3)))
+        if (name in ("**", "power") and not args[0].is_literal and args[0].dtype.kind != "f"
+                and (args[1].is_literal or self.draw(st.booleans()))):
+            args[1] = literal(self.draw(st.integers(0, 3)))  # else an array exponent, negative ones included
         dt = infer(name, args)
         if dt is None:
             args = self._repair(VOCABULARY[name], args)
@@ -353,7 +354,7 @@ class Builder:
                 fixed.append(Node("cast", want, a.shape, (a,), want))
             else:
                 fixed.append(a)
-        if spec.name in ("**", "power") and target.kind != "f":  # an integer power: array ** literal
+        if spec.name in ("**", "power") and target.kind != "f" and (fixed[0].is_literal or fixed[1].is_literal):
             fixed = [next(a for a in fixed if not a.is_literal), literal(self.draw(st.integers(0, 3)))]
         if spec.name in ("<<", ">>") + tuple(ATLAS_OPS):  # literals there must be non-negative ints
             fixed = [literal(abs(int(a.attr[0])) % 8) if a.is_literal else a for a in fixed]

@@ -6,7 +6,8 @@ defines one answer and this module is its executable definition:
 
 - integer `//`, `%` and `fmod` by zero give 0; `INT_MIN // -1` wraps to `INT_MIN`
 - shift amounts are masked to the bit width of the result type (`b & (bits - 1)`)
-- float `**` is C99 `pow` for every exponent (np.power special-cases scalar exponents)
+- float `**` is C99 `pow` for every exponent (np.power special-cases scalar exponents);
+  integer `**` wraps and a negative exponent gives the truncated `1 / a**-b` (numpy raises)
 - float -> integer casts truncate and saturate to the target range, NaN -> 0
 - `clip(x, lo, hi) = minimum(maximum(x, lo), hi)`, `rsqrt(x) = 1/sqrt(x)`,
   `sigmoid(x) = 1/(1 + exp(-x))` (evaluated stably, rounded once), `relu(x) = maximum(x, 0)`,
@@ -99,7 +100,14 @@ def power(a: Arg, b: Arg) -> np.ndarray:
     dt = _common(a, b)
     a, b = np.broadcast_arrays(_as(a, dt), _as(b, dt))
     shape = a.shape  # real copies: numpy takes a zero-stride exponent for a scalar too
-    return np.power(np.array(a, ndmin=1), np.array(b, ndmin=1)).reshape(shape)
+    a, b = np.array(a, ndmin=1), np.array(b, ndmin=1)
+    if dt.kind not in "iu":
+        return np.power(a, b).reshape(shape)
+    # integers wrap; a negative exponent (numpy raises) gives the truncated 1 / a**-b
+    negative = b < 0
+    out = np.power(a, np.where(negative, 0, b).astype(dt))
+    truncated = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0)).astype(dt)
+    return np.where(negative, truncated, out).reshape(shape)
 
 
 def cast(x: Arg, dtype: np.dtype | type | str) -> np.ndarray:

@@ -283,7 +283,6 @@ def test_functions_of_integers_have_numpy_result_dtypes(fn, src):
     check(got, want, ulps=0 if fn in ("sqrt",) or want.dtype.kind != "f" else 4)
 
 
-@pytest.mark.xfail(strict=True, reason="integer ** only accepts a literal exponent; numpy takes an int array")
 def test_integer_power_with_array_exponent():
     k = load("int_power.toml")
     a = np.arange(-6, 6, dtype=np.int32)
