@@ -18,8 +18,10 @@ $(STAMP): pyproject.toml plugins/interp/pyproject.toml plugins/cpu_llvm/pyprojec
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
+# The held-out acceptance suite pins the reference interpreter; it runs once more on cpu_llvm.
 test: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q
+	HOLOGRAM_HELDOUT_BACKEND=cpu_llvm $(BIN)/python -m pytest -q tests/heldout
 
 # Benchmarks need numexpr and numba (the `bench` extra) and the native backend when present;
 # OpenBLAS tuning variables are dropped so numpy's gemm, the baseline, runs at its own speed.

@@ -254,7 +254,7 @@ EXACT_FLOAT = ("SQRT", "FLOOR", "CEIL", "TRUNC", "RINT")
 @pytest.mark.parametrize("t", FLOAT_TYPES, ids=str)
 @pytest.mark.parametrize("op", ["EXP", "LOG", "LOG2", "LOG10", "SQRT", "RSQRT", "SIN", "COS", "TAN", "TANH",
                                 "SIGMOID", "ASIN", "ACOS", "ATAN", "SINH", "COSH", "ASINH", "ACOSH", "ATANH",
-                                "EXP2", "EXPM1", "LOG1P", "FLOOR", "CEIL", "TRUNC", "RINT"])
+                                "EXP2", "EXPM1", "LOG1P", "ERF", "ERFC", "FLOOR", "CEIL", "TRUNC", "RINT"])
 def test_float_unary(op, t):
     x = float_samples(t)
     got, want = run_llvm_op(op, t, x)

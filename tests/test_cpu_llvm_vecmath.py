@@ -26,6 +26,8 @@ from hologram.core.types import DType
 from hologram_cpu_llvm.vecmath import BINARY, NAMES, UNARY, emit_math
 from hologram_cpu_llvm.vecmath_trig import TRIG_LIMIT
 
+from erf_reference import erf_erfc_ld
+
 LD = np.longdouble
 NP = {DType.F16: np.float16, DType.F32: np.float32, DType.F64: np.float64}
 LL = {DType.F16: ir.HalfType(), DType.F32: ir.FloatType(), DType.F64: ir.DoubleType()}
@@ -119,6 +121,7 @@ REF = {
     "ASINH": np.arcsinh, "ACOSH": np.arccosh, "ATANH": np.arctanh, "ASIN": np.arcsin,
     "ACOS": np.arccos, "ATAN": np.arctan, "ATAN2": np.arctan2, "HYPOT": np.hypot,
     "POW": np.power, "FMOD": np.fmod,
+    "ERF": lambda x: erf_erfc_ld(x)[0], "ERFC": lambda x: erf_erfc_ld(x)[1],
 }
 TRIG = {"SIN", "COS", "TAN"}
 
@@ -285,7 +288,7 @@ def test_signed_zero_and_limits() -> None:
     for dtype in FLOATS:
         t = NP[dtype]
         z = np.array([-0.0, 0.0], t)
-        for name in ("SIN", "TAN", "TANH", "SINH", "ASINH", "ATANH", "ASIN", "ATAN", "EXPM1", "LOG1P"):
+        for name in ("SIN", "TAN", "TANH", "SINH", "ASINH", "ATANH", "ASIN", "ATAN", "EXPM1", "LOG1P", "ERF"):
             assert np.array_equal(np.signbit(compiled(name, dtype)[0](z)), [True, False]), name
         atan2 = compiled("ATAN2", dtype)[0]
         got = atan2(np.array([0.0, -0.0, 0.0, -0.0], t), np.array([-0.0, -0.0, 0.0, 0.0], t))
@@ -293,6 +296,8 @@ def test_signed_zero_and_limits() -> None:
         assert np.array_equal(np.signbit(got), [False, True, False, True])
         assert compiled("SIGMOID", dtype)[0](np.array([-np.inf, np.inf, -1000.0], t)).tolist() == [0.0, 1.0, 0.0]
         assert compiled("EXPM1", dtype)[0](np.array([-np.inf], t))[0] == -1.0
+        assert compiled("ERF", dtype)[0](np.array([-np.inf, np.inf, -6.0], t)).tolist() == [-1.0, 1.0, -1.0]
+        assert compiled("ERFC", dtype)[0](np.array([-np.inf, np.inf, 27.5, -0.0], t)).tolist() == [2.0, 0.0, 0.0, 1.0]
         assert np.isinf(compiled("HYPOT", dtype)[0](np.array([np.inf], t), np.array([np.nan], t))[0])
 
 
@@ -315,15 +320,15 @@ def test_bad_requests_are_clear_errors() -> None:
     fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [ir.DoubleType(), ir.FloatType()]), name="g")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     d, s = fn.args
-    with pytest.raises(HologramError, match="unknown function 'ERF'"):
-        emit_math(b, "ERF", [d], DType.F64)
+    with pytest.raises(HologramError, match="unknown function 'GAMMA'"):
+        emit_math(b, "GAMMA", [d], DType.F64)
     with pytest.raises(HologramError, match="takes 2 argument"):
         emit_math(b, "POW", [d], DType.F64)
     with pytest.raises(HologramError, match="expected double for f64"):
         emit_math(b, "EXP", [s], DType.F64)
     with pytest.raises(HologramError, match="float dtype"):
         emit_math(b, "EXP", [d], DType.I32)
-    assert set(BINARY) | {"FMOD"} | set(UNARY) == NAMES and len(NAMES) == 24
+    assert set(BINARY) | {"FMOD"} | set(UNARY) == NAMES and len(NAMES) == 26
 
 
 @pytest.mark.parametrize("dtype", [DType.F16, DType.F32, DType.F64], ids=lambda d: d.value)
@@ -350,7 +355,8 @@ def test_agrees_with_the_interpreter(dtype: DType) -> None:
 
 
 @pytest.mark.skipif(not os.environ.get("HOLOGRAM_EXHAUSTIVE"), reason="minutes per function; set HOLOGRAM_EXHAUSTIVE=1")
-@pytest.mark.parametrize("name", ["SIN", "COS", "TAN", "EXP", "EXPM1", "LOG", "LOG1P", "TANH", "SIGMOID", "ATAN", "ASIN"])
+@pytest.mark.parametrize("name", ["SIN", "COS", "TAN", "EXP", "EXPM1", "LOG", "LOG1P", "TANH", "SIGMOID", "ATAN", "ASIN",
+                                  "ERF", "ERFC"])
 def test_f32_exhaustive(name: str) -> None:
     # All 2**32 f32 inputs (docs/cpu-llvm-accuracy.md, "Exhaustive runs").
     f, _ = compiled(name, DType.F32)

@@ -25,6 +25,7 @@ from hologram.core.errors import (ArgumentError, CompileError, DocumentError, Em
                                   ExecutionError, HologramError)
 from hologram.core.types import DType
 from hologram.testing import assert_close
+from erf_reference import ERF, ERFC
 
 BACKEND = "interp"
 F16, F32, F64 = np.float16, np.float32, np.float64
@@ -670,6 +671,7 @@ UNARY = [  # name, numpy definition (evaluated in f64 as the reference), domain
     ("arcsinh", np.arcsinh, (-1e6, 1e6)), ("arccosh", np.arccosh, (1, 1e6)),
     ("arctanh", np.arctanh, (-0.99, 0.99)),
     ("sigmoid", lambda v: 1 / (1 + np.exp(-v)), (-80, 80)),
+    ("erf", ERF, (-8, 8)), ("erfc", ERFC, (-8, 28)),
 ]
 
 
@@ -788,13 +790,21 @@ def test_minimum_maximum_propagate_nan():
     same(hi, np.maximum(x, y))
 
 
-def test_gelu_is_the_tanh_form():
-    x = np.linspace(-3, 6, 91)
-    ref = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+def test_gelu_is_the_erfc_form():
+    """x * Phi(x) as 0.5*x * erfc(-x/sqrt(2)), in f64 and rounded once: no cancellation for
+    x << 0 (where 1 + erf(x/sqrt(2)) would lose every digit), and not the tanh approximation."""
+    x = np.concatenate([np.linspace(-38, 6, 221), [-np.inf, np.inf, np.nan, -0.0]])
+    with np.errstate(invalid="ignore"):  # -inf * 0
+        ref = 0.5 * x * ERFC(-x / math.sqrt(2))
     out = run1("y = gelu(x)", {"x": "f64[n]"}, {"y": "f64[n]"}, x)
-    np.testing.assert_allclose(out, ref, rtol=1e-13, atol=1e-13)
-    erf_form = np.array([0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in x])
-    assert np.abs(out - erf_form).max() > 1e-5   # not the erf form
+    within_ulp(out, ref)
+    assert out[100] < 0 and np.isnan(out[-4]) and out[-3] == np.inf  # gelu(-inf) is -inf * 0
+    y = x[:221]
+    tanh_form = 0.5 * y * (1 + np.tanh(np.sqrt(2 / np.pi) * (y + 0.044715 * y ** 3)))
+    assert np.abs(out[:221] - tanh_form).max() > 1e-5
+    x32 = np.linspace(-12, 6, 301).astype(F32)
+    same(run1("y = gelu(x)", {"x": "f32[n]"}, {"y": "f32[n]"}, x32),
+         (0.5 * x32.astype(F64) * ERFC(-x32.astype(F64) / math.sqrt(2))).astype(F32))
 
 
 def test_sigmoid_is_evaluated_without_overflow():

@@ -24,6 +24,7 @@ from hologram.core.types import ALL_TYPES, FLOAT_TYPES, INTEGER_TYPES, Affine, D
 from hologram_interp import InterpBackend
 from hologram_interp.backend import program_key
 from hologram_interp.decode import decode_program
+from erf_reference import ERF, ERFC
 
 BACKEND = InterpBackend()
 N = Affine.of("n")
@@ -331,7 +332,7 @@ UNARY_FLOAT = {
     "SIN": np.sin, "COS": np.cos, "TAN": np.tan, "TANH": np.tanh,
     "ASIN": np.arcsin, "ACOS": np.arccos, "ATAN": np.arctan, "SINH": np.sinh, "COSH": np.cosh,
     "ASINH": np.arcsinh, "ACOSH": np.arccosh, "ATANH": np.arctanh,
-    "EXP2": np.exp2, "EXPM1": np.expm1, "LOG1P": np.log1p,
+    "EXP2": np.exp2, "EXPM1": np.expm1, "LOG1P": np.log1p, "ERF": ERF, "ERFC": ERFC,
     "FLOOR": np.floor, "CEIL": np.ceil, "TRUNC": np.trunc, "RINT": np.rint,
     "RSQRT": lambda x: x.dtype.type(1) / np.sqrt(x),
     "SIGMOID": lambda x: np.where(x >= 0, 1 / (1 + np.exp(-np.abs(x))),

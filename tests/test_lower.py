@@ -24,6 +24,7 @@ from hologram.core.verifier import verify
 from hologram.passes.ir_fuse import fuse  # the lowering materializes every temp; fusion is this pass
 from hologram.testing.contract import assert_close
 from hologram_interp import InterpBackend
+from erf_reference import ERF, ERFC
 
 BOOL, I8, I32, I64, U8, U32 = DType.BOOL, DType.I8, DType.I32, DType.I64, DType.U8, DType.U32
 F16, F32, F64 = DType.F16, DType.F32, DType.F64
@@ -598,7 +599,7 @@ def test_float_unary_ops_match_numpy():
            "SIN": np.sin, "COS": np.cos, "TAN": np.tan, "ASIN": np.arcsin, "ACOS": np.arccos,
            "ATAN": np.arctan, "SINH": np.sinh, "COSH": np.cosh, "TANH": np.tanh, "ASINH": np.arcsinh,
            "ACOSH": np.arccosh, "ATANH": np.arctanh, "FLOOR": np.floor, "CEIL": np.ceil,
-           "TRUNC": np.trunc, "RINT": np.rint, "SIGN": np.sign,
+           "TRUNC": np.trunc, "RINT": np.rint, "SIGN": np.sign, "ERF": ERF, "ERFC": ERFC,
            "RSQRT": lambda v: 1 / np.sqrt(v), "SIGMOID": lambda v: 1 / (1 + np.exp(-v))}
     with np.errstate(all="ignore"):
         for op, fn in fns.items():

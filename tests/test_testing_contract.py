@@ -219,7 +219,7 @@ class TestOracle:
         assert self.O["relu"](np.array([-3, 5], np.int8)).tolist() == [0, 5]
         assert self.O["sigmoid"](np.array([0.0], np.float16)).tolist() == [0.5]
         g = self.O["gelu"](np.array([1.0]))
-        assert g[0] == pytest.approx(0.8411919906082768, rel=1e-15)
+        assert g[0] == pytest.approx(0.8413447460685429, rel=1e-15)  # 1 * Phi(1)
 
     def test_fma_rounds_once(self):
         a = np.array([1 + 2.0**-23], F)
@@ -342,7 +342,8 @@ class TestBounds:
     def test_gelu_is_bounded_as_its_formula(self):
         v = bounds.apply("gelu", [exact(-6.0, 1.0)])
         assert np.array_equal(v.v, oracle.ORACLE["gelu"](np.array([-6.0, 1.0], F)))
-        assert v.err[0] > 100 * spacing(v.v[0], F)  # the formula cancels for x << 0
+        # the erfc form does not cancel for x << 0: a few ulps, from erfc's rounded argument
+        assert 0 < v.err[0] <= 4 * spacing(v.v[0], F)
 
     def test_nan_bounds_never_escape(self):
         p = bounds.reduce("prod", exact(np.inf, 2.0, 0.5))
@@ -386,7 +387,7 @@ class TestGenerator:
         names = set(VOCABULARY)
         for fn in """abs sqrt exp expm1 exp2 log log1p log2 log10 sin cos tan arcsin arccos arctan arctan2
                      sinh cosh tanh arcsinh arccosh arctanh floor ceil round trunc rint sign hypot fmod
-                     copysign minimum maximum clip isnan where power rsqrt sigmoid relu gelu fma
+                     copysign minimum maximum clip isnan where power rsqrt sigmoid relu gelu fma erf erfc
                      atlas_class mirror degree neighbor is_unity bound_map""".split():
             assert fn in names, fn
         for op in "+ - * / // % ** == != < <= > >= and or not & | ^ ~ << >> neg pos".split():

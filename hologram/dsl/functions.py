@@ -28,7 +28,7 @@ from ..core.ir import Expr
 from ..core.types import ALL_TYPES, DType
 from .reductions import KINDS as REDUCTION_KINDS
 from .shapes import Val, align, broadcast_shapes
-from .typerules import BINARY, Elementwise, apply, cast, coerce, resolve, strengthen
+from .typerules import BINARY, UNARY, Elementwise, apply, cast, coerce, resolve, strengthen
 
 Builder = Callable[["Function", Sequence[Val], Span], Val]
 
@@ -94,8 +94,7 @@ _BUILDERS: dict[str, Builder] = {"elementwise": _elementwise, "composite": _comp
 _MUL, _ADD = BINARY["*"], BINARY["+"]
 _MINIMUM = Elementwise("minimum", np.minimum, "MIN")
 _MAXIMUM = Elementwise("maximum", np.maximum, "MAX")
-_TANH = Elementwise("tanh", np.tanh, "TANH")
-_SIGMOID = Elementwise("sigmoid", np.exp, "SIGMOID")
+_ERFC = Elementwise("erfc", np.exp, "ERFC")
 
 
 def _lit(value: float) -> Val:
@@ -112,20 +111,17 @@ def _clip(args: Sequence[Val], span: Span) -> Val:
 
 
 def _gelu(args: Sequence[Val], span: Span) -> Val:
-    # The tanh form 0.5*x*(1 + tanh(u)), u = sqrt(2/pi)*(x + 0.044715*x**3), written as the
-    # identical x * sigmoid(2u): `1 + tanh(u)` cancels to 0 for x << 0, sigmoid does not.
-    # An integer argument is first converted the way np.tanh converts it.
+    # GELU's exact form x * Phi(x), written as a numpy user would with erfc (which, unlike
+    # 1 + erf(x/sqrt(2)), does not cancel for x << 0): 0.5*x * erfc(-x / sqrt(2)), every
+    # step in f64 and the result rounded once to the dtype np.tanh would give x.
     x = args[0]
     loop = resolve(np.tanh, (x,))
     if loop is None:
         raise CompileError(f"gelu() is not defined for {x.dtype}", x.span or span)
-    xf = Val(coerce(x, loop[0][0]), x.shape, False, x.span)
-
-    def mul(a: Val, b: Val) -> Val:
-        return apply(_MUL, (a, b), span)
-
-    inner = apply(_ADD, (xf, mul(_lit(0.044715), mul(mul(xf, xf), xf))), span)
-    return mul(xf, apply(_SIGMOID, (mul(_lit(2 * math.sqrt(2 / math.pi)), inner),), span))
+    x64 = Val(coerce(x, DType.F64), x.shape, False, x.span)
+    scaled = apply(BINARY["/"], (apply(UNARY["-"], (x64,), span), _lit(math.sqrt(2.0))), span)
+    out = apply(_MUL, (apply(_MUL, (_lit(0.5), x64), span), apply(_ERFC, (scaled,), span)), span)
+    return Val(coerce(out, loop[1]), out.shape, False, span)
 
 
 def _fma(args: Sequence[Val], span: Span) -> Val:
@@ -194,11 +190,13 @@ def _table() -> dict[str, Function]:
         ew(name, getattr(np, name), op, summary, ("a", "b"))
     ew("rsqrt", np.sqrt, "RSQRT", "1 / sqrt(x)")
     ew("sigmoid", np.exp, "SIGMOID", "1 / (1 + exp(-x))")
+    ew("erf", np.exp, "ERF", "error function (math.erf, scipy.special.erf)")
+    ew("erfc", np.exp, "ERFC", "1 - erf(x), accurate where erf(x) is near 1")
 
     for name, params, expand, summary in (
         ("round", ("x",), _round, "round half to even (no decimals argument)"),
         ("relu", ("x",), _relu, "maximum(x, 0)"),
-        ("gelu", ("x",), _gelu, "0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x**3)))"),
+        ("gelu", ("x",), _gelu, "x * Phi(x) = 0.5*x*erfc(-x/sqrt(2)), computed in f64"),
         ("clip", ("x", "lo", "hi"), _clip, "minimum(maximum(x, lo), hi)"),
         ("fma", ("a", "b", "c"), _fma, "a*b + c with one rounding"),
         ("where", ("cond", "a", "b"), _where, "a where cond is true, else b"),

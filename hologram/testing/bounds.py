@@ -53,7 +53,7 @@ __all__ = ["Val", "OP_ULPS", "CONTRACT_ULPS", "TRANSCENDENTAL", "apply", "reduce
 CONTRACT_ULPS = 4  # transcendentals, per DESIGN.md
 
 TRANSCENDENTAL = frozenset("""exp expm1 exp2 log log1p log2 log10 sin cos tan arcsin arccos arctan
-    sinh cosh tanh arcsinh arccosh arctanh arctan2 hypot power ** rsqrt sigmoid""".split())
+    sinh cosh tanh arcsinh arccosh arctanh arctan2 hypot power ** rsqrt sigmoid erf erfc""".split())
 OP_ULPS: dict[str, int] = {name: (CONTRACT_ULPS if name in TRANSCENDENTAL else 0) for name in oracle.ORACLE}
 OP_ULPS["cast"] = 0
 
@@ -288,15 +288,14 @@ def _where(c: "Val | Scalar", a: "Val | Scalar", b: "Val | Scalar") -> Val:
                c.fuzzy | np.where(pick, a.fuzzy, b.fuzzy))
 
 
-_GELU_C = math.sqrt(2 / math.pi)
-
-
 def gelu_steps(x: Val, apply: Callable[..., Val]) -> Val:
-    """gelu as its defining formula, one `apply` per step. The contract bounds gelu this
-    way (the formula cancels badly for x << 0, so no fixed ULP count would be honest);
-    the steps compute exactly what oracle.gelu computes."""
-    inner = apply("+", [x, apply("*", [0.044715, apply("power", [x, 3])])])
-    return apply("*", [x, apply("sigmoid", [apply("*", [2 * _GELU_C, inner])])])
+    """gelu as its defining formula, one `apply` per step: each step's contract applies
+    (erfc's 4 ULP at an argument that is itself rounded), and the steps compute exactly
+    what oracle.gelu computes."""
+    dtype = np.tanh(np.zeros((), dtype=x.v.dtype)).dtype
+    w = apply("cast", [x], dtype=np.float64)
+    out = apply("*", [apply("*", [0.5, w]), apply("erfc", [apply("/", [apply("neg", [w]), math.sqrt(2.0)])])])
+    return out if dtype == np.float64 else apply("cast", [out], dtype=dtype)
 
 
 # ---------------------------------------------------------------------- reductions

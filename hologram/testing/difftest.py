@@ -135,7 +135,7 @@ def program_cases(draw: Callable, max_size: int = 5) -> ProgramCase:
 
 # The ISA's approximated instructions (docs/isa.md marks them ≈): backends may differ
 # from the interpreter by <= 4 ULP. Everything else is pinned to the bit.
-APPROX = frozenset("EXP LOG LOG2 LOG10 SIN COS TAN TANH SIGMOID ASIN ACOS ATAN SINH COSH ASINH ACOSH ATANH "
+APPROX = frozenset("EXP LOG LOG2 LOG10 SIN COS TAN TANH SIGMOID ASIN ACOS ATAN SINH COSH ASINH ACOSH ATANH ERF ERFC "
                    "EXP2 EXPM1 LOG1P ATAN2 HYPOT POW".split())
 ORDERED = frozenset({"ReduceAdd", "ReduceMul", "ResAccum"})  # float results depend on the order
 EXACT, ULPS, OPEN = 0, 1, 2  # precision levels: bitwise, within 4 ULP, not compared

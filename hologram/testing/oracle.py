@@ -11,8 +11,10 @@ defines one answer and this module is its executable definition:
 - float -> integer casts truncate and saturate to the target range, NaN -> 0
 - `clip(x, lo, hi) = minimum(maximum(x, lo), hi)`, `rsqrt(x) = 1/sqrt(x)`,
   `sigmoid(x) = 1/(1 + exp(-x))` (evaluated stably, rounded once), `relu(x) = maximum(x, 0)`,
-  `gelu(x) = 0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x**3)))` (as `x*sigmoid(2*...)`), each computed in x's
-  dtype; `fma(a, b, c)` is `a*b + c` with one rounding
+  each computed in x's dtype; `erf`, `erfc` are Python's `math.erf`/`math.erfc` (the C
+  library's) in f64, rounded to np.exp's dtype for x; `gelu(x) = 0.5*x * erfc(-x / sqrt(2))`
+  with every step in f64, rounded to np.tanh's dtype for x; `fma(a, b, c)` is `a*b + c`
+  with one rounding
 - min/max/argmin/argmax over an empty extent raise `ExecutionError`
 - the Atlas functions follow `hologram.core.atlas` (out-of-range classes give -1 / 0 /
   False; `resonance` rejects a class outside 0..95)
@@ -147,12 +149,27 @@ def relu(x: Arg) -> np.ndarray:
     return np.maximum(x, 0)
 
 
-_GELU_C = math.sqrt(2 / math.pi)  # a Python float: weak, so the formula stays in x's dtype
+def _via_f64(fn: Callable[[float], float]) -> Callable[[Arg], np.ndarray]:
+    """A function numpy lacks: the C library's (Python's math), in f64, rounded once to the
+    dtype np.exp gives the argument."""
+    each = np.frompyfunc(fn, 1, 1)
+
+    def f(x: Arg) -> np.ndarray:
+        dtype = np.exp(np.zeros((), dtype=np.asarray(x).dtype)).dtype
+        return np.asarray(each(np.asarray(x, dtype=np.float64)), dtype=np.float64).astype(dtype)
+
+    return f
+
+
+erf, erfc = _via_f64(math.erf), _via_f64(math.erfc)
 
 
 def gelu(x: Arg) -> np.ndarray:
-    """The tanh form, evaluated as the identical `x * sigmoid(2u)` (no cancellation)."""
-    return x * sigmoid(2 * _GELU_C * (x + 0.044715 * power(x, 3)))
+    """x * Phi(x) as `0.5*x * erfc(-x / sqrt(2))`, each step in f64, rounded once to the
+    dtype np.tanh gives x."""
+    dtype = np.tanh(np.zeros((), dtype=np.asarray(x).dtype)).dtype
+    w = np.asarray(x, dtype=np.float64)
+    return np.asarray(0.5 * w * erfc(-w / math.sqrt(2.0))).astype(dtype)
 
 
 def fma(a: Arg, b: Arg, c: Arg) -> np.ndarray:
@@ -304,7 +321,7 @@ ORACLE: dict[str, Callable[..., np.ndarray]] = {name: _quiet(fn) for name, fn in
     "minimum": np.minimum, "maximum": np.maximum, "power": power, "clip": clip,
     "where": np.where,
     # the DSL's own
-    "rsqrt": rsqrt, "sigmoid": sigmoid, "relu": relu, "gelu": gelu, "fma": fma,
+    "rsqrt": rsqrt, "sigmoid": sigmoid, "relu": relu, "gelu": gelu, "fma": fma, "erf": erf, "erfc": erfc,
     # Atlas
     "atlas_class": atlas_class, "mirror": _table(atlas.MIRROR_TABLE, -1, np.int32),
     "degree": _table(atlas.DEGREE_TABLE, 0, np.int32), "is_unity": _table(atlas.UNITY_TABLE, False, np.bool_),

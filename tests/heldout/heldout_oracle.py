@@ -8,6 +8,7 @@ with log2(n). Inputs are seeded random values with IEEE and integer edge values 
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,9 @@ import pytest
 
 import hologram as hg
 from hologram.core.errors import HologramError
+
+# interp by default; HOLOGRAM_HELDOUT_BACKEND=cpu_llvm holds the other backend to the same tests
+BACKEND = os.environ.get("HOLOGRAM_HELDOUT_BACKEND", "interp")
 
 
 KERNELS = Path(__file__).parent / "kernels"
@@ -24,7 +28,7 @@ RNG_SEED = 20261122
 def load(name: str, kernel: str | None = None):
     """Compile a kernel file and pin it to the reference interpreter."""
     compiled = hg.compile_file(str(KERNELS / name))
-    return (compiled[kernel] if kernel else compiled).on("interp")
+    return (compiled[kernel] if kernel else compiled).on(BACKEND)
 
 
 def rng() -> np.random.Generator:

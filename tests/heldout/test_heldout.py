@@ -17,7 +17,7 @@ from hypothesis import given, strategies as st
 
 import hologram as hg
 from hologram.core.errors import HologramError
-from heldout_oracle import (GOOD, KERNELS, _doc_with_body, check, check_reduction, compile_error, floats, load, quiet,
+from heldout_oracle import (BACKEND, GOOD, KERNELS, _doc_with_body, check, check_reduction, compile_error, floats, load, quiet,
                             rng)
 
 
@@ -60,7 +60,7 @@ def test_gemm_every_format(fmt):
 
 def test_formats_have_the_same_schema():
     texts = {f: (KERNELS / f"gemm.{f}").read_text() for f in ("toml", "yaml", "json")}
-    kernels = {f: hg.compile(t, format=f).on("interp") for f, t in texts.items()}
+    kernels = {f: hg.compile(t, format=f).on(BACKEND) for f, t in texts.items()}
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     b = np.arange(12, dtype=np.float32).reshape(3, 4)
     outs = [k(2.0, a, b) for k in kernels.values()]
@@ -81,8 +81,8 @@ def test_multi_kernel_file_is_a_mapping():
 def test_multi_kernel_yaml_and_json(name):
     lib = hg.compile_file(str(KERNELS / name))
     x = np.array([3.0, 4.0])
-    check(lib.square.on("interp")(x), x * x)
-    check(lib.norm.on("interp")(x), np.float64(5.0))
+    check(lib.square.on(BACKEND)(x), x * x)
+    check(lib.norm.on(BACKEND)(x), np.float64(5.0))
 
 
 # --------------------------------------------------------------------------- runtime API
@@ -91,9 +91,9 @@ def test_multi_kernel_yaml_and_json(name):
 def test_scalar_inputs_and_outputs():
     lib = hg.compile_file(str(KERNELS / "scalars.toml"))
     x, y = floats(np.float32, 30), floats(np.float32, 30)[::-1].copy()
-    check(lib.axpy.on("interp")(np.float32(2.5), x, y), np.float32(2.5) * x + y)
-    check(lib.axpy.on("interp")(2.5, x, y), np.float32(2.5) * x + y)  # Python numbers are fine for scalars
-    out = lib.scalar_only.on("interp")(2.0, -7)
+    check(lib.axpy.on(BACKEND)(np.float32(2.5), x, y), np.float32(2.5) * x + y)
+    check(lib.axpy.on(BACKEND)(2.5, x, y), np.float32(2.5) * x + y)  # Python numbers are fine for scalars
+    out = lib.scalar_only.on(BACKEND)(2.0, -7)
     check(out.y, np.float64(math.sqrt(2.0) - 7))
     check(out.q, np.int32(-3))
     assert out.y.shape == ()
@@ -106,7 +106,7 @@ def test_zero_d_array_for_a_scalar():
 
 
 def test_several_outputs_are_a_named_tuple():
-    k = hg.compile_file(str(KERNELS / "scalars.toml"))["minmax"].on("interp")
+    k = hg.compile_file(str(KERNELS / "scalars.toml"))["minmax"].on(BACKEND)
     x = floats(np.float32, 25, edges=False)
     out = k(x)
     assert out._fields == ("lo", "hi", "span")
@@ -151,7 +151,7 @@ def test_empty_and_length_one_elementwise():
 def test_default_backend_runs_too():
     k = hg.compile_file(str(KERNELS / "softmax.toml"))
     x = floats(np.float32, 8, edges=False)
-    check(k(x), k.on("interp")(x), ulps=8)  # the default may be another backend: same contract
+    check(k(x), k.on(BACKEND)(x), ulps=8)  # the default may be another backend: same contract
 
 
 def test_one_kernel_from_two_threads():
@@ -427,7 +427,7 @@ def test_body_errors_are_compile_errors_with_a_line(body, line):
 def test_rebinding_a_temporary_is_python_or_an_error():
     doc = _doc_with_body("t = x * 2\nt = t + 1\no = t")
     try:
-        k = hg.compile(doc, format="toml").on("interp")
+        k = hg.compile(doc, format="toml").on(BACKEND)
     except HologramError as err:
         assert err.span is not None and err.span.line == 8, err
         return
@@ -450,7 +450,7 @@ def test_output_shape_disagreeing_with_body(decl):
 def test_scalar_broadcasts_into_an_output():
     doc = GOOD.replace('outputs = { y = "f32[n]" }', 'outputs = { y = "f32[n, n]" }')
     k = hg.compile(doc.replace('body = """\nt = x * 2\ny = exp(t)\n"""', 'body = "y = sum(x)"'),
-                   format="toml").on("interp")
+                   format="toml").on(BACKEND)
     x = np.arange(3, dtype=np.float32)
     check(k(x), np.full((3, 3), 3.0, np.float32))
 
@@ -461,13 +461,13 @@ DISAGREE = GOOD.replace('inputs  = { x = "f32[n]" }', 'inputs  = { x = "f32[n]",
 
 def test_index_variables_must_agree_short_operand():
     with pytest.raises(HologramError):
-        k = hg.compile(DISAGREE, format="toml").on("interp")
+        k = hg.compile(DISAGREE, format="toml").on(BACKEND)
         k(np.ones(4, np.float32), np.ones(3, np.float32))
 
 
 def test_output_target_index_ranges_over_the_target():
     """DESIGN.md: free index variables range over the target's shape (z may be longer)."""
-    k = hg.compile(DISAGREE, format="toml").on("interp")
+    k = hg.compile(DISAGREE, format="toml").on(BACKEND)
     z = np.arange(4, dtype=np.float32)
     check(k(np.ones(3, np.float32), z), 1 + z[:3])
 
@@ -513,7 +513,7 @@ def test_fuzzed_bodies_compile_or_raise_hologram_errors(toks):
     except HologramError:
         return
     try:
-        k.on("interp")(np.array([1.0, -2.0, np.nan], np.float32), np.array([3, 0, -1], np.int32))
+        k.on(BACKEND)(np.array([1.0, -2.0, np.nan], np.float32), np.array([3, 0, -1], np.int32))
     except HologramError:
         pass
 
@@ -533,7 +533,7 @@ def test_fuzzed_documents_raise_only_hologram_errors(text):
 def test_any_argument_is_accepted_or_a_hologram_error(decl, dtype, n):
     doc = ('[kernel]\nname = "k"\nversion = "1.0.0"\n'
            f'inputs = {{ x = "{decl}" }}\noutputs = {{ y = "{decl}" }}\nbody = "y = x"\n')
-    k = hg.compile(doc, format="toml").on("interp")
+    k = hg.compile(doc, format="toml").on(BACKEND)
     arg = np.zeros((n,) * (decl.count(",") + 1) if "[" in decl else (), dtype=dtype)
     for cast in (False, True):
         try:

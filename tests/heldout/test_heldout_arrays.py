@@ -13,7 +13,7 @@ from hypothesis import given, strategies as st
 
 import hologram as hg
 from hologram.core.errors import HologramError
-from heldout_oracle import check, check_reduction, floats, ints, load, quiet, rng
+from heldout_oracle import BACKEND, check, check_reduction, floats, ints, load, quiet, rng
 
 
 # -------------------------------------------------------------------------- broadcasting
@@ -85,7 +85,7 @@ def test_reductions_of_special_values(vals):
            'outputs = { s = "f32", p = "f32", lo = "f32", hi = "f32", mu = "f32", am = "i64" }\n'
            'body = """\ns = sum(x)\np = prod(x)\nlo = min(x)\nhi = max(x)\nmu = mean(x)\nam = argmax(x)\n"""\n')
     x = np.array(vals, np.float32)
-    out = hg.compile(doc, format="toml").on("interp")(x)
+    out = hg.compile(doc, format="toml").on(BACKEND)(x)
     for name, fn in [("s", np.sum), ("p", np.prod), ("lo", np.min), ("hi", np.max), ("mu", np.mean)]:
         check(getattr(out, name), fn(x), ulps=2 if name == "mu" else 0)
     check(out.am, np.argmax(x))
@@ -179,7 +179,7 @@ def test_integer_sum_wraps():
            'outputs = { s = "i64", t = "u64" }\nbody = """\ns = sum(x)\nt = sum(u)\n"""\n')
     x = np.array([2**63 - 1, 1, 5], np.int64)
     u = np.array([2**64 - 1, 2, 0], np.uint64)
-    out = hg.compile(doc, format="toml").on("interp")(x, u)
+    out = hg.compile(doc, format="toml").on(BACKEND)(x, u)
     check(out.s, np.sum(x))
     check(out.t, np.sum(u))
 
@@ -213,7 +213,7 @@ def test_empty_reductions_with_identities():
     doc = ('[kernel]\nname = "k"\nversion = "1.0.0"\ninputs = { x = "f64[n]", i = "i64[m]" }\n'
            'outputs = { s = "f64", p = "f64", si = "i64", pi_ = "i64" }\n'
            'body = """\ns = sum(x)\np = prod(x)\nsi = sum(i)\npi_ = prod(i)\n"""\n')
-    out = hg.compile(doc, format="toml").on("interp")(np.zeros(0), np.zeros(0, np.int64))
+    out = hg.compile(doc, format="toml").on(BACKEND)(np.zeros(0), np.zeros(0, np.int64))
     check(out.s, np.float64(0))
     check(out.p, np.float64(1))
     check(out.si, np.int64(0))
@@ -281,7 +281,7 @@ def test_odd_length_for_even_dim_is_an_error():
 def test_affine_input_dim_binds_its_symbol():
     doc = ('[kernel]\nname = "k"\nversion = "1.0.0"\ninputs = { x = "f64[n + 2]" }\n'
            'outputs = { y = "f64[n]" }\nbody = "y[i] = x[i] + x[i + 2]"\n')
-    k = hg.compile(doc, format="toml").on("interp")
+    k = hg.compile(doc, format="toml").on(BACKEND)
     x = floats(np.float64, 12, edges=False)
     check(k(x), x[:-2] + x[2:])
     check(k(np.ones(2)), np.zeros(0))
@@ -500,7 +500,7 @@ def test_affine_offsets_are_in_bounds_or_an_error(c, a, s, n):
     x = np.arange(n, dtype=np.int32) - 4
     idx = s * np.arange(max(n - c, 0)) + a
     try:
-        got = hg.compile(doc, format="toml").on("interp")(x)
+        got = hg.compile(doc, format="toml").on(BACKEND)(x)
     except HologramError:
         assert n < c or (idx.size and (idx.min() < 0 or idx.max() >= n)), (c, a, s, n)
         return

@@ -24,7 +24,7 @@ LIBM = {
     "EXP": "exp", "LOG": "log", "LOG2": "log2", "LOG10": "log10", "SIN": "sin", "COS": "cos", "TAN": "tan",
     "TANH": "tanh", "ASIN": "asin", "ACOS": "acos", "ATAN": "atan", "SINH": "sinh", "COSH": "cosh",
     "ASINH": "asinh", "ACOSH": "acosh", "ATANH": "atanh", "EXP2": "exp2", "EXPM1": "expm1", "LOG1P": "log1p",
-    "ATAN2": "atan2", "HYPOT": "hypot", "FMOD": "fmod", "POW": "pow",
+    "ATAN2": "atan2", "HYPOT": "hypot", "FMOD": "fmod", "POW": "pow", "ERF": "erf", "ERFC": "erfc",
 }
 
 

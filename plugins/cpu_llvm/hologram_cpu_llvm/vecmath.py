@@ -19,6 +19,7 @@ from llvmlite import ir
 from hologram.core.errors import CompileError
 from hologram.core.types import DType
 
+from . import vecmath_erf as R
 from . import vecmath_exp as X
 from . import vecmath_log as L
 from . import vecmath_trig as T
@@ -79,6 +80,7 @@ UNARY: dict[str, Callable[[Em, ir.Value], ir.Value]] = {
     "ASINH": L.asinh, "ACOSH": L.acosh, "ATANH": L.atanh,
     "SIN": T.sin, "COS": T.cos, "TAN": T.tan,
     "ASIN": T.asin, "ACOS": T.acos, "ATAN": T.atan,
+    "ERF": R.erf, "ERFC": R.erfc,
 }
 BINARY: dict[str, Callable[[Em, ir.Value, ir.Value], ir.Value]] = {
     "ATAN2": T.atan2, "HYPOT": hypot, "POW": L.pow,

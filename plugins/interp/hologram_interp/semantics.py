@@ -133,6 +133,11 @@ def _sigmoid(t: DType) -> Fn:
     return sigmoid
 
 
+def _via_f64(f: Callable[[float], float]) -> Callable[[DType], Fn]:
+    # functions numpy lacks: the C library's, in double, rounded once to the type
+    return lambda t: (lambda x: t.np.type(f(float(x))))
+
+
 def _atlas1(f: Callable[[int], int]) -> Callable[[DType], Fn]:
     return lambda t: (lambda x: wrap_int(f(int(x)), t))
 
@@ -161,6 +166,7 @@ UNARY: dict[str, Callable[[DType], Fn]] = {
     "SINH": _same(np.sinh), "COSH": _same(np.cosh),
     "ASINH": _same(np.arcsinh), "ACOSH": _same(np.arccosh), "ATANH": _same(np.arctanh),
     "EXP2": _same(np.exp2), "EXPM1": _same(np.expm1), "LOG1P": _same(np.log1p),
+    "ERF": _via_f64(math.erf), "ERFC": _via_f64(math.erfc),
     "FLOOR": _same(np.floor), "CEIL": _same(np.ceil), "TRUNC": _same(np.trunc), "RINT": _same(np.rint),
     "ClsGet": _atlas1(lambda c: atlas.byte_class(c & 0xFF)),
     "MIRROR": _atlas1(atlas.mirror),
