@@ -182,6 +182,13 @@ class Affine:
 
     __rmul__ = __mul__
 
+    def floordiv(self, k: int) -> "Affine | None":
+        """`self // k` for every value of the symbols, when that is affine: each symbol's
+        coefficient divisible by k (k > 0); otherwise None."""
+        if k <= 0 or any(c % k for _, c in self.terms):
+            return None
+        return Affine._make(self.const // k, ((n, c // k) for n, c in self.terms))
+
     @property
     def is_const(self) -> bool:
         return not self.terms

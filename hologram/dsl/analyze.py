@@ -11,9 +11,9 @@ reduction (`sum(x[k], k)`). A declared output gives its target variables their r
 otherwise a variable's range is the dimension of every array it indexes at a plain
 position (`x[k]`, not `x[k + 1]`), and those must agree. A variable with no plain use
 takes the largest range that keeps its affine uses in bounds (`x[2*k + 1]` over `x` of
-`2*n` gives `n`), when that is affine in the shape symbols; again they must agree. Reduction variables get names
-unique in the kernel (renamed when the same name is used twice), since the lowering
-tells reductions apart by variable name.
+`2*n` gives `n`), when that is affine in the shape symbols; again they must agree.
+Reduction variables get names unique in the kernel (renamed when the same name is used
+twice), since the lowering tells reductions apart by variable name.
 """
 
 from __future__ import annotations
@@ -72,17 +72,15 @@ class Binding:
                 f"index variable '{self.name}' has conflicting ranges: {self.range} ({self.origin}) "
                 f"and {dim} ({where})", span, hint="an index variable must range over equal dimensions")
 
-
     def note_strided(self, dim: Affine, index: Affine, where: str, span: Span) -> None:
         """This variable indexes `dim` as `index` = `c*var + rest` (not plainly): the largest range
         keeping every such access in bounds, used only when no plain use gives one."""
         c = dict(index.terms)[self.ir]
-        rest = index - Affine.of(self.ir) * c
-        room = dim - 1 - rest  # c * (range - 1) <= room
+        rest = index - Affine.of(self.ir) * c  # shape symbols and a constant
         starts_inside = rest.const >= 0 and all(q > 0 for _, q in rest.terms)
-        if c >= 1 and starts_inside and all(q % c == 0 for _, q in room.terms):
-            quotient = Affine._make(room.const // c, ((s, q // c) for s, q in room.terms))
-            self.strided.append((quotient + 1, where, span))
+        last = (dim - 1 - rest).floordiv(c)  # the largest k with c*k + rest <= dim - 1
+        if c >= 1 and starts_inside and last is not None:
+            self.strided.append((last + 1, where, span))
 
     def settle(self) -> None:
         """Take the range from strided uses when no plain use gave one (they must agree)."""

@@ -1,7 +1,7 @@
 """erf and erfc in f64, branch-free.
 
 erf(x) for |x| < 1 is x + x Q(x^2), Q a polynomial (one FMA rounds the sum). Everywhere
-else both come from erfc(a) for a = |x| >= 0.5, written as exp(-a^2) g(a) where
+else both come from erfc(a) for a = |x|, written as exp(-a^2) g(a) where
 g(a) = erfc(a) exp(a^2) is smooth and slowly varying: a g(a) is a polynomial in
 a - 0.75 on [0.5, 1] and in 1/a on three pieces up to 27.5 (erfc underflows to 0
 beyond 27.3), the piece's coefficients chosen by selects so the code stays straight-line.
@@ -9,8 +9,8 @@ exp(-a^2) must not lose the low bits of a^2 (an error of a^2 e relative grows to
 near the underflow): with a^2 = hi + lo exactly (FMA), exp(-a^2) = 2^n (1 + m) (1 - lo)
 where exp(-hi) = 2^n (1 + m) comes from the shared reduction of vecmath_exp; the factor
 1 - lo is folded into m and the product into one FMA before the exact scale by 2^n.
-Then erfc(x) = 2 - erfc(-x) for x <= -0.5, 1 - erf(x) for |x| < 0.5, and
-erf(x) = +-(1 - erfc(|x|)) for |x| >= 1.
+Then erfc(x) = 2 - erfc(-x) for x <= -0.84375, 1 - erf(x) for |x| < 0.84375 (with 1 - x
+as an exact pair), and erf(x) = +-(1 - erfc(|x|)) for |x| >= 1.
 
 Coefficients: plugins/cpu_llvm/scripts/fit_erf.py (mpmath.chebyfit at 50 digits, rounded
 to doubles; it prints the error of each table). Measured bounds in docs/cpu-llvm-accuracy.md.
@@ -81,7 +81,7 @@ def _erf_q(e: Em, x: ir.Value) -> ir.Value:
 
 
 def _erfc_big(e: Em, a: ir.Value) -> ir.Value:
-    """erfc(a) for a in [0.5, 28] (finite, clamped by the caller)."""
+    """erfc(a) for a in [0.5, 28] (finite, clamped by the caller; 0 from 27.3 on)."""
     first = e.cmp("<", a, e.c(_BOUNDS[0]))
     t = e.div(e.c(1.0), a)
     piece = [first] + [e.cmp("<", a, e.c(b)) for b in _BOUNDS[1:]]
@@ -99,7 +99,8 @@ def _erfc_big(e: Em, a: ir.Value) -> ir.Value:
     for k in range(degree - 2, 0, -1):
         acc = e.fma(acc, u, pick([coeffs[k] for _, _, coeffs in ERFCX_PIECES]))
     # the constant term as a pair: its low part joins the small rest, one rounding adds its high part
-    acc = e.add(e.fma(acc, u, pick([lo for _, lo, _ in ERFCX_PIECES])), pick([coeffs[0] for _, _, coeffs in ERFCX_PIECES]))
+    rest = e.fma(acc, u, pick([lo for _, lo, _ in ERFCX_PIECES]))
+    acc = e.add(rest, pick([coeffs[0] for _, _, coeffs in ERFCX_PIECES]))
     g = e.div(acc, a)  # erfc(a) exp(a^2)
     hi = e.mul(a, a)
     lo = e.fma(a, a, e.neg(hi))  # a^2 = hi + lo exactly
