@@ -2,8 +2,8 @@
 
     hologram run FILE [--kernel K] [--backend B] [--input NAME=x.npy|VALUE ...] [--seed S]
                       [--bind n=1000 ...] [--cast] [--save-dir DIR] [--print] [--opt O2 | --passes a,b]
-    hologram compile FILE [--kernel K] [--emit ast|ir|asm|stats] [--after PASS] [-o OUT]
-                          [--opt O0|O1|O2 | --passes a,b,c]
+    hologram compile FILE [--kernel K] [--emit ast|ir|asm|stats|FORM] [--backend B] [--after PASS]
+                          [-o OUT] [--opt O0|O1|O2 | --passes a,b,c]
     hologram plugins
     hologram diff-test [--backends B1,B2] [--examples N] [--seed S] [--kind K] [--out DIR]   (cli_difftest.py)
     hologram bench [--quick] [--only NAME,...]                                                (cli_bench.py)
@@ -28,7 +28,7 @@ from . import __version__
 from .core.args import Param, bind_symbols, check_array, concrete_shape
 from .core.errors import HologramError, PluginError, did_you_mean
 from .core.ir import format_kernel
-from .core.kernel import EMITTERS, Kernel, Library
+from .core.kernel import EMITTERS, Kernel, Library, backend_forms
 from .core.plugins import (PluginWarning, backends, get_backend, list_backends, plugin_manager,
                            plugin_report)
 from .core.runtime import compile_file_all
@@ -195,7 +195,24 @@ def cmd_run(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------- compile
 def _compile_lib(args: argparse.Namespace) -> tuple[Library, Pipeline]:
     pipeline = _pipeline(args)
-    return compile_file_all(args.file, opt=args.opt, passes=args.passes), pipeline
+    return compile_file_all(args.file, backend=args.backend, opt=args.opt, passes=args.passes), pipeline
+
+
+def _check_emit(args: argparse.Namespace) -> None:
+    """--emit names a core form, stats, or a text form of the backend (--backend, else the
+    default one); anything else is a usage error listing what there is."""
+    if args.emit in EMITTERS or args.emit == "stats":
+        return
+    try:
+        backend = get_backend(args.backend)
+    except PluginError as exc:
+        raise UsageError(f"--emit {args.emit}: {exc.message}", hint=exc.hint) from None
+    forms = backend_forms(backend)
+    if args.emit not in forms:
+        known = [*EMITTERS, "stats", *forms]
+        raise UsageError(f"--emit: backend {backend.name!r} has no text form {args.emit!r}"
+                         f"{did_you_mean(args.emit, known)}; expected one of {', '.join(known)}",
+                         hint="another backend may offer more forms: see `hologram plugins`")
 
 
 def _emit_after(kernel: Kernel, pipeline: Pipeline, kind: str, name: str) -> str:
@@ -225,6 +242,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if args.after is not None and args.emit not in ("ir", "asm"):
         raise UsageError(f"--after shows the IR or the program after a pass: use it with --emit ir or --emit asm, "
                          f"not --emit {args.emit}")
+    _check_emit(args)
     lib, pipeline = _compile_lib(args)
     kernels = [lib[args.kernel]] if args.kernel else list(lib.values())
     if args.after is not None:
@@ -270,12 +288,12 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     if found:
         default = _default_backend_name()
         bt = Table(title="backends", title_justify="left")
-        for col in ("backend", "priority", "available", "default"):
+        for col in ("backend", "priority", "available", "default", "text forms (--emit)"):
             bt.add_column(col)
         ready = set(list_backends())
         for name in list_backends(available_only=False):
             bt.add_row(Text(name), str(found[name].priority), "yes" if name in ready else "no",
-                       "*" if name == default else "")
+                       "*" if name == default else "", Text(", ".join(backend_forms(found[name])) or "-"))
         console.print(bt)
     else:
         console.print("no backends installed (pip install hologram-backend-interp)")
@@ -337,8 +355,11 @@ def _add_compile(sub: Any) -> None:
                        description="Compile FILE and print the text of its kernels at one pipeline stage.")
     p.add_argument("file", metavar="FILE")
     p.add_argument("--kernel", metavar="NAME", help="only this kernel (default: all of FILE's)")
-    p.add_argument("--emit", choices=(*EMITTERS, "stats"), default="asm",
-                   help="which text form (default: asm); stats: the table of what the passes saved, O0 -> O2")
+    p.add_argument("--emit", metavar="FORM", default="asm",
+                   help="which text form: ast, ir, asm (the default), stats (the table of what the passes "
+                        "saved, O0 -> O2), or a form of the backend (cpu_llvm: llvm, llvm-opt, native)")
+    p.add_argument("--backend", metavar="NAME",
+                   help="the backend whose text form --emit names (default: HOLOGRAM_BACKEND or the best)")
     p.add_argument("--after", metavar="PASS", help="with --emit ir|asm: the kernel right after this pass")
     p.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
     _add_opt(p)

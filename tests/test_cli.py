@@ -158,6 +158,42 @@ def test_compile_emits_each_stage(capsys, tmp_path, two):
     assert code == 1 and err.startswith("hologram: error: ") and "No such file or directory" in err
 
 
+def test_compile_emits_backend_text_forms(capsys):
+    pytest.importorskip("llvmlite")
+    k = hologram.compile_file("kernels/axpy.toml")
+    code, out, err = run(capsys, "compile", "kernels/axpy.toml", "--emit", "llvm", "--backend", "cpu_llvm")
+    assert code == 0, err
+    assert out == k.on("cpu_llvm").emit("llvm").rstrip("\n") + "\n" and "define void" in out
+    code, out, err = run(capsys, "compile", "kernels/axpy.toml", "--emit", "llvm-opt", "--backend", "cpu_llvm")
+    assert code == 0 and "x float>" in out, err
+    code, _, err = run(capsys, "compile", "kernels/axpy.toml", "--emit", "llvn", "--backend", "cpu_llvm")
+    assert code == 2 and err.startswith("hologram: error: --emit: backend 'cpu_llvm' has no text form 'llvn'; "
+                                        "did you mean 'llvm'?") and "llvm-opt, native" in err
+    code, _, err = run(capsys, "compile", "kernels/axpy.toml", "--emit", "llvm", "--backend", "interp")
+    assert code == 2 and "backend 'interp' has no text form 'llvm'" in err and "expected one of ast, ir, asm, stats" in err
+    code, _, err = run(capsys, "compile", "kernels/axpy.toml", "--emit", "llvm", "--backend", "intrep")
+    assert code == 2 and "unknown backend 'intrep'" in err
+
+
+def test_kernel_emit_asks_its_backend_for_other_forms():
+    from hologram.core.errors import ArgumentError
+    from hologram.core.kernel import backend_forms
+    k = hologram.compile_file("kernels/axpy.toml")
+    with pytest.raises(ArgumentError, match="cannot emit 'llvm'; expected one of ast, ir, asm"):
+        k.on("interp").emit("llvm")
+
+    class Forms:
+        name, priority = "forms", 1
+        text_forms = {"asm": "shadowed by the core form", "dot": "a graph", "stats": "shadowed too"}
+
+        def emit(self, program, form):
+            return f"digraph {program.name} {{}}"
+    assert backend_forms(Forms()) == {"dot": "a graph"}
+    assert backend_forms(object()) == {}
+    Forms.emit = None  # forms without an emit method are no forms
+    assert backend_forms(Forms()) == {}
+
+
 def test_compile_reports_document_errors_with_location(capsys, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text('[kernel]\nname = "bad"\nversion = "1.0.0"\ninputs = { x = "f32[n]" }\n'
@@ -177,8 +213,10 @@ def test_plugins_lists_plugins_and_backends(capsys):
     assert any("interp" in l and "backend interp" in l for l in lines)
     backends = lines[next(i for i, l in enumerate(lines) if l.startswith("backends")):]
     default = hologram.get_backend().name
-    assert any(l.split() == ["│", "interp", "│", "10", "│", "yes", "│", *(["*"] if default == "interp" else []), "│"]
-               for l in backends)
+    assert any(l.split() == ["│", "interp", "│", "10", "│", "yes", "│", *(["*"] if default == "interp" else []), "│",
+                             "-", "│"] for l in backends)
+    if "cpu_llvm" in hologram.list_backends():
+        assert any(l.split()[:2] == ["│", "cpu_llvm"] and "llvm, llvm-opt, native" in l for l in backends)
 
 
 class CommandPlugin:

@@ -667,6 +667,26 @@ def test_o3_pipeline_vectorizes_for_the_host():
     assert obj and "x float>" in optimized[0]  # a vector loop: <4 x float>, <8 x float>, ...
 
 
+def test_text_forms_show_each_step_of_the_native_compile(tmp_path):
+    import hologram as hg
+    from hologram.core.errors import CompileError
+    b = CpuLlvmBackend(cache_dir=tmp_path)
+    program = hg.compile(AXPY, format="toml").program
+    llvm_ir = b.emit(program, "llvm")
+    assert "define void @\"hg_axpy_0_" in llvm_ir and "x float>" not in llvm_ir  # as generated: scalar
+    assert "x float>" in b.emit(program, "llvm-opt")  # the O3 pipeline vectorized it
+    native = b.emit(program, "native")
+    assert "hg_axpy_0_" in native and ("ret" in native or "blr" in native)
+    assert not list(tmp_path.iterdir())  # emitting prepares and caches nothing
+    with pytest.raises(ArgumentError, match="no text form 'ptx'; expected one of llvm, llvm-opt, native"):
+        b.emit(program, "ptx")
+
+    def broken(program):
+        raise TypeError("cannot store i64")
+    with pytest.raises(CompileError, match="code generator failed"):
+        CpuLlvmBackend(cache_dir=False, codegen=broken, codegen_version="x").emit(program, "llvm")
+
+
 def test_loaded_objects_are_independent():
     # two loads of one object (two programs exporting the same symbol) are two engines
     # with their own copy of the code; dropping one leaves the other callable

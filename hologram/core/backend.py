@@ -36,6 +36,16 @@ class Backend(Protocol):
     every call whose arguments match a call already fully checked (docs/api.md, "Fast
     path"); it is the only caller that may skip them. Without `launcher`, `Kernel`
     calls `launch`. `launch` itself stays fully checked.
+
+    and
+
+        text_forms: Mapping[str, str]      form name -> a one-line description
+        emit(program, form) -> str         the program's text in that form
+
+    readable forms of what the backend makes of a verified program (cpu_llvm: `llvm`,
+    `llvm-opt`, `native`), shown by `Kernel.emit(form)` and `hologram compile --emit
+    form --backend name`. A form named like a core one (`ast`, `ir`, `asm`, `stats`) is
+    never reached: the core form wins. `emit` does not prepare or cache anything.
     """
 
     name: str

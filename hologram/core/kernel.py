@@ -92,6 +92,15 @@ EMITTERS: dict[str, Callable[[Compiled], str]] = {
 }
 
 
+def backend_forms(backend: Backend) -> dict[str, str]:
+    """The text forms `backend` offers beyond the core ones (form -> description); {} for
+    a backend without `text_forms` and `emit`."""
+    forms = getattr(backend, "text_forms", None)
+    if not isinstance(forms, Mapping) or not callable(getattr(backend, "emit", None)):
+        return {}
+    return {str(k): str(v) for k, v in forms.items() if k not in EMITTERS and k != "stats"}
+
+
 class Kernel:
     """A compiled kernel. Call it with its inputs (positional or by name, in declared
     order); it returns its output (or a namedtuple of them). See docs/api.md."""
@@ -142,12 +151,18 @@ class Kernel:
         return self._c.program
 
     def emit(self, kind: str) -> str:
-        """The kernel's text form at one stage: 'ast', 'ir' or 'asm'."""
+        """The kernel's text form at one stage: 'ast', 'ir', 'asm', or a form the kernel's
+        backend offers (`backend_forms`; cpu_llvm: 'llvm', 'llvm-opt', 'native')."""
         fn = EMITTERS.get(kind)
-        if fn is None:
-            raise ArgumentError(f"cannot emit {kind!r}{did_you_mean(kind, EMITTERS)}; "
-                                f"expected one of {', '.join(EMITTERS)}")
-        return fn(self._c)
+        if fn is not None:
+            return fn(self._c)
+        backend = get_backend(self._backend_name)
+        forms = backend_forms(backend)
+        if kind not in forms:
+            known = [*EMITTERS, *forms]
+            raise ArgumentError(f"cannot emit {kind!r}{did_you_mean(kind, known)}; expected one of "
+                                f"{', '.join(known)}", hint=f"the forms after 'asm' are backend {backend.name!r}'s")
+        return backend.emit(self._c.program, kind)
 
     def stats(self, **symbols: int) -> dict[str, Any]:
         """What the optimizer does to this kernel: {"O0": Stats, "O1": ..., "O2": ...}

@@ -139,14 +139,7 @@ class CpuLlvmBackend:
                 return _link(program, key, symbols, jit.load_object(entry.obj, [s.name for s in symbols]), True)
             except (ValueError, KeyError, TypeError, RuntimeError):
                 disk.discard(full_key)  # intact but unusable (say, a stale stage table): rebuild
-        verify(program)
-        try:
-            result = self._codegen(program)
-        except HologramError:
-            raise
-        except Exception as e:  # a code generator bug: say so, keep the cause chained
-            raise CompileError(f"cpu_llvm: the code generator failed on program '{program.name}' (a bug in "
-                               f"hologram_cpu_llvm): {type(e).__name__}: {e}") from e
+        result = self._generate(program)
         symbols = tuple(StageSymbol(e.name, int(e.stage_index), tuple(e.reduce_buffers)) for e in result.stages)
         try:
             _check_symbols(symbols, program)
@@ -158,6 +151,37 @@ class CpuLlvmBackend:
         if disk is not None:
             disk.store(full_key, Entry({"stages": [attrs.asdict(s) for s in symbols]}, obj))
         return _link(program, key, symbols, loaded, False)
+
+    def _generate(self, program: Program) -> Any:
+        """The verified program's LLVM module (a CodegenResult)."""
+        verify(program)
+        try:
+            return self._codegen(program)
+        except HologramError:
+            raise
+        except Exception as e:  # a code generator bug: say so, keep the cause chained
+            raise CompileError(f"cpu_llvm: the code generator failed on program '{program.name}' (a bug in "
+                               f"hologram_cpu_llvm): {type(e).__name__}: {e}") from e
+
+    # ---------------------------------------------------------------- text forms
+    text_forms = {
+        "llvm": "LLVM IR as the code generator writes it, one function per stage",
+        "llvm-opt": "the same after LLVM's O3 pipeline for this CPU (vectorized)",
+        "native": "the host CPU's assembly, as the object code holds it",
+    }
+
+    def emit(self, program: Program, form: str) -> str:
+        """`program` in one of `text_forms` (compiled afresh: nothing is cached)."""
+        if form not in self.text_forms:
+            raise ArgumentError(f"cpu_llvm has no text form {form!r}; expected one of {', '.join(self.text_forms)}")
+        module_ir = self._generate(program).module_ir
+        if form == "llvm":
+            return module_ir
+        try:
+            return (jit.optimized_text if form == "llvm-opt" else jit.native_assembly)(module_ir)
+        except RuntimeError as e:
+            raise CompileError(f"cpu_llvm: LLVM rejected the code generated for program '{program.name}' "
+                               f"(a code generator bug): {e}") from None
 
     # ------------------------------------------------------------------- launch
     def launch(self, executable: Any, buffers: Mapping[str, np.ndarray],

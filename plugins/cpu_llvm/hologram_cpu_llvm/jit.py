@@ -95,24 +95,42 @@ def optimize(module: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
     STATS["optimize"] += 1
 
 
+def _optimized(module_ir: str) -> llvm.ModuleRef:
+    """Parse, verify and optimize `module_ir` for the host (the caller holds `_LOCK`)."""
+    tm = _compiler()
+    module = llvm.parse_assembly(module_ir)
+    module.verify()
+    module.triple = tm.triple
+    module.data_layout = str(tm.target_data)
+    optimize(module, tm)
+    return module
+
+
 def compile_object(module_ir: str, optimized_ir: list[str] | None = None) -> bytes:
     """Textual LLVM IR -> optimized relocatable object code for the host.
 
     Raises RuntimeError when the IR does not parse or verify (a code generator bug, never
     a user error: the caller wraps it). `optimized_ir`, when given, receives the IR after
-    optimization (for `--emit llvm` and for tests that check vectorization)."""
+    optimization (for tests that check vectorization)."""
     with _LOCK:
-        tm = _compiler()
-        module = llvm.parse_assembly(module_ir)
-        module.verify()
-        module.triple = tm.triple
-        module.data_layout = str(tm.target_data)
-        optimize(module, tm)
+        module = _optimized(module_ir)
         if optimized_ir is not None:
             optimized_ir.append(str(module))
-        obj = tm.emit_object(module)
+        obj = _compiler().emit_object(module)
         STATS["emit"] += 1
         return obj
+
+
+def optimized_text(module_ir: str) -> str:
+    """The LLVM IR after the module pipeline (`--emit llvm-opt`)."""
+    with _LOCK:
+        return str(_optimized(module_ir))
+
+
+def native_assembly(module_ir: str) -> str:
+    """The host assembly the object code would hold (`--emit native`)."""
+    with _LOCK:
+        return _compiler().emit_assembly(_optimized(module_ir))
 
 
 @attrs.frozen(eq=False)
