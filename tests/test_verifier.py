@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from hologram.core import dataflow
 from hologram.core.asm import parse_program
-from hologram.core.dataflow import StageAnalysis
+from hologram.core.dataflow import EMPTY, StageAnalysis
 from hologram.core.errors import VerifyError
 from hologram.core.intervals import Domain, Interval, Poly
 from hologram.core.isa import Addr, Imm, Instr, Label, Pred, Program, Reg, RegDecl, Special, Stage, Sym
@@ -510,7 +510,7 @@ def _check_run(p: Program, n: int, gid: int) -> None:
     body = stage.body
     labels = {it.name: k for k, it in enumerate(body) if isinstance(it, Label)}
     analysis = StageAnalysis(p, stage)
-    ins, _ = analysis._analyze(0, {})
+    ins, _ = analysis._analyze(0, EMPTY)
     actual: dict[str, int] = {}
     unbounded: dict[str, int] = {}
     pc = steps = 0
@@ -519,7 +519,7 @@ def _check_run(p: Program, n: int, gid: int) -> None:
         assert steps < 100_000
         state = ins.get(pc)
         assert state is not None, f"instruction {pc} runs but the analysis thinks it unreachable"
-        for r, iv in state.items():
+        for r, iv in state.vals.items():
             if r == "$n":
                 assert n >= iv
             elif isinstance(iv, Interval):
@@ -550,7 +550,7 @@ def _check_run(p: Program, n: int, gid: int) -> None:
         else:
             r = it.dst.name
             actual[r] = _concrete(it, actual, n, gid, False)
-            result = analysis._transfer(pc - 1, state)["fall"][r]
+            result = analysis._transfer(pc - 1, state)["fall"].vals[r]
             # the analysis tracks the unwrapped value through + - * only, from exact values
             unbounded[r] = _concrete(it, unbounded, n, gid, True) if it.op in _RING and not result.exact \
                 else actual[r]

@@ -7,6 +7,13 @@ so a branch on it narrows the compared registers), or None (written, value untra
 Reading a register missing from the state is an error, and every unchecked memory access
 must have its index proven inside the array.
 
+The state is split by what can be known of a register (`State`): integer and
+predicate registers (the ones addresses and branches depend on) map to their values in
+a dict, every other register is one bit of a mask that says only "written". A float
+instruction then changes one bit and shares the dict, so a stage of many float
+registers (a tiled matrix product: ~900 registers, ~2200 instructions) does not copy a
+dict of every register per instruction.
+
 Control flow is the ISA's: forward BRA, backward LOOP (its counter narrows on both
 edges: `> 0` on the back edge, `<= 0` after), and CALL, analysed per calling state (the
 call graph is acyclic, the verifier checked that first). From the third round on, a
@@ -18,7 +25,7 @@ under-approximation and would give wrong answers).
 
 from __future__ import annotations
 
-from typing import Iterator, Union
+from typing import Iterator, NamedTuple, Union
 
 import attrs
 
@@ -46,7 +53,19 @@ class Cmp:
 
 
 AVal = Union[Interval, Cmp, None]
-State = dict[str, AVal]
+
+
+class State(NamedTuple):
+    """What is known before an instruction. `vals`: every *tracked* register (integer or
+    bool) definitely written on all paths here, with its value, plus `$symbol -> lower
+    bound` facts; never mutated, so states share it. `init`: a bit per register of the
+    stage (`StageAnalysis.bits`), set when it is definitely written."""
+
+    vals: dict[str, AVal]
+    init: int
+
+
+EMPTY = State({}, 0)
 
 
 class TooComplex(Exception):
@@ -62,7 +81,7 @@ class Problem:
 
 
 def _freeze(s: State) -> tuple:
-    return tuple(sorted(s.items(), key=lambda kv: kv[0]))
+    return tuple(sorted(s.vals.items(), key=lambda kv: kv[0])), s.init
 
 
 def successors(body: tuple, labels: dict[str, int], pc: int) -> list[tuple[int, str]]:
@@ -100,6 +119,8 @@ class StageAnalysis:
     def __init__(self, program: Program, stage: Stage):
         self.p, self.stage, self.body = program, stage, stage.body
         self.types = stage.reg_types()
+        self.bits = {name: 1 << k for k, name in enumerate(self.types)}
+        self.tracked = {name for name, t in self.types.items() if t.is_int or t is DType.BOOL}
         self.labels = {it.name: k for k, it in enumerate(self.body) if isinstance(it, Label)}
         buffers = program.buffers()
         dims = [d for b in buffers.values() for d in b.shape]
@@ -119,6 +140,11 @@ class StageAnalysis:
         for pc in range(len(self.body)):
             for nxt, kind in successors(self.body, self.labels, pc):
                 self.preds.setdefault(nxt, []).append((pc, kind))
+        # pc -> the init bit it sets (0: none) for instructions that only write an
+        # untracked register or nothing, and fall through: their transfer is one OR
+        self.plain: dict[int, int] = {
+            pc: 0 if it.dst is None else self.bits.get(it.dst.name, 0) for pc, it in enumerate(self.body)
+            if isinstance(it, Instr) and it.op not in _CONTROL and (it.dst is None or it.dst.name not in self.tracked)}
         self.loop_heads = {self.labels[i.target] for i in self.body if isinstance(i, Instr) and i.op == "LOOP"}
         self.regions: dict[int, list[int]] = {}
         self.callee_writes: dict[int, set[str]] = {}
@@ -154,7 +180,7 @@ class StageAnalysis:
     # ================================================================ entry point
     def run(self) -> list[Problem]:
         """Problems found, ordered by instruction; empty when the stage is proven."""
-        self._check(0, {})
+        self._check(0, EMPTY)
         return [self.problems[pc] for pc in sorted(self.problems)]
 
     def fits(self, pc: int, reg: str, t: DType) -> bool:
@@ -164,7 +190,7 @@ class StageAnalysis:
         passes that read the proofs; the verifier itself does not use it."""
         states = [self.memo[key][0][pc] for key in self.checked if pc in self.memo[key][0]]
         for s in states:
-            v = s.get(reg)
+            v = s.vals.get(reg)
             if not (isinstance(v, Interval) and v.exact and self._domain(s).fits(v.lo, v.hi, t)):
                 return False
         return bool(states)
@@ -225,40 +251,48 @@ class StageAnalysis:
         return ins
 
     def _join(self, a: State, b: State) -> State:
-        common = a.keys() & b.keys()
-        out: State = {k: min(a[k], b[k]) for k in common if k[0] == "$"}  # facts both paths know
-        d = self._domain(out)
+        init = a.init & b.init
+        if a.vals is b.vals:
+            return State(a.vals, init)
+        av, bv = a.vals, b.vals
+        common = av.keys() & bv.keys()
+        out = {k: min(av[k], bv[k]) for k in common if k[0] == "$"}  # facts both paths know
+        d = self._domain_of(out)
         for r in common - out.keys():
-            va, vb = a[r], b[r]
+            va, vb = av[r], bv[r]
             if va == vb:
                 out[r] = va
             elif isinstance(va, Interval) and isinstance(vb, Interval):
                 out[r] = d.hull(va, vb, self.types[r])
             else:
                 out[r] = None
-        return out
+        return State(out, init)
 
     def _widen(self, old: State, new: State, written: set[str]) -> State:
         """Widen the registers the loop writes. One it does not write changes at the head
         only because a path from before the loop brought a new value (those paths are
         acyclic, so that settles), and widening it would lose a bound for nothing."""
-        out = {k: v for k, v in new.items() if k[0] != "$" or old.get(k) == v}
-        d = self._domain(out)
-        for r, v in new.items():
+        olds, news = old.vals, new.vals
+        out = {k: v for k, v in news.items() if k[0] != "$" or olds.get(k) == v}
+        d = self._domain_of(out)
+        for r, v in news.items():
             if r not in written:
                 continue
             if isinstance(v, Interval):
-                was = old.get(r)
+                was = olds.get(r)
                 out[r] = d.widen(was, v, self.types[r]) if isinstance(was, Interval) else Interval.top(self.types[r])
-            elif isinstance(v, Cmp) and old.get(r) != v:
+            elif isinstance(v, Cmp) and olds.get(r) != v:
                 out[r] = None
-        return out
+        return State(out, new.init)
 
     def _domain(self, s: State) -> Domain:
         """The prover for a state: the stage's facts plus the symbol bounds that guards
         established on the paths to it (kept in the state as `$symbol -> lower bound`)."""
+        return self._domain_of(s.vals)
+
+    def _domain_of(self, vals: dict[str, AVal]) -> Domain:
         # by symbol, not by scanning the state (it holds every register; this runs per instruction)
-        facts = tuple((k[1:], s[k]) for k in self.fact_keys if k in s)
+        facts = tuple((k[1:], vals[k]) for k in self.fact_keys if k in vals)
         if facts not in self.domains:
             lower = dict(self.base.lower)
             for sym, lb in facts:
@@ -332,15 +366,19 @@ class StageAnalysis:
         for a in arrivals[1:]:
             e = self._join(e, a)
         d = self._domain(s)
-        out = dict(s)
+        ev, sv = e.vals, s.vals
+        out = dict(sv)
         for r, step in steps.items():
-            if all(isinstance(x.get(y), Interval) for x in (e, s) for y in (r, counter)):
-                trips = d.sub(e[counter], s[counter], I64)
-                out[r] = d.add(e[r], d.mul(Interval.point(step), trips, I64), I64)
-        return out
+            if all(isinstance(x.get(y), Interval) for x in (ev, sv) for y in (r, counter)):
+                trips = d.sub(ev[counter], sv[counter], I64)
+                out[r] = d.add(ev[r], d.mul(Interval.point(step), trips, I64), I64)
+        return State(out, s.init)
 
     # ================================================================== transfer
     def _transfer(self, pc: int, s: State) -> dict[str, State]:
+        bit = self.plain.get(pc)
+        if bit is not None:
+            return {"fall": s if s.init & bit == bit else State(s.vals, s.init | bit)}
         self.dom = self._domain(s)
         item = self.body[pc]
         if isinstance(item, Label):
@@ -351,7 +389,7 @@ class StageAnalysis:
         if op == "BRA":
             if item.pred is None:
                 return {"taken": s}
-            fact = s.get(item.pred.reg.name)
+            fact = s.vals.get(item.pred.reg.name)
             if not isinstance(fact, Cmp):
                 return {"taken": s, "fall": s}
             edges = {"taken": self._refine(s, fact, not item.pred.negate),
@@ -359,7 +397,7 @@ class StageAnalysis:
             return {k: v for k, v in edges.items() if not self._infeasible(v)}
         if op == "LOOP":
             c = item.srcs[0].name
-            dec = self.dom.add(self.dom.exact(s.get(c), I64), Interval.point(-1), I64)
+            dec = self.dom.add(self.dom.exact(s.vals.get(c), I64), Interval.point(-1), I64)
             after = self._write(s, c, self.dom.exact(dec, I64))  # LOOP compares the wrapped value
             edges = {"taken": self._narrow(after, c, "gt", Interval.point(0)),
                      "fall": self._narrow(after, c, "le", Interval.point(0))}
@@ -374,41 +412,44 @@ class StageAnalysis:
     def _infeasible(self, s: State) -> bool:
         """A narrowed state no execution reaches (some register's interval is empty)."""
         d = self._domain(s)
-        return any(isinstance(v, Interval) and d.empty(v) for v in s.values())
+        return any(isinstance(v, Interval) and d.empty(v) for v in s.vals.values())
 
     def _write(self, s: State, reg: str, value: AVal) -> State:
-        out = dict(s)  # a C-level copy: states hold every register, and this runs per instruction
+        init = s.init | self.bits[reg]
+        if reg not in self.tracked:  # only "written": no value, and no Cmp mentions it
+            return s if init == s.init else State(s.vals, init)
+        out = dict(s.vals)
         for p in self.compares.get(reg, ()):
             v = out.get(p)
             if isinstance(v, Cmp) and v.mentions(reg):
                 out[p] = None
         out[reg] = value
-        return out
+        return State(out, init)
 
     def _refine(self, s: State, fact: Cmp, holds: bool) -> State:
         mod = fact.mod if holds else NEGATE[fact.mod]
         for x, y, m in ((fact.a, fact.b, mod), (fact.b, fact.a, SWAP[mod])):
             other = self._operand(y, s, fact.dtype)
-            if isinstance(x, Reg) and x.name in s:
+            if isinstance(x, Reg) and x.name in s.vals:
                 s = self._narrow(s, x.name, m, other)
             elif isinstance(x, Sym) and x.name in self.p.symbols and m in ("gt", "ge", "eq") and other.exact:
                 # `$k > 0` on this path: a lower bound of the symbol for everything after
                 lbs = [b.value + (m == "gt") for b in other.lo if b.is_const]
                 key = "$" + x.name
-                if lbs and max(lbs) > max(s.get(key, max(lbs) - 1), self.base.lower.get(x.name, max(lbs) - 1)):
-                    s = {**s, key: max(lbs)}
+                if lbs and max(lbs) > max(s.vals.get(key, max(lbs) - 1), self.base.lower.get(x.name, max(lbs) - 1)):
+                    s = State({**s.vals, key: max(lbs)}, s.init)
         return s
 
     def _narrow(self, s: State, reg: str, mod: str, other: Interval) -> State:
         """`s` on the path where `reg <mod> other` held."""
-        return {**s, reg: self.dom.narrow(s.get(reg), mod, other, self.types[reg])}
+        return State({**s.vals, reg: self.dom.narrow(s.vals.get(reg), mod, other, self.types[reg])}, s.init)
 
     # ==================================================================== values
     def _operand(self, o: Operand, s: State, t: DType) -> Interval:
         if isinstance(o, Imm):
             return Interval.point(int(o.value)) if isinstance(o.value, int) else Interval.top(t)
         if isinstance(o, Reg):
-            v = s.get(o.name)
+            v = s.vals.get(o.name)
             return v if isinstance(v, Interval) else Interval.top(t)
         if isinstance(o, Special):
             return self.specials[o.name]
@@ -508,7 +549,7 @@ class StageAnalysis:
                 continue
             self.dom = self._domain(s)
             for r in _reads(item):
-                if r not in s:
+                if not s.init & self.bits.get(r, 0):
                     self._problem(pc, "uninitialized", f"register %{r} may be read before it is written",
                                   "write it on every path that reaches this instruction")
             if item.addr is not None and not item.checked and OPCODES[item.op].space:
@@ -520,7 +561,7 @@ class StageAnalysis:
         a: Addr = ins.addr
         space = OPCODES[ins.op].space
         size = self.sizes[space, a.buffer]
-        idx = Interval.point(0) if a.index is None else s.get(a.index.name)
+        idx = Interval.point(0) if a.index is None else s.vals.get(a.index.name)
         if a.index is not None and not isinstance(idx, Interval):
             idx = Interval.top(I64)
         at = self.dom.add(idx, Interval.point(a.offset), I64) if a.offset else idx
@@ -538,6 +579,8 @@ class StageAnalysis:
     def _problem(self, pc: int, rule: str, message: str, hint: str | None = None) -> None:
         self.problems.setdefault(pc, Problem(pc, rule, message, hint))
 
+
+_CONTROL = frozenset({"BRA", "LOOP", "CALL", "RET", "EXIT"})
 
 _FIXED_RANGES = {  # (opcode, signed result type) -> the range of its result (docs/atlas.md)
     **{(op, sg): Interval.range(lo, hi) for op, lo, hi in (("ClsGet", 0, 95), ("NbrCount", 0, 6),

@@ -83,31 +83,36 @@ def _problem(value: Any, spec: Any, path: str) -> str | None:
             return None
         if isinstance(opt, type) and isinstance(value, opt):
             fields = SCHEMA.get(opt)
-            if fields is None:
+            if fields is None or (opt is Stage and value in _WELL_TYPED_STAGES):
                 return None
             for f in attrs.fields(opt):
                 if (bad := _problem(getattr(value, f.name), fields[f.name], f"{path}.{f.name}")) is not None:
                     return bad
+            if opt is Stage:
+                _WELL_TYPED_STAGES.add(value)
             return None
     return f"{path} should be {_name(spec)}, not {value!r}"
 
 
-class ProgramsByIdentity:
-    """A weak set of Programs, by identity: a well-typed Program is immutable all the way
-    down (frozen classes, tuples and scalars), so a verdict about it holds for its whole
-    life and need not be recomputed (a walk of a big program takes milliseconds)."""
+class ByIdentity:
+    """A weak set of Programs (or Stages), by identity: a well-typed one is immutable all
+    the way down (frozen classes, tuples and scalars), so a verdict about it holds for its
+    whole life and need not be recomputed (a walk of a big program takes milliseconds)."""
 
     def __init__(self) -> None:
-        self._by_id: weakref.WeakValueDictionary[int, Program] = weakref.WeakValueDictionary()
+        self._by_id: weakref.WeakValueDictionary[int, object] = weakref.WeakValueDictionary()
 
     def __contains__(self, p: object) -> bool:
         return p is not None and self._by_id.get(id(p)) is p
 
-    def add(self, p: Program) -> None:
+    def add(self, p: object) -> None:
         self._by_id[id(p)] = p
 
 
-_WELL_TYPED = ProgramsByIdentity()  # the verifier, the encoder and the formatter all ask
+_WELL_TYPED = ByIdentity()  # the verifier, the encoder and the formatter all ask
+# Passes rebuild a Program around the stages they did not change, and the verifier
+# checks one stage at a time in a Program of its own: stages keep their verdict too.
+_WELL_TYPED_STAGES = ByIdentity()
 
 
 def built_well_typed(p: Program) -> Program:

@@ -34,7 +34,7 @@ from .encoding import SUPPORTED_ISA_VERSIONS
 from .errors import VerifyError, did_you_mean
 from .intervals import Domain, Poly
 from .isa import COMPARE_MODS, OPCODES, BufferParam, Imm, Instr, Label, Program, Reg, ScalarParam, Special, Stage, Sym
-from .structure import ProgramsByIdentity, structure_problem
+from .structure import ByIdentity, structure_problem
 from .types import Affine, DType
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -51,7 +51,7 @@ _TYPE_CLASS_TEXT = {"any": "any type", "num": "a numeric type", "int": "an integ
 
 # Programs that passed: the front end verifies what it lowers and a backend re-verifies
 # what it is handed; this makes the second check free (1-6 ms of a warm cpu_llvm prepare).
-_PASSED = ProgramsByIdentity()
+_PASSED = ByIdentity()
 # Stages that passed, by value, with the signatures (params, temps, symbols) they passed
 # under: a stage's checks read nothing else of its program, so the ISA passes' checks of
 # a rewritten stage (isa_flow.stage_verifies) make the final verify of the same stage

@@ -29,7 +29,10 @@ from .isa_flow import Graph, Liveness, liveness, map_operands, per_stage, reads,
 
 
 def _interference(body: tuple, live: Liveness) -> list[int]:
-    """adj[b]: the mask of registers that interfere with register bit b."""
+    """adj[b]: the mask of registers live where register bit b is written. Interference
+    is the symmetric closure (a and c interfere when c is in adj[a] or a in adj[c]);
+    `_colour` tests both directions instead of building it, which would visit every
+    edge one bit at a time (a tiled matrix product has ~10^6)."""
     adj = [0] * len(live.bit)
     for pc, it in enumerate(body):
         if not isinstance(it, Instr):
@@ -38,11 +41,6 @@ def _interference(body: tuple, live: Liveness) -> list[int]:
         for d in writes(it):
             b = live.bit[d]
             adj[b] |= live.out[pc] & ~(1 << b) & ~spare
-    for b, m in enumerate(adj):  # symmetric
-        while m:
-            low = m & -m
-            adj[low.bit_length() - 1] |= 1 << b
-            m ^= low
     return adj
 
 
@@ -63,25 +61,26 @@ def _colour(body: tuple, types: dict[str, DType], live: Liveness, adj: list[int]
     for it in body:
         if isinstance(it, Instr) and it.op == "MOV" and isinstance(it.srcs[0], Reg):
             a, c = find(bit[it.dst.name]), find(bit[it.srcs[0].name])
-            if a != c and not gadj[a] & members[c] and types[it.dst.name] == types[it.srcs[0].name]:
+            if a != c and not (gadj[a] & members[c] or gadj[c] & members[a]) \
+                    and types[it.dst.name] == types[it.srcs[0].name]:
                 group[c] = a
                 members[a] |= members[c]
                 gadj[a] |= gadj[c]
     names = list(bit)  # in order of first appearance
-    colours: list[tuple[str, DType, int]] = []  # (name, dtype, mask of members)
+    colours: list[tuple[str, DType, int, int]] = []  # (name, dtype, mask of members, their gadj)
     chosen: dict[int, str] = {}
     for name in names:
         g = find(bit[name])
         if g in chosen:
             continue
         t = types[name]
-        for k, (cname, ct, cmask) in enumerate(colours):
-            if ct == t and not cmask & gadj[g]:
-                colours[k] = (cname, ct, cmask | members[g])
+        for k, (cname, ct, cmask, cadj) in enumerate(colours):
+            if ct == t and not (cmask & gadj[g] or cadj & members[g]):
+                colours[k] = (cname, ct, cmask | members[g], cadj | gadj[g])
                 chosen[g] = cname
                 break
         else:
-            colours.append((name, t, members[g]))
+            colours.append((name, t, members[g], gadj[g]))
             chosen[g] = name
     return {name: chosen[find(b)] for name, b in bit.items()}
 
