@@ -174,3 +174,40 @@ def test_float_sum_across_barriers(layout):
     x = (np.arange(1000) % 13 - 6).astype(np.float32)
     got, want = both(prog, {"x": x, "r": np.zeros(1, np.float32)}, {}, {"n": len(x)})
     assert got["r"][0] == want["r"][0] == x.sum() + sum(32 * x[k] for k in range(0, 992, 32)) + 8 * x[992]
+
+
+ROWS = """[kernel]
+name = "rows"
+version = "1.0.0"
+inputs = {{ x = "{t}[m, n]" }}
+outputs = {{ y = "{t}[m]" }}
+body = "y[i] = sum(x[i, j], j)"
+"""
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 15, 16, 17, 33, 100, 1000])
+@pytest.mark.parametrize("t", ["f16", "f32", "f64"])
+def test_in_lane_float_sums_of_every_length(t, n):
+    """Row sums (one lane per row, lower_loops.py): f16/f32 accumulate in f64 with a
+    reassociable add (vectorized by cpu_llvm), f64 in 8 unrolled Kahan accumulators after
+    an n % 8 remainder. Specials in the remainder and in the blocks, cancellation, and
+    rows as long as the loop, on both backends, against the contract."""
+    import hologram as hg
+    dt = DType(t).np
+    rng = np.random.default_rng(n)
+    x = rng.uniform(-4, 4, (7, n)).astype(dt)
+    if n:
+        x[1, -1] = np.inf
+        x[2, 0] = np.nan
+        x[3, 0], x[3, -1] = np.inf, -np.inf
+        x[4] = np.finfo(dt).eps / 4
+        x[4, 0] = 1.0
+        x[5, :] = -0.0
+    k = hg.compile(ROWS.format(t=t), format="toml")
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is NaN, as numpy's
+        want = x.astype(np.float64).sum(axis=1).astype(dt)
+    outs = [k.on(b)(x) for b in ("interp", "cpu_llvm")]
+    for got in outs:
+        assert_close(got, want, reduction_n=max(n, 1), magnitude=np.abs(x.astype(np.float64)).sum(axis=1))
+    if t == "f64":  # strict Kahan steps in program order on both backends: the same bits
+        np.testing.assert_array_equal(outs[0].view(np.uint64), outs[1].view(np.uint64))

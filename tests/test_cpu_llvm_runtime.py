@@ -272,7 +272,7 @@ def test_large_launch_is_split_across_threads(rev, monkeypatch):
         seen.append(len(tasks))
         return real(self, tasks)
     monkeypatch.setattr(threads.ThreadPool, "run", spy)
-    n = rt.INLINE_LANES * 4 + 77  # a partial last block
+    n = rt.INLINE_WORK * 4 + 77  # a partial last block
     x = np.random.default_rng(0).random(n, dtype=np.float32)
     z = np.zeros_like(x)
     b.launch(b.prepare(program), {"x": x, "z": z}, {"a": 1.5}, {"n": n})
@@ -281,6 +281,27 @@ def test_large_launch_is_split_across_threads(rev, monkeypatch):
     small = np.ones(100, np.float32)
     b.launch(b.prepare(program), {"x": small, "z": small.copy()}, {"a": 1.0}, {"n": 100})
     assert seen == [2]  # small launches run inline
+
+
+def test_few_lanes_with_long_loops_are_split_across_threads(monkeypatch):
+    """Threading is decided by work (lanes x loop iterations per lane), not by lanes:
+    512 rows of a matvec are too few lanes to split, 512 x 2048 iterations are not."""
+    import hologram as hg
+    seen = []
+    real = threads.ThreadPool.run
+
+    def spy(self, tasks):
+        seen.append(len(tasks))
+        return real(self, tasks)
+    monkeypatch.setattr(threads.ThreadPool, "run", spy)
+    k = hg.compile_file("kernels/matvec.toml").on("cpu_llvm")
+    monkeypatch.setattr(k.backend, "num_threads", 2)
+    rng = np.random.default_rng(1)
+    a, x = rng.random((512, 2048), dtype=np.float32), rng.random(2048, dtype=np.float32)
+    np.testing.assert_allclose(k(a, x), a.astype(np.float64) @ x, rtol=1e-6)
+    assert seen == [2]
+    k(a[:, :16].copy(), x[:16])  # 512 x 17: inline
+    assert seen == [2]
 
 
 def test_aliased_input_is_copied_first(rev):
@@ -331,7 +352,7 @@ def test_argument_checks(rev):
 
 
 # --------------------------------------------------------------------- reductions
-@pytest.mark.parametrize("n", [1, 300, rt.INLINE_LANES * 3 + 5])
+@pytest.mark.parametrize("n", [1, 300, rt.INLINE_WORK * 3 + 5])
 def test_reductions_combine_partials(tmp_path, n):
     program = parse_program(SUM_ASM)
     x = np.random.default_rng(n).integers(-2**62, 2**62, n, dtype=np.int64)
@@ -349,7 +370,7 @@ def test_reductions_combine_partials(tmp_path, n):
 def test_float_reduction_thread_counts_agree_within_contract(tmp_path):
     from hologram.testing import assert_close
     program = parse_program(FSUM_ASM)
-    n = rt.INLINE_LANES * 2 + 3
+    n = rt.INLINE_WORK * 2 + 3
     x = np.random.default_rng(1).standard_normal(n)
     sums = []
     for t in (1, 2):
@@ -587,7 +608,7 @@ def test_public_api_runs_on_cpu_llvm():
 def test_real_reductions_agree_across_thread_counts(tmp_path):
     import hologram as hg
     program = hg.compile(TOTALS, format="toml").program
-    n = rt.INLINE_LANES * 3 + 11
+    n = rt.INLINE_WORK * 3 + 11
     rng = np.random.default_rng(7)
     x = rng.integers(-2**40, 2**40, n, dtype=np.int64)
     f = rng.standard_normal(n)
@@ -739,7 +760,7 @@ def test_concurrent_launches_from_python_threads(rev):
     import threading as th
     program, b = rev
     exe = b.prepare(program)
-    n = rt.INLINE_LANES * 2
+    n = rt.INLINE_WORK * 2
     failures = []
 
     def work(seed):

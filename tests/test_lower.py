@@ -319,7 +319,7 @@ def test_per_axis_sum_and_argmax_with_nan():
 
 
 @pytest.mark.parametrize("dtype", [F16, F32, F64])
-def test_in_lane_float_sums_are_compensated(dtype):
+def test_in_lane_float_sums_keep_every_tiny_term(dtype):
     # a big term then many tiny ones: a sequential sum drops every tiny term
     n = 2048
     tiny = {F16: 2.0**-12, F32: 2.0**-26, F64: 2.0**-55}[dtype]

@@ -83,7 +83,7 @@ def test_gemm_is_one_tiled_stage_with_every_tile_access_unchecked():
 @pytest.mark.parametrize("body, inputs, tiled", [
     ("c[i, j] = sum(a[i, p] * b[p, j], p)", '{ a = "f32[m, k]", b = "f32[k, n]" }', True),
     ("c[i, j] = sum(b[p, j] * a[i, p], p)", '{ a = "f32[m, k]", b = "f32[k, n]" }', True),
-    # not a tiled contraction: f64 (compensated in-lane loop), a transposed operand,
+    # not a tiled contraction: f64 (the in-lane Kahan loop), a transposed operand,
     # a second reduction, a product with a third factor
     ("c[i, j] = sum(a[i, p] * b[p, j], p)", '{ a = "f64[m, k]", b = "f64[k, n]" }', False),
     ("c[i, j] = sum(a[p, i] * b[p, j], p)", '{ a = "f32[k, m]", b = "f32[k, n]" }', False),

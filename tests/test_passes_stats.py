@@ -329,3 +329,33 @@ end:
     st = measure(EMPTY_IR, p)
     assert st.bytes_read.evaluate({"m": 4, "n": 100}) == 16  # m < 6 alone sends lanes to `small`
     assert not st.bytes_exact or st.bytes_read.evaluate({"m": 100, "n": 100}) == 0
+
+
+LOOPS = """.program loops
+.symbols m n
+.stage s domain [m] block [64]
+    .reg %a, %b, %c: i64
+    MOV.i64 %a, $n
+outer:
+    MOV_IMM.i64 %b, 3
+inner:
+    LOOP %b, inner
+    LOOP %a, outer
+    MOV.i64 %c, %gid.x
+    REM.i64 %c, %c, 5
+again:
+    LOOP %c, again
+    EXIT
+"""
+
+
+def test_lane_work_counts_nested_loop_iterations():
+    from hologram.passes.stats import lane_work
+    stage = parse_program(LOOPS).stages[0]
+    work = lane_work(stage)
+    # 1 + n (outer) + 3n (inner, inside outer) + trips of the data-dependent loop
+    symbols = sorted(work.symbols)
+    assert symbols[0] == "n" and symbols[1].startswith("trips.s.")
+    assert work.evaluate({"n": 10, symbols[1]: 2}) == 1 + 10 + 30 + 2
+    flat = parse_program(".program p\n.stage s domain [4] block [4]\n    EXIT\n").stages[0]
+    assert str(lane_work(flat)) == "1"

@@ -1,9 +1,10 @@
-"""The program flag `.reassociate`: text, binary encoding, and what cpu_llvm does with it.
+"""The program flag `.reassociate` and the instruction modifier `.reassoc`: text, binary
+encoding, and what cpu_llvm does with them.
 
-The flag is a licence (docs/isa.md, "Program flags"): the interpreter ignores it, cpu_llvm
-reassociates float + - * and uses IEEE minimum/maximum, which lets a loop carrying a sum or
-a max inside one lane vectorize. Results then differ from the unflagged program only as a
-reordered sum differs.
+Both are a licence (docs/isa.md, "Program flags" and "Reassociable operations"): the
+interpreter ignores them, cpu_llvm reassociates float + (and, for the flag, - and *) and
+uses IEEE minimum/maximum, which lets a loop carrying a sum or a max inside one lane
+vectorize. Results then differ from the plain program only as a reordered sum differs.
 """
 
 import struct
@@ -39,8 +40,8 @@ LOOPS = """.program loops
     MOV.i64     %c, $n
 top:
     LDG.{t}     %v, [x + %k]
-    ADD.{t}     %acc, %acc, %v
-    MAX.{t}     %hi, %hi, %v
+    ADD{r}.{t}     %acc, %acc, %v
+    MAX{r}.{t}     %hi, %hi, %v
     ADD.i64     %k, %k, 1
     LOOP        %c, top
     STG.{t}     [s], %acc
@@ -50,8 +51,11 @@ done:
 """
 
 
-def loops(t: str = "f32", flag: bool = True) -> str:
-    return LOOPS.format(t=t, flag=".reassociate\n" if flag else "")
+def loops(t: str = "f32", flag: bool = True, modifier: bool = False) -> str:
+    return LOOPS.format(t=t, flag=".reassociate\n" if flag else "", r=".reassoc" if modifier else "")
+
+
+FORMS = {"flag": dict(flag=True), "modifier": dict(flag=False, modifier=True)}
 
 
 def test_text_round_trip():
@@ -59,6 +63,10 @@ def test_text_round_trip():
     assert p.reassociate
     assert format_program(p) == loops()
     assert not parse_program(loops(flag=False)).reassociate
+    q = parse_program(loops(flag=False, modifier=True))
+    assert not q.reassociate and [i.mod for i in q.stages[0].body if getattr(i, "op", "") in ("ADD", "MAX")
+                                  and i.dtype.is_float] == ["reassoc", "reassoc"]
+    assert parse_program(format_program(q)) == q
 
 
 @pytest.mark.parametrize("text, message", [
@@ -78,6 +86,9 @@ def test_binary_formats():
     assert decode(a) == plain and decode(b) == flagged
     assert program_hash(plain) != program_hash(flagged)
     assert attrs.evolve(flagged, reassociate=False) == plain
+    modified = parse_program(loops(flag=False, modifier=True))
+    assert encode(modified)[4] == 1 and decode(encode(modified)) == modified  # a modifier is an instruction's
+    assert program_hash(modified) != program_hash(plain)
 
 
 def _payload_flags_at(data: bytes) -> int:
@@ -103,9 +114,10 @@ def test_corrupt_flags_are_rejected(flags, message):
 EDGE = st.sampled_from([np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-310, 5e-324, 1e-40, 3.0e38])
 
 
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("t", ["f32", "f64"])
 @given(data=st.data())
-def test_cpu_llvm_reassociated_agrees_with_interp(t, data):
+def test_cpu_llvm_reassociated_agrees_with_interp(form, t, data):
     dt = np.float32 if t == "f32" else np.float64
     n = data.draw(st.integers(0, 300))
     x = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1))).uniform(-10, 10, n).astype(dt)
@@ -115,7 +127,7 @@ def test_cpu_llvm_reassociated_agrees_with_interp(t, data):
     for backend in ("interp", "cpu_llvm"):
         be = get_backend(backend)
         s, m = np.zeros((), dt), np.zeros((), dt)
-        be.launch(be.prepare(parse_program(loops(t))), {"x": x, "s": s, "m": m}, {}, {"n": n})
+        be.launch(be.prepare(parse_program(loops(t, **FORMS[form]))), {"x": x, "s": s, "m": m}, {}, {"n": n})
         out[backend] = (float(s), float(m))
     (si, mi), (sc, mc) = out["interp"], out["cpu_llvm"]
     assert mi == mc or (np.isnan(mi) and np.isnan(mc))  # max is order-free (zeros compare equal)
@@ -139,7 +151,8 @@ def _optimized_ir(text: str) -> str:
     return out[0]
 
 
-def test_the_flag_lets_cpu_llvm_vectorize_a_loop_carried_sum_and_max():
+@pytest.mark.parametrize("form", FORMS)
+def test_the_licence_lets_cpu_llvm_vectorize_a_loop_carried_sum_and_max(form):
     vec = ("x float>", "x double>")
-    assert any(v in _optimized_ir(loops()) for v in vec)
+    assert any(v in _optimized_ir(loops(**FORMS[form])) for v in vec)
     assert not any(v in _optimized_ir(loops(flag=False)) for v in vec)

@@ -126,6 +126,16 @@ skip:
     STG.f32 [y + %i], %w
     EXIT
 """,
+    "reassociable float accumulation": HEADER + """\
+    MOV.i64 %i, %gid.x
+    LDG.f32 %v, [x + %i]
+    MOV_IMM.f32 %w, 0.0
+    ADD.reassoc.f32 %w, %w, %v
+    MAX.reassoc.f32 %w, %w, %v
+    MIN.reassoc.f32 %v, %w, %v
+    STG.f32 [y + %i], %v
+    EXIT
+""",
     "subroutine reads the caller's registers, loop counts down": HEADER + """\
     MOV.i64 %i, %gid.x
     MOV_IMM.i64 %c, 3
@@ -194,7 +204,11 @@ REJECTED = [
     ("    @%p ADD.f32 %v, %v, %v\n    EXIT\n", "form", "only BRA can be predicated"),
     ("    ADD.f32.chk %v, %v, %v\n    EXIT\n", "form", ".chk applies to memory accesses"),
     ("    SET.f32 %p, %v, %w\n    EXIT\n", "form", "SET needs a comparison"),
-    ("    ADD.lt.f32 %v, %v, %w\n    EXIT\n", "form", "only SET takes a comparison"),
+    ("    ADD.lt.f32 %v, %v, %w\n    EXIT\n", "form", "only SET takes a comparison and only ADD, MAX, MIN take "
+     ".reassoc"),
+    ("    SUB.reassoc.f32 %v, %v, %w\n    EXIT\n", "form", "only ADD, MAX, MIN take .reassoc"),
+    ("    ADD.reassoc.i64 %i, %i, %c\n    EXIT\n", "form", "ADD.reassoc applies to float types, not i64"),
+    ("    SET.reassoc.f32 %p, %v, %w\n    EXIT\n", "compare", "unknown comparison 'reassoc'"),
     ("    CVT.f32 %v, %w\n    EXIT\n", "form", "CVT needs the source type"),
     ("    @%v BRA L\nL:\n    EXIT\n", "type", "the predicate %v is f32 but BRA needs bool"),
     # --- memory spaces
@@ -440,8 +454,8 @@ _CONSTANTS = [1, 2, 3, -1, 0, 64, 2**40, 2**62, 2**63 - 1, -(2**63)]
 def _random_code(draw, max_depth: int = 2):
     """A random verified stage of i64 code over %gid.x, $n and edge constants: value
     instructions, guards (`SET` + `@%q BRA` over a block, on a register or on $n), and
-    counted loops (counter from a constant or $n, optionally guarded against zero trips)
-    whose bodies may step an induction register."""
+    counted loops (counter from a constant, $n or a remainder in [0, 3], optionally
+    guarded against zero trips) whose bodies may step an induction register."""
     i64, regs = DType.I64, [f"r{k}" for k in range(6)]
     body: list = [Instr("MOV", i64, Reg(r), (Special("gid.x"),)) for r in regs]
     labels = iter(range(10**6))
@@ -468,7 +482,11 @@ def _random_code(draw, max_depth: int = 2):
                 body.append(Label(end))
             else:
                 c, head, skip = f"c{depth}", f"L{next(labels)}", f"L{next(labels)}"
-                body.append(Instr("MOV", i64, Reg(c), (draw(st.sampled_from([Sym("n"), Imm(1), Imm(3)])),)))
+                start = draw(st.sampled_from([Sym("n"), Imm(1), Imm(3), "rem"]))
+                if start == "rem":  # a count known only as an interval, [0, 3]
+                    body.append(Instr("REM", i64, Reg(c), (Reg(draw(st.sampled_from(regs))), Imm(4))))
+                else:
+                    body.append(Instr("MOV", i64, Reg(c), (start,)))
                 if draw(st.booleans()):  # guard against a zero trip count, as lowered loops do
                     body.extend([Instr("SET", i64, Reg("q"), (Reg(c), Imm(1)), mod="lt"),
                                  Instr("BRA", target=skip, pred=Pred(Reg("q")))])

@@ -371,6 +371,9 @@ class StageAnalysis:
         for r, step in steps.items():
             if all(isinstance(x.get(y), Interval) for x in (ev, sv) for y in (r, counter)):
                 trips = d.sub(ev[counter], sv[counter], I64)
+                if trips.exact:  # c0 - c counts arrivals (never wraps): >= 0 even when the
+                    # intervals of c0 and c overlap (a count known only as [1, 15])
+                    trips = d.make(trips.lo + (Poly(),), trips.hi, I64, True)
                 out[r] = d.add(ev[r], d.mul(Interval.point(step), trips, I64), I64)
         return State(out, s.init)
 

@@ -25,6 +25,10 @@ ISA_VERSION = 1
 AXES = ("x", "y", "z")
 SPECIALS = tuple(f"{k}.{a}" for k in ("tid", "ntid", "ctaid", "nctaid", "gid", "gdim") for a in AXES)
 COMPARE_MODS = ("eq", "ne", "lt", "le", "gt", "ge")
+# `ADD.reassoc.f64`: a float ADD/MIN/MAX whose tree of `.reassoc` operations may be
+# evaluated in any association (docs/isa.md, "Reassociable operations")
+REASSOC = "reassoc"
+REASSOC_OPS = frozenset({"ADD", "MIN", "MAX"})
 
 
 # ---------------------------------------------------------------------------- operands
@@ -135,7 +139,8 @@ class Instr:
 
     dtype   operation type (`ADD.f32`); for CVT the destination type
     dtype2  CVT only: the source type (`CVT.f32.i32`)
-    mod     SET only: the comparison (`SET.lt.f32`)
+    mod     SET: the comparison (`SET.lt.f32`); float ADD/MIN/MAX: optionally
+            `reassoc` (`ADD.reassoc.f64`: the backend may reassociate it)
     dst     destination register
     srcs    source operands
     addr    memory operand (loads, stores, reductions, ResAccum)

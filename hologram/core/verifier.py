@@ -33,7 +33,7 @@ from .dataflow import StageAnalysis, TooComplex, reachable
 from .encoding import SUPPORTED_ISA_VERSIONS
 from .errors import VerifyError, did_you_mean
 from .intervals import Domain, Poly
-from .isa import COMPARE_MODS, OPCODES, BufferParam, Imm, Instr, Label, Program, Reg, ScalarParam, Special, Stage, Sym
+from .isa import COMPARE_MODS, OPCODES, REASSOC, REASSOC_OPS, BufferParam, Imm, Instr, Label, Program, Reg, ScalarParam, Special, Stage, Sym
 from .structure import ByIdentity, structure_problem
 from .types import Affine, DType
 
@@ -372,8 +372,12 @@ class _InstrChecker:
                 raise self.fail("form", f"{op} {'needs' if needed else 'takes no'} {text}")
         if len(ins.srcs) != form.count("s"):
             raise self.fail("form", f"{op} takes {form.count('s')} source operand(s), got {len(ins.srcs)}")
-        if (ins.mod is not None) != (op == "SET"):
-            raise self.fail("form", "only SET takes a comparison" if op != "SET" else "SET needs a comparison")
+        if ins.mod == REASSOC and op in REASSOC_OPS:
+            if ins.dtype is None or not ins.dtype.is_float:
+                raise self.fail("form", f"{op}.{REASSOC} applies to float types, not {ins.dtype}")
+        elif (ins.mod is not None) != (op == "SET"):
+            raise self.fail("form", f"only SET takes a comparison and only {', '.join(sorted(REASSOC_OPS))} take "
+                                    f".{REASSOC}" if op != "SET" else "SET needs a comparison")
         if op == "SET" and ins.mod not in COMPARE_MODS:
             raise self.fail("compare", f"unknown comparison {ins.mod!r}; expected one of {', '.join(COMPARE_MODS)}")
         if (ins.dtype2 is not None) != (op == "CVT"):

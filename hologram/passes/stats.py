@@ -36,7 +36,7 @@ from ..core.ir import LEAF_OPS, Expr, KernelIR, OnlineMaxSum, Statement, stateme
 from ..core.isa import OPCODES, Imm, Instr, Label, Program, Reg, Special, Stage, Sym, lead_lane_axis
 from ..core.intervals import Poly
 
-__all__ = ["Poly", "Formula", "Stats", "measure", "format_stats", "reduction"]
+__all__ = ["Poly", "Formula", "Stats", "lane_work", "measure", "format_stats", "reduction"]
 
 Term = tuple[int, tuple[Poly, ...], tuple[Poly, ...]]  # (coefficient, factors, conditions)
 
@@ -175,6 +175,22 @@ def measure(kir: KernelIR, program: Program) -> Stats:
         bytes_written=written,
         bytes_exact=exact,
     )
+
+
+def lane_work(stage: Stage) -> Formula:
+    """About how many loop iterations one lane of `stage` runs: 1, plus for each LOOP the
+    product of its trip count and those of the loops around it (a data-dependent count
+    is a `trips.*` symbol, see `_trip_counts`). The cpu_llvm runtime weighs a stage by
+    lanes times this to decide whether it is worth waking threads."""
+    body = stage.body
+    labels = {it.name: k for k, it in enumerate(body) if isinstance(it, Label)}
+    counts, _ = _trip_counts(stage, labels)
+    spans = [(labels[i.target], k, counts[k]) for k, i in enumerate(body)
+             if isinstance(i, Instr) and i.op == "LOOP" and i.target in labels]
+    terms: list[Term] = [(1, (), ())]
+    for lo, hi, _ in spans:
+        terms.append((1, tuple(c for lo2, hi2, c in spans if lo2 <= lo and hi <= hi2), ()))
+    return Formula(tuple(terms)).simplify()
 
 
 # Quotient symbols by name: the name spells the quotient (`(n + 1023)//1024`), so this

@@ -22,7 +22,7 @@ from typing import Callable
 from llvmlite import ir
 
 from hologram.core.errors import VerifyError
-from hologram.core.isa import AXES, OPCODES, Addr, Imm, Instr, Label, Program, Reg, Special, Sym, lead_lane_axis
+from hologram.core.isa import AXES, OPCODES, REASSOC, Addr, Imm, Instr, Label, Program, Reg, Special, Sym, lead_lane_axis
 from hologram.core.types import Affine, DType
 
 from .codegen_barriers import MAX_BLOCKS, BarrierLayouts, Ctx
@@ -440,7 +440,7 @@ class StageEmitter(LaneMemory, BarrierLayouts):
             pass  # one lane runs at a time here: its memory operations are already ordered
         else:
             emit = VALUE_OPS.get(op)
-            if self.program.reassociate and t in (DType.F32, DType.F64):
+            if (self.program.reassociate or ins.mod == REASSOC) and t in (DType.F32, DType.F64):
                 emit = REASSOCIATED_OPS.get(op, emit)
             if emit is None:
                 raise VerifyError(f"cpu_llvm: no code generator for {op}")

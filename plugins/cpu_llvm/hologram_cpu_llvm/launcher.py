@@ -27,7 +27,7 @@ from hologram.core.fastcall import exact_arguments
 
 from . import trampoline
 from .runtime import (
-    _PADDING, INLINE_LANES, Executable, bind_symbols, data_ptr, eval_dim, execution_error, run_stage, unalias,
+    _PADDING, INLINE_WORK, Executable, bind_symbols, data_ptr, eval_dim, execution_error, run_stage, unalias,
 )
 
 Run = Callable[..., None]
@@ -65,7 +65,7 @@ def make_launcher(exe: Executable, symbols: Mapping[str, int], num_threads: Call
             run_stage(exe, stage, grid, arrays, packed, threads)
         return None
 
-    inline = not exe.temps and all(st.plain and lanes < INLINE_LANES for st, (_, lanes) in zip(exe.stages, geo.grids))
+    inline = not exe.temps and all(st.plain and work < INLINE_WORK for st, (_, work) in zip(exe.stages, geo.grids))
     if not inline or not trampoline.available():
         return general
 

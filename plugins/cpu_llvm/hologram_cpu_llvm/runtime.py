@@ -28,6 +28,7 @@ from hologram.core.atlas import NUM_CLASSES
 from hologram.core.errors import ArgumentError, ExecutionError
 from hologram.core.isa import AXES, Instr, Program
 from hologram.core.types import Affine
+from hologram.passes.stats import Formula
 
 from . import jit, threads
 from .codegen_types import (
@@ -36,9 +37,11 @@ from .codegen_types import (
 )
 
 
-# Below this many lanes a stage runs on the calling thread: handing chunks to workers
-# costs tens of microseconds, more than small stages take.
-INLINE_LANES = 32768
+# Below this much work (lanes times each lane's loop iterations, `StagePlan.work`) a
+# stage runs on the calling thread: handing a chunk to a sleeping worker and waiting for
+# it costs ~60 us on this 2-core VM (threads.py), as much as ~130k lanes of a cheap
+# elementwise stage (docs/cpu-llvm.md, "Threads").
+INLINE_WORK = 1 << 17
 
 STAGE_FN = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_char_p, ctypes.c_char_p,
                             ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p)
@@ -155,6 +158,7 @@ class StagePlan:
     block: tuple[int, int, int]
     inits: tuple[tuple[int, int, np.generic], ...]  # (buffer index, offset, value in the buffer's dtype)
     reduces: tuple[ReduceSlot, ...]
+    work: Formula = Formula.const(1)  # loop iterations per lane (hologram.passes.stats.lane_work)
     plain: bool = attrs.field(init=False)  # no inits, no reductions: launching it is just the call
 
     @plain.default
@@ -169,7 +173,7 @@ class Geometry:
 
     sizes: tuple[int, ...]
     nbytes: tuple[int, ...]
-    grids: tuple[tuple[int, int], ...]  # (blocks, lanes) per stage
+    grids: tuple[tuple[int, int], ...]  # (blocks, work: lanes times loop iterations per lane) per stage
 
 
 @attrs.frozen(eq=False)
@@ -218,6 +222,7 @@ class Executable:
                 raise ArgumentError(f"buffer '{b.name}': shape {dims} has a negative dimension")
             sizes.append(math.prod(dims))
         grids = []
+        named = dict(zip(self.program.symbols, syms))
         for st in self.stages:
             ext = [eval_dim(d, syms) for d in st.domain]
             for axis, n, dim in zip(AXES, ext, self.program.stages[st.index].domain):
@@ -226,7 +231,7 @@ class Executable:
             lanes = math.prod(ext)
             if lanes >= _I64:  # lane and block ids are i64 in the native code
                 raise ExecutionError(f"stage '{st.name}': the domain {ext} has {lanes} lanes, more than 2**63")
-            grids.append((math.prod(-(-n // b) for n, b in zip(ext, st.block)), lanes))
+            grids.append((math.prod(-(-n // b) for n, b in zip(ext, st.block)), lanes * _per_lane(st.work, named)))
         return Geometry(tuple(sizes), tuple(n * b.dtype.itemsize for n, b in zip(sizes, self.buffers)),
                         tuple(grids))
 
@@ -243,7 +248,7 @@ def launch(exe: Executable, buffers: Mapping[str, np.ndarray], scalars: Mapping[
     packed = bufs, sym_bytes, scalar_bytes = (exe.pack_ptrs(*ptrs), exe.pack_syms(*syms),
                                               pack_scalars(exe, scalars) if exe.scalars else b"")
     for stage, grid in zip(exe.stages, geo.grids):
-        if stage.plain and grid[1] < INLINE_LANES:  # the common small case, kept short
+        if stage.plain and grid[1] < INLINE_WORK:  # the common small case, kept short
             if grid[0]:
                 err = ErrSlot()
                 stage.fn(0, grid[0], bufs, sym_bytes, scalar_bytes, None, err)
@@ -254,6 +259,12 @@ def launch(exe: Executable, buffers: Mapping[str, np.ndarray], scalars: Mapping[
 
 
 _I64 = 1 << 63
+
+
+def _per_lane(work: Formula, symbols: Mapping[str, int]) -> int:
+    """`work` at these symbol values, a data-dependent trip count taken as 1."""
+    unknown = {s: 1 for s in work.symbols if s.startswith("trips.")}
+    return max(work.evaluate({**symbols, **unknown}), 1)
 
 
 def bind_symbols(exe: Executable, symbols: Mapping[str, int]) -> tuple[int, ...]:
@@ -355,12 +366,12 @@ def run_stage(exe: Executable, stage: StagePlan, grid: tuple[int, int], arrays: 
             raise ExecutionError(f"stage '{stage.name}': init of '{exe.buffers[b].name}' at offset {offset} is "
                                  f"out of bounds ({flat.size} elements)")
         flat[offset] = value
-    nblocks, lanes = grid
+    nblocks, work = grid
     if nblocks == 0:
         return
     bufs, syms, scalars = packed
     fn = stage.fn
-    nchunks = 1 if lanes < INLINE_LANES else min(num_threads, nblocks)
+    nchunks = 1 if work < INLINE_WORK else min(num_threads, nblocks)
     if stage.reduces:
         flats = [arrays[r.buffer].reshape(-1) for r in stage.reduces]
         partials = [[np.full(f.size, r.identity, f.dtype) for r, f in zip(stage.reduces, flats)]
