@@ -30,7 +30,6 @@ from .ir import Compute, Expr, KernelIR, OnlineMaxSum, Statement, TensorDecl, de
 from .types import Affine, DType
 
 I64 = DType.I64
-INT64_MAX = 2**63 - 1
 CROSS_LANE_KINDS = ("sum", "prod", "min", "max")
 # bool reductions become u8 ones: or/and semantics for sum/prod, as numpy's logical reduce
 _BOOL_KIND = {"sum": "max", "prod": "min", "min": "min", "max": "max"}
@@ -239,9 +238,12 @@ def _hoistable(free: frozenset[str], scope: Scope) -> bool:
 
 # -------------------------------------------------------------------------- argext
 def _split_argext(st: Statement, decls: dict[str, TensorDecl], names: Names) -> list[Statement]:
-    """A 0-d `t = argmax(body)` becomes `v = max(body); t = min(flat if body == v else MAX)`.
-    NaN counts as the extreme (numpy): max/min propagate it, and `isnan(body) & isnan(v)`
-    matches it, so t is the first NaN's index."""
+    """A 0-d `t = argmax(body)` becomes `v = max(body); t = min(flat if body == v else
+    count)`. NaN counts as the extreme (numpy): max/min propagate it, and `isnan(body) &
+    isnan(v)` matches it, so t is the first NaN's index. Some element always matches (an
+    empty argmax is refused before launch), so the `count` of elements, the first index
+    past the end, never wins; a constant there (the i64 maximum) would let LLVM fold the min
+    of the select into a select of the min, which its vectorizer does not recognize."""
     if not (isinstance(st, Compute) and not st.vars and st.body.op == "REDUCE"
             and st.body.arg[0] in ("argmin", "argmax") and st.body.dtype == decls[st.target].dtype):
         return [st]
@@ -256,7 +258,10 @@ def _split_argext(st: Statement, decls: dict[str, TensorDecl], names: Names) -> 
         both_nan = Expr("AND", DType.BOOL, (Expr("ISNAN", DType.BOOL, (x,)), Expr("ISNAN", DType.BOOL, (vload,))))
         match = Expr("OR", DType.BOOL, (match, both_nan))
     flat = flat_index([Expr.idx(var) for var, _ in axes], [ext for _, ext in axes])
-    first = Expr("WHERE", I64, (match, flat, const(INT64_MAX)))
+    count = const(1)
+    for _, ext in axes:
+        count = mul(count, affine_expr(ext))
+    first = Expr("WHERE", I64, (match, flat, count))
     return [Compute(v.name, (), Expr("REDUCE", x.dtype, (x,), (kind[3:], axes))),
             Compute(st.target, (), Expr("REDUCE", I64, (first,), ("min", axes)))]
 
