@@ -263,15 +263,27 @@ def test_empty_domain_runs_nothing(rev):
     b.launch(b.prepare(program), {"x": z.copy(), "z": z}, {"a": 1.0}, {"n": 0})
 
 
-def test_large_launch_is_split_across_threads(rev, monkeypatch):
-    program, b = rev
-    seen = []
-    real = threads.ThreadPool.run
+@pytest.fixture
+def parallel_runs(monkeypatch):
+    """The chunk count of every parallel run, through whichever pool launches use."""
+    seen: list[int] = []
+    native, python = threads.NativePool.run, threads.ThreadPool.run
 
-    def spy(self, tasks):
+    def spy_native(self, fn, address, bufs, syms, scalars, chunks):
+        seen.append(len(chunks))
+        return native(self, fn, address, bufs, syms, scalars, chunks)
+
+    def spy_python(self, tasks):
         seen.append(len(tasks))
-        return real(self, tasks)
-    monkeypatch.setattr(threads.ThreadPool, "run", spy)
+        return python(self, tasks)
+    monkeypatch.setattr(threads.NativePool, "run", spy_native)
+    monkeypatch.setattr(threads.ThreadPool, "run", spy_python)
+    return seen
+
+
+def test_large_launch_is_split_across_threads(rev, parallel_runs):
+    program, b = rev
+    seen = parallel_runs
     n = rt.INLINE_WORK * 4 + 77  # a partial last block
     x = np.random.default_rng(0).random(n, dtype=np.float32)
     z = np.zeros_like(x)
@@ -283,17 +295,11 @@ def test_large_launch_is_split_across_threads(rev, monkeypatch):
     assert seen == [2]  # small launches run inline
 
 
-def test_few_lanes_with_long_loops_are_split_across_threads(monkeypatch):
+def test_few_lanes_with_long_loops_are_split_across_threads(monkeypatch, parallel_runs):
     """Threading is decided by work (lanes x loop iterations per lane), not by lanes:
     512 rows of a matvec are too few lanes to split, 512 x 2048 iterations are not."""
     import hologram as hg
-    seen = []
-    real = threads.ThreadPool.run
-
-    def spy(self, tasks):
-        seen.append(len(tasks))
-        return real(self, tasks)
-    monkeypatch.setattr(threads.ThreadPool, "run", spy)
+    seen = parallel_runs
     k = hg.compile_file("kernels/matvec.toml").on("cpu_llvm")
     monkeypatch.setattr(k.backend, "num_threads", 2)
     rng = np.random.default_rng(1)
@@ -754,6 +760,74 @@ def test_a_crashing_code_generator_is_a_compile_error(tmp_path):
     b = CpuLlvmBackend(cache_dir=tmp_path, codegen=broken, codegen_version="x")
     with pytest.raises(CompileError, match="code generator failed on program 'rev'.*TypeError: cannot store i64"):
         b.prepare(parse_program(REV_ASM))
+
+
+@pytest.mark.parametrize("nthreads", [2, 3, 7])
+def test_native_pool_runs_every_chunk_once(rev, parallel_runs, nthreads):
+    program, b = rev
+    b.num_threads = nthreads
+    exe = b.prepare(program)
+    for n in (rt.INLINE_WORK * 3 + 17, rt.INLINE_WORK + 1):
+        x = np.random.default_rng(n).random(n, dtype=np.float32)
+        z = np.full_like(x, np.nan)
+        b.launch(exe, {"x": x, "z": z}, {"a": np.float32(3)}, {"n": n})
+        np.testing.assert_array_equal(z, x[::-1] * np.float32(3))
+    blocks = -(-(rt.INLINE_WORK + 1) // program.stages[0].block[0])
+    assert parallel_runs == [nthreads, min(nthreads, blocks)]
+
+
+def test_native_pool_wakes_workers_that_went_to_sleep(rev):
+    """Between launches further apart than the workers spin, they sleep on their
+    condition variable; the next launch must wake them, every time."""
+    import time
+    program, b = rev
+    b.num_threads = 2
+    exe = b.prepare(program)
+    n = rt.INLINE_WORK * 2
+    x = np.arange(n, dtype=np.float32)
+    for _ in range(3):
+        time.sleep(0.05)
+        z = np.zeros_like(x)
+        b.launch(exe, {"x": x, "z": z}, {"a": np.float32(2)}, {"n": n})
+        np.testing.assert_array_equal(z, x[::-1] * 2)
+
+
+def test_without_the_native_pool_python_threads_run_the_chunks(rev, monkeypatch):
+    from hologram_cpu_llvm import native_pool
+    program, b = rev
+    b.num_threads = 2
+    monkeypatch.setattr(native_pool, "available", lambda: False)
+    used = []
+    real = threads.ThreadPool.run
+    monkeypatch.setattr(threads.ThreadPool, "run", lambda self, tasks: used.append(len(tasks)) or real(self, tasks))
+    n = rt.INLINE_WORK * 2
+    x = np.arange(n, dtype=np.float32)
+    z = np.zeros_like(x)
+    b.launch(b.prepare(program), {"x": x, "z": z}, {"a": np.float32(2)}, {"n": n})
+    np.testing.assert_array_equal(z, x[::-1] * 2)
+    assert used == [2]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_parallel_launches_work_after_fork(rev):
+    program, b = rev
+    b.num_threads = 2
+    exe = b.prepare(program)
+    n = rt.INLINE_WORK * 2
+    x = np.arange(n, dtype=np.float32)
+    z = np.zeros_like(x)
+    b.launch(exe, {"x": x, "z": z}, {"a": np.float32(2)}, {"n": n})  # the parent's workers exist
+    pid = os.fork()
+    if pid == 0:  # the child: the workers are gone and must be started again
+        ok = False
+        try:
+            z = np.zeros_like(x)
+            b.launch(exe, {"x": x, "z": z}, {"a": np.float32(5)}, {"n": n})
+            ok = bool(np.array_equal(z, x[::-1] * 5))
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
 def test_concurrent_launches_from_python_threads(rev):

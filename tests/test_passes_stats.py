@@ -331,7 +331,7 @@ end:
     assert not st.bytes_exact or st.bytes_read.evaluate({"m": 100, "n": 100}) == 0
 
 
-LOOPS = """.program loops
+NESTED_LOOPS = """.program loops
 .symbols m n
 .stage s domain [m] block [64]
     .reg %a, %b, %c: i64
@@ -351,7 +351,7 @@ again:
 
 def test_lane_work_counts_nested_loop_iterations():
     from hologram.passes.stats import lane_work
-    stage = parse_program(LOOPS).stages[0]
+    stage = parse_program(NESTED_LOOPS).stages[0]
     work = lane_work(stage)
     # 1 + n (outer) + 3n (inner, inside outer) + trips of the data-dependent loop
     symbols = sorted(work.symbols)

@@ -22,7 +22,6 @@ from hologram.core.errors import ArgumentError, CompileError, HologramError
 from hologram.core.isa import OPCODES, BufferParam, Instr, Program, ScalarParam
 from hologram.core.types import DType
 from hologram.core.verifier import verify
-from hologram.passes.stats import lane_work
 
 from . import jit, threads
 from . import codegen as _codegen_module
@@ -240,7 +239,7 @@ def _link(program: Program, key: str, symbols: Sequence[StageSymbol], loaded: ji
         block = tuple(st.block) + (1,) * (3 - len(st.block))
         plans.append(StagePlan(st.name, sym.stage_index, STAGE_FN(loaded.addresses[sym.name]),
                                tuple(compile_dim(d, program.symbols) for d in st.domain), block, inits,
-                               tuple(reduces), lane_work(st)))
+                               tuple(reduces)))
     nparams = sum(isinstance(p, BufferParam) for p in program.params)
     pairs = tuple((i, j) for i in range(nparams) for j in range(nparams)
                   if i != j and slots[i].written and not (slots[j].written and j < i))

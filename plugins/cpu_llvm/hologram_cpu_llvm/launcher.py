@@ -78,7 +78,7 @@ def make_launcher(exe: Executable, symbols: Mapping[str, int], num_threads: Call
     return trampoline.native_launcher(
         accepts, [dtype for _, dtype in exe.scalars], syms,
         [(i, j, nbytes[i], nbytes[j]) for i, j in exe.alias_pairs if nbytes[i] and nbytes[j]],
-        [(ctypes.cast(st.fn, ctypes.c_void_p).value, nblocks) for st, (nblocks, _) in zip(exe.stages, geo.grids)
+        [(st.address, nblocks) for st, (nblocks, _) in zip(exe.stages, geo.grids)
          if nblocks],
         general, on_error)
 

@@ -28,7 +28,7 @@ from hologram.core.atlas import NUM_CLASSES
 from hologram.core.errors import ArgumentError, ExecutionError
 from hologram.core.isa import AXES, Instr, Program
 from hologram.core.types import Affine
-from hologram.passes.stats import Formula
+from hologram.passes.stats import Formula, lane_work
 
 from . import jit, threads
 from .codegen_types import (
@@ -38,10 +38,11 @@ from .codegen_types import (
 
 
 # Below this much work (lanes times each lane's loop iterations, `StagePlan.work`) a
-# stage runs on the calling thread: handing a chunk to a sleeping worker and waiting for
-# it costs ~60 us on this 2-core VM (threads.py), as much as ~130k lanes of a cheap
-# elementwise stage (docs/cpu-llvm.md, "Threads").
-INLINE_WORK = 1 << 17
+# stage runs on the calling thread: a parallel launch costs ~5 us more than an inline
+# one here (the native pool's handoff and the general launch path), as much as ~30k
+# lanes of sigmoid or ~200k iterations of a vectorized row loop (docs/cpu-llvm.md,
+# "Threads", has the measurements).
+INLINE_WORK = 1 << 16
 
 STAGE_FN = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_char_p, ctypes.c_char_p,
                             ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p)
@@ -158,12 +159,16 @@ class StagePlan:
     block: tuple[int, int, int]
     inits: tuple[tuple[int, int, np.generic], ...]  # (buffer index, offset, value in the buffer's dtype)
     reduces: tuple[ReduceSlot, ...]
-    work: Formula = Formula.const(1)  # loop iterations per lane (hologram.passes.stats.lane_work)
     plain: bool = attrs.field(init=False)  # no inits, no reductions: launching it is just the call
+    address: int = attrs.field(init=False)  # of the native function `fn` calls
 
     @plain.default
     def _plain(self) -> bool:
         return not self.inits and not self.reduces
+
+    @address.default
+    def _address(self) -> int:
+        return ctypes.cast(self.fn, ctypes.c_void_p).value
 
 
 @attrs.frozen(eq=False)
@@ -194,6 +199,7 @@ class Executable:
     # (written param, other param) pairs that may need an alias check at launch
     alias_pairs: tuple[tuple[int, int], ...] = ()
     _geometries: dict = attrs.field(factory=dict, repr=False)
+    _work: list[Formula] = attrs.field(factory=list, init=False, repr=False)  # per stage: lane_work, once known
     params: tuple[BufferSlot, ...] = attrs.field(init=False, repr=False)
     temps: tuple[BufferSlot, ...] = attrs.field(init=False, repr=False)
 
@@ -223,7 +229,9 @@ class Executable:
             sizes.append(math.prod(dims))
         grids = []
         named = dict(zip(self.program.symbols, syms))
-        for st in self.stages:
+        if not self._work:  # at the first launch, not in prepare: a warm load stays a load
+            self._work[:] = [lane_work(self.program.stages[st.index]) for st in self.stages]
+        for st, work in zip(self.stages, self._work):
             ext = [eval_dim(d, syms) for d in st.domain]
             for axis, n, dim in zip(AXES, ext, self.program.stages[st.index].domain):
                 if n < 0:
@@ -231,7 +239,7 @@ class Executable:
             lanes = math.prod(ext)
             if lanes >= _I64:  # lane and block ids are i64 in the native code
                 raise ExecutionError(f"stage '{st.name}': the domain {ext} has {lanes} lanes, more than 2**63")
-            grids.append((math.prod(-(-n // b) for n, b in zip(ext, st.block)), lanes * _per_lane(st.work, named)))
+            grids.append((math.prod(-(-n // b) for n, b in zip(ext, st.block)), lanes * _per_lane(work, named)))
         return Geometry(tuple(sizes), tuple(n * b.dtype.itemsize for n, b in zip(sizes, self.buffers)),
                         tuple(grids))
 
@@ -386,14 +394,18 @@ def run_stage(exe: Executable, stage: StagePlan, grid: tuple[int, int], arrays: 
     else:
         bounds = [nblocks * i // nchunks for i in range(nchunks + 1)]
         errs = tuple(ErrSlot() for _ in range(nchunks))
+        native = threads.native(num_threads)
+        if native is not None:  # one uninterruptible native call: nothing is freed under a worker
+            native.run(fn, stage.address, bufs, syms, scalars,
+                       [(bounds[i], bounds[i + 1], partial_ptrs[i], errs[i]) for i in range(nchunks)])
+        else:
+            # A task keeps the memory it writes alive: if the caller is interrupted while
+            # waiting, workers still running must not write into freed arrays.
+            keepalive = (exe, arrays, partials if stage.reduces else None)
 
-        # A task keeps the memory it writes alive: if the caller is interrupted while
-        # waiting, workers still running must not write into freed arrays.
-        keepalive = (exe, arrays, partials if stage.reduces else None)
-
-        def chunk(i: int) -> Callable[[], None]:
-            return lambda _=keepalive: fn(bounds[i], bounds[i + 1], bufs, syms, scalars, partial_ptrs[i], errs[i])
-        threads.pool(num_threads).run([chunk(i) for i in range(nchunks)])
+            def chunk(i: int) -> Callable[[], None]:
+                return lambda _=keepalive: fn(bounds[i], bounds[i + 1], bufs, syms, scalars, partial_ptrs[i], errs[i])
+            threads.pool(num_threads).run([chunk(i) for i in range(nchunks)])
     for err in errs:
         if err[0]:
             raise execution_error(exe, tuple(err), arrays)

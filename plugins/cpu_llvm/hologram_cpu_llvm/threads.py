@@ -1,11 +1,14 @@
-"""A persistent pool of worker threads for running native stage chunks in parallel.
+"""Persistent pools of worker threads for running native stage chunks in parallel.
 
-Native stage functions are called through ctypes CFUNCTYPE pointers, which release the
-GIL for the duration of the call, so plain Python threads give real parallelism. The
-workers are started once and then sleep on one shared queue; a `run` hands them its
-tasks, runs the first task on the calling thread (which would only wait otherwise), and
-waits on its own completion queue, so concurrent `run`s from several Python threads do
-not interfere. After a fork the threads are gone: the pool notices and restarts them.
+`native(size)` is what launches use: workers that never hold the GIL (native_pool.py),
+a parallel launch in ~1 µs. Where it cannot be built (no pthreads), `pool(size)` serves:
+Python threads, since native stage functions are called through ctypes CFUNCTYPE
+pointers, which release the GIL for the duration of the call. Its workers are started
+once and then sleep on one shared queue; a `run` hands them its tasks, runs the first
+task on the calling thread (which would only wait otherwise), and waits on its own
+completion queue, so concurrent `run`s from several Python threads do not interfere.
+A handoff costs two GIL transfers between sleeping threads (~60 µs here). After a fork
+the threads are gone: both pools notice and restart them.
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ import os
 import queue
 import threading
 from typing import Callable, Sequence
+
+from . import native_pool
+from .native_pool import NativePool
 
 Task = Callable[[], None]
 
@@ -101,4 +107,19 @@ def pool(size: int) -> ThreadPool:
     if p is None:
         with _POOLS_LOCK:
             p = _POOLS.setdefault(size, ThreadPool(size))
+    return p
+
+
+_NATIVE: dict[int, NativePool] = {}
+
+
+def native(size: int) -> NativePool | None:
+    """The process-wide native pool of `size` threads, or None (size 1, or no native
+    pool on this platform)."""
+    if size < 2 or not native_pool.available():
+        return None
+    p = _NATIVE.get(size)
+    if p is None:
+        with _POOLS_LOCK:
+            p = _NATIVE.setdefault(size, NativePool(size))
     return p

@@ -1,0 +1,388 @@
+"""Worker threads that run stage chunks without the GIL: a parallel launch in ~1 µs.
+
+The Python pool (threads.py) hands a chunk to a worker through queues, so the worker
+must take the GIL to start and the caller to finish: two handoffs between sleeping
+threads, ~60 µs on this 2-core VM, which made stages below ~130k lanes faster on one
+thread. Here each worker is a Python thread that calls `hg_pool_worker(control)` once
+and never comes back: native code that waits for a job in its control block, calls the
+stage function, publishes that it is done, and waits again. The caller posts every
+chunk but the first, runs the first itself and waits for the others, all inside one
+native call (`hg_pool_run`), so neither side touches the GIL.
+
+Waiting: a worker spins (with the CPU's pause hint) for ~SPIN_ROUNDS polls after each
+job, so back-to-back launches find it awake; then it sleeps on a pthread condition
+variable until the next job. The caller spins while its workers finish their chunks,
+which take about as long as its own. Posting and sleeping pair up as in Dekker's
+algorithm: the caller stores the job number, then reads the worker's `sleeping` flag;
+the worker, holding the mutex, sets `sleeping`, then reads the job number (all
+sequentially consistent), so one of them always sees the other and no wakeup is lost.
+
+Control block of a worker (i64 words; the mutex and condition variable at byte offsets
+MUTEX and COND, with room for any platform's pthread types):
+
+    0 job number posted    1 job number done    2 sleeping
+    3 stage function       4..10 its seven arguments (the stage ABI of runtime.py)
+
+The blocks are allocated with `malloc` and never freed: a worker polls its block until
+the process ends, so it must outlive the interpreter's teardown.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import struct
+import threading
+from typing import Callable, Sequence
+
+import llvmlite.binding as llvm
+
+from . import jit
+
+SPIN_ROUNDS = 1 << 17  # pause-hinted polls before a worker sleeps (a few ms)
+_WORDS = 11
+_MUTEX, _COND, _BLOCK = 128, 256, 384  # byte offsets and the block's size
+_PTHREAD = ("pthread_mutex_init", "pthread_cond_init", "pthread_mutex_lock", "pthread_mutex_unlock",
+            "pthread_cond_wait", "pthread_cond_signal", "sched_yield")
+
+_IR = r"""
+declare i32 @pthread_mutex_lock(ptr)
+declare i32 @pthread_mutex_unlock(ptr)
+declare i32 @pthread_cond_wait(ptr, ptr)
+declare i32 @pthread_cond_signal(ptr)
+declare i32 @sched_yield()
+PAUSE_DECL
+
+define internal ptr @word(ptr %c, i64 %k) alwaysinline {
+  %p = getelementptr i64, ptr %c, i64 %k
+  ret ptr %p
+}
+
+; the stage function at word 3 of %c, called with words 4..10
+define internal void @run_job(ptr %c) {
+  %pf = call ptr @word(ptr %c, i64 3)
+  %f = load ptr, ptr %pf
+  %p4 = call ptr @word(ptr %c, i64 4)
+  %a = load i64, ptr %p4
+  %p5 = call ptr @word(ptr %c, i64 5)
+  %b = load i64, ptr %p5
+  %p6 = call ptr @word(ptr %c, i64 6)
+  %bufs = load ptr, ptr %p6
+  %p7 = call ptr @word(ptr %c, i64 7)
+  %syms = load ptr, ptr %p7
+  %p8 = call ptr @word(ptr %c, i64 8)
+  %scalars = load ptr, ptr %p8
+  %p9 = call ptr @word(ptr %c, i64 9)
+  %partials = load ptr, ptr %p9
+  %p10 = call ptr @word(ptr %c, i64 10)
+  %err = load ptr, ptr %p10
+  call void %f(i64 %a, i64 %b, ptr %bufs, ptr %syms, ptr %scalars, ptr %partials, ptr %err)
+  ret void
+}
+
+define void @hg_pool_worker(ptr %c) {
+entry:
+  %pdone = call ptr @word(ptr %c, i64 1)
+  %psleep = call ptr @word(ptr %c, i64 2)
+  %mutex = getelementptr i8, ptr %c, i64 MUTEX
+  %cond = getelementptr i8, ptr %c, i64 COND
+  br label %wait
+
+wait:
+  ; job 0 is the zeroed block's: the first job to run is 1, even when it was posted
+  ; before this thread got here
+  %seen = phi i64 [ 0, %entry ], [ %job, %ran ]
+  br label %poll
+
+poll:
+  %n = phi i64 [ 0, %wait ], [ %n1, %hint ]
+  %posted = load atomic i64, ptr %c seq_cst, align 8
+  %new = icmp ne i64 %posted, %seen
+  br i1 %new, label %run, label %idle
+
+idle:
+  %n1 = add i64 %n, 1
+  %hot = icmp slt i64 %n1, SPIN_ROUNDS
+  br i1 %hot, label %hint, label %sleep
+
+hint:
+  PAUSE_CALL
+  br label %poll
+
+sleep:
+  call i32 @pthread_mutex_lock(ptr %mutex)
+  store atomic i64 1, ptr %psleep seq_cst, align 8
+  br label %check
+
+check:
+  %again = load atomic i64, ptr %c seq_cst, align 8
+  %woken = icmp ne i64 %again, %seen
+  br i1 %woken, label %awake, label %block
+
+block:
+  call i32 @pthread_cond_wait(ptr %cond, ptr %mutex)
+  br label %check
+
+awake:
+  store atomic i64 0, ptr %psleep seq_cst, align 8
+  call i32 @pthread_mutex_unlock(ptr %mutex)
+  br label %run
+
+run:
+  %job = phi i64 [ %posted, %poll ], [ %again, %awake ]
+  call void @run_job(ptr %c)
+  store atomic i64 %job, ptr %pdone release, align 8
+  br label %ran
+
+ran:
+  br label %wait
+}
+
+; %job: [0] stage function, [1] chunks, [2] bufs, [3] syms, [4] scalars, then per chunk
+; (start, end, partials, err). Chunk k > 0 goes to the worker whose block is at
+; %blocks + (k - 1) * BLOCK bytes; chunk 0 runs here; returns when all are done.
+define void @hg_pool_run(ptr %blocks, ptr %job) {
+entry:
+  %fp = load i64, ptr %job
+  %pn = call ptr @word(ptr %job, i64 1)
+  %n = load i64, ptr %pn
+  %pbufs = call ptr @word(ptr %job, i64 2)
+  %bufs = load i64, ptr %pbufs
+  %psyms = call ptr @word(ptr %job, i64 3)
+  %syms = load i64, ptr %psyms
+  %pscal = call ptr @word(ptr %job, i64 4)
+  %scal = load i64, ptr %pscal
+  br label %post.head
+
+post.head:
+  %k = phi i64 [ 1, %entry ], [ %k1, %post.next ]
+  %more = icmp slt i64 %k, %n
+  br i1 %more, label %post, label %own
+
+post:
+  %km1 = sub i64 %k, 1
+  %off = mul i64 %km1, BLOCK
+  %c = getelementptr i8, ptr %blocks, i64 %off
+  %k4 = mul i64 %k, 4
+  %at = add i64 %k4, 5
+  %q0 = call ptr @word(ptr %job, i64 %at)
+  %start = load i64, ptr %q0
+  %q1 = getelementptr i64, ptr %q0, i64 1
+  %end = load i64, ptr %q1
+  %q2 = getelementptr i64, ptr %q0, i64 2
+  %partials = load i64, ptr %q2
+  %q3 = getelementptr i64, ptr %q0, i64 3
+  %err = load i64, ptr %q3
+  %w3 = call ptr @word(ptr %c, i64 3)
+  store i64 %fp, ptr %w3
+  %w4 = call ptr @word(ptr %c, i64 4)
+  store i64 %start, ptr %w4
+  %w5 = call ptr @word(ptr %c, i64 5)
+  store i64 %end, ptr %w5
+  %w6 = call ptr @word(ptr %c, i64 6)
+  store i64 %bufs, ptr %w6
+  %w7 = call ptr @word(ptr %c, i64 7)
+  store i64 %syms, ptr %w7
+  %w8 = call ptr @word(ptr %c, i64 8)
+  store i64 %scal, ptr %w8
+  %w9 = call ptr @word(ptr %c, i64 9)
+  store i64 %partials, ptr %w9
+  %w10 = call ptr @word(ptr %c, i64 10)
+  store i64 %err, ptr %w10
+  %old = load atomic i64, ptr %c monotonic, align 8
+  %next = add i64 %old, 1
+  store atomic i64 %next, ptr %c seq_cst, align 8
+  %psleep = call ptr @word(ptr %c, i64 2)
+  %asleep = load atomic i64, ptr %psleep seq_cst, align 8
+  %sleeping = icmp ne i64 %asleep, 0
+  br i1 %sleeping, label %wake, label %post.next
+
+wake:
+  %mutex = getelementptr i8, ptr %c, i64 MUTEX
+  %cond = getelementptr i8, ptr %c, i64 COND
+  call i32 @pthread_mutex_lock(ptr %mutex)
+  call i32 @pthread_cond_signal(ptr %cond)
+  call i32 @pthread_mutex_unlock(ptr %mutex)
+  br label %post.next
+
+post.next:
+  %k1 = add i64 %k, 1
+  br label %post.head
+
+own:
+  %f = inttoptr i64 %fp to ptr
+  %o0 = call ptr @word(ptr %job, i64 5)
+  %ostart = load i64, ptr %o0
+  %o1 = getelementptr i64, ptr %o0, i64 1
+  %oend = load i64, ptr %o1
+  %o2 = getelementptr i64, ptr %o0, i64 2
+  %opart = load ptr, ptr %o2
+  %o3 = getelementptr i64, ptr %o0, i64 3
+  %oerr = load ptr, ptr %o3
+  %bufs.p = inttoptr i64 %bufs to ptr
+  %syms.p = inttoptr i64 %syms to ptr
+  %scal.p = inttoptr i64 %scal to ptr
+  call void %f(i64 %ostart, i64 %oend, ptr %bufs.p, ptr %syms.p, ptr %scal.p, ptr %opart, ptr %oerr)
+  br label %join.head
+
+join.head:
+  %j = phi i64 [ 1, %own ], [ %j1, %join.next ]
+  %jmore = icmp slt i64 %j, %n
+  br i1 %jmore, label %join, label %out
+
+join:
+  %jm1 = sub i64 %j, 1
+  %joff = mul i64 %jm1, BLOCK
+  %cj = getelementptr i8, ptr %blocks, i64 %joff
+  %target = load atomic i64, ptr %cj monotonic, align 8
+  %pdone = call ptr @word(ptr %cj, i64 1)
+  br label %spin
+
+spin:
+  %m = phi i64 [ 0, %join ], [ %m1, %spin.more ], [ %m1, %yield ]
+  %d = load atomic i64, ptr %pdone acquire, align 8
+  %ok = icmp eq i64 %d, %target
+  br i1 %ok, label %join.next, label %spin.more
+
+spin.more:
+  %m1 = add i64 %m, 1
+  PAUSE_CALL
+  %low = and i64 %m1, 65535
+  %rest = icmp eq i64 %low, 0
+  br i1 %rest, label %yield, label %spin
+
+yield:
+  call i32 @sched_yield()
+  br label %spin
+
+join.next:
+  %j1 = add i64 %j, 1
+  br label %join.head
+
+out:
+  ret void
+}
+"""
+
+
+def _pause() -> tuple[str, str]:
+    """The CPU's spin-wait hint: x86 `pause`, arm64 `yield`, else nothing."""
+    machine = platform.machine().lower()
+    if machine in ("x86_64", "amd64", "i686", "x86"):
+        return "declare void @llvm.x86.sse2.pause()", "call void @llvm.x86.sse2.pause()"
+    if machine in ("aarch64", "arm64"):
+        return "declare void @llvm.aarch64.hint(i32)", "call void @llvm.aarch64.hint(i32 1)"
+    return "", ""
+
+
+_STATE: dict[str, object] = {}
+_BUILD_LOCK = threading.Lock()
+
+
+def _build() -> dict[str, object] | None:
+    """Compile the worker and dispatcher once per process; None where pthreads (or a
+    symbol of theirs) are missing, and the Python pool serves instead."""
+    with _BUILD_LOCK:
+        if "ok" in _STATE:
+            return _STATE if _STATE["ok"] else None
+        _STATE["ok"] = False
+        if os.name != "posix" or not all(jit.resolvable(name) for name in _PTHREAD):
+            return None
+        decl, call = _pause()
+        ir = (_IR.replace("PAUSE_DECL", decl).replace("PAUSE_CALL", call).replace("SPIN_ROUNDS", str(SPIN_ROUNDS))
+              .replace("MUTEX", str(_MUTEX)).replace("COND", str(_COND)).replace("BLOCK", str(_BLOCK)))
+        libc = ctypes.CDLL(None)
+        # Compiled straight by MCJIT, as the trampoline is: no pass pipeline, and not
+        # counted in jit.STATS (which counts kernel compilations).
+        with jit._LOCK:
+            module = llvm.parse_assembly(ir)
+            module.verify()
+            engine = llvm.create_mcjit_compiler(module, jit.target_machine())
+            engine.finalize_object()
+            worker = engine.get_function_address("hg_pool_worker")
+            run = engine.get_function_address("hg_pool_run")
+        _STATE.update(ok=True, engine=engine, libc=libc, data=_data_address(),
+                      worker=ctypes.CFUNCTYPE(None, ctypes.c_void_p)(worker),
+                      run=ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(run))
+        return _STATE
+
+
+def available() -> bool:
+    return _build() is not None
+
+
+class NativePool:
+    """`size` threads including the caller: `size - 1` native workers, started at the
+    first `run` (and again in a forked child, whose parent's threads are gone)."""
+
+    def __init__(self, size: int):
+        if size < 2:
+            raise ValueError(f"a native pool runs chunks on workers besides the caller: size {size} < 2")
+        self.size = size
+        self._pid = -1
+        self._blocks = 0
+        self._start_lock = threading.Lock()
+        self._busy = threading.Lock()
+
+    def _ensure_started(self, state: dict) -> None:
+        if self._pid == os.getpid():
+            return
+        with self._start_lock:
+            if self._pid == os.getpid():
+                return
+            libc = state["libc"]
+            libc.malloc.restype = ctypes.c_void_p
+            libc.malloc.argtypes = (ctypes.c_size_t,)
+            workers = self.size - 1
+            raw = libc.malloc(_BLOCK * workers + 64)
+            if not raw:
+                raise MemoryError("cpu_llvm: cannot allocate the thread pool's control blocks")
+            blocks = (raw + 63) & ~63
+            ctypes.memset(blocks, 0, _BLOCK * workers)
+            for w in range(workers):
+                c = blocks + w * _BLOCK
+                libc.pthread_mutex_init(ctypes.c_void_p(c + _MUTEX), None)
+                libc.pthread_cond_init(ctypes.c_void_p(c + _COND), None)
+                threading.Thread(target=state["worker"], args=(c,), name=f"hologram-cpu-{w + 1}",
+                                 daemon=True).start()
+            self._blocks = blocks
+            self._pid = os.getpid()
+
+    def run(self, fn: ctypes._CFuncPtr, address: int, bufs: bytes, syms: bytes, scalars: bytes,
+            chunks: Sequence[tuple[int, int, bytes | None, ctypes.Array]]) -> None:
+        """Call `fn(start, end, bufs, syms, scalars, partials, err)` (the stage function
+        at `address`) once per chunk, the first on this thread and the others on the
+        workers, and return when all are done. While another Python thread's launch
+        holds the workers, the chunks run one after another here instead."""
+        if len(chunks) < 2 or len(chunks) > self.size or not self._busy.acquire(blocking=False):
+            for start, end, partials, err in chunks:
+                fn(start, end, bufs, syms, scalars, partials, err)
+            return
+        try:
+            state = _build()
+            assert state is not None
+            try:
+                self._ensure_started(state)
+            except (RuntimeError, MemoryError):  # no thread or memory to be had: run them here
+                for start, end, partials, err in chunks:
+                    fn(start, end, bufs, syms, scalars, partials, err)
+                return
+            at = state["data"]
+            words = [address, len(chunks), at(bufs), at(syms), at(scalars)]
+            for start, end, partials, err in chunks:
+                words += [start, end, 0 if partials is None else at(partials), ctypes.addressof(err)]
+            job = struct.pack(f"<{len(words)}q", *words)
+            state["run"](self._blocks, at(job))
+        finally:
+            self._busy.release()
+
+
+def _data_address() -> Callable[[bytes], int]:
+    """`data -> address of its bytes`: CPython keeps them at a fixed offset in the object
+    (checked here on a probe); elsewhere through ctypes, ~1 µs slower per call."""
+    offset = bytes.__basicsize__ - 1
+    probe = b"\x01hologram\x02"
+    if ctypes.string_at(id(probe) + offset, len(probe)) == probe:
+        return lambda data: id(data) + offset
+    return lambda data: ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value or 0
