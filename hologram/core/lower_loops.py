@@ -16,8 +16,16 @@ An in-lane REDUCE keeps an accumulator register seeded with the identity; argmin
 track (best value, flat index) with numpy's first-occurrence and NaN rules.
 
 A float sum is the one that must be both accurate (the contract's pairwise bound, which
-a sequential sum in the summed type exceeds) and fast (a row of a matrix-vector product).
-It keeps `K` independent accumulators and unrolls the innermost loop by `K`:
+a sequential sum in the summed type exceeds) and fast (a row of a matrix-vector product):
+
+- f16 and f32 terms accumulate in f64 with `ADD.reassoc.f64` and round once. Each term
+  is exact in f64, so in any association the sum errs by less than n * 2**-53 * sum|x|
+  (far inside the contract for n < 2**29; inf and NaN terms give numpy's inf and NaN),
+  and the modifier lets the backend keep vector partial sums;
+- f64 terms use Kahan's compensated sum (error ~2 eps * sum|x|) with a plain sum
+  alongside that replaces the result when it is not finite (an inf term turns the
+  compensation into NaN). Compensation must not be reassociated, so the innermost loop
+  is unrolled into K = 8 independent accumulators instead, which run side by side:
 
         rem = n % K ; v = 0
     rem:                                the first n % K terms, into accumulator 0
@@ -30,16 +38,8 @@ It keeps `K` independent accumulators and unrolls the innermost loop by `K`:
         v = v + K ; LOOP blocks, block
     done:                               the accumulators added pairwise
 
-The K bodies read consecutive elements into independent chains, which the backend's SLP
-vectorizer turns into vector loads and adds (a `sum(a[i, j] * x[j], j)` row runs at
-memory speed instead of one dependent add per element). f16 and f32 terms accumulate in
-f64 (`K = 16`): each term is exact there, so the sum errs by less than n * 2**-53 * sum|x|
-before its one rounding (far inside the contract for n < 2**29; inf and NaN terms give
-numpy's inf and NaN). f64 terms use Kahan's compensated sum per accumulator (`K = 8`,
-error ~(2 + log2 K) eps * sum|x|), with a plain sum alongside that replaces the result
-when it is not finite (an inf term turns the compensation into NaN). A body that holds a
-reduction of its own, or is large, is not unrolled (K = 1): the same accumulation, one
-term at a time.
+  (error ~(2 + log2 K) eps * sum|x|). A body that holds a reduction or a `where` of its
+  own, or is large, is not unrolled (K = 1).
 """
 
 from __future__ import annotations

@@ -11,17 +11,24 @@ native call (`hg_pool_run`), so neither side touches the GIL.
 
 Waiting: a worker spins (with the CPU's pause hint) for ~SPIN_ROUNDS polls after each
 job, so back-to-back launches find it awake; then it sleeps on a pthread condition
-variable until the next job. The caller spins while its workers finish their chunks,
-which take about as long as its own. Posting and sleeping pair up as in Dekker's
-algorithm: the caller stores the job number, then reads the worker's `sleeping` flag;
-the worker, holding the mutex, sets `sleeping`, then reads the job number (all
-sequentially consistent), so one of them always sees the other and no wakeup is lost.
+variable until the next job. A chunk is *claimed* before it runs (a compare-and-swap of
+word 11 from the previous job number to this one): after its own chunk the caller
+claims every chunk no worker has started and runs it itself, so a worker that cannot
+get a CPU (another process holds the other core) costs nothing but the chunk it would
+have run; for chunks a worker did start the caller spins, yielding its CPU every 256
+polls.
+
+Posting and sleeping pair up as in Dekker's algorithm: the caller stores the job
+number, then reads the worker's `sleeping` flag; the worker, holding the mutex, sets
+`sleeping`, then reads the job number (all sequentially consistent), so one of them
+always sees the other and no wakeup is lost.
 
 Control block of a worker (i64 words; the mutex and condition variable at byte offsets
 MUTEX and COND, with room for any platform's pthread types):
 
     0 job number posted    1 job number done    2 sleeping
     3 stage function       4..10 its seven arguments (the stage ABI of runtime.py)
+    11 job number claimed (by the worker, or by the caller stealing it)
 
 The blocks are allocated with `malloc` and never freed: a worker polls its block until
 the process ends, so it must outlive the interpreter's teardown.
@@ -41,7 +48,6 @@ import llvmlite.binding as llvm
 from . import jit
 
 SPIN_ROUNDS = 1 << 17  # pause-hinted polls before a worker sleeps (a few ms)
-_WORDS = 11
 _MUTEX, _COND, _BLOCK = 128, 256, 384  # byte offsets and the block's size
 _PTHREAD = ("pthread_mutex_init", "pthread_cond_init", "pthread_mutex_lock", "pthread_mutex_unlock",
             "pthread_cond_wait", "pthread_cond_signal", "sched_yield")
@@ -131,6 +137,13 @@ awake:
 
 run:
   %job = phi i64 [ %posted, %poll ], [ %again, %awake ]
+  %prev = sub i64 %job, 1
+  %pclaim = call ptr @word(ptr %c, i64 11)
+  %claim = cmpxchg ptr %pclaim, i64 %prev, i64 %job seq_cst seq_cst
+  %mine = extractvalue { i64, i1 } %claim, 1
+  br i1 %mine, label %work, label %ran
+
+work:
   call void @run_job(ptr %c)
   store atomic i64 %job, ptr %pdone release, align 8
   br label %ran
@@ -237,7 +250,16 @@ join:
   %cj = getelementptr i8, ptr %blocks, i64 %joff
   %target = load atomic i64, ptr %cj monotonic, align 8
   %pdone = call ptr @word(ptr %cj, i64 1)
-  br label %spin
+  %before = sub i64 %target, 1
+  %pclaim = call ptr @word(ptr %cj, i64 11)
+  %claim = cmpxchg ptr %pclaim, i64 %before, i64 %target seq_cst seq_cst
+  %stolen = extractvalue { i64, i1 } %claim, 1
+  br i1 %stolen, label %steal, label %spin
+
+steal:
+  call void @run_job(ptr %cj)
+  store atomic i64 %target, ptr %pdone release, align 8
+  br label %join.next
 
 spin:
   %m = phi i64 [ 0, %join ], [ %m1, %spin.more ], [ %m1, %yield ]
@@ -248,7 +270,7 @@ spin:
 spin.more:
   %m1 = add i64 %m, 1
   PAUSE_CALL
-  %low = and i64 %m1, 65535
+  %low = and i64 %m1, 255
   %rest = icmp eq i64 %low, 0
   br i1 %rest, label %yield, label %spin
 
@@ -293,6 +315,7 @@ def _build() -> dict[str, object] | None:
         ir = (_IR.replace("PAUSE_DECL", decl).replace("PAUSE_CALL", call).replace("SPIN_ROUNDS", str(SPIN_ROUNDS))
               .replace("MUTEX", str(_MUTEX)).replace("COND", str(_COND)).replace("BLOCK", str(_BLOCK)))
         libc = ctypes.CDLL(None)
+        libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, (ctypes.c_size_t,)
         # Compiled straight by MCJIT, as the trampoline is: no pass pipeline, and not
         # counted in jit.STATS (which counts kernel compilations).
         with jit._LOCK:
@@ -332,8 +355,6 @@ class NativePool:
             if self._pid == os.getpid():
                 return
             libc = state["libc"]
-            libc.malloc.restype = ctypes.c_void_p
-            libc.malloc.argtypes = (ctypes.c_size_t,)
             workers = self.size - 1
             raw = libc.malloc(_BLOCK * workers + 64)
             if not raw:
@@ -355,19 +376,19 @@ class NativePool:
         at `address`) once per chunk, the first on this thread and the others on the
         workers, and return when all are done. While another Python thread's launch
         holds the workers, the chunks run one after another here instead."""
-        if len(chunks) < 2 or len(chunks) > self.size or not self._busy.acquire(blocking=False):
+        def here() -> None:
             for start, end, partials, err in chunks:
                 fn(start, end, bufs, syms, scalars, partials, err)
-            return
+
+        if len(chunks) < 2 or len(chunks) > self.size or not self._busy.acquire(blocking=False):
+            return here()
         try:
             state = _build()
             assert state is not None
             try:
                 self._ensure_started(state)
-            except (RuntimeError, MemoryError):  # no thread or memory to be had: run them here
-                for start, end, partials, err in chunks:
-                    fn(start, end, bufs, syms, scalars, partials, err)
-                return
+            except (RuntimeError, MemoryError):  # no thread or memory to be had
+                return here()
             at = state["data"]
             words = [address, len(chunks), at(bufs), at(syms), at(scalars)]
             for start, end, partials, err in chunks:
