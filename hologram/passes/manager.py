@@ -129,7 +129,7 @@ def _blame(passes: Sequence[Pass], program: Program, error: VerifyError) -> Veri
         except VerifyError as exc:
             blamed = VerifyError(f"isa pass {p.name!r} broke {_subject(program)}: the verifier rejects its "
                                  f"output: {exc.message}", hint=exc.hint or
-                                 f"run without it (--passes, or opt='O0') and report the bug to the pass's author")
+                                 "run without it (--passes, or opt='O0') and report the bug to the pass's author")
             for attr in ("rule", "stage", "index"):
                 setattr(blamed, attr, getattr(exc, attr, None))
             return blamed

@@ -22,10 +22,11 @@ from typing import Callable
 from llvmlite import ir
 
 from hologram.core.errors import VerifyError
-from hologram.core.isa import AXES, OPCODES, REASSOC, Addr, Imm, Instr, Label, Program, Reg, Special, Sym, lead_lane_axis
+from hologram.core.isa import AXES, OPCODES, REASSOC, Imm, Instr, Label, Program, Reg, Special, Sym, lead_lane_axis
 from hologram.core.types import Affine, DType
 
 from .codegen_barriers import MAX_BLOCKS, BarrierLayouts, Ctx
+from .codegen_blocks import BlockAccumulators
 from .codegen_memory import REDUCE_COMBINE, LaneMemory
 from .codegen_ops import REASSOCIATED_OPS, VALUE_OPS, compare
 from .codegen_types import (
@@ -44,7 +45,7 @@ def _affine(b: ir.IRBuilder, a: Affine, syms: dict[str, ir.Value]) -> ir.Value:
     return v
 
 
-class StageEmitter(LaneMemory, BarrierLayouts):
+class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators):
     def __init__(self, program: Program, index: int, module: ir.Module, symbol: str, partials: tuple[str, ...]):
         self.program, self.index, self.module, self.symbol = program, index, module, symbol
         self.stage = stage = program.stages[index]
@@ -144,7 +145,7 @@ class StageEmitter(LaneMemory, BarrierLayouts):
         self.bid = self.alloca(I64, "bid")
         self.shared = {m.name: self.alloca(mem_type(m.dtype), f"shared.{m.name}", m.size) for m in self.stage.shared}
         self._storage()
-        self._block_sums_entry()
+        self._block_accumulators_entry()
         b.store(self.start, self.bid)
         head = self.new_block("block.head")
         b.branch(head)
@@ -176,8 +177,7 @@ class StageEmitter(LaneMemory, BarrierLayouts):
         for m in self.stage.shared:
             self._memset(self.shared[m.name], i64(m.size * (1 if m.dtype.is_bool else m.dtype.itemsize)))
         self.block_latch = latch
-        for ty, acc, _, _, _ in self.block_sums.values():
-            b.store(ir.Constant(ty, -0.0), acc)
+        self._block_accumulators_reset()
         if self.barrier:
             starts = self._straight_regions()
             if starts is not None:
@@ -187,67 +187,13 @@ class StageEmitter(LaneMemory, BarrierLayouts):
         else:
             self._lane_loops()
         b.position_at_end(latch)
-        self._block_sums_flush()
+        self._block_accumulators_flush()
         b.store(b.add(b.load(self.bid), i64(1)), self.bid)
         b.branch(head)
         b.position_at_end(self.exit)
         if self.pool_heap is not None:
             b.call(self._libc("free", ir.VoidType(), [PTR]), [self.pool_heap])
         b.ret_void()
-
-    # ------------------------------------------------- float sums into one element
-    def _block_sums_entry(self) -> None:
-        """Running sums for the float ReduceAdd/ResAccum contributions to a constant
-        element (a full reduction, typically), set up in the entry block.
-
-        Accumulating millions of contributions one by one into the partial errs by up to
-        n * eps * sum|x| (3.8e-4 relative for a 20M-term f32 sum), far beyond the
-        log2(n) bound of the contract. So each block sums into its own accumulator
-        (`acc`, -0.0 at the block's start; the lane loop keeps vector partials of it),
-        and the block totals are added into a running sum with Kahan's compensation
-        (`s`, `c`) at the block's end, beside a plain sum whose non-finite value (inf,
-        NaN) is the answer whenever it arises, as in the lowering's in-lane sums. The
-        partial arrives holding the identity (-0.0), so the sums start from it."""
-        b = self.b
-        self.block_sums: dict[tuple[str, int], tuple[ir.Type, ir.Value, ir.Value, ir.Value, ir.Value]] = {}
-        reductions = [i for _, i in self.items if i.op in REDUCE_COMBINE and i.addr is not None]
-        scattered = {i.addr.buffer for i in reductions if i.addr.index is not None}
-        for ins in reductions:
-            a = ins.addr
-            if ins.op not in ("ReduceAdd", "ResAccum") or a.buffer in scattered or (a.buffer, a.offset) in \
-                    self.block_sums or ins.dtype not in (DType.F32, DType.F64) \
-                    or self.buffers[a.buffer].dtype is not ins.dtype:
-                continue  # a lane's scattered contribution may hit the element too: keep them in memory
-            ty = reg_type(ins.dtype)
-            ptrs = [self.alloca(ty, f"sum.{a.buffer}.{a.offset}.{part}") for part in ("block", "s", "c", "plain")]
-            for ptr, v in zip(ptrs[1:], (-0.0, 0.0, -0.0)):
-                b.store(ir.Constant(ty, v), ptr)
-            self.block_sums[(a.buffer, a.offset)] = (ty, *ptrs)
-
-    def _block_sums_flush(self) -> None:
-        """Add each block accumulator into its running sum and store that in the partial."""
-        b = self.b
-        for (name, offset), (ty, acc, s_ptr, c_ptr, plain_ptr) in self.block_sums.items():
-            blk, s, c = b.load(acc, typ=ty), b.load(s_ptr, typ=ty), b.load(c_ptr, typ=ty)
-            plain = b.fadd(b.load(plain_ptr, typ=ty), blk)
-            y = b.fsub(blk, c)
-            t = b.fadd(s, y)
-            b.store(b.fsub(b.fsub(t, s), y), c_ptr)
-            b.store(t, s_ptr)
-            b.store(plain, plain_ptr)
-            finite = b.fcmp_ordered("<", intrinsic(b, "fabs", ty, [plain]), ir.Constant(ty, math.inf))
-            value = b.select(finite, t, plain)
-            if name in self.sizes and not self._constant_in_bounds(Addr(name, None, offset), self.buffers[name]):
-                # A checked element that may be out of range: no lane reached it if so
-                # (the check fails first), and the partial must not be written.
-                store, done = self.new_block("sum.store"), self.new_block("sum.done")
-                b.cbranch(b.icmp_unsigned("<", i64(offset), self.sizes[name]), store, done)
-                b.position_at_end(store)
-                b.store(value, at(b, self.partial_ptr[name], i64(offset), ty))
-                b.branch(done)
-                b.position_at_end(done)
-            else:
-                b.store(value, at(b, self.partial_ptr[name], i64(offset), ty))
 
     def _libc(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
         fn = self.module.globals.get(name)
@@ -403,10 +349,10 @@ class StageEmitter(LaneMemory, BarrierLayouts):
                                       f"index register holding the Atlas class")
                 cls = self.read_int(ins.addr.index)
                 self.fail(b.icmp_unsigned("<", cls, i64(96)), ERR_CLASS, k, cls)
-            ptr, bt = self.address(ins, k)
-            blocked = self.block_sums.get((ins.addr.buffer, ins.addr.offset)) if ins.addr.index is None else None
-            if blocked is not None:
-                ptr = blocked[1]  # this block's accumulator (the element was checked above)
+            ptr, bt = self.address(ins, k)  # checks a checked element first
+            if self._block_accumulate(ins, v):
+                b.branch(nxt())
+                return
             cur = convert(b, from_mem(b, b.load(ptr, typ=mem_type(bt)), bt), bt, t)
             combine = REDUCE_COMBINE[op]
             if combine in ("ADD", "MUL") and t in (DType.F32, DType.F64):

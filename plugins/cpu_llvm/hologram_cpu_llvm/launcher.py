@@ -18,7 +18,6 @@ same launch as runtime.launch, in Python. `Kernel` calls it on its fast path
 from __future__ import annotations
 
 import collections
-import ctypes
 import struct
 from typing import Any, Callable, Mapping, Sequence
 
