@@ -763,33 +763,59 @@ def test_a_crashing_code_generator_is_a_compile_error(tmp_path):
 
 
 @pytest.mark.parametrize("nthreads", [2, 3, 7])
-def test_native_pool_runs_every_chunk_once(rev, parallel_runs, nthreads):
+def test_native_pool_runs_every_chunk_once(rev, parallel_runs, nthreads, tmp_path):
+    """Every lane written (a reversed copy into NaNs), and every lane counted exactly once
+    (an integer count: a chunk run twice, by a worker and by a caller stealing it, would
+    add its lanes twice to its partial). With 7 threads on this 2-core machine most
+    chunks are stolen."""
     program, b = rev
     b.num_threads = nthreads
     exe = b.prepare(program)
+    counting = CpuLlvmBackend(num_threads=nthreads, cache_dir=tmp_path / "sum")
+    summing = counting.prepare(parse_program(SUM_ASM))
     for n in (rt.INLINE_WORK * 3 + 17, rt.INLINE_WORK + 1):
         x = np.random.default_rng(n).random(n, dtype=np.float32)
         z = np.full_like(x, np.nan)
         b.launch(exe, {"x": x, "z": z}, {"a": np.float32(3)}, {"n": n})
         np.testing.assert_array_equal(z, x[::-1] * np.float32(3))
+        s, m = np.zeros(1, np.int64), np.zeros(1, np.int64)
+        counting.launch(summing, {"x": np.ones(n, np.int64), "s": s, "m": m}, {}, {"n": n})
+        assert s[0] == n
     blocks = -(-(rt.INLINE_WORK + 1) // program.stages[0].block[0])
-    assert parallel_runs == [nthreads, min(nthreads, blocks)]
+    assert parallel_runs == [nthreads, nthreads, min(nthreads, blocks), min(nthreads, blocks)]
 
 
 def test_native_pool_wakes_workers_that_went_to_sleep(rev):
     """Between launches further apart than the workers spin, they sleep on their
-    condition variable; the next launch must wake them, every time."""
+    condition variable (word 2 of the control block says so); the next launch must wake
+    them, every time (word 6 counts wakeups: the caller may have run the chunk itself
+    by then, so the result alone would not tell)."""
+    import ctypes
     import time
     program, b = rev
     b.num_threads = 2
     exe = b.prepare(program)
     n = rt.INLINE_WORK * 2
     x = np.arange(n, dtype=np.float32)
+    b.launch(exe, {"x": x, "z": np.zeros_like(x)}, {"a": np.float32(2)}, {"n": n})  # the workers exist
+    pool = threads.native(2)
+
+    def word(k: int) -> int:
+        return ctypes.c_int64.from_address(pool._blocks + 8 * k).value
+
+    def eventually(test) -> bool:
+        deadline = time.monotonic() + 5
+        while not test() and time.monotonic() < deadline:
+            time.sleep(0.0005)
+        return test()
+
     for _ in range(3):
-        time.sleep(0.05)
+        assert eventually(lambda: word(2) == 1)  # asleep once its spin ran out
+        wakes = word(6)
         z = np.zeros_like(x)
         b.launch(exe, {"x": x, "z": z}, {"a": np.float32(2)}, {"n": n})
         np.testing.assert_array_equal(z, x[::-1] * 2)
+        assert eventually(lambda: word(6) == wakes + 1)  # woken by the launch: no wakeup is lost
 
 
 def test_without_the_native_pool_python_threads_run_the_chunks(rev, monkeypatch):

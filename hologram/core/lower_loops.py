@@ -213,8 +213,7 @@ def _unrollable(body: Expr) -> bool:
 
 def _pairwise(gen: ExprGen, values: list[Operand]) -> Operand:
     """values[0] + values[1] + ..., added as a balanced tree (f64) that folds the upper
-    half onto the lower one (len(values) is a power of two): the shape of a vector's
-    horizontal sum, so the accumulators stay one vector in the backend."""
+    half onto the lower one (len(values) is a power of two, UNROLL or 1)."""
     while len(values) > 1:
         half = len(values) // 2
         values = [gen.isa("ADD", DType.F64, values[i], values[i + half]) for i in range(half)]

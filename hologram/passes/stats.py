@@ -184,13 +184,18 @@ def lane_work(stage: Stage) -> Formula:
     lanes times this to decide whether it is worth waking threads."""
     body = stage.body
     labels = {it.name: k for k, it in enumerate(body) if isinstance(it, Label)}
-    counts, _ = _trip_counts(stage, labels)
-    spans = [(labels[i.target], k, counts[k]) for k, i in enumerate(body)
-             if isinstance(i, Instr) and i.op == "LOOP" and i.target in labels]
+    spans = _loop_spans(body, labels, _trip_counts(stage, labels)[0])
     terms: list[Term] = [(1, (), ())]
     for lo, hi, _ in spans:
         terms.append((1, tuple(c for lo2, hi2, c in spans if lo2 <= lo and hi <= hi2), ()))
     return Formula(tuple(terms)).simplify()
+
+
+def _loop_spans(body: tuple, labels: Mapping[str, int], counts: Mapping[int, Poly]) -> list[tuple[int, int, Poly]]:
+    """(its label's position, its own position, its trip count) per LOOP: the loops
+    around position k are the spans holding it."""
+    return [(labels[i.target], k, counts[k]) for k, i in enumerate(body)
+            if isinstance(i, Instr) and i.op == "LOOP" and i.target in labels]
 
 
 # Quotient symbols by name: the name spells the quotient (`(n + 1023)//1024`), so this
@@ -238,9 +243,7 @@ def _stage_traffic(stage: Stage, program: Program) -> tuple[Formula, Formula, bo
         handled.add(next(k for k, it in enumerate(body) if isinstance(it, Instr) and it.op == "BRA"))
     counts, guards = _trip_counts(stage, labels)
     varying = _lane_varying(stage, labels)
-    # each LOOP spans (label position, its own position): the loops around position k
-    spans = [(labels[i.target], k, counts[k]) for k, i in enumerate(body)
-             if isinstance(i, Instr) and i.op == "LOOP"]
+    spans = _loop_spans(body, labels, counts)
     # a guarded branch: the code it skips, (its position, its target), runs when g > 0;
     # when the code before its target ends in a jump over an `else` part, (target, end),
     # that part runs when h > 0

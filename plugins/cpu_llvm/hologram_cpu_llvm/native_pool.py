@@ -12,7 +12,7 @@ native call (`hg_pool_run`), so neither side touches the GIL.
 Waiting: a worker spins (with the CPU's pause hint) for ~SPIN_ROUNDS polls after each
 job, so back-to-back launches find it awake; then it sleeps on a pthread condition
 variable until the next job. A chunk is *claimed* before it runs (a compare-and-swap of
-word 11 from the previous job number to this one): after its own chunk the caller
+word 5 from the previous job number to this one): after its own chunk the caller
 claims every chunk no worker has started and runs it itself, so a worker that cannot
 get a CPU (another process holds the other core) costs nothing but the chunk it would
 have run; for chunks a worker did start the caller spins, yielding its CPU every 256
@@ -23,12 +23,17 @@ number, then reads the worker's `sleeping` flag; the worker, holding the mutex, 
 `sleeping`, then reads the job number (all sequentially consistent), so one of them
 always sees the other and no wakeup is lost.
 
-Control block of a worker (i64 words; the mutex and condition variable at byte offsets
-MUTEX and COND, with room for any platform's pthread types):
+A launch is one *job* (bytes the caller keeps alive until `hg_pool_run` returns): the
+stage function, the chunk count, the bufs/syms/scalars pointers, then per chunk (start,
+end, partials, err). Control block of a worker (i64 words; the mutex and condition
+variable at byte offsets MUTEX and COND, with room for any platform's pthread types):
 
     0 job number posted    1 job number done    2 sleeping
-    3 stage function       4..10 its seven arguments (the stage ABI of runtime.py)
-    11 job number claimed (by the worker, or by the caller stealing it)
+    3 the job's address    4 the chunk of it this worker is to run
+    5 job number claimed (by the worker, or by the caller stealing the chunk)
+    6 times the worker woke from its condition variable (for tests and curiosity)
+
+Worker, thief and caller all run a chunk the same way, `run_chunk(job, k)`.
 
 The blocks are allocated with `malloc` and never freed: a worker polls its block until
 the process ends, so it must outlive the interpreter's teardown.
@@ -65,25 +70,37 @@ define internal ptr @word(ptr %c, i64 %k) alwaysinline {
   ret ptr %p
 }
 
-; the stage function at word 3 of %c, called with words 4..10
-define internal void @run_job(ptr %c) {
-  %pf = call ptr @word(ptr %c, i64 3)
-  %f = load ptr, ptr %pf
-  %p4 = call ptr @word(ptr %c, i64 4)
-  %a = load i64, ptr %p4
-  %p5 = call ptr @word(ptr %c, i64 5)
-  %b = load i64, ptr %p5
-  %p6 = call ptr @word(ptr %c, i64 6)
-  %bufs = load ptr, ptr %p6
-  %p7 = call ptr @word(ptr %c, i64 7)
-  %syms = load ptr, ptr %p7
-  %p8 = call ptr @word(ptr %c, i64 8)
-  %scalars = load ptr, ptr %p8
-  %p9 = call ptr @word(ptr %c, i64 9)
-  %partials = load ptr, ptr %p9
-  %p10 = call ptr @word(ptr %c, i64 10)
-  %err = load ptr, ptr %p10
-  call void %f(i64 %a, i64 %b, ptr %bufs, ptr %syms, ptr %scalars, ptr %partials, ptr %err)
+; chunk %k of %job: its stage function called on (start, end, bufs, syms, scalars,
+; partials, err) = the job's words 5 + 4k, 5 + 4k + 1, 2, 3, 4, 5 + 4k + 2, 5 + 4k + 3
+define internal void @run_chunk(ptr %job, i64 %k) {
+  %f = load ptr, ptr %job
+  %pbufs = call ptr @word(ptr %job, i64 2)
+  %bufs = load ptr, ptr %pbufs
+  %psyms = call ptr @word(ptr %job, i64 3)
+  %syms = load ptr, ptr %psyms
+  %pscal = call ptr @word(ptr %job, i64 4)
+  %scalars = load ptr, ptr %pscal
+  %k4 = mul i64 %k, 4
+  %at = add i64 %k4, 5
+  %q0 = call ptr @word(ptr %job, i64 %at)
+  %start = load i64, ptr %q0
+  %q1 = getelementptr i64, ptr %q0, i64 1
+  %end = load i64, ptr %q1
+  %q2 = getelementptr i64, ptr %q0, i64 2
+  %partials = load ptr, ptr %q2
+  %q3 = getelementptr i64, ptr %q0, i64 3
+  %err = load ptr, ptr %q3
+  call void %f(i64 %start, i64 %end, ptr %bufs, ptr %syms, ptr %scalars, ptr %partials, ptr %err)
+  ret void
+}
+
+; the chunk posted to control block %c
+define internal void @run_posted(ptr %c) {
+  %pjob = call ptr @word(ptr %c, i64 3)
+  %job = load ptr, ptr %pjob
+  %pk = call ptr @word(ptr %c, i64 4)
+  %k = load i64, ptr %pk
+  call void @run_chunk(ptr %job, i64 %k)
   ret void
 }
 
@@ -131,6 +148,10 @@ block:
   br label %check
 
 awake:
+  %pwakes = call ptr @word(ptr %c, i64 6)
+  %wakes = load atomic i64, ptr %pwakes monotonic, align 8
+  %wakes1 = add i64 %wakes, 1
+  store atomic i64 %wakes1, ptr %pwakes monotonic, align 8
   store atomic i64 0, ptr %psleep seq_cst, align 8
   call i32 @pthread_mutex_unlock(ptr %mutex)
   br label %run
@@ -138,13 +159,13 @@ awake:
 run:
   %job = phi i64 [ %posted, %poll ], [ %again, %awake ]
   %prev = sub i64 %job, 1
-  %pclaim = call ptr @word(ptr %c, i64 11)
+  %pclaim = call ptr @word(ptr %c, i64 5)
   %claim = cmpxchg ptr %pclaim, i64 %prev, i64 %job seq_cst seq_cst
   %mine = extractvalue { i64, i1 } %claim, 1
   br i1 %mine, label %work, label %ran
 
 work:
-  call void @run_job(ptr %c)
+  call void @run_posted(ptr %c)
   store atomic i64 %job, ptr %pdone release, align 8
   br label %ran
 
@@ -152,20 +173,20 @@ ran:
   br label %wait
 }
 
-; %job: [0] stage function, [1] chunks, [2] bufs, [3] syms, [4] scalars, then per chunk
-; (start, end, partials, err). Chunk k > 0 goes to the worker whose block is at
-; %blocks + (k - 1) * BLOCK bytes; chunk 0 runs here; returns when all are done.
+; the control block of the worker that runs chunk %k > 0
+define internal ptr @block_of(ptr %blocks, i64 %k) alwaysinline {
+  %w = sub i64 %k, 1
+  %off = mul i64 %w, BLOCK
+  %c = getelementptr i8, ptr %blocks, i64 %off
+  ret ptr %c
+}
+
+; Chunk k > 0 of %job goes to the worker of `block_of(k)`; chunk 0 runs here; returns
+; when all are done.
 define void @hg_pool_run(ptr %blocks, ptr %job) {
 entry:
-  %fp = load i64, ptr %job
   %pn = call ptr @word(ptr %job, i64 1)
   %n = load i64, ptr %pn
-  %pbufs = call ptr @word(ptr %job, i64 2)
-  %bufs = load i64, ptr %pbufs
-  %psyms = call ptr @word(ptr %job, i64 3)
-  %syms = load i64, ptr %psyms
-  %pscal = call ptr @word(ptr %job, i64 4)
-  %scal = load i64, ptr %pscal
   br label %post.head
 
 post.head:
@@ -174,35 +195,11 @@ post.head:
   br i1 %more, label %post, label %own
 
 post:
-  %km1 = sub i64 %k, 1
-  %off = mul i64 %km1, BLOCK
-  %c = getelementptr i8, ptr %blocks, i64 %off
-  %k4 = mul i64 %k, 4
-  %at = add i64 %k4, 5
-  %q0 = call ptr @word(ptr %job, i64 %at)
-  %start = load i64, ptr %q0
-  %q1 = getelementptr i64, ptr %q0, i64 1
-  %end = load i64, ptr %q1
-  %q2 = getelementptr i64, ptr %q0, i64 2
-  %partials = load i64, ptr %q2
-  %q3 = getelementptr i64, ptr %q0, i64 3
-  %err = load i64, ptr %q3
+  %c = call ptr @block_of(ptr %blocks, i64 %k)
   %w3 = call ptr @word(ptr %c, i64 3)
-  store i64 %fp, ptr %w3
+  store ptr %job, ptr %w3
   %w4 = call ptr @word(ptr %c, i64 4)
-  store i64 %start, ptr %w4
-  %w5 = call ptr @word(ptr %c, i64 5)
-  store i64 %end, ptr %w5
-  %w6 = call ptr @word(ptr %c, i64 6)
-  store i64 %bufs, ptr %w6
-  %w7 = call ptr @word(ptr %c, i64 7)
-  store i64 %syms, ptr %w7
-  %w8 = call ptr @word(ptr %c, i64 8)
-  store i64 %scal, ptr %w8
-  %w9 = call ptr @word(ptr %c, i64 9)
-  store i64 %partials, ptr %w9
-  %w10 = call ptr @word(ptr %c, i64 10)
-  store i64 %err, ptr %w10
+  store i64 %k, ptr %w4
   %old = load atomic i64, ptr %c monotonic, align 8
   %next = add i64 %old, 1
   store atomic i64 %next, ptr %c seq_cst, align 8
@@ -224,19 +221,7 @@ post.next:
   br label %post.head
 
 own:
-  %f = inttoptr i64 %fp to ptr
-  %o0 = call ptr @word(ptr %job, i64 5)
-  %ostart = load i64, ptr %o0
-  %o1 = getelementptr i64, ptr %o0, i64 1
-  %oend = load i64, ptr %o1
-  %o2 = getelementptr i64, ptr %o0, i64 2
-  %opart = load ptr, ptr %o2
-  %o3 = getelementptr i64, ptr %o0, i64 3
-  %oerr = load ptr, ptr %o3
-  %bufs.p = inttoptr i64 %bufs to ptr
-  %syms.p = inttoptr i64 %syms to ptr
-  %scal.p = inttoptr i64 %scal to ptr
-  call void %f(i64 %ostart, i64 %oend, ptr %bufs.p, ptr %syms.p, ptr %scal.p, ptr %opart, ptr %oerr)
+  call void @run_chunk(ptr %job, i64 0)
   br label %join.head
 
 join.head:
@@ -245,19 +230,17 @@ join.head:
   br i1 %jmore, label %join, label %out
 
 join:
-  %jm1 = sub i64 %j, 1
-  %joff = mul i64 %jm1, BLOCK
-  %cj = getelementptr i8, ptr %blocks, i64 %joff
+  %cj = call ptr @block_of(ptr %blocks, i64 %j)
   %target = load atomic i64, ptr %cj monotonic, align 8
   %pdone = call ptr @word(ptr %cj, i64 1)
   %before = sub i64 %target, 1
-  %pclaim = call ptr @word(ptr %cj, i64 11)
+  %pclaim = call ptr @word(ptr %cj, i64 5)
   %claim = cmpxchg ptr %pclaim, i64 %before, i64 %target seq_cst seq_cst
   %stolen = extractvalue { i64, i1 } %claim, 1
   br i1 %stolen, label %steal, label %spin
 
 steal:
-  call void @run_job(ptr %cj)
+  call void @run_chunk(ptr %job, i64 %j)
   store atomic i64 %target, ptr %pdone release, align 8
   br label %join.next
 
@@ -305,30 +288,36 @@ _BUILD_LOCK = threading.Lock()
 def _build() -> dict[str, object] | None:
     """Compile the worker and dispatcher once per process; None where pthreads (or a
     symbol of theirs) are missing, and the Python pool serves instead."""
-    with _BUILD_LOCK:
-        if "ok" in _STATE:
-            return _STATE if _STATE["ok"] else None
-        _STATE["ok"] = False
-        if os.name != "posix" or not all(jit.resolvable(name) for name in _PTHREAD):
-            return None
-        decl, call = _pause()
-        ir = (_IR.replace("PAUSE_DECL", decl).replace("PAUSE_CALL", call).replace("SPIN_ROUNDS", str(SPIN_ROUNDS))
-              .replace("MUTEX", str(_MUTEX)).replace("COND", str(_COND)).replace("BLOCK", str(_BLOCK)))
-        libc = ctypes.CDLL(None)
-        libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, (ctypes.c_size_t,)
-        # Compiled straight by MCJIT, as the trampoline is: no pass pipeline, and not
-        # counted in jit.STATS (which counts kernel compilations).
-        with jit._LOCK:
-            module = llvm.parse_assembly(ir)
-            module.verify()
-            engine = llvm.create_mcjit_compiler(module, jit.target_machine())
-            engine.finalize_object()
-            worker = engine.get_function_address("hg_pool_worker")
-            run = engine.get_function_address("hg_pool_run")
-        _STATE.update(ok=True, engine=engine, libc=libc, data=_data_address(),
-                      worker=ctypes.CFUNCTYPE(None, ctypes.c_void_p)(worker),
-                      run=ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(run))
-        return _STATE
+    ok = _STATE.get("ok")  # set last, once: launches read it without the lock
+    if ok is None:
+        with _BUILD_LOCK:
+            if "ok" not in _STATE:
+                _STATE["ok"] = _compile()
+            ok = _STATE["ok"]
+    return _STATE if ok else None
+
+
+def _compile() -> bool:
+    if os.name != "posix" or not all(jit.resolvable(name) for name in _PTHREAD):
+        return False
+    decl, call = _pause()
+    ir = (_IR.replace("PAUSE_DECL", decl).replace("PAUSE_CALL", call).replace("SPIN_ROUNDS", str(SPIN_ROUNDS))
+          .replace("MUTEX", str(_MUTEX)).replace("COND", str(_COND)).replace("BLOCK", str(_BLOCK)))
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, (ctypes.c_size_t,)
+    # Compiled straight by MCJIT, as the trampoline is: no pass pipeline, and not
+    # counted in jit.STATS (which counts kernel compilations).
+    with jit._LOCK:
+        module = llvm.parse_assembly(ir)
+        module.verify()
+        engine = llvm.create_mcjit_compiler(module, jit.target_machine())
+        engine.finalize_object()
+        worker = engine.get_function_address("hg_pool_worker")
+        run = engine.get_function_address("hg_pool_run")
+    _STATE.update(engine=engine, libc=libc, data=_data_address(),
+                  worker=ctypes.CFUNCTYPE(None, ctypes.c_void_p)(worker),
+                  run=ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(run))
+    return True
 
 
 def available() -> bool:
@@ -345,30 +334,26 @@ class NativePool:
         self.size = size
         self._pid = -1
         self._blocks = 0
-        self._start_lock = threading.Lock()
-        self._busy = threading.Lock()
+        self._busy = threading.Lock()  # held by the one launch using the workers
 
     def _ensure_started(self, state: dict) -> None:
+        """Workers for this process (called holding `_busy`)."""
         if self._pid == os.getpid():
             return
-        with self._start_lock:
-            if self._pid == os.getpid():
-                return
-            libc = state["libc"]
-            workers = self.size - 1
-            raw = libc.malloc(_BLOCK * workers + 64)
-            if not raw:
-                raise MemoryError("cpu_llvm: cannot allocate the thread pool's control blocks")
-            blocks = (raw + 63) & ~63
-            ctypes.memset(blocks, 0, _BLOCK * workers)
-            for w in range(workers):
-                c = blocks + w * _BLOCK
-                libc.pthread_mutex_init(ctypes.c_void_p(c + _MUTEX), None)
-                libc.pthread_cond_init(ctypes.c_void_p(c + _COND), None)
-                threading.Thread(target=state["worker"], args=(c,), name=f"hologram-cpu-{w + 1}",
-                                 daemon=True).start()
-            self._blocks = blocks
-            self._pid = os.getpid()
+        libc = state["libc"]
+        workers = self.size - 1
+        raw = libc.malloc(_BLOCK * workers + 64)
+        if not raw:
+            raise MemoryError("cpu_llvm: cannot allocate the thread pool's control blocks")
+        blocks = (raw + 63) & ~63
+        ctypes.memset(blocks, 0, _BLOCK * workers)
+        for w in range(workers):
+            c = blocks + w * _BLOCK
+            libc.pthread_mutex_init(ctypes.c_void_p(c + _MUTEX), None)
+            libc.pthread_cond_init(ctypes.c_void_p(c + _COND), None)
+            threading.Thread(target=state["worker"], args=(c,), name=f"hologram-cpu-{w + 1}", daemon=True).start()
+        self._blocks = blocks
+        self._pid = os.getpid()
 
     def run(self, fn: ctypes._CFuncPtr, address: int, bufs: bytes, syms: bytes, scalars: bytes,
             chunks: Sequence[tuple[int, int, bytes | None, ctypes.Array]]) -> None:
