@@ -7,14 +7,43 @@
 A progress bar while it runs, then a table (kind, opt, backend, examples, passed, failed)
 and the reproducer of every failure with the command that replays it. Exit status 1
 when anything failed, 2 for usage errors.
+
+The harness (hologram.testing.difftest) is built on hypothesis, which is in the `test`
+extra, not a run-time dependency: it is imported only when the command runs, and a
+missing hypothesis is an error that says how to install it (docs/decisions.md, "The CLI
+without the test extra"). Nothing here may import it at start-up: every `hologram`
+command builds this parser.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+from types import ModuleType
 from typing import Any
 
+from .core.errors import HologramError, PluginError
+
 KIND_CHOICES = {"kernels": ("kernels",), "programs": ("programs",), "both": ("kernels", "programs")}
+
+
+# testing.difftest.DEFAULT_OUT, spelled again so that `--help` needs no hypothesis
+# (tests/test_cli_without_test_extra.py holds the two equal)
+DEFAULT_OUT = "difftest-failures"
+TEST_EXTRA_INSTALL = "pip install 'hologram-kernels[test]'"
+
+
+def harness() -> ModuleType:
+    """hologram.testing.difftest, or an error naming the missing test-extra package."""
+    try:
+        return importlib.import_module("hologram.testing.difftest")
+    except ModuleNotFoundError as exc:
+        missing = (exc.name or "").partition(".")[0]
+        if missing not in ("hypothesis", "pytest"):
+            raise  # a module of ours that fails to import is a bug to surface, not to explain away
+        raise HologramError(f"hologram diff-test needs {missing}, which is not installed: the differential "
+                            "harness generates its examples with hypothesis",
+                            hint=f"{TEST_EXTRA_INSTALL} installs it (the `test` extra)") from None
 
 
 def _backends(text: str) -> list[str]:
@@ -25,7 +54,6 @@ def _backends(text: str) -> list[str]:
 
 
 def _opts(text: str) -> list[str]:
-    from .core.errors import PluginError
     from .passes.manager import parse_opt
 
     try:
@@ -50,22 +78,22 @@ def _examples(text: str) -> int:
 def cmd_difftest(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    difftest = harness()
     console = Console(highlight=False)
     if args.replay:
         return _replay(console, args.replay, args.backends, args.opt)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from .core.plugins import list_backends
-    from .testing.difftest import OPTS, run_difftest
 
     backends = args.backends or list_backends()
     kinds = KIND_CHOICES[args.kind]
     with Progress(TextColumn("{task.description:>9}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=Console(stderr=True), transient=True) as bar:
         tasks = {k: bar.add_task(k, total=args.examples) for k in kinds}
-        report = run_difftest(backends, args.examples, args.seed, kinds, args.out,
-                              progress=lambda kind, done, total: bar.update(tasks[kind], completed=done),
-                              opts=args.opt or OPTS)
+        report = difftest.run_difftest(backends, args.examples, args.seed, kinds, args.out,
+                                       progress=lambda kind, done, total: bar.update(tasks[kind], completed=done),
+                                       opts=args.opt or difftest.OPTS)
     _summary(console, report)
     return 0 if report.ok else 1
 
@@ -82,7 +110,7 @@ def _summary(console: Any, report: Any) -> None:
         table.add_row(r.kind, r.opt, r.backend, str(r.examples), str(r.passed),
                       Text(str(r.failed), style="bold red" if r.failed else "green"))
     console.print(table)
-    from .testing.difftest import replay_command
+    from .testing.difftest import replay_command  # harness() has imported it
 
     failed = [r for r in report.rows if r.reproducer]
     if failed:
@@ -98,7 +126,7 @@ def _summary(console: Any, report: Any) -> None:
 def _replay(console: Any, path: str, backends: list[str] | None, opts: list[str] | None) -> int:
     from rich.markup import escape
 
-    from .testing.difftest import replay
+    from .testing.difftest import replay  # harness() has imported it
 
     if opts and len(opts) > 1:
         print("hologram diff-test: --replay takes one --opt level")
@@ -114,8 +142,6 @@ def _replay(console: Any, path: str, backends: list[str] | None, opts: list[str]
 
 
 def add_difftest(sub: Any) -> None:
-    from .testing.difftest import DEFAULT_OUT
-
     p = sub.add_parser("diff-test", help="run generated kernels and programs on backends against the oracle",
                        description="Differential testing: generated kernels are held to the numpy oracle on every "
                        "backend; generated ISA programs are compared with the reference interpreter. Failures "
