@@ -16,6 +16,7 @@ with HOLOGRAM_DEBUG=1.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import traceback
@@ -26,7 +27,7 @@ import numpy as np
 
 from . import __version__
 from .core.args import Param, bind_symbols, check_array, concrete_shape
-from .core.errors import HologramError, PluginError, did_you_mean
+from .core.errors import ArgumentError, HologramError, PluginError, did_you_mean
 from .core.ir import format_kernel
 from .core.kernel import EMITTERS, Kernel, Library, backend_forms
 from .core.plugins import (PluginWarning, backends, get_backend, list_backends, plugin_manager,
@@ -52,6 +53,16 @@ def _name_value(text: str) -> tuple[str, str]:
     if not sep or not name.strip() or not value.strip():
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
     return name.strip(), value.strip()
+
+
+def _seed(text: str) -> int:
+    try:
+        seed = int(text)
+    except ValueError:
+        seed = -1
+    if seed < 0:
+        raise argparse.ArgumentTypeError(f"expected a seed (an integer >= 0), got {text!r}")
+    return seed
 
 
 def _binding(text: str) -> tuple[str, int]:
@@ -161,20 +172,81 @@ def prepare_inputs(kernel: Kernel, given: dict[str, str], binds: dict[str, int],
     inputs.update(arrays)
     symbols = bind_symbols(sig.name, sig.inputs, arrays, (), given=binds)
     symbols = {s: symbols.get(s, DEFAULT_SIZE) for s in sig.symbols}  # in declaration order
+    generated = [p for p in sig.inputs if p.name not in inputs]
+    check_memory(kernel, generated, symbols, set(binds))
     rng = np.random.default_rng(seed)
-    for p in sig.inputs:
-        if p.name not in inputs:
-            data = random_input(rng, p.dtype, concrete_shape(sig.name, p, symbols))
-            inputs[p.name] = data[()] if p.kind == "scalar" else data
+    for p in generated:
+        shape = concrete_shape(sig.name, p, symbols)
+        try:
+            data = random_input(rng, p.dtype, shape)
+        except (MemoryError, ValueError) as exc:  # numpy's "array is too big", or no memory left
+            raise ArgumentError(f"cannot generate input {p.name!r} ({p.type}) of shape {shape} at "
+                                f"{_bound(symbols, set(binds))}: {type(exc).__name__}: {exc}",
+                                hint="choose smaller sizes with --bind") from None
+        inputs[p.name] = data[()] if p.kind == "scalar" else data
     return inputs, symbols
+
+
+def _bound(symbols: dict[str, int], from_bind: set[str]) -> str:
+    """`n = 10 (--bind), m = 16`: the sizes, and which the command line gave."""
+    return ", ".join(f"{k} = {v}" + (" (--bind)" if k in from_bind else "") for k, v in symbols.items()) \
+        or "no shape symbols"
+
+
+def _physical_memory() -> int | None:
+    """This machine's memory in bytes, where the OS says (None on Windows)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _show_bytes(n: int) -> str:
+    for unit, size in (("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n} bytes"
+
+
+def check_memory(kernel: Kernel, generated: Sequence[Param], symbols: dict[str, int], from_bind: set[str],
+                 memory: int | None = None) -> None:
+    """Refuse, before allocating anything, sizes whose generated inputs and outputs do
+    not fit in this machine's memory (`memory` bytes; default: what the OS reports): a
+    mistyped --bind is then an ArgumentError naming the sizes, not a MemoryError (or an
+    out-of-memory kill of a process that allocated lazily)."""
+    memory = _physical_memory() if memory is None else memory
+    if memory is None:
+        return
+    sig = kernel.signature
+    arrays = [p for p in (*generated, *sig.outputs) if p.kind != "scalar"]
+    sizes = {p.name: math.prod(concrete_shape(sig.name, p, symbols)) * p.dtype.np.itemsize for p in arrays}
+    total = sum(sizes.values())
+    if total > memory:
+        largest = max(arrays, key=lambda p: sizes[p.name])
+        raise ArgumentError(f"{sig.name}: at {_bound(symbols, from_bind)} the generated inputs and the outputs take "
+                            f"{_show_bytes(total)} ({total} bytes; {largest.name}: {largest.type} alone "
+                            f"{_show_bytes(sizes[largest.name])}), more than this machine's "
+                            f"{_show_bytes(memory)} of memory",
+                            hint="choose smaller sizes with --bind")
+
+
+def in_cli_terms(exc: ArgumentError) -> ArgumentError:
+    """The runtime's hints are written for Python callers: `cast=True` is `--cast` here."""
+    if exc.hint and "cast=True" in exc.hint:
+        exc.hint = exc.hint.replace("cast=True", "--cast")
+        exc.args = (exc.render(),)
+    return exc
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     _pipeline(args)  # a bad --passes or HOLOGRAM_OPT is a usage error, before any compiling
     lib = compile_file_all(args.file, backend=args.backend, opt=args.opt, passes=args.passes)
     kernel = _pick(lib, args.kernel, args.file)
-    inputs, symbols = prepare_inputs(kernel, dict(args.input), dict(args.bind), args.seed, args.cast)
-    result = kernel(**inputs, cast=args.cast)
+    try:
+        inputs, symbols = prepare_inputs(kernel, dict(args.input), dict(args.bind), args.seed, args.cast)
+        result = kernel(**inputs, cast=args.cast)
+    except ArgumentError as exc:
+        raise in_cli_terms(exc) from None
     names = kernel.signature.output_names
     outputs = list(zip(names, result if len(names) > 1 else (result,)))
     bound = "".join(f", {k} = {v}" for k, v in symbols.items())
@@ -340,7 +412,7 @@ def _add_run(sub: Any) -> None:
     p.add_argument("--backend", metavar="NAME", help="run on this backend (default: HOLOGRAM_BACKEND or the best)")
     p.add_argument("--input", metavar="NAME=PATH.npy|VALUE", type=_name_value, action="append", default=[],
                    help="an input from a .npy file (or a number, for a scalar); repeatable")
-    p.add_argument("--seed", type=int, default=0, help="seed for generated inputs (default 0)")
+    p.add_argument("--seed", type=_seed, default=0, help="seed for generated inputs, an integer >= 0 (default 0)")
     p.add_argument("--bind", metavar="SYMBOL=SIZE", type=_binding, action="append", default=[],
                    help="a shape symbol's value; repeatable")
     p.add_argument("--cast", action="store_true", help="convert inputs to the declared dtypes (one copy)")

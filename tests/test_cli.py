@@ -107,9 +107,39 @@ def test_run_dtype_errors_and_cast(capsys, two, tmp_path):
     code, _, err = run(capsys, "run", two, "--kernel", "vadd", "--input", f"x={tmp_path / 'x.npy'}")
     assert code == 1
     assert err == ("hologram: error: vadd(): argument 'x' must have dtype f32 (float32), got float64\n"
-                   "  hint: pass cast=True to convert it (one explicit copy)\n")
+                   "  hint: pass --cast to convert it (one explicit copy)\n")  # the CLI's flag, not cast=True
     code, out, _ = run(capsys, "run", two, "--kernel", "vadd", "--input", f"x={tmp_path / 'x.npy'}", "--cast")
     assert code == 0 and "n = 3" in out
+
+
+def test_run_scalar_cast_hint_names_the_flag(capsys, tmp_path):
+    path = tmp_path / "shift.toml"
+    path.write_text('[kernel]\nname = "shift"\nversion = "1.0.0"\ninputs = { k = "i32", x = "i32[n]" }\n'
+                    'outputs = { y = "i32[n]" }\nbody = "y = x + k"\n')
+    code, _, err = run(capsys, "run", str(path), "--input", "k=2.5")
+    assert code == 1 and "hint: pass --cast to truncate it toward zero" in err and "cast=True" not in err
+    code, out, _ = run(capsys, "run", str(path), "--input", "k=2.5", "--cast", "--bind", "n=2")
+    assert code == 0 and "y = array(" in out
+
+
+def test_run_refuses_sizes_beyond_memory_naming_them(capsys):
+    code, _, err = run(capsys, "run", "kernels/vadd.toml", "--bind", "n=99999999999")
+    assert code == 1 and "internal error" not in err
+    assert err.startswith("hologram: error: vadd: at n = 99999999999 (--bind) the generated inputs and the outputs "
+                          "take 1.2 TB (1199999999988 bytes; x: f32[n] alone 400 GB), more than this machine's ")
+    assert err.endswith("of memory\n  hint: choose smaller sizes with --bind\n")
+    code, _, err = run(capsys, "run", "kernels/vadd.toml", "--bind", f"n={2**80}")  # past numpy's largest array
+    assert code == 1 and "internal error" not in err and f"n = {2**80} (--bind)" in err
+
+
+def test_check_memory_counts_generated_inputs_and_outputs_only():
+    kernel = hologram.compile_file("kernels/axpy.toml")  # alpha: f32, x, y: f32[n] -> z: f32[n]
+    sig = kernel.signature
+    x = next(p for p in sig.inputs if p.name == "x")
+    cli.check_memory(kernel, [x], {"n": 1000}, set(), memory=8000)  # x and z: 8000 bytes, which fit
+    with pytest.raises(hologram.errors.ArgumentError, match=r"at n = 1001 the generated inputs and the outputs "
+                       r"take 8.01 kB \(8008 bytes; x: f32\[n\] alone 4 kB\), more than this machine's 8 kB"):
+        cli.check_memory(kernel, [x], {"n": 1001}, set(), memory=8000)
 
 
 @pytest.mark.parametrize("argv, status, error", [
@@ -134,10 +164,16 @@ def test_run_errors(capsys, two, argv, status, error):
 
 
 @pytest.mark.parametrize("argv", [["run", "k.toml", "--bind", "n=x"], ["run", "k.toml", "--bind", "n=-1"],
+                                  ["run", "k.toml", "--seed", "-1"], ["run", "k.toml", "--seed", "1.5"],
                                   ["run", "k.toml", "--input", "x"], ["frobnicate"], []])
 def test_usage_errors_exit_2(capsys, argv):
     code, _, err = run(capsys, *argv)
     assert code == 2 and "usage: hologram" in err
+
+
+def test_a_negative_seed_is_a_usage_error_naming_the_option(capsys):
+    code, _, err = run(capsys, "run", "kernels/vadd.toml", "--seed", "-1")
+    assert code == 2 and "argument --seed: expected a seed (an integer >= 0), got '-1'" in err
 
 
 # ------------------------------------------------------------------------------ compile
