@@ -92,7 +92,7 @@ WHOLE = [
     ("y = x", {"x": "bool[n]"}, {"y": "f64[n]"}, "y[i0] = f64(x[i0])"),
     ("first = x[0]", {"x": "f32[n]"}, {"first": "f32"}, "first = x[0:i64]"),
     ("last = x[n - 1]", {"x": "f32[n]"}, {"last": "f32"}, "last = x[sub(n, 1:i64):i64]"),
-    ("y = x / n", {"x": "f32[n]"}, {"y": "f32[n]"}, "y[i0] = f32(div(f64(x[i0]), f64(n)):f64)"),
+    ("y = x / n", {"x": "f32[n]"}, {"y": "f32[n]"}, "y[i0] = div(x[i0], f32(n)):f32"),  # n is weak, as len(x)
     ("y = -x", {"x": "u8[n]"}, {"y": "u8[n]"}, "y[i0] = neg(x[i0]):u8"),
     ("y = +x", {"x": "u8[n]"}, {"y": "u8[n]"}, "y[i0] = x[i0]"),
     ("y = ~b", {"b": "bool[n]"}, {"y": "bool[n]"}, "y[i0] = not(b[i0]):bool"),
@@ -358,8 +358,11 @@ def test_functions_of_literals_are_typed():
     assert temp_dtype("sqrt(2)", a="f16") is DType.F64
 
 
-def test_symbols_and_index_variables_are_i64():
-    assert temp_dtype("a * n", a="f32") is DType.F64
+def test_symbols_are_weak_ints_and_index_variables_i64():
+    # n is len(x), a Python int: weak (NEP 50); i is np.arange(n), an i64 array
+    assert temp_dtype("a * n", a="f32") is DType.F32
+    assert temp_dtype("a * n", a="i8") is DType.I8
+    assert temp_dtype("a * i64(n)", a="f32") is DType.F64
     assert last("y[i] = i", {"x": "f32[n]"}, {"y": "i8[n]"}) == "y[i] = i8(i)"
     assert "cannot assign a i64 value to output 'y' of type u8" in error("y[i] = i", {"x": "f32[n]"},
                                                                           {"y": "u8[n]"}).message

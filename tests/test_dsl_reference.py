@@ -371,11 +371,15 @@ def test_index_variables_are_i64_values():
     rejects("y[i] = i", {"x": "f32[n]"}, {"y": "u8[n]"})   # i64 -> u8 is not same_kind
 
 
-def test_shape_symbols_are_i64_values():
+def test_shape_symbols_are_weak_int_values():
+    # n is len(x), a Python int: it takes the other operand's type (NEP 50)
     x = np.array([1.0, 2.0, 4.0, 8.0], F32)
-    avg, n = run("avg = sum(x) / n\ncount = n", {"x": "f32[n]"}, {"avg": "f32", "count": "i64"}, x)
+    avg, n, n8, centered = run("avg = sum(x) / n\ncount = n\ncount8 = n\ncentered = x - x[1] / n", {"x": "f32[n]"},
+                               {"avg": "f32", "count": "i64", "count8": "u8", "centered": "f32[n]"}, x)
     same(avg, F32(3.75))
     same(n, I64(4))
+    same(n8, U8(4))
+    same(centered, x - x[1] / len(x))
 
 
 # -- literals and constants --------------------------------------------------------------

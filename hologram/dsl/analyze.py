@@ -317,8 +317,8 @@ class _Kernel:
             if decl.kind == "scalar":
                 return Val(Expr("SCALAR", decl.dtype, (), n))
             return Val(Expr.load(n, decl.dtype, axes(len(decl.shape))), decl.shape)
-        if n in self.symbols:
-            return Val(Expr("SYM", I64, (), n))
+        if n in self.symbols:  # a weak int, as len(x) is a Python int in numpy
+            return Val(Expr("SYM", I64, (), n), (), True)
         if n in CONSTANTS and n not in self.assigned_later:
             return Val.of_literal(CONSTANTS[n])
         raise self.unknown(node, scope)
@@ -461,7 +461,7 @@ class _Kernel:
 
     def constant(self, node: ast.Expr, kind: type, message: str) -> bool | int:
         val = self.eval(node, {})
-        if not val.weak or type(val.literal) is not kind:
+        if not val.is_literal or type(val.literal) is not kind:
             raise CompileError(message, node.span)
         return val.literal
 

@@ -136,8 +136,9 @@ def _fma(args: Sequence[Val], span: Span) -> Val:
 
 
 def _where(args: Sequence[Val], span: Span) -> Val:
-    # np.where's dtype is np.result_type(a, b), literals weak; a non-bool condition is
-    # refused rather than silently truthy
+    # np.where's dtype is np.result_type(a, b), literals and shape-symbol values weak
+    # (np.where(c, len(x), x) has x's dtype, and wraps a len() that does not fit it, as
+    # the CAST does); a non-bool condition is refused rather than silently truthy
     c, a, b = args
     if c.dtype is not DType.BOOL:
         raise CompileError(f"the condition of where() must be bool; got {c.dtype}", c.span or span,
@@ -145,9 +146,17 @@ def _where(args: Sequence[Val], span: Span) -> Val:
     shape = broadcast_shapes(v.shape for v in args)
     if shape is None:
         raise CompileError("the arguments of where() do not broadcast", span)
-    t = DType.from_numpy(np.result_type(*(v.literal if v.weak else v.dtype.np for v in (a, b))))
+    t = DType.from_numpy(np.result_type(*(_weak_stand_in(v) if v.weak else v.dtype.np for v in (a, b))))
     srcs = tuple(align(Val(coerce(v, d), v.shape), shape) for v, d in ((c, DType.BOOL), (a, t), (b, t)))
     return Val(Expr("WHERE", t, srcs), shape, False, span)
+
+
+def _weak_stand_in(v: Val) -> bool | int | float:
+    """A Python scalar that np.result_type types as it types `v`: the literal itself, or
+    for a shape-symbol value a Python scalar of its kind."""
+    if v.is_literal:
+        return v.literal
+    return 0 if v.dtype.is_int else 0.0
 
 
 def _round(args: Sequence[Val], span: Span) -> Val:

@@ -43,10 +43,13 @@ def kind_dtype(value: bool | int | float) -> DType:
 class Val:
     """An array value: `expr` gives the element at the placeholder index `(@0, @1, ...)`.
 
-    `weak` marks a Python scalar in NEP 50's sense (a literal, a constant like `pi`, or
-    arithmetic on those): it takes the other operand's dtype. Its `expr` is a `CONST`
-    whose `arg` is the exact Python value, not yet converted to any dtype (it may not
-    fit one; `typerules.coerce` converts it) and whose dtype only records its kind.
+    `weak` marks a Python scalar in NEP 50's sense: it takes the other operand's dtype.
+    Its dtype records its kind (bool, i64 for int, f64 for float). A *literal* (a
+    literal, a constant like `pi`, or arithmetic on those) has a `CONST` expr whose `arg`
+    is the exact Python value, not yet converted to any dtype (it may not fit one;
+    `typerules.coerce` converts it). A weak value that is not a literal is a shape symbol
+    used as a value, or arithmetic on symbols (`n // 2`, `1 / n`), like `len(x)` in
+    numpy: its expr computes it at run time in its kind's dtype (i64 wrapping, f64).
     """
 
     expr: Expr
@@ -63,8 +66,13 @@ class Val:
         return len(self.shape)
 
     @property
+    def is_literal(self) -> bool:
+        """A weak value known at compile time (its expr is the Python value)."""
+        return self.weak and self.expr.op == "CONST"
+
+    @property
     def literal(self) -> bool | int | float:
-        assert self.weak, "not a literal"
+        assert self.is_literal, "not a literal"
         return self.expr.arg
 
     @staticmethod

@@ -12,6 +12,13 @@ integer is the identity, and float-only ops never see an integer operand.
 Arithmetic on nothing but literals is evaluated at compile time with Python's own
 operators, as numpy users get when Python evaluates `2 * pi` before numpy sees it; the
 result is still a weak literal.
+
+Shape symbols used as values are weak ints too, as `len(x)` is a Python int in numpy:
+`x_f32 - s / n` is f32 and `x_i8 + n` is i8 (where numpy raises OverflowError for an `n`
+that does not fit, the conversion wraps, as every integer conversion in the DSL does).
+Comparisons with integers are exact, as numpy 2's with Python ints. Operators on weak
+values alone, at least one of them a symbol (`n // 2`, `1 / n`), compute Python's result
+at run time in i64 (wrapping) or f64 and stay weak; see docs/dsl.md, decision 21.
 """
 
 from __future__ import annotations
@@ -153,8 +160,9 @@ def fold(name: str, operands: Sequence[Val], span: Span | None) -> Val:
 # ------------------------------------------------------------------ conversion
 def coerce(val: Val, dtype: DType) -> Expr:
     """`val`'s element expression as `dtype`: weak literals convert (and must fit),
-    anything else gets a CAST when its dtype differs."""
-    if val.weak:
+    anything else gets a CAST when its dtype differs (a weak shape-symbol value too: it
+    wraps into a narrower integer type and rounds into a float type)."""
+    if val.is_literal:
         return Expr.const(convert_literal(val.literal, dtype, val.span), dtype)
     if val.dtype is dtype:
         return val.expr
@@ -162,26 +170,36 @@ def coerce(val: Val, dtype: DType) -> Expr:
 
 
 def strengthen(val: Val) -> Val:
-    """A weak value as the array numpy would make of it (`np.asarray(2)` is i64)."""
+    """A weak value as the array numpy would make of it (`np.asarray(2)` is i64,
+    `np.asarray(len(x))` too)."""
     if not val.weak:
         return val
+    if not val.is_literal:  # already computed in its kind's dtype, i64 or f64
+        return Val(val.expr, val.shape, False, val.span)
     return Val(coerce(val, default_dtype(val.literal, val.span)), val.shape, False, val.span)
 
 
 def cast(val: Val, dtype: DType, span: Span | None) -> Val:
     """`dtype(val)`: an explicit conversion (CAST semantics)."""
-    if val.weak:
+    if val.is_literal:
         return Val(Expr.const(cast_literal(val.literal, dtype, val.span or span), dtype), val.shape, False, span)
     return Val(coerce(val, dtype), val.shape, False, span)
 
 
 # ------------------------------------------------------------------ numpy's dispatcher
 def _oracle_key(val: Val) -> DType | type:
-    # weak ints and floats go to numpy as the Python types (NEP 50 "abstract" scalars);
-    # a weak bool behaves exactly like a bool array, so it goes as one
+    # weak ints and floats go to numpy as the Python types (NEP 50 "abstract" scalars),
+    # shape-symbol values as the Python int len() gives; a weak bool behaves exactly like
+    # a bool array, so it goes as one
     if val.weak and val.dtype is not BOOL:
-        return type(val.literal)
+        return int if val.dtype.is_int else float
     return val.dtype
+
+
+def _own_dtype(val: Val) -> DType:
+    """The dtype numpy gives a weak value on its own: a literal's `np.asarray(v)`, a
+    shape-symbol value's kind (i64 or f64)."""
+    return default_dtype(val.literal, val.span) if val.is_literal else val.dtype
 
 
 @functools.lru_cache(maxsize=None)
@@ -196,20 +214,21 @@ def _resolve(ufunc: np.ufunc, key: tuple) -> tuple[tuple[DType, ...], DType] | N
 
 def resolve(ufunc: np.ufunc, operands: Sequence[Val]) -> tuple[tuple[DType, ...], DType] | None:
     """numpy's loop for these operands: (input dtypes, output dtype), or None if undefined.
-    Literals that meet no typed operand are typed as numpy types a lone Python scalar."""
+    Weak values that meet no typed operand are typed as numpy types a lone Python scalar."""
     if all(v.weak for v in operands):
-        key = tuple(default_dtype(v.literal, v.span) for v in operands)
+        key = tuple(_own_dtype(v) for v in operands)
     else:
         key = tuple(_oracle_key(v) for v in operands)
     return _resolve(ufunc, key)
 
 
 def describe(val: Val) -> str:
-    """How a value's type reads in a message: `f32`, `an int literal`."""
-    if val.weak:
-        kind = type(val.literal).__name__
-        return f"{'an' if kind == 'int' else 'a'} {kind} literal"
-    return str(val.dtype)
+    """How a value's type reads in a message: `f32`, `an int literal`, `an int shape symbol`."""
+    if not val.weak:
+        return str(val.dtype)
+    kind = "bool" if val.dtype is BOOL else "int" if val.dtype.is_int else "float"
+    what = "literal" if val.is_literal else "shape symbol" if val.expr.op == "SYM" else "computed from shape symbols"
+    return f"{'an' if kind == 'int' else 'a'} {kind} {what}"
 
 
 def _type_error(spec: Elementwise, operands: Sequence[Val], span: Span | None) -> CompileError:
@@ -239,7 +258,13 @@ def apply(spec: Elementwise, operands: Sequence[Val], span: Span | None) -> Val:
                 raise CompileError(f"'{spec.name}' needs bool operands; got {v.dtype}", v.span or span,
                                    hint="compare first, e.g. x > 0, or use '&', '|', '~' on integers")
     if spec.operator and all(v.weak for v in operands):
-        return fold(spec.name, operands, span)
+        if all(v.is_literal for v in operands):
+            return fold(spec.name, operands, span)
+        return _weak_operator(spec, operands, span)
+    if spec.op in _SWAP and not any(v.dtype.is_float for v in operands if not v.weak):
+        # numpy 2 compares a Python int with an integer array exactly, even one outside
+        # its range: as i64 (a symbol's own type) the loop below is exact
+        operands = [strengthen(v) if v.weak and not v.is_literal else v for v in operands]
     shape = broadcast_shapes(v.shape for v in operands)
     if shape is None:
         raise _shape_error(spec, operands, span)
@@ -251,6 +276,24 @@ def apply(spec: Elementwise, operands: Sequence[Val], span: Span | None) -> Val:
         return _int_power(operands, in_dtypes[0], shape, span)
     srcs = tuple(align(Val(coerce(v, d), v.shape), shape) for v, d in zip(operands, in_dtypes))
     return Val(emit(spec.op, srcs, in_dtypes, out_dtype), shape, False, span)
+
+
+def _weak_operator(spec: Elementwise, operands: Sequence[Val], span: Span | None) -> Val:
+    """An operator on weak scalars, at least one a shape-symbol value (`n // 2`, `1 / n`,
+    `n - 2*m`): what Python computes on `len()` results, at run time in i64 (wrapping, by
+    the DSL's integer rules) and f64. The result stays weak, as Python's int or float
+    does; a comparison gives a bool, which behaves like a bool array anyway."""
+    key = tuple(I64 if v.dtype.is_int else v.dtype for v in operands)  # int literals must fit i64
+    loop = _resolve(spec.ufunc, key)
+    if loop is None:
+        raise _type_error(spec, operands, span)
+    in_dtypes, out_dtype = loop
+    if spec.op == "POW" and not out_dtype.is_float:
+        val = _int_power(operands, in_dtypes[0], (), span)
+    else:
+        srcs = tuple(coerce(v, d) for v, d in zip(operands, in_dtypes))
+        val = Val(emit(spec.op, srcs, in_dtypes, out_dtype), (), False, span)
+    return attrs.evolve(val, weak=out_dtype in (I64, F64))
 
 
 def emit(op: str | None, srcs: tuple[Expr, ...], in_dtypes: Sequence[DType], out: DType) -> Expr:
@@ -307,7 +350,7 @@ def _int_power(operands: Sequence[Val], dtype: DType, shape, span) -> Val:
     truncated `1 / a**-b` (numpy raises there; see docs/dsl.md)."""
     base, exp = operands
     x = align(Val(coerce(base, dtype), base.shape), shape)
-    if not exp.weak:
+    if not exp.is_literal:
         b = align(Val(coerce(exp, dtype), exp.shape), shape)
         return Val(Expr("POW", dtype, (x, b)), shape, False, span)
     if isinstance(exp.literal, float) or exp.literal < 0:
@@ -329,6 +372,6 @@ def can_assign(val: Val, dtype: DType) -> bool:
     """Whether `out[...] = val` may convert implicitly: numpy's same-kind rule, where a
     weak scalar stands for its kind (bool < int < float)."""
     if val.weak:
-        src = kind_dtype(val.literal)
+        src = val.dtype  # the weak value's kind
         return src is BOOL or (src.is_int and not dtype.is_bool) or dtype.is_float
     return bool(np.can_cast(val.dtype.np, dtype.np, "same_kind"))
