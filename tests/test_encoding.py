@@ -5,16 +5,22 @@ from __future__ import annotations
 import math
 import struct
 import zlib
+from unittest import mock
 
+import attrs
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hologram.core import encoding
 from hologram.core.asm import format_program, parse_program
 from hologram.core.encoding import FORMAT_VERSION, MAGIC, decode, encode, program_hash
 from hologram.core.errors import ISAError
 from hologram.core.isa import BufferParam, Imm, Instr, Program, Reg, RegDecl, Stage
+from hologram.core.plugins import get_backend
 from hologram.core.types import Affine, DType
+from hologram.core.verifier import verify
 from hologram.testing.isa_strategies import programs
 
 SAMPLE = parse_program("""
@@ -199,3 +205,133 @@ def test_numpy_integers_in_fields_are_accepted():
     assert verify(p) is p
     assert decode(encode(p)) == p
     assert parse_program(format_program(p)) == p
+
+
+# ------------------------------------------------------- one program, one encoding
+# A dimension's terms are canonical (sorted by symbol, each once, non-zero coefficients):
+# Affine canonicalizes in its constructor, and decode refuses bytes that spell a
+# dimension any other way. Before, `n` spelled `-1*n + 2*n` decoded as such; the verifier
+# read it as `2*n` (Poly.of kept the last term) while the runtimes sized buffers as `n`.
+DOUBLED = parse_program("""
+.program doubled
+.symbols n
+.param in x: f32[2*n]
+.param out y: f32[2*n]
+.stage s domain [2*n] block [32]
+    .reg %i: i64
+    .reg %v: f32
+    MOV.i64 %i, %gid.x
+    LDG.f32 %v, [x + %i]
+    STG.f32 [y + %i], %v
+    EXIT
+""")
+
+
+def _spelled(p: Program, spell, buffers_only: bool = False) -> bytes:
+    """`p` encoded with each dimension's terms written as `spell(dim)` returns them (a
+    forger's encoder: the real one writes canonical terms only); with `buffers_only`,
+    only the dimensions of buffer shapes."""
+    def affine(self, a):
+        self.svarint(a.const)
+        self.seq(spell(a), lambda t: (self.str(t[0]), self.svarint(t[1])))
+
+    def buffer(self, b):  # as _Writer.buffer
+        self.str(b.name)
+        self.dtype(b.dtype)
+        self.str(b.role)
+        self.seq(b.shape, lambda a: affine(self, a))
+
+    with mock.patch.object(encoding._Writer, *(("buffer", buffer) if buffers_only else ("affine", affine))):
+        return encode(p)
+
+
+def test_affine_is_canonical_by_construction():
+    n = Affine.of("n")
+    assert Affine(0, (("n", -1), ("n", 2))) == n and hash(Affine(0, (("n", -1), ("n", 2)))) == hash(n)
+    assert Affine(3, (("n", 0),)) == Affine(3) and Affine(0, (("n", 2), ("n", -2))).is_const
+    assert Affine(1, (("n", 1), ("m", 2))).terms == (("m", 2), ("n", 1))
+    assert Affine(0, (("n", np.int64(2)),)).terms == (("n", 2),) and type(Affine(0, (("n", np.int64(2)),)).terms[0][1]) is int
+    assert Affine(0, (("n", 1), ("m", 2), ("n", -1))) == Affine.of("m") * 2
+    # equal programs: one encoding, one hash
+    zero_term = attrs.evolve(DOUBLED, stages=(attrs.evolve(DOUBLED.stages[0], domain=(Affine(0, (("n", 2), ("m", 0))),)),))
+    assert zero_term == DOUBLED and encode(zero_term) == encode(DOUBLED)
+    assert program_hash(zero_term) == program_hash(DOUBLED)
+
+
+def test_affine_leaves_malformed_terms_to_the_structure_check():
+    assert Affine(0, [("n", 1)]).terms == [("n", 1)]  # type: ignore[arg-type]
+    with pytest.raises(ISAError, match=r"terms should be a tuple"):
+        encode(Program("p", (BufferParam("x", DType.F32, (Affine(0, [("n", 1)]),), "in"),), symbols=("n",)))  # type: ignore[arg-type]
+    with pytest.raises(ISAError, match=r"terms\[0\]\[1\] should be int, not 'x'"):
+        encode(Program("p", (BufferParam("x", DType.F32, (Affine(0, (("n", "x"),)),), "in"),), symbols=("n",)))
+
+
+@pytest.mark.parametrize("spelling", [
+    (("n", -1), ("n", 2)),  # n, read by the verifier as 2*n before
+    (("n", 1), ("n", 0)),
+    (("n", 1), ("m", 0)),
+    (("m", 0), ("n", 1)),
+])
+def test_non_canonical_dimension_is_refused(spelling):
+    data = _spelled(DOUBLED, lambda a: spelling if a.terms == (("n", 2),) else a.terms)
+    with pytest.raises(ISAError, match="not in canonical form"):
+        decode(data)
+
+
+@pytest.mark.parametrize("backend", ["interp", "cpu_llvm"])
+def test_forged_doubled_shape_cannot_reach_a_backend(backend):
+    """The fuzzer's reproducer: `x, y: f32[2*n]` re-encoded with shape `-1*n + 2*n`
+    passed verify(decode(...)); then cpu_llvm copied 2*n elements between arrays of n
+    (`free(): invalid pointer` at n = 3e6) and interp raised. Here the arrays are views
+    inside guard regions, so an access beyond them lands in the guard (and is seen)
+    instead of crashing the test process."""
+    data = _spelled(DOUBLED, lambda a: (("n", -1), ("n", 2)), buffers_only=True)
+    try:
+        program = verify(decode(data))
+    except ISAError as e:
+        assert "not in canonical form" in str(e)
+        return
+    b, n = get_backend(backend), 1000
+    xs, ys = np.full(3 * n, 7.0, np.float32), np.zeros(3 * n, np.float32)
+    b.launch(b.prepare(program), {"x": xs[:n], "y": ys[n:2 * n]}, {}, {"n": n})
+    assert not ys[2 * n:].any(), "the launch wrote past the end of y"
+
+
+@st.composite
+def _respelling(draw, terms: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:
+    """Terms summing to the same dimension: coefficients split, zero terms, any order."""
+    out: list[tuple[str, int]] = []
+    for name, c in terms:
+        pieces = draw(st.lists(st.integers(-3, 3), max_size=2))
+        out += [(name, k) for k in pieces] + [(name, c - sum(pieces))]
+    out += [(name, 0) for name in draw(st.lists(st.sampled_from(["m", "n", "q"]), max_size=1))]
+    return tuple(draw(st.permutations(out)))
+
+
+@given(programs(max_stages=1, max_instructions=8), st.data())
+@settings(max_examples=60)
+def test_decode_accepts_only_the_canonical_encoding(p, data):
+    """Every spelling of `p`'s dimensions either is `encode(p)` or is refused; what
+    decodes re-encodes to exactly its bytes (one program, one encoding)."""
+    blob = _spelled(p, lambda a: data.draw(_respelling(a.terms)))
+    try:
+        q = decode(blob)
+    except ISAError as e:
+        assert "canonical" in str(e)
+        return
+    assert blob == encode(p) and q == p and encode(q) == blob
+
+
+@given(programs(max_stages=1, max_instructions=12), st.data())
+@settings(max_examples=60)
+def test_mutated_encodings_decode_only_to_their_own_bytes(p, data):
+    body = bytearray(encode(p)[:-4])
+    for _ in range(data.draw(st.integers(1, 3))):
+        i = data.draw(st.integers(5, len(body) - 1))
+        body[i] = data.draw(st.integers(0, 255))
+    blob = _with_crc(bytes(body))
+    try:
+        q = decode(blob)
+    except ISAError:
+        return
+    assert encode(q) == blob

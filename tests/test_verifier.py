@@ -662,3 +662,28 @@ L3:
     STG.i8      [y + %r0], %r1
     EXIT
 """))
+
+
+# ============================================= soundness findings of the fuzzing campaign
+def _forged(dim: Affine, terms: tuple) -> Affine:
+    """`dim` with `terms` as they are, as no constructor builds it any more (Affine
+    canonicalizes): the verifier must still read what the runtimes evaluate."""
+    object.__setattr__(dim, "terms", terms)
+    return dim
+
+
+def test_poly_of_sums_a_repeated_symbol():
+    n = _forged(Affine.of("n"), (("n", -1), ("n", 2)))
+    assert n.evaluate({"n": 5}) == 5 and Poly.of(n) == Poly.sym("n")
+    assert Poly.of(_forged(Affine.of(3), (("m", 2), ("n", 0), ("m", -1)))) == Poly.sym("m") + 3
+
+
+def test_a_forged_repeated_symbol_shape_is_read_as_the_runtimes_read_it():
+    """`x, y: f32[-1*n + 2*n]` (that is, `n`) over a domain of `2*n` lanes: Poly.of used
+    to keep the last term and prove the copy in bounds for `2*n` elements."""
+    shape = lambda: (_forged(Affine.of("n"), (("n", -1), ("n", 2))),)  # noqa: E731
+    p = prog("    MOV.i64 %i, %gid.x\n    LDG.f32 %v, [x + %i]\n    STG.f32 [y + %i], %v\n    EXIT\n",
+             HEADER.replace("domain [n]", "domain [2*n]"))
+    p = attrs.evolve(p, params=(p.params[0], attrs.evolve(p.params[1], shape=shape()),
+                                attrs.evolve(p.params[2], shape=shape())))
+    rejected(p, "bounds", "LDG.f32 %v, [x + %i]")

@@ -296,7 +296,12 @@ class _Reader:
 
     def affine(self) -> Affine:
         const = self.svarint()
-        return Affine(const, self.seq(lambda: (self.str(), self.svarint())))
+        terms = self.seq(lambda: (self.str(), self.svarint()))
+        dim = Affine(const, terms)
+        if dim.terms != terms:  # the constructor canonicalized: these bytes spell it another way
+            raise self.fail(f"dimension {dim} is not in canonical form (terms sorted by symbol, "
+                            "each symbol once, no zero coefficient)")
+        return dim
 
     def value(self, tag: int | None = None) -> bool | int | float:
         tag = self.byte() if tag is None else tag

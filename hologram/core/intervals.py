@@ -60,7 +60,10 @@ class Poly:
     def of(a: Affine | int) -> "Poly":
         if not isinstance(a, Affine):
             return Poly.const(a)
-        return Poly.make({(): a.const, **{(n,): c for n, c in a.terms}})
+        acc: dict[Monomial, int] = {(): a.const}
+        for n, c in a.terms:  # summed: a repeated symbol must mean what the runtimes evaluate
+            acc[(n,)] = acc.get((n,), 0) + c
+        return Poly.make(acc)
 
     def __add__(self, other: "Poly | int") -> "Poly":
         o = other if isinstance(other, Poly) else Poly.const(other)

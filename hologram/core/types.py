@@ -132,16 +132,42 @@ def promote_weak(strong: DType, literal: bool | int | float) -> DType:
     return DType.from_numpy(np.result_type(strong.np, literal))
 
 
+def _canonical_terms(terms: object) -> object:
+    """`terms` sorted by symbol name, each symbol once (coefficients summed), zero
+    coefficients dropped. Every consumer then reads the same value: the verifier's
+    polynomials and the runtimes' sizes agree, and one dimension has one encoding (and
+    one program hash). Anything but a tuple of (str, int) pairs is returned unchanged,
+    for `structure_problem` to describe."""
+    if type(terms) is not tuple:
+        return terms
+    prev = ""
+    for t in terms:  # the common case: already canonical, kept as it is (no allocation)
+        if type(t) is not tuple or len(t) != 2 or type(t[0]) is not str or type(t[1]) is not int \
+                or not t[1] or t[0] <= prev:
+            break
+        prev = t[0]
+    else:
+        return terms
+    acc: dict[str, int] = {}
+    for t in terms:
+        if not (isinstance(t, tuple) and len(t) == 2 and isinstance(t[0], str)
+                and isinstance(t[1], (int, np.integer)) and not isinstance(t[1], (bool, np.bool_))):
+            return terms
+        acc[t[0]] = acc.get(t[0], 0) + int(t[1])
+    return tuple(sorted((n, c) for n, c in acc.items() if c))
+
+
 @attrs.frozen(order=True)
 class Affine:
     """`const + sum(coeff * symbol)`: a dimension or a symbolic integer.
 
-    Terms are kept sorted by symbol name with non-zero coefficients, so equal
-    expressions are equal values (and hash alike).
+    The constructor canonicalizes the terms (`_canonical_terms`): sorted by symbol name,
+    one per symbol, non-zero coefficients. So `Affine(0, (("n", -1), ("n", 2)))` is
+    `Affine(0, (("n", 1),))`, and equal expressions are equal values (and hash alike).
     """
 
     const: int = 0
-    terms: tuple[tuple[str, int], ...] = ()
+    terms: tuple[tuple[str, int], ...] = attrs.field(default=(), converter=_canonical_terms)
 
     @staticmethod
     def of(value: "int | str | Affine") -> "Affine":
@@ -155,10 +181,7 @@ class Affine:
 
     @staticmethod
     def _make(const: int, terms: Iterable[tuple[str, int]]) -> "Affine":
-        acc: dict[str, int] = {}
-        for name, c in terms:
-            acc[name] = acc.get(name, 0) + c
-        return Affine(const, tuple(sorted((n, c) for n, c in acc.items() if c != 0)))
+        return Affine(const, tuple(terms))  # the constructor sums, sorts and drops zeros
 
     def __add__(self, other: "int | str | Affine") -> "Affine":
         o = Affine.of(other)
