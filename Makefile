@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test venv clean bench difftest
+.PHONY: demo test venv clean bench difftest wheel-check
 
 venv: $(STAMP)
 
@@ -19,9 +19,17 @@ demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
 # The held-out acceptance suite pins the reference interpreter; it runs once more on cpu_llvm.
+# Then the plain install, from wheels (wheel-check).
 test: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q
 	HOLOGRAM_HELDOUT_BACKEND=cpu_llvm $(BIN)/python -m pytest -q tests/heldout
+	bash .ci/wheels.sh $(BIN)/python
+
+# What `pip install hologram-kernels` gives a user: the three wheels built and installed into a
+# fresh venv in a temporary directory, without extras or editable paths; the CLI, a kernel on
+# every backend and the demo run there (.ci/wheels.sh; about 10 s with pip's cache warm).
+wheel-check: $(STAMP)
+	bash .ci/wheels.sh $(BIN)/python
 
 # Benchmarks need numexpr and numba (the `bench` extra) and the native backend when present;
 # OpenBLAS tuning variables are dropped so numpy's gemm, the baseline, runs at its own speed.

@@ -339,26 +339,43 @@ def cmd_compile(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------- plugins
 STATUS_STYLE = {"ok": "green", "failed": "bold red", "disabled": "yellow", "missing": "yellow"}
 
+# The backends this repository ships (entry-point name = backend name, distribution, what
+# it is): `hologram plugins` says how to add whichever is absent. `pip install
+# hologram-kernels` brings both where it can (pyproject.toml; docs/decisions.md).
+FIRST_PARTY_BACKENDS = (
+    ("cpu_llvm", "hologram-backend-cpu-llvm", "the native CPU backend; needs llvmlite, which has wheels for CPython "
+     "on x86-64 and aarch64 Linux, arm64 macOS and x86-64 Windows"),
+    ("interp", "hologram-backend-interp", "the reference interpreter; pure Python and numpy, runs anywhere"),
+)
+
 
 def cmd_plugins(args: argparse.Namespace) -> int:
     from rich.table import Table
     from rich.text import Text
 
     console = _console()
+    report = plugin_report()
     table = Table(title=f"hologram {__version__} plugins", title_justify="left")
-    for col in ("plugin", "version", "registered", "status"):
-        table.add_column(col, overflow="fold")
-    for row in plugin_report():
+    table.add_column("plugin", no_wrap=True)
+    table.add_column("version")
+    table.add_column("registered")
+    table.add_column("status", overflow="fold")
+    for row in report:
         status = Text(row.status, style=STATUS_STYLE.get(row.status, ""))
         if row.error:
             status.append(f": {row.error}", style="")
         table.add_row(Text(row.name), Text(row.origin), Text("\n".join(row.registered) or "-"), status)
+    if console.measure(table, options=console.options.update_width(10_000)).maximum > console.width:
+        # Too wide for the terminal: wrap the version column between distribution name and
+        # version, never inside a name (rich would shrink it like the others and fold
+        # `hologram-backend-cpu-llvm` mid-word), and let `registered` and `status` wrap.
+        table.columns[1].width = max((len(word) for row in report for word in row.origin.split()), default=1)
     console.print(table)
     _print_passes(console)
 
     found = backends()
+    default = _default_backend_name()
     if found:
-        default = _default_backend_name()
         bt = Table(title="backends", title_justify="left")
         for col in ("backend", "priority", "available", "default", "text forms (--emit)"):
             bt.add_column(col)
@@ -367,9 +384,32 @@ def cmd_plugins(args: argparse.Namespace) -> int:
             bt.add_row(Text(name), str(found[name].priority), "yes" if name in ready else "no",
                        "*" if name == default else "", Text(", ".join(backend_forms(found[name])) or "-"))
         console.print(bt)
-    else:
-        console.print("no backends installed (pip install hologram-backend-interp)")
+    for line in backend_notes(report, found, default):
+        console.print(Text(line))
     return 0
+
+
+def backend_notes(report: Sequence[Any], found: dict[str, Any], default: str | None) -> list[str]:
+    """What runs kernels here, and how to add the first-party backends that are absent."""
+    if default is not None:
+        notes = [f"kernels run on {default} unless --backend or HOLOGRAM_BACKEND names another backend"]
+    elif found:
+        notes = ["no installed backend is available on this machine: kernels compile but cannot run"]
+    else:
+        notes = ["no backend is installed: kernels compile but cannot run"]
+    rows = {row.name: row for row in report}
+    for name, distribution, what in FIRST_PARTY_BACKENDS:
+        row = rows.get(name)
+        if name in found:
+            continue
+        if row is not None and row.status == "disabled":
+            notes.append(f"{name} ({what}) is installed but left out by HOLOGRAM_PLUGINS")
+        elif row is not None and row.status == "failed":
+            notes.append(f"{name} ({what}) is installed but failed to load (its row above says why); "
+                         f"reinstall: pip install --force-reinstall {distribution}")
+        else:
+            notes.append(f"{name} is not installed ({what}): pip install {distribution}")
+    return notes
 
 
 def _print_passes(console: Any) -> None:

@@ -255,6 +255,44 @@ def test_plugins_lists_plugins_and_backends(capsys):
         assert any(l.split()[:2] == ["│", "cpu_llvm"] and "llvm, llvm-opt, native" in l for l in backends)
 
 
+def test_plugins_at_80_columns_never_breaks_a_distribution_name(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, err = run(capsys, "plugins")
+    assert code == 0, err
+    assert max(len(line) for line in out.splitlines()) <= 80
+    for row in plugins.plugin_report():
+        if row.distribution:
+            assert row.distribution in out, f"{row.distribution} is broken across lines:\n{out}"
+    assert "status" in out.splitlines()[2]  # the last column is not cut off
+
+
+def test_plugins_says_what_runs_kernels_and_how_to_add_a_missing_backend(capsys, monkeypatch):
+    code, out, _ = run(capsys, "plugins")
+    default = hologram.get_backend().name
+    assert code == 0 and f"kernels run on {default} unless --backend or HOLOGRAM_BACKEND names another backend" in out
+    monkeypatch.setenv("HOLOGRAM_PLUGINS", "-interp")
+    plugins.reset()
+    code, out, _ = run(capsys, "plugins")
+    assert code == 0 and "interp (the reference interpreter; pure Python and numpy, runs anywhere) is installed but " \
+                         "left out by HOLOGRAM_PLUGINS" in " ".join(out.split())
+
+
+def test_backend_notes_name_the_distribution_to_install():
+    interp = plugins.PluginInfo("interp", "hologram-backend-interp", "0.1.0", ("backend interp",), "ok")
+    notes = cli.backend_notes([interp], {"interp": object()}, "interp")
+    assert notes[0] == "kernels run on interp unless --backend or HOLOGRAM_BACKEND names another backend"
+    assert notes[1].startswith("cpu_llvm is not installed (the native CPU backend; needs llvmlite")
+    assert notes[1].endswith("): pip install hologram-backend-cpu-llvm")
+    assert len(notes) == 2
+    notes = cli.backend_notes([], {}, None)
+    assert notes[0] == "no backend is installed: kernels compile but cannot run"
+    assert notes[2] == ("interp is not installed (the reference interpreter; pure Python and numpy, runs anywhere): "
+                        "pip install hologram-backend-interp")
+    broken = plugins.PluginInfo("cpu_llvm", "hologram-backend-cpu-llvm", "0.1.0", (), "failed", "ImportError: x")
+    assert "failed to load (its row above says why); reinstall: pip install --force-reinstall " \
+           "hologram-backend-cpu-llvm" in cli.backend_notes([broken, interp], {"interp": object()}, "interp")[1]
+
+
 class CommandPlugin:
     @staticmethod
     @hologram.hookimpl

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The plain install, as a user gets it: build the three wheels, install them into a fresh
+# virtual environment with no extras and no editable paths (`pip install hologram-kernels`
+# with the wheels as the only place our distributions come from), then run the CLI, a
+# kernel on every backend and the README demo there. An install-path defect (a missing
+# dependency or package file, a run-time import of the test extra, no backend) fails here.
+#
+#     .ci/wheels.sh [PYTHON]      # `make wheel-check`; PYTHON (default .venv/bin/python)
+#                                 # needs pip and setuptools>=77, as the dev venv has
+#
+# Our distributions are built without build isolation (the given Python's setuptools), so
+# nothing is downloaded for the build; their dependencies (numpy, llvmlite, ...) come from
+# the configured index and pip's cache. Set KEEP_WHEEL_CHECK=1 to keep the temporary
+# directory for a look.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+PY=${1:-${PYTHON:-$ROOT/.venv/bin/python}}
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/hologram-wheel-check.XXXXXX")
+cleanup() { if [ -z "${KEEP_WHEEL_CHECK:-}" ]; then rm -rf "$WORK"; else echo "kept $WORK"; fi; }
+trap cleanup EXIT
+step() { printf '\n== wheel-check: %s\n' "$*"; }
+
+# Build from a copy of the sources, so the build leaves no build/ or *.egg-info in the tree.
+step "building the wheels"
+mkdir -p "$WORK/src" "$WORK/wheels"
+tar -C "$ROOT" --exclude='__pycache__' --exclude='*.egg-info' --exclude='build' \
+    -cf - pyproject.toml README.md hologram plugins/interp plugins/cpu_llvm | tar -C "$WORK/src" -xf -
+"$PY" -m pip wheel --quiet --no-deps --no-build-isolation --wheel-dir "$WORK/wheels" \
+    "$WORK/src" "$WORK/src/plugins/interp" "$WORK/src/plugins/cpu_llvm"
+ls "$WORK/wheels"
+
+step "installing hologram-kernels into a fresh venv (no extras)"
+"$PY" -m venv --without-pip "$WORK/venv"
+VPY=$WORK/venv/bin/python
+# pip runs from the build Python and installs into the new venv; our three distributions can
+# come only from the wheels (none is on the index), the rest from the index or pip's cache.
+"$PY" -m pip --python "$VPY" install --quiet --find-links "$WORK/wheels" hologram-kernels
+
+# From here on nothing of the checkout may be imported: run elsewhere, with a clean path.
+cd "$WORK"
+unset PYTHONPATH HOLOGRAM_BACKEND HOLOGRAM_PLUGINS HOLOGRAM_OPT
+export HOLOGRAM_CACHE_DIR=$WORK/cache COLUMNS=100
+"$VPY" - "$WORK/venv" <<'EOF'
+import importlib.metadata as md, importlib.util, platform, sys
+import hologram
+venv = sys.argv[1]
+assert hologram.__file__.startswith(venv), f"hologram imported from {hologram.__file__}, not the fresh venv"
+have = {d.metadata["Name"]: d.version for d in md.distributions()}
+ours = sorted(n for n in have if n.startswith("hologram"))
+print("installed:", ", ".join(f"{n} {have[n]}" for n in ours))
+assert "hologram-backend-interp" in have, "the plain install brought no reference interpreter"
+native = platform.python_implementation() == "CPython" and (sys.platform, platform.machine()) in {
+    ("linux", "x86_64"), ("linux", "aarch64"), ("darwin", "arm64"), ("win32", "AMD64")}
+assert ("hologram-backend-cpu-llvm" in have) == native, f"cpu_llvm installed: {'hologram-backend-cpu-llvm' in have}"
+for extra in ("hypothesis", "pytest"):
+    assert importlib.util.find_spec(extra) is None, f"{extra} is installed: the test extra leaked into the plain install"
+print("backends:", ", ".join(hologram.list_backends()), "- default:", hologram.get_backend().name)
+EOF
+
+HOLOGRAM=$WORK/venv/bin/hologram
+step "hologram plugins"
+"$HOLOGRAM" plugins
+step "hologram run (every backend)"
+for backend in $("$VPY" -c "import hologram; print(*hologram.list_backends())"); do
+    "$HOLOGRAM" run "$ROOT/kernels/axpy.toml" --bind n=5 --input alpha=2 --backend "$backend"
+done
+step "hologram diff-test without the test extra says what to install"
+if "$HOLOGRAM" diff-test --examples 1 2> "$WORK/difftest.err"; then
+    echo "diff-test ran without hypothesis installed?"; exit 1
+fi
+grep -F "pip install 'hologram-kernels[test]'" "$WORK/difftest.err"
+step "the README demo (every backend)"
+for backend in $("$VPY" -c "import hologram; print(*hologram.list_backends())"); do
+    "$VPY" "$ROOT/examples/demo.py" --backend "$backend"
+done
+step "ok: the wheels install and run without extras"
