@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -177,6 +178,39 @@ def test_a_negative_seed_is_a_usage_error_naming_the_option(capsys):
 
 
 # ------------------------------------------------------------------------------ compile
+WINDOW = """[kernel]
+name = "window"
+version = "1.0.0"
+inputs  = { x = "f32[n]", k = "f32[w]" }
+outputs = { y = "f32[n - w + 1]" }
+body = "y[i] = sum(x[i + j] * k[j], j)"
+"""
+
+
+def test_emit_stats_compares_at_sizes_where_no_dimension_is_degenerate(capsys, tmp_path):
+    path = tmp_path / "window.toml"
+    path.write_text(WINDOW)
+    code, out, err = run(capsys, "compile", str(path), "--emit", "stats")
+    assert code == 0, err
+    assert "change at n=1024, w=512" in out  # n = w = 1024 would make y one element long
+    written = re.search(r"bytes written .*│\s+(\d+) -> (\d+)", out)
+    assert written and int(written.group(1)) == 4 * (1024 - 512 + 1)
+    code, out, _ = run(capsys, "compile", "kernels/softmax.toml", "--emit", "stats")
+    assert code == 0 and "change at n=1024" in out  # nothing degenerate: every symbol 1024
+
+
+def test_example_sizes_keep_every_dimension_large():
+    from hologram.passes.stats import NONDEGENERATE, example_sizes
+
+    assert example_sizes(hologram.compile(WINDOW).program) == {"n": 1024, "w": 512}
+    assert example_sizes(hologram.compile_file("kernels/gemm.toml").program) == {"k": 1024, "m": 1024, "n": 1024}
+    flipped = hologram.compile(WINDOW.replace("n - w + 1", "w - n + 1").replace("x[i + j] * k[j]", "k[i + j] * x[j]"))
+    assert example_sizes(flipped.program) == {"n": 1024, "w": 2048}  # as near 1024 as {"n": 512, "w": 1024}
+    deep = hologram.compile(WINDOW.replace("n - w + 1", "n - 4*w - 1"))  # needs n > 4*w + 1
+    sizes = example_sizes(deep.program)
+    assert sizes["n"] - 4 * sizes["w"] - 1 >= NONDEGENERATE and sizes["w"] >= NONDEGENERATE, sizes
+
+
 def test_compile_emits_each_stage(capsys, tmp_path, two):
     k = hologram.compile_file("kernels/softmax.toml")
     for kind in ("ast", "ir", "asm"):

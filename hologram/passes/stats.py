@@ -33,10 +33,11 @@ from typing import Mapping
 import attrs
 
 from ..core.ir import LEAF_OPS, Expr, KernelIR, OnlineMaxSum, Statement, statement_exprs
-from ..core.isa import OPCODES, Imm, Instr, Label, Program, Reg, Special, Stage, Sym, lead_lane_axis
+from ..core.isa import OPCODES, BufferParam, Imm, Instr, Label, Program, Reg, Special, Stage, Sym, lead_lane_axis
 from ..core.intervals import Poly
+from ..core.types import Affine
 
-__all__ = ["Poly", "Formula", "Stats", "lane_work", "measure", "format_stats", "reduction"]
+__all__ = ["Poly", "Formula", "Stats", "lane_work", "measure", "format_stats", "example_sizes", "reduction"]
 
 Term = tuple[int, tuple[Poly, ...], tuple[Poly, ...]]  # (coefficient, factors, conditions)
 
@@ -523,11 +524,48 @@ METRICS = (("stages", "stages"), ("IR ops", "ir_ops"), ("instructions", "instruc
            ("registers", "registers"), ("bytes read", "bytes_read"), ("bytes written", "bytes_written"))
 
 
+# The sizes `example_sizes` tries for each shape symbol, nearest 1024 first: a dimension of
+# at least NONDEGENERATE elements is a fair example of the kernel's byte traffic.
+DEFAULT_SIZE = 1024
+SIZE_CHOICES = (1024, 512, 2048, 256, 4096, 128, 64, 32, 16, 8, 4, 2, 1)
+NONDEGENERATE = 256
+MAX_SEARCHED_SYMBOLS = 4  # 13**4 assignments; past that, every symbol is DEFAULT_SIZE
+
+
+def example_sizes(program: Program) -> dict[str, int]:
+    """Values for the program's shape symbols at which to compare byte counts: 1024 each
+    unless a dimension (of a parameter, a temporary or a stage domain) would then be
+    small or empty, as `f32[n - w + 1]` is at n = w = 1024. Then the assignment from
+    SIZE_CHOICES that makes the smallest dimension largest (up to NONDEGENERATE), nearest
+    1024 otherwise: n = 1024, w = 512 there. A kernel with more than
+    MAX_SEARCHED_SYMBOLS symbols keeps 1024 for each."""
+    import itertools
+    import math
+
+    names = program.symbols
+    buffers = [b for b in (*program.params, *program.temps) if isinstance(b, BufferParam)]
+    dims = [Affine.of(d) for b in buffers for d in b.shape]
+    dims += [Affine.of(d) for stage in program.stages for d in stage.domain]
+    dims = [d for d in dims if d.terms]  # constant dimensions do not depend on the choice
+
+    def score(values: tuple[int, ...]) -> tuple[int, float]:
+        bound = dict(zip(names, values))
+        smallest = min((d.evaluate(bound) for d in dims), default=NONDEGENERATE)
+        return min(smallest, NONDEGENERATE), -sum(abs(math.log2(v / DEFAULT_SIZE)) for v in values)
+
+    default = (DEFAULT_SIZE,) * len(names)
+    if score(default)[0] >= NONDEGENERATE or len(names) > MAX_SEARCHED_SYMBOLS:
+        return dict(zip(names, default))
+    best = max(itertools.product(SIZE_CHOICES, repeat=len(names)), key=score)  # max keeps the first best
+    return dict(zip(names, best))
+
+
 def format_stats(rows: Mapping[str, Stats], symbols: Mapping[str, int] | None = None, title: str | None = None):
     """A rich Table: one row per metric, one column per pipeline (in `rows` order), and the
     change from the first to the last column (`4 -> 1 (75% reduction)`). Byte counts
     print symbolically; their percentages are taken at `symbols` (default: every symbol
-    1024, stated in the caption)."""
+    1024; `example_sizes(program)` picks sizes where no dimension is degenerate), stated
+    in the caption."""
     from rich.table import Table
 
     names = list(rows)
@@ -539,7 +577,7 @@ def format_stats(rows: Mapping[str, Stats], symbols: Mapping[str, int] | None = 
         table.add_column(f"{names[0]} -> {names[-1]}", justify="right")
     syms = sorted(set().union(*(getattr(s, f).symbols for s in rows.values() for f in ("bytes_read",
                                                                                            "bytes_written"))))
-    at = {s: 1024 for s in syms if s not in _QUOTIENTS}  # quotients follow from the others
+    at = {s: DEFAULT_SIZE for s in syms if s not in _QUOTIENTS}  # quotients follow from the others
     at.update(symbols or {})
     bounds = False
     for label, field in METRICS:
