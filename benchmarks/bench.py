@@ -3,8 +3,9 @@
 
     python benchmarks/bench.py [--quick] [--only axpy,gemm] [--repeat N] [--results-dir DIR]
 
-Prints a table of median times per library, then the issue's targets with the measured
-ratios (met / not met), and writes everything as JSON to benchmarks/results/<UTC time>.json.
+Prints a table of median times per library, then the performance targets (benchmarks/README.md,
+"Targets") with the measured ratios (met / not met), and writes everything as JSON to
+benchmarks/results/<UTC time>.json.
 See benchmarks/README.md for what each number means.
 """
 
@@ -356,7 +357,7 @@ def _gflops(results: dict, col: str) -> float | None:
     return 2 * results["sizes"]["gemm"] ** 3 / t / 1e9 if t else None
 
 
-SIMPLE = ("axpy", "fused", "sum")  # the issue's "simple kernel"; the others are reported per kernel
+SIMPLE = ("axpy", "fused", "sum")  # the targets' "simple kernels"; the others are reported per kernel
 
 
 def _worst(results: dict, key: str) -> float | None:
@@ -533,7 +534,7 @@ def report(console: Any, results: dict) -> None:
                       f"{nb[name] * 1e3:.1f} ms" if name in nb else "-")
         console.print(j)
 
-    tt = Table(title="targets (issue 3)", title_justify="left")
+    tt = Table(title="performance targets (see benchmarks/README.md)", title_justify="left")
     for c in ("target", "measured", "met"):
         tt.add_column(c)
     for row in results["targets"]:

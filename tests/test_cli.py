@@ -393,3 +393,13 @@ def test_subprocess_entry_point(tmp_path):
     assert bad.stderr == f"hologram: error: cannot read {tmp_path / 'none.toml'}: No such file or directory\n"
     version = subprocess.run([sys.executable, "-m", "hologram", "--version"], capture_output=True, text=True, env=env)
     assert version.stdout == f"hologram {hologram.__version__}\n"
+
+
+def test_bench_names_its_targets_as_a_user_can_find_them(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOLOGRAM_")}
+    env["COLUMNS"] = "120"
+    done = subprocess.run([sys.executable, "-m", "hologram", "bench", "--quick", "--only", "axpy", "--repeat", "1",
+                           "--results-dir", str(tmp_path)], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "performance targets (see benchmarks/README.md)" in done.stdout
+    assert "issue" not in done.stdout.lower()  # no reference to a tracker a user cannot see
