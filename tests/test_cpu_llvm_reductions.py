@@ -3,7 +3,11 @@
 - float ReduceMin/ReduceMax use IEEE minimum/maximum so the lane loop vectorizes: a NaN
   anywhere (vector body or scalar tail) gives NaN, and ties of -0.0/+0.0 give a zero;
 - float sums into one element are summed per block and compensated across blocks, so a
-  multi-million-term sum stays within the log2(n) bound of `assert_close`.
+  multi-million-term sum stays within the log2(n) bound of `assert_close`; f16 terms
+  are summed in f32;
+- every reduction kind over f16 (and products and scatter-adds over f32) at lengths
+  where the type's precision runs out, written every way the DSL allows, meets the
+  contract on both backends (the lowering's accumulator rule, lower_plan.py).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from hologram_cpu_llvm.codegen import compile_program
 
 from test_cpu_llvm_codegen import REAL, I, N, _gid, both, llvm_launch, stage_program
 
-F32, F64, I64 = DType.F32, DType.F64, DType.I64
+F16, F32, F64, I64 = DType.F16, DType.F32, DType.F64, DType.I64
 
 
 def _reduce_program(op: str, t: DType, *, offset: int = 0, size: Affine = Affine.of(1), checked: bool = False,
@@ -96,6 +100,21 @@ def test_long_float_sum_meets_the_log2_bound(t, checked):
     bufs = {"x": x, "r": np.zeros(1, t.np)}
     REAL.launch(REAL.prepare(prog), bufs, {}, {"n": n})
     assert_close(bufs["r"], exact, reduction_n=n)
+
+
+def test_long_f16_sum_accumulates_in_f32():
+    """A hand-written ReduceAdd.f16 (the lowering never emits one): an f16 running sum
+    of terms below 1 stops growing at 2048 (256 for these terms below 1/8, whatever n
+    is); per block in f32, each chunk's partial rounded once, it meets the contract."""
+    prog = _reduce_program("ReduceAdd", F16, identity=0.0)
+    for n in (10_000, 1 << 18):
+        x = (np.random.default_rng(n).random(n) / 8).astype(np.float16)
+        exact = np.asarray([x.astype(np.float64).sum()]).astype(np.float16)
+        for chunk in (None, 4096):
+            assert_close(_run(prog, x, np.zeros(1, np.float16), chunk=chunk), exact, reduction_n=n)
+        bufs = {"x": x, "r": np.zeros(1, np.float16)}
+        REAL.launch(REAL.prepare(prog), bufs, {}, {"n": n})  # two threads, two f16 partials
+        assert_close(bufs["r"], exact, reduction_n=n)
 
 
 def test_float_sum_special_values():
@@ -211,3 +230,121 @@ def test_in_lane_float_sums_of_every_length(t, n):
         assert_close(got, want, reduction_n=max(n, 1), magnitude=np.abs(x.astype(np.float64)).sum(axis=1))
     if t == "f64":  # strict Kahan steps in program order on both backends: the same bits
         np.testing.assert_array_equal(outs[0].view(np.uint64), outs[1].view(np.uint64))
+
+
+# ------------------------------------------------- narrow types, long reductions
+def _doc(inputs: dict[str, str], outputs: dict[str, str], body: str) -> str:
+    table = lambda d: "{ " + ", ".join(f'{k} = "{v}"' for k, v in d.items()) + " }"  # noqa: E731
+    return (f'[kernel]\nname = "long"\nversion = "1.0.0"\ninputs = {table(inputs)}\n'
+            f'outputs = {table(outputs)}\nbody = """\n{body}\n"""\n')
+
+
+def _terms(kind: str, shape, t: str, rng) -> np.ndarray:
+    """Positive terms, so a sum grows until the type's running sum stalls (f16 sums stay
+    below ~4096, inside the f16 range); factors near 1 (tighter for the longer f32
+    products), so a product stays finite and normal."""
+    dt = DType(t).np
+    if kind == "prod":
+        width = 2.0 ** -7 if t == "f16" else 2.0 ** -12
+        return (1 + rng.uniform(-width, width, shape)).astype(dt)
+    size = int(np.prod(shape))
+    scale = min(1.0, 8192 / size) if t == "f16" else 1.0  # f16 sums of ~4096 at most: finite
+    return (rng.random(shape) * scale).astype(dt)
+
+
+def _exact(kind: str, x: np.ndarray, axis=None) -> np.ndarray:
+    """The reduction of `x`'s exact terms, rounded once (f64 sums and products of f16 and
+    f32 terms are that, far inside the contract); numpy for the exact kinds. (numpy
+    itself adds an f16 column sum, axis=0, one row at a time in f16: it stalls too.)"""
+    if kind in ("sum", "prod", "mean"):
+        return np.asarray(getattr(np, kind)(x.astype(np.float64), axis=axis)).astype(x.dtype)
+    return np.asarray(getattr(np, kind)(x, axis=axis))
+
+
+M = 2  # rows of the 2-D forms
+
+
+def _forms(kind: str, t: str):
+    """(name, document, inputs(n, rng), expected(*inputs), terms per output) for every way
+    to write reduction `kind` in the DSL: whole array, of a product, along either axis,
+    over named index variables (everything, per row) and as a contraction."""
+    out = "i64" if kind.startswith("arg") else t
+    yield ("full", _doc({"x": f"{t}[n]"}, {"s": out}, f"s = {kind}(x)"),
+           lambda n, r: [_terms(kind, n, t, r)], lambda x: _exact(kind, x), lambda n: n)
+    if kind in ("sum", "prod"):
+        yield ("product terms", _doc({"x": f"{t}[n]", "y": f"{t}[n]"}, {"s": out}, f"s = {kind}(x * y)"),
+               lambda n, r: [_terms(kind, n, t, r), _terms(kind, n, t, r)], lambda x, y: _exact(kind, x * y),
+               lambda n: n)
+    yield ("axis=1", _doc({"x": f"{t}[m, n]"}, {"s": f"{out}[m]"}, f"s = {kind}(x, axis=1)"),
+           lambda n, r: [_terms(kind, (M, n), t, r)], lambda x: _exact(kind, x, 1), lambda n: n)
+    yield ("axis=0", _doc({"x": f"{t}[n, m]"}, {"s": f"{out}[m]"}, f"s = {kind}(x, axis=0)"),
+           lambda n, r: [_terms(kind, (n, M), t, r)], lambda x: _exact(kind, x, 0), lambda n: n)
+    if kind == "mean":
+        return
+    yield ("named i, j", _doc({"x": f"{t}[m, n]"}, {"s": out}, f"s = {kind}(x[i, j], i, j)"),
+           lambda n, r: [_terms(kind, (M, n), t, r)], lambda x: _exact(kind, x), lambda n: M * n)
+    yield ("named j", _doc({"x": f"{t}[m, n]"}, {"s": f"{out}[m]"}, f"s[i] = {kind}(x[i, j], j)"),
+           lambda n, r: [_terms(kind, (M, n), t, r)], lambda x: _exact(kind, x, 1), lambda n: n)
+    if not kind.startswith("arg"):
+        yield ("contraction", _doc({"a": f"{t}[m, n]", "b": f"{t}[n, m]"}, {"c": f"{t}[m, m]"},
+                                   f"c[i, j] = {kind}(a[i, p] * b[p, j], p)"),
+               lambda n, r: [_terms(kind, (M, n), t, r), _terms(kind, (n, M), t, r)],
+               lambda a, b: _exact(kind, a[:, :, None] * b[None, :, :], 1), lambda n: n)
+
+
+LONG_KINDS = ("sum", "prod", "mean", "min", "max", "argmin", "argmax")
+LONG_CASES = [(kind, t, form[0]) for t in ("f16", "f32") for kind in LONG_KINDS for form in _forms(kind, t)
+              if t == "f16" or kind == "prod"]
+
+
+def _check_long(kind: str, t: str, form: str, n: int, backends) -> None:
+    import hologram as hg
+    _, text, make, expect, terms = next(f for f in _forms(kind, t) if f[0] == form)
+    args = make(n, np.random.default_rng(n))
+    want = expect(*args)
+    k = hg.compile(text, format="toml")
+    for b in backends:
+        got = np.asarray(k.on(b)(*args))
+        if want.dtype.kind == "f":
+            assert_close(got, want, reduction_n=terms(n), name=f"{kind} {form} on {b}")
+        else:
+            assert_close(got, want, name=f"{kind} {form} on {b}")
+
+
+@pytest.mark.parametrize("kind, t, form", [c for c in LONG_CASES if c[1] == "f16"])
+def test_long_f16_reductions_on_both_backends(kind, t, form):
+    """8192 terms below 1: an f16 running sum stalls at 2048 (cpu_llvm returned 2048 for
+    a full sum of ~4096), and 8192 f16 roundings of a product near 1 (on either backend,
+    pairwise or not) miss the contract by 20-40%."""
+    _check_long(kind, t, form, 8192, ("interp", "cpu_llvm"))
+
+
+@pytest.mark.parametrize("kind, t, form", LONG_CASES)
+def test_long_narrow_reductions_on_cpu_llvm_threads(kind, t, form):
+    """Lengths past the inline threshold (2**17 work), so a full reduction is split into
+    per-thread partials; f32 products of 2**22 factors (an f32 running product errs by
+    ~1000 ulp there)."""
+    n = (1 << 18) if t == "f16" else (1 << 22)
+    _check_long(kind, t, form, n, ("cpu_llvm",))
+
+
+@pytest.mark.parametrize("t, n, backends", [("f16", 1 << 14, ("interp", "cpu_llvm")),
+                                            ("f16", 1 << 18, ("cpu_llvm",)),
+                                            ("f32", 1 << 22, ("cpu_llvm",))])
+def test_long_resonance_sums(t, n, backends):
+    """resonance's scatter-add: cpu_llvm adds each contribution to its bin's partial in
+    turn, so f16 bins stalled at 2048, and f32 bins of ~1.4M terms of 0.1 erred by ~20
+    times the contract (each addition rounds the same way); they accumulate in f64 now.
+    (The interpreter combines each bin pairwise.)"""
+    import hologram as hg
+    rng = np.random.default_rng(n)
+    c = rng.integers(0, 3, n).astype(np.uint8)
+    if t == "f16":
+        v = (rng.random(n) * min(1.0, 2.0 ** 14 / n)).astype(np.float16)  # bins of ~2**13 at most: finite
+    else:
+        v = np.full(n, 0.1, np.float32)
+    exact = np.zeros(96)
+    np.add.at(exact, c, v.astype(np.float64))
+    k = hg.compile(_doc({"c": "u8[n]", "v": f"{t}[n]"}, {"h": f"{t}[96]"}, "h = resonance(c, v)"), format="toml")
+    for b in backends:
+        assert_close(np.asarray(k.on(b)(c, v)), exact.astype(v.dtype), reduction_n=n, name=f"resonance on {b}")

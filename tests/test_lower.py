@@ -476,7 +476,9 @@ def test_resonance_accumulate_zeroes_then_scatters():
     k = kernel([T("b", U8, "n"), T("v", F32, "n")], [T("r", F32, 96, kind="output")],
                [Accumulate("r", ("i",), (Affine.of("n"),), cls, L("v", F32, V("i")))], symbols=["n"])
     prog = lower(k)
-    assert len(prog.stages) == 2 and "STG" in ops(prog, 0) and "ResAccum" in ops(prog, 1)
+    # an f32 scatter-add accumulates in an f64 temp (lower_plan.WIDE_SCATTER), then rounds
+    assert len(prog.stages) == 3 and "STG" in ops(prog, 0) and "ResAccum" in ops(prog, 1)
+    assert [t.dtype for t in prog.temps] == [F64] and "CVT" in ops(prog, 2)
     rng = np.random.default_rng(9)
     b, v = rng.integers(0, 256, 500).astype(np.uint8), rng.integers(-4, 5, 500).astype(np.float32)
     want = np.zeros(96, np.float32)

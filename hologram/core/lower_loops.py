@@ -40,6 +40,13 @@ a sequential sum in the summed type exceeds) and fast (a row of a matrix-vector 
 
   (error ~(2 + log2 K) eps * sum|x|). A body that holds a reduction or a `where` of its
   own, or is large, is not unrolled (K = 1).
+
+A float product cannot be made accurate by reordering: each multiplication's rounding
+reaches the result, so n factors multiplied in their own type err by ~sqrt(n) ulp (and
+up to n), pairwise or not, where the contract allows ~log2(n). f16 and f32 factors are
+exact in f64, so they multiply in f64 (error below n * 2**-53 relative) and the product
+is rounded once; f64 products multiply in f64. (Full reductions widen the same way,
+lower_plan.py's WIDE_CROSS_LANE.)
 """
 
 from __future__ import annotations
@@ -165,6 +172,8 @@ def reduce_in_lane(gen: ExprGen, e: Expr) -> Operand:
 def _fold(gen: ExprGen, kind: str, axes: tuple, body: Expr, dtype: DType) -> Operand:
     if kind == "sum" and dtype.is_float:
         return _float_sum(gen, axes, body, dtype)
+    if kind == "prod" and dtype in (DType.F16, DType.F32):
+        return _narrow_float_product(gen, axes, body, dtype)
     acc = gen.sb.mov(dtype, identity(kind, dtype), hint="acc")
     op = ACCUMULATE[kind]
 
@@ -173,6 +182,19 @@ def _fold(gen: ExprGen, kind: str, axes: tuple, body: Expr, dtype: DType) -> Ope
 
     loop_nest(gen, axes, step, (body,))
     return acc
+
+
+def _narrow_float_product(gen: ExprGen, axes: tuple, body: Expr, dtype: DType) -> Operand:
+    """An f16/f32 product in one lane: the factors multiply in f64 and the product is
+    rounded once (the module docstring)."""
+    F64 = DType.F64
+    acc = gen.sb.mov(F64, 1.0, hint="acc")
+
+    def step() -> None:
+        gen.isa("MUL", F64, acc, gen.convert(gen.value_as(body, dtype), dtype, F64), dst=acc)
+
+    loop_nest(gen, axes, step, (body,))
+    return gen.convert(acc, F64, dtype)
 
 
 def _float_sum(gen: ExprGen, axes: tuple, body: Expr, dtype: DType) -> Operand:

@@ -9,7 +9,11 @@ Pure IR -> IR rewrites, in this order (docs/lowering.md explains each with examp
             REDUCE but the top-level one moves out, so each full reduction gets a stage;
 3. argext   a full argmin/argmax becomes two cross-lane reductions: the extreme value,
             then the smallest flat index holding it;
-4. dce      statements that no output depends on are dropped.
+4. widen    a reduction whose combination order the backend picks (a full sum or
+            product, a scatter-add) over a type too narrow to accumulate in
+            accumulates in a wider temp, then one statement rounds it to the target
+            type (WIDE_CROSS_LANE, WIDE_SCATTER);
+5. dce      statements that no output depends on are dropped.
 
 Every temporary left is materialized: one stage and a `temp` buffer each. Inlining
 elementwise temporaries into their consumers is the optimizer's `fuse` pass
@@ -26,13 +30,29 @@ from typing import Iterable, Sequence
 import attrs
 
 from .errors import CompileError
-from .ir import Compute, Expr, KernelIR, OnlineMaxSum, Statement, TensorDecl, defines, map_statement, statement_exprs
+from .ir import (
+    Accumulate, Compute, Expr, KernelIR, OnlineMaxSum, Statement, TensorDecl, defines, map_statement, statement_exprs,
+)
 from .types import Affine, DType
 
 I64 = DType.I64
 CROSS_LANE_KINDS = ("sum", "prod", "min", "max")
 # bool reductions become u8 ones: or/and semantics for sum/prod, as numpy's logical reduce
 _BOOL_KIND = {"sum": "max", "prod": "min", "min": "min", "max": "max"}
+
+F16, F32, F64 = DType.F16, DType.F32, DType.F64
+# The accumulator of a full (cross-lane) reduction, by (kind, type), where the type's own
+# is too narrow: the contract bounds a sum of n terms by ~log2(n) roundings, which a
+# blocked or pairwise sum in the type meets for f32 and f64 but a backend's f16 partials
+# cannot (one f16 running sum stops growing at 2048 when its terms are below 1), and
+# every rounding of a product reaches the result, so a product of n factors in its own
+# type errs by ~sqrt(n) ulp, pairwise or not. f16 terms are exact in f32 and f32 factors
+# in f64; the result is rounded once. (numpy sums f16 in f32 too.)
+WIDE_CROSS_LANE = {("sum", F16): F32, ("prod", F16): F64, ("prod", F32): F64}
+# A scatter-add's contributions to one element arrive in lane order; a backend may add
+# them one at a time (cpu_llvm does), so f16 and f32 ones accumulate in f64, where n
+# sequential additions of exact terms err by less than n * 2**-53 * sum|x|.
+WIDE_SCATTER = {F16: F64, F32: F64}
 
 
 # ------------------------------------------------------------------ index arithmetic
@@ -128,7 +148,8 @@ def make_plan(kir: KernelIR) -> Plan:
     body = [map_statement(st, bool_reductions) for st in kir.body]
     split: list[Statement] = []
     for st in hoist_all(body, decls, names):
-        split.extend(_split_argext(st, decls, names))
+        for part in _split_argext(st, decls, names):
+            split.extend(_widen(part, decls, names))
     kept = _dce(split, {d.name for d in kir.outputs})
     defined = [name for st in kept for name in defines(st)]
     for out in kir.outputs:
@@ -264,6 +285,34 @@ def _split_argext(st: Statement, decls: dict[str, TensorDecl], names: Names) -> 
     first = Expr("WHERE", I64, (match, flat, count))
     return [Compute(v.name, (), Expr("REDUCE", x.dtype, (x,), (kind[3:], axes))),
             Compute(st.target, (), Expr("REDUCE", I64, (first,), ("min", axes)))]
+
+
+# --------------------------------------------------------------------------- widen
+def _widen(st: Statement, decls: dict[str, TensorDecl], names: Names) -> list[Statement]:
+    """A full sum or product, or a scatter-add, on a type WIDE_CROSS_LANE or WIDE_SCATTER
+    widens: `t = sum(x)` over f16 becomes `t_acc = sum(f32(x)); t = f16(t_acc)`, and
+    `t[key] += v` over f32 becomes `t_acc[key] += f64(v); t[z..] = f32(t_acc[z..])`."""
+    if isinstance(st, Accumulate):
+        decl = decls[st.target]
+        wide = WIDE_SCATTER.get(decl.dtype)
+        if wide is None:
+            return [st]
+        acc = names.temp(f"{st.target}_acc", wide, decl.shape)
+        zs = tuple(f"z{k}" for k in range(len(decl.shape)))
+        rounded = Expr("CAST", decl.dtype, (Expr.load(acc.name, wide, tuple(Expr.idx(z) for z in zs)),))
+        return [Accumulate(acc.name, st.vars, st.extents, st.key, Expr("CAST", wide, (st.value,))),
+                Compute(st.target, zs, rounded)]
+    if not (isinstance(st, Compute) and not st.vars and st.body.op == "REDUCE"):
+        return [st]
+    decl = decls[st.target]
+    kind, axes = st.body.arg
+    wide = WIDE_CROSS_LANE.get((kind, st.body.dtype))
+    if wide is None or st.body.dtype is not decl.dtype:
+        return [st]
+    acc = names.temp(f"{st.target}_acc", wide, ())
+    terms = Expr("CAST", wide, (st.body.srcs[0],))
+    return [Compute(acc.name, (), Expr("REDUCE", wide, (terms,), (kind, axes))),
+            Compute(st.target, (), Expr("CAST", decl.dtype, (Expr.load(acc.name, wide, ()),)))]
 
 
 # ------------------------------------------------------------------------------ dce

@@ -10,8 +10,15 @@ compensation (`s`, `c`), beside a plain sum whose non-finite value (inf, NaN) is
 answer whenever it arises, as in the lowering's in-lane sums. The partial arrives
 holding the identity (-0.0), so the sums start from it.
 
+f16 contributions accumulate in f32, where each is exact (one f16 running sum stops
+growing at 2048 when its terms are below 1), and the chunk's partial, an f16 element,
+is stored from the f32 running sum, so each chunk rounds once. (The lowering never
+emits an f16 sum: it sums f16 terms in an f32 temp, lower_plan.py's WIDE_CROSS_LANE, so
+this is for hand-written programs.)
+
 Only a buffer no lane scatters into (every contribution to it at a constant element)
-gets block accumulators: a scattered contribution may hit the same element. (Min and
+gets block accumulators: a scattered contribution may hit the same element, and is
+added to the partial in memory, in the buffer's type. (Min and
 max need none: their order does not change the value. A block `maxnum` with a separate
 NaN flag was measured no faster than the IEEE `maximum` per element, as x86 needs a
 NaN fix-up for both.)
@@ -21,15 +28,32 @@ from __future__ import annotations
 
 import math
 
+import attrs
 from llvmlite import ir
 
 from hologram.core.isa import Addr, Instr
 from hologram.core.types import DType
 
 from .codegen_memory import REDUCE_COMBINE
-from .codegen_types import at, i64, intrinsic, reg_type
+from .codegen_types import at, convert, i64, intrinsic, reg_type
 
 _SUMS = ("ReduceAdd", "ResAccum")
+# The type a block sums contributions of each float type in.
+_ACCUMULATOR = {DType.F16: DType.F32, DType.F32: DType.F32, DType.F64: DType.F64}
+
+
+@attrs.frozen(eq=False)
+class _BlockSum:
+    """The stack slots of one element's block sum: the block's total, the running
+    compensated sum `s` with its compensation `c`, and the plain running sum, all of type
+    `acc` (`_ACCUMULATOR[term]`)."""
+
+    term: DType
+    acc: DType
+    block: ir.Value
+    s: ir.Value
+    c: ir.Value
+    plain: ir.Value
 
 
 class BlockAccumulators:
@@ -39,26 +63,27 @@ class BlockAccumulators:
     def _block_accumulators_entry(self) -> None:
         """The accumulators of this stage, allocated in the entry block."""
         b = self.b
-        self.block_sums: dict[tuple[str, int], tuple[ir.Type, ir.Value, ir.Value, ir.Value, ir.Value]] = {}
+        self.block_sums: dict[tuple[str, int], _BlockSum] = {}
         reductions = [i for _, i in self.items if i.op in REDUCE_COMBINE and i.addr is not None]
         scattered = {i.addr.buffer for i in reductions if i.addr.index is not None}
         for ins in reductions:
             a = ins.addr
             key = (a.buffer, a.offset)
             if ins.op not in _SUMS or a.buffer in scattered or key in self.block_sums \
-                    or ins.dtype not in (DType.F32, DType.F64) or self.buffers[a.buffer].dtype is not ins.dtype:
+                    or ins.dtype not in _ACCUMULATOR or self.buffers[a.buffer].dtype is not ins.dtype:
                 continue
-            ty = reg_type(ins.dtype)
+            acc = _ACCUMULATOR[ins.dtype]
+            ty = reg_type(acc)
             ptrs = [self.alloca(ty, f"sum.{a.buffer}.{a.offset}.{part}") for part in ("block", "s", "c", "plain")]
             for ptr, v in zip(ptrs[1:], (-0.0, 0.0, -0.0)):
                 b.store(ir.Constant(ty, v), ptr)
-            self.block_sums[key] = (ty, *ptrs)
+            self.block_sums[key] = _BlockSum(ins.dtype, acc, *ptrs)
 
     def _block_accumulators_reset(self) -> None:
         """At a block's start: empty accumulators."""
         b = self.b
-        for ty, acc, _, _, _ in self.block_sums.values():
-            b.store(ir.Constant(ty, -0.0), acc)
+        for summed in self.block_sums.values():
+            b.store(ir.Constant(reg_type(summed.acc), -0.0), summed.block)
 
     def _block_accumulate(self, ins: Instr, v: ir.Value) -> bool:
         """Add the contribution `v` of reduction `ins` to its block accumulator; False
@@ -68,24 +93,27 @@ class BlockAccumulators:
         summed = self.block_sums.get((ins.addr.buffer, ins.addr.offset))
         if summed is None:
             return False
-        b, ty, acc = self.b, summed[0], summed[1]
-        b.store(b.fadd(b.load(acc, typ=ty), v, flags=("reassoc",)), acc)
+        b, ty = self.b, reg_type(summed.acc)
+        term = convert(b, v, summed.term, summed.acc)
+        b.store(b.fadd(b.load(summed.block, typ=ty), term, flags=("reassoc",)), summed.block)
         return True
 
     def _block_accumulators_flush(self) -> None:
         """At a block's end: each accumulator into its running value, and that into the
         partial."""
         b = self.b
-        for (name, offset), (ty, acc, s_ptr, c_ptr, plain_ptr) in self.block_sums.items():
-            blk, s, c = b.load(acc, typ=ty), b.load(s_ptr, typ=ty), b.load(c_ptr, typ=ty)
-            plain = b.fadd(b.load(plain_ptr, typ=ty), blk)
+        for (name, offset), summed in self.block_sums.items():
+            ty = reg_type(summed.acc)
+            blk, s, c = (b.load(ptr, typ=ty) for ptr in (summed.block, summed.s, summed.c))
+            plain = b.fadd(b.load(summed.plain, typ=ty), blk)
             y = b.fsub(blk, c)
             t = b.fadd(s, y)
-            b.store(b.fsub(b.fsub(t, s), y), c_ptr)
-            b.store(t, s_ptr)
-            b.store(plain, plain_ptr)
+            b.store(b.fsub(b.fsub(t, s), y), summed.c)
+            b.store(t, summed.s)
+            b.store(plain, summed.plain)
             finite = b.fcmp_ordered("<", intrinsic(b, "fabs", ty, [plain]), ir.Constant(ty, math.inf))
-            self._store_partial(name, offset, ty, b.select(finite, t, plain))
+            total = convert(b, b.select(finite, t, plain), summed.acc, summed.term)
+            self._store_partial(name, offset, reg_type(summed.term), total)
 
     def _store_partial(self, name: str, offset: int, ty: ir.Type, value: ir.Value) -> None:
         """Store `value` at element `offset` of `name`'s partial; when the element is
