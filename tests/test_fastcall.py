@@ -342,3 +342,150 @@ def test_launcher_declines_what_it_was_not_made_for(path):
     for i in range(len(bufs), len(good)):
         for bad in (2.0, 2, np.float64(2), None):
             declines(*good[:i], bad, *good[i + 1:])
+
+
+# -- call styles: keywords, mixed, cast=True, out= as one array ------------------------
+def refuse_full_path(monkeypatch) -> None:
+    """From now on, entering the full path (`Kernel._call`) fails the test."""
+    def refuse(self, *args, **kwargs):
+        raise AssertionError("the full path ran")
+    monkeypatch.setattr(Kernel, "_call", refuse)
+
+
+AXPY_STYLES = {  # each call style of axpy(alpha, x, y) -> z, given (a, x, y, o)
+    "positional": lambda k, a, x, y, o: k(a, x, y, out=(o,)),
+    "keywords": lambda k, a, x, y, o: k(alpha=a, x=x, y=y, out=(o,)),
+    "keywords reordered": lambda k, a, x, y, o: k(y=y, x=x, alpha=a, out=(o,)),
+    "mixed": lambda k, a, x, y, o: k(a, x, y=y, out=(o,)),
+    "mixed 1+2": lambda k, a, x, y, o: k(a, y=y, x=x, out=(o,)),
+    "cast=True": lambda k, a, x, y, o: k(a, x, y, out=(o,), cast=True),
+    "keywords, cast=True": lambda k, a, x, y, o: k(alpha=a, x=x, y=y, out=(o,), cast=True),
+    "cast=False": lambda k, a, x, y, o: k(a, x, y, out=(o,), cast=False),
+    "out= one array": lambda k, a, x, y, o: k(a, x, y, out=o),
+    "out= a list": lambda k, a, x, y, o: k(a, x, y, out=[o]),
+    "keywords, out= one array": lambda k, a, x, y, o: k(alpha=a, x=x, y=y, out=o),
+    "keywords, no out": lambda k, a, x, y, o: k(alpha=a, x=x, y=y),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("style", AXPY_STYLES)
+def test_every_call_style_takes_the_fast_path(backend, style, monkeypatch):
+    """After one full call of these shapes, keywords (any order), mixed positional and
+    keyword, cast=True with nothing to cast, and out= as one array or a sequence all skip
+    the full path, and compute what numpy does."""
+    call = AXPY_STYLES[style]
+    k = fresh(AXPY, backend)
+    x, y = np.arange(6, dtype=np.float32), np.linspace(-1, 1, 6, dtype=np.float32)
+    call(k, np.float32(2), x, y, np.empty(6, np.float32))  # the full path, remembered
+    refuse_full_path(monkeypatch)
+    for a in (np.float32(1.5), -0.25):  # a numpy scalar, a Python float that converts exactly
+        o = np.full(6, np.nan, np.float32)
+        got = call(k, a, x, y, o)
+        np.testing.assert_array_equal(got, np.float32(a) * x + y)
+        if "no out" not in style:
+            assert got is o
+
+
+LIBRARY_TEXT = '''
+[[kernels]]
+name = "vadd"
+version = "1.0.0"
+inputs  = { x = "f32[n]", y = "f32[n]" }
+outputs = { z = "f32[n]" }
+body = "z = x + y"
+
+[[kernels]]
+name = "scale"
+version = "1.0.0"
+inputs  = { a = "f64", x = "f64[n]" }
+outputs = { y = "f64[n]" }
+body = "y = a * x"
+'''
+LIBRARY = hg.compile_all(LIBRARY_TEXT)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_library_attribute_call_takes_the_fast_path(backend, monkeypatch):
+    """`lib.scale(...)` is the Kernel itself: the same fast path, keywords included."""
+    lib = LIBRARY.on(backend)
+    x = np.arange(4, dtype=np.float64)
+    lib.scale(a=2.0, x=x)
+    lib["vadd"](x=x.astype(np.float32), y=x.astype(np.float32))
+    refuse_full_path(monkeypatch)
+    np.testing.assert_array_equal(lib.scale(a=3.0, x=x), 3 * x)
+    np.testing.assert_array_equal(lib.scale(3.0, x=x), 3 * x)
+    np.testing.assert_array_equal(lib.vadd(y=x.astype(np.float32), x=x.astype(np.float32)), 2 * x)
+
+
+def test_a_library_kernel_attribute_is_an_ordinary_attribute(monkeypatch):
+    """`lib.scale` is found without `Library.__getattr__` (whose failed lookup costs more
+    than a fast call); names that are Library attributes still mean those, a missing name
+    still raises KernelNotFoundError, and a library stays read-only."""
+    lib = hg.compile_all(LIBRARY_TEXT.replace('name = "vadd"', 'name = "items"'))
+
+    def refuse(self, name):
+        raise AssertionError(f"__getattr__({name!r}) ran")
+    monkeypatch.setattr(hg.Library, "__getattr__", refuse)
+    assert lib.scale is lib["scale"]
+    assert callable(lib.items) and not isinstance(lib.items, Kernel) and isinstance(lib["items"], Kernel)
+    monkeypatch.undo()
+    with pytest.raises(hg.errors.KernelNotFoundError, match="no kernel named 'scal'; did you mean 'scale'"):
+        lib.scal  # noqa: B018 - the lookup is the test
+    with pytest.raises(AttributeError, match="read-only"):
+        lib.scale = None
+    assert "scale" in dir(lib) and lib.scale is lib["scale"]
+
+
+BAD_CALLS = {  # axpy calls the full path refuses, each with its own message
+    "unknown keyword": lambda k, a, x, y: k(a, x, yy=y),
+    "output name as keyword": lambda k, a, x, y: k(a, x, y=y, z=y),
+    "duplicate": lambda k, a, x, y: k(a, x, y, alpha=a),
+    "duplicate, right count": lambda k, a, x, y: k(a, x, alpha=a),
+    "missing": lambda k, a, x, y: k(alpha=a, x=x),
+    "missing, mixed": lambda k, a, x, y: k(a, y=y),
+    "too many": lambda k, a, x, y: k(a, x, y, x),
+    "too many with keyword": lambda k, a, x, y: k(a, x, y, x, y=y),
+    "none": lambda k, a, x, y: k(),
+    "cast=True, float64": lambda k, a, x, y: k(a, x.astype(np.float64), y, cast=True, out=x.astype(np.float64)),
+    "out= a bare tuple of two": lambda k, a, x, y: k(a, x, y, out=(np.empty_like(x), np.empty_like(x))),
+    "out= wrong dtype array": lambda k, a, x, y: k(alpha=a, x=x, y=y, out=x.astype(np.float64)),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bad", BAD_CALLS)
+def test_bad_calls_after_a_good_one_get_the_full_path_errors(backend, bad):
+    """The fast path only declines: a wrong keyword, a duplicate, a missing argument...
+    right after a good call of the same shapes raises exactly what a first call does."""
+    x, y = np.arange(4, dtype=np.float32), np.ones(4, np.float32)
+    a = np.float32(2)
+    warm = fresh(AXPY, backend)
+    warm(alpha=a, x=x, y=y, out=np.empty(4, np.float32))
+    want = outcome(lambda: BAD_CALLS[bad](fresh(AXPY, backend), a, x, y))
+    assert want[0] == "error"
+    assert outcome(lambda: BAD_CALLS[bad](warm, a, x, y)) == want
+
+
+ODD_NAMES = hg.compile('[kernel]\nname = "odd"\nversion = "1.0.0"\n'
+                       'inputs = { cast = "f32", out = "f32[n]", kw = "f32[n]", args = "f32[n]" }\n'
+                       'outputs = { r = "f32[n]" }\nbody = "r = kw + args * cast + out"\n')
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_inputs_named_like_the_call_machinery(backend, monkeypatch):
+    """Inputs named kw and args bind by keyword on the fast path; cast= and out= stay
+    the call's options (as on the full path), so inputs named so are positional only."""
+    k = fresh(ODD_NAMES, backend)
+    p, q, s = np.arange(3, dtype=np.float32), np.ones(3, np.float32), np.full(3, 10, np.float32)
+    want = p + q * 2 + s
+    np.testing.assert_array_equal(k(np.float32(2), s, p, q), want)
+    refuse_full_path(monkeypatch)
+    np.testing.assert_array_equal(k(np.float32(2), s, kw=p, args=q), want)
+    np.testing.assert_array_equal(k(np.float32(2), s, args=q, kw=p, cast=True), want)
+    monkeypatch.undo()
+    r = np.empty(3, np.float32)
+    assert k(2.0, s, p, q, out=r) is r  # out= is the output, never the input 'out'
+    np.testing.assert_array_equal(r, want)
+    with pytest.raises(ArgumentError, match=r"odd\(\) missing inputs 'cast', 'out'"):
+        k(kw=p, args=q, cast=np.float32(2), out=s)

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Mapping, Sequence
+import sys
+from typing import Any, Callable, Mapping, Sequence
 
 import attrs
 import numpy as np
@@ -105,10 +106,25 @@ def _count(n: int, noun: str, with_number: bool = True) -> str:
 
 
 def check_array(kernel: str, p: Param, value: Any, cast: bool) -> np.ndarray:
+def plain_array(where: str, value: np.ndarray) -> np.ndarray:
+    """An ndarray subclass as a base-class `ndarray` over the same memory (np.matrix,
+    np.memmap, a user's subclass: zero-copy, and read by its buffer as any array is).
+    A masked array is refused, `cast=True` or not: a kernel reads every element, so its
+    mask would be dropped without a word. `where` starts the message ("k(): argument 'x'")."""
+    if isinstance(value, np.ma.MaskedArray):
+        raise ArgumentError(f"{where} is a masked array; kernels read every element, so its mask would be "
+                            "silently ignored", hint="pass x.filled(value) to choose what the masked elements "
+                            "become, or np.ma.getdata(x) to ignore the mask")
+    return value.view(np.ndarray)
+
+
     """`value` as an input array of `p`'s dtype and rank, C-contiguous; with `cast=True`
-    anything numpy can convert becomes one converted copy (never a copy otherwise)."""
+    anything numpy can convert becomes one converted copy (never a copy otherwise). An
+    ndarray subclass is viewed as a plain ndarray, a masked array refused (`plain_array`)."""
     where = f"{kernel}(): argument {p.name!r}"
     if not isinstance(value, np.ndarray):
+    if type(value) is not np.ndarray and isinstance(value, np.ndarray):
+        value = plain_array(where, value)
         if not cast:
             raise ArgumentError(f"{where} must be a numpy array of {p.type}, got {type(value).__name__}",
                                 hint=CAST_HINT)
@@ -304,7 +320,9 @@ def concrete_shape(kernel: str, p: Param, symbols: Mapping[str, int]) -> tuple[i
 def check_out(kernel: str, outputs: Sequence[Param], out: Any,
               shapes: Sequence[tuple[int, ...]]) -> tuple[np.ndarray, ...]:
     """Validate `out=`: one array per output (a bare array when there is one), of the exact
-    dtype and shape, C-contiguous, writeable and not overlapping each other."""
+    dtype and shape, C-contiguous, writeable and not overlapping each other. Returns the
+    caller's arrays themselves (an ndarray subclass included, so `k(x, out=m) is m`; a
+    masked array is refused, see `plain_array`)."""
     arrays = (out,) if isinstance(out, np.ndarray) else out
     if not isinstance(arrays, (tuple, list)) or len(arrays) != len(outputs):
         n = len(arrays) if isinstance(arrays, (tuple, list)) else type(out).__name__
@@ -327,6 +345,44 @@ def check_out(kernel: str, outputs: Sequence[Param], out: Any,
             if np.may_share_memory(a, arrays[j]) and a.size and arrays[j].size:
                 raise ArgumentError(f"{kernel}(): out {outputs[j].name!r} and out {outputs[i].name!r} share memory")
     return tuple(arrays)
+def allocate_outputs(kernel: str, outputs: Sequence[Param], shapes: Sequence[tuple[int, ...]],
+                     symbols: Mapping[str, int],
+                     allocate: Callable[[tuple[int, ...], DType], np.ndarray]) -> tuple[np.ndarray, ...]:
+    """A new array per output from the backend's `allocate`. A size numpy cannot hold
+    (more than 2**63 - 1 bytes) is refused before asking; one the machine cannot give
+    (numpy's MemoryError, or a ValueError from an allocator) becomes the same
+    ArgumentError, naming the output, its shape, the symbols and the bytes."""
+    arrays = []
+    for p, shape in zip(outputs, shapes):
+        nbytes = math.prod(shape) * p.dtype.np.itemsize
+        if nbytes > sys.maxsize:
+            raise _too_big(kernel, p, shape, symbols, nbytes, "more than a numpy array can hold")
+        try:
+            arrays.append(allocate(shape, p.dtype))
+        except (MemoryError, ValueError):
+            raise _too_big(kernel, p, shape, symbols, nbytes, "more than this machine can give") from None
+    return tuple(arrays)
+
+
+def _too_big(kernel: str, p: Param, shape: tuple[int, ...], symbols: Mapping[str, int], nbytes: int,
+             why: str) -> ArgumentError:
+    used = {s for d in p.shape for s in Affine.of(d).symbols}
+    named = ", ".join(f"{s} = {v}" for s, v in symbols.items() if s in used)
+    size = f"{nbytes} bytes" + (f" ({_binary(nbytes)})" if nbytes < 1 << 80 else "")
+    return ArgumentError(f"{kernel}(): cannot allocate output {p.name!r} ({p.type}) of shape {shape}"
+                         f"{f' for {named}' if named else ''}: {size}, {why}")
+
+
+def _binary(nbytes: int) -> str:
+    """1.5 GiB, 364 TiB: the size as a person reads it."""
+    value, unit = float(nbytes), "bytes"
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        value /= 1024
+        if value < 1024:
+            break
+    return f"{value:.3g} {unit}"
+
+
 
 
 def unalias(inputs: Mapping[str, np.ndarray], outs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
@@ -340,6 +396,8 @@ def unalias(inputs: Mapping[str, np.ndarray], outs: Sequence[np.ndarray]) -> dic
 _NO_IDENTITY = frozenset({"min", "max", "argmin", "argmax"})
 
 
+        if type(a) is not np.ndarray:
+            a = plain_array(where, a)  # np.matrix reports no shape but its own
 def identityless_reductions(kir: KernelIR) -> tuple[tuple[str, tuple], ...]:
     """The (kind, axes) of every min/max/argmin/argmax in `kir` (a Kernel finds them once,
     so a call only evaluates their extents)."""

@@ -4,15 +4,17 @@ A `Kernel` remembers the last call that passed the full checks as a `Hit`: the s
 of its input arrays, the output shapes they imply, and a run prepared by the backend
 for the shape symbols they bind (`Backend.launcher`, or `plain_run` around `launch`).
 A later call goes through a function generated for the kernel's signature
-(`make_fast`): it converts scalars that convert exactly, allocates or unpacks the
-outputs, and hands everything to the run, which accepts only arrays of exactly the
-remembered dtypes and shapes (C-contiguous, outputs writeable) and scalars of exactly
-the declared types. Equal shapes mean equal symbols, output shapes, empty-reduction
-verdict and launch geometry, so nothing else needs re-deriving. Whatever either does
-not recognise (a keyword argument, `cast=True`, a list, another shape, a view, a
-Python int for a float parameter) is a miss, and the caller runs the full path, which
-gives the full path's results and messages. The fast path never raises on a bad
-argument; it only declines.
+(`make_fast`): it binds positional and keyword arguments to the inputs, converts
+scalars that convert exactly, allocates or unpacks the outputs (`out=` one array or a
+tuple/list of them), and hands everything to the run, which accepts only arrays of
+exactly the remembered dtypes and shapes (C-contiguous, outputs writeable) and scalars
+of exactly the declared types. Equal shapes mean equal symbols, output shapes,
+empty-reduction verdict and launch geometry, so nothing else needs re-deriving; and
+such arguments are what `cast=True` would make of them, so `cast=True` is no reason to
+decline. Whatever either does not recognise (an unknown, duplicated or missing
+argument, a list, another shape, a view, a Python int for a float parameter) is a miss,
+and the caller runs the full path, which gives the full path's results and messages.
+The fast path never raises on a bad argument; it only declines.
 """
 
 from __future__ import annotations
@@ -111,10 +113,45 @@ def _scalar_range(d: DType) -> tuple[type, Any, Any]:
     return int, d.min, d.max
 
 
+def _argument_binding(names: tuple[str, ...], values: list[str]) -> list[str]:
+    """Source lines that set the locals `values` to the inputs `names` (declared order)
+    from `args` and `kw` (the call's positional tuple and keyword dict), or return MISS.
+
+    With p positional arguments, a call binds when `kw` has exactly the names of inputs
+    p, p+1, ...: equal counts and every one of those names present leave no room for an
+    unknown or duplicated keyword, which are the full path's to report. One branch per
+    p, so binding costs a length comparison and one dict lookup per keyword."""
+    n = len(names)
+    all_positional = [f"    elif len(args) != {n}: return MISS"]
+    if n:
+        all_positional.append(f"    else: {', '.join(values)}, = args")
+    if not n:
+        return ["    if kw: return MISS", *all_positional]
+    lines = ["    if kw:",
+             "        p = len(args)",
+             f"        if p + len(kw) != {n}: return MISS",
+             "        try:"]
+    for p in range(n):  # 0 <= p < n: kw is not empty and p + len(kw) == n
+        by_name = f"{', '.join(values[p:])}, = {', '.join(f'kw[{name!r}]' for name in names[p:])},"
+        by_position = f"{', '.join(values[:p])}, = args; " if p else ""
+        lines.append(f"            {'elif' if p else 'if'} p == {p}: {by_position}{by_name}")
+    lines += ["        except KeyError: return MISS",
+              *all_positional]
+    return lines
+
+
 def make_fast(sig: Signature, order: tuple[list[str], list[str]], result: type | None,
               allocate: Callable[[tuple[int, ...], DType], np.ndarray], cell: list) -> Callable:
-    """`fast(args, out)`: the call's result, or MISS. `cell[0]` holds the current Hit (or
-    None); the function reads it once per call, so replacing it is thread-safe.
+    """`fast(args, kw, out, cast)`, the arguments of `Kernel.__call__` as it received them
+    (positional tuple, keyword dict): the call's result, or MISS. `cell[0]` holds the
+    current Hit (or None); the function reads it once per call, so replacing it is
+    thread-safe.
+
+    Keywords are bound to positions by the generated code (`_argument_binding`), so any
+    mix of positional and keyword arguments is a fast call. `cast` may be True or False:
+    every argument the fast path accepts is already exactly what `cast=True` would make
+    of it (the full path returns such an array or scalar unchanged), so there is nothing
+    to cast; any other value of `cast` is left to the full path.
 
     The function is generated source, specialized to the signature (unrolled per
     argument, no loops over parameter records): on this path every few tens of
@@ -124,12 +161,11 @@ def make_fast(sig: Signature, order: tuple[list[str], list[str]], result: type |
     bufs, scals = order
     n = len(sig.inputs)
     names = [f"v{i}" for i in range(n)]
-    lines = ["def fast(args, out):",
-             f"    if len(args) != {n}: return MISS",
+    lines = ["def fast(args, kw, out, cast):",
+             "    if cast is not False and cast is not True: return MISS",
+             *_argument_binding(sig.input_names, names),
              "    h = CELL[0]",
              "    if h is None: return MISS"]
-    if n:
-        lines.append(f"    {', '.join(names)}, = args")
     local: dict[str, str] = {}
     for i, p in enumerate(sig.inputs):
         v = names[i]

@@ -216,8 +216,8 @@ class Kernel:
     # -- calling ----------------------------------------------------------------------
     def __call__(self, *args: Any, out: Any = None, cast: bool = False, **kwargs: Any) -> Any:
         fast = self._fast
-        if fast is not None and not kwargs and not cast:
-            result = fast(args, out)
+        if fast is not None:  # positional, keyword or mixed: the fast path binds them itself
+            result = fast(args, kwargs, out, cast)
             if result is not MISS:
                 return result
         return self._call(args, out, cast, kwargs)
@@ -296,10 +296,17 @@ class Library(Mapping[str, Kernel]):
     `for name in lib`, `lib.items()`. A kernel whose name shadows a Mapping method
     (`items`, `get`, `on`...) is reached with `lib[name]`."""
 
-    __slots__ = ("_kernels",)
+    # `lib.gemm` is an instance attribute, found by the ordinary lookup: reaching a kernel
+    # through __getattr__ costs ~1 µs (the failed lookup raises first), twice a fast call
+    __slots__ = ("_kernels", "__dict__")
 
     def __init__(self, kernels: Mapping[str, Kernel]):
-        self._kernels = dict(kernels)
+        object.__setattr__(self, "_kernels", dict(kernels))
+        self.__dict__.update((name, k) for name, k in self._kernels.items()
+                             if not name.startswith("_") and not any(name in vars(c) for c in Library.__mro__))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"a Library is read-only: cannot set {name!r}")
 
     def __getitem__(self, name: str) -> Kernel:
         try:
