@@ -401,54 +401,8 @@ def test_pip_installed_plugin_is_listed_by_hologram_plugins(tmp_path):
     assert "builtin_translators" in done.stdout
 
 
-# ------------------------------------------------------- the guide's examples, verbatim
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "plugins.md"
-
-
-def _doc_module(tmp_path, monkeypatch, header: str):
-    """Write the docs/plugins.md code block starting with `# <header>` as a package, import it."""
-    text = DOCS.read_text()
-    start = text.index(f"```python\n# {header}\n") + len("```python\n")
-    code = text[start:text.index("```", start)]
-    pkg = tmp_path / header.split("/")[0]
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text(code)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return __import__(pkg.name)
-
-
-HGK = "kernel vadd 1.0.0\nin  x: f32[n]\nin  y: f32[n]\nout z: f32[n]\n---\nz = x + y\n"
-
-
-def test_guide_translator_and_backend_work(tmp_path, monkeypatch):
-    hgk = _doc_module(tmp_path, monkeypatch, "hologram_hgk/__init__.py")
-    counting = _doc_module(tmp_path, monkeypatch, "hologram_counting/__init__.py")
-    pm = plugins.plugin_manager()
-    pm.register(hgk, name="hgk")
-    pm.register(counting, name="counting")
-    source = tmp_path / "vadd.hgk"
-    source.write_text(HGK)
-    k = hologram.compile_file(source, backend="counting")
-    assert str(k.signature) == "vadd(x: f32[n], y: f32[n]) -> z: f32[n]"
-    np.testing.assert_array_equal(k(np.ones(3, np.float32), np.full(3, 2, np.float32)), [3, 3, 3])
-    assert hologram.get_backend("counting").launches == 1
-    assert hologram.get_backend().name != "counting"  # priority 0: not the default
-    source.write_text(HGK.replace("z = x + y", "z = w + y"))
-    with pytest.raises(hologram.errors.CompileError) as e:
-        hologram.compile_file(source)
-    assert str(e.value).startswith(f"{source}:6:5: error: unknown name 'w'")
-    assert "   6 | z = w + y\n     |     ^" in str(e.value)
-    with pytest.raises(hologram.errors.DocumentError) as e:
-        hologram.compile(HGK.replace("f32[n]", "f32[n", 1), format="hgk", file="bad.hgk")
-    assert str(e.value).startswith("bad.hgk:2:")
-    with pytest.raises(hologram.errors.DocumentError, match="expected a '---' line before the body"):
-        hologram.compile("kernel k 1.0.0\n", format="hgk")
-    with pytest.raises(hologram.errors.DocumentError, match="expected 'kernel NAME VERSION'"):
-        hologram.compile("", format="hgk")
-    for name in ("hologram_hgk", "hologram_counting"):
-        sys.modules.pop(name, None)
-
-
+# ------------------------------------------------ translators that misbehave
+# (the guide's example translator and backend are tests/test_example_plugins.py's)
 def test_a_crashing_translator_is_a_plugin_error():
     def crash(text, file):
         raise ZeroDivisionError("oops")

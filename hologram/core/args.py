@@ -105,7 +105,6 @@ def _count(n: int, noun: str, with_number: bool = True) -> str:
     return f"{n} {word}" if with_number else word
 
 
-def check_array(kernel: str, p: Param, value: Any, cast: bool) -> np.ndarray:
 def plain_array(where: str, value: np.ndarray) -> np.ndarray:
     """An ndarray subclass as a base-class `ndarray` over the same memory (np.matrix,
     np.memmap, a user's subclass: zero-copy, and read by its buffer as any array is).
@@ -118,13 +117,14 @@ def plain_array(where: str, value: np.ndarray) -> np.ndarray:
     return value.view(np.ndarray)
 
 
+def check_array(kernel: str, p: Param, value: Any, cast: bool) -> np.ndarray:
     """`value` as an input array of `p`'s dtype and rank, C-contiguous; with `cast=True`
     anything numpy can convert becomes one converted copy (never a copy otherwise). An
     ndarray subclass is viewed as a plain ndarray, a masked array refused (`plain_array`)."""
     where = f"{kernel}(): argument {p.name!r}"
-    if not isinstance(value, np.ndarray):
     if type(value) is not np.ndarray and isinstance(value, np.ndarray):
         value = plain_array(where, value)
+    if not isinstance(value, np.ndarray):
         if not cast:
             raise ArgumentError(f"{where} must be a numpy array of {p.type}, got {type(value).__name__}",
                                 hint=CAST_HINT)
@@ -317,34 +317,6 @@ def concrete_shape(kernel: str, p: Param, symbols: Mapping[str, int]) -> tuple[i
 
 
 # --------------------------------------------------------------------------- outputs
-def check_out(kernel: str, outputs: Sequence[Param], out: Any,
-              shapes: Sequence[tuple[int, ...]]) -> tuple[np.ndarray, ...]:
-    """Validate `out=`: one array per output (a bare array when there is one), of the exact
-    dtype and shape, C-contiguous, writeable and not overlapping each other. Returns the
-    caller's arrays themselves (an ndarray subclass included, so `k(x, out=m) is m`; a
-    masked array is refused, see `plain_array`)."""
-    arrays = (out,) if isinstance(out, np.ndarray) else out
-    if not isinstance(arrays, (tuple, list)) or len(arrays) != len(outputs):
-        n = len(arrays) if isinstance(arrays, (tuple, list)) else type(out).__name__
-        names = ", ".join(p.name for p in outputs)
-        raise ArgumentError(f"{kernel}(): out= must hold {_count(len(outputs), 'array')} ({names}), got {n}")
-    for p, a, shape in zip(outputs, arrays, shapes):
-        where = f"{kernel}(): out {p.name!r}"
-        if not isinstance(a, np.ndarray):
-            raise ArgumentError(f"{where} must be a numpy array of {p.type}, got {type(a).__name__}")
-        if a.dtype != p.dtype.np:
-            raise ArgumentError(f"{where} must have dtype {p.dtype} ({p.dtype.np}), got {a.dtype}")
-        if a.shape != shape:
-            raise ArgumentError(f"{where} must have shape {shape} ({p.type}), got {a.shape}")
-        if not a.flags.c_contiguous:
-            raise ArgumentError(f"{where} must be C-contiguous")
-        if not a.flags.writeable:
-            raise ArgumentError(f"{where} is read-only")
-    for i, a in enumerate(arrays):
-        for j in range(i):
-            if np.may_share_memory(a, arrays[j]) and a.size and arrays[j].size:
-                raise ArgumentError(f"{kernel}(): out {outputs[j].name!r} and out {outputs[i].name!r} share memory")
-    return tuple(arrays)
 def allocate_outputs(kernel: str, outputs: Sequence[Param], shapes: Sequence[tuple[int, ...]],
                      symbols: Mapping[str, int],
                      allocate: Callable[[tuple[int, ...], DType], np.ndarray]) -> tuple[np.ndarray, ...]:
@@ -383,6 +355,36 @@ def _binary(nbytes: int) -> str:
     return f"{value:.3g} {unit}"
 
 
+def check_out(kernel: str, outputs: Sequence[Param], out: Any,
+              shapes: Sequence[tuple[int, ...]]) -> tuple[np.ndarray, ...]:
+    """Validate `out=`: one array per output (a bare array when there is one), of the exact
+    dtype and shape, C-contiguous, writeable and not overlapping each other. Returns the
+    caller's arrays themselves (an ndarray subclass included, so `k(x, out=m) is m`; a
+    masked array is refused, see `plain_array`)."""
+    arrays = (out,) if isinstance(out, np.ndarray) else out
+    if not isinstance(arrays, (tuple, list)) or len(arrays) != len(outputs):
+        n = len(arrays) if isinstance(arrays, (tuple, list)) else type(out).__name__
+        names = ", ".join(p.name for p in outputs)
+        raise ArgumentError(f"{kernel}(): out= must hold {_count(len(outputs), 'array')} ({names}), got {n}")
+    for p, a, shape in zip(outputs, arrays, shapes):
+        where = f"{kernel}(): out {p.name!r}"
+        if not isinstance(a, np.ndarray):
+            raise ArgumentError(f"{where} must be a numpy array of {p.type}, got {type(a).__name__}")
+        if type(a) is not np.ndarray:
+            a = plain_array(where, a)  # np.matrix reports no shape but its own
+        if a.dtype != p.dtype.np:
+            raise ArgumentError(f"{where} must have dtype {p.dtype} ({p.dtype.np}), got {a.dtype}")
+        if a.shape != shape:
+            raise ArgumentError(f"{where} must have shape {shape} ({p.type}), got {a.shape}")
+        if not a.flags.c_contiguous:
+            raise ArgumentError(f"{where} must be C-contiguous")
+        if not a.flags.writeable:
+            raise ArgumentError(f"{where} is read-only")
+    for i, a in enumerate(arrays):
+        for j in range(i):
+            if np.may_share_memory(a, arrays[j]) and a.size and arrays[j].size:
+                raise ArgumentError(f"{kernel}(): out {outputs[j].name!r} and out {outputs[i].name!r} share memory")
+    return tuple(arrays)
 
 
 def unalias(inputs: Mapping[str, np.ndarray], outs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
@@ -396,8 +398,6 @@ def unalias(inputs: Mapping[str, np.ndarray], outs: Sequence[np.ndarray]) -> dic
 _NO_IDENTITY = frozenset({"min", "max", "argmin", "argmax"})
 
 
-        if type(a) is not np.ndarray:
-            a = plain_array(where, a)  # np.matrix reports no shape but its own
 def identityless_reductions(kir: KernelIR) -> tuple[tuple[str, tuple], ...]:
     """The (kind, axes) of every min/max/argmin/argmax in `kir` (a Kernel finds them once,
     so a call only evaluates their extents)."""

@@ -1,0 +1,245 @@
+"""hologram-backend-lanes: an example backend that runs every lane of a stage at once.
+
+The reference interpreter runs a stage lane by lane. This backend runs it instruction by
+instruction over all lanes together: a register is a numpy array with one element per
+lane, `LDG` is a gather, `STG` a scatter. Running instruction k for every lane before
+instruction k + 1 for any is a valid order only when lanes never wait for each other or
+take different paths, so it runs *straight-line* stages: no branch, loop, barrier,
+shared memory, pool or reduction. `prepare` refuses every other program with a
+PluginError that names the instruction, so a kernel it cannot run fails at its first
+call, clearly, and runs elsewhere with `kernel.on("interp")`. Elementwise kernels (vadd,
+axpy, relu, stencil3, casts, `where`) run, and give the interpreter's results bit for
+bit: each supported opcode is the numpy function the interpreter's per-lane rule is
+(docs/isa.md).
+
+Registered with priority 0, below `interp` (10): never the default unless it is the only
+backend; ask for it by name (`backend="lanes"`, `--backend lanes`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Callable, Mapping
+
+import attrs
+import numpy as np
+
+from hologram.core.asm import format_instr
+from hologram.core.errors import ArgumentError, ExecutionError, PluginError
+from hologram.core.hookspecs import hookimpl
+from hologram.core.isa import AXES, BufferParam, Imm, Instr, Label, Program, Reg, Special, Stage, Sym
+from hologram.core.types import DType
+
+__all__ = ["LanesBackend", "Prepared", "hologram_register_backends"]
+
+# The opcodes it runs, each as the numpy function over all lanes. MIN/MAX are numpy's
+# minimum/maximum (NaN wins; of -0.0 and +0.0 the second operand), as the ISA defines.
+BINARY: dict[str, Callable[..., Any]] = {
+    "ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "MIN": np.minimum, "MAX": np.maximum,
+    "AND": np.bitwise_and, "OR": np.bitwise_or, "XOR": np.bitwise_xor,
+}
+UNARY: dict[str, Callable[..., Any]] = {"NEG": np.negative, "ABS": np.absolute, "NOT": np.invert}
+COMPARE: dict[str, Callable[..., Any]] = {
+    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+}
+OTHER = frozenset({"MOV", "MOV_IMM", "CVT", "LDG", "STG", "DIV", "MAD", "SET", "SEL", "EXIT"})
+
+
+@attrs.frozen
+class Prepared:
+    """What `prepare` returns: a program every instruction of which this backend runs."""
+
+    program: Program
+
+
+class LanesBackend:
+    """Straight-line Atlas ISA stages, all lanes at once, with numpy."""
+
+    name = "lanes"
+    priority = 0
+
+    def available(self) -> bool:
+        return True
+
+    def allocate(self, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
+        return np.zeros(shape, dtype.np)
+
+    def prepare(self, program: Program) -> Prepared:
+        """The program, once every instruction is known to be one this backend runs."""
+        if not isinstance(program, Program):
+            raise ArgumentError(f"prepare expects a hologram.core.isa.Program, got {type(program).__name__}")
+        return _check_supported(program)
+
+    def launch(self, executable: Prepared | Program, buffers: Mapping[str, np.ndarray],
+               scalars: Mapping[str, Any], symbols: Mapping[str, int]) -> None:
+        program = (executable if isinstance(executable, Prepared) else self.prepare(executable)).program
+        consts = _launch_constants(program, scalars, symbols)
+        memory = _bind_buffers(program, buffers, symbols)
+        with np.errstate(all="ignore"):  # IEEE results (inf, NaN) and wrapping integers, not warnings
+            for stage in program.stages:
+                _run_stage(stage, memory, consts, symbols)
+
+
+# ------------------------------------------------------------------------------ prepare
+@functools.lru_cache(maxsize=256)  # Programs are frozen and hashable: each is checked once
+def _check_supported(program: Program) -> Prepared:
+    for stage in program.stages:
+        if stage.shared or stage.pools:
+            _refuse(program, stage, "it declares block-shared or pool memory")
+        for k, item in enumerate(stage.body):
+            if isinstance(item, Label):
+                continue  # a label without a branch is only a name
+            if item.op not in BINARY and item.op not in UNARY and item.op not in OTHER:
+                _refuse(program, stage, f"instruction {k} `{format_instr(item, align=False)}`: {item.op} is not a "
+                        "straight-line, all-lanes operation here")
+            if item.op == "DIV" and not item.dtype.is_float:
+                _refuse(program, stage, f"instruction {k}: integer DIV (floor division, 0 for /0) is not supported")
+            if item.op == "CVT" and item.dtype2.is_float and item.dtype.is_int:
+                _refuse(program, stage, f"instruction {k}: float -> integer CVT (saturating) is not supported")
+    return Prepared(program)
+
+
+def _refuse(program: Program, stage: Stage, why: str) -> None:
+    raise PluginError(f"backend 'lanes' cannot run program {program.name!r}: stage {stage.name!r}: {why}",
+                      hint="it runs straight-line elementwise stages only; run this kernel on another backend, "
+                           "e.g. kernel.on('interp') or --backend interp")
+
+
+# ------------------------------------------------------------------------------- launch
+SYMBOL_LIMIT = 2**62  # the range the verifier's proofs assume for every shape symbol
+
+
+def _launch_constants(program: Program, scalars: Mapping[str, Any], symbols: Mapping[str, int]) -> dict[str, Any]:
+    """What `$name` reads: each shape symbol as an i64, each scalar parameter in its dtype."""
+    consts: dict[str, Any] = {}
+    for s in program.symbols:
+        value = symbols.get(s)
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < SYMBOL_LIMIT:
+            raise ArgumentError(f"shape symbol {s!r} must be bound to an integer in [0, 2**62), got {value!r}")
+        consts[s] = np.int64(value)
+    for name, p in program.scalars().items():
+        if name not in scalars:
+            raise ArgumentError(f"scalar parameter {name!r} ({p.dtype}) is missing")
+        consts[name] = np.asarray(scalars[name], p.dtype.np)[()]
+    return consts
+
+
+def _bind_buffers(program: Program, buffers: Mapping[str, np.ndarray],
+                  symbols: Mapping[str, int]) -> dict[str, np.ndarray]:
+    """Flat views of the caller's arrays (checked: `launch` is public), zeroed temporaries."""
+    written = {ins.addr.buffer for st in program.stages for ins in st.body
+               if isinstance(ins, Instr) and ins.op == "STG"} | {i.buffer for st in program.stages for i in st.inits}
+    memory: dict[str, np.ndarray] = {}
+    for p in program.params:
+        if not isinstance(p, BufferParam):
+            continue
+        array, size = buffers.get(p.name), _size(p, symbols)
+        if not isinstance(array, np.ndarray) or array.dtype != p.dtype.np or not array.flags.c_contiguous:
+            raise ArgumentError(f"buffer {p.name!r}: expected a C-contiguous numpy array of {p.dtype}")
+        if array.size != size or (p.name in written and not array.flags.writeable):
+            raise ArgumentError(f"buffer {p.name!r}: expected {size} writeable elements, got shape {array.shape}")
+        memory[p.name] = array.reshape(-1)
+    for out in written & memory.keys():  # all lanes load before any stores: inputs must not alias outputs
+        for name, other in memory.items():
+            if name != out and np.may_share_memory(memory[out], other):
+                raise ArgumentError(f"buffer {out!r} overlaps {name!r}; pass arrays that do not alias")
+    for t in program.temps:
+        memory[t.name] = np.zeros(_size(t, symbols), t.dtype.np)
+    return memory
+
+
+def _size(p: BufferParam, symbols: Mapping[str, int]) -> int:
+    return math.prod(d.evaluate(symbols) for d in p.shape)
+
+
+def _lane_specials(extents: list[int], block: tuple[int, ...]) -> dict[str, Any]:
+    """%gid, %tid, %ctaid per lane (x fastest, as the interpreter orders lanes) and the
+    launch-wide %gdim, %ntid, %nctaid; an axis the domain lacks has extent 1."""
+    extents = extents + [1] * (3 - len(extents))
+    block = tuple(block) + (1,) * (3 - len(block))
+    # np.indices over (z, y, x) then reversed: lane k has x = k % gdim.x, and so on
+    gids = np.indices(tuple(reversed(extents)), dtype=np.int64).reshape(3, -1)[::-1]
+    specials: dict[str, Any] = {}
+    for axis, gid, extent, ntid in zip(AXES, gids, extents, block):
+        specials.update({f"gid.{axis}": gid, f"tid.{axis}": gid % ntid, f"ctaid.{axis}": gid // ntid,
+                         f"gdim.{axis}": np.int64(extent), f"ntid.{axis}": np.int64(ntid),
+                         f"nctaid.{axis}": np.int64(-(-extent // ntid))})
+    return specials
+
+
+def _run_stage(stage: Stage, memory: dict[str, np.ndarray], consts: Mapping[str, Any],
+               symbols: Mapping[str, int]) -> None:
+    extents = [d.evaluate(symbols) for d in stage.domain]
+    if any(n < 0 for n in extents):
+        raise ExecutionError(f"stage {stage.name!r}: domain {extents} has a negative extent")
+    for init in stage.inits:  # once per launch, before any lane, also over an empty domain
+        _store(stage, f".init {init.buffer}", memory[init.buffer], np.int64(init.offset), init.value)
+    if math.prod(extents) == 0:
+        return
+    specials = _lane_specials(extents, stage.block)
+    types = stage.reg_types()
+    regs: dict[str, Any] = {}  # unwritten registers read as zero of their type
+
+    def read(operand: object, dtype: DType) -> Any:
+        if isinstance(operand, Reg):
+            return regs[operand.name] if operand.name in regs else types[operand.name].np.type(0)
+        if isinstance(operand, Special):
+            return specials[operand.name]
+        if isinstance(operand, Sym):
+            return consts[operand.name]
+        assert isinstance(operand, Imm)
+        return dtype.np.type(operand.value)  # exact: the verifier admits only representable immediates
+
+    for ins in stage.body:
+        if isinstance(ins, Label):
+            continue
+        op, t = ins.op, ins.dtype
+        if op == "EXIT":
+            return
+        if op == "STG":
+            index = read(ins.addr.index, DType.I64) + ins.addr.offset if ins.addr.index else np.int64(ins.addr.offset)
+            _store(stage, format_instr(ins, align=False), memory[ins.addr.buffer], index, read(ins.srcs[0], t))
+            continue
+        if op == "LDG":
+            index = read(ins.addr.index, DType.I64) + ins.addr.offset if ins.addr.index else np.int64(ins.addr.offset)
+            value = memory[ins.addr.buffer][_checked(stage, ins, memory[ins.addr.buffer], index)]
+        elif op in BINARY:
+            value = BINARY[op](read(ins.srcs[0], t), read(ins.srcs[1], t))
+        elif op in UNARY:
+            value = UNARY[op](read(ins.srcs[0], t))
+        elif op == "DIV":
+            value = np.true_divide(read(ins.srcs[0], t), read(ins.srcs[1], t))
+        elif op == "MAD":  # rounded twice: the product, then the sum
+            value = np.add(np.multiply(read(ins.srcs[0], t), read(ins.srcs[1], t)), read(ins.srcs[2], t))
+        elif op == "SET":
+            value = COMPARE[ins.mod](read(ins.srcs[0], t), read(ins.srcs[1], t))
+        elif op == "SEL":
+            value = np.where(read(ins.srcs[0], DType.BOOL), read(ins.srcs[1], t), read(ins.srcs[2], t))
+        elif op == "CVT":
+            value = np.asarray(read(ins.srcs[0], ins.dtype2))
+            value = value != 0 if t is DType.BOOL else value.astype(t.np)
+        else:  # MOV, MOV_IMM
+            value = read(ins.srcs[0], t)
+        regs[ins.dst.name] = np.asarray(value, types[ins.dst.name].np)
+
+
+def _checked(stage: Stage, where: object, buffer: np.ndarray, index: Any) -> Any:
+    """`index` (one per lane, or one for all), refused unless every element is in bounds:
+    numpy would wrap a negative index to the end and raise IndexError past it."""
+    lo, hi = int(np.min(index)), int(np.max(index))
+    if lo < 0 or hi >= buffer.size:
+        bad = lo if lo < 0 else hi
+        text = where if isinstance(where, str) else format_instr(where, align=False)
+        raise ExecutionError(f"stage {stage.name!r}: `{text}`: index {bad} is out of bounds for a buffer of "
+                             f"{buffer.size} elements")
+    return index
+
+
+def _store(stage: Stage, text: str, buffer: np.ndarray, index: Any, value: Any) -> None:
+    buffer[_checked(stage, text, buffer, index)] = value  # lanes storing to one element: racy, last wins
+
+
+@hookimpl
+def hologram_register_backends(register: Callable[[object], None]) -> None:
+    register(LanesBackend())
