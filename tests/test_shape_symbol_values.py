@@ -16,13 +16,17 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
 
 import hologram as hg
 from dsl_helpers import compile_ir, last
 from hologram.core.errors import CompileError
 from hologram.core.types import ALL_TYPES, DType
-from hologram.testing import assert_close
+from hologram.testing import assert_close, bounds
+from hologram.testing.cases import symbol_kernels
+from hologram.testing.exprgen import Env, Node, evaluate, infer, symbol, weak_result
 from hologram.testing.oracle import ORACLE
+from hologram.testing.run import check_case
 
 BACKENDS = ("interp", "cpu_llvm")
 TYPES = [str(d) for d in ALL_TYPES]
@@ -292,3 +296,51 @@ def test_symbol_values_in_index_notation_and_reductions(backend):
                  x, np.zeros(4, np.float32), np.float32(3.0))
     same(y, x * 9 - np.float32(3.0) / 4)
     assert_close(t, np.sum(x * 9), ulps=1, reduction_n=9, magnitude=float(np.abs(x * 9).sum()))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_symbol_only_integer_arithmetic_follows_the_integer_rules(backend):
+    # n // 0 is 0 (decision 1), a shift amount is masked (decision 3: 70 & 63 = 6), a
+    # symbol exponent is an integer power; Python would raise, grow, and give 2**5
+    x = np.zeros(5, np.float32)
+    (y,) = run(backend, "y = n // 0 + (n << 70) + 2 ** n", {"x": "f32[n]"}, {"y": "i64"}, x)
+    same(y, np.int64(0 + (5 << 6) + 2 ** 5))
+
+
+# ----------------------------------------------------------------------- the generator
+def _node(name: str, *args: Node) -> Node:
+    dt = infer(name, args)
+    assert dt is not None, (name, args)
+    return Node(name, dt, max((a.shape for a in args), key=len), args, weak=weak_result(name, args, dt))
+
+
+@pytest.mark.parametrize("dtype", ["f16", "f32", "f64"])
+def test_generator_keeps_x_minus_s_over_n_in_the_float_type(dtype):
+    # the generator's oracle held symbols as i64 arrays, agreeing with the old f64 typing
+    dt = NP[dtype]
+    x, s = Node("input", np.dtype(dt), ("n",), (), "x"), Node("input", np.dtype(dt), (), (), "s")
+    node = _node("-", x, _node("/", s, symbol("n")))
+    assert node.dtype == dt
+    xv, sv = values(dt, 1000, seed=5), dt.type(123.456)
+    env = Env({"x": bounds.Val.exact(xv), "s": bounds.Val.exact(np.asarray(sv))}, {"n": 1000})
+    same(evaluate(node, env).v, xv - sv / len(xv))
+
+
+def test_generator_symbol_only_parts_stay_weak_and_wrap_where_numpy_raises():
+    x = Node("input", np.dtype(np.int8), ("n",), (), "x")
+    n, m = symbol("n"), symbol("m")
+    half, ratio = _node("//", n, m), _node("/", n, m)
+    assert half.weak and half.dtype == np.int64 and ratio.weak and ratio.dtype == np.float64
+    assert not _node("<", n, m).weak  # a comparison is a bool, like a bool array
+    env = Env({"x": bounds.Val.exact(np.arange(-3, 3, dtype=np.int8))}, {"n": 300, "m": 7})
+    assert evaluate(half, env) == 42 and evaluate(ratio, env) == 300 / 7
+    total = _node("+", x, n)
+    assert total.dtype == np.int8
+    same(evaluate(total, env).v, np.arange(-3, 3, dtype=np.int8) + np.int8(44))  # 300 wraps to 44
+    same(evaluate(_node("<", x, n), env).v, np.ones(6, bool))  # exact
+
+
+@given(symbol_kernels())
+def test_generated_symbol_kernels_on_both_backends(case):
+    for backend in BACKENDS:
+        check_case(case, backend)

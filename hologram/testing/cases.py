@@ -20,6 +20,10 @@ on a backend and checks it; a new backend is tested by running these strategies 
                              whole-array statement
     atlas_kernels(cfg)       the Atlas functions, including resonance's 96-bin scatter-add
                              (with classes that may fall outside 0..95: a runtime error)
+    symbol_kernels(cfg)      shape symbols used as values (weak ints, numpy's len(x)) in
+                             arithmetic, comparisons and where() with one dtype, every
+                             dtype: `x - s / n` and the like, symbol-only parts (`n // m`,
+                             `1 / n`), and sizes beyond i8/u8 (wrapping) and f16's integers
 
 `cfg` is a `GenConfig` (dtypes, operations, reductions, depth, sizes). Sizes are small
 (the reference interpreter runs one lane at a time) and `n` may be 0.
@@ -38,10 +42,11 @@ from ..core.errors import ArgumentError, ExecutionError, HologramError
 from ..core.types import Affine, DType
 from . import bounds, values
 from .bounds import Val
-from .exprgen import Builder, Engine, Env, GenConfig, Node, reduce_dtype, contains, evaluate, infer, literal, reachable, render
+from .exprgen import (Builder, Engine, Env, GenConfig, Node, reduce_dtype, contains, evaluate, infer, literal, reachable,
+                      render, strong, symbol)
 
 __all__ = ["KernelCase", "Param", "Program", "INDEX_TEMPLATES", "kernels", "expression_kernels", "index_kernels", "atlas_kernels",
-           "render_document", "runtime_errors"]
+           "symbol_kernels", "render_document", "runtime_errors"]
 
 Statement = tuple[str, str, "Node | Callable[[Env], Val]"]  # (target, body line, how to evaluate)
 
@@ -141,7 +146,7 @@ def _evaluate(statements: Sequence[Statement], outputs: Sequence[Param], sizes: 
     declared = {p.name: p for p in outputs}
     results: dict[str, Val] = {}
     for target, _, how in statements:
-        val = how(env) if callable(how) else evaluate(how, env)
+        val = strong(how(env) if callable(how) else evaluate(how, env))  # `t = n` holds an i64, as np.asarray(len(x))
         if target in declared:
             p = declared[target]
             results[target] = engine.apply("cast", [val], dtype=p.dtype).broadcast_to(p.concrete(sizes))
@@ -206,8 +211,8 @@ def _index(name: str, domain: tuple[str, ...]) -> Node:
 
 
 def _symbol(name: str) -> Node:
-    """A shape symbol used as a value (an i64 scalar)."""
-    return _load(name, np.int64, (), lambda env: np.int64(env.sizes[name]))
+    """A shape symbol used as a value: a weak int, as numpy's `len(x)`."""
+    return symbol(name)
 
 
 def _value(name: str) -> Callable[[Env], np.ndarray]:
@@ -264,7 +269,7 @@ def _indexed(node: Node, grids: dict[str, np.ndarray], target: tuple[str, ...]) 
     def run(env: Env) -> Val:
         env.grids = grids
         try:
-            val = evaluate(node, env)
+            val = strong(evaluate(node, env))
         finally:
             env.grids = {}
         return val.broadcast_to(np.broadcast_shapes(val.shape, shape)).reshape(tuple(grids[v].size for v in target))
@@ -436,6 +441,28 @@ def index_kernels(draw: Callable, cfg: GenConfig = GenConfig()) -> KernelCase:
     return k.case()
 
 
+# ------------------------------------------------------------------ symbols as values
+# sizes where a symbol does not fit i8 / u8 (the DSL wraps it, numpy raises) or is not an
+# f16 integer (2049 rounds to 2048)
+_WIDE_SIZES = (127, 128, 255, 256, 300, 2049)
+
+
+@st.composite
+def symbol_kernels(draw: Callable, cfg: GenConfig = GenConfig()) -> KernelCase:
+    """`y = f(x, s, n, m)` over x: T[n], s: T, z: T[m] with the symbol n used as a value
+    (see the module docs): one dtype T per kernel, drawn from all of cfg's."""
+    dt = _dtype(draw, cfg)
+    sizes = {"n": draw(st.integers(0, cfg.max_n) | st.sampled_from(_WIDE_SIZES)), "m": draw(st.integers(1, cfg.max_m))}
+    x, s, z = Param("x", dt, (Affine.of("n"),)), Param("s", dt), Param("z", dt, (Affine.of("m"),))
+    n = symbol("n")
+    groups = ("arith", "compare", "select", "bitwise")
+    builder = Builder(draw, attrs.evolve(cfg.only(*groups), reductions=()), [_leaf(x), _leaf(s), n, symbol("m")])
+    node = builder.require(builder.expr(draw(st.sampled_from([("n",), ()])), cfg.max_depth), n)
+    statements: list[Statement] = [("y", f"y = {render(node)}", node)]
+    outputs = [Param("y", _out_dtype(draw, node.dtype), _dims(node.shape))]
+    return _finish(draw, sizes, [x, s, z], statements, outputs)
+
+
 # -------------------------------------------------------------------------- Atlas
 @st.composite
 def atlas_kernels(draw: Callable, cfg: GenConfig = GenConfig()) -> KernelCase:
@@ -468,5 +495,7 @@ def atlas_kernels(draw: Callable, cfg: GenConfig = GenConfig()) -> KernelCase:
 
 
 def kernels(cfg: GenConfig = GenConfig()) -> st.SearchStrategy[KernelCase]:
-    """Any generated kernel: mostly whole-array expressions, then index notation, then Atlas."""
-    return st.one_of(expression_kernels(cfg), expression_kernels(cfg), index_kernels(cfg), atlas_kernels(cfg))
+    """Any generated kernel: mostly whole-array expressions, then index notation, Atlas and
+    shape symbols as values."""
+    return st.one_of(expression_kernels(cfg), expression_kernels(cfg), index_kernels(cfg), atlas_kernels(cfg),
+                     symbol_kernels(cfg))

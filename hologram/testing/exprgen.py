@@ -4,7 +4,8 @@ The pieces `hologram.testing.cases` builds kernels from:
 
 - `VOCABULARY`: every DSL operator and function, with the dtype kinds each argument
   accepts, how it is written, and where a weak literal may stand;
-- `Node`: an expression tree; `render(node)` is its DSL text;
+- `Node`: an expression tree; `render(node)` is its DSL text; `symbol(name)` is a shape
+  symbol used as a value, a weak int like numpy's `len(x)`;
 - `infer(name, args)`: the result dtype, asked of numpy itself (NEP 50, Python literals
   weak), or None when numpy or a DSL rule rejects the operands (`-` on bool, `&` on
   floats, integer `**` with a negative or large literal exponent, a literal that does not fit an
@@ -36,7 +37,7 @@ from . import bounds, oracle, values
 from .bounds import Val
 
 __all__ = ["OpSpec", "VOCABULARY", "GROUPS", "GenConfig", "Node", "Builder", "Env", "Engine", "render", "literal",
-           "infer", "evaluate", "reachable", "contains", "reduce_dtype"]
+           "symbol", "infer", "weak_result", "evaluate", "strong", "reachable", "contains", "reduce_dtype"]
 
 Literal = bool | int | float
 ALL_KINDS = "biuf"
@@ -143,12 +144,17 @@ class GenConfig:
 class Node:
     """An expression tree node.
 
-    op      'input' | 'lit' | 'load' | 'cast' | 'reduce' | 'ireduce' | a VOCABULARY name
-    dtype   numpy dtype of the value (None for a weak literal)
+    op      'input' | 'lit' | 'sym' | 'load' | 'cast' | 'reduce' | 'ireduce' | a VOCABULARY name
+    dtype   numpy dtype of the value (None for a weak literal; for a weak shape-symbol
+            value its kind: int64, or float64 for `n / m`)
     shape   symbolic shape: dims as labels ('n', 'm', '1'); index-notation nodes use the
             index variables of their domain
     attr    input name | (literal value, spelling) | cast dtype | reduce (kind, axis,
-            keepdims) | ireduce (kind, vars) | load (name, index text, index function)
+            keepdims) | ireduce (kind, vars) | load (name, index text, index function) |
+            sym (symbol name)
+    weak    a shape-symbol value or an operator on weak values only (`n`, `n // 2`,
+            `1 / n`): a Python scalar at run time, as `len(x)` is in numpy (NEP 50), so
+            it takes a typed operand's dtype; evaluated in int64/float64 as the DSL does
     """
 
     op: str
@@ -156,10 +162,16 @@ class Node:
     shape: tuple[str, ...] = ()
     args: tuple["Node", ...] = ()
     attr: Any = None
+    weak: bool = False
 
     @property
     def is_literal(self) -> bool:
         return self.op == "lit"
+
+
+def symbol(name: str) -> Node:
+    """A shape symbol used as a value: a weak int (numpy's `len(x)`)."""
+    return Node("sym", np.dtype(np.int64), (), (), name, weak=True)
 
 
 def render(node: Node) -> str:
@@ -168,6 +180,8 @@ def render(node: Node) -> str:
         return node.attr
     if node.op == "lit":
         return node.attr[1]
+    if node.op == "sym":
+        return node.attr
     if node.op == "load":
         return node.attr[1]
     if node.op == "cast":
@@ -219,12 +233,17 @@ def _fits(value: Literal, dt: np.dtype) -> bool:
     return True
 
 
+def _weak_value(node: Node) -> tuple[type, Literal]:
+    # a weak shape-symbol value goes to numpy as a Python scalar of its kind, as len(x)
+    return (int, 1) if node.dtype.kind in "iu" else (float, 1.0)
+
+
 def infer(name: str, args: Sequence[Node]) -> np.dtype | None:
     """numpy's result dtype for DSL operation `name` on these operands, or None when numpy
     or the DSL rejects the combination."""
     spec = VOCABULARY[name]
-    strong = [a.dtype for a in args if not a.is_literal]
-    if not strong:
+    strong = [a.dtype for a in args if not (a.is_literal or a.weak)]
+    if all(a.is_literal for a in args):
         return None  # an all-literal operation would be constant-folded with Python typing
     for a, kinds in zip(args, spec.kinds):
         if a.is_literal:
@@ -238,12 +257,30 @@ def infer(name: str, args: Sequence[Node]) -> np.dtype | None:
             return None
     if name in ("<<", ">>") + tuple(ATLAS_OPS) and any(a.is_literal and a.attr[0] < 0 for a in args):
         return None
-    dt = _infer_cached(name, tuple((type(a.attr[0]), a.attr[0]) if a.is_literal else a.dtype for a in args))
+    if not strong:  # weak values alone: numpy on the Python scalars len() would give
+        sig = tuple((type(a.attr[0]), a.attr[0]) if a.is_literal else a.dtype for a in args)
+    else:
+        sig = tuple((type(a.attr[0]), a.attr[0]) if a.is_literal else _weak_value(a) if a.weak else a.dtype
+                    for a in args)
+    dt = _infer_cached(name, sig)
     if name in ("**", "power") and dt is not None and dt.kind in "iu":
         exp = args[1]  # a literal exponent of an integer power must be >= 0 (small: it must not overflow wildly)
         if exp.is_literal and not (type(exp.attr[0]) is int and 0 <= exp.attr[0] <= 4):
             return None
     return dt
+
+
+# operators whose result on weak values alone stays weak (Python's int or float, as
+# `len(x) // 2`); comparisons give a bool and functions a typed result, as in the DSL.
+# `**` stays weak only when exact (an integer power): a float one carries a contract.
+WEAK_OPERATORS = frozenset(n for n, op in VOCABULARY.items() if op.group in ("arith", "bitwise"))
+
+
+def weak_result(name: str, args: Sequence[Node], dt: np.dtype) -> bool:
+    """Whether `name` on `args` (result dtype `dt`) is a weak shape-symbol value."""
+    if not any(a.weak for a in args) or any(not (a.weak or a.is_literal) for a in args):
+        return False
+    return name in WEAK_OPERATORS and dt.kind in "if" and (name != "**" or dt.kind == "i")
 
 
 # ------------------------------------------------------------------------ generation
@@ -331,7 +368,8 @@ class Builder:
             dt = infer(name, args)
         if dt is None:
             return next(a for a in args if not a.is_literal)
-        return Node(name, dt, _broadcast(*(a.shape for a in args if not a.is_literal)), tuple(args))
+        return Node(name, dt, _broadcast(*(a.shape for a in args if not a.is_literal)), tuple(args),
+                    weak=weak_result(name, args, dt))
 
     def require(self, node: Node, leaf: Node) -> Node:
         """`node`, combined with `leaf` by a drawn binary operation unless it already uses it
@@ -441,9 +479,12 @@ class Env:
 
 
 def evaluate(node: Node, env: Env) -> "Val | Literal":
-    """The oracle's value of `node` with its contract (a weak literal stays a Python scalar)."""
+    """The oracle's value of `node` with its contract (a weak literal or shape-symbol value
+    stays a Python scalar)."""
     if node.op == "lit":
         return node.attr[0]
+    if node.op == "sym":
+        return env.sizes[node.attr]
     if node.op == "input":
         return env.names[node.attr]
     if node.op == "load":
@@ -453,14 +494,37 @@ def evaluate(node: Node, env: Env) -> "Val | Literal":
         return env.engine.apply("cast", args, dtype=node.attr)
     if node.op == "reduce":
         kind, axis, keepdims = node.attr
-        return env.engine.reduce(kind, args[0], axis, keepdims)
+        return env.engine.reduce(kind, strong(args[0]), axis, keepdims)
     if node.op == "ireduce":
         kind, names = node.attr
-        val = args[0]
+        val = strong(args[0])
         full = len(env.grids)
         axes = tuple(list(env.grids).index(n) - full for n in names)
         val = val.broadcast_to(np.broadcast_shapes(val.shape, *(g.shape for g in env.grids.values())))
         return env.engine.reduce(kind, val, axes, keepdims=True)
-    return env.engine.apply(node.op, args)
+    if node.weak:  # Python's arithmetic on len() results, in int64 (wrapping) / float64 as the DSL
+        return env.engine.apply(node.op, [strong(a) for a in args]).v.item()
+    try:
+        return env.engine.apply(node.op, args)
+    except OverflowError:
+        return env.engine.apply(node.op, _fitted(node, args))
+
+
+def strong(x: "Val | Literal") -> Val:
+    """A value as the array numpy makes of it: a Python scalar (a weak literal or
+    shape-symbol value) becomes a 0-d int64, float64 or bool array."""
+    return x if isinstance(x, Val) else Val.exact(np.asarray(x))
+
+
+def _fitted(node: Node, args: Sequence["Val | Literal"]) -> list["Val | Literal"]:
+    """numpy raises OverflowError for a Python int that does not fit an integer operand's
+    type (`x_i8 + 300`); a weak shape-symbol value there is defined by the DSL (docs/dsl.md,
+    decision 21): compared exactly, else converted to the operation's type as a cast does
+    (an integer wraps). Literals that do not fit are never generated."""
+    if node.op in ("==", "!=", "<", "<=", ">", ">="):
+        return [strong(a) if type(a) is int else a for a in args]
+    if node.dtype.kind in "iu":
+        return [int(np.asarray(a).astype(node.dtype)) if type(a) is int else a for a in args]
+    return [Val.exact(np.asarray(a).astype(node.dtype)) if type(a) is int else a for a in args]
 
 

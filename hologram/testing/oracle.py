@@ -18,6 +18,10 @@ defines one answer and this module is its executable definition:
 - min/max/argmin/argmax over an empty extent raise `ExecutionError`
 - the Atlas functions follow `hologram.core.atlas` (out-of-range classes give -1 / 0 /
   False; `resonance` rejects a class outside 0..95)
+- a shape symbol used as a value is the Python int `len()` gives (weak); callers pass it
+  as one. Where numpy raises OverflowError because it does not fit an integer operand,
+  the DSL wraps it into that operand's type (compares exactly); `exprgen.evaluate`
+  applies that rule, since these functions cannot tell a symbol from a literal
 
 `ORACLE` maps each DSL spelling (operators as written, functions by name) to its
 implementation; casts are `cast(x, dtype)` and reductions `reduce(kind, x, axis, keepdims)`.
