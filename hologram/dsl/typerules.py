@@ -264,7 +264,7 @@ def apply(spec: Elementwise, operands: Sequence[Val], span: Span | None) -> Val:
     if spec.op in _SWAP and not any(v.dtype.is_float for v in operands if not v.weak):
         # numpy 2 compares a Python int with an integer array exactly, even one outside
         # its range: as i64 (a symbol's own type) the loop below is exact
-        operands = [strengthen(v) if v.weak and not v.is_literal else v for v in operands]
+        operands = [strengthen(v) if v.weak and not v.is_literal and v.dtype.is_int else v for v in operands]
     shape = broadcast_shapes(v.shape for v in operands)
     if shape is None:
         raise _shape_error(spec, operands, span)
