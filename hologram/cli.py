@@ -401,9 +401,9 @@ def backend_notes(report: Sequence[Any], found: dict[str, Any], default: str | N
         notes = ["no backend is installed: kernels compile but cannot run"]
     rows = {row.name: row for row in report}
     for name, distribution, what in FIRST_PARTY_BACKENDS:
-        row = rows.get(name)
         if name in found:
             continue
+        row = rows.get(name)
         if row is not None and row.status == "disabled":
             notes.append(f"{name} ({what}) is installed but left out by HOLOGRAM_PLUGINS")
         elif row is not None and row.status == "failed":
