@@ -15,7 +15,8 @@ from importlib import metadata as _metadata
 from .core import errors
 from .core.hookspecs import hookimpl
 from .core.kernel import Kernel, Library
-from .core.runtime import compile, compile_all, compile_file, compile_file_all, get_backend, list_backends
+from .core.runtime import (clear_cache, compile, compile_all, compile_file, compile_file_all, get_backend,
+                           list_backends)
 
 try:
     __version__ = _metadata.version("hologram-kernels")
@@ -23,4 +24,4 @@ except _metadata.PackageNotFoundError:  # running from a source tree that was ne
     __version__ = "0+unknown"
 
 __all__ = ["compile", "compile_file", "compile_all", "compile_file_all", "get_backend", "list_backends",
-           "Kernel", "Library", "hookimpl", "errors", "__version__"]
+           "clear_cache", "Kernel", "Library", "hookimpl", "errors", "__version__"]

@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import dsl
 from ..dsl.document import KernelDef
-from .args import (Signature, bind_arguments, bind_direct, bind_symbols, check_array, check_out,
+from .args import (Signature, allocate_outputs, bind_arguments, bind_direct, bind_symbols, check_array, check_out,
                    check_reductions, concrete_shape, convert_scalar, direct_binding, identityless_reductions,
                    unalias)
 from .asm import format_program
@@ -241,7 +241,7 @@ class Kernel:
         check_reductions(name, c.reductions, symbols)
         backend, executable = self._prepare()
         if out is None:
-            outs = tuple(backend.allocate(shape, p.dtype) for p, shape in zip(sig.outputs, shapes))
+            outs = allocate_outputs(name, sig.outputs, shapes, symbols, backend.allocate)
         else:
             outs = check_out(name, sig.outputs, out, shapes)
             arrays = unalias(arrays, outs)

@@ -14,6 +14,7 @@ Compilation is cached in process, by content:
   file or format is optimized, lowered and verified once;
 - the pipeline's passes by their input (see hologram.passes.manager).
 Backends cache prepared executables by program hash (see hologram.core.backend).
+Every one of these is bounded; `clear_cache()` empties them all (docs/api.md, "Caching").
 """
 
 from __future__ import annotations
@@ -27,17 +28,19 @@ from ..dsl.document import KernelDef
 from ..passes import manager
 from ..passes.manager import Pipeline
 from .errors import DocumentError, HologramError, PluginError
+from .files import read_regular_file
 from .hookspecs import Translator
 from .ir import KernelIR
 from .isa import Program
 from .kernel import Compiled, Kernel, Library
 from .lower import lower
-from .plugins import find_translator, get_backend, list_backends, translator_for_path
+from .plugins import backends, find_translator, get_backend, list_backends, translator_for_path
 
 __all__ = ["compile", "compile_file", "compile_all", "compile_file_all", "compile_kdef", "get_backend",
            "list_backends", "Kernel", "Library", "Pipeline", "clear_cache"]
 
-CACHE_SIZE = 256
+CACHE_SIZE = 256  # documents, and kernels' verified programs, kept by each of the two caches
+MAX_DOCUMENT_BYTES = 16 << 20  # compile_file refuses a bigger file (the largest in this repository: 2 KB)
 
 
 Passes = Sequence[str] | str | None
@@ -86,12 +89,15 @@ def compile_file_all(path: str | os.PathLike, backend: str | None = None, opt: s
     translator = translator_for_path(file)
     pipeline = manager.resolve(opt, passes)
     try:
-        with open(file, encoding="utf-8") as f:
-            text = f.read()
+        data = read_regular_file(file, MAX_DOCUMENT_BYTES)
     except OSError as exc:
         raise DocumentError(f"cannot read {file}: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise DocumentError(f"cannot read {file}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    # universal newlines, as reading in text mode gives: spans count lines the same way
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     return _library(translator, text, file, backend, pipeline)
 
 
@@ -104,11 +110,21 @@ def compile_kdef(kdef: KernelDef, pipeline: Pipeline) -> Compiled:
 
 
 def clear_cache() -> None:
-    """Forget every compiled document and program, and the passes' results (backends
-    keep their own caches)."""
+    """Forget everything compiled in this process: documents, programs, the passes'
+    results, and what every loaded backend prepared (through its optional
+    `clear_cache()`; the cpu_llvm disk cache stays). Kernels still referenced keep
+    their own program and executable. docs/api.md, "Caching", lists every cache."""
     _compile_document.cache_clear()
     _compile_program.cache_clear()
     manager.clear_cache()
+    for name, backend in backends().items():
+        clear = getattr(backend, "clear_cache", None)
+        if not callable(clear):
+            continue
+        try:
+            clear()
+        except Exception as exc:  # a plugin's bug must not look like a crash of ours
+            raise PluginError(f"backend {name!r} failed to clear its cache: {type(exc).__name__}: {exc}") from exc
 
 
 # ----------------------------------------------------------------------------- internals

@@ -69,7 +69,8 @@ def _codegen_version() -> str:
 class CpuLlvmBackend:
     """Native, multithreaded execution of Atlas ISA programs through llvmlite.
 
-    num_threads   threads per launch (default `$HOLOGRAM_NUM_THREADS`, else the CPU count)
+    num_threads   threads per launch (default `$HOLOGRAM_NUM_THREADS`, else the CPU count;
+                  at most `threads.max_threads()`, 4 per CPU, with a warning)
     cache_dir     disk cache directory (default `$HOLOGRAM_CACHE_DIR`, else the user cache
                   dir); `False` disables the disk cache
     codegen       `Program -> CodegenResult` (tests substitute hand-written modules)
@@ -80,16 +81,22 @@ class CpuLlvmBackend:
 
     def __init__(self, num_threads: int | None = None, cache_dir: str | Path | bool | None = None,
                  codegen: Callable[[Program], Any] | None = None, codegen_version: str | None = None):
-        self.num_threads = num_threads if num_threads is not None else threads.thread_count()
+        self.num_threads = (threads.thread_count() if num_threads is None
+                            else threads.capped(num_threads, "num_threads"))
         self._cache_dir = cache_dir
         self._codegen = codegen or compile_program
         self._codegen_version = codegen_version
-        self._memory: MemoryCache[str, Executable] = MemoryCache(256)
+        self._memory: MemoryCache[str, Executable] = MemoryCache()  # cache.MEMORY_ENTRIES, thread-safe
         self._lock = threading.RLock()
         self._available: bool | None = None
 
     def __repr__(self) -> str:
         return f"CpuLlvmBackend(num_threads={self.num_threads})"
+
+    def clear_cache(self) -> None:
+        """Forget every prepared program held in memory, and with it its machine code once
+        no kernel holds it (`hologram.clear_cache()` calls this; the disk cache stays)."""
+        self._memory.clear()
 
     def available(self) -> bool:
         if self._available is None:

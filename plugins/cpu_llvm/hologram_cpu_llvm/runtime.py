@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 import attrs
 import numpy as np
 
+from hologram.core.args import plain_array
 from hologram.core.asm import format_instr
 from hologram.core.atlas import NUM_CLASSES
 from hologram.core.errors import ArgumentError, ExecutionError
@@ -298,10 +299,12 @@ def bind_buffers(exe: Executable, geo: Geometry, buffers: Mapping[str, np.ndarra
     arrays, ptrs = [], []
     for b, size in zip(exe.params, geo.sizes):
         a = buffers.get(b.name)
-        if type(a) is not np.ndarray and not isinstance(a, np.ndarray):
-            if b.name not in buffers:
-                _wrong_names(exe, buffers)
-            raise ArgumentError(f"buffer '{b.name}': expected a numpy array of {b.dtype}, got {type(a).__name__}")
+        if type(a) is not np.ndarray:
+            if not isinstance(a, np.ndarray):
+                if b.name not in buffers:
+                    _wrong_names(exe, buffers)
+                raise ArgumentError(f"buffer '{b.name}': expected a numpy array of {b.dtype}, got {type(a).__name__}")
+            a = plain_array(f"buffer '{b.name}'", a)  # a subclass's memory as is; a masked array refused
         dtype = a.dtype
         if dtype is not b.dtype and dtype != b.dtype:
             raise ArgumentError(f"buffer '{b.name}': expected dtype {b.dtype}, got {dtype}")

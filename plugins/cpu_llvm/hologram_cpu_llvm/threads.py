@@ -8,7 +8,9 @@ once and then sleep on one shared queue; a `run` hands them its tasks, runs the 
 task on the calling thread (which would only wait otherwise), and waits on its own
 completion queue, so concurrent `run`s from several Python threads do not interfere.
 A handoff costs two GIL transfers between sleeping threads (~60 µs here). After a fork
-the threads are gone: both pools notice and restart them.
+the threads are gone: both pools notice and restart them. No pool has more than
+`max_threads()` threads (THREADS_PER_CPU per CPU); a larger count asked for is capped,
+with a warning where it is configured (docs/cpu-llvm.md, "Threads").
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
+import warnings
 from typing import Callable, Sequence
 
 from . import native_pool
@@ -24,8 +27,30 @@ from .native_pool import NativePool
 Task = Callable[[], None]
 
 
+THREADS_PER_CPU = 4  # the cap on threads per launch, per CPU
+
+
+def max_threads() -> int:
+    """The most threads a launch uses: THREADS_PER_CPU x the CPU count. Beyond the CPU
+    count threads only take turns, and every one is an OS thread with its own stack, so
+    `HOLOGRAM_NUM_THREADS=100000` must not start a hundred thousand of them."""
+    return THREADS_PER_CPU * (os.cpu_count() or 1)
+
+
+def capped(n: int, source: str) -> int:
+    """`n`, or `max_threads()` with a RuntimeWarning when `n` is more. `source` names
+    where `n` came from ("HOLOGRAM_NUM_THREADS", "num_threads") for the warning."""
+    cap = max_threads()
+    if n <= cap:
+        return n
+    warnings.warn(f"cpu_llvm: {source}={n} is more than {cap} ({THREADS_PER_CPU} per CPU); using {cap} threads",
+                  RuntimeWarning, stacklevel=3)
+    return cap
+
+
 def thread_count() -> int:
-    """`$HOLOGRAM_NUM_THREADS` if it is a positive integer, else the number of CPUs."""
+    """`$HOLOGRAM_NUM_THREADS` if it is a positive integer (capped by `max_threads()`),
+    else the number of CPUs."""
     env = os.environ.get("HOLOGRAM_NUM_THREADS", "").strip()
     if env:
         try:
@@ -33,7 +58,7 @@ def thread_count() -> int:
         except ValueError:
             n = 0
         if n > 0:
-            return n
+            return capped(n, "HOLOGRAM_NUM_THREADS")
     return os.cpu_count() or 1
 
 
@@ -102,7 +127,9 @@ _POOLS_LOCK = threading.Lock()
 
 
 def pool(size: int) -> ThreadPool:
-    """The process-wide pool of `size` threads (created on first use)."""
+    """The process-wide pool of `size` threads (created on first use; never more than
+    `max_threads()`, whatever a backend's `num_threads` was set to)."""
+    size = min(size, max_threads())
     p = _POOLS.get(size)
     if p is None:
         with _POOLS_LOCK:
@@ -114,8 +141,9 @@ _NATIVE: dict[int, NativePool] = {}
 
 
 def native(size: int) -> NativePool | None:
-    """The process-wide native pool of `size` threads, or None (size 1, or no native
-    pool on this platform)."""
+    """The process-wide native pool of `size` threads (at most `max_threads()`), or None
+    (size 1, or no native pool on this platform)."""
+    size = min(size, max_threads())
     if size < 2 or not native_pool.available():
         return None
     p = _NATIVE.get(size)

@@ -1,8 +1,9 @@
 """`InterpBackend`: the reference backend, registered under the name `interp`.
 
 It prepares a program by verifying it (when hologram.core.verifier is present) and
-decoding it into closures, cached by a content key of the program; it launches by
-binding the caller's arrays, scalars and shape symbols and running the machine.
+decoding it into closures, cached by a content key of the program in a thread-safe LRU
+of `CACHE_SIZE` entries; it launches by binding the caller's arrays, scalars and shape
+symbols and running the machine.
 """
 
 from __future__ import annotations
@@ -10,20 +11,22 @@ from __future__ import annotations
 import hashlib
 import importlib
 import math
-from collections import OrderedDict
+import sys
 from typing import Any, Mapping
 
 import numpy as np
 
+from hologram.core.args import plain_array
 from hologram.core.errors import ArgumentError
 from hologram.core.isa import BufferParam, Program
+from hologram.core.lru import LRUCache
 from hologram.core.types import DType
 
 from . import semantics as sem
 from .decode import Executable, const_key, decode_program
 from .machine import run
 
-CACHE_SIZE = 256
+CACHE_SIZE = 256  # prepared programs kept (an LRU; `clear_cache()` empties it)
 
 
 def program_key(program: Program) -> str:
@@ -53,11 +56,16 @@ class InterpBackend:
     name = "interp"
     priority = 10
 
-    def __init__(self) -> None:
-        self._cache: OrderedDict[str, Executable] = OrderedDict()
+    def __init__(self, cache_size: int = CACHE_SIZE) -> None:
+        # program key -> Executable; shared by every thread that prepares or launches
+        self._cache: LRUCache[str, Executable] = LRUCache(cache_size)
 
     def __repr__(self) -> str:
         return "InterpBackend()"
+
+    def clear_cache(self) -> None:
+        """Forget every prepared program (`hologram.clear_cache()` calls this)."""
+        self._cache.clear()
 
     def available(self) -> bool:
         return True
@@ -72,11 +80,8 @@ class InterpBackend:
         exe = self._cache.get(key)
         if exe is None:
             _verify(program)
-            exe = self._cache[key] = decode_program(program, key)
-            if len(self._cache) > CACHE_SIZE:
-                self._cache.popitem(last=False)
-        else:
-            self._cache.move_to_end(key)
+            exe = decode_program(program, key)
+            self._cache.put(key, exe)
         return exe
 
     def launch(self, executable: Any, buffers: Mapping[str, np.ndarray],
@@ -107,6 +112,8 @@ def bind(exe: Executable, buffers: Mapping[str, np.ndarray], scalars: Mapping[st
         size = _size(p, symbols)
         if not isinstance(arr, np.ndarray):
             raise ArgumentError(f"buffer '{p.name}': expected a numpy array of {p.dtype}, got {type(arr).__name__}")
+        if type(arr) is not np.ndarray:  # np.matrix would stay 2-D through reshape(-1)
+            arr = plain_array(f"buffer '{p.name}'", arr)
         if arr.dtype != p.dtype.np:
             raise ArgumentError(f"buffer '{p.name}': expected dtype {p.dtype}, got {arr.dtype}")
         if not arr.flags.c_contiguous:
@@ -117,7 +124,7 @@ def bind(exe: Executable, buffers: Mapping[str, np.ndarray], scalars: Mapping[st
             raise ArgumentError(f"buffer '{p.name}' is written by the program but the array is read-only")
         mem[p.name] = arr.reshape(-1)  # a view: C-contiguous
     for t in program.temps:
-        mem[t.name] = np.zeros(_size(t, symbols), t.dtype.np)
+        mem[t.name] = _temporary(t, _size(t, symbols))
     for name, p in program.scalars().items():
         if name not in scalars:
             raise ArgumentError(f"scalar parameter '{name}' ({p.dtype}) is missing")
@@ -129,6 +136,18 @@ def bind(exe: Executable, buffers: Mapping[str, np.ndarray], scalars: Mapping[st
         else:
             raise ArgumentError(f"scalar parameter '{name}': expected a number of type {p.dtype}, got {v!r}")
     return mem, consts
+
+
+def _temporary(t: BufferParam, size: int) -> np.ndarray:
+    """A zeroed temporary; the symbols can ask for more than memory holds."""
+    nbytes = size * t.dtype.np.itemsize
+    if nbytes <= sys.maxsize:  # beyond it numpy refuses with a ValueError
+        try:
+            return np.zeros(size, t.dtype.np)
+        except MemoryError:
+            pass
+    raise ArgumentError(f"cannot allocate temporary buffer '{t.name}' ({t.dtype}, {size} elements): "
+                        f"{nbytes} bytes, more than this machine can give")
 
 
 def _size(p: BufferParam, symbols: Mapping[str, int]) -> int:
