@@ -57,6 +57,13 @@ def test_commands_run_without_hypothesis(no_extra_env, argv, expected):
     assert "internal error" not in done.stderr
 
 
+def test_bench_runs_without_hypothesis(no_extra_env, tmp_path):
+    done = _hologram(no_extra_env, "bench", "--quick", "--only", "axpy", "--repeat", "1", "--results-dir",
+                     str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "performance targets" in done.stdout
+
+
 def test_diff_test_says_how_to_install_what_it_needs(no_extra_env):
     done = _hologram(no_extra_env, "diff-test", "--examples", "1")
     assert done.returncode == 1
