@@ -5,6 +5,7 @@ in any order, behaves exactly as the full path (same result, same error message)
 from __future__ import annotations
 
 import glob
+import os
 import threading
 
 import numpy as np
@@ -489,3 +490,22 @@ def test_inputs_named_like_the_call_machinery(backend, monkeypatch):
     np.testing.assert_array_equal(r, want)
     with pytest.raises(ArgumentError, match=r"odd\(\) missing inputs 'cast', 'out'"):
         k(kw=p, args=q, cast=np.float32(2), out=s)
+
+
+def test_the_benchmark_times_every_call_style_on_the_fast_path(monkeypatch):
+    """benchmarks/bench.py's launch-overhead rows: one per call style, each a fast call
+    (so the rows compare call styles, not the full path) that agrees with numpy's row."""
+    for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # bench drops them when imported: put them back after
+        if name in os.environ:
+            monkeypatch.setenv(name, os.environ[name])
+    monkeypatch.syspath_prepend("benchmarks")
+    bench = pytest.importorskip("bench")
+    d = bench.make_data(bench.QUICK)
+    styles = list(bench.CALL_STYLES)
+    assert {"launch", "launch_out", "launch_kw", "launch_mixed", "launch_cast"} <= set(styles) <= set(bench.BENCHES)
+    impls, numpy = bench.hologram_impls("interp", d, styles), bench.numpy_impls(d)
+    for style in styles:
+        impls[style]()  # the first call of these shapes: the full path
+    refuse_full_path(monkeypatch)
+    for style in styles:
+        np.testing.assert_allclose(impls[style](), numpy[style](), rtol=1e-6)
