@@ -120,7 +120,12 @@ def _argument_binding(names: tuple[str, ...], values: list[str]) -> list[str]:
     With p positional arguments, a call binds when `kw` has exactly the names of inputs
     p, p+1, ...: equal counts and every one of those names present leave no room for an
     unknown or duplicated keyword, which are the full path's to report. One branch per
-    p, so binding costs a length comparison and one dict lookup per keyword."""
+    p, so binding costs a length comparison and one dict lookup per keyword.
+
+    Why not let Python bind them, with the input names as parameters of the generated
+    function: forwarding `*args, **kwargs` to it cost every call ~0.2 µs, positional
+    ones included (measured on the 16-element axpy, ~0.45 µs in all), and a duplicated
+    argument would raise Python's TypeError instead of declining."""
     n = len(names)
     all_positional = [f"    elif len(args) != {n}: return MISS"]
     if n:
