@@ -343,7 +343,7 @@ def test_argument_checks(rev):
         ({"x": x, "z": z}, {}, {"n": 8}, "scalar parameter 'a'"),
         ({"x": x, "z": z}, {"a": "one"}, {"n": 8}, "scalar parameter 'a'"),
         ({"x": x, "z": z}, {"a": 1.0}, {"n": 8.0}, "shape symbol 'n'"),
-        ({"x": x, "z": z}, {"a": 1.0}, {"n": 2**64}, "does not fit in 64 bits"),
+        ({"x": x, "z": z}, {"a": 1.0}, {"n": 2**64}, "outside the range a launch may bind a symbol to: 0 to 2"),
         ({"x": x}, {"a": 1.0}, {"n": 8}, "needs buffer"),
         ({"x": x, "z": z, "w": z}, {"a": 1.0}, {"n": 8}, "no buffer parameter"),
         ({"x": x, "z": [0.0] * 8}, {"a": 1.0}, {"n": 8}, "numpy array"),

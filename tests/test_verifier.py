@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import attrs
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,7 +16,7 @@ from hologram.core.asm import parse_program
 from hologram.core.dataflow import EMPTY, StageAnalysis
 from hologram.core.errors import VerifyError
 from hologram.core.intervals import Domain, Interval, Poly
-from hologram.core.isa import Addr, Imm, Instr, Label, Pred, Program, Reg, RegDecl, Special, Stage, Sym
+from hologram.core.isa import Addr, Imm, Init, Instr, Label, Pred, Program, Reg, RegDecl, Special, Stage, Sym
 from hologram.core.types import Affine, DType
 from hologram.core.verifier import representable, verify
 from hologram.testing.isa_strategies import programs
@@ -687,3 +688,69 @@ def test_a_forged_repeated_symbol_shape_is_read_as_the_runtimes_read_it():
     p = attrs.evolve(p, params=(p.params[0], attrs.evolve(p.params[1], shape=shape()),
                                 attrs.evolve(p.params[2], shape=shape())))
     rejected(p, "bounds", "LDG.f32 %v, [x + %i]")
+
+
+def test_numpy_block_sizes_do_not_wrap_the_lane_count():
+    """`(np.int32(65536),) * 2` made math.prod wrap to 0 lanes: the check passed and
+    cpu_llvm returned an untouched output. Stage keeps Python ints."""
+    p = prog("    EXIT\n")
+    stage = attrs.evolve(p.stages[0], block=(np.int32(65536),))
+    assert stage.block == (65536,) and type(stage.block[0]) is int
+    two_d = attrs.evolve(stage, domain=(Affine.of("n"), Affine.of("n")), block=(np.int32(65536),) * 2)
+    rejected(attrs.evolve(p, stages=(two_d,)), "block", "a block of 4294967296 lanes exceeds the limit of 1024")
+
+
+_HUGE = 10**5000  # Python will not convert it to decimal (4300-digit limit)
+_SHOWN = "<16610-bit integer, about 10**5000>"
+
+
+def _huge_cases() -> dict[str, tuple[Program, str, str]]:
+    """Programs holding `_HUGE` somewhere: (program, rule, what the message shows)."""
+    p = prog("    MOV.i64 %i, %gid.x\n    LDG.f32 %v, [x + %i]\n    STG.f32 [y + %i], %v\n    EXIT\n")
+    st = p.stages[0]
+
+    def body(k: int, ins: Instr) -> Program:
+        items = list(st.body)
+        items[k] = ins
+        return attrs.evolve(p, stages=(attrs.evolve(st, body=tuple(items)),))
+
+    def stage(**fields) -> Program:
+        return attrs.evolve(p, stages=(attrs.evolve(st, **fields),))
+
+    def param(k: int, **fields) -> Program:
+        params = list(p.params)
+        params[k] = attrs.evolve(params[k], **fields)
+        return attrs.evolve(p, params=tuple(params))
+
+    def init(i: Init) -> Program:
+        return attrs.evolve(param(2, role="inout"), stages=(attrs.evolve(st, inits=(i,)),))
+
+    return {
+        "immediate": (body(0, Instr("MOV", DType.I64, Reg("i"), (Imm(_HUGE),))), "immediate",
+                      f"source 1 (the immediate {_SHOWN}) is not exactly representable in i64"),
+        "float immediate": (body(0, Instr("MOV_IMM", DType.F32, Reg("v"), (Imm(-_HUGE),))), "immediate",
+                            f"(the immediate -{_SHOWN}) is not exactly representable in f32"),
+        "loop counter": (body(0, Instr("LOOP", None, None, (Imm(_HUGE),), target="x")), "operand",
+                         "the loop counter must be a general register, not <Imm holding a huge integer>"),
+        "address offset": (body(1, Instr("LDG", DType.F32, Reg("v"), addr=Addr("x", Reg("i"), _HUGE))), "range",
+                           f"the address offset {_SHOWN} is beyond 64 bits"),
+        "init value": (init(Init("y", 0, _HUGE)), "immediate", f".init y[0] = {_SHOWN}: the value"),
+        "init offset": (init(Init("y", _HUGE, 1.0)), "range", f".init y[{_SHOWN}]: the offset is beyond 64 bits"),
+        "shape": (param(1, shape=(Affine.of("n") + _HUGE,)), "range",
+                  f"the shape of 'x' has the integer {_SHOWN} in a dimension, beyond 64 bits"),
+        "domain": (stage(domain=(Affine(-_HUGE),)), "range", f"the domain has the integer -{_SHOWN}"),
+        "block": (stage(block=(_HUGE,)), "block", f"a block of {_SHOWN} lanes exceeds the limit of 1024"),
+        "pool size": (stage(pools=(attrs.evolve(st.pools[0], size=_HUGE),)), "size",
+                      f"pool array 'pl' has size {_SHOWN}; expected 1 to 4096 elements"),
+        "isa version": (attrs.evolve(p, isa_version=_HUGE), "isa-version", f"ISA version {_SHOWN} is not supported"),
+    }
+
+
+@pytest.mark.parametrize("case", list(_huge_cases()))
+def test_huge_integers_are_refused_with_short_messages(case):
+    """verify() raised Python's ValueError formatting a message about a 5,000-digit
+    immediate. Integers beyond their type (immediates) or beyond 64 bits (dimensions,
+    offsets) are refused, and messages show them abbreviated."""
+    p, rule, shown = _huge_cases()[case]
+    err = rejected(p, rule, shown)
+    assert len(str(err)) < 400, str(err)

@@ -22,7 +22,8 @@ from typing import Any, Callable, Mapping, Sequence
 import attrs
 import numpy as np
 
-from .errors import ArgumentError, EmptyReductionError, did_you_mean
+from .errors import ArgumentError, EmptyReductionError, did_you_mean, shorten
+from .intervals import SYMBOL_MAX
 from .ir import Compute, KernelIR
 from .types import Affine, DType, Shape, type_str
 
@@ -190,11 +191,29 @@ def convert_scalar(kernel: str, p: Param, value: Any, cast: bool) -> np.generic:
 
 
 def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 32 else text[:14] + "..." + text[-14:]
+    return shorten(value, 32)  # never a whole giant int: Python refuses to print one
 
 
 # --------------------------------------------------------------------------- symbols
+SYMBOL_RANGE = "0 to 2**62 - 1"
+
+
+def symbol_value(name: str, value: Any) -> int:
+    """`value` as the int shape symbol `name` is bound to at a launch, or ArgumentError.
+
+    The launch contract: every symbol lies in 0..SYMBOL_MAX (2**62 - 1). The verifier
+    proves memory accesses under it (`2*n` or `n + 4` cannot wrap i64), so every launch
+    path enforces it: the binder here, and each backend's `launch` and `launcher`."""
+    if type(value) is not int:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise ArgumentError(f"shape symbol '{name}' must be bound to an integer, got {_show(value)}")
+        value = int(value)
+    if not 0 <= value <= SYMBOL_MAX:
+        raise ArgumentError(f"shape symbol '{name}' = {_show(value)} is outside the range a launch may bind "
+                            f"a symbol to: {SYMBOL_RANGE} (the verifier's proofs assume it)")
+    return value
+
+
 @attrs.frozen
 class _Source:
     """Where a symbol's value came from, for error messages."""
@@ -237,7 +256,7 @@ def bind_direct(plan: Sequence[tuple[str, int, str | None, int]], arrays: Mappin
         if sym is None:
             if size != const:
                 return None
-        elif bound.setdefault(sym, size) != size:
+        elif bound.setdefault(sym, size) != size or size > SYMBOL_MAX:
             return None
     return bound if len(bound) == len(symbols) else None
 
@@ -249,6 +268,10 @@ def bind_symbols(kernel: str, params: Sequence[Param], arrays: Mapping[str, np.n
     `given` pre-binds symbols (the CLI's --bind); they are checked like any other source.
     Raises ArgumentError naming the symbol, both sizes and both arguments on a mismatch."""
     bound: dict[str, int] = dict(given or {})
+    for s, v in bound.items():
+        if type(v) is not int or not 0 <= v <= SYMBOL_MAX:
+            raise ArgumentError(f"{kernel}(): {s} = {_show(v)} (--bind) is outside the range a launch may bind "
+                                f"a symbol to: {SYMBOL_RANGE} (the verifier's proofs assume it)")
     source: dict[str, _Source | str] = {s: "--bind" for s in bound}
     pending = [(p, i, Affine.of(d), arrays[p.name].shape[i])
                for p in params if p.kind != "scalar" and p.name in arrays for i, d in enumerate(p.shape)]
@@ -270,6 +293,9 @@ def bind_symbols(kernel: str, params: Sequence[Param], arrays: Mapping[str, np.n
             value, rem = divmod(size - rest, coeff)
             if rem or value < 0:
                 raise ArgumentError(f"{kernel}(): {src}, which no integer {sym} >= 0 satisfies")
+            if value > SYMBOL_MAX:
+                raise ArgumentError(f"{kernel}(): {src}, so {sym} = {value}, which is outside the range a launch "
+                                    f"may bind a symbol to: {SYMBOL_RANGE} (the verifier's proofs assume it)")
             bound[sym], source[sym] = value, src
         if not progress:
             p, i, dim, size = later[0]

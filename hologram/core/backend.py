@@ -73,6 +73,8 @@ class Backend(Protocol):
                   ArgumentError (`launcher` is the unchecked way in, for `Kernel` only).
                   Temporaries are the backend's to allocate.
         scalars   every scalar param by name, as numpy scalars of the declared dtype
-        symbols   every shape symbol's value
+        symbols   every shape symbol's value; one outside 0..2**62 - 1 (the launch contract
+                  the verifier proved the program under) must be refused with an
+                  ArgumentError, here and in `launcher` (hologram.core.args.symbol_value)
         Raises ExecutionError (never crashes) when a checked access is out of bounds.
         """

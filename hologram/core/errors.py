@@ -105,6 +105,21 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
+def shorten(value: object, limit: int = 40) -> str:
+    """`repr(value)` for a message, abbreviated past `limit` characters. An integer too
+    large for Python to write in decimal (over 4300 digits: ValueError), which a bundle
+    may hold, is described by its size instead."""
+    try:
+        text = repr(value)
+    except ValueError:
+        if isinstance(value, int):
+            bits = value.bit_length()
+            return f"{'-' if value < 0 else ''}<{bits}-bit integer, about 10**{int(bits * 0.30103)}>"
+        return f"<{type(value).__name__} holding a huge integer>"
+    keep = (limit - 3) // 2
+    return text if len(text) <= limit else f"{text[:keep]}...{text[-keep:]}"
+
+
 class EmptyReductionError(ArgumentError, ValueError):
     """min/max/argmin/argmax over an empty extent: no identity (numpy raises ValueError)."""
 

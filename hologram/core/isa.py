@@ -18,7 +18,7 @@ from typing import Union
 import attrs
 import numpy as np
 
-from .types import Affine, DType, Shape
+from .types import Affine, DType, Shape, python_ints
 
 ISA_VERSION = 1
 
@@ -214,7 +214,7 @@ class ScalarParam:
 class Stage:
     name: str
     domain: tuple[Affine, ...]
-    block: tuple[int, ...]
+    block: tuple[int, ...] = attrs.field(converter=python_ints)  # numpy ints would wrap in arithmetic
     regs: tuple[RegDecl, ...] = ()
     shared: tuple[MemDecl, ...] = ()
     pools: tuple[MemDecl, ...] = ()

@@ -132,6 +132,20 @@ def promote_weak(strong: DType, literal: bool | int | float) -> DType:
     return DType.from_numpy(np.result_type(strong.np, literal))
 
 
+def python_int(value: object) -> object:
+    """A numpy integer as the Python int it stands for; anything else unchanged (for
+    `structure_problem` to judge). Sizes and offsets held as numpy integers compute in
+    fixed width and wrap: `math.prod((np.int32(65536),) * 2)` is 0."""
+    return int(value) if isinstance(value, np.integer) else value
+
+
+def python_ints(values: object) -> object:
+    """`python_int` of every element of a tuple (a block shape); anything else unchanged."""
+    if type(values) is tuple and any(isinstance(v, np.integer) for v in values):
+        return tuple(python_int(v) for v in values)
+    return values
+
+
 def _canonical_terms(terms: object) -> object:
     """`terms` sorted by symbol name, each symbol once (coefficients summed), zero
     coefficients dropped. Every consumer then reads the same value: the verifier's
@@ -166,7 +180,7 @@ class Affine:
     `Affine(0, (("n", 1),))`, and equal expressions are equal values (and hash alike).
     """
 
-    const: int = 0
+    const: int = attrs.field(default=0, converter=python_int)
     terms: tuple[tuple[str, int], ...] = attrs.field(default=(), converter=_canonical_terms)
 
     @staticmethod

@@ -31,7 +31,7 @@ import numpy as np
 from .asm import format_instr, plain_value
 from .dataflow import StageAnalysis, TooComplex, reachable
 from .encoding import SUPPORTED_ISA_VERSIONS
-from .errors import VerifyError, did_you_mean
+from .errors import VerifyError, did_you_mean, shorten
 from .intervals import Domain, Poly
 from .isa import COMPARE_MODS, OPCODES, REASSOC, REASSOC_OPS, BufferParam, Imm, Instr, Label, Program, Reg, ScalarParam, Special, Stage, Sym
 from .structure import ByIdentity, structure_problem
@@ -44,6 +44,7 @@ MAX_BLOCK_THREADS = 1024
 MAX_SHARED_ELEMENTS = 1 << 16  # per block
 MAX_POOL_ELEMENTS = 1 << 12  # per lane: backends may keep a pool on the native stack
 MAX_DIMS = 3
+I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1  # the range of dimension terms and memory offsets
 
 _TYPE_CLASS_TEXT = {"any": "any type", "num": "a numeric type", "int": "an integer type",
                     "intbool": "an integer type or bool", "float": "a float type"}
@@ -108,6 +109,18 @@ def _fail(rule: str, message: str, hint: str | None = None, stage: str | None = 
     return err
 
 
+def _instr_text(item: Instr | Label) -> str:
+    """The item's assembly text for a message, cut short when long (an immediate beyond
+    64 bits prints as hundreds of digits; an offset beyond 4300 digits does not print)."""
+    if isinstance(item, Label):
+        return f"{item.name}:"
+    try:
+        text = format_instr(item, align=False)
+    except ValueError:  # Python's limit on int-to-decimal conversion
+        return f"{item.op} ..."
+    return text if len(text) <= 120 else text[:100] + " ..."
+
+
 def _is_name(x: object) -> bool:
     return isinstance(x, str) and NAME.match(x) is not None
 
@@ -117,7 +130,7 @@ def _check_program(p: Program) -> None:
     where = f"program {p.name!r}"
     fail = lambda rule, msg, hint=None: _fail(rule, f"{where}: {msg}", hint)  # noqa: E731
     if p.isa_version not in SUPPORTED_ISA_VERSIONS:
-        raise fail("isa-version", f"ISA version {p.isa_version!r} is not supported (this Hologram runs "
+        raise fail("isa-version", f"ISA version {shorten(p.isa_version)} is not supported (this Hologram runs "
                                   f"{', '.join(map(str, SUPPORTED_ISA_VERSIONS))})")
     if not _is_name(p.name):
         raise fail("name", "the program name must be an identifier ([A-Za-z_][A-Za-z0-9_]*)")
@@ -157,6 +170,9 @@ def _declare(seen: dict[str, str], name: object, kind: str, fail) -> None:
 
 def _check_dims(p: Program, dims: tuple[Affine, ...], what: str, fail) -> None:
     for d in dims:
+        for k in (d.const, *(c for _, c in d.terms)):
+            if not I64_MIN <= k <= I64_MAX:
+                raise fail("range", f"{what} has the integer {shorten(k)} in a dimension, beyond 64 bits")
         for sym in d.symbols:
             if sym not in p.symbols:
                 raise fail("symbol", f"{what} uses symbol {sym!r}, which is not among the program's symbols "
@@ -176,8 +192,7 @@ class _StageChecker:
         where = f"program {self.p.name!r}, stage {self.s.name!r}"
         if pc is not None:
             item = self.s.body[pc]
-            text = format_instr(item, align=False) if isinstance(item, Instr) else f"{item.name}:"
-            where += f", instruction {pc} `{text}`"
+            where += f", instruction {pc} `{_instr_text(item)}`"
         return _fail(rule, f"{where}: {msg}", hint, self.s.name, pc)
 
     def run(self) -> None:
@@ -202,13 +217,14 @@ class _StageChecker:
         if not 1 <= len(s.domain) <= MAX_DIMS:
             raise fail("domain", f"the domain has {len(s.domain)} dimensions; expected 1 to {MAX_DIMS}")
         _check_dims(self.p, s.domain, "the domain", fail)
-        if len(s.block) != len(s.domain):
-            raise fail("block", f"the block {s.block!r} must have one size per domain dimension "
-                                f"({len(s.domain)})")
-        if not all(b >= 1 for b in s.block):
-            raise fail("block", f"block sizes must be positive integers, got {s.block!r}")
-        if math.prod(s.block) > MAX_BLOCK_THREADS:
-            raise fail("block", f"a block of {math.prod(s.block)} lanes exceeds the limit of {MAX_BLOCK_THREADS}")
+        block = [int(b) for b in s.block]  # Python ints: numpy ones would wrap in the product
+        shown = f"[{', '.join(map(shorten, block))}]"
+        if len(block) != len(s.domain):
+            raise fail("block", f"the block {shown} must have one size per domain dimension ({len(s.domain)})")
+        if not all(b >= 1 for b in block):
+            raise fail("block", f"block sizes must be positive integers, got {shown}")
+        if math.prod(block) > MAX_BLOCK_THREADS:
+            raise fail("block", f"a block of {shorten(math.prod(block))} lanes exceeds the limit of {MAX_BLOCK_THREADS}")
 
     def check_decls(self) -> None:
         s, fail = self.s, lambda rule, msg, hint=None: self.fail(rule, msg, hint)  # noqa: E731
@@ -227,7 +243,7 @@ class _StageChecker:
                     raise fail("duplicate", f"{kind} array {m.name!r} reuses the name of another array or buffer")
                 arrays.add(m.name)
                 if not 1 <= m.size <= cap:
-                    raise fail("size", f"{kind} array {m.name!r} has size {m.size!r}; expected 1 to {cap} elements")
+                    raise fail("size", f"{kind} array {m.name!r} has size {shorten(m.size)}; expected 1 to {cap} elements")
         dims_only = Domain.from_dims([d for b in self.buffers.values() for d in b.shape], ())
         for i in s.inits:
             b = self.buffers.get(i.buffer)
@@ -236,15 +252,17 @@ class _StageChecker:
                                    f"{did_you_mean(str(i.buffer), self.buffers)}")
             if b.role == "in":
                 raise fail("readonly", f".init writes buffer {b.name!r}, whose role is 'in' (read-only)")
+            if not I64_MIN <= i.offset <= I64_MAX:
+                raise fail("range", f".init {b.name}[{shorten(i.offset)}]: the offset is beyond 64 bits")
             if not representable(i.value, b.dtype):
-                raise fail("immediate", f".init {b.name}[{i.offset}] = {i.value!r}: the value is not exactly "
+                raise fail("immediate", f".init {b.name}[{i.offset}] = {shorten(i.value)}: the value is not exactly "
                                         f"representable in {b.dtype}")
             size = Poly.const(1)
             for d in b.shape:
                 size = size * Poly.of(d)
             offset = Poly.const(int(i.offset))
             if not (dims_only.nonneg(offset) and dims_only.le(offset, size - 1)):
-                raise fail("bounds", f".init {b.name}[{i.offset!r}] may be out of bounds: {b.name} has {size} "
+                raise fail("bounds", f".init {b.name}[{i.offset}] may be out of bounds: {b.name} has {size} "
                                      f"element(s) and inits run even when the domain is empty")
         for pc, item in enumerate(s.body):
             if isinstance(item, Label):
@@ -416,7 +434,7 @@ class _InstrChecker:
         if imm_only and not isinstance(o, Imm):
             raise self.fail("operand", f"{op} takes an immediate; use MOV for {o}")
         if reg_only and not isinstance(o, Reg):
-            raise self.fail("operand", f"{what} must be a general register, not {o!r}")
+            raise self.fail("operand", f"{what} must be a general register, not {shorten(o)}")
         if isinstance(o, Reg):
             have = self.sc.types.get(o.name)
             if have is None:
@@ -441,7 +459,7 @@ class _InstrChecker:
                 raise self.fail("type", f"{what} ${o.name} is {have} but {op} needs {want} here")
         elif isinstance(o, Imm):
             if not representable(o.value, want):
-                raise self.fail("immediate", f"{what} (the immediate {o.value!r}) is not exactly "
+                raise self.fail("immediate", f"{what} (the immediate {shorten(o.value)}) is not exactly "
                                              f"representable in {want}",
                                 "integers must be in range; floats must be values of the type "
                                 "(e.g. float(np.float32(x))); bool takes true/false")
@@ -461,6 +479,8 @@ class _InstrChecker:
             raise self.fail("type", f"{a.buffer!r} holds {decl.dtype} but the access is {self.ins.dtype}")
         if a.index is not None:
             self.operand(a.index, DType.I64, "the index", reg_only=True)
+        if not I64_MIN <= a.offset <= I64_MAX:
+            raise self.fail("range", f"the address offset {shorten(a.offset)} is beyond 64 bits")
         if op in WRITES_GLOBAL and decl.role == "in":
             raise self.fail("readonly", f"{op} writes {a.buffer!r}, an input (role 'in') buffer")
 
@@ -483,5 +503,5 @@ class _InstrChecker:
                 raise self.fail("space", f"PoolAlloc names {ins.target!r}, which is not a .pool array"
                                          f"{did_you_mean(str(ins.target), pools)}")
             if not 1 <= ins.count <= pool.size:
-                raise self.fail("size", f"PoolAlloc of {ins.count!r} elements from pool {pool.name!r} of "
+                raise self.fail("size", f"PoolAlloc of {shorten(ins.count)} elements from pool {pool.name!r} of "
                                         f"{pool.size}; expected 1 to {pool.size}")

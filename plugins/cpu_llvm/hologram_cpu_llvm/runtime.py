@@ -23,10 +23,11 @@ from typing import Any, Callable, Mapping, Sequence
 import attrs
 import numpy as np
 
-from hologram.core.args import plain_array
+from hologram.core.args import plain_array, symbol_value
 from hologram.core.asm import format_instr
 from hologram.core.atlas import NUM_CLASSES
 from hologram.core.errors import ArgumentError, ExecutionError
+from hologram.core.intervals import SYMBOL_MAX
 from hologram.core.isa import AXES, Instr, Program
 from hologram.core.types import Affine
 from hologram.passes.stats import Formula, lane_work
@@ -277,15 +278,14 @@ def _per_lane(work: Formula, symbols: Mapping[str, int]) -> int:
 
 
 def bind_symbols(exe: Executable, symbols: Mapping[str, int]) -> tuple[int, ...]:
+    """The symbols' values in program order, each an int in the range the verifier
+    assumed (the launch contract, `symbol_value`): both `launch` and `make_launcher`
+    bind through here, so native code never sees a symbol its proofs did not cover."""
     out = []
     for s in exe.program.symbols:
         v = symbols.get(s)
-        if type(v) is not int:
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-                raise ArgumentError(f"shape symbol '{s}' must be bound to an integer, got {v!r}")
-            v = int(v)
-        if not -_I64 <= v < _I64:
-            raise ArgumentError(f"shape symbol '{s}' = {v} does not fit in 64 bits")
+        if type(v) is not int or not 0 <= v <= SYMBOL_MAX:
+            v = symbol_value(s, v)
         out.append(v)
     return tuple(out)
 

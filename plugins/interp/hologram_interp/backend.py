@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from hologram.core.args import plain_array
+from hologram.core.args import plain_array, symbol_value
 from hologram.core.errors import ArgumentError
 from hologram.core.isa import BufferParam, Program
 from hologram.core.lru import LRUCache
@@ -96,11 +96,8 @@ def bind(exe: Executable, buffers: Mapping[str, np.ndarray], scalars: Mapping[st
     """Flat views of the caller's buffers plus zeroed temporaries, and the launch constants."""
     program = exe.program
     consts: dict[tuple[str, str], np.generic] = {}
-    for s in program.symbols:
-        v = symbols.get(s)
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise ArgumentError(f"shape symbol '{s}' must be bound to an integer, got {v!r}")
-        consts[const_key(s)] = np.int64(v)
+    for s in program.symbols:  # an integer in the range the verifier assumed (the launch contract)
+        consts[const_key(s)] = np.int64(symbol_value(s, symbols.get(s)))
     written = frozenset().union(*(st.writes for st in exe.stages))
     params = [p for p in program.params if isinstance(p, BufferParam)]
     unknown = set(buffers) - {p.name for p in params}

@@ -106,6 +106,8 @@ def run_stage(stage: StageCode, mem: dict[str, np.ndarray], consts: dict[tuple[s
     base.update(consts)
     for keys, values in ((GDIM, ext), (NTID, block), (NCTAID, grid)):
         base.update(zip(keys, map(np.int64, values)))
+    if 0 in grid:  # no lanes (itertools.product would still build the other axes' ranges whole)
+        return
     reductions: dict[tuple[str, str, int], list] = {}
     rank = len(stage.domain)
     for cz, cy, cx in itertools.product(*map(range, reversed(grid))):
