@@ -153,19 +153,35 @@ def _size(p: BufferParam, symbols: Mapping[str, int]) -> int:
     return math.prod(d.evaluate(symbols) for d in p.shape)
 
 
-def _lane_specials(extents: list[int], block: tuple[int, ...]) -> dict[str, Any]:
-    """%gid, %tid, %ctaid per lane (x fastest, as the interpreter orders lanes) and the
-    launch-wide %gdim, %ntid, %nctaid; an axis the domain lacks has extent 1."""
-    extents = extents + [1] * (3 - len(extents))
-    block = tuple(block) + (1,) * (3 - len(block))
-    # np.indices over (z, y, x) then reversed: lane k has x = k % gdim.x, and so on
-    gids = np.indices(tuple(reversed(extents)), dtype=np.int64).reshape(3, -1)[::-1]
-    specials: dict[str, Any] = {}
-    for axis, gid, extent, ntid in zip(AXES, gids, extents, block):
-        specials.update({f"gid.{axis}": gid, f"tid.{axis}": gid % ntid, f"ctaid.{axis}": gid // ntid,
-                         f"gdim.{axis}": np.int64(extent), f"ntid.{axis}": np.int64(ntid),
-                         f"nctaid.{axis}": np.int64(-(-extent // ntid))})
-    return specials
+class LaneSpecials:
+    """The special registers: %gid, %tid, %ctaid one value per lane (x fastest, as the
+    interpreter orders lanes), %gdim, %ntid, %nctaid one per launch; an axis the domain
+    lacks has extent 1. Each is computed when a stage first reads it (a 1-D stage reads
+    only %gid.x, and the lane arrays cost as much as the arithmetic)."""
+
+    def __init__(self, extents: list[int], block: tuple[int, ...]) -> None:
+        self.extents = extents + [1] * (3 - len(extents))
+        self.block = tuple(block) + (1,) * (3 - len(block))
+        self.values: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self.values:
+            kind, axis_name = name.split(".")
+            axis = AXES.index(axis_name)
+            extent, ntid = self.extents[axis], self.block[axis]
+            if kind in ("gdim", "ntid", "nctaid"):
+                value = np.int64({"gdim": extent, "ntid": ntid, "nctaid": -(-extent // ntid)}[kind])
+            else:
+                lanes = math.prod(self.extents)
+                below = math.prod(self.extents[:axis])  # lanes per step along this axis
+                gid = np.arange(lanes, dtype=np.int64)  # lane k: gid = k // below % extent
+                if below > 1:
+                    gid //= below
+                if below * extent < lanes:
+                    gid %= extent
+                value = {"gid": gid, "tid": gid % ntid, "ctaid": gid // ntid}[kind]
+            self.values[name] = value
+        return self.values[name]
 
 
 def _run_stage(stage: Stage, memory: dict[str, np.ndarray], consts: Mapping[str, Any],
@@ -177,7 +193,7 @@ def _run_stage(stage: Stage, memory: dict[str, np.ndarray], consts: Mapping[str,
         _store(stage, f".init {init.buffer}", memory[init.buffer], np.int64(init.offset), init.value)
     if math.prod(extents) == 0:
         return
-    specials = _lane_specials(extents, stage.block)
+    specials = LaneSpecials(extents, stage.block)
     types = stage.reg_types()
     regs: dict[str, Any] = {}  # unwritten registers read as zero of their type
 
