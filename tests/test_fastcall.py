@@ -469,27 +469,28 @@ def test_bad_calls_after_a_good_one_get_the_full_path_errors(backend, bad):
 
 
 ODD_NAMES = hg.compile('[kernel]\nname = "odd"\nversion = "1.0.0"\n'
-                       'inputs = { cast = "f32", out = "f32[n]", kw = "f32[n]", args = "f32[n]" }\n'
-                       'outputs = { r = "f32[n]" }\nbody = "r = kw + args * cast + out"\n')
+                       'inputs = { cast = "f32", out = "f32[n]", kw = "f32[n]", args = "f32[n]", self = "f32" }\n'
+                       'outputs = { r = "f32[n]" }\nbody = "r = kw + args * cast + out - self"\n')
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_inputs_named_like_the_call_machinery(backend, monkeypatch):
-    """Inputs named kw and args bind by keyword on the fast path; cast= and out= stay
-    the call's options (as on the full path), so inputs named so are positional only."""
+    """Inputs named kw, args and self bind by keyword, on the fast path too; cast= and
+    out= stay the call's options (as on the full path), so inputs named so are
+    positional only."""
     k = fresh(ODD_NAMES, backend)
     p, q, s = np.arange(3, dtype=np.float32), np.ones(3, np.float32), np.full(3, 10, np.float32)
-    want = p + q * 2 + s
-    np.testing.assert_array_equal(k(np.float32(2), s, p, q), want)
+    want = p + q * 2 + s - 1
+    np.testing.assert_array_equal(k(np.float32(2), s, p, self=np.float32(1), args=q), want)  # the full path
     refuse_full_path(monkeypatch)
-    np.testing.assert_array_equal(k(np.float32(2), s, kw=p, args=q), want)
-    np.testing.assert_array_equal(k(np.float32(2), s, args=q, kw=p, cast=True), want)
+    np.testing.assert_array_equal(k(np.float32(2), s, kw=p, args=q, self=np.float32(1)), want)
+    np.testing.assert_array_equal(k(np.float32(2), s, p, q, np.float32(1), cast=True), want)
     monkeypatch.undo()
     r = np.empty(3, np.float32)
-    assert k(2.0, s, p, q, out=r) is r  # out= is the output, never the input 'out'
+    assert k(2.0, s, p, q, 1.0, out=r) is r  # out= is the output, never the input 'out'
     np.testing.assert_array_equal(r, want)
     with pytest.raises(ArgumentError, match=r"odd\(\) missing inputs 'cast', 'out'"):
-        k(kw=p, args=q, cast=np.float32(2), out=s)
+        k(kw=p, args=q, cast=np.float32(2), out=s, self=1.0)
 
 
 def test_the_benchmark_times_every_call_style_on_the_fast_path(monkeypatch):

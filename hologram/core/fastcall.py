@@ -127,11 +127,10 @@ def _argument_binding(names: tuple[str, ...], values: list[str]) -> list[str]:
     ones included (measured on the 16-element axpy, ~0.45 µs in all), and a duplicated
     argument would raise Python's TypeError instead of declining."""
     n = len(names)
-    all_positional = [f"    elif len(args) != {n}: return MISS"]
-    if n:
-        all_positional.append(f"    else: {', '.join(values)}, = args")
     if not n:
-        return ["    if kw: return MISS", *all_positional]
+        return ["    if kw or args: return MISS"]
+    all_positional = [f"    elif len(args) != {n}: return MISS",
+                      f"    else: {', '.join(values)}, = args"]
     lines = ["    if kw:",
              "        p = len(args)",
              f"        if p + len(kw) != {n}: return MISS",

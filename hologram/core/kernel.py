@@ -214,7 +214,8 @@ class Kernel:
         return ready
 
     # -- calling ----------------------------------------------------------------------
-    def __call__(self, *args: Any, out: Any = None, cast: bool = False, **kwargs: Any) -> Any:
+    def __call__(self, /, *args: Any, out: Any = None, cast: bool = False, **kwargs: Any) -> Any:
+        # (`self` positional-only: an input may be named self)
         fast = self._fast
         if fast is not None:  # positional, keyword or mixed: the fast path binds them itself
             result = fast(args, kwargs, out, cast)
