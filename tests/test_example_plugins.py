@@ -244,8 +244,10 @@ def test_lanes_launch_checks_its_arguments_and_bounds(registered):
         backend.launch(exe, {"x": x, "y": np.ones(4), "z": z}, {}, {"n": 4})
     with pytest.raises(ArgumentError, match="'z' overlaps 'x'"):
         backend.launch(exe, {"x": x, "y": y, "z": x}, {}, {"n": 4})
-    with pytest.raises(ArgumentError, match=r"shape symbol 'n' must be bound to an integer in \[0, 2\*\*62\)"):
+    with pytest.raises(ArgumentError, match=r"shape symbol 'n' = 9223372036854775808 is outside the range"):
         backend.launch(exe, {"x": x, "y": y, "z": z}, {}, {"n": 2**63})
+    with pytest.raises(ArgumentError, match=r"shape symbol 'n' must be bound to an integer"):
+        backend.launch(exe, {"x": x, "y": y, "z": z}, {}, {})
     shifted = parse_program(format_program(k.program).replace(
         "[y + %i0]", "[y + %i0 + 1]"))  # unverified: reads y[4] in the last lane
     with pytest.raises(ExecutionError, match=r"`LDG.f32 %f1, \[y \+ %i0 \+ 1\]`: index 4 is out of bounds for "

@@ -25,6 +25,7 @@ from typing import Any, Callable, Mapping
 import attrs
 import numpy as np
 
+from hologram.core.args import symbol_value
 from hologram.core.asm import format_instr
 from hologram.core.errors import ArgumentError, ExecutionError, PluginError
 from hologram.core.hookspecs import hookimpl
@@ -107,17 +108,11 @@ def _refuse(program: Program, stage: Stage, why: str) -> None:
 
 
 # ------------------------------------------------------------------------------- launch
-SYMBOL_LIMIT = 2**62  # the range the verifier's proofs assume for every shape symbol
-
-
 def _launch_constants(program: Program, scalars: Mapping[str, Any], symbols: Mapping[str, int]) -> dict[str, Any]:
-    """What `$name` reads: each shape symbol as an i64, each scalar parameter in its dtype."""
-    consts: dict[str, Any] = {}
-    for s in program.symbols:
-        value = symbols.get(s)
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < SYMBOL_LIMIT:
-            raise ArgumentError(f"shape symbol {s!r} must be bound to an integer in [0, 2**62), got {value!r}")
-        consts[s] = np.int64(value)
+    """What `$name` reads: each shape symbol as an i64, each scalar parameter in its dtype.
+    A symbol outside 0 .. 2**62 - 1, the range the verifier's proofs assume, is refused
+    (`symbol_value`), as every backend's `launch` must."""
+    consts: dict[str, Any] = {s: np.int64(symbol_value(s, symbols.get(s))) for s in program.symbols}
     for name, p in program.scalars().items():
         if name not in scalars:
             raise ArgumentError(f"scalar parameter {name!r} ({p.dtype}) is missing")
