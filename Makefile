@@ -27,7 +27,7 @@ test: $(STAMP)
 
 # What `pip install hologram-kernels` gives a user: the three wheels built and installed into a
 # fresh venv in a temporary directory, without extras or editable paths; the CLI, a kernel on
-# every backend and the demo run there (.ci/wheels.sh; about 10 s with pip's cache warm).
+# every backend and the demo run there (.ci/wheels.sh; 9 s idle, with pip's cache warm).
 wheel-check: $(STAMP)
 	bash .ci/wheels.sh $(BIN)/python
 
