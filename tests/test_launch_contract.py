@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -95,7 +96,7 @@ def test_the_fuzzers_crashing_symbol_is_refused_on_cpu_llvm():
     (a segfault before the check, hence the subprocess); 2**62 reads x[-2**63]."""
     script = textwrap.dedent(f"""
         import sys
-        sys.path.insert(0, {str(__file__.rsplit('/', 1)[0])!r})
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
         from test_launch_contract import _launch
         from hologram.core.errors import ArgumentError
         for n in (9223371487098961920, 2**62):
