@@ -250,10 +250,12 @@ def test_affine_is_canonical_by_construction():
     assert Affine(0, (("n", -1), ("n", 2))) == n and hash(Affine(0, (("n", -1), ("n", 2)))) == hash(n)
     assert Affine(3, (("n", 0),)) == Affine(3) and Affine(0, (("n", 2), ("n", -2))).is_const
     assert Affine(1, (("n", 1), ("m", 2))).terms == (("m", 2), ("n", 1))
-    assert Affine(0, (("n", np.int64(2)),)).terms == (("n", 2),) and type(Affine(0, (("n", np.int64(2)),)).terms[0][1]) is int
+    numpy_coefficient = Affine(0, (("n", np.int64(2)),))
+    assert numpy_coefficient.terms == (("n", 2),) and type(numpy_coefficient.terms[0][1]) is int
     assert Affine(0, (("n", 1), ("m", 2), ("n", -1))) == Affine.of("m") * 2
     # equal programs: one encoding, one hash
-    zero_term = attrs.evolve(DOUBLED, stages=(attrs.evolve(DOUBLED.stages[0], domain=(Affine(0, (("n", 2), ("m", 0))),)),))
+    zero_domain = (Affine(0, (("n", 2), ("m", 0))),)
+    zero_term = attrs.evolve(DOUBLED, stages=(attrs.evolve(DOUBLED.stages[0], domain=zero_domain),))
     assert zero_term == DOUBLED and encode(zero_term) == encode(DOUBLED)
     assert program_hash(zero_term) == program_hash(DOUBLED)
 
@@ -261,7 +263,8 @@ def test_affine_is_canonical_by_construction():
 def test_affine_leaves_malformed_terms_to_the_structure_check():
     assert Affine(0, [("n", 1)]).terms == [("n", 1)]  # type: ignore[arg-type]
     with pytest.raises(ISAError, match=r"terms should be a tuple"):
-        encode(Program("p", (BufferParam("x", DType.F32, (Affine(0, [("n", 1)]),), "in"),), symbols=("n",)))  # type: ignore[arg-type]
+        listed = Affine(0, [("n", 1)])  # type: ignore[arg-type]
+        encode(Program("p", (BufferParam("x", DType.F32, (listed,), "in"),), symbols=("n",)))
     with pytest.raises(ISAError, match=r"terms\[0\]\[1\] should be int, not 'x'"):
         encode(Program("p", (BufferParam("x", DType.F32, (Affine(0, (("n", "x"),)),), "in"),), symbols=("n",)))
 

@@ -224,7 +224,8 @@ class _StageChecker:
         if not all(b >= 1 for b in block):
             raise fail("block", f"block sizes must be positive integers, got {shown}")
         if math.prod(block) > MAX_BLOCK_THREADS:
-            raise fail("block", f"a block of {shorten(math.prod(block))} lanes exceeds the limit of {MAX_BLOCK_THREADS}")
+            raise fail("block", f"a block of {shorten(math.prod(block))} lanes exceeds the limit of "
+                                f"{MAX_BLOCK_THREADS}")
 
     def check_decls(self) -> None:
         s, fail = self.s, lambda rule, msg, hint=None: self.fail(rule, msg, hint)  # noqa: E731
@@ -243,7 +244,8 @@ class _StageChecker:
                     raise fail("duplicate", f"{kind} array {m.name!r} reuses the name of another array or buffer")
                 arrays.add(m.name)
                 if not 1 <= m.size <= cap:
-                    raise fail("size", f"{kind} array {m.name!r} has size {shorten(m.size)}; expected 1 to {cap} elements")
+                    raise fail("size", f"{kind} array {m.name!r} has size {shorten(m.size)}; "
+                                       f"expected 1 to {cap} elements")
         dims_only = Domain.from_dims([d for b in self.buffers.values() for d in b.shape], ())
         for i in s.inits:
             b = self.buffers.get(i.buffer)
