@@ -46,6 +46,14 @@ class Backend(Protocol):
     `llvm-opt`, `native`), shown by `Kernel.emit(form)` and `hologram compile --emit
     form --backend name`. A form named like a core one (`ast`, `ir`, `asm`, `stats`) is
     never reached: the core form wins. `emit` does not prepare or cache anything.
+
+    and
+
+        clear_cache() -> None              forget every prepared program it holds
+
+    which `hologram.clear_cache()` calls on every loaded backend. A backend that caches
+    what it prepares should bound the cache (interp and cpu_llvm keep 256 programs) and
+    define this, so a user can give the memory back.
     """
 
     name: str
