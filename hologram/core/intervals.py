@@ -23,7 +23,9 @@ with one assumption about launches: every shape symbol is below 2**62 (SYMBOL_MA
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+import itertools
+import math
+from typing import Iterable, Iterator, Mapping
 
 import attrs
 
@@ -34,9 +36,35 @@ Monomial = tuple[str, ...]  # sorted symbol names, with repetition; () is the co
 # no machine holds an array that large). It lets `n + 4` or `2*n` be proven free of
 # i64 overflow, which clamps (MIN/MAX) after such arithmetic need.
 SYMBOL_MAX = (1 << 62) - 1
+# Limits that keep the analysis of any program cheap (docs/hasm.md, "Limits"). Ordinary
+# kernels stay far below them (bounds of at most 4 terms, degree = the rank, about 1000
+# bits in an unrolled integer power, prover work below 100 even at rank 64). Each gives
+# up soundly: a bound past them is dropped or not proven, never trusted.
+MAX_PROOF_WORK = 1 << 12  # (monomial, term) pairs the prover examines per bound
+MAX_BOUND_TERMS = 32  # a bound with more terms, a higher degree or a wider coefficient is
+MAX_BOUND_DEGREE = 64  # dropped from its interval: otherwise 30 squarings of `n + m + 1`
+MAX_BOUND_BITS = 4096  # or of 3 would make a bound of 2**30 terms or bits
 
 
-@attrs.frozen(order=True)
+class TooComplex(Exception):
+    """The analysis of a stage would exceed one of its work limits (the message says which)."""
+
+
+class Meter:
+    """The work one analysis may still do, in steps (a register copied, a prover term, a
+    bound compared); `charge` raises TooComplex past the limit. Deterministic, so a
+    program verifies or not regardless of the machine."""
+
+    def __init__(self, limit: int):
+        self.limit, self.spent = limit, 0
+
+    def charge(self, steps: int) -> None:
+        self.spent += steps
+        if self.spent > self.limit:
+            raise TooComplex(f"the bounds analysis needs more than {self.limit:,} steps")
+
+
+@attrs.frozen(order=True, cache_hash=True)
 class Poly:
     """`sum(coeff * monomial)`, terms sorted, zero coefficients dropped (canonical).
     Also the symbolic counts of hologram.passes.stats."""
@@ -127,6 +155,63 @@ class Poly:
         return out or "0"
 
 
+Terms = list[tuple[dict[str, int], int]]  # ({symbol: power}, coefficient) per term
+
+
+def _shifted_coefficient(terms: Terms, want: Mapping[str, int], lower: Mapping[str, int]) -> int:
+    """The coefficient of the monomial `want` ({symbol: power}) in `p(s' + lower)`: each
+    term of `p` containing `want` adds its coefficient times the ways to choose the
+    kept copies times the dropped copies' bounds."""
+    total = 0
+    for pw, c in terms:
+        if any(pw.get(s, 0) < j for s, j in want.items()):
+            continue
+        for s, k in pw.items():
+            j = want.get(s, 0)
+            c *= math.comb(k, j) * lower[s] ** (k - j)
+        total += c
+    return total
+
+
+def _contains(big: dict[str, int], small: dict[str, int]) -> bool:
+    return all(big.get(s, 0) >= k for s, k in small.items())
+
+
+def _negative_leader(p: Poly) -> bool:
+    """Does `p` have a negative term whose monomial divides no other term's? Shifting the
+    symbols leaves that term's coefficient as it is (only terms containing a monomial add
+    to it), so `p >= 0` is refuted at once: the common case of `b - a` for bounds that
+    do not compare, often of high degree."""
+    terms = [(dict(_powers(m)), c) for m, c in p.terms]
+    return any(c < 0 and not any(q is not pw and _contains(q, pw) for q, _ in terms) for pw, c in terms)
+
+
+def _dominated(terms: Terms, lower: Mapping[str, int]) -> bool:
+    """Is every negative term paid for by positive terms that contain it? With bounds
+    >= 0, a term `C*M` adds at least `C * lb(M/m)` times what `c*m` takes from each
+    coefficient of the shifted polynomial (binomials only grow), so if the positive
+    terms' coefficients can be shared out to cover every negative one, no coefficient is
+    negative. A sufficient test (greedy), exact when it says yes: `(d0 - 1)*d1*...*dk`
+    is proven here in k steps where listing its 2**k shifted monomials would not be."""
+    if any(lower[s] < 0 for pw, _ in terms for s in pw):
+        return False
+    left = [c for _, c in terms]  # what each positive term can still pay
+    for pw, c in terms:
+        need = -c
+        for k, (big, _) in enumerate(terms):
+            if need <= 0:
+                break
+            if left[k] > 0 and big is not pw and _contains(big, pw):
+                rate = math.prod(lower[s] ** (j - pw.get(s, 0)) for s, j in big.items())
+                if rate:
+                    units = min(left[k], -(-need // rate))
+                    left[k] -= units
+                    need -= units * rate
+        if need > 0:
+            return False
+    return True
+
+
 def _powers(m: Monomial) -> list[tuple[str, int]]:
     """`('m', 'n', 'n')` -> `[('m', 1), ('n', 2)]` (a monomial is sorted)."""
     out: list[tuple[str, int]] = []
@@ -142,7 +227,7 @@ Bounds = tuple[Poly, ...]  # sorted, no bound implied by another, at most MAX_BO
 MAX_BOUNDS = 3
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Interval:
     """`max(lo) <= value <= min(hi)` (see the module docstring for `exact`)."""
 
@@ -177,9 +262,26 @@ class Interval:
         return f"[{show(self.lo, 'max')}, {show(self.hi, 'min')}]"
 
 
+def _within_limits(p: Poly) -> bool:
+    """Is `p` small enough to keep as a bound (MAX_BOUND_TERMS, _DEGREE, _BITS)?"""
+    return len(p.terms) <= MAX_BOUND_TERMS and all(
+        len(m) <= MAX_BOUND_DEGREE and abs(c).bit_length() <= MAX_BOUND_BITS for m, c in p.terms)
+
+
 def _rank(p: Poly) -> tuple:
     """Simpler bounds first: they are the ones later comparisons can use."""
     return (max((len(m) for m, _ in p.terms), default=0), len(p.terms), p.terms)
+
+
+@attrs.frozen
+class _Shifted:
+    """What the prover needs of `q(s') = p(s' + lb)`, the bound `p` with every symbol
+    moved to its lower bound (so every s' >= 0): q's constant term, its negative
+    non-constant terms, and its value at the largest symbols (every s = SYMBOL_MAX)."""
+
+    const: int
+    negative: tuple[tuple[Monomial, int], ...]
+    top: int
 
 
 class Domain:
@@ -187,15 +289,32 @@ class Domain:
 
     `nonneg(p)` decides `p >= 0` soundly (never true when it may fail): it substitutes
     `s = s' + lb(s)` for every symbol with a known lower bound and checks that every
-    coefficient is non-negative, which proves it because every `s' >= 0`."""
+    coefficient is non-negative, which proves it because every `s' >= 0`.
 
-    def __init__(self, lower: Mapping[str, int]):
+    The substituted polynomial q has up to 2**degree terms per term of `p` (a rank-16
+    index bound expands to 65536), so the prover never builds it; it gives the same
+    answers from `p` directly. A negative term of `p` that no other term contains is a
+    term of q (refuted at once). With every lower bound >= 0, a positive term adds a
+    non-negative amount to every coefficient of q, so when the positive terms can pay for
+    the negative ones they contain (`_dominated`) every coefficient is >= 0 (proven at
+    once); otherwise only the monomials a negative term shrinks to can be negative, and
+    the prover computes those coefficients one by one. With a negative lower bound (a
+    dimension `n + 3`) every monomial is such a candidate. The prover examines at most
+    MAX_PROOF_WORK (monomial, term) pairs per bound; past that the bound is simply not
+    proven (sound), and `gave_up` records it for the error message."""
+
+    def __init__(self, lower: Mapping[str, int], meter: Meter | None = None):
         self.lower = dict(lower)
-        self._shift: dict[str, Poly] = {s: Poly.sym(s) + lb for s, lb in self.lower.items()}
-        self._cache: dict[Poly, Poly | None] = {}
+        self.meter = meter  # charged for the prover's work and the bounds compared
+        self._cache: dict[Poly, _Shifted | None] = {}
+        self._decided: dict[Poly, bool] = {}
+        self._empty: dict[Interval, bool] = {}
+        self._spent: dict[Poly, int] = {}
+        self.work = 0  # (monomial, term) pairs examined: linear in a bound's size, not 2**degree
+        self.gave_up = False  # some bound was past MAX_PROOF_WORK
 
     @staticmethod
-    def from_dims(dims: Iterable[Affine], domain: Iterable[Affine]) -> "Domain":
+    def from_dims(dims: Iterable[Affine], domain: Iterable[Affine], meter: Meter | None = None) -> "Domain":
         """Lower bounds from `dim >= 0` for every declared dimension and `extent >= 1` for
         the stage's domain, wherever a dimension is `c*s + k` with c > 0."""
         lower: dict[str, int] = {}
@@ -204,54 +323,108 @@ class Domain:
                 (s, c), k = d.terms[0], d.const
                 lb = -((k - least) // c)  # ceil((least - k) / c)
                 lower[s] = max(lower.get(s, lb), lb)
-        return Domain(lower)
+        return Domain(lower, meter)
 
     # ------------------------------------------------------------------- the prover
-    def _shifted(self, p: Poly) -> Poly | None:
-        """`p` over the shifted symbols s' >= 0, or None when p mentions a symbol with
-        no known lower bound."""
-        if p not in self._cache:
-            out: Poly | None = Poly()
-            for m, c in p.terms:
-                if any(s not in self._shift for s in m):
-                    out = None
-                    break
-                term = Poly.const(c)
-                for s in m:
-                    term = term * self._shift[s]
-                out = out + term
-            self._cache[p] = out
-        return self._cache[p]
-
     def nonneg(self, p: Poly) -> bool:
         if p.is_const:
             return p.value >= 0
-        q = self._shifted(p)
-        return q is not None and all(c >= 0 for _, c in q.terms)
+        if p not in self._decided:
+            self._decided[p] = self._decide(p)
+        return self._decided[p]
 
     def le(self, a: Poly, b: Poly) -> bool:
         return self.nonneg(b - a)
 
     def extremes(self, p: Poly) -> tuple[int, int] | None:
         """(min, max) of p over every symbol value between its lower bound and
-        SYMBOL_MAX, or None when p mentions an unbounded symbol."""
+        SYMBOL_MAX, bounded term by term over the shifted symbols (each in
+        [0, SYMBOL_MAX - lb]), or None when p mentions an unbounded symbol."""
         if p.is_const:
             return p.value, p.value
         q = self._shifted(p)
         if q is None:
             return None
-        lo = hi = 0
-        for m, c in q.terms:
-            big = 1
-            for s in m:  # every shifted symbol lies in [0, SYMBOL_MAX - lb]
-                big *= SYMBOL_MAX - self.lower[s]
-            if not m:
-                lo, hi = lo + c, hi + c
-            elif c > 0:
-                hi += c * big
-            else:
-                lo += c * big
-        return lo, hi
+        # the negative terms at their largest; the rest of q (const and the positive
+        # terms at their largest) is its value at the top, less those
+        low = sum(c * math.prod(SYMBOL_MAX - self.lower[s] for s in m) for m, c in q.negative)
+        return q.const + low, q.top - low
+
+    def _decide(self, p: Poly) -> bool:
+        """Does every coefficient of the shifted `p` come out >= 0? The cheap answers
+        first, then candidate by candidate, stopping at the first negative one."""
+        if self.meter is not None:
+            self.meter.charge(len(p.terms) ** 2)  # the leader and domination tests
+        if p in self._cache:
+            q = self._cache[p]
+            return q is not None and q.const >= 0 and not q.negative
+        if _negative_leader(p):
+            return False
+        terms = self._terms(p)
+        if terms is None:
+            return False
+        if _dominated(terms, self.lower):
+            return True
+        if _shifted_coefficient(terms, {}, self.lower) < 0:
+            return False
+        for want in self._candidates(terms):
+            if not self._spend(p, len(terms)) or _shifted_coefficient(terms, want, self.lower) < 0:
+                return False
+        return True
+
+    def _shifted(self, p: Poly) -> _Shifted | None:
+        """What `extremes` needs of the shifted `p`, or None when p mentions a symbol
+        with no known lower bound or is past the prover's budget."""
+        if p not in self._cache:
+            self._cache[p] = None
+            terms = self._terms(p)
+            if terms is None:
+                return None
+            negative: dict[tuple, int] = {}
+            if not _dominated(terms, self.lower):
+                for want in self._candidates(terms):
+                    key = tuple(sorted(want.items()))
+                    if want and key not in negative:
+                        if not self._spend(p, len(terms)):
+                            return None
+                        negative[key] = _shifted_coefficient(terms, want, self.lower)
+            self._cache[p] = _Shifted(
+                const=_shifted_coefficient(terms, {}, self.lower),
+                negative=tuple(sorted((tuple(s for s, j in key for _ in range(j)), c)
+                                      for key, c in negative.items() if c < 0)),
+                top=sum(c * SYMBOL_MAX ** len(m) for m, c in p.terms))  # q at every s' = SYMBOL_MAX - lb
+        return self._cache[p]
+
+    def _terms(self, p: Poly) -> Terms | None:
+        """`p`'s terms as ({symbol: power}, coefficient), or None when it mentions a
+        symbol with no known lower bound."""
+        if any(s not in self.lower for m, _ in p.terms for s in m):
+            return None
+        return [(dict(_powers(m)), c) for m, c in p.terms]
+
+    def _candidates(self, terms: Terms) -> Iterator[dict[str, int]]:
+        """The monomials ({symbol: power}) of the shifted polynomial whose coefficient
+        may be negative, highest degree first for each source term (with repeats)."""
+        lower = self.lower
+        # a positive term adds c * binomials * bounds >= 0 everywhere when no bound is negative
+        signed = all(lower[s] >= 0 for pw, _ in terms for s in pw)
+        for pw, c in terms:
+            if c < 0 or not signed:
+                # a symbol at lower bound 0 keeps all its copies (else the term is 0 * ...)
+                choices = [range(k, -1, -1) if lower[s] else (k,) for s, k in pw.items()]
+                for keep in itertools.product(*choices):
+                    yield {s: j for s, j in zip(pw, keep) if j}
+
+    def _spend(self, p: Poly, pairs: int) -> bool:
+        """Charge `pairs` (monomial, term) pairs for `p`; False past MAX_PROOF_WORK."""
+        self._spent[p] = self._spent.get(p, 0) + pairs
+        self.work += pairs
+        if self.meter is not None:
+            self.meter.charge(pairs)
+        if self._spent[p] > MAX_PROOF_WORK:
+            self.gave_up = True
+            return False
+        return True
 
     def fits(self, lo: Bounds, hi: Bounds, t: DType) -> bool:
         """True when every value the bounds allow is a value of type `t`."""
@@ -268,7 +441,9 @@ class Domain:
 
     def empty(self, iv: Interval) -> bool:
         """Provably no value lies in `iv` (a path that narrowing showed impossible)."""
-        return iv.exact and any(self.le(h + 1, lo) for lo in iv.lo for h in iv.hi)
+        if iv not in self._empty:  # asked of every register at every branch: remembered
+            self._empty[iv] = iv.exact and any(self.le(h + 1, lo) for lo in iv.lo for h in iv.hi)
+        return self._empty[iv]
 
     # ---------------------------------------------------------------- bound sets
     def lows(self, bounds: Iterable[Poly]) -> Bounds:
@@ -279,7 +454,9 @@ class Domain:
         return self._prune(bounds, lambda a, b: self.le(b, a))
 
     def _prune(self, bounds: Iterable[Poly], implied_by) -> Bounds:
-        uniq = sorted(set(bounds), key=_rank)
+        uniq = sorted({p for p in bounds if _within_limits(p)}, key=_rank)
+        if self.meter is not None:
+            self.meter.charge(len(uniq) ** 2 + sum(len(p.terms) for p in uniq))
         keep = [p for k, p in enumerate(uniq)
                 if not any(implied_by(p, q) and (not implied_by(q, p) or j < k) for j, q in enumerate(uniq) if j != k)]
         return tuple(keep[:MAX_BOUNDS])
