@@ -366,9 +366,23 @@ def _too_big(kernel: str, p: Param, shape: tuple[int, ...], symbols: Mapping[str
              why: str) -> ArgumentError:
     used = {s for d in p.shape for s in Affine.of(d).symbols}
     named = ", ".join(f"{s} = {v}" for s, v in symbols.items() if s in used)
-    size = f"{nbytes} bytes" + (f" ({_binary(nbytes)})" if nbytes < 1 << 80 else "")
     return ArgumentError(f"{kernel}(): cannot allocate output {p.name!r} ({p.type}) of shape {shape}"
-                         f"{f' for {named}' if named else ''}: {size}, {why}")
+                         f"{f' for {named}' if named else ''}: {_bytes(nbytes)}, {why}")
+
+
+def temporary_too_big(name: str, dtype: DType | np.dtype, size: int) -> ArgumentError:
+    """The error a backend raises when the shape symbols ask for a temporary buffer of
+    `size` elements that numpy cannot hold or the machine cannot give (the symbols come
+    from the arguments, so it is theirs to fix)."""
+    d = dtype if isinstance(dtype, DType) else DType.from_numpy(np.dtype(dtype))
+    nbytes = size * d.np.itemsize
+    why = "more than a numpy array can hold" if nbytes > sys.maxsize else "more than this machine can give"
+    return ArgumentError(f"cannot allocate temporary buffer {name!r} ({size} elements of {d}): "
+                         f"{_bytes(nbytes)}, {why}")
+
+
+def _bytes(nbytes: int) -> str:
+    return f"{nbytes} bytes" + (f" ({_binary(nbytes)})" if nbytes < 1 << 80 else "")
 
 
 def _binary(nbytes: int) -> str:

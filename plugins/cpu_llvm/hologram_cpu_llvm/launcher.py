@@ -26,7 +26,8 @@ from hologram.core.fastcall import exact_arguments
 
 from . import trampoline
 from .runtime import (
-    _PADDING, INLINE_WORK, Executable, bind_symbols, data_ptr, eval_dim, execution_error, run_stage, unalias,
+    _PADDING, INLINE_WORK, Executable, bind_symbols, data_ptr, eval_dim, execution_error, run_stage, temporaries,
+    unalias,
 )
 
 Run = Callable[..., None]
@@ -54,7 +55,7 @@ def make_launcher(exe: Executable, symbols: Mapping[str, int], num_threads: Call
         if not exact_arguments(args, accepts, scalar_types):
             return False
         arrays = list(args[:nparams])
-        arrays += [np.zeros(size, b.dtype) for b, size in zip(exe.temps, geo.sizes[nparams:])]
+        arrays += temporaries(exe, geo.sizes[nparams:])
         ptrs = [data_ptr(a) for a in arrays]
         if exe.alias_pairs:
             unalias(exe, geo, arrays, ptrs)

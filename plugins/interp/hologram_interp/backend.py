@@ -11,12 +11,11 @@ from __future__ import annotations
 import hashlib
 import importlib
 import math
-import sys
 from typing import Any, Mapping
 
 import numpy as np
 
-from hologram.core.args import plain_array, symbol_value
+from hologram.core.args import plain_array, symbol_value, temporary_too_big
 from hologram.core.errors import ArgumentError
 from hologram.core.isa import BufferParam, Program
 from hologram.core.lru import LRUCache
@@ -137,14 +136,10 @@ def bind(exe: Executable, buffers: Mapping[str, np.ndarray], scalars: Mapping[st
 
 def _temporary(t: BufferParam, size: int) -> np.ndarray:
     """A zeroed temporary; the symbols can ask for more than memory holds."""
-    nbytes = size * t.dtype.np.itemsize
-    if nbytes <= sys.maxsize:  # beyond it numpy refuses with a ValueError
-        try:
-            return np.zeros(size, t.dtype.np)
-        except MemoryError:
-            pass
-    raise ArgumentError(f"cannot allocate temporary buffer '{t.name}' ({t.dtype}, {size} elements): "
-                        f"{nbytes} bytes, more than this machine can give")
+    try:
+        return np.zeros(size, t.dtype.np)
+    except (MemoryError, ValueError):  # ValueError: more bytes than an array may have
+        raise temporary_too_big(t.name, t.dtype, size) from None
 
 
 def _size(p: BufferParam, symbols: Mapping[str, int]) -> int:
