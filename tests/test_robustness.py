@@ -56,11 +56,13 @@ class Tagged(np.ndarray):
 def test_masked_arrays_are_refused_identically(backend, cast):
     k = kernel('x = "f32[n]"', 'y = "f32[n]"', "y = x + 1").on(backend)
     masked = np.ma.masked_array(np.ones(4, np.float32), mask=[1, 0, 1, 0])
-    with pytest.raises(ArgumentError, match="argument 'x' is a masked array") as info:
-        k(masked, cast=cast)
-    assert "filled" in info.value.hint
-    with pytest.raises(ArgumentError, match="out 'y' is a masked array"):
-        k(np.ones(4, np.float32), out=np.ma.masked_array(np.zeros(4, np.float32)))
+    for _ in range(2):  # the second time round, the fast path has a call of this shape
+        with pytest.raises(ArgumentError, match="argument 'x' is a masked array") as info:
+            k(masked, cast=cast)
+        assert "filled" in info.value.hint
+        with pytest.raises(ArgumentError, match="out 'y' is a masked array"):
+            k(np.ones(4, np.float32), out=np.ma.masked_array(np.zeros(4, np.float32)), cast=cast)
+        k(np.ones(4, np.float32), cast=cast)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
