@@ -5,9 +5,13 @@
 
 Two kinds of examples, each run as hypothesis tests:
 
-- `kernels`: generated kernel documents (`hologram.testing.cases.kernels`) run through
-  the public API on every backend and held to the numpy oracle under the accuracy
-  contract (`check_case`). Each backend is judged on its own, so one backend is enough.
+- `kernels`: generated kernel documents (`hologram.testing.cases.kernels`, and one in
+  eight a long reduction, `hologram.testing.long_cases`) run through the public API on
+  every backend and held to the numpy oracle under the accuracy contract
+  (`check_case`). Each backend is judged on its own, so one backend is enough. The
+  reference interpreter runs ~1e5 lanes a second: a case whose inputs hold more than
+  `INTERP_MAX_ELEMENTS` elements (a 2**24-term f32 reduction) is not run on it, so its
+  rows count fewer examples.
 - `programs`: generated verified Atlas programs (`hologram.testing.isa_strategies`) run
   on the reference interpreter (the original program) and on every backend (the program
   after a `.hasm` text and a binary round trip, so a lone `interp` still tests something:
@@ -51,9 +55,10 @@ from ..core.errors import ArgumentError, HologramError
 from ..core.isa import OPCODES, Addr, BufferParam, Instr, Program, Reg
 from . import values
 from .bounds import Val
-from .cases import KernelCase, kernels
+from .cases import KernelCase
 from .contract import assert_close
 from .isa_strategies import programs
+from .long_cases import kernels_with_long_reductions
 from .run import check_case
 
 __all__ = ["KINDS", "OPTS", "REFERENCE", "DEFAULT_OUT", "Outcome", "Report", "ProgramCase", "program_cases", "precision",
@@ -62,6 +67,7 @@ __all__ = ["KINDS", "OPTS", "REFERENCE", "DEFAULT_OUT", "Outcome", "Report", "Pr
 KINDS = ("kernels", "programs")
 OPTS = ("O0", "O2")  # the optimization levels compared by default: none, and everything
 REFERENCE = "interp"  # what programs are compared against
+INTERP_MAX_ELEMENTS = 1 << 16  # larger kernel cases skip the reference interpreter (~1 s per run at this size)
 DEFAULT_OUT = "difftest-failures"
 Progress = Callable[[str, int, int], None]  # (kind, examples done, examples planned)
 
@@ -279,11 +285,22 @@ def _guarded(check: Callable[..., str | None], *args: Any) -> str | None:
         return f"unexpected {type(exc).__name__}: {exc}"
 
 
+def _runs_on(case: Any, backend: str) -> bool:
+    return True
+
+
+def _kernel_runs_on(case: KernelCase, backend: str) -> bool:
+    """Every kernel case runs on every backend but the reference interpreter, which is
+    spared cases whose inputs hold more than INTERP_MAX_ELEMENTS elements."""
+    return backend != REFERENCE or sum(np.size(v) for _, v in case.inputs) <= INTERP_MAX_ELEMENTS
+
+
 @attrs.frozen
 class _Kind:
     strategy: Callable[[], st.SearchStrategy]
     check: Callable[[Any, str, str], str | None]  # (case, backend, opt)
     write: Callable[[Any, str, str, str, str], str]  # (case, backend, opt, message, out_dir)
+    runs_on: Callable[[Any, str], bool] = _runs_on  # (case, backend): whether exploring runs it there
 
 
 # ------------------------------------------------------------------- reproducers
@@ -311,7 +328,7 @@ def _write_kernel(case: KernelCase, backend: str, opt: str, message: str, out_di
     arrays["meta/opt"] = np.array(opt)
     with open(stem + ".toml", "w", encoding="utf-8") as f:
         f.write(case.source)
-    np.savez(stem + ".npz", **arrays)
+    np.savez_compressed(stem + ".npz", **arrays)  # a 2**24-element constant input compresses to ~100 KB
     _write_notes(stem, stem + ".toml", backend, opt, message)
     return stem + ".toml"
 
@@ -332,7 +349,7 @@ def _write_program(case: ProgramCase, backend: str, opt: str, message: str, out_
 
 
 KIND_TABLE: dict[str, _Kind] = {
-    "kernels": _Kind(kernels, check_kernel, _write_kernel),
+    "kernels": _Kind(kernels_with_long_reductions, check_kernel, _write_kernel, _kernel_runs_on),
     "programs": _Kind(program_cases, lambda case, backend, opt: check_program(case, backend, opt=opt),
                       _write_program),
 }
@@ -438,6 +455,8 @@ def _explore(kind: _Kind, targets: Sequence[Target], examples: int, seed: int,
     def run(case: Any) -> None:
         for t in targets:
             opt, b = t
+            if not kind.runs_on(case, b):
+                continue
             msg = _guarded(kind.check, case, b, opt)
             counts[t][msg is not None] += 1
             if msg is not None:
@@ -460,7 +479,7 @@ def _shrink(kind: _Kind, target: Target, examples: int, seed: int) -> tuple[Any,
     @_settings(examples, shrink=True)
     @given(kind.strategy())
     def run(case: Any) -> None:
-        msg = _guarded(kind.check, case, backend, opt)
+        msg = _guarded(kind.check, case, backend, opt) if kind.runs_on(case, backend) else None
         if msg is not None:
             seen.append((case, msg))
             raise _Mismatch(msg)

@@ -16,6 +16,9 @@ defines one answer and this module is its executable definition:
   with every step in f64, rounded to np.tanh's dtype for x; `fma(a, b, c)` is `a*b + c`
   with one rounding
 - min/max/argmin/argmax over an empty extent raise `ExecutionError`
+- float sums, products and means (and resonance's float bins) are the exact terms
+  reduced in f64 and rounded once, not numpy's own arithmetic, which is not pairwise
+  along a strided axis and multiplies in the input type (`_rounded_once`)
 - the Atlas functions follow `hologram.core.atlas` (out-of-range classes give -1 / 0 /
   False; `resonance` rejects a class outside 0..95)
 - a shape symbol used as a value is the Python int `len()` gives (weak); callers pass it
@@ -263,6 +266,9 @@ def resonance(classes: Arg, values: Arg) -> np.ndarray:
     if bad.any():
         first = tuple(int(i) for i in np.argwhere(bad)[0])
         raise ExecutionError(f"resonance: class {int(c[first])} at index {first} is outside 0..95")
+    if dt.kind == "f":  # numpy's add.at adds in dt one value at a time: an f16 bin stalls at 2048
+        wide = np.bincount(c.ravel(), weights=v.astype(dt).astype(np.float64).ravel(), minlength=atlas.NUM_CLASSES)
+        return wide.astype(dt)
     out = np.zeros(atlas.NUM_CLASSES, dt)
     np.add.at(out, c.ravel(), v.astype(dt).ravel())
     return out
@@ -301,7 +307,28 @@ def reduce(kind: str, x: Arg, axis: int | Sequence[int] | None = None, keepdims:
             idx = np.expand_dims(idx, axes)
         return idx
     fn = {"sum": np.sum, "prod": np.prod, "min": np.min, "max": np.max, "mean": np.mean}[kind]
+    if kind in ("sum", "prod", "mean") and x.dtype.kind == "f":
+        return _rounded_once(fn, x, axes, keepdims)
     return fn(x, axis=None if axis is None else axes, keepdims=keepdims)
+
+
+def _rounded_once(fn: Callable[..., Any], x: np.ndarray, axes: tuple[int, ...], keepdims: bool) -> Any:
+    """`fn` (np.sum, np.prod or np.mean) of the float array `x` over `axes`, in numpy's
+    result dtype: the terms in f64, reduced along one contiguous axis, rounded once.
+
+    numpy's own answer is not always within the contract: it sums pairwise only along a
+    contiguous axis (an f16 column sum adds one row at a time and stops growing at 2048)
+    and multiplies f32 factors one at a time in f32 (~1000 ulp off after 2**20 factors
+    near 1). f16 and f32 terms are exact in f64, and a pairwise f64 sum or an f64
+    product of them errs far less than one rounding to their type."""
+    out_dtype = fn(np.zeros(1, x.dtype)).dtype
+    kept = [a for a in range(x.ndim) if a not in axes]
+    extent = math.prod(x.shape[a] for a in axes)
+    rows = np.transpose(x, kept + list(axes)).reshape([x.shape[a] for a in kept] + [extent])
+    out = fn(rows.astype(np.float64), axis=-1)
+    if keepdims:
+        out = np.expand_dims(out, axes)
+    return out.astype(out_dtype)
 
 
 # ------------------------------------------------------------------------------ table
