@@ -45,3 +45,13 @@ difftest: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis
+
+# A long run of the fuzzers (hologram.testing.fuzz): FUZZ_ITERATIONS program mutants and as
+# many document mutants, pathological sizes at full scale; each finding is written to
+# ./fuzz-findings/ with a reproducer (docs/testing.md, "Fuzzing"). FUZZ_ARGS adds e.g. --workers 4.
+FUZZ_ITERATIONS ?= 5000
+FUZZ_SEED ?= 0
+.PHONY: fuzz
+fuzz: $(STAMP)
+	$(BIN)/python -m hologram.testing.fuzz --programs $(FUZZ_ITERATIONS) --documents $(FUZZ_ITERATIONS) \
+		--seed $(FUZZ_SEED) --out fuzz-findings $(FUZZ_ARGS)

@@ -11,7 +11,8 @@
 Modules: `contract` (assert_close, ULP helpers), `values` (edge-value strategies),
 `oracle` (numpy semantics of every DSL operation), `bounds` (error propagation through
 composed expressions), `exprgen` (expression trees and their vocabulary), `cases`
-(kernel strategies), `run` (the harness). See docs/testing.md.
+(kernel strategies), `run` (the harness), `fuzz` (the program and document fuzzers:
+`fuzz_programs`, `fuzz_documents`). See docs/testing.md.
 
 Only `contract` is imported eagerly; the rest load on first use, so `assert_close` works
 without hypothesis installed.
@@ -29,6 +30,7 @@ _LAZY = {
     "ORACLE": "oracle", "Val": "bounds", "GenConfig": "exprgen", "VOCABULARY": "exprgen",
     "KernelCase": "cases", "kernels": "cases", "expression_kernels": "cases", "index_kernels": "cases",
     "atlas_kernels": "cases", "run_kernel_text": "run", "check_case": "run",
+    "fuzz_programs": "fuzz", "fuzz_documents": "fuzz", "Finding": "fuzz",
 }
 
 __all__ = ["AccuracyError", "assert_close", "reduction_tolerance", "spacing", "ulp_distance", "ulp_step", *_LAZY]

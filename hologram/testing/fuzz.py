@@ -1,0 +1,388 @@
+"""Fuzzing: the structure-aware program mutator and the document mutator, as a function API.
+
+    from hologram.testing.fuzz import fuzz_programs, fuzz_documents
+    findings = fuzz_programs(iterations=300, seed=1)             # -> list[Finding]
+    findings = fuzz_documents(iterations=300, seed=1, out_dir="fuzz-findings")
+    for f in findings:
+        print(f)                                                  # kind, phase, mutant, reproducer
+
+`fuzz_programs` mutates verified Atlas programs (fuzz_mutate_programs.py) and holds every mutant
+to the program oracle (fuzz_program_oracle.py): refused by the decoder, the parser or
+the verifier with their own error class, or verified and then run on both backends with
+guarded arrays, without a crash, a stray write or (for a deterministic launch) a
+disagreement. `fuzz_documents` mutates kernel documents (fuzz_mutate_documents.py) and holds
+them to the document oracle (fuzz_document_oracle.py): compiled, or refused with a
+positioned HologramError, never another exception, never past the time budget; a
+compiled kernel runs on both backends and they agree.
+
+Every case runs in a worker process (fuzz_pool.py), so a segfault or a hang costs one
+case. A `Finding` carries the mutant itself (`.hasm` text, document text or encoded bytes)
+and, with `out_dir`, is written there as files: the mutant (`.hasm` and `.hbc`, or the
+document), a `.txt` with the finding, and a `.case.pkl` that `replay` runs again.
+
+`python -m hologram.testing.fuzz --programs N --documents N --seed S --out DIR` runs both
+(`make fuzz` does, with FUZZ_ITERATIONS); docs/testing.md, "Fuzzing", has the details.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import os
+import pickle
+import re
+import sys
+import tempfile
+import time
+from collections import Counter
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import attrs
+import numpy as np
+
+from .fuzz_common import (
+    CANARY, CRASH, DIVERGENCE, EXCEPTION, INTERNAL, MISMATCH, ROUND_TRIP, TIMEOUT, VERIFIER_HOLE, WRONG_ERROR,
+    CaseResult,
+)
+from .fuzz_document_oracle import DocumentCase
+from .fuzz_pool import WorkerPool
+from .fuzz_program_oracle import ProgramCase
+
+__all__ = ["Finding", "KnownIssue", "KNOWN_ISSUES", "BUDGETS", "fuzz_programs", "fuzz_documents", "replay", "main"]
+
+# Seconds per phase. A timeout is a finding where the worker said so (decode, parse,
+# verify, round-trip, compile; cpu_llvm after the interpreter finished the same launch).
+BUDGETS: Mapping[str, float] = {"decode": 10, "parse": 10, "verify": 20, "round-trip": 10, "interp": 20,
+                                "cpu_llvm": 30, "trace": 20, "compile": 20, "default": 20}
+
+
+@attrs.frozen
+class Finding:
+    """One defect the oracle saw. kind: one of fuzz_common.KINDS; phase: where (verify,
+    interp, cpu_llvm, compile, compare, ...); target: 'program' or 'document'; origin: the
+    seed; mutations: what was done to it; reproducer: the mutant (assembly text, document
+    text, or the hex of encoded bytes); files: where it was written (with out_dir);
+    known: the label of a `KNOWN_ISSUES` entry it matches, if any."""
+
+    kind: str
+    phase: str
+    message: str
+    target: str
+    origin: str
+    mutations: tuple[str, ...]
+    reproducer: str
+    files: tuple[str, ...] = ()
+    known: str | None = None
+
+    def __str__(self) -> str:
+        head = f"[{self.kind}] {self.target} fuzzing, phase {self.phase}" + (f" (known: {self.known})"
+                                                                             if self.known else "")
+        lines = [head, f"  {self.message}", f"  seed: {self.origin}", "  mutations:"]
+        lines += [f"    - {m}" for m in self.mutations]
+        if self.files:
+            lines.append(f"  files: {', '.join(self.files)}")
+        text = self.reproducer if len(self.reproducer) < 4000 else self.reproducer[:4000] + "\n  ... (truncated)"
+        lines += ["  reproducer:", *("    " + ln for ln in text.splitlines())]
+        return "\n".join(lines)
+
+
+@attrs.frozen
+class KnownIssue:
+    """A defect already reported (and being fixed) that the fuzzers are known to find.
+    `matches` recognizes its findings; a report lists them apart, and the bounded test
+    in tests/test_fuzz.py tolerates them until the entry is removed."""
+
+    label: str
+    description: str
+    matches: Callable[[Finding], bool]
+
+
+def _mutated(f: Finding, *fragments: str) -> bool:
+    return any(frag in m for m in f.mutations for frag in fragments)
+
+
+_TERMS = re.compile(r"terms (\[.*\])")
+
+
+def _non_canonical_dims(f: Finding) -> bool:
+    """A mutation built a dimension with a repeated symbol, a zero coefficient or terms out
+    of order (the mutators write each dimension's terms as `Affine` kept them)."""
+    for m in f.mutations:
+        found = _TERMS.search(m)
+        if not found:
+            continue
+        try:
+            dims = ast.literal_eval(found.group(1))
+        except (ValueError, SyntaxError):
+            continue
+        for terms in dims:
+            names = [name for name, _ in terms]
+            if names != sorted(set(names)) or any(c == 0 for _, c in terms):
+                return True
+    return False
+
+
+def _big_symbol(f: Finding) -> bool:
+    return any(int(v) >= 1 << 62 or int(v) < 0 for v in re.findall(r"=(-?\d+)", f.message.rsplit("[symbols", 1)[-1]))
+
+
+# Issue 11, section 7, and what the fuzzers found beyond it (docs/testing.md, "Fuzzing"):
+# each entry goes when its fix has landed, and the bounded fuzz test then holds the line.
+KNOWN_ISSUES: tuple[KnownIssue, ...] = (
+    KnownIssue("issue-11/non-canonical-affine",
+               "decode/verify read a dimension with a repeated symbol term by term; runtimes sum it",
+               lambda f: _non_canonical_dims(f)
+               and f.kind in (VERIFIER_HOLE, CANARY, CRASH, MISMATCH, DIVERGENCE, ROUND_TRIP)),
+    KnownIssue("issue-11/numpy-int-block", "block sizes given as numpy integers wrap in the structure check",
+               lambda f: _mutated(f, "block:numpy-int") and f.kind in (MISMATCH, DIVERGENCE, CRASH, CANARY, EXCEPTION,
+                                                                       TIMEOUT, INTERNAL)),
+    KnownIssue("issue-11/symbol-range", "launches do not enforce the symbol range the verifier assumes",
+               lambda f: _big_symbol(f) and f.kind in (VERIFIER_HOLE, CANARY, CRASH, MISMATCH, DIVERGENCE, EXCEPTION)),
+    KnownIssue("issue-11/huge-immediate", "a message about a 5,000-digit immediate hits Python's int-to-str limit",
+               lambda f: f.kind in (EXCEPTION, WRONG_ERROR) and "integer string conversion" in f.message),
+    KnownIssue("issue-11/compile-time", "compile and verify time explode on high ranks, long chains, deep nests",
+               lambda f: f.kind == TIMEOUT and f.phase in ("compile", "verify")
+               and _mutated(f, "type rank", "chain of", "parens", "calls", "nesting", "type repeat", "nest ")),
+    KnownIssue("issue-11/absurd-shape", "raw MemoryError/ValueError for absurd output shapes",
+               lambda f: f.target == "document" and f.kind == EXCEPTION
+               and ("MemoryError" in f.message or "ValueError" in f.message)),
+    # found by these fuzzers (reported with issue 11)
+    KnownIssue("fuzz/numpy-int-fields", "verify accepts numpy integers as address and init offsets (the structure "
+               "check's INT); interp refuses such a program at prepare, cpu_llvm runs it",
+               lambda f: f.kind == INTERNAL and f.phase == "interp" and "np." in f.message
+               and ("offset" in f.message or "init" in f.message)),
+    KnownIssue("fuzz/resaccum-without-index", "verify accepts ResAccum without an index register; both backends "
+               "refuse it at prepare ('needs an index register holding the Atlas class')",
+               lambda f: f.kind == INTERNAL and "ResAccum needs an index register" in f.message),
+    KnownIssue("fuzz/pool-use-after-free", "verify proves an unchecked pool access against the pool's declared size, "
+               "not its allocated part: a PoolLoad after PoolFree verifies; both backends raise ExecutionError",
+               lambda f: f.kind == VERIFIER_HOLE and "allocated part of pool" in f.message),
+    KnownIssue("fuzz/huge-dimension", "a declared dimension beyond 64 bits passes the front end and fails the "
+               "verifier (a VerifyError without a position) instead of a DocumentError at the type",
+               lambda f: f.kind == INTERNAL and f.target == "document" and "beyond 64 bits" in f.message),
+)
+def _known(f: Finding) -> Finding:
+    for issue in KNOWN_ISSUES:
+        try:
+            if issue.matches(f):
+                return attrs.evolve(f, known=issue.label)
+        except Exception:  # noqa: BLE001 - a matcher must not hide a finding
+            continue
+    return f
+
+
+# ------------------------------------------------------------------ reproducers
+def _program_reproducer(case: ProgramCase) -> tuple[str, dict[str, bytes]]:
+    """(the mutant as text, files to write by extension)."""
+    from ..core.asm import format_program
+    from ..core.encoding import encode
+
+    files: dict[str, bytes] = {}
+    if case.data is not None:
+        files[".hbc"] = case.data
+        return case.data.hex(), files
+    if case.text is not None:
+        files[".hasm"] = case.text.encode("utf-8", "surrogatepass")
+        return case.text, files
+    try:
+        text = format_program(case.program)
+        files[".hasm"] = text.encode("utf-8", "surrogatepass")
+    except Exception:  # noqa: BLE001 - a malformed value has no assembly: its repr then
+        try:
+            text = repr(case.program)
+        except ValueError:  # an integer past the digit limit
+            text = "<program with an integer past Python's int-to-str limit; see the .case.pkl>"
+    try:
+        files[".hbc"] = encode(case.program)
+    except Exception:  # noqa: BLE001
+        pass
+    return text, files
+
+
+def _findings(target: str, case: Any, result: CaseResult, out_dir: str | None) -> list[Finding]:
+    if not result.problems:
+        return []
+    if target == "program":
+        text, files = _program_reproducer(case)
+    else:
+        text, files = case.text, {"." + case.file.rsplit(".", 1)[-1]: case.text.encode("utf-8", "surrogatepass")}
+    found = [_known(Finding(p.kind, p.phase, p.message, target, case.origin, case.mutations, text))
+             for p in result.problems]
+    if out_dir is None:
+        return found
+    os.makedirs(out_dir, exist_ok=True)
+    digest = hashlib.sha256(pickle.dumps(case)).hexdigest()[:12]
+    stem = os.path.join(out_dir, f"{target}-{found[0].kind}-{digest}")
+    written = []
+    for ext, data in files.items():
+        with open(stem + ext, "wb") as fh:
+            fh.write(data)
+        written.append(stem + ext)
+    with open(stem + ".case.pkl", "wb") as fh:
+        pickle.dump((target, case), fh)
+    written.append(stem + ".case.pkl")
+    with open(stem + ".txt", "w", encoding="utf-8", errors="replace") as fh:
+        fh.write("\n\n".join(str(f) for f in found) + f"\n\nreplay: python -m hologram.testing.fuzz --replay "
+                                                         f"{stem}.case.pkl\n")
+    written.append(stem + ".txt")
+    return [attrs.evolve(f, files=tuple(written)) for f in found]
+
+
+# ------------------------------------------------------------------ the runs
+def _run(target: str, cases: Iterator[Any], workers: int, budgets: Mapping[str, float] | None,
+         out_dir: str | None, stats: dict | None, progress: Callable[[int, int], None] | None,
+         planned: int) -> list[Finding]:
+    findings: list[Finding] = []
+    outcomes: Counter = Counter()
+    facts: Counter = Counter()
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="hologram-fuzz-") as cache:
+        env = {"HOLOGRAM_CACHE_DIR": cache, "OPENBLAS_NUM_THREADS": "1", "HOLOGRAM_NUM_THREADS": "2"}
+        with WorkerPool(workers, {**BUDGETS, **(budgets or {})}, env) as pool:
+            for done, (case, result) in enumerate(pool.run((target, c) for c in cases), 1):
+                outcomes[result.outcome] += 1
+                facts.update(dict(result.facts))
+                findings += _findings(target, case, result, out_dir)
+                if progress is not None:
+                    progress(done, planned)
+    if stats is not None:
+        stats.update({"cases": sum(outcomes.values()), "outcomes": dict(outcomes), "facts": dict(facts),
+                      "seconds": round(time.monotonic() - started, 1)})
+    return findings
+
+
+def _unique(cases: Iterator[Any], count: int, stats: dict | None) -> Iterator[Any]:
+    """`count` distinct cases (a mutant met before is drawn again)."""
+    seen: set[str] = set()
+    duplicates = 0
+    while len(seen) < count:
+        case = next(cases)
+        key = hashlib.sha256(pickle.dumps(case.__class__(**{**attrs.asdict(case, recurse=False), "input_seed": 0})
+                                          )).hexdigest()
+        if key in seen:
+            duplicates += 1
+            if duplicates > 20 * count:
+                break
+            continue
+        seen.add(key)
+        yield case
+    if stats is not None:
+        stats["duplicates"] = duplicates
+
+
+def fuzz_programs(iterations: int = 200, seed: int = 0, *, workers: int = 2, out_dir: str | None = None,
+                  budgets: Mapping[str, float] | None = None, stats: dict | None = None,
+                  strategy_examples: int = 40, scale: str = "ci",
+                  progress: Callable[[int, int], None] | None = None) -> list[Finding]:
+    """Run `iterations` distinct program mutants (reproducible from `seed`) through the
+    program oracle; the findings, in completion order. `stats`, when given, is filled
+    with the run's counts: outcomes (refused, ran, racy, ...), facts (verified, compared
+    outputs, ...), duplicates skipped, seconds. `strategy_examples`: how many programs
+    `isa_strategies.programs()` contributes as seeds (the compiled kernels are the rest);
+    `scale`: "ci" nests loops 5-30 deep, "long" 50-300."""
+    from .fuzz_mutate_programs import mutants, seed_programs
+
+    seeds = seed_programs(strategy_examples, seed)
+    compiled = tuple(s for s in seeds if not s[0].startswith("isa_strategies"))
+    drawn = tuple(s for s in seeds if s[0].startswith("isa_strategies"))
+    rng = np.random.default_rng(seed)
+
+    def cases() -> Iterator[ProgramCase]:
+        while True:  # the two families equally often, whatever their sizes
+            family = compiled if compiled and (not drawn or rng.random() < 0.5) else drawn
+            yield mutants(rng, family, scale)
+
+    run_stats: dict = {}
+    findings = _run("program", _unique(cases(), iterations, run_stats), workers, budgets, out_dir, stats,
+                    progress, iterations)
+    if stats is not None:
+        stats.update(run_stats, seeds=len(seeds))
+    return findings
+
+
+def fuzz_documents(iterations: int = 200, seed: int = 0, *, workers: int = 2, out_dir: str | None = None,
+                   budgets: Mapping[str, float] | None = None, stats: dict | None = None, scale: str = "ci",
+                   progress: Callable[[int, int], None] | None = None) -> list[Finding]:
+    """Run `iterations` distinct document mutants (reproducible from `seed`) through the
+    document oracle. `scale`: "ci" keeps the pathological mutations small (ranks up to 9,
+    chains up to 200 statements), "long" goes to ranks of 24 and chains of 5,000."""
+    from .fuzz_mutate_documents import mutant, seed_documents
+
+    seeds = seed_documents()
+    rng = np.random.default_rng(seed)
+
+    def cases() -> Iterator[DocumentCase]:
+        while True:
+            yield mutant(rng, seeds, scale)
+
+    run_stats: dict = {}
+    findings = _run("document", _unique(cases(), iterations, run_stats), workers, budgets, out_dir, stats,
+                    progress, iterations)
+    if stats is not None:
+        stats.update(run_stats, seeds=len(seeds))
+    return findings
+
+
+def replay(path: str, budgets: Mapping[str, float] | None = None) -> list[Finding]:
+    """Run the case saved at `path` (a `.case.pkl` a finding wrote) again, in a worker;
+    its findings now (empty when the defect is fixed). The file is a pickle: replay only
+    files you wrote."""
+    with open(path, "rb") as fh:
+        target, case = pickle.load(fh)
+    return _run(target, iter([case]), 1, budgets, None, None, None, 1)
+
+
+# ------------------------------------------------------------------ command line
+def _summary(name: str, findings: Sequence[Finding], stats: dict) -> str:
+    lines = [f"{name}: {stats.get('cases', 0)} cases in {stats.get('seconds', 0)} s; outcomes "
+             f"{stats.get('outcomes', {})}; {stats.get('facts', {})}"]
+    groups = Counter((f.kind, f.phase, f.known) for f in findings)
+    for (kind, phase, known), n in groups.most_common():
+        lines.append(f"  {n:5d} x {kind} in {phase}" + (f"  (known: {known})" if known else ""))
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hologram.testing.fuzz",
+                                     description="Fuzz Atlas programs and kernel documents (docs/testing.md).")
+    parser.add_argument("--programs", type=int, default=500, help="program mutants (0: none)")
+    parser.add_argument("--documents", type=int, default=500, help="document mutants (0: none)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--scale", choices=("ci", "long"), default="long",
+                        help="sizes of the pathological mutants (ranks, chains, nesting)")
+    parser.add_argument("--out", default="fuzz-findings", help="directory for the findings' files")
+    parser.add_argument("--replay", metavar="CASE", help="run a saved .case.pkl again")
+    args = parser.parse_args(argv)
+    if args.replay:
+        found = replay(args.replay)
+        print("\n\n".join(map(str, found)) or "no finding: the case passes now")
+        return 1 if found else 0
+    found: list[Finding] = []
+    for name, count, run in (("programs", args.programs, fuzz_programs), ("documents", args.documents,
+                                                                          fuzz_documents)):
+        if count <= 0:
+            continue
+        stats: dict = {}
+        findings = run(count, args.seed, workers=args.workers, out_dir=args.out, stats=stats, scale=args.scale,
+                       progress=_progress(name))
+        print(_summary(name, findings, stats), flush=True)
+        found += findings
+    new = [f for f in found if f.known is None]
+    for f in new[:20]:
+        print("\n" + str(f))
+    if found:
+        print(f"\n{len(found)} findings ({len(new)} not known), written to {args.out}/")
+    return 1 if new else 0
+
+
+def _progress(name: str) -> Callable[[int, int], None]:
+    def show(done: int, planned: int) -> None:
+        if sys.stderr.isatty() or done == planned or done % 100 == 0:
+            print(f"\r{name}: {done}/{planned}", end="\n" if done == planned else "", file=sys.stderr, flush=True)
+    return show
+
+
+if __name__ == "__main__":
+    sys.exit(main())
