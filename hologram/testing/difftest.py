@@ -6,7 +6,7 @@
 Two kinds of examples, each run as hypothesis tests:
 
 - `kernels`: generated kernel documents (`hologram.testing.cases.kernels`, and one in
-  eight a long reduction, `hologram.testing.long_cases`) run through the public API on
+  four a long reduction, `hologram.testing.long_cases`) run through the public API on
   every backend and held to the numpy oracle under the accuracy contract
   (`check_case`). Each backend is judged on its own, so one backend is enough. The
   reference interpreter runs ~1e5 lanes a second: a case whose inputs hold more than
