@@ -25,7 +25,8 @@ from hologram.testing.fuzz_common import (
     CANARY, CRASH, TIMEOUT, VERIFIER_HOLE, CaseResult, Guarded, Problem,
 )
 from hologram.testing.fuzz_mutate_documents import seed_documents, to_toml
-from hologram.testing.fuzz_mutate_programs import mutants, mutate_affine, mutate_binary, seed_programs
+from hologram.testing.fuzz_mutate_programs import mutate_affine
+from hologram.testing.fuzz_program_cases import mutants, mutate_binary, seed_programs
 from hologram.testing.fuzz_pool import WorkerPool
 from hologram.testing.fuzz_program_oracle import (
     EXACT, OPEN, ULPS, ProgramCase, check_program_case, precision_levels, unchecked_fault,

@@ -112,6 +112,14 @@ def check_guards(guards: dict[str, Guarded], read_only: set[str], phase: str, ba
     return problems
 
 
+# ------------------------------------------------------------------ random choices
+def pick(rng: np.random.Generator, seq: Any) -> Any:
+    """One element of `seq`, drawn by `rng` (also for sequences numpy would turn into an
+    array of objects, or mix up: tuples of values, DType members)."""
+    seq = list(seq)
+    return seq[int(rng.integers(len(seq)))]
+
+
 # ------------------------------------------------------------------ input values
 def fill(rng: np.random.Generator, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
     """Values for an input: small numbers mostly, with the type's edge values mixed in."""

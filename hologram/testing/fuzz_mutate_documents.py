@@ -3,13 +3,13 @@
 Seeds are the repository's kernel documents (`kernels/*.toml`, `tests/heldout/kernels/*`)
 when the package runs from a checkout, each multi-kernel file also split into
 one-kernel documents, plus `BUILTIN_SEEDS` (so an installed package fuzzes too). A
-mutant applies one to three mutators:
+mutant applies one mutator (most often) to three:
 
 | level | mutators |
 |---|---|
 | text | delete, duplicate or swap lines; delete a span; insert a fragment (structure characters, unicode: combining marks, bidi controls, U+2028, NUL, astral letters); swap two tokens; replace a token (huge numbers, identifiers, operators, type names) |
 | tree | unknown keys; a value of another type (number, bool, list, table, null, a long string); type strings (another dtype, unknown dtypes, huge, zero and negative dims, huge ranks, repeated symbols, affine dims, unicode names); the same extra dimensions on every array of a kernel (high ranks that still type-check); parameters added, dropped, renamed; kernels duplicated or emptied; deep nesting (lists or tables nested hundreds deep) |
-| body | identifiers and operators replaced; calls wrapped (`exp(...)`, `sum(..., axis=3)`); statements duplicated or dropped; index notation (`y[i] = x[i + 5]`); long chains of statements; deeply parenthesized or nested expressions |
+| body | identifiers, operators and literals replaced; calls wrapped (`exp(...)`, `sum(..., axis=3)`); statements duplicated or dropped; index notation (`y[i] = x[i + 5]`); long chains of statements; deeply parenthesized or nested expressions |
 
 A tree mutation is written back in the document's own format (TOML by `to_toml`, YAML by
 PyYAML, JSON by the json module). `scale` bounds the sizes of the pathological
@@ -33,6 +33,7 @@ import numpy as np
 import yaml
 
 from ..core.types import DType
+from .fuzz_common import pick
 from .fuzz_document_oracle import DocumentCase
 
 Rng = np.random.Generator
@@ -190,15 +191,10 @@ REPLACEMENTS = ["x", "y", "n", "m", "k", "i", "j", "p", "sum", "exp", "where", "
 _DOC_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d+)?|\*\*|//|<<|>>|==|[^\sA-Za-z0-9_]")
 
 
-def _pick(rng: Rng, seq: Any) -> Any:
-    seq = list(seq)
-    return seq[int(rng.integers(len(seq)))]
-
-
 def t_lines(rng: Rng, text: str, scale: dict) -> tuple[str, str]:
     lines = text.split("\n")
     k = int(rng.integers(len(lines)))
-    kind = _pick(rng, ["delete", "duplicate", "swap"])
+    kind = pick(rng, ["delete", "duplicate", "swap"])
     if kind == "delete":
         del lines[k]
     elif kind == "duplicate":
@@ -214,7 +210,7 @@ def t_span(rng: Rng, text: str, scale: dict) -> tuple[str, str]:
     if rng.random() < 0.4:
         n = int(rng.integers(1, 12))
         return text[:at] + text[at + n:], f"text:delete {n} chars at {at}"
-    frag = _pick(rng, FRAGMENTS)
+    frag = pick(rng, FRAGMENTS)
     return text[:at] + frag + text[at:], f"text:insert {frag!r} at {at}"
 
 
@@ -230,7 +226,7 @@ def t_tokens(rng: Rng, text: str, scale: dict) -> tuple[str, str]:
             return text, "text:swap (same token)"
         ta, tb = text[a[0]:a[1]], text[b[0]:b[1]]
         return text[:a[0]] + tb + text[a[1]:b[0]] + ta + text[b[1]:], f"text:swap {ta!r} and {tb!r}"
-    new = _pick(rng, REPLACEMENTS)
+    new = pick(rng, REPLACEMENTS)
     if rng.random() < 0.1:
         lo, hi = scale["digits"]
         new = "9" * int(rng.integers(lo, hi + 1))
@@ -251,7 +247,7 @@ def _other_value(rng: Rng, scale: dict) -> Any:
     lo, hi = scale["digits"]
     # beyond ~4300 digits Python cannot write the number back: the text mutators go there
     huge = 10 ** min(int(rng.integers(lo, hi + 1)), 4000) - 1
-    return _pick(rng, [0, -1, 2**63, huge, 1.5, math.inf, math.nan, True,
+    return pick(rng, [0, -1, 2**63, huge, 1.5, math.inf, math.nan, True,
                        None, [], ["f32[n]"], {}, {"x": "f32[n]"}, "", "x" * 10000, "f32[n]", "\u00e9"])
 
 
@@ -261,63 +257,63 @@ def a_unknown_key(rng: Rng, data: Any, scale: dict) -> str:
         for key in ("inputs", "outputs"):
             if isinstance(t.get(key), dict):
                 tables.append(t[key])
-    table = _pick(rng, tables)
-    key = _pick(rng, ["bodyy", "Kernel", "name ", "\u00e9", "reassociate", "inputs", "summary", "version", "z"])
+    table = pick(rng, tables)
+    key = pick(rng, ["bodyy", "Kernel", "name ", "\u00e9", "reassociate", "inputs", "summary", "version", "z"])
     table[key] = _other_value(rng, scale) if rng.random() < 0.5 else "f32[n]"
     return f"tree:key {key!r}"
 
 
 def a_value_type(rng: Rng, data: Any, scale: dict) -> str:
-    kern = _pick(rng, _kernel_tables(data))
-    key = _pick(rng, list(kern) or ["name"])
+    kern = pick(rng, _kernel_tables(data))
+    key = pick(rng, list(kern) or ["name"])
     kern[key] = _other_value(rng, scale)
     return f"tree:value {key} -> {type(kern[key]).__name__}"
 
 
 def _type_string(rng: Rng, old: str, scale: dict) -> tuple[str, str]:
     dtype = old.split("[", 1)[0].strip() or "f32"
-    kind = _pick(rng, ["dtype", "dims", "rank", "rank", "repeat", "affine", "huge", "negative", "syntax"])
+    kind = pick(rng, ["dtype", "dims", "rank", "rank", "repeat", "affine", "huge", "negative", "syntax"])
     dims = re.findall(r"\[(.*)\]", old)
     dims = [d.strip() for d in dims[0].split(",")] if dims and dims[0].strip() else []
     if kind == "dtype":
-        dtype = _pick(rng, [d.value for d in DType] + ["f128", "float32", "int", "F32", "\u0066\u0033\u0032"])
+        dtype = pick(rng, [d.value for d in DType] + ["f128", "float32", "int", "F32", "\u0066\u0033\u0032"])
     elif kind == "dims":
-        dims = [_pick(rng, ["n", "m", "k", "w", "1", "0", "96", "n - 1", "2*n"]) for _ in range(int(rng.integers(4)))]
+        dims = [pick(rng, ["n", "m", "k", "w", "1", "0", "96", "n - 1", "2*n"]) for _ in range(int(rng.integers(4)))]
     elif kind == "rank":
         lo, hi = scale["rank"]
         dims = [f"n{j}" if rng.random() < 0.7 else "n" for j in range(int(rng.integers(lo, hi + 1)))]
     elif kind == "repeat":
         dims = dims + dims if dims else ["n", "n"]
     elif kind == "affine":
-        dims = [_pick(rng, ["n - w + 1", "2*n + 1", "n*m", "-n", "n - n", "0*n", "n + 2**62", "n//2", "(n)"])]
+        dims = [pick(rng, ["n - w + 1", "2*n + 1", "n*m", "-n", "n - n", "0*n", "n + 2**62", "n//2", "(n)"])]
     elif kind == "huge":
-        dims = [_pick(rng, ["99999999999999", "2**63", str(2**64), "9" * 30])] + dims
+        dims = [pick(rng, ["99999999999999", "2**63", str(2**64), "9" * 30])] + dims
     elif kind == "negative":
         dims = ["-1"] + dims
     else:
-        return _pick(rng, [f"{dtype}[", f"{dtype}[n,]", f"{dtype}[[n]]", f"{dtype} [n]", f"{dtype}[n]x", "",
+        return pick(rng, [f"{dtype}[", f"{dtype}[n,]", f"{dtype}[[n]]", f"{dtype} [n]", f"{dtype}[n]x", "",
                            f"{dtype}[\u00e9]", f"{dtype}[n;m]"]), "tree:type syntax"
     return (f"{dtype}[{', '.join(dims)}]" if dims or rng.random() < 0.5 else dtype), f"tree:type {kind}"
 
 
 def a_param(rng: Rng, data: Any, scale: dict) -> str:
-    kern = _pick(rng, _kernel_tables(data))
-    role = _pick(rng, ["inputs", "outputs"])
+    kern = pick(rng, _kernel_tables(data))
+    role = pick(rng, ["inputs", "outputs"])
     params = kern.get(role)
     if not isinstance(params, dict):
         kern[role] = {"x": "f32[n]"}
         return f"tree:param {role} replaced"
-    kind = _pick(rng, ["type", "type", "type", "add", "drop", "rename"])
+    kind = pick(rng, ["type", "type", "type", "add", "drop", "rename"])
     if kind == "add" or not params:
-        name = _pick(rng, ["z", "x", "y", "n", "sum", "\u00e9", "_", "a1"])
+        name = pick(rng, ["z", "x", "y", "n", "sum", "\u00e9", "_", "a1"])
         params[name], what = _type_string(rng, "f32[n]", scale)
         return f"{what} (new {role[:-1]} {name!r} = {params[name]!r})"
-    name = _pick(rng, list(params))
+    name = pick(rng, list(params))
     if kind == "drop":
         del params[name]
         return f"tree:param drop {name!r}"
     if kind == "rename":
-        params[_pick(rng, ["z", "n", "i", "exp", "y", "x2", "\u00e9"])] = params.pop(name)
+        params[pick(rng, ["z", "n", "i", "exp", "y", "x2", "\u00e9"])] = params.pop(name)
         return f"tree:param rename {name!r}"
     old = params[name] if isinstance(params[name], str) else "f32[n]"
     params[name], what = _type_string(rng, old, scale)
@@ -327,14 +323,14 @@ def a_param(rng: Rng, data: Any, scale: dict) -> str:
 def a_dtype(rng: Rng, data: Any, scale: dict) -> str:
     """A parameter's dtype for another valid one: the kernel mostly still compiles and
     computes in other types (promotions, casts, narrow floats)."""
-    kern = _pick(rng, _kernel_tables(data))
+    kern = pick(rng, _kernel_tables(data))
     params = [(role, n) for role in ("inputs", "outputs") if isinstance(kern.get(role), dict)
               for n, t in kern[role].items() if isinstance(t, str)]
     if not params:
         return a_param(rng, data, scale)
-    role, name = _pick(rng, params)
+    role, name = pick(rng, params)
     old = kern[role][name]
-    dtype = _pick(rng, [d.value for d in DType])
+    dtype = pick(rng, [d.value for d in DType])
     kern[role][name] = dtype + old[len(old.split("[", 1)[0]):]
     return f"tree:dtype {name}: {old!r} -> {kern[role][name]!r}"
 
@@ -342,7 +338,7 @@ def a_dtype(rng: Rng, data: Any, scale: dict) -> str:
 def a_rank_all(rng: Rng, data: Any, scale: dict) -> str:
     """The same new dimensions appended to every array parameter of a kernel, so an
     elementwise body still type-checks at a high rank."""
-    kern = _pick(rng, _kernel_tables(data))
+    kern = pick(rng, _kernel_tables(data))
     lo, hi = scale["rank"]
     extra = [f"r{j}" for j in range(int(rng.integers(lo, hi + 1)))]
     changed = 0
@@ -359,10 +355,10 @@ def a_rank_all(rng: Rng, data: Any, scale: dict) -> str:
 
 def a_kernels(rng: Rng, data: Any, scale: dict) -> str:
     kernels = _kernel_tables(data)
-    kind = _pick(rng, ["duplicate", "empty", "both", "wrap"])
+    kind = pick(rng, ["duplicate", "empty", "both", "wrap"])
     if kind == "duplicate":
         data.pop("kernel", None)
-        data["kernels"] = kernels + [dict(_pick(rng, kernels))]
+        data["kernels"] = kernels + [dict(pick(rng, kernels))]
     elif kind == "empty":
         data.pop("kernel", None)
         data["kernels"] = []
@@ -376,8 +372,8 @@ def a_kernels(rng: Rng, data: Any, scale: dict) -> str:
 def a_nesting(rng: Rng, data: Any, scale: dict) -> str:
     lo, hi = scale["nesting"]
     depth = int(rng.integers(lo, hi + 1))
-    kern = _pick(rng, _kernel_tables(data))
-    key = _pick(rng, list(kern) or ["name"])
+    kern = pick(rng, _kernel_tables(data))
+    key = pick(rng, list(kern) or ["name"])
     value: Any = kern.get(key, "x")
     as_list = rng.random() < 0.5
     for _ in range(depth):
@@ -396,39 +392,39 @@ def _body_names(kern: dict) -> list[str]:
 
 
 def b_body(rng: Rng, data: Any, scale: dict) -> str:
-    kern = _pick(rng, _kernel_tables(data))
+    kern = pick(rng, _kernel_tables(data))
     body = kern.get("body") if isinstance(kern.get("body"), str) else "y = x"
     lines = [ln for ln in body.split("\n") if ln.strip()] or ["y = x"]
     names = _body_names(kern)
     outputs = [str(k) for k in kern["outputs"]] if isinstance(kern.get("outputs"), dict) and kern["outputs"] else ["y"]
     inputs = [n for n in names if n not in outputs] or ["x"]
-    kind = _pick(rng, ["token", "token", "operator", "operator", "literal", "wrap", "duplicate", "drop", "index",
+    kind = pick(rng, ["token", "token", "operator", "operator", "literal", "wrap", "duplicate", "drop", "index",
                        "chain", "parens", "deep-call", "reduce"])
     k = int(rng.integers(len(lines)))
     # a new right-hand side goes to an existing statement's target (a new statement for
     # an output would assign it twice)
-    target = lines[k].split("=", 1)[0].strip() if "=" in lines[k] else _pick(rng, outputs)
+    target = lines[k].split("=", 1)[0].strip() if "=" in lines[k] else pick(rng, outputs)
     plain = re.fullmatch(r"[A-Za-z_]\w*", target) is not None
-    src = _pick(rng, inputs)
+    src = pick(rng, inputs)
     if kind == "token":
         tokens = [(m.start(), m.end()) for m in _DOC_TOKEN.finditer(lines[k])]
         if tokens:
-            a, b = _pick(rng, tokens)
-            lines[k] = lines[k][:a] + _pick(rng, names + REPLACEMENTS) + lines[k][b:]
+            a, b = pick(rng, tokens)
+            lines[k] = lines[k][:a] + pick(rng, names + REPLACEMENTS) + lines[k][b:]
     elif kind == "operator":
         ops = [(m.start(), m.end()) for m in re.finditer(r"\*\*|//|[-+*/%<>]", lines[k].split("=", 1)[-1])]
         if ops:
             shift = len(lines[k]) - len(lines[k].split("=", 1)[-1])
-            a, b = _pick(rng, ops)
-            lines[k] = lines[k][:a + shift] + _pick(rng, ["+", "-", "*", "/", "//", "%", "**", "<", "=="]) \
+            a, b = pick(rng, ops)
+            lines[k] = lines[k][:a + shift] + pick(rng, ["+", "-", "*", "/", "//", "%", "**", "<", "=="]) \
                 + lines[k][b + shift:]
     elif kind == "literal":
-        lines[k] = re.sub(r"\b\d+(\.\d+)?\b", lambda m: _pick(rng, ["0", "1", "-1", "0.5", "255", "65504.0",
+        lines[k] = re.sub(r"\b\d+(\.\d+)?\b", lambda m: pick(rng, ["0", "1", "-1", "0.5", "255", "65504.0",
                                                                     "1e38", "3"]), lines[k], count=1)
     elif kind == "wrap" and "=" in lines[k]:
         lhs, rhs = lines[k].split("=", 1)
-        fn = _pick(rng, ["exp", "sum", "abs", "f16", "u8", "sqrt", "argmin", "cumsum", "mean", "f64", "-"])
-        extra = _pick(rng, ["", "", ", axis=0", ", axis=3", ", axis=-1", ", keepdims=True", ", i"]) \
+        fn = pick(rng, ["exp", "sum", "abs", "f16", "u8", "sqrt", "argmin", "cumsum", "mean", "f64", "-"])
+        extra = pick(rng, ["", "", ", axis=0", ", axis=3", ", axis=-1", ", keepdims=True", ", i"]) \
             if fn in ("sum", "argmin", "cumsum", "mean") else ""
         lines[k] = f"{lhs}= {fn}({rhs.strip()}{extra})"
     elif kind == "duplicate":
@@ -437,8 +433,8 @@ def b_body(rng: Rng, data: Any, scale: dict) -> str:
         del lines[k]
     elif kind == "index":
         name = re.match(r"[A-Za-z_]\w*", target)
-        out = name.group() if name else _pick(rng, outputs)
-        lines[k] = _pick(rng, [f"{out}[i] = {src}[i + 5]", f"{out}[i, j] = {src}[j, i]", f"{out}[i] = {src}[-1]",
+        out = name.group() if name else pick(rng, outputs)
+        lines[k] = pick(rng, [f"{out}[i] = {src}[i + 5]", f"{out}[i, j] = {src}[j, i]", f"{out}[i] = {src}[-1]",
                                f"{out}[i] = sum({src}[i, p], p)", f"{out}[i] = {src}[2*i + 1]",
                                f"{out}[{src}[i]] += 1", f"{out}[i] = {src}[i] * {src}[i - 1]"])
     elif kind == "chain":
@@ -455,11 +451,11 @@ def b_body(rng: Rng, data: Any, scale: dict) -> str:
     elif kind == "deep-call":
         lo, hi = scale["nesting"]
         n = int(rng.integers(lo, hi + 1)) // 3 + 1
-        fn = _pick(rng, ["abs", "exp", "f64", "-"])
+        fn = pick(rng, ["abs", "exp", "f64", "-"])
         lines[k] = f"{target} = " + f"{fn}(" * n + src + ")" * n
         kind = f"calls {n} deep"
     else:
-        lines[k] = f"{target} = {_pick(rng, ['max', 'sum', 'argmax', 'prod', 'any', 'mean'])}({src})"
+        lines[k] = f"{target} = {pick(rng, ['max', 'sum', 'argmax', 'prod', 'any', 'mean'])}({src})"
     if not plain and kind in ("parens", "reduce"):
         kind += " (indexed target)"
     kern["body"] = "\n".join(lines) + "\n"
@@ -483,7 +479,7 @@ def mutant(rng: Rng, seeds: tuple[tuple[str, str, str], ...], scale: str = "ci")
     while True:
         origin, fmt, text = seeds[int(rng.integers(len(seeds)))]
         done: list[str] = []
-        for _ in range(_pick(rng, [1, 1, 1, 1, 1, 1, 2, 2, 2, 3])):
+        for _ in range(pick(rng, [1, 1, 1, 1, 1, 1, 2, 2, 2, 3])):
             if rng.random() < 0.25:
                 names = list(TEXT_MUTATORS)
                 weights = np.array([TEXT_MUTATORS[n][1] for n in names], float)

@@ -1,9 +1,9 @@
 """The structure-aware program mutator: valid Atlas programs, perturbed.
 
-Seeds are verified programs: the standard library's kernels compiled (`kernels/*.toml`,
-or the document fuzzer's built-in seeds when the repository is not at hand) and programs
-drawn from `isa_strategies.programs()`. A mutant applies one to three `MUTATORS` to a
-seed, each a small change that keeps the program a well-formed value (so it reaches the
+Seeds are verified programs (fuzz_program_cases.py): the repository's kernel documents
+compiled (`kernels/`, `tests/heldout/kernels/`, or the document fuzzer's built-in seeds
+when the repository is not at hand) and programs drawn from `isa_strategies.programs()`.
+A mutant applies one to three `MUTATORS` to a seed, each a small change that keeps the program a well-formed value (so it reaches the
 verifier rather than the structure check) while perturbing what the verifier must
 reason about:
 
@@ -19,31 +19,26 @@ reason about:
 | `drop`, `duplicate`, `swap`, `move`, `insert` | instructions and labels: removed, repeated, reordered, new ones (stores, loads, branches, EXIT, RET, BarSync, CALL, LOOP, pools) |
 | `label`, `pred` | branch, loop and call targets; labels renamed or duplicated; predicates |
 | `decl`, `init`, `param`, `symbols`, `stage` | declarations (register types, shared and pool sizes), inits, parameter roles, dtypes and shapes, the symbol list, whole stages |
-| `binary` | bytes of the encoding (a bit, a byte, an inserted or deleted byte), with the length and checksum made consistent again (sometimes not) |
-| `text` | the `.hasm` text: a line deleted, repeated or swapped, a token replaced |
+| `binary` | bytes of the encoding (a bit, a byte, an inserted or deleted byte), with the length and checksum made consistent again (sometimes not); fuzz_program_cases.py |
+| `text` | the `.hasm` text: a line deleted, repeated or swapped, a token replaced; fuzz_program_cases.py |
 
 The oracle is fuzz_program_oracle.py's.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-import re
-import struct
-import zlib
-from pathlib import Path
 from typing import Any, Callable
 
 import attrs
 import numpy as np
 
 from ..core.isa import (
-    COMPARE_MODS, OPCODES, REASSOC, SPECIALS, Addr, BufferParam, Imm, Init, Instr, Label, MemDecl, Pred, Program,
-    Reg, RegDecl, ScalarParam, Special, Stage, Sym,
+    COMPARE_MODS, OPCODES, REASSOC, SPECIALS, Addr, BufferParam, Imm, Init, Instr, Label, Pred, Program, Reg,
+    RegDecl, ScalarParam, Special, Stage, Sym,
 )
 from ..core.types import Affine, DType
-from .fuzz_program_oracle import ProgramCase
+from .fuzz_common import pick
 
 Rng = np.random.Generator
 Mutation = tuple[Program, str]
@@ -55,11 +50,6 @@ FLOAT_EXTREMES = (0.0, -0.0, math.nan, math.inf, -math.inf, 1e308, -1e308, 5e-32
                   3.4028234663852886e38, 1e39, 2.5, -1.5)
 NUMPY_VALUES = (np.int32(65536), np.int64(-1), np.uint64(2**64 - 1), np.float32(1.5), np.float16(np.inf),
                 np.bool_(True), np.int8(-128), np.float64(np.nan))
-
-
-def _pick(rng: Rng, seq: Any) -> Any:
-    seq = list(seq)
-    return seq[int(rng.integers(len(seq)))]
 
 
 def _instrs(p: Program) -> list[tuple[int, int, Instr]]:
@@ -89,15 +79,15 @@ def _value(rng: Rng, dtype: DType | None) -> Any:
     if r < 0.05:
         return HUGE_INT if rng.random() < 0.5 else -HUGE_INT
     if r < 0.15:
-        return _pick(rng, NUMPY_VALUES)
+        return pick(rng, NUMPY_VALUES)
     if r < 0.25:
         return bool(rng.integers(2))
     if dtype is not None and dtype.is_int:
         edges = [int(dtype.min), int(dtype.max), int(dtype.min) - 1, int(dtype.max) + 1]
-        return _pick(rng, edges + list(INT_EXTREMES)) if rng.random() < 0.8 else float(_pick(rng, edges))
+        return pick(rng, edges + list(INT_EXTREMES)) if rng.random() < 0.8 else float(pick(rng, edges))
     if dtype is not None and dtype.is_float:
-        return _pick(rng, FLOAT_EXTREMES) if rng.random() < 0.8 else _pick(rng, INT_EXTREMES)
-    return _pick(rng, INT_EXTREMES + FLOAT_EXTREMES)
+        return pick(rng, FLOAT_EXTREMES) if rng.random() < 0.8 else pick(rng, INT_EXTREMES)
+    return pick(rng, INT_EXTREMES + FLOAT_EXTREMES)
 
 
 # ================================================================= instruction level
@@ -105,7 +95,7 @@ def m_imm(rng: Rng, p: Program) -> Mutation | None:
     sites = [(s, k, i, j) for s, k, i in _instrs(p) for j, o in enumerate(i.srcs) if isinstance(o, Imm)]
     if not sites:
         return None
-    s, k, ins, j = _pick(rng, sites)
+    s, k, ins, j = pick(rng, sites)
     value = _value(rng, ins.dtype2 if ins.op == "CVT" and ins.dtype2 is not None else ins.dtype)
     srcs = ins.srcs[:j] + (Imm(value),) + ins.srcs[j + 1:]
     return _with_item(p, s, k, attrs.evolve(ins, srcs=srcs)), f"imm stage {s} item {k} src {j} = {_short(value)}"
@@ -129,7 +119,7 @@ def _stage_regs(st: Stage, same_as: DType | None, rng: Rng) -> str:
     regs = [r for r in st.regs if same_as is None or r.dtype == same_as] or list(st.regs)
     if not regs or rng.random() < 0.05:
         return "undeclared"
-    return _pick(rng, regs).name
+    return pick(rng, regs).name
 
 
 def m_reg(rng: Rng, p: Program) -> Mutation | None:
@@ -144,7 +134,7 @@ def m_reg(rng: Rng, p: Program) -> Mutation | None:
             sites.append((s, k, ins, "pred", 0))
     if not sites:
         return None
-    s, k, ins, where, j = _pick(rng, sites)
+    s, k, ins, where, j = pick(rng, sites)
     st = p.stages[s]
     types = st.reg_types()
     old = {"src": lambda: ins.srcs[j], "dst": lambda: ins.dst, "index": lambda: ins.addr.index,
@@ -165,10 +155,10 @@ def m_operand(rng: Rng, p: Program) -> Mutation | None:
     sites = [(s, k, i, j) for s, k, i in _instrs(p) for j in range(len(i.srcs))]
     if not sites:
         return None
-    s, k, ins, j = _pick(rng, sites)
+    s, k, ins, j = pick(rng, sites)
     names = _symbols(p) + list(p.scalars()) + ["nope"]
     choice = rng.integers(3)
-    new = Special(_pick(rng, SPECIALS)) if choice == 0 else Sym(_pick(rng, names)) if choice == 1 \
+    new = Special(pick(rng, SPECIALS)) if choice == 0 else Sym(pick(rng, names)) if choice == 1 \
         else Imm(_value(rng, ins.dtype))
     return _with_item(p, s, k, attrs.evolve(ins, srcs=ins.srcs[:j] + (new,) + ins.srcs[j + 1:])), \
         f"operand stage {s} item {k} src {j} -> {_safe(new)}"
@@ -178,10 +168,10 @@ def m_opcode(rng: Rng, p: Program) -> Mutation | None:
     sites = _instrs(p)
     if not sites:
         return None
-    s, k, ins = _pick(rng, sites)
+    s, k, ins = pick(rng, sites)
     form = OPCODES[ins.op].form if ins.op in OPCODES else ""
     same = [o for o, spec in OPCODES.items() if spec.form == form and o != ins.op]
-    op = _pick(rng, same) if same and rng.random() < 0.9 else _pick(rng, OPCODES)
+    op = pick(rng, same) if same and rng.random() < 0.9 else pick(rng, OPCODES)
     return _with_item(p, s, k, attrs.evolve(ins, op=op)), f"opcode stage {s} item {k} {ins.op} -> {op}"
 
 
@@ -189,8 +179,8 @@ def m_dtype(rng: Rng, p: Program) -> Mutation | None:
     sites = [(s, k, i) for s, k, i in _instrs(p) if i.dtype is not None]
     if not sites:
         return None
-    s, k, ins = _pick(rng, sites)
-    t = _pick(rng, DType)
+    s, k, ins = pick(rng, sites)
+    t = pick(rng, DType)
     field = "dtype2" if ins.op == "CVT" and rng.random() < 0.5 else "dtype"
     return _with_item(p, s, k, attrs.evolve(ins, **{field: t})), f"dtype stage {s} item {k} {field} -> {t}"
 
@@ -199,8 +189,8 @@ def m_mod(rng: Rng, p: Program) -> Mutation | None:
     sites = [(s, k, i) for s, k, i in _instrs(p) if i.op in ("SET", "ADD", "MIN", "MAX", "SUB", "MUL")]
     if not sites:
         return None
-    s, k, ins = _pick(rng, sites)
-    mod = _pick(rng, list(COMPARE_MODS) + [REASSOC, None, "bogus"])
+    s, k, ins = pick(rng, sites)
+    mod = pick(rng, list(COMPARE_MODS) + [REASSOC, None, "bogus"])
     return _with_item(p, s, k, attrs.evolve(ins, mod=mod)), f"mod stage {s} item {k} -> {mod}"
 
 
@@ -209,7 +199,7 @@ def m_checked(rng: Rng, p: Program) -> Mutation | None:
     if not sites:
         return None
     checked = [x for x in sites if x[2].checked]
-    s, k, ins = _pick(rng, checked if checked and rng.random() < 0.7 else sites)
+    s, k, ins = pick(rng, checked if checked and rng.random() < 0.7 else sites)
     return _with_item(p, s, k, attrs.evolve(ins, checked=not ins.checked)), \
         f"checked stage {s} item {k} -> {not ins.checked}"
 
@@ -218,10 +208,10 @@ def m_offset(rng: Rng, p: Program) -> Mutation | None:
     sites = [(s, k, i) for s, k, i in _instrs(p) if i.addr is not None]
     if not sites:
         return None
-    s, k, ins = _pick(rng, sites)
+    s, k, ins = pick(rng, sites)
     off = ins.addr.offset
     new = off + int(rng.integers(-3, 4)) if rng.random() < 0.6 else \
-        _pick(rng, [-1, 2**31, -2**31, 2**62, -2**62, 2**63 - 1, -2**63, 2**63, np.int64(2**62), np.int32(-1)])
+        pick(rng, [-1, 2**31, -2**31, 2**62, -2**62, 2**63 - 1, -2**63, 2**63, np.int64(2**62), np.int32(-1)])
     return _with_item(p, s, k, attrs.evolve(ins, addr=attrs.evolve(ins.addr, offset=new))), \
         f"offset stage {s} item {k} {off} -> {_short(new)}"
 
@@ -230,11 +220,11 @@ def m_address(rng: Rng, p: Program) -> Mutation | None:
     sites = [(s, k, i) for s, k, i in _instrs(p) if i.addr is not None]
     if not sites:
         return None
-    s, k, ins = _pick(rng, sites)
+    s, k, ins = pick(rng, sites)
     st = p.stages[s]
     if rng.random() < 0.6:
         names = list(p.buffers()) + [m.name for m in st.shared + st.pools] + ["nowhere"]
-        new = attrs.evolve(ins.addr, buffer=_pick(rng, names))
+        new = attrs.evolve(ins.addr, buffer=pick(rng, names))
     else:
         new = attrs.evolve(ins.addr, index=None if ins.addr.index is not None and rng.random() < 0.5
                            else Reg(_stage_regs(st, DType.I64, rng)))
@@ -247,28 +237,28 @@ def mutate_affine(rng: Rng, a: Affine, symbols: list[str]) -> tuple[Affine, str]
     puts another term of the same symbol before it (`-n + 2*n` style): read term by term
     that is the same coefficient, summed it is not; the constructor must canonicalize."""
     terms = list(a.terms)
-    kind = _pick(rng, ["repeated-symbol", "repeated-symbol", "zero-coefficient", "negative-coefficient", "scale",
+    kind = pick(rng, ["repeated-symbol", "repeated-symbol", "zero-coefficient", "negative-coefficient", "scale",
                        "shift", "other-symbol", "constant"])
     if kind == "repeated-symbol":
         if terms:
             j = int(rng.integers(len(terms)))
             name, c = terms[j]
         else:
-            name, c = _pick(rng, symbols), 1
-        extra = _pick(rng, [-c, -1, 1, -2 * c, c, 1 - c]) or -1
+            name, c = pick(rng, symbols), 1
+        extra = pick(rng, [-c, -1, 1, -2 * c, c, 1 - c]) or -1
         terms = terms[:j] + [(name, extra), (name, c)] + terms[j + 1:] if a.terms else [(name, extra), (name, c)]
     elif kind == "zero-coefficient":
-        terms.append((_pick(rng, symbols), 0))
+        terms.append((pick(rng, symbols), 0))
     elif kind == "negative-coefficient":
-        terms = [(n, -c) for n, c in terms] or [(_pick(rng, symbols), -1)]
+        terms = [(n, -c) for n, c in terms] or [(pick(rng, symbols), -1)]
     elif kind == "scale":
-        k = _pick(rng, [2, 3, 1000, 2**31, 2**62])
-        terms = [(n, c * k) for n, c in terms] or [(_pick(rng, symbols), k)]
+        k = pick(rng, [2, 3, 1000, 2**31, 2**62])
+        terms = [(n, c * k) for n, c in terms] or [(pick(rng, symbols), k)]
     elif kind == "other-symbol":
-        terms.append((_pick(rng, symbols + ["zz"]), 1))
+        terms.append((pick(rng, symbols + ["zz"]), 1))
     elif kind == "constant":
-        return Affine(int(_pick(rng, [0, 1, 96, -1, 2**40, 2**62]))), kind
-    const = a.const + (int(_pick(rng, [-3, -1, 1, 2, 2**62])) if kind == "shift" else 0)
+        return Affine(int(pick(rng, [0, 1, 96, -1, 2**40, 2**62]))), kind
+    const = a.const + (int(pick(rng, [-3, -1, 1, 2, 2**62])) if kind == "shift" else 0)
     return Affine(const, tuple(terms)), kind
 
 
@@ -277,9 +267,9 @@ def m_shape(rng: Rng, p: Program) -> Mutation | None:
             for j, b in enumerate(seq) if isinstance(b, BufferParam)]
     if not bufs:
         return None
-    where, j, b = _pick(rng, bufs)
+    where, j, b = pick(rng, bufs)
     if not b.shape or rng.random() < 0.1:
-        shape = b.shape + (Affine.of(_pick(rng, _symbols(p))),) if rng.random() < 0.5 else b.shape[:-1]
+        shape = b.shape + (Affine.of(pick(rng, _symbols(p))),) if rng.random() < 0.5 else b.shape[:-1]
         kind = "rank"
     else:
         d = int(rng.integers(len(b.shape)))
@@ -297,7 +287,7 @@ def m_domain(rng: Rng, p: Program) -> Mutation | None:
     s = int(rng.integers(len(p.stages)))
     st = p.stages[s]
     if not st.domain or rng.random() < 0.1:
-        dom = st.domain + (Affine.of(_pick(rng, _symbols(p))),) if rng.random() < 0.5 else st.domain[:-1]
+        dom = st.domain + (Affine.of(pick(rng, _symbols(p))),) if rng.random() < 0.5 else st.domain[:-1]
         kind = "rank"
     else:
         d = int(rng.integers(len(st.domain)))
@@ -312,15 +302,15 @@ def m_block(rng: Rng, p: Program) -> Mutation | None:
         return None
     s = int(rng.integers(len(p.stages)))
     st = p.stages[s]
-    kind = _pick(rng, ["numpy-int", "numpy-int", "value", "axes"])
+    kind = pick(rng, ["numpy-int", "numpy-int", "value", "axes"])
     if kind == "numpy-int":
-        big = _pick(rng, [np.int32(65536), np.int16(256), np.int64(2), np.int32(1), np.uint8(255), np.int32(-1)])
+        big = pick(rng, [np.int32(65536), np.int16(256), np.int64(2), np.int32(1), np.uint8(255), np.int32(-1)])
         block = tuple(type(big)(big) for _ in st.block) if rng.random() < 0.5 else \
-            tuple(_pick(rng, [np.int32(int(b)), big]) for b in st.block)
+            tuple(pick(rng, [np.int32(int(b)), big]) for b in st.block)
         if len(block) < len(st.domain) and rng.random() < 0.5:
             block += (big,)
     elif kind == "value":
-        block = tuple(_pick(rng, [0, 1, 3, 1024, 1025, 65536, 2**31, -1, int(b)]) for b in st.block)
+        block = tuple(pick(rng, [0, 1, 3, 1024, 1025, 65536, 2**31, -1, int(b)]) for b in st.block)
     else:
         block = st.block + (2,) if rng.random() < 0.5 else st.block[:-1]
     return _with_stage(p, s, attrs.evolve(st, block=block)), f"block:{kind} stage {s} -> {block!r}"
@@ -332,15 +322,15 @@ def m_loop(rng: Rng, p: Program) -> Mutation | None:
              and (s, i.dst.name) in counters and i.srcs and isinstance(i.srcs[0], Imm)]
     if not sites:
         return None
-    s, k, ins = _pick(rng, sites)
-    n = _pick(rng, [0, -1, -5, 1, 2, 7, 33, 100])
+    s, k, ins = pick(rng, sites)
+    n = pick(rng, [0, -1, -5, 1, 2, 7, 33, 100])
     return _with_item(p, s, k, attrs.evolve(ins, srcs=(Imm(n),))), f"loop stage {s} item {k} count -> {n}"
 
 
 # ================================================================= body structure
 def _pick_item(rng: Rng, p: Program) -> tuple[int, int] | None:
     sites = [(s, k) for s, st in enumerate(p.stages) for k in range(len(st.body))]
-    return _pick(rng, sites) if sites else None
+    return pick(rng, sites) if sites else None
 
 
 def m_drop(rng: Rng, p: Program) -> Mutation | None:
@@ -396,14 +386,14 @@ def m_label(rng: Rng, p: Program) -> Mutation | None:
     if not sites and not labels:
         return None
     if sites and (not labels or rng.random() < 0.6):
-        s, k, ins = _pick(rng, sites)
-        target = _pick(rng, _labels(p.stages[s]) + ["nowhere"])
+        s, k, ins = pick(rng, sites)
+        target = pick(rng, _labels(p.stages[s]) + ["nowhere"])
         return _with_item(p, s, k, attrs.evolve(ins, target=target)), \
             f"label stage {s} item {k} {ins.op} {ins.target} -> {target}"
-    s, k = _pick(rng, labels)
+    s, k = pick(rng, labels)
     body = list(p.stages[s].body)
     if rng.random() < 0.5:
-        body[k] = Label(_pick(rng, _labels(p.stages[s]) + ["L_new"]))
+        body[k] = Label(pick(rng, _labels(p.stages[s]) + ["L_new"]))
         return _with_body(p, s, body), f"label stage {s} item {k} renamed -> {body[k].name}"
     body.insert(int(rng.integers(len(body) + 1)), body[k])
     return _with_body(p, s, body), f"label stage {s} item {k} defined again"
@@ -413,7 +403,7 @@ def m_pred(rng: Rng, p: Program) -> Mutation | None:
     sites = [(s, k, i) for s, k, i in _instrs(p) if i.op == "BRA"]
     if not sites:
         return None
-    s, k, ins = _pick(rng, sites)
+    s, k, ins = pick(rng, sites)
     st = p.stages[s]
     if ins.pred is not None and rng.random() < 0.5:
         new = None if rng.random() < 0.3 else attrs.evolve(ins.pred, negate=not ins.pred.negate)
@@ -427,35 +417,35 @@ def _new_instr(rng: Rng, p: Program, st: Stage) -> Instr | Label:
     ints = regs[DType.I64] or ["undeclared"]
     buffers = list(p.buffers()) or ["x"]
     labels = _labels(st) or ["L0"]
-    t = _pick(rng, [r.dtype for r in st.regs] or [DType.F32])
-    val = Reg(_pick(rng, regs[t])) if regs[t] else Imm(0)
-    kind = _pick(rng, ["STG", "LDG", "BRA", "EXIT", "RET", "BarSync", "CALL", "LOOP", "PoolAlloc", "PoolFree",
+    t = pick(rng, [r.dtype for r in st.regs] or [DType.F32])
+    val = Reg(pick(rng, regs[t])) if regs[t] else Imm(0)
+    kind = pick(rng, ["STG", "LDG", "BRA", "EXIT", "RET", "BarSync", "CALL", "LOOP", "PoolAlloc", "PoolFree",
                        "MOV_IMM", "ReduceAdd", "Label", "MemFence", "LDS"])
-    index = Reg(_pick(rng, ints)) if rng.random() < 0.8 else None
+    index = Reg(pick(rng, ints)) if rng.random() < 0.8 else None
     checked = bool(rng.random() < 0.3)
     if kind == "STG":
-        return Instr("STG", t, srcs=(val,), addr=Addr(_pick(rng, buffers), index, int(rng.integers(-1, 2))),
+        return Instr("STG", t, srcs=(val,), addr=Addr(pick(rng, buffers), index, int(rng.integers(-1, 2))),
                      checked=checked)
     if kind == "LDG" and regs[t]:
-        return Instr("LDG", t, Reg(_pick(rng, regs[t])), addr=Addr(_pick(rng, buffers), index), checked=checked)
+        return Instr("LDG", t, Reg(pick(rng, regs[t])), addr=Addr(pick(rng, buffers), index), checked=checked)
     if kind == "LDS" and st.shared and regs[t]:
-        m = _pick(rng, st.shared)
-        return Instr("LDS", t, Reg(_pick(rng, regs[t])), addr=Addr(m.name, index), checked=checked)
+        m = pick(rng, st.shared)
+        return Instr("LDS", t, Reg(pick(rng, regs[t])), addr=Addr(m.name, index), checked=checked)
     if kind in ("BRA", "CALL"):
-        return Instr(kind, target=_pick(rng, labels))
+        return Instr(kind, target=pick(rng, labels))
     if kind == "LOOP":
-        return Instr("LOOP", srcs=(Reg(_pick(rng, ints)),), target=_pick(rng, labels))
+        return Instr("LOOP", srcs=(Reg(pick(rng, ints)),), target=pick(rng, labels))
     if kind == "PoolAlloc" and st.pools:
-        return Instr("PoolAlloc", None, Reg(_pick(rng, ints)), target=_pick(rng, st.pools).name,
-                     count=int(_pick(rng, [0, 1, 4, 4096, 2**31])))
+        return Instr("PoolAlloc", None, Reg(pick(rng, ints)), target=pick(rng, st.pools).name,
+                     count=int(pick(rng, [0, 1, 4, 4096, 2**31])))
     if kind == "PoolFree":
-        return Instr("PoolFree", srcs=(Reg(_pick(rng, ints)),))
+        return Instr("PoolFree", srcs=(Reg(pick(rng, ints)),))
     if kind == "MOV_IMM" and regs[t]:
-        return Instr("MOV_IMM", t, Reg(_pick(rng, regs[t])), (Imm(_value(rng, t)),))
+        return Instr("MOV_IMM", t, Reg(pick(rng, regs[t])), (Imm(_value(rng, t)),))
     if kind == "ReduceAdd" and t is not DType.BOOL:
-        return Instr("ReduceAdd", t, srcs=(val,), addr=Addr(_pick(rng, buffers), index), checked=checked)
+        return Instr("ReduceAdd", t, srcs=(val,), addr=Addr(pick(rng, buffers), index), checked=checked)
     if kind == "Label":
-        return Label(_pick(rng, ["L_new", *labels]))
+        return Label(pick(rng, ["L_new", *labels]))
     if kind in ("EXIT", "RET", "BarSync", "MemFence"):
         return Instr(kind)
     return Instr("EXIT")
@@ -480,9 +470,9 @@ def m_decl(rng: Rng, p: Program) -> Mutation | None:
     st = p.stages[s]
     mems = [("shared", j) for j in range(len(st.shared))] + [("pools", j) for j in range(len(st.pools))]
     if mems and rng.random() < 0.5:
-        field, j = _pick(rng, mems)
+        field, j = pick(rng, mems)
         seq = list(getattr(st, field))
-        size = _pick(rng, [0, 1, 4095, 4096, 4097, 65536, 65537, 2**40, -1, np.int32(8)])
+        size = pick(rng, [0, 1, 4095, 4096, 4097, 65536, 65537, 2**40, -1, np.int32(8)])
         seq[j] = attrs.evolve(seq[j], size=size)
         return _with_stage(p, s, attrs.evolve(st, **{field: tuple(seq)})), \
             f"decl stage {s} {field}[{j}] size -> {size!r}"
@@ -494,7 +484,7 @@ def m_decl(rng: Rng, p: Program) -> Mutation | None:
         regs.pop(j)
         what = "dropped"
     else:
-        t = _pick(rng, DType)
+        t = pick(rng, DType)
         regs[j] = attrs.evolve(regs[j], dtype=t)
         what = f"-> {t}"
     return _with_stage(p, s, attrs.evolve(st, regs=tuple(regs))), f"decl stage {s} reg {st.regs[j].name} {what}"
@@ -509,12 +499,12 @@ def m_init(rng: Rng, p: Program) -> Mutation | None:
     if inits and rng.random() < 0.7:
         j = int(rng.integers(len(inits)))
         if rng.random() < 0.5:
-            inits[j] = attrs.evolve(inits[j], offset=_pick(rng, [-1, 1, 2**62, np.int64(0), 96]))
+            inits[j] = attrs.evolve(inits[j], offset=pick(rng, [-1, 1, 2**62, np.int64(0), 96]))
         else:
             inits[j] = attrs.evolve(inits[j], value=_value(rng, None))
     else:
         j = len(inits)
-        inits.append(Init(_pick(rng, list(p.buffers()) or ["x"]), int(rng.integers(-1, 3)), _value(rng, None)))
+        inits.append(Init(pick(rng, list(p.buffers()) or ["x"]), int(rng.integers(-1, 3)), _value(rng, None)))
     return _with_stage(p, s, attrs.evolve(st, inits=tuple(inits))), f"init stage {s} [{j}] -> {_safe(inits[j])}"
 
 
@@ -524,11 +514,11 @@ def m_param(rng: Rng, p: Program) -> Mutation | None:
     params = list(p.params)
     j = int(rng.integers(len(params)))
     prm = params[j]
-    kind = _pick(rng, ["role", "dtype", "drop", "duplicate", "kind"])
+    kind = pick(rng, ["role", "dtype", "drop", "duplicate", "kind"])
     if kind == "role" and isinstance(prm, BufferParam):
-        params[j] = attrs.evolve(prm, role=_pick(rng, ["in", "out", "inout", "temp", "bogus"]))
+        params[j] = attrs.evolve(prm, role=pick(rng, ["in", "out", "inout", "temp", "bogus"]))
     elif kind == "dtype":
-        params[j] = attrs.evolve(prm, dtype=_pick(rng, DType))
+        params[j] = attrs.evolve(prm, dtype=pick(rng, DType))
     elif kind == "drop":
         params.pop(j)
     elif kind == "duplicate":
@@ -536,21 +526,21 @@ def m_param(rng: Rng, p: Program) -> Mutation | None:
     elif isinstance(prm, BufferParam):
         params[j] = ScalarParam(prm.name, prm.dtype)
     else:
-        params[j] = BufferParam(prm.name, prm.dtype, (Affine.of(_pick(rng, _symbols(p))),), "in")
+        params[j] = BufferParam(prm.name, prm.dtype, (Affine.of(pick(rng, _symbols(p))),), "in")
     return attrs.evolve(p, params=tuple(params)), f"param:{kind} {prm.name}"
 
 
 def m_symbols(rng: Rng, p: Program) -> Mutation | None:
     syms = list(p.symbols)
-    kind = _pick(rng, ["drop", "duplicate", "add", "reorder"])
+    kind = pick(rng, ["drop", "duplicate", "add", "reorder"])
     if kind == "drop" and syms:
         syms.pop(int(rng.integers(len(syms))))
     elif kind == "duplicate" and syms:
-        syms.append(_pick(rng, syms))
+        syms.append(pick(rng, syms))
     elif kind == "reorder":
         syms.reverse()
     else:
-        syms.append(_pick(rng, ["k", "gid", "n", "x"]))
+        syms.append(pick(rng, ["k", "gid", "n", "x"]))
     return attrs.evolve(p, symbols=tuple(syms)), f"symbols:{kind} -> {syms}"
 
 
@@ -559,7 +549,7 @@ def m_stage(rng: Rng, p: Program) -> Mutation | None:
     if not stages:
         return None
     j = int(rng.integers(len(stages)))
-    kind = _pick(rng, ["drop", "duplicate", "swap", "reassociate"])
+    kind = pick(rng, ["drop", "duplicate", "swap", "reassociate"])
     if kind == "drop":
         stages.pop(j)
     elif kind == "duplicate":
@@ -601,152 +591,3 @@ MUTATORS: dict[str, tuple[Callable[[Rng, Program], Mutation | None], int]] = {
     "pred": (m_pred, 1), "insert": (m_insert, 3), "decl": (m_decl, 2), "init": (m_init, 1), "param": (m_param, 2),
     "symbols": (m_symbols, 1), "stage": (m_stage, 1),
 }
-
-
-# ================================================================= serialized forms
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def _read_varint(data: bytes, pos: int) -> int:
-    while pos < len(data) and data[pos] & 0x80:
-        pos += 1
-    return pos + 1
-
-
-def mutate_binary(rng: Rng, data: bytes) -> tuple[bytes, str]:
-    """Bytes of the payload changed; then the payload length and the checksum rewritten
-    to match (nine times in ten), so the decoder's structural checks are what is tested."""
-    start = _read_varint(data, _read_varint(data, 5))  # after the ISA version and the payload length
-    head, payload = data[:start], bytearray(data[start:-4])
-    for _ in range(int(rng.integers(1, 4))):
-        kind = _pick(rng, ["bit", "byte", "insert", "delete", "repeat"])
-        at = int(rng.integers(len(payload) + (1 if kind == "insert" else 0))) if payload or kind == "insert" else 0
-        if kind == "bit" and payload:
-            payload[at] ^= 1 << int(rng.integers(8))
-        elif kind == "byte" and payload:
-            payload[at] = _pick(rng, [0, 0x7F, 0x80, 0xFF, int(rng.integers(256))])
-        elif kind == "insert":
-            payload.insert(at, _pick(rng, [0, 0x80, 0xFF, int(rng.integers(256))]))
-        elif kind == "delete" and payload:
-            del payload[at]
-        elif payload:
-            payload[at:at] = payload[at:at + int(rng.integers(1, 9))]
-    if rng.random() < 0.1:
-        return head + bytes(payload) + data[-4:], "binary payload changed (length and checksum stale)"
-    isa_end = _read_varint(data, 5)
-    body = head[:isa_end] + _uvarint(len(payload)) + bytes(payload)
-    return body + struct.pack("<I", zlib.crc32(body)), "binary payload changed"
-
-
-_TOKEN = re.compile(r"%[\w.]+|\$\w+|-?\d+(?:\.\d*)?(?:e[-+]?\d+)?|[A-Za-z_][\w.]*|\S")
-_TEXT_SPARE = ["%gid.x", "$n", "0", "-1", "2.5", "nan", "inf", "9223372036854775808", "1e400", "[", "]", "+", ",",
-               "f16", "bool", "EXIT", "LOOP", "@!%p", "domain", "block", ".chk", "\u00e9", "\x00"]
-
-
-def mutate_text(rng: Rng, text: str) -> tuple[str, str]:
-    lines = text.split("\n")
-    kind = _pick(rng, ["delete", "duplicate", "swap", "token", "token", "token"])
-    k = int(rng.integers(len(lines)))
-    if kind == "delete":
-        del lines[k]
-    elif kind == "duplicate":
-        lines.insert(k, lines[k])
-    elif kind == "swap":
-        j = int(rng.integers(len(lines)))
-        lines[k], lines[j] = lines[j], lines[k]
-    else:
-        tokens = [(m.start(), m.end()) for m in _TOKEN.finditer(lines[k])]
-        if tokens:
-            a, b = _pick(rng, tokens)
-            everything = _TOKEN.findall(text)
-            new = _pick(rng, _TEXT_SPARE) if rng.random() < 0.5 else _pick(rng, everything)
-            lines[k] = lines[k][:a] + new + lines[k][b:]
-    return "\n".join(lines), f"text:{kind} line {k + 1}"
-
-
-# ================================================================= seeds and mutants
-@functools.lru_cache(maxsize=4)
-def seed_programs(strategy_examples: int = 40, seed: int = 0) -> tuple[tuple[str, Program], ...]:
-    """(name, program) seeds: every stdlib kernel this installation can find, the document
-    fuzzer's built-in seed documents, and `strategy_examples` programs drawn from
-    `isa_strategies.programs()` with hypothesis seed `seed`."""
-    import hologram
-
-    from .fuzz_mutate_documents import seed_documents
-
-    out: list[tuple[str, Program]] = []
-    for name, fmt, text in seed_documents():
-        try:
-            lib = hologram.compile_all(text, format=fmt, file=name)
-        except Exception:  # noqa: BLE001 - a seed that does not compile is not a seed
-            continue
-        out += [(f"{name}:{k}", kern.program) for k, kern in lib.items()]
-    return tuple(out) + tuple((f"isa_strategies:{seed}:{k}", p) for k, p in
-                              enumerate(_strategy_programs(strategy_examples, seed)))
-
-
-def _strategy_programs(count: int, seed: int) -> list[Program]:
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis import seed as hypothesis_seed
-
-    from .isa_strategies import programs
-
-    drawn: list[Program] = []
-
-    @hypothesis_seed(seed)
-    @settings(max_examples=count, database=None, deadline=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))
-    @given(programs())
-    def collect(p: Program) -> None:
-        drawn.append(p)
-
-    collect()
-    return drawn
-
-
-def mutants(rng: Rng, seeds: tuple[tuple[str, Program], ...], scale: str = "ci") -> ProgramCase:
-    """One mutant of a seed: one to three mutators (one time in fifty a loop nest of a
-    depth `scale` draws), then (one time in four) a binary or text mutation of the result."""
-    from ..core.asm import format_program
-    from ..core.encoding import encode
-
-    names = list(MUTATORS)
-    weights = np.array([MUTATORS[n][1] for n in names], float)
-    weights /= weights.sum()
-    while True:
-        origin, program = seeds[int(rng.integers(len(seeds)))]
-        done: list[str] = []
-        for _ in range(int(rng.integers(1, 4))):
-            if rng.random() < 0.02:
-                lo, hi = NEST_DEPTHS[scale]
-                result = m_nest(rng, program, int(rng.integers(lo, hi + 1)))
-            else:
-                result = MUTATORS[names[int(rng.choice(len(names), p=weights))]][0](rng, program)
-            if result is not None:
-                program, what = result
-                done.append(what)
-        r = rng.random()
-        seed = int(rng.integers(2**31))
-        try:
-            if r < 0.15:
-                data, what = mutate_binary(rng, encode(program))
-                return ProgramCase(origin, tuple(done + [what]), seed, data=data)
-            if r < 0.25:
-                text, what = mutate_text(rng, format_program(program))
-                return ProgramCase(origin, tuple(done + [what]), seed, text=text)
-        except Exception:  # noqa: BLE001 - a program the encoder refuses goes as a value
-            pass
-        if done:
-            return ProgramCase(origin, tuple(done), seed, program=program)
-
-
-def repository_root() -> Path | None:
-    """The source checkout this module runs from, when it is one (kernels/ beside hologram/)."""
-    root = Path(__file__).resolve().parents[2]
-    return root if (root / "kernels").is_dir() else None

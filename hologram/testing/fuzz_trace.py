@@ -112,8 +112,11 @@ def find_race(program: Program, buffers: Mapping[str, np.ndarray], scalars: Mapp
 
     from ..core.errors import HologramError
 
-    exe = decode_program(program, "fuzz-trace")
-    mem, consts = bind(exe, {k: np.array(v, copy=True) for k, v in buffers.items()}, scalars, symbols)
+    try:
+        exe = decode_program(program, "fuzz-trace")
+        mem, consts = bind(exe, {k: np.array(v, copy=True) for k, v in buffers.items()}, scalars, symbols)
+    except HologramError:
+        return None  # refused before any lane ran
     with np.errstate(all="ignore"):
         for stage_code, stage in zip(exe.stages, program.stages):
             rec = _Recorder(stage.name)
