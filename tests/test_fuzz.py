@@ -25,7 +25,7 @@ from hologram.testing.fuzz_common import (
     CANARY, CRASH, TIMEOUT, VERIFIER_HOLE, CaseResult, Guarded, Problem,
 )
 from hologram.testing.fuzz_mutate_documents import seed_documents, to_toml
-from hologram.testing.fuzz_mutate_programs import mutate_affine
+from hologram.testing.fuzz_mutate_programs import m_nest, mutate_affine
 from hologram.testing.fuzz_program_cases import mutants, mutate_binary, seed_programs
 from hologram.testing.fuzz_pool import WorkerPool
 from hologram.testing.fuzz_program_oracle import (
@@ -165,6 +165,14 @@ def test_the_mutators_reach_the_shapes_and_blocks_issue_11_named():
     assert any(m.startswith("shape:repeated-symbol") for m in flat)
     assert any(m.startswith("block:numpy-int") and "np.int32(65536)" in m for m in flat)
     assert any("binary payload changed" in m for m in flat) and any(m.startswith("text:") for m in flat)
+
+
+def test_a_loop_nest_verifies_and_no_launch_enters_it():
+    seed = parse_program(program(OWN))
+    nested, what = m_nest(np.random.default_rng(0), seed, 12)
+    assert what.startswith("nest 12 loops deep")
+    result = check_program_case(ProgramCase("nest", (what,), 0, program=nested), lambda *a: None)
+    assert result.outcome == "ran" and not result.problems, result
 
 
 def test_binary_mutants_keep_a_valid_checksum_so_decode_checks_structure():

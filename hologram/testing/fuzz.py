@@ -170,6 +170,8 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "verifier (a VerifyError without a position) instead of a DocumentError at the type",
                lambda f: f.kind == INTERNAL and f.target == "document" and "beyond 64 bits" in f.message),
 )
+
+
 def _known(f: Finding) -> Finding:
     for issue in KNOWN_ISSUES:
         try:

@@ -162,16 +162,15 @@ def check_document_case(case: DocumentCase, phase: Phase) -> CaseResult:
         want = _call(kernel, "interp", inputs, out_shapes)
         phase("cpu_llvm", want.error is None)
         got = _call(kernel, "cpu_llvm", inputs, out_shapes)
-        problems += want.problems + got.problems
         facts["launched"] = facts.get("launched", 0) + 1
-        if want.problems or got.problems:
-            continue
-        if (want.error is None) != (got.error is None) or type(want.error) is not type(got.error):
-            problems.append(Problem(DIVERGENCE, "compare", f"kernel {name!r}: interp {_said(want.error)}, "
-                                                           f"cpu_llvm {_said(got.error)}"))
-            continue
-        if want.error is None:
-            problems += _compare(kernel, want.outputs, got.outputs, facts)
+        found = list(want.problems + got.problems)
+        if not found and ((want.error is None) != (got.error is None) or type(want.error) is not type(got.error)):
+            found.append(Problem(DIVERGENCE, "compare", f"kernel {name!r}: interp {_said(want.error)}, "
+                                                        f"cpu_llvm {_said(got.error)}"))
+        elif not found and want.error is None:
+            found += _compare(kernel, want.outputs, got.outputs, facts)
+        shapes = ", ".join(f"{n}: {np.shape(v)}" for n, v in inputs.items())  # to reproduce it by hand
+        problems += [attrs.evolve(p, message=f"{p.message} [inputs {shapes}]") for p in found]
     return CaseResult("ran" if facts.get("launched") else "compiled", tuple(problems), tuple(sorted(facts.items())))
 
 
@@ -183,6 +182,8 @@ def _compare(kernel: Any, want: dict[str, np.ndarray], got: dict[str, np.ndarray
     levels = precision_levels(kernel.program)
     problems = []
     for p in kernel.signature.outputs:
+        if p.name not in want or p.name not in got:
+            continue
         level = levels.get(p.name, OPEN)
         if level == OPEN:
             facts["open"] = facts.get("open", 0) + 1

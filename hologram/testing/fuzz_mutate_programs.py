@@ -562,22 +562,30 @@ def m_stage(rng: Rng, p: Program) -> Mutation | None:
 
 
 def m_nest(rng: Rng, p: Program, depth: int) -> Mutation | None:
-    """`depth` loops nested inside each other (each runs once) at a random point of a
-    stage: the verifier's analysis must stay fast as loop nests deepen."""
+    """`depth` loops nested inside each other, each level adding to an accumulator, with a
+    count of 1, 2 or a shape symbol: the verifier's loop analysis must stay fast as nests
+    deepen (issue 11: 200 levels took 34 s). The nest sits behind a branch on `%gdim.x >
+    10**6`, which the verifier cannot decide and no fuzz launch takes, so running the
+    program does not take 2**depth iterations."""
     if not p.stages:
         return None
     s = int(rng.integers(len(p.stages)))
     st = p.stages[s]
     counters = [f"nest{j}" for j in range(depth)]
-    head = [item for j, c in enumerate(counters)
-            for item in (Instr("MOV_IMM", DType.I64, Reg(c), (Imm(1),)), Label(f"NEST{j}"))]
-    tail = [Instr("LOOP", srcs=(Reg(c),), target=f"NEST{j}") for j, c in reversed(list(enumerate(counters)))]
-    body = list(st.body)
-    at = int(rng.integers(len(body) + 1)) if rng.random() < 0.5 else 0
-    body[at:at] = head + tail
-    regs = st.regs + tuple(RegDecl(c, DType.I64) for c in counters)
-    return _with_stage(p, s, attrs.evolve(st, regs=regs, body=tuple(body))), \
-        f"nest {depth} loops deep in stage {s} at {at}"
+    count = pick(rng, [Imm(1), Imm(2), *(Sym(name) for name in p.symbols)])
+    acc = Reg("nest_acc")
+    body: list = [Instr("SET", DType.I64, Reg("nest_skip"), (Special("gdim.x"), Imm(10**6)), mod="le"),
+                  Instr("BRA", target="NEST_END", pred=Pred(Reg("nest_skip"))),
+                  Instr("MOV_IMM", DType.I64, acc, (Imm(0),))]
+    for j, c in enumerate(counters):
+        body += [Instr("MOV", DType.I64, Reg(c), (count,)), Label(f"NEST{j}"),
+                 Instr("ADD", DType.I64, acc, (acc, Imm(1)))]
+    body += [Instr("LOOP", srcs=(Reg(c),), target=f"NEST{j}") for j, c in reversed(list(enumerate(counters)))]
+    body.append(Label("NEST_END"))
+    regs = st.regs + tuple(RegDecl(c, DType.I64) for c in counters) + (RegDecl("nest_acc", DType.I64),
+                                                                        RegDecl("nest_skip", DType.BOOL))
+    return _with_stage(p, s, attrs.evolve(st, regs=regs, body=tuple(body) + st.body)), \
+        f"nest {depth} loops deep in stage {s}, count {count}"
 
 
 # the nest depths `scale` draws from (ci: the verifier is quick; long: where it was not)
