@@ -10,7 +10,8 @@ Two kinds of examples, each run as hypothesis tests:
   every backend and held to the numpy oracle under the accuracy contract
   (`check_case`). Each backend is judged on its own, so one backend is enough. The
   reference interpreter runs ~1e5 lanes a second: a case whose inputs hold more than
-  `INTERP_MAX_ELEMENTS` elements (a 2**24-term f32 reduction) is not run on it, so its
+  `INTERP_MAX_ELEMENTS` elements (a 2**24-term f32 reduction) is not run on it, nor on
+  a backend whose `max_test_elements` attribute is smaller (`max_elements`), so their
   rows count fewer examples.
 - `programs`: generated verified Atlas programs (`hologram.testing.isa_strategies`) run
   on the reference interpreter (the original program) and on every backend (the program
@@ -61,8 +62,9 @@ from .isa_strategies import programs
 from .long_cases import kernels_with_long_reductions
 from .run import check_case
 
-__all__ = ["KINDS", "OPTS", "REFERENCE", "DEFAULT_OUT", "Outcome", "Report", "ProgramCase", "program_cases", "precision",
-           "check_kernel", "check_program", "run_difftest", "replay", "replay_command"]
+__all__ = ["KINDS", "OPTS", "REFERENCE", "INTERP_MAX_ELEMENTS", "DEFAULT_OUT", "Outcome", "Report", "ProgramCase",
+           "program_cases", "precision", "check_kernel", "check_program", "max_elements", "run_difftest", "replay",
+           "replay_command"]
 
 KINDS = ("kernels", "programs")
 OPTS = ("O0", "O2")  # the optimization levels compared by default: none, and everything
@@ -289,10 +291,21 @@ def _runs_on(case: Any, backend: str) -> bool:
     return True
 
 
+def max_elements(backend: str) -> int | None:
+    """The most input elements a generated kernel case may hold to be run on `backend`:
+    INTERP_MAX_ELEMENTS for the reference interpreter, the backend's own
+    `max_test_elements` attribute when it has one (a backend that also runs one lane at a
+    time), else no limit."""
+    from ..core.plugins import get_backend
+
+    if backend == REFERENCE:
+        return INTERP_MAX_ELEMENTS
+    return getattr(get_backend(backend), "max_test_elements", None)
+
+
 def _kernel_runs_on(case: KernelCase, backend: str) -> bool:
-    """Every kernel case runs on every backend but the reference interpreter, which is
-    spared cases whose inputs hold more than INTERP_MAX_ELEMENTS elements."""
-    return backend != REFERENCE or sum(np.size(v) for _, v in case.inputs) <= INTERP_MAX_ELEMENTS
+    limit = max_elements(backend)
+    return limit is None or sum(np.size(v) for _, v in case.inputs) <= limit
 
 
 @attrs.frozen
