@@ -21,15 +21,23 @@ loop head keeps only the bounds that survived the previous round (widening), so 
 iteration terminates. The analysis runs in two phases:
 states to a fixpoint, then checks against the final states (an intermediate state is an
 under-approximation and would give wrong answers).
+
+Every part of the work that can grow faster than the stage (a state copied per
+instruction, the rounds of a loop nest, the bounds compared, the prover's terms) is
+charged to a `Meter`; past MAX_ANALYSIS_STEPS the analysis raises TooComplex, so no
+program, however built, keeps it busy for more than a second or two (docs/hasm.md,
+"Limits").
 """
 
 from __future__ import annotations
 
+import bisect
+import collections
 from typing import Iterator, NamedTuple, Union
 
 import attrs
 
-from .intervals import Domain, Interval, Poly
+from .intervals import MAX_PROOF_WORK, Domain, Interval, Meter, Poly, TooComplex
 from .isa import OPCODES, Addr, Imm, Instr, Label, Operand, Program, Reg, Special, Stage, Sym
 from .types import DType
 
@@ -37,6 +45,11 @@ I64 = DType.I64
 NEGATE = {"lt": "ge", "ge": "lt", "le": "gt", "gt": "le", "eq": "ne", "ne": "eq"}
 SWAP = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le", "eq": "eq", "ne": "ne"}
 MAX_CONTEXTS = 20_000  # distinct (subroutine, calling state) analyses per stage
+# Steps (a register state copied or joined, a bound compared, a prover term, an
+# instruction of a loop scanned) the verification of one stage may take, so that no
+# program keeps the verifier busy for long (docs/hasm.md, "Limits"). The largest stdlib
+# stage (gemm's, 2237 instructions) takes 33k; a step costs about 1-5 us.
+MAX_ANALYSIS_STEPS = 2_000_000
 
 
 @attrs.frozen
@@ -68,10 +81,6 @@ class State(NamedTuple):
 EMPTY = State({}, 0)
 
 
-class TooComplex(Exception):
-    """The stage has more calling contexts than the analysis will follow."""
-
-
 @attrs.frozen
 class Problem:
     pc: int
@@ -101,11 +110,13 @@ def successors(body: tuple, labels: dict[str, int], pc: int) -> list[tuple[int, 
     return [(pc + 1, "fall")]
 
 
-def reachable(body: tuple, labels: dict[str, int], entry: int) -> list[int]:
+def reachable(body: tuple, labels: dict[str, int], entry: int, meter: Meter | None = None) -> list[int]:
     """Program counters reachable from `entry` (CALLs fall through), ascending; may
     include `len(body)` when control can fall off the end."""
     seen, todo = {entry}, [entry]
     while todo:
+        if meter is not None:
+            meter.charge(1)
         pc = todo.pop()
         if pc < len(body):
             for nxt, _ in successors(body, labels, pc):
@@ -116,15 +127,20 @@ def reachable(body: tuple, labels: dict[str, int], entry: int) -> list[int]:
 
 
 class StageAnalysis:
-    def __init__(self, program: Program, stage: Stage):
+    """The analysis of one stage. `meter` bounds its work (MAX_ANALYSIS_STEPS by default;
+    the verifier passes the one its control-flow checks already drew on): past it, any
+    method raises TooComplex."""
+
+    def __init__(self, program: Program, stage: Stage, meter: Meter | None = None):
         self.p, self.stage, self.body = program, stage, stage.body
+        self.meter = meter if meter is not None else Meter(MAX_ANALYSIS_STEPS)
         self.types = stage.reg_types()
         self.bits = {name: 1 << k for k, name in enumerate(self.types)}
         self.tracked = {name for name, t in self.types.items() if t.is_int or t is DType.BOOL}
         self.labels = {it.name: k for k, it in enumerate(self.body) if isinstance(it, Label)}
         buffers = program.buffers()
         dims = [d for b in buffers.values() for d in b.shape]
-        self.base = self.dom = Domain.from_dims(dims, stage.domain)
+        self.base = self.dom = Domain.from_dims(dims, stage.domain, self.meter)
         self.domains: dict[tuple, Domain] = {(): self.base}
         self.sizes: dict[tuple[str, str], Poly] = {}
         for name, b in buffers.items():
@@ -145,7 +161,10 @@ class StageAnalysis:
         self.plain: dict[int, int] = {
             pc: 0 if it.dst is None else self.bits.get(it.dst.name, 0) for pc, it in enumerate(self.body)
             if isinstance(it, Instr) and it.op not in _CONTROL and (it.dst is None or it.dst.name not in self.tracked)}
-        self.loop_heads = {self.labels[i.target] for i in self.body if isinstance(i, Instr) and i.op == "LOOP"}
+        self.loops = [(self.labels[it.target], pc) for pc, it in enumerate(self.body)
+                      if isinstance(it, Instr) and it.op == "LOOP"]  # (head, LOOP pc), by pc
+        self.loop_heads = {head for head, _ in self.loops}
+        self.loop_ends = {head: end for head, end in self.loops}  # the last LOOP to each head
         self.regions: dict[int, list[int]] = {}
         self.callee_writes: dict[int, set[str]] = {}
         self.loop_written: dict[int, set[str]] = {}
@@ -198,15 +217,17 @@ class StageAnalysis:
     # ================================================================== fixpoint
     def _region(self, entry: int) -> list[int]:
         if entry not in self.regions:
-            self.regions[entry] = [pc for pc in reachable(self.body, self.labels, entry) if pc < len(self.body)]
+            self.regions[entry] = [pc for pc in reachable(self.body, self.labels, entry, self.meter)
+                                   if pc < len(self.body)]
         return self.regions[entry]
 
     def _analyze(self, entry: int, state: State) -> tuple[dict[int, State], State | None]:
         """In-states of every instruction reached from `entry`, and the state at RET."""
+        self.meter.charge(len(state.vals))
         key = (entry, _freeze(state))
         if key not in self.memo:
             if len(self.memo) >= MAX_CONTEXTS:
-                raise TooComplex
+                raise TooComplex(f"too many distinct calling contexts to analyse (the limit is {MAX_CONTEXTS:,})")
             ins = self._fixpoint(entry, state)
             rets = [ins[pc] for pc in ins if isinstance(self.body[pc], Instr) and self.body[pc].op == "RET"]
             ret = None
@@ -225,6 +246,7 @@ class StageAnalysis:
         while changed:
             changed = False
             for pc in region:
+                self.meter.charge(1 + len(self.preds.get(pc, ())))
                 incoming = [outs[src][kind] for src, kind in self.preds.get(pc, ())
                             if src in inside and kind in outs.get(src, {})]
                 if pc == entry:
@@ -255,6 +277,7 @@ class StageAnalysis:
         if a.vals is b.vals:
             return State(a.vals, init)
         av, bv = a.vals, b.vals
+        self.meter.charge(len(av) + len(bv))
         common = av.keys() & bv.keys()
         out = {k: min(av[k], bv[k]) for k in common if k[0] == "$"}  # facts both paths know
         d = self._domain_of(out)
@@ -273,6 +296,7 @@ class StageAnalysis:
         only because a path from before the loop brought a new value (those paths are
         acyclic, so that settles), and widening it would lose a bound for nothing."""
         olds, news = old.vals, new.vals
+        self.meter.charge(len(news))
         out = {k: v for k, v in news.items() if k[0] != "$" or olds.get(k) == v}
         d = self._domain_of(out)
         for r, v in news.items():
@@ -297,7 +321,7 @@ class StageAnalysis:
             lower = dict(self.base.lower)
             for sym, lb in facts:
                 lower[sym] = max(lower.get(sym, lb), lb)
-            self.domains[facts] = Domain(lower)
+            self.domains[facts] = Domain(lower, self.meter)
         return self.domains[facts]
 
     # ======================================================== induction variables
@@ -307,12 +331,19 @@ class StageAnalysis:
         is `v0 + step*j` and the counter `c0 - j`, so `v = v0 + step*(c0 - c)`. Requires
         one LOOP to the head, no entry into the loop but through the head, and the one
         write to the register on every path around, outside inner loops and callees."""
-        loops = [(self.labels[it.target], pc) for pc, it in enumerate(self.body) if isinstance(it, Instr)
-                 and it.op == "LOOP"]
+        loops = self.loops
+        heads = collections.Counter(head for head, _ in loops)
+        # every BRA as (its target's position, its pc), by target: the ones into a loop
+        branches = sorted((self.labels[it.target], pc) for pc, it in enumerate(self.body)
+                          if isinstance(it, Instr) and it.op == "BRA")
+        targets = [t for t, _ in branches]
+        ends = [end for _, end in loops]
         out: dict[int, tuple[str, dict[str, int]]] = {}
         for head, end in loops:
-            if sum(h == head for h, _ in loops) > 1 or any(
-                    self._jumps(pc, head + 1, end) for pc in range(len(self.body)) if not head <= pc < end):
+            into = branches[bisect.bisect_right(targets, head):bisect.bisect_left(targets, end)]
+            inner = loops[bisect.bisect_right(ends, head):bisect.bisect_left(ends, end)]  # closed inside
+            self.meter.charge(1 + len(into) + len(inner) + end - head)
+            if heads[head] > 1 or any(not head <= pc < end for _, pc in into):
                 continue
             writes: dict[str, list[int]] = {}
             for pc in range(head, end):
@@ -322,8 +353,10 @@ class StageAnalysis:
             for r, pcs in writes.items():
                 step = _step(self.body[pcs[0]], r) if len(pcs) == 1 else None
                 w = pcs[0]
-                if step is None or self.types.get(r) is not I64 or any(
-                        h2 <= w <= e2 for h2, e2 in loops if head < h2 and e2 < end) or any(
+                if step is None or self.types.get(r) is not I64:
+                    continue
+                self.meter.charge(len(inner) + w - head)
+                if any(h2 <= w <= e2 for h2, e2 in inner if head < h2) or any(
                         self._jumps(pc, w + 1, end) for pc in range(head, w)):
                     continue
                 steps[r] = step
@@ -335,9 +368,9 @@ class StageAnalysis:
         """Registers written anywhere in the loops that jump back to `head` (from the head
         to the last LOOP targeting it; only LOOP jumps backwards)."""
         if head not in self.loop_written:
-            ends = [pc for pc, it in enumerate(self.body) if isinstance(it, Instr) and it.op == "LOOP"
-                    and self.labels.get(it.target) == head]
-            self.loop_written[head] = set().union(*(self._writes(pc) for pc in range(head, max(ends, default=head) + 1)))
+            end = self.loop_ends.get(head, head)
+            self.meter.charge(end - head)
+            self.loop_written[head] = set().union(*(self._writes(pc) for pc in range(head, end + 1)))
         return self.loop_written[head]
 
     def _jumps(self, pc: int, lo: int, hi: int) -> bool:
@@ -356,6 +389,7 @@ class StageAnalysis:
         if it.op == "CALL":
             entry = self.labels[it.target]
             if entry not in self.callee_writes:
+                self.meter.charge(len(self._region(entry)))
                 self.callee_writes[entry] = set().union(*(self._writes(q) for q in self._region(entry)))
             return self.callee_writes[entry]
         return {it.dst.name} if it.dst is not None else set()
@@ -367,6 +401,7 @@ class StageAnalysis:
             e = self._join(e, a)
         d = self._domain(s)
         ev, sv = e.vals, s.vals
+        self.meter.charge(len(sv))
         out = dict(sv)
         for r, step in steps.items():
             if all(isinstance(x.get(y), Interval) for x in (ev, sv) for y in (r, counter)):
@@ -415,12 +450,14 @@ class StageAnalysis:
     def _infeasible(self, s: State) -> bool:
         """A narrowed state no execution reaches (some register's interval is empty)."""
         d = self._domain(s)
+        self.meter.charge(len(s.vals))
         return any(isinstance(v, Interval) and d.empty(v) for v in s.vals.values())
 
     def _write(self, s: State, reg: str, value: AVal) -> State:
         init = s.init | self.bits[reg]
         if reg not in self.tracked:  # only "written": no value, and no Cmp mentions it
             return s if init == s.init else State(s.vals, init)
+        self.meter.charge(len(s.vals))
         out = dict(s.vals)
         for p in self.compares.get(reg, ()):
             v = out.get(p)
@@ -445,6 +482,7 @@ class StageAnalysis:
 
     def _narrow(self, s: State, reg: str, mod: str, other: Interval) -> State:
         """`s` on the path where `reg <mod> other` held."""
+        self.meter.charge(len(s.vals))
         return State({**s.vals, reg: self.dom.narrow(s.vals.get(reg), mod, other, self.types[reg])}, s.init)
 
     # ==================================================================== values
@@ -546,6 +584,7 @@ class StageAnalysis:
             return
         self.checked.add(key)
         ins, _ = self._analyze(entry, state)
+        self.meter.charge(len(ins))
         for pc in sorted(ins):
             item, s = self.body[pc], ins[pc]
             if isinstance(item, Label):
@@ -573,9 +612,11 @@ class StageAnalysis:
             return
         off = f" {'-' if a.offset < 0 else '+'} {abs(a.offset)}" if a.offset else ""
         what = f"the address {a.offset}" if a.index is None else f"%{a.index.name}{off}"
+        gave_up = (f" (the prover gave up on a bound here: past its limit of {MAX_PROOF_WORK:,} steps per bound)"
+                   if self.dom.gave_up else "")
         self._problem(
             pc, "bounds", f"cannot prove this {space} access in bounds: {what} lies in {at} "
-                f"but {a.buffer} has {size} element(s) (valid indices 0 .. {size - 1})",
+                f"but {a.buffer} has {size} element(s) (valid indices 0 .. {size - 1}){gave_up}",
             f"bound the index (guard it with SET/BRA, or MIN/MAX/REM) or mark the access checked: "
             f"{ins.op}{'.' + str(ins.dtype) if ins.dtype else ''}.chk")
 

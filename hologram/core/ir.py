@@ -110,7 +110,10 @@ class Expr:
         memo: dict[Expr, Expr] = {}
         for node in self.walk():
             srcs = tuple(memo[s] for s in node.srcs)
-            rebuilt = node if srcs == node.srcs else attrs.evolve(node, srcs=srcs)
+            # by identity: comparing a rebuilt source with its original recurses down to the
+            # first difference, as deep as the expression (a fused chain: past Python's stack)
+            same = all(a is b for a, b in zip(srcs, node.srcs))
+            rebuilt = node if same else attrs.evolve(node, srcs=srcs)
             new = fn(rebuilt)
             memo[node] = rebuilt if new is None else new
         return memo[self]

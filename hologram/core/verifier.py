@@ -22,6 +22,7 @@ touch memory outside its arrays, on any backend.
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 import weakref
@@ -29,10 +30,10 @@ import weakref
 import numpy as np
 
 from .asm import format_instr, plain_value
-from .dataflow import StageAnalysis, TooComplex, reachable
+from .dataflow import MAX_ANALYSIS_STEPS, StageAnalysis, reachable
 from .encoding import SUPPORTED_ISA_VERSIONS
 from .errors import VerifyError, did_you_mean, shorten
-from .intervals import Domain, Poly
+from .intervals import Domain, Meter, Poly, TooComplex
 from .isa import COMPARE_MODS, OPCODES, REASSOC, REASSOC_OPS, BufferParam, Imm, Instr, Label, Program, Reg, ScalarParam, Special, Stage, Sym
 from .structure import ByIdentity, structure_problem
 from .types import Affine, DType
@@ -44,6 +45,15 @@ MAX_BLOCK_THREADS = 1024
 MAX_SHARED_ELEMENTS = 1 << 16  # per block
 MAX_POOL_ELEMENTS = 1 << 12  # per lane: backends may keep a pool on the native stack
 MAX_DIMS = 3
+# Limits on a program's shape that keep verification cheap (docs/hasm.md, "Limits"), far
+# above what the DSL makes (rank <= 32: the front end's own limit; a loop per dimension).
+MAX_RANK = 64  # dimensions of a buffer (numpy's own limit)
+MAX_SIZE_TERMS = 256  # the product of a buffer's dimensions' term counts
+MAX_LOOP_DEPTH = 64  # loops nested in one another
+MAX_CALL_DEPTH = 64  # calls nested in one another
+# Analysis steps for all the stages of a program together (each stage has at most
+# dataflow.MAX_ANALYSIS_STEPS): a program of many stages cannot add up to a long wait.
+MAX_PROGRAM_STEPS = 2 * MAX_ANALYSIS_STEPS
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1  # the range of dimension terms and memory offsets
 
 _TYPE_CLASS_TEXT = {"any": "any type", "num": "a numeric type", "int": "an integer type",
@@ -71,11 +81,12 @@ def verify(p: Program) -> Program:
         raise _fail("structure", f"malformed program: {bad}")
     _check_program(p)
     signature = (p.params, p.temps, p.symbols)
+    steps_left = MAX_PROGRAM_STEPS
     for stage in p.stages:
         passed = _STAGES_PASSED.get(stage)
         if passed is not None and signature in passed:
             continue
-        _StageChecker(p, stage).run()
+        steps_left -= _StageChecker(p, stage, steps_left).run()
         _STAGES_PASSED.setdefault(stage, []).append(signature)
     _PASSED.add(p)
     return p
@@ -158,6 +169,15 @@ def _check_buffer(p: Program, b: BufferParam, kind: str, roles: tuple[str, ...],
     if b.role not in roles:
         raise fail("role", f"{kind} {b.name!r} has role {b.role!r}; expected {' or '.join(map(repr, roles))}")
     _check_dims(p, b.shape, f"the shape of {b.name!r}", fail)
+    if len(b.shape) > MAX_RANK:
+        raise fail("limit", f"{kind} {b.name!r} has {len(b.shape)} dimensions; the verifier allows at most "
+                            f"{MAX_RANK}")
+    # its element count, the product of the dimensions, has at most this many terms
+    terms = math.prod(len(d.terms) + (d.const != 0 or not d.terms) for d in b.shape)
+    if terms > MAX_SIZE_TERMS:
+        raise fail("limit", f"the element count of {kind} {b.name!r}, the product of its dimensions, is a polynomial "
+                            f"of up to {terms} terms; the verifier allows at most {MAX_SIZE_TERMS}",
+                   "use fewer dimensions that are sums of several symbols")
 
 
 def _declare(seen: dict[str, str], name: object, kind: str, fail) -> None:
@@ -181,8 +201,8 @@ def _check_dims(p: Program, dims: tuple[Affine, ...], what: str, fail) -> None:
 
 # ============================================================================= stage
 class _StageChecker:
-    def __init__(self, p: Program, s: Stage):
-        self.p, self.s = p, s
+    def __init__(self, p: Program, s: Stage, steps_left: int = MAX_PROGRAM_STEPS):
+        self.p, self.s, self.steps_left = p, s, steps_left
         self.buffers = p.buffers()
         self.scalars = p.scalars()
         self.types: dict[str, DType] = {}
@@ -195,21 +215,29 @@ class _StageChecker:
             where += f", instruction {pc} `{_instr_text(item)}`"
         return _fail(rule, f"{where}: {msg}", hint, self.s.name, pc)
 
-    def run(self) -> None:
+    def run(self) -> int:
+        """Check the stage (VerifyError at the first problem); the analysis steps it took."""
         self.check_launch()
         self.check_decls()
         for pc, item in enumerate(self.s.body):
             if isinstance(item, Instr):
                 _InstrChecker(self, pc, item).run()
-        self.check_control()
+        # one budget for the control checks and the dataflow, within what the program has left
+        meter = Meter(min(MAX_ANALYSIS_STEPS, self.steps_left))
         try:
-            problems = StageAnalysis(self.p, self.s).run()
-        except TooComplex:
-            raise self.fail("complexity", "too many distinct calling contexts to analyse; "
-                                          "simplify the subroutine structure") from None
+            self.check_control(meter)
+            problems = StageAnalysis(self.p, self.s, meter).run()
+        except TooComplex as e:
+            if meter.spent > meter.limit and meter.limit < MAX_ANALYSIS_STEPS:
+                raise self.fail("complexity", f"the program is too complex to verify: its stages need more than "
+                                              f"{MAX_PROGRAM_STEPS:,} steps of analysis in all",
+                                "split it into several programs") from None
+            raise self.fail("complexity", f"this stage is too complex to verify: {e}",
+                            "split it into smaller stages or simplify its subroutine structure") from None
         if problems:
             first = problems[0]
             raise self.fail(first.rule, first.message, first.hint, first.pc)
+        return meter.spent
 
     # ----------------------------------------------------------- launch and decls
     def check_launch(self) -> None:
@@ -277,14 +305,14 @@ class _StageChecker:
                 self.labels[item.name] = pc
 
     # -------------------------------------------------------------- control flow
-    def check_control(self) -> None:
+    def check_control(self, meter: Meter) -> None:
         body, labels = self.s.body, self.labels
         if not body:
             raise self.fail("fall-off", "the stage body is empty; it must end with EXIT")
-        regions = {"the stage entry": reachable(body, labels, 0)}
+        regions = {"the stage entry": reachable(body, labels, 0, meter)}
         calls = {pc: it.target for pc, it in enumerate(body) if isinstance(it, Instr) and it.op == "CALL"}
         for target in dict.fromkeys(calls.values()):
-            regions[target] = reachable(body, labels, labels[target])
+            regions[target] = reachable(body, labels, labels[target], meter)
         for name, pcs in regions.items():
             sub = name != "the stage entry"
             if len(body) in pcs:
@@ -301,50 +329,98 @@ class _StageChecker:
                     raise self.fail("barsync", f"BarSync inside subroutine {name!r}: barriers are only allowed "
                                                "in the stage's main code", pc=pc)
         self._check_calls(regions, calls)
-        writes = self._region_writes(regions, calls)
+        self._check_loops(self._region_writes(regions, meter), meter)
+
+    def _check_loops(self, writes: dict[str, set[str]], meter: Meter) -> None:
+        """No loop writes its counter, loops nest or are disjoint, at most MAX_LOOP_DEPTH
+        deep. One pass over the body: a loop opens at its label and closes at its LOOP,
+        and at a LOOP every loop opened since its label must have closed; the first
+        problem in LOOP order is reported."""
+        body, labels = self.s.body, self.labels
         loops = [(labels[it.target], pc) for pc, it in enumerate(body) if isinstance(it, Instr) and it.op == "LOOP"]
+        closers: dict[int, list[int]] = {}  # label position -> the LOOPs back to it, ascending
         for head, pc in loops:
-            counter = body[pc].srcs[0].name
-            for k in range(head, pc):
-                it = body[k]
-                if isinstance(it, Instr) and counter in (
-                        writes[it.target] if it.op == "CALL" else _writes(it)):
-                    how = f" by a call to {it.target!r}" if it.op == "CALL" else ""
-                    raise self.fail("loop-counter", f"the loop counter %{counter} is written inside its loop, at "
-                                                    f"instruction {k} (`{format_instr(it, align=False)}`){how}; the "
-                                                    "loop might not terminate",
-                                    "count with a register the loop body leaves alone", pc)
-            for head2, pc2 in loops:
-                if head < head2 < pc < pc2:
-                    raise self.fail("loop-nesting", f"this loop (from {body[head].name!r}) overlaps the loop closed at "
-                                                    f"instruction {pc2} without nesting inside it",
-                                    "loops must nest or be disjoint", pc)
+            closers.setdefault(head, []).append(pc)
+        opened: list[int] = []  # labels of the open loops, innermost last
+        pending: dict[int, int] = {}  # label position -> its LOOPs not reached yet
+        depth = 0  # open loops, one per LOOP
+        for pos in sorted(set(closers) | {pc for _, pc in loops}):
+            if pos in closers:  # a label: its loops open
+                opened.append(pos)
+                pending[pos] = len(closers[pos])
+                depth += pending[pos]
+                continue
+            pc, head = pos, labels[body[pos].target]
+            self._check_counter(head, pc, writes, meter)
+            if opened[-1] != head:  # a loop opened inside this one closes after it
+                inner = opened[opened.index(head) + 1:]
+                pc2 = min(closers[h][bisect.bisect_right(closers[h], pc)] for h in inner)
+                raise self.fail("loop-nesting", f"this loop (from {body[head].name!r}) overlaps the loop closed at "
+                                                f"instruction {pc2} without nesting inside it",
+                                "loops must nest or be disjoint", pc)
+            if depth > MAX_LOOP_DEPTH:
+                raise self.fail("limit", f"this loop is nested {depth} deep; the verifier allows at most "
+                                         f"{MAX_LOOP_DEPTH}", "flatten the loop nest or split the stage", pc)
+            depth -= 1
+            pending[head] -= 1
+            if not pending[head]:
+                opened.pop()
+
+    def _check_counter(self, head: int, pc: int, writes: dict[str, set[str]], meter: Meter) -> None:
+        body = self.s.body
+        counter = body[pc].srcs[0].name
+        meter.charge(pc - head)  # at most MAX_LOOP_DEPTH times the body in all
+        for k in range(head, pc):
+            it = body[k]
+            if isinstance(it, Instr) and counter in (writes[it.target] if it.op == "CALL" else _writes(it)):
+                how = f" by a call to {it.target!r}" if it.op == "CALL" else ""
+                raise self.fail("loop-counter", f"the loop counter %{counter} is written inside its loop, at "
+                                                f"instruction {k} (`{format_instr(it, align=False)}`){how}; the "
+                                                "loop might not terminate",
+                                "count with a register the loop body leaves alone", pc)
 
     def _check_calls(self, regions: dict[str, list[int]], calls: dict[int, str]) -> None:
+        """No recursion, and calls nest at most MAX_CALL_DEPTH deep. A depth-first search
+        with its own stack: the call graph may be deeper than Python's."""
         callees = {name: [(pc, calls[pc]) for pc in pcs if pc in calls] for name, pcs in regions.items()}
         state: dict[str, int] = {}  # 1: on the DFS stack, 2: done
+        height: dict[str, int] = {}  # the longest chain of calls from a region
+        for root in regions:
+            if root in state:
+                continue
+            state[root] = 1
+            path, todo = [root], [iter(callees[root])]
+            while todo:
+                for pc, callee in todo[-1]:
+                    if state.get(callee) == 1:
+                        cycle = path[path.index(callee):] + [callee]
+                        raise self.fail("recursion", f"recursive call: {' -> '.join(cycle)}",
+                                        "calls may not recurse (directly or indirectly)", pc)
+                    if callee not in state:
+                        state[callee] = 1
+                        path.append(callee)
+                        todo.append(iter(callees[callee]))
+                        break
+                else:
+                    name = path.pop()
+                    todo.pop()
+                    state[name] = 2
+                    height[name] = max((height[c] + 1 for _, c in callees[name]), default=0)
+        name = max(regions, key=height.__getitem__)
+        if height[name] > MAX_CALL_DEPTH:
+            pc, callee = max(callees[name], key=lambda call: height[call[1]])
+            raise self.fail("limit", f"calls nest {height[name]} deep from here "
+                                     f"({'subroutine ' + repr(name) if name in calls.values() else name}); the verifier "
+                                     f"allows at most {MAX_CALL_DEPTH}", "inline some subroutines", pc)
 
-        def visit(name: str, path: list[str]) -> None:
-            state[name] = 1
-            for pc, callee in callees[name]:
-                if state.get(callee) == 1:
-                    cycle = path[path.index(callee):] + [callee] if callee in path else [name, callee]
-                    raise self.fail("recursion", f"recursive call: {' -> '.join(cycle)}",
-                                    "calls may not recurse (directly or indirectly)", pc)
-                if callee not in state:
-                    visit(callee, path + [callee])
-            state[name] = 2
-
-        for name in regions:
-            if name not in state:
-                visit(name, [name])
-
-    def _region_writes(self, regions: dict[str, list[int]], calls: dict[int, str]) -> dict[str, set[str]]:
-        """Registers each subroutine may write, callees included (the graph is acyclic)."""
+    def _region_writes(self, regions: dict[str, list[int]], meter: Meter) -> dict[str, set[str]]:
+        """Registers each subroutine may write, callees included (the graph is acyclic
+        and at most MAX_CALL_DEPTH deep: _check_calls ran)."""
         memo: dict[str, set[str]] = {}
 
         def writes(name: str) -> set[str]:
             if name not in memo:
+                meter.charge(len(regions[name]))
                 out: set[str] = set()
                 for pc in regions[name]:
                     it = self.s.body[pc]

@@ -20,8 +20,11 @@ from lark.visitors import Transformer_NonRecursive
 from ..core.errors import CompileError, Span
 from . import ast
 from .document import KernelDef
+from .schema import MAX_RANK
 
 MAX_DEPTH = 100  # expression nesting; deeper bodies are refused rather than overflowing the stack
+# statements in one kernel body: several passes take time quadratic in it (docs/dsl.md, "Limits")
+MAX_STATEMENTS = 4096
 
 _OPEN = {"LPAR": "RPAR", "LSQB": "RSQB"}
 _CLOSE = frozenset(_OPEN.values())
@@ -260,8 +263,15 @@ def parse_body(kdef: KernelDef) -> ast.Body:
     except UnexpectedInput as exc:
         raise _syntax_error(exc, text, kdef) from None
     body = _ToAst(kdef).transform(tree)
+    if len(body.statements) > MAX_STATEMENTS:
+        raise CompileError(f"the kernel body has {len(body.statements)} statements; Hologram supports at most "
+                           f"{MAX_STATEMENTS} in one kernel", body.statements[MAX_STATEMENTS].span,
+                           hint="split the kernel into several kernels")
     for st in body.statements:
         if ast.depth(st.value) > MAX_DEPTH:
             raise CompileError(f"the expression is nested too deeply (more than {MAX_DEPTH} levels)", st.value.span,
                                hint="split it into several statements")
+        if st.indices is not None and len(st.indices) > MAX_RANK:
+            raise CompileError(f"{st.target.id!r} has {len(st.indices)} index variables; an array has at most "
+                               f"{MAX_RANK} dimensions", st.indices[MAX_RANK].span)
     return body

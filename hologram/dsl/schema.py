@@ -71,6 +71,7 @@ _DTYPE_ALIASES: Mapping[str, DType] = {
     "u4": DType.U32, "fp16": DType.F16, "fp32": DType.F32, "fp64": DType.F64,
 }
 _DTYPES = ", ".join(d.value for d in DType)
+MAX_RANK = 32  # dimensions of an array (numpy 1's limit; docs/dsl.md, "Limits")
 _DIM_HINT = "a dimension is an integer (4), a shape symbol (n) or an affine expression such as 2*n + 1 or n - 2"
 _TOKEN = re.compile(r"\s*(?:(?P<int>[0-9]+)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>[][,+*()-])|(?P<bad>\S))")
 
@@ -154,6 +155,9 @@ class _TypeParser:
             if dim.is_const and dim.const < 0:
                 raise self.fail(f"dimension {dim} is negative in type {self.text!r}", start, self.toks[self.k - 1].end)
             dims.append(dim)
+            if len(dims) > MAX_RANK:
+                raise self.fail(f"type {self.text!r} has more than {MAX_RANK} dimensions; Hologram supports at most "
+                                f"{MAX_RANK}", start, self.toks[self.k - 1].end)
             tok = self.take()
             if tok.text == "]":
                 break

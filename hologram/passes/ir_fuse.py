@@ -38,25 +38,59 @@ from ..core.lower_plan import Names, bool_reductions, has_reduce, hoist_all
 from .api import Pass
 from .ir_common import map_statement
 
+# A temporary whose substituted expression would have more nodes than this stays a
+# stage of its own: recomputing it in every consumer stops paying long before, and
+# bounding it keeps the fused expressions, the compile and the lowered stages linear in
+# the kernel (a chain `t_k[i] = t_(k-1)[n - 1 - i] + x[i]` renames a whole expression
+# per statement). docs/dsl.md, "Limits". The largest in the stdlib and the tests has 44.
+MAX_FUSED_NODES = 1 << 8
+
 
 def inline_elementwise(body: Sequence[Statement], decls: dict[str, TensorDecl]) -> list[Statement]:
-    """`body` with every elementwise temp substituted into its consumers (and dropped)."""
-    inline: dict[str, Compute] = {}
+    """`body` with every elementwise temp substituted into its consumers (and dropped),
+    unless its substituted expression would pass MAX_FUSED_NODES nodes.
 
-    def sub(node: Expr) -> Expr | None:
-        if node.op != "LOAD" or node.arg not in inline:
-            return None
-        d = inline[node.arg]
-        env = dict(zip(d.vars, node.srcs))
-        value = d.body.replace(lambda n: env.get(n.arg) if n.op == "IDX" else None)
-        dtype = decls[d.target].dtype
-        return value if value.dtype is dtype else Expr("CAST", dtype, (value,))
+    Linear in the number of statements: a load at the temp's own index variables (the
+    common case: `t2 = t1 + 1`) is the temp's substituted expression itself, shared, not
+    a copy; a load at other indices renames it once per load; a statement written
+    without REDUCE has none after substitution either (what is substituted has none),
+    so only the others are searched again; and an expression's size is counted as it is
+    built (an upper bound: its own nodes and those of the temps it takes in)."""
+    inline: dict[str, Compute] = {}
+    size: dict[str, int] = {}  # inlined temp -> (at most) the nodes of its expression
+    renamed: dict[tuple, tuple[tuple[Expr, ...], Expr]] = {}  # by identity: equal DAGs may compare slowly
+
+    def value_at(load: Expr) -> Expr:
+        d = inline[load.arg]
+        if all(s.op == "IDX" and s.arg == v for s, v in zip(load.srcs, d.vars)):
+            return d.body
+        key = (load.arg, tuple(map(id, load.srcs)))
+        if key not in renamed:  # the indices are kept alive with it, so their ids stay theirs
+            env = dict(zip(d.vars, load.srcs))
+            renamed[key] = load.srcs, d.body.replace(lambda n: env.get(n.arg) if n.op == "IDX" else None)
+        return renamed[key][1]
 
     out: list[Statement] = []
     for st in body:
+        reduces = isinstance(st, Compute) and has_reduce(st.body)  # as written
+        nodes, taken = 0, {}
+
+        def sub(node: Expr) -> Expr | None:
+            nonlocal nodes
+            nodes += 1
+            if node.op != "LOAD" or node.arg not in inline:
+                return None
+            value = value_at(node)
+            taken[id(value)] = size[node.arg]
+            dtype = decls[node.arg].dtype
+            return value if value.dtype is dtype else Expr("CAST", dtype, (value,))
+
         st = map_statement(st, lambda e: e.replace(sub))
-        if isinstance(st, Compute) and decls[st.target].kind == "temp" and not has_reduce(st.body):
+        estimate = nodes + sum(taken.values())
+        if isinstance(st, Compute) and decls[st.target].kind == "temp" and not (reduces and has_reduce(st.body)) \
+                and estimate <= MAX_FUSED_NODES:
             inline[st.target] = st
+            size[st.target] = estimate
         else:
             out.append(st)
     return out
