@@ -140,6 +140,39 @@ def test_a_verified_mutant_runs_on_both_backends_and_is_compared():
     assert dict(result.facts)["compared"] == 1
 
 
+def _numpy_offsets() -> "object":
+    """OWN with its load's address offset and its reduction seed's offset and value as
+    numpy scalars, as the program mutator writes them."""
+    import attrs
+    text = program(OWN.replace("EXIT", "ReduceAdd.f32 [z], %v\nEXIT"),
+                   ".param in x: f32[n]\n.param out y: f32[n]\n.param out z: f32[1]", ".init z[0] = 0.0\n")
+    p = parse_program(text)
+    st = p.stages[0]
+    body = list(st.body)
+    body[1] = attrs.evolve(body[1], addr=attrs.evolve(body[1].addr, offset=np.int64(0)))
+    init = attrs.evolve(st.inits[0], offset=np.int32(0), value=np.float32(0.0))
+    return attrs.evolve(p, stages=(attrs.evolve(st, body=tuple(body), inits=(init,)),))
+
+
+FUZZ_FOUND = {  # where verify() and a backend disagreed: now the backends run it or verify refuses it
+    "numpy-int-fields": (_numpy_offsets, "ran"),
+    "resaccum-without-index": (lambda: parse_program(program(
+        ".reg %v: f32\nMOV_IMM.f32 %v, 1.0\nResAccum.f32.chk [y + 2], %v\nEXIT\n")), "refused"),
+    "mixed-reductions": (lambda: parse_program(program(
+        ".reg %v: f32\nMOV_IMM.f32 %v, 1.0\nReduceAdd.f32 [y], %v\nReduceMax.f32 [y], %v\nEXIT\n")), "refused"),
+}
+
+
+@pytest.mark.parametrize("label", list(FUZZ_FOUND))
+def test_what_the_fuzzers_found_is_agreed_on(label):
+    """Each was a KNOWN_ISSUES entry (`fuzz/<label>`): a program verify() accepted and
+    one backend refused (interp: numpy offsets; both: ResAccum without an index;
+    cpu_llvm: two reduction kinds on one buffer)."""
+    make, outcome = FUZZ_FOUND[label]
+    result = check_program_case(ProgramCase(label, (), 0, program=make()), lambda *a: None)
+    assert (result.outcome, result.problems) == (outcome, ()), result.problems
+
+
 def test_the_issue_11_dimension_reproducer_is_refused_or_safe():
     """x, y: f32[2*n] re-spelt `-n + 2*n`: whatever Affine makes of it, the oracle sees
     no stray access (the verifier and the runtimes agree on the size)."""

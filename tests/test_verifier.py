@@ -149,6 +149,31 @@ load:
     LDG.f32 %v, [x + %i]
     RET
 """,
+    "one combining operation per reduced buffer and stage (ResAccum is a sum)": """\
+.program sums
+.symbols n
+.param in x: i32[n]
+.param out hist: i64[97]
+.param out top: i64[1]
+.stage count domain [n] block [64]
+    .reg %i, %c, %v: i64
+    .reg %b: i32
+    .init hist[96] = 0
+    MOV.i64 %i, %gid.x
+    LDG.i32 %b, [x + %i]
+    ClsGet.i32 %b, %b
+    CVT.i64.i32 %c, %b
+    MOV_IMM.i64 %v, 1
+    ResAccum.i64 [hist + %c], %v
+    ReduceAdd.i64 [hist + 96], %v
+    ReduceMax.i64 [top], %c
+    EXIT
+.stage again domain [n] block [64]
+    .reg %v: i64
+    MOV_IMM.i64 %v, 2
+    ReduceMul.i64 [hist + 96], %v
+    EXIT
+""",
 }
 
 
@@ -220,6 +245,13 @@ REJECTED = [
     ("    PoolAlloc %k, pl, 5\n    EXIT\n", "size", "PoolAlloc of 5 elements from pool 'pl' of 4"),
     ("    MOV_IMM.f32 %v, 1.0\n    STG.f32 [x], %v\n    EXIT\n", "readonly", "STG writes 'x', an input"),
     ("    MOV_IMM.f32 %v, 1.0\n    ReduceAdd.f32 [x], %v\n    EXIT\n", "readonly", "ReduceAdd writes 'x'"),
+    ("    MOV_IMM.f32 %v, 1.0\n    ResAccum.f32 [y + 2], %v\n    EXIT\n", "form",
+     "instruction 1 `ResAccum.f32 [y + 2], %v`", "ResAccum needs an index register holding the Atlas class"),
+    # --- reductions
+    ("    MOV_IMM.f32 %v, 1.0\n    ReduceAdd.f32 [y], %v\n    ReduceMax.f32 [y], %v\n    EXIT\n", "reduction",
+     "instruction 2 `ReduceMax.f32 [y], %v`", "'y' is reduced with ReduceMax here and with ReduceAdd at instruction 1"),
+    ("    MOV_IMM.f32 %v, 1.0\n    MOV_IMM.i64 %k, 0\n    ResAccum.f32 [y + %k], %v\n    ReduceMul.f32 [y], %v\n"
+     "    EXIT\n", "reduction", "with ReduceMul here and with ResAccum (a sum) at instruction 2"),
     # --- control flow
     ("    BRA nowhere\n    EXIT\n", "label", "label 'nowhere' does not exist"),
     ("L:\n    BRA L\n", "branch", "BRA may only jump forward"),
@@ -698,6 +730,69 @@ def test_numpy_block_sizes_do_not_wrap_the_lane_count():
     assert stage.block == (65536,) and type(stage.block[0]) is int
     two_d = attrs.evolve(stage, domain=(Affine.of("n"), Affine.of("n")), block=(np.int32(65536),) * 2)
     rejected(attrs.evolve(p, stages=(two_d,)), "block", "a block of 4294967296 lanes exceeds the limit of 1024")
+
+
+def _with_numpy_fields(p: Program) -> Program:
+    """`p` (a `.pool pl` first, `LDG` second) with numpy scalars wherever the ISA holds an
+    integer or an immediate: the address offset, an init's offset and value, the pool's
+    size, a PoolAlloc count and a MOV_IMM's immediate."""
+    st = p.stages[0]
+    body = list(st.body)
+    body[1] = attrs.evolve(body[1], addr=attrs.evolve(body[1].addr, offset=np.int64(0)))
+    body[2] = Instr("PoolAlloc", None, Reg("c"), target="pl", count=np.int16(2))
+    body[3] = Instr("MOV_IMM", DType.F32, Reg("w"), (Imm(np.float32(0.5)),))
+    stage = attrs.evolve(st, body=tuple(body), pools=(attrs.evolve(st.pools[0], size=np.int32(4)),),
+                         inits=(Init("z", np.uint8(0), np.float16(0.0)),))
+    return attrs.evolve(p, stages=(stage,), isa_version=np.int64(1))
+
+
+NUMPY_FIELDS = HEADER + """\
+    .init z[0] = 0.0
+    MOV.i64 %i, %gid.x
+    LDG.f32 %v, [x + %i]
+    PoolAlloc %c, pl, 2
+    MOV_IMM.f32 %w, 0.5
+    STG.f32 [y + %i], %v
+    ReduceAdd.f32 [z], %w
+    EXIT
+"""
+
+
+def test_numpy_scalars_in_isa_values_become_python_values():
+    """The fuzzers found numpy integers as address and init offsets passing verify():
+    interp refused such a program at prepare, cpu_llvm ran it. Every ISA value converts
+    the numpy scalars it is given, so there is one program: same values, same Python
+    types, same bytes, same hash, same text."""
+    from hologram.core.asm import format_program
+    from hologram.core.encoding import encode, program_hash
+    from hologram.core.isa import MemDecl
+    assert type(Addr("x", None, np.int64(3)).offset) is int
+    assert type(Instr("PoolAlloc", dst=Reg("c"), target="pl", count=np.uint16(2)).count) is int
+    assert type(MemDecl("pl", DType.F32, np.int8(4)).size) is int
+    i = Init("y", np.int32(1), np.float32(0.5))
+    assert (type(i.offset), type(i.value)) == (int, float)
+    assert [type(Imm(v).value) for v in (np.bool_(True), np.int8(-3), np.uint64(2**64 - 1), np.float16(0.5))] \
+        == [bool, int, int, float]
+    plain = parse_program(NUMPY_FIELDS.replace(".param out y: f32[n]", ".param out y: f32[n]\n.param out z: f32[1]"))
+    numpy_built = _with_numpy_fields(plain)
+    assert verify(numpy_built) is numpy_built
+    assert encode(numpy_built) == encode(plain) and program_hash(numpy_built) == program_hash(plain)
+    assert format_program(numpy_built) == format_program(plain)
+    st = numpy_built.stages[0]
+    assert {type(st.body[1].addr.offset), type(st.body[2].count), type(st.body[3].srcs[0].value),
+            type(st.pools[0].size), type(st.inits[0].offset), type(numpy_built.isa_version)} == {int, float}
+
+
+def test_a_numpy_field_that_escaped_the_constructor_is_malformed():
+    """Only a forged value (set past the constructor) can still hold a numpy integer; the
+    structure check refuses it rather than let the backends read it two ways."""
+    p = prog("    MOV.i64 %i, %gid.x\n    LDG.f32 %v, [x + %i]\n    EXIT\n")
+    ldg = p.stages[0].body[1]
+    addr = Addr("x", Reg("i"), 0)
+    object.__setattr__(addr, "offset", np.int64(0))
+    body = (p.stages[0].body[0], attrs.evolve(ldg, addr=addr), p.stages[0].body[2])
+    rejected(attrs.evolve(p, stages=(attrs.evolve(p.stages[0], body=body),)), "structure",
+             "program.stages[0].body[1].addr.offset should be int, not np.int64(0)")
 
 
 _HUGE = 10**5000  # Python will not convert it to decimal (4300-digit limit)

@@ -18,7 +18,7 @@ from typing import Union
 import attrs
 import numpy as np
 
-from .types import Affine, DType, Shape, python_ints
+from .types import Affine, DType, Shape, python_int, python_ints
 
 ISA_VERSION = 1
 
@@ -57,6 +57,22 @@ class Special:
         return f"%{self.name}"
 
 
+def python_scalar(value: object) -> object:
+    """A numpy bool, integer or float scalar as the Python bool, int or float it stands
+    for (the value the encoding, the formatter and the verifier read); anything else
+    unchanged, for `structure_problem` to judge. The ISA values convert what they are
+    given, so a program has one form whatever built it: the interpreter refused numpy
+    offsets that cpu_llvm ran."""
+    if isinstance(value, np.generic):
+        if isinstance(value, np.bool_):
+            return bool(value)
+        if isinstance(value, np.integer):
+            return int(value)
+        if isinstance(value, np.floating):
+            return float(value)
+    return value
+
+
 def imm_key(value: bool | int | float) -> tuple:
     """Identity of an immediate value: its kind and exact bits, so `1`, `1.0` and `True`
     are different immediates, `0.0` and `-0.0` differ, and a NaN equals the same NaN.
@@ -74,7 +90,7 @@ def imm_key(value: bool | int | float) -> tuple:
 class Imm:
     """An immediate, typed by the instruction that uses it."""
 
-    value: bool | int | float = attrs.field(eq=imm_key)
+    value: bool | int | float = attrs.field(eq=imm_key, converter=python_scalar)
 
     def __str__(self) -> str:
         return repr(self.value)
@@ -100,7 +116,7 @@ class Addr:
 
     buffer: str
     index: Reg | None = None
-    offset: int = 0
+    offset: int = attrs.field(default=0, converter=python_int)
 
     def __str__(self) -> str:
         text = self.buffer
@@ -159,7 +175,7 @@ class Instr:
     target: str | None = None
     mod: str | None = None
     dtype2: DType | None = None
-    count: int | None = None
+    count: int | None = attrs.field(default=None, converter=python_int)
     pred: Pred | None = None
     checked: bool = False
 
@@ -180,7 +196,7 @@ class MemDecl:
 
     name: str
     dtype: DType
-    size: int
+    size: int = attrs.field(converter=python_int)
 
 
 @attrs.frozen
@@ -189,8 +205,8 @@ class Init:
     (used to seed reduction outputs with the identity)."""
 
     buffer: str
-    offset: int
-    value: bool | int | float = attrs.field(eq=imm_key)
+    offset: int = attrs.field(converter=python_int)
+    value: bool | int | float = attrs.field(eq=imm_key, converter=python_scalar)
 
 
 @attrs.frozen
@@ -260,7 +276,7 @@ class Program:
     temps: tuple[BufferParam, ...] = ()
     symbols: tuple[str, ...] = ()
     stages: tuple[Stage, ...] = ()
-    isa_version: int = ISA_VERSION
+    isa_version: int = attrs.field(default=ISA_VERSION, converter=python_int)
     reassociate: bool = False
 
     def buffers(self) -> dict[str, BufferParam]:

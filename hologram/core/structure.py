@@ -13,7 +13,6 @@ import weakref
 from typing import Any
 
 import attrs
-import numpy as np
 
 from .isa import (
     Addr, BufferParam, Imm, Init, Instr, Label, MemDecl, Pred, Program, Reg, RegDecl, ScalarParam, Special, Stage,
@@ -21,8 +20,11 @@ from .isa import (
 )
 from .types import Affine, DType
 
-INT = "int"  # Python or numpy integer, not bool
-VALUE = "value"  # an immediate: bool, int or float (numpy scalars too)
+# The ISA classes convert numpy scalars to Python ones when built (isa.python_scalar),
+# so a numpy value here was set past the constructor: refused, since the backends read
+# such values differently (the interpreter refused numpy offsets that cpu_llvm ran).
+INT = "int"  # a Python int, not bool
+VALUE = "value"  # an immediate: a Python bool, int or float
 
 
 def _seq(spec: Any) -> tuple:
@@ -77,9 +79,9 @@ def _problem(value: Any, spec: Any, path: str) -> str | None:
     for opt in options:
         if opt is None and value is None:
             return None
-        if opt == INT and isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        if opt == INT and type(value) is int:
             return None
-        if opt == VALUE and isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+        if opt == VALUE and type(value) in (bool, int, float):
             return None
         if isinstance(opt, type) and isinstance(value, opt):
             fields = SCHEMA.get(opt)

@@ -10,7 +10,8 @@ Checks run in this order, and the first failure is reported:
 1. program: ISA version, names, parameter roles and shapes;
 2. per stage: domain and block, declarations, inits;
 3. per instruction: operand kinds by `OPCODES[op].form`, types by `types` and `result`,
-   immediates representable, memory spaces and element types, labels and pools;
+   immediates representable, memory spaces and element types, labels and pools, one
+   combining operation per buffer a stage reduces into;
 4. control flow: branch directions, loop counters and nesting, calls (no recursion),
    RET only in subroutines, no BarSync in subroutines, no path falls off the end;
 5. dataflow (dataflow.py): registers written before read, every unchecked memory access
@@ -41,6 +42,9 @@ from .types import Affine, DType
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 PARAM_ROLES = ("in", "out", "inout")
 WRITES_GLOBAL = ("STG", "ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum")
+# How each reduction combines its contributions: ResAccum is a ReduceAdd into a class's bin.
+COMBINES = {"ReduceAdd": "ReduceAdd", "ResAccum": "ReduceAdd", "ReduceMul": "ReduceMul", "ReduceMin": "ReduceMin",
+            "ReduceMax": "ReduceMax"}
 MAX_BLOCK_THREADS = 1024
 MAX_SHARED_ELEMENTS = 1 << 16  # per block
 MAX_POOL_ELEMENTS = 1 << 12  # per lane: backends may keep a pool on the native stack
@@ -207,6 +211,7 @@ class _StageChecker:
         self.scalars = p.scalars()
         self.types: dict[str, DType] = {}
         self.labels: dict[str, int] = {}
+        self.reduced: dict[str, int] = {}  # buffer -> the first reduction into it (its pc)
 
     def fail(self, rule: str, msg: str, hint: str | None = None, pc: int | None = None) -> VerifyError:
         where = f"program {self.p.name!r}, stage {self.s.name!r}"
@@ -561,6 +566,24 @@ class _InstrChecker:
             raise self.fail("range", f"the address offset {shorten(a.offset)} is beyond 64 bits")
         if op in WRITES_GLOBAL and decl.role == "in":
             raise self.fail("readonly", f"{op} writes {a.buffer!r}, an input (role 'in') buffer")
+        if op == "ResAccum" and a.index is None:
+            raise self.fail("form", "ResAccum needs an index register holding the Atlas class (0..95)",
+                            "write ResAccum.T [buf + %c + k], v with the class in %c")
+        if op in COMBINES:
+            self.check_one_combine(a.buffer)
+
+    def check_one_combine(self, buffer: str) -> None:
+        """A stage reduces into a buffer one way. Contributions of different kinds would
+        merge in an order no backend can make agree (the maximum of a sum, or the sum of
+        a maximum), and a backend keeps one partial per buffer, seeded with one identity."""
+        op = self.ins.op
+        first_pc = self.sc.reduced.setdefault(buffer, self.pc)
+        first = self.sc.s.body[first_pc].op
+        if COMBINES[first] != COMBINES[op]:
+            shown = lambda name: f"{name} (a sum)" if name == "ResAccum" else name  # noqa: E731
+            raise self.fail("reduction", f"{buffer!r} is reduced with {shown(op)} here and with {shown(first)} at "
+                                         f"instruction {first_pc}; a stage combines the contributions to a buffer "
+                                         "one way", "reduce into separate buffers, or in separate stages")
 
     def check_targets(self) -> None:
         ins, op = self.ins, self.ins.op

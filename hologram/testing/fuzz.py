@@ -150,16 +150,6 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                lambda f: f.target == "document" and f.kind == EXCEPTION
                and ("MemoryError" in f.message or "ValueError" in f.message)),
     # found by these fuzzers (reported with issue 11)
-    KnownIssue("fuzz/numpy-int-fields", "verify accepts numpy integers as address and init offsets (the structure "
-               "check's INT); interp refuses such a program at prepare, cpu_llvm runs it",
-               lambda f: f.kind == INTERNAL and f.phase == "interp" and "np." in f.message
-               and ("offset" in f.message or "init" in f.message)),
-    KnownIssue("fuzz/resaccum-without-index", "verify accepts ResAccum without an index register; both backends "
-               "refuse it at prepare ('needs an index register holding the Atlas class')",
-               lambda f: f.kind == INTERNAL and "ResAccum needs an index register" in f.message),
-    KnownIssue("fuzz/mixed-reductions", "verify accepts two reduction kinds on one buffer in one stage; cpu_llvm "
-               "refuses the program at prepare ('expected one reduction kind'), interp runs it",
-               lambda f: f.kind == INTERNAL and "expected one reduction kind" in f.message),
     KnownIssue("fuzz/llvm-time-high-rank", "cpu_llvm's LLVM O3 time grows steeply with the rank of a reduced "
                "array (sum over a rank-16 f64 array: 13.5 s in LLVM, rank 6: 0.3 s)",
                lambda f: f.kind == TIMEOUT and f.phase == "cpu_llvm" and _mutated(f, "type rank", "type repeat")),
