@@ -230,6 +230,10 @@ kernels:
     ("u64[n - n + 7, -m + 2*k]", DType.U64, (7, 2 * Affine.of("k") - Affine.of("m"))),
     ("i8[pi, e]", DType.I8, ("pi", "e")),  # constants are not reserved
     ("f64[1, 2, 3, 4, 5]", DType.F64, (1, 2, 3, 4, 5)),
+    # the 64-bit extremes
+    ("f32[09223372036854775807]", DType.F32, (2**63 - 1,)),
+    ("f32[n - 9223372036854775807 - 1, 9223372036854775807*n]", DType.F32,
+     (Affine.of("n") - 2**63, (2**63 - 1) * Affine.of("n"))),
 ])
 def test_parse_type(text, dtype, shape):
     assert parse_type(text) == (dtype, tuple(Affine.of(d) for d in shape))
@@ -352,6 +356,19 @@ ERRORS = [
     ("toml", edit('"f32[n]" }', '"f32[2, 2*n*m + 1]" }'), 5, "2*n*m", "is not affine"),
     ("toml", edit('"f32[n]" }', '"f32[-1]" }'), 5, "-1", "dimension -1 is negative"),
     ("toml", edit('"f32[n]" }', '"f32[3 - 5]" }'), 5, "3 - 5", "dimension -2 is negative"),
+    # integers past 64 bits: the verifier refused them without a position (found by fuzzing)
+    ("toml", edit('"f32[n]" }', '"f32[99999999999999999999999]" }'), 5, "99999999999999999999999",
+     "the integer 99999999999999999999999 in type 'f32[99999999999999999999999]' does not fit in 64 bits"),
+    ("toml", edit('"f32[n]" }', '"f32[n, 2 + 9223372036854775808*n]" }'), 5, "9223372036854775808",
+     "the integer 9223372036854775808 in type"),
+    ("toml", edit('"f32[n]" }', '"f32[' + "9" * 5000 + ']" }'), 5, "9" * 5000,
+     "the integer 99999999999999999...99999999999999999 (5000 digits) in type"),
+    ("toml", edit('"f32[n]" }', '"f32[4, 4294967296*4294967296]" }'), 5, "4294967296*4294967296",
+     "'4294967296*4294967296' in type 'f32[4, 4294967296*4294967296]' is 18446744073709551616, beyond 64 bits"),
+    ("toml", edit('"f32[n]" }', '"f32[n - 9223372036854775807 - 2]" }'), 5, "n - 9223372036854775807 - 2",
+     "is n - 9223372036854775809, beyond 64 bits"),
+    ("toml", edit('"f32[n]" }', '"f32[-(-9223372036854775807 - 1)]" }'), 5, "-(-9223372036854775807 - 1)",
+     "is 9223372036854775808, beyond 64 bits"),
     ("toml", edit('"f32[n]" }', '"f32[n/2]" }'), 5, "/", "division is not allowed in a dimension"),
     ("toml", edit('"f32[n]" }', '"f32[n]x" }'), (5, 38), "x", "unexpected 'x' after ']'"),
     ("toml", edit('"f32[n]" }', '"f32 n" }'), (5, 36), "n", "unexpected 'n' after the element type"),

@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
-from ..core.errors import DocumentError, Span, did_you_mean
+from ..core.errors import DocumentError, Span, did_you_mean, shorten
 from ..core.types import Affine, DType, Shape
 from .document import BodyOrigin, KernelDef, ParamSpec
 from .positions import Located
@@ -73,6 +73,11 @@ _DTYPE_ALIASES: Mapping[str, DType] = {
 _DTYPES = ", ".join(d.value for d in DType)
 MAX_RANK = 32  # dimensions of an array (numpy 1's limit; docs/dsl.md, "Limits")
 _DIM_HINT = "a dimension is an integer (4), a shape symbol (n) or an affine expression such as 2*n + 1 or n - 2"
+# A dimension's constant and coefficients are 64-bit integers, as the ISA holds them (the
+# verifier refused wider ones, without a position in the document).
+_I64_MIN, _I64_MAX = DType.I64.min, DType.I64.max
+_I64_DIGITS = len(str(_I64_MAX))
+_RANGE_HINT = "the integers of a dimension (its constant and coefficients) lie in -2**63 .. 2**63 - 1"
 _TOKEN = re.compile(r"\s*(?:(?P<int>[0-9]+)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>[][,+*()-])|(?P<bad>\S))")
 
 
@@ -179,12 +184,22 @@ class _TypeParser:
             raise self.fail(f"unknown element type {tok.text!r}{suggestion}", tok.start, tok.end,
                             hint=f"element types: {_DTYPES}") from None
 
+    def in_range(self, value: Affine, start: int) -> Affine:
+        """`value`, the part of the type from `start` to the last token taken, when its
+        integers fit in 64 bits. Checked as each part is built, so none grows past that."""
+        if all(_I64_MIN <= k <= _I64_MAX for k in (value.const, *(c for _, c in value.terms))):
+            return value
+        end = self.toks[self.k - 1].end
+        raise self.fail(f"{self.text[start:end]!r} in type {shorten(self.text, 60)} is {value}, beyond 64 bits",
+                        start, end, hint=_RANGE_HINT)
+
     def sum(self) -> Affine:
+        start = self.peek().start
         value = self.product()
         while self.peek().text in ("+", "-"):
             op = self.take().text
             rhs = self.product()
-            value = value + rhs if op == "+" else value - rhs
+            value = self.in_range(value + rhs if op == "+" else value - rhs, start)
         return value
 
     def product(self) -> Affine:
@@ -197,17 +212,18 @@ class _TypeParser:
                 end = self.toks[self.k - 1].end
                 raise self.fail(f"dimension {self.text[start:end]!r} in type {self.text!r} is not affine: it "
                                 "multiplies shape symbols together", start, end, hint=_DIM_HINT)
-            value = value * rhs.const if rhs.is_const else rhs * value.const
+            value = self.in_range(value * rhs.const if rhs.is_const else rhs * value.const, start)
         return value
 
     def unary(self) -> Affine:
         if self.peek().text in ("+", "-"):
+            start = self.peek().start
             negate = self.take().text == "-"
             value = self.unary()
-            return -value if negate else value
+            return self.in_range(-value, start) if negate else value
         tok = self.take()
         if tok.kind == "int":
-            return Affine.of(int(tok.text))
+            return Affine.of(self.literal(tok))
         if tok.kind == "name":
             if tok.text in RESERVED:
                 raise self.fail(f"shape symbol {tok.text!r} in type {self.text!r} is reserved: it is "
@@ -222,6 +238,17 @@ class _TypeParser:
             return value
         raise self.fail(f"expected a dimension in type {self.text!r}, got {tok.describe()}", tok.start,
                         max(tok.end, tok.start + 1), hint=_DIM_HINT)
+
+
+    def literal(self, tok: _Tok) -> int:
+        """An integer token, at most 2**63 - 1. A longer digit string is refused before
+        int() reads it: past 4300 digits Python refuses it with a ValueError."""
+        digits = tok.text.lstrip("0") or "0"
+        if len(digits) <= _I64_DIGITS and int(digits) <= _I64_MAX:
+            return int(digits)
+        shown = digits if len(digits) <= 40 else f"{digits[:17]}...{digits[-17:]} ({len(digits)} digits)"
+        raise self.fail(f"the integer {shown} in type {shorten(self.text, 60)} does not fit in 64 bits", tok.start,
+                        tok.end, hint=_RANGE_HINT)
 
 
 # --- documents ----------------------------------------------------------------------

@@ -156,9 +156,6 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
     KnownIssue("fuzz/pool-use-after-free", "verify proves an unchecked pool access against the pool's declared size, "
                "not its allocated part: a PoolLoad after PoolFree verifies; both backends raise ExecutionError",
                lambda f: f.kind == VERIFIER_HOLE and "allocated part of pool" in f.message),
-    KnownIssue("fuzz/huge-dimension", "a declared dimension beyond 64 bits passes the front end and fails the "
-               "verifier (a VerifyError without a position) instead of a DocumentError at the type",
-               lambda f: f.kind == INTERNAL and f.target == "document" and "beyond 64 bits" in f.message),
 )
 
 
