@@ -239,7 +239,6 @@ class _TypeParser:
         raise self.fail(f"expected a dimension in type {self.text!r}, got {tok.describe()}", tok.start,
                         max(tok.end, tok.start + 1), hint=_DIM_HINT)
 
-
     def literal(self, tok: _Tok) -> int:
         """An integer token, at most 2**63 - 1. A longer digit string is refused before
         int() reads it: past 4300 digits Python refuses it with a ValueError."""
