@@ -44,10 +44,17 @@ class StageSymbol:
 
 
 # --------------------------------------------------------------------------- codegen link
-_CODEGEN_SOURCES = ("codegen", "vecmath")
+_CODEGEN_SOURCES = ("codegen", "vecmath", "jit")
 # An entry also certifies that its program passed the verifier, so `prepare` does not
 # verify again on a disk hit; a change to the verifier invalidates the entries.
 _VERIFIER_SOURCES = ("verifier.py", "dataflow.py", "intervals.py", "structure.py")
+
+
+def _opt_level(program: Program) -> int:
+    """LLVM's pipeline level for `program`: O3, or O2 for a deep loop nest (jit.opt_level)."""
+    loops = max((sum(1 for i in s.body if isinstance(i, Instr) and i.op == "LOOP") for s in program.stages),
+                default=0)
+    return jit.opt_level(loops)
 
 
 def _codegen_version() -> str:
@@ -150,7 +157,7 @@ class CpuLlvmBackend:
         symbols = tuple(StageSymbol(e.name, int(e.stage_index), tuple(e.reduce_buffers)) for e in result.stages)
         try:
             _check_symbols(symbols, program)
-            obj = jit.compile_object(result.module_ir)
+            obj = jit.compile_object(result.module_ir, level=_opt_level(program))
             loaded = jit.load_object(obj, [s.name for s in symbols])
         except (RuntimeError, ValueError) as e:
             raise CompileError(f"cpu_llvm: LLVM rejected the code generated for program '{program.name}' "
@@ -173,7 +180,7 @@ class CpuLlvmBackend:
     # ---------------------------------------------------------------- text forms
     text_forms = {
         "llvm": "LLVM IR as the code generator writes it, one function per stage",
-        "llvm-opt": "the same after LLVM's O3 pipeline for this CPU (vectorized)",
+        "llvm-opt": "the same after LLVM's O3 pipeline for this CPU (vectorized; O2 for a deep loop nest)",
         "native": "the host CPU's assembly, as the object code holds it",
     }
 
@@ -185,7 +192,7 @@ class CpuLlvmBackend:
         if form == "llvm":
             return module_ir
         try:
-            return (jit.optimized_text if form == "llvm-opt" else jit.native_assembly)(module_ir)
+            return (jit.optimized_text if form == "llvm-opt" else jit.native_assembly)(module_ir, _opt_level(program))
         except RuntimeError as e:
             raise CompileError(f"cpu_llvm: LLVM rejected the code generated for program '{program.name}' "
                                f"(a code generator bug): {e}") from None
