@@ -27,11 +27,9 @@ document), a `.txt` with the finding, and a `.case.pkl` that `replay` runs again
 from __future__ import annotations
 
 import argparse
-import ast
 import hashlib
 import os
 import pickle
-import re
 import sys
 import tempfile
 import time
@@ -98,64 +96,10 @@ class KnownIssue:
     matches: Callable[[Finding], bool]
 
 
-def _mutated(f: Finding, *fragments: str) -> bool:
-    return any(frag in m for m in f.mutations for frag in fragments)
-
-
-_TERMS = re.compile(r"terms (\[.*\])")
-
-
-def _non_canonical_dims(f: Finding) -> bool:
-    """A mutation built a dimension with a repeated symbol, a zero coefficient or terms out
-    of order (the mutators write each dimension's terms as `Affine` kept them)."""
-    for m in f.mutations:
-        found = _TERMS.search(m)
-        if not found:
-            continue
-        try:
-            dims = ast.literal_eval(found.group(1))
-        except (ValueError, SyntaxError):
-            continue
-        for terms in dims:
-            names = [name for name, _ in terms]
-            if names != sorted(set(names)) or any(c == 0 for _, c in terms):
-                return True
-    return False
-
-
-def _big_symbol(f: Finding) -> bool:
-    return any(int(v) >= 1 << 62 or int(v) < 0 for v in re.findall(r"=(-?\d+)", f.message.rsplit("[symbols", 1)[-1]))
-
-
 # Issue 11, section 7, and what the fuzzers found beyond it (docs/testing.md, "Fuzzing"):
 # each entry goes when its fix has landed, and the bounded fuzz test then holds the line.
 KNOWN_ISSUES: tuple[KnownIssue, ...] = (
-    KnownIssue("issue-11/non-canonical-affine",
-               "decode/verify read a dimension with a repeated symbol term by term; runtimes sum it",
-               lambda f: _non_canonical_dims(f)
-               and f.kind in (VERIFIER_HOLE, CANARY, CRASH, MISMATCH, DIVERGENCE, ROUND_TRIP)),
-    KnownIssue("issue-11/numpy-int-block", "block sizes given as numpy integers wrap in the structure check",
-               lambda f: _mutated(f, "block:numpy-int") and f.kind in (MISMATCH, DIVERGENCE, CRASH, CANARY, EXCEPTION,
-                                                                       TIMEOUT, INTERNAL)),
-    KnownIssue("issue-11/symbol-range", "launches do not enforce the symbol range the verifier assumes",
-               lambda f: _big_symbol(f) and f.kind in (VERIFIER_HOLE, CANARY, CRASH, MISMATCH, DIVERGENCE, EXCEPTION)),
-    KnownIssue("issue-11/huge-immediate", "a message about a 5,000-digit immediate hits Python's int-to-str limit",
-               lambda f: f.kind in (EXCEPTION, WRONG_ERROR) and "integer string conversion" in f.message),
-    KnownIssue("issue-11/compile-time", "compile and verify time explode on high ranks, long chains, deep nests "
-               "(or, past a limit, a RecursionError without a position)",
-               lambda f: _mutated(f, "type rank", "chain of", "parens", "calls", "nesting", "type repeat", "nest ")
-               and (f.kind == TIMEOUT and f.phase in ("compile", "verify")
-                    or f.kind == NO_POSITION and "RecursionError" in f.message)),
-    KnownIssue("issue-11/absurd-shape", "raw MemoryError/ValueError for absurd output shapes",
-               lambda f: f.target == "document" and f.kind == EXCEPTION
-               and ("MemoryError" in f.message or "ValueError" in f.message)),
-    # found by these fuzzers (reported with issue 11)
-    KnownIssue("fuzz/llvm-time-high-rank", "cpu_llvm's LLVM O3 time grows steeply with the rank of a reduced "
-               "array (sum over a rank-16 f64 array: 13.5 s in LLVM, rank 6: 0.3 s)",
-               lambda f: f.kind == TIMEOUT and f.phase == "cpu_llvm" and _mutated(f, "type rank", "type repeat")),
-    KnownIssue("fuzz/pool-use-after-free", "verify proves an unchecked pool access against the pool's declared size, "
-               "not its allocated part: a PoolLoad after PoolFree verifies; both backends raise ExecutionError",
-               lambda f: f.kind == VERIFIER_HOLE and "allocated part of pool" in f.message),
+    # none open: issue 11's and the fuzzers' own findings are fixed (docs/testing.md, "Fuzzing")
 )
 
 
