@@ -20,7 +20,7 @@ import time
 
 import hologram
 from hologram.cli import prepare_inputs
-from hologram.passes.stats import reduction
+from hologram.passes.stats_table import reduction
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZES = {"gemm": {"m": 256, "k": 256, "n": 256}, "matvec": {"m": 1024, "n": 1024},

@@ -304,7 +304,7 @@ def _emit_after(kernel: Kernel, pipeline: Pipeline, kind: str, name: str) -> str
 def _emit_stats(kernel: Kernel) -> str:
     from rich.markup import escape
 
-    from .passes.stats import example_sizes, format_stats, render
+    from .passes.stats_table import example_sizes, format_stats, render
 
     # O0, O1, O2 (and "custom" after them, for --passes): the last column is compared to O0,
     # at sizes where no dimension is degenerate (the caption names them)

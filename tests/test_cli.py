@@ -200,7 +200,7 @@ def test_emit_stats_compares_at_sizes_where_no_dimension_is_degenerate(capsys, t
 
 
 def test_example_sizes_keep_every_dimension_large():
-    from hologram.passes.stats import NONDEGENERATE, example_sizes
+    from hologram.passes.stats_table import NONDEGENERATE, example_sizes
 
     assert example_sizes(hologram.compile(WINDOW).program) == {"n": 1024, "w": 512}
     assert example_sizes(hologram.compile_file("kernels/gemm.toml").program) == {"k": 1024, "m": 1024, "n": 1024}

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from hologram.core.asm import parse_program
 from hologram.core.ir import Compute, Expr, KernelIR, TensorDecl
 from hologram.core.types import Affine, DType
-from hologram.passes.stats import Formula, Poly, Stats, format_stats, measure, reduction, render
+from hologram.passes.stats import Formula, Poly, Stats, measure
+from hologram.passes.stats_table import format_stats, reduction, render
 
 EMPTY_IR = KernelIR("k", "1", (), (), (), ())
 
