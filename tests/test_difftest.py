@@ -22,8 +22,9 @@ from hologram.core.isa import Addr, BufferParam, Imm, Instr, Program, Reg, RegDe
 from hologram.core.plugins import get_backend, plugin_manager
 from hologram.core.types import Affine, DType
 from hologram.testing.difftest import (
-    EXACT, INTERP_MAX_ELEMENTS, OPEN, ULPS, ProgramCase, check_program, max_elements, precision, replay, run_difftest,
+    INTERP_MAX_ELEMENTS, ProgramCase, check_program, max_elements, replay, run_difftest,
 )
+from hologram.testing.precision import EXACT, OPEN, ULPS, precision
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

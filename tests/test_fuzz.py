@@ -28,10 +28,9 @@ from hologram.testing.fuzz_mutate_documents import seed_documents, to_toml
 from hologram.testing.fuzz_mutate_programs import m_nest, mutate_affine
 from hologram.testing.fuzz_program_cases import mutants, mutate_binary, seed_programs
 from hologram.testing.fuzz_pool import WorkerPool
-from hologram.testing.fuzz_program_oracle import (
-    EXACT, OPEN, ULPS, ProgramCase, check_program_case, precision_levels, unchecked_fault,
-)
+from hologram.testing.fuzz_program_oracle import ProgramCase, check_program_case, unchecked_fault
 from hologram.testing.fuzz_trace import find_race
+from hologram.testing.precision import EXACT, OPEN, ULPS, precision
 
 PROGRAM_CASES = 300
 DOCUMENT_CASES = 250
@@ -123,7 +122,7 @@ def test_precision_levels_follow_the_isa_licences():
 
     def level(op: str, flags: str = "") -> int:
         text = program(base.format(op=op)).replace(".symbols n", ".symbols n" + flags)
-        return precision_levels(parse_program(text))["y"]
+        return precision(parse_program(text))["y"]
 
     assert level("ADD.f32 %w, %v, 1.0") == EXACT
     assert level("EXP.f32 %w, %v") == ULPS

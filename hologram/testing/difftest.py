@@ -41,7 +41,6 @@ from __future__ import annotations
 import hashlib
 import os
 import random
-from collections import defaultdict
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import attrs
@@ -53,12 +52,12 @@ from hypothesis.errors import Unsatisfiable
 from ..core.asm import format_program, parse_program
 from ..core.encoding import decode, encode
 from ..core.errors import ArgumentError, HologramError
-from ..core.isa import OPCODES, Addr, BufferParam, Instr, Program, Reg
+from ..core.isa import BufferParam, Program
 from . import values
 from .bounds import Val
 from .cases import KernelCase
-from .contract import assert_close
 from .isa_strategies import programs
+from .precision import compare_outputs, precision
 from .long_cases import kernels_with_long_reductions
 from .run import check_case
 
@@ -141,70 +140,6 @@ def program_cases(draw: Callable, max_size: int = 5) -> ProgramCase:
     return ProgramCase(prog, buffers, scalars, symbols)
 
 
-# The ISA's approximated instructions (docs/isa.md marks them ≈): backends may differ
-# from the interpreter by <= 4 ULP. Everything else is pinned to the bit.
-APPROX = frozenset("EXP LOG LOG2 LOG10 SIN COS TAN TANH SIGMOID ASIN ACOS ATAN SINH COSH ASINH ACOSH ATANH ERF ERFC "
-                   "EXP2 EXPM1 LOG1P ATAN2 HYPOT POW".split())
-ORDERED = frozenset({"ReduceAdd", "ReduceMul", "ResAccum"})  # float results depend on the order
-EXACT, ULPS, OPEN = 0, 1, 2  # precision levels: bitwise, within 4 ULP, not compared
-PROGRAM_ULPS = 4
-
-
-def precision(program: Program) -> dict[str, int]:
-    """Per buffer (params and temps): EXACT, ULPS or OPEN, by a conservative taint
-    analysis. Registers are flow-insensitive (a register's level is the worst of all its
-    writes), a branch predicate or loop counter that is tainted taints every write in its
-    stage, and an access through a tainted index taints the whole memory it touches.
-    Iterated to a fixpoint, since loops, calls and later stages feed values back."""
-    level: dict[tuple, int] = defaultdict(int)
-
-    def raise_to(key: tuple, lv: int) -> bool:
-        if lv > level[key]:
-            level[key] = lv
-            return True
-        return False
-
-    def memory_key(k: int, ins: Instr) -> tuple:
-        space = OPCODES[ins.op].space
-        return ("buf", ins.addr.buffer) if space == "global" else ("mem", k, space, ins.addr.buffer)
-
-    changed = True
-    while changed:
-        changed = False
-        for k, stage in enumerate(program.stages):
-            reg = lambda op: level[("reg", k, op.name)] if isinstance(op, Reg) else EXACT  # noqa: E731
-            body = [i for i in stage.body if isinstance(i, Instr)]
-            guards = [i.pred.reg for i in body if i.pred is not None] + [i.srcs[0] for i in body if i.op == "LOOP"]
-            control = max(map(reg, guards), default=EXACT)
-            for ins in body:
-                src = max((reg(op) for op in ins.srcs), default=EXACT)
-                index = reg(ins.addr.index) if isinstance(ins.addr, Addr) else EXACT
-                spec = OPCODES[ins.op]
-                if ins.addr is not None and spec.space in ("global", "shared", "pool") and "m" in spec.form:
-                    mem = memory_key(k, ins)
-                    if ins.dst is not None:  # a load
-                        lv = max(level[mem], OPEN if index or control else EXACT)
-                        changed |= raise_to(("reg", k, ins.dst.name), lv)
-                    else:  # a store or a reduction
-                        floating = ins.dtype is not None and ins.dtype.is_float
-                        lv = src
-                        if floating and ins.op in ORDERED:
-                            lv = OPEN
-                        elif floating and ins.op in ("ReduceMin", "ReduceMax"):
-                            lv = max(src, ULPS)  # the order picks the sign of an equal zero
-                        lv = OPEN if (index or control) else lv
-                        changed |= raise_to(mem, lv)
-                elif ins.dst is not None:
-                    if ins.op == "MOV":
-                        lv = src
-                    elif ins.op in APPROX:
-                        lv = ULPS if src == EXACT else OPEN
-                    else:
-                        lv = EXACT if src == EXACT else OPEN
-                    changed |= raise_to(("reg", k, ins.dst.name), OPEN if control else lv)
-    return {name: level[("buf", name)] for name in program.buffers()}
-
-
 # ---------------------------------------------------------------------- checking
 def _run_program(program: Program, backend: str, case: ProgramCase) -> tuple[dict[str, np.ndarray], str | None]:
     """Launch on a fresh copy of the buffers; (buffers after, error as `Type: message`)."""
@@ -250,18 +185,8 @@ def check_program(case: ProgramCase, backend: str, reference: str = REFERENCE, o
         return f"{reference} gave {want_err or 'no error'}, {backend} at {opt} gave {got_err or 'no error'}"
     if want_err:
         return None
-    levels = precision(case.program)
-    params = [p for p in case.program.params if isinstance(p, BufferParam) and p.role != "in"]
-    problems = []
-    for p in params:
-        if levels[p.name] == OPEN:
-            continue
-        ulps = PROGRAM_ULPS if levels[p.name] == ULPS and p.dtype.is_float else 0
-        try:
-            assert_close(got[p.name], want[p.name], ulps=ulps, name=p.name)
-        except AssertionError as exc:
-            problems.append(str(exc))
-    return "\n".join(problems) or None
+    outputs = [p for p in case.program.params if isinstance(p, BufferParam) and p.role != "in"]
+    return "\n".join(compare_outputs(outputs, precision(case.program), want, got)) or None
 
 
 def check_kernel(case: KernelCase, backend: str, opt: Opt | None = None) -> str | None:

@@ -13,7 +13,7 @@
    HologramError (an ArgumentError for sizes the kernel refuses, an ExecutionError); never
    another exception, never a change to the canaries or to an input.
 3. When both backends return, each output is compared at the precision its program pins
-   down (`precision_levels` in fuzz_program_oracle.py) with `assert_close`; when one
+   down (`precision.precision`) with `assert_close`; when one
    raises and the other returns, or they raise different error classes, that is a
    divergence (a compiled program has no races: the compiler writes none).
 """
@@ -26,12 +26,11 @@ import attrs
 import numpy as np
 
 from ..core.errors import HologramError, PluginError, VerifyError
-from .contract import assert_close
 from .fuzz_common import (
     DIVERGENCE, EXCEPTION, INTERNAL, MISMATCH, NO_POSITION, CaseResult, Guarded, Problem, check_guards,
     describe_exception, fill, scalar,
 )
-from .fuzz_program_oracle import OPEN, PROGRAM_ULPS, ULPS, precision_levels
+from .precision import compare_outputs, precision
 
 Phase = Callable[..., None]
 EXTENSIONS = {"toml": "toml", "yaml": "yaml", "json": "json"}
@@ -179,19 +178,5 @@ def _said(error: BaseException | None) -> str:
 
 
 def _compare(kernel: Any, want: dict[str, np.ndarray], got: dict[str, np.ndarray], facts: dict[str, int]) -> list[Problem]:
-    levels = precision_levels(kernel.program)
-    problems = []
-    for p in kernel.signature.outputs:
-        if p.name not in want or p.name not in got:
-            continue
-        level = levels.get(p.name, OPEN)
-        if level == OPEN:
-            facts["open"] = facts.get("open", 0) + 1
-            continue
-        facts["compared"] = facts.get("compared", 0) + 1
-        try:
-            assert_close(got[p.name], want[p.name], ulps=PROGRAM_ULPS if level == ULPS and p.dtype.is_float else 0,
-                         name=p.name)
-        except AssertionError as exc:
-            problems.append(Problem(MISMATCH, "compare", f"kernel {kernel.name!r}, cpu_llvm against interp: {exc}"))
-    return problems
+    return [Problem(MISMATCH, "compare", f"kernel {kernel.name!r}, cpu_llvm against interp: {failure}")
+            for failure in compare_outputs(kernel.signature.outputs, precision(kernel.program), want, got, facts)]

@@ -15,7 +15,7 @@ mutated program:
 5. When the launch is deterministic, the backends must agree: `find_race` (fuzz_trace.py)
    shows that no two lanes conflicted in memory; then one backend raising where the
    other finished is a divergence, and each output is compared at the precision the
-   program's dataflow pins down (`precision_levels`): bitwise, within 4 ULP after one
+   program's dataflow pins down (`precision`): bitwise, within 4 ULP after one
    approximated instruction, or not at all after composed approximations, reordered
    float sums or a sign copied from a NaN.
 
@@ -28,28 +28,20 @@ interpreter finished is.
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from typing import Any, Callable, Mapping
 
 import attrs
 import numpy as np
 
 from ..core.errors import ExecutionError, HologramError, ISAError, VerifyError
-from ..core.isa import OPCODES, Addr, BufferParam, Instr, Program, Reg
-from .contract import assert_close
+from ..core.isa import OPCODES, BufferParam, Instr, Program
+from .precision import compare_outputs, precision
 from .fuzz_common import (
     DIVERGENCE, EXCEPTION, INTERNAL, MISMATCH, ROUND_TRIP, VERIFIER_HOLE, WRONG_ERROR, CaseResult, Problem,
     check_guards, describe_exception, fill, guard_all, pick, scalar,
 )
 
 Phase = Callable[..., None]
-
-EXACT, ULPS, OPEN = 0, 1, 2
-PROGRAM_ULPS = 4  # the interpreter is numpy; a backend's approximations are within 4 ULP of it
-APPROX = frozenset("EXP LOG LOG2 LOG10 SIN COS TAN TANH SIGMOID ASIN ACOS ATAN SINH COSH ASINH ACOSH ATANH ERF ERFC "
-                   "EXP2 EXPM1 LOG1P ATAN2 HYPOT POW".split())
-ORDERED = frozenset({"ReduceAdd", "ReduceMul", "ResAccum"})
-REASSOCIABLE = frozenset({"ADD", "SUB", "MUL", "MIN", "MAX", "MAD", "FMA"})
 
 MAX_ELEMENTS = 1 << 16  # per launch, all buffers together
 MAX_INTERP_LANES = 1 << 14  # beyond this the interpreter is too slow to be worth waiting for
@@ -68,68 +60,6 @@ class ProgramCase:
     program: Program | None = None
     data: bytes | None = None
     text: str | None = None
-
-
-# ------------------------------------------------------------------ precision
-def precision_levels(program: Program) -> dict[str, int]:
-    """Per buffer: EXACT (backends agree bitwise), ULPS (within PROGRAM_ULPS) or OPEN (not
-    compared), by a conservative taint analysis (as `difftest.precision`, plus the ISA's
-    licences: a `.reassoc` operation, or a float ADD/SUB/MUL/MIN/MAX/MAD/FMA of a
-    `.reassociate` program, may be evaluated in another order; COPYSIGN may read the
-    unspecified sign of a NaN an operation produced). Registers are flow-insensitive, a
-    tainted branch predicate or loop counter taints every write of its stage, and an
-    access through a tainted index taints the memory it touches; iterated to a fixpoint.
-    Assumes the launch is free of races (see fuzz_trace.py)."""
-    level: dict[tuple, int] = defaultdict(int)
-
-    def raise_to(key: tuple, lv: int) -> bool:
-        if lv > level[key]:
-            level[key] = lv
-            return True
-        return False
-
-    def memory_key(k: int, ins: Instr) -> tuple:
-        space = OPCODES[ins.op].space
-        return ("buf", ins.addr.buffer) if space == "global" else ("mem", k, space, ins.addr.buffer)
-
-    changed = True
-    while changed:
-        changed = False
-        for k, stage in enumerate(program.stages):
-            def reg(op: Any) -> int:
-                return level[("reg", k, op.name)] if isinstance(op, Reg) else EXACT
-            body = [i for i in stage.body if isinstance(i, Instr)]
-            guards = [i.pred.reg for i in body if i.pred is not None] + [i.srcs[0] for i in body if i.op == "LOOP"]
-            control = max(map(reg, guards), default=EXACT)
-            for ins in body:
-                src = max((reg(op) for op in ins.srcs), default=EXACT)
-                index = reg(ins.addr.index) if isinstance(ins.addr, Addr) else EXACT
-                spec = OPCODES[ins.op]
-                floating = ins.dtype is not None and ins.dtype.is_float
-                if ins.addr is not None and spec.space in ("global", "shared", "pool") and "m" in spec.form:
-                    mem = memory_key(k, ins)
-                    if ins.dst is not None:  # a load
-                        lv = max(level[mem], OPEN if index or control else EXACT)
-                        changed |= raise_to(("reg", k, ins.dst.name), lv)
-                    else:  # a store or a reduction
-                        lv = src
-                        if floating and ins.op in ORDERED:
-                            lv = OPEN
-                        elif floating and ins.op in ("ReduceMin", "ReduceMax"):
-                            lv = max(src, ULPS)  # the order picks the sign of an equal zero
-                        changed |= raise_to(mem, OPEN if (index or control) else lv)
-                elif ins.dst is not None:
-                    if ins.op == "MOV":
-                        lv = src
-                    elif ins.op in APPROX:
-                        lv = ULPS if src == EXACT else OPEN
-                    elif floating and (ins.mod == "reassoc" or ins.op == "COPYSIGN"
-                                       or (program.reassociate and ins.op in REASSOCIABLE)):
-                        lv = OPEN
-                    else:
-                        lv = EXACT if src == EXACT else OPEN
-                    changed |= raise_to(("reg", k, ins.dst.name), OPEN if control else lv)
-    return {name: level[("buf", name)] for name in program.buffers()}
 
 
 # ------------------------------------------------------------------ launch arguments
@@ -397,22 +327,9 @@ def _said(error: BaseException | None) -> str:
 
 def _compare(program: Program, want: dict[str, np.ndarray], got: dict[str, np.ndarray],
              facts: dict[str, int]) -> list[Problem]:
-    levels = precision_levels(program)
-    problems = []
-    for p in program.params:
-        if not isinstance(p, BufferParam) or p.role == "in" or p.name not in want:
-            continue
-        level = levels.get(p.name, OPEN)
-        if level == OPEN:
-            facts["open"] = facts.get("open", 0) + 1
-            continue
-        facts["compared"] = facts.get("compared", 0) + 1
-        try:
-            assert_close(got[p.name], want[p.name], ulps=PROGRAM_ULPS if level == ULPS and p.dtype.is_float else 0,
-                         name=p.name)
-        except AssertionError as exc:
-            problems.append(Problem(MISMATCH, "compare", f"cpu_llvm against interp: {exc}"))
-    return problems
+    outputs = [p for p in program.params if isinstance(p, BufferParam) and p.role != "in"]
+    return [Problem(MISMATCH, "compare", f"cpu_llvm against interp: {failure}")
+            for failure in compare_outputs(outputs, precision(program), want, got, facts)]
 
 
 def _result(outcome: str, problems: list[Problem], facts: dict[str, int], launch: Launch | None = None
