@@ -33,10 +33,11 @@ from __future__ import annotations
 
 import bisect
 import collections
-from typing import Iterator, NamedTuple, Union
+from typing import NamedTuple, Union
 
 import attrs
 
+from .control import induction_step, reachable, reads, successors
 from .intervals import MAX_PROOF_WORK, Domain, Interval, Meter, Poly, TooComplex
 from .isa import OPCODES, Addr, Imm, Instr, Label, Operand, Program, Reg, Special, Stage, Sym
 from .types import DType
@@ -91,39 +92,6 @@ class Problem:
 
 def _freeze(s: State) -> tuple:
     return tuple(sorted(s.vals.items(), key=lambda kv: kv[0])), s.init
-
-
-def successors(body: tuple, labels: dict[str, int], pc: int) -> list[tuple[int, str]]:
-    """Control-flow edges out of `pc` as (target pc, 'fall' | 'taken'); a CALL falls
-    through (its callee is a separate region). `len(body)` means falling off the end."""
-    item = body[pc]
-    if isinstance(item, Label):
-        return [(pc + 1, "fall")]
-    op = item.op
-    if op in ("EXIT", "RET"):
-        return []
-    if op == "BRA":
-        taken = [(labels[item.target], "taken")]
-        return taken if item.pred is None else taken + [(pc + 1, "fall")]
-    if op == "LOOP":
-        return [(labels[item.target], "taken"), (pc + 1, "fall")]
-    return [(pc + 1, "fall")]
-
-
-def reachable(body: tuple, labels: dict[str, int], entry: int, meter: Meter | None = None) -> list[int]:
-    """Program counters reachable from `entry` (CALLs fall through), ascending; may
-    include `len(body)` when control can fall off the end."""
-    seen, todo = {entry}, [entry]
-    while todo:
-        if meter is not None:
-            meter.charge(1)
-        pc = todo.pop()
-        if pc < len(body):
-            for nxt, _ in successors(body, labels, pc):
-                if nxt not in seen:
-                    seen.add(nxt)
-                    todo.append(nxt)
-    return sorted(seen)
 
 
 class StageAnalysis:
@@ -351,7 +319,7 @@ class StageAnalysis:
                     writes.setdefault(r, []).append(pc)
             steps: dict[str, int] = {}
             for r, pcs in writes.items():
-                step = _step(self.body[pcs[0]], r) if len(pcs) == 1 else None
+                step = induction_step(self.body[pcs[0]], r) if len(pcs) == 1 else None
                 w = pcs[0]
                 if step is None or self.types.get(r) is not I64:
                     continue
@@ -590,7 +558,7 @@ class StageAnalysis:
             if isinstance(item, Label):
                 continue
             self.dom = self._domain(s)
-            for r in _reads(item):
+            for r in reads(item):
                 if not s.init & self.bits.get(r, 0):
                     self._problem(pc, "uninitialized", f"register %{r} may be read before it is written",
                                   "write it on every path that reaches this instruction")
@@ -647,24 +615,3 @@ _RING = {  # + - * commute with wrapping: modular intervals pass through them
 def _const_bound(bounds: tuple[Poly, ...], pick) -> int | None:
     consts = [p.value for p in bounds if p.is_const]
     return pick(consts) if consts else None
-
-
-def _step(ins: Instr, reg: str) -> int | None:
-    """k when `ins` is `ADD %reg, %reg, k`, `ADD %reg, k, %reg` or `SUB %reg, %reg, k`."""
-    if ins.op not in ("ADD", "SUB") or ins.dst != Reg(reg):
-        return None
-    a, b = ins.srcs
-    for x, k in [(a, b)] + ([(b, a)] if ins.op == "ADD" else []):
-        if x == Reg(reg) and isinstance(k, Imm) and isinstance(k.value, int) and not isinstance(k.value, bool):
-            return k.value if ins.op == "ADD" else -k.value
-    return None
-
-
-def _reads(ins: Instr) -> Iterator[str]:
-    for o in ins.srcs:
-        if isinstance(o, Reg):
-            yield o.name
-    if ins.addr is not None and ins.addr.index is not None:
-        yield ins.addr.index.name
-    if ins.pred is not None:
-        yield ins.pred.reg.name

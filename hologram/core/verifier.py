@@ -31,7 +31,8 @@ import weakref
 import numpy as np
 
 from .asm import format_instr, plain_value
-from .dataflow import MAX_ANALYSIS_STEPS, StageAnalysis, reachable
+from .control import reachable
+from .dataflow import MAX_ANALYSIS_STEPS, StageAnalysis
 from .encoding import SUPPORTED_ISA_VERSIONS
 from .errors import VerifyError, did_you_mean, shorten
 from .intervals import Domain, Meter, Poly, TooComplex

@@ -22,7 +22,7 @@ from typing import Callable, Iterable, Iterator
 
 import attrs
 
-from ..core.dataflow import reachable, successors
+from ..core.control import reachable, successors
 from ..core.errors import VerifyError
 from ..core.isa import OPCODES, Addr, Instr, Label, Operand, Pred, Program, Reg, RegDecl, Stage
 from ..core.verifier import verify

@@ -47,7 +47,7 @@ class StageSymbol:
 _CODEGEN_SOURCES = ("codegen", "vecmath", "jit")
 # An entry also certifies that its program passed the verifier, so `prepare` does not
 # verify again on a disk hit; a change to the verifier invalidates the entries.
-_VERIFIER_SOURCES = ("verifier.py", "dataflow.py", "intervals.py", "structure.py")
+_VERIFIER_SOURCES = ("verifier.py", "dataflow.py", "control.py", "intervals.py", "structure.py")
 
 
 def _opt_level(program: Program) -> int:
