@@ -11,6 +11,7 @@ import hologram
 from hologram import cli
 from hologram.core import plugins, runtime
 from hologram.core.errors import CompileError, PluginError, VerifyError
+from hologram.core.lru import LRUCache
 from hologram.core.lower import lower
 from hologram.dsl import to_ir
 from hologram.passes import Pass, manager
@@ -198,7 +199,7 @@ def test_pipeline_result_is_cached_by_content():
 
 
 def test_cache_is_bounded(monkeypatch):
-    monkeypatch.setattr(manager, "_CACHE", manager._LRU(2))
+    monkeypatch.setattr(manager, "_CACHE", LRUCache(2))
     calls: list[str] = []
     use(counting("ir", "t_count", calls))
     pipe = manager.resolve(passes=["t_count"])

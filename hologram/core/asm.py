@@ -32,13 +32,12 @@ import struct
 from typing import Iterator
 
 import attrs
-import numpy as np
 
 from .asm_lexer import DTYPES, QNAN_BITS, LineReader
 from .errors import ISAError, Span, did_you_mean
 from .isa import (
     ISA_VERSION, OPCODES, Addr, BufferParam, Imm, Init, Instr, Item, Label, MemDecl, Operand,
-    Pred, Program, Reg, RegDecl, ScalarParam, Special, Stage, Sym,
+    Pred, Program, Reg, RegDecl, ScalarParam, Special, Stage, Sym, python_scalar,
 )
 from .structure import structure_problem
 from .types import Affine, DType
@@ -56,20 +55,9 @@ def _f64_bits(x: float) -> int:
     return struct.unpack("<Q", struct.pack("<d", x))[0]
 
 
-def plain_value(value: object) -> object:
-    """numpy scalars as the Python bool/int/float they stand for; anything else as is."""
-    if isinstance(value, np.bool_):
-        return bool(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
-    return value
-
-
 def format_value(value: object) -> str:
     """An immediate, spelled so that its Python type and exact value survive parsing."""
-    value = plain_value(value)
+    value = python_scalar(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):

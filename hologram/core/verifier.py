@@ -30,13 +30,13 @@ import weakref
 
 import numpy as np
 
-from .asm import format_instr, plain_value
+from .asm import format_instr
 from .control import reachable
 from .dataflow import MAX_ANALYSIS_STEPS, StageAnalysis
 from .encoding import SUPPORTED_ISA_VERSIONS
 from .errors import VerifyError, did_you_mean, shorten
 from .intervals import Domain, Meter, Poly, TooComplex
-from .isa import COMPARE_MODS, OPCODES, REASSOC, REASSOC_OPS, BufferParam, Imm, Instr, Label, Program, Reg, ScalarParam, Special, Stage, Sym
+from .isa import COMPARE_MODS, OPCODES, python_scalar, REASSOC, REASSOC_OPS, BufferParam, Imm, Instr, Label, Program, Reg, ScalarParam, Special, Stage, Sym
 from .structure import ByIdentity, structure_problem
 from .types import Affine, DType
 
@@ -101,7 +101,7 @@ def representable(value: object, t: DType) -> bool:
     """True when the immediate `value` denotes exactly one value of type `t`: bools for
     bool, in-range ints for integers, and for floats an int or float the type holds
     exactly (NaN and infinities included), so no backend ever rounds a constant."""
-    v = plain_value(value)
+    v = python_scalar(value)
     if t is DType.BOOL:
         return isinstance(v, bool)
     if isinstance(v, bool) or not isinstance(v, (int, float)):

@@ -20,7 +20,6 @@ equal inputs give equal outputs and each runs once per distinct input.
 
 from __future__ import annotations
 
-import collections
 import os
 import threading
 from typing import Any, Callable, Sequence
@@ -32,6 +31,7 @@ from ..core.encoding import program_hash
 from ..core.errors import CompileError, HologramError, PluginError, VerifyError, did_you_mean
 from ..core.ir import KernelIR
 from ..core.isa import Program
+from ..core.lru import LRUCache
 from ..core.verifier import verify
 from .api import LEVELS, PIPELINES, Pass
 
@@ -43,41 +43,7 @@ __all__ = ["ENV_OPT", "DEFAULT_OPT", "CACHE_SIZE", "Pipeline", "resolve", "regis
 
 
 # ------------------------------------------------------------------------- the cache
-class _LRU:
-    """A bounded, thread-safe mapping that forgets the least recently used entry."""
-
-    def __init__(self, size: int):
-        self.size = size
-        self._data: collections.OrderedDict[Any, Any] = collections.OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = self.misses = 0
-
-    def get(self, key: Any) -> Any:
-        with self._lock:
-            if key in self._data:
-                self._data.move_to_end(key)
-                self.hits += 1
-                return self._data[key]
-            self.misses += 1
-            return None
-
-    def put(self, key: Any, value: Any) -> None:
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.size:
-                self._data.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
-            self.hits = self.misses = 0
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-
-_CACHE = _LRU(CACHE_SIZE)
+_CACHE: LRUCache[Any, Any] = LRUCache(CACHE_SIZE)
 
 
 def clear_cache() -> None:
