@@ -354,6 +354,19 @@ def test_out_aliasing_an_input_gives_the_unaliased_result():
     np.testing.assert_array_equal(x, expected)
 
 
+@pytest.mark.parametrize("name", ["None", "class", "lambda"])
+def test_a_kernel_named_like_a_python_keyword_still_returns_its_outputs(name):
+    """Found by the document fuzzer (seed 23): namedtuple refused the kernel's name as
+    its type name, so compiling a kernel named "None" with two outputs raised ValueError."""
+    k = hg.compile(f'[kernel]\nname = "{name}"\nversion = "1.0.0"\ninputs = {{ x = "f32[n]" }}\n'
+                   'outputs = { lo = "f32[n]", hi = "f32[n]" }\nbody = "lo = x - 1\\nhi = x + 1"\n',
+                   format="toml", backend="interp")
+    x = np.arange(3, dtype=np.float32)
+    res = k(x)
+    assert res._fields == ("lo", "hi") and type(res).__name__ == "Outputs"
+    np.testing.assert_array_equal(res.hi, x + 1)
+
+
 def test_several_outputs_are_a_namedtuple():
     hist = hg.compile_file("kernels/class_histogram.toml", backend="interp")
     data = np.arange(256, dtype=np.uint8)

@@ -14,6 +14,7 @@ the result is the same as without aliasing.
 from __future__ import annotations
 
 import collections
+import keyword
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
@@ -79,7 +80,8 @@ class Compiled:
         names = self.signature.output_names
         if len(names) < 2:
             return None
-        typename = self.kir.name if self.kir.name.isidentifier() else "Outputs"
+        name = self.kir.name  # a document may name a kernel "None" or "class": no type name
+        typename = name if name.isidentifier() and not keyword.iskeyword(name) else "Outputs"
         return collections.namedtuple(typename, names, rename=True)
 
 
