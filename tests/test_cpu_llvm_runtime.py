@@ -917,3 +917,21 @@ def test_deep_loop_nests_are_optimized_at_o2_and_stay_right(monkeypatch, tmp_pat
     assert levels == [jit.DEEP_NEST_OPT_LEVEL] and jit.DEEP_NEST_OPT_LEVEL < jit.OPT_LEVEL
     x = np.random.default_rng(0).random((2, 3, 1, 2, 2, 1, 3, 2, 1, 2))
     assert_close(k.on("cpu_llvm")(x), np.sqrt(np.sum(x * x)))
+
+
+def test_very_deep_loop_nests_skip_the_pipeline_and_stay_right(monkeypatch, tmp_path):
+    """Elementwise over rank 20 (17 in-lane LOOPs) kept LLVM busy past 30 s at O2 and O1
+    alike (document fuzzer, seed 29); past jit.VERY_DEEP_NEST_LOOPS it is compiled at O0."""
+    import hologram as hg
+    from hologram.testing import assert_close
+
+    dims = ", ".join(f"r{i}" for i in range(20))
+    k = hg.compile(f'[kernel]\nname = "e20"\nversion = "1.0.0"\ninputs = {{ x = "f64[{dims}]", y = "f64[{dims}]" }}\n'
+                   f'outputs = {{ a = "f64[{dims}]" }}\nbody = "a = x * 2 + y"\n', format="toml")
+    levels: list[int] = []
+    real = jit.optimize
+    monkeypatch.setattr(jit, "optimize", lambda m, tm, level=jit.OPT_LEVEL: (levels.append(level), real(m, tm, level)))
+    CpuLlvmBackend(cache_dir=tmp_path / "cache").prepare(k.program)
+    assert levels == [jit.VERY_DEEP_NEST_OPT_LEVEL] == [0]
+    x = np.random.default_rng(1).random((2, 3) + (1,) * 16 + (2, 2))
+    assert_close(k.on("cpu_llvm")(x, x + 1), x * 2 + (x + 1))

@@ -82,11 +82,17 @@ def _compiler() -> llvm.TargetMachine:
 # the tiled gemm gets different code at O3 that ran 1.5x faster (63 vs 96 ms) for ~15%
 # more compile time. So O3 stays; a lighter level would only make gemm slower.
 OPT_LEVEL = 3
-# ...except for deep loop nests, where O3's time grows steeply with the depth while O2's
-# does not: a full sum over a rank-16 array (13 in-lane LOOPs) took 9.4 s at O3 and 1.4 s
-# at O2 (rank 10: 1.0 s and 0.3 s). No stdlib kernel has more than 3 LOOPs in a stage.
+# ...except for deep loop nests, where every level's time grows steeply with the depth,
+# O3's most: a full sum over a rank-16 array (13 in-lane LOOPs) took 9.4 s at O3 and
+# 1.4 s at O2 (rank 10: 1.0 s and 0.3 s); an elementwise kernel over rank 14 (11 LOOPs)
+# 1.2 s at O2 and O1 alike, rank 20 past 30 s, growing ~1.6x per loop. O0 stays at
+# ~0.02 s at any depth, so past VERY_DEEP_NEST_LOOPS the pipeline is skipped: such a
+# kernel runs slower, but no program can make LLVM take minutes. No stdlib kernel has
+# more than 3 LOOPs in a stage; an elementwise kernel over rank r has r - 3.
 DEEP_NEST_LOOPS = 4
 DEEP_NEST_OPT_LEVEL = 2
+VERY_DEEP_NEST_LOOPS = 8
+VERY_DEEP_NEST_OPT_LEVEL = 0
 
 
 def optimize(module: llvm.ModuleRef, tm: llvm.TargetMachine, level: int = OPT_LEVEL) -> None:
@@ -113,6 +119,8 @@ def _optimized(module_ir: str, level: int) -> llvm.ModuleRef:
 
 def opt_level(loops_per_stage: int) -> int:
     """The pipeline level for a module whose busiest stage holds `loops_per_stage` LOOPs."""
+    if loops_per_stage > VERY_DEEP_NEST_LOOPS:
+        return VERY_DEEP_NEST_OPT_LEVEL
     return DEEP_NEST_OPT_LEVEL if loops_per_stage > DEEP_NEST_LOOPS else OPT_LEVEL
 
 
