@@ -66,3 +66,21 @@ def dtype_of(name: str, kir: KernelIR) -> DType:
 
 def compute(kir: KernelIR, target: str) -> Compute:
     return next(s for s in kir.body if s.target == target)
+
+
+# A two-kernel document (a Library): a vector add and a scale, f32 and f64.
+TWO_KERNELS = '''
+[[kernels]]
+name = "vadd"
+version = "1.0.0"
+inputs  = { x = "f32[n]", y = "f32[n]" }
+outputs = { z = "f32[n]" }
+body = "z = x + y"
+
+[[kernels]]
+name = "scale"
+version = "1.0.0"
+inputs  = { a = "f64", x = "f64[n]" }
+outputs = { y = "f64[n]" }
+body = "y = a * x"
+'''

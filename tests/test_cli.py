@@ -15,6 +15,8 @@ from hologram import cli
 from hologram.core import plugins
 from hologram.core.types import DType
 
+from dsl_helpers import TWO_KERNELS
+
 
 @pytest.fixture(autouse=True)
 def fresh(monkeypatch):
@@ -30,23 +32,6 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
     code = cli.main(list(argv))
     out, err = capsys.readouterr()
     return code, out, err
-
-
-TWO_KERNELS = '''
-[[kernels]]
-name = "vadd"
-version = "1.0.0"
-inputs  = { x = "f32[n]", y = "f32[n]" }
-outputs = { z = "f32[n]" }
-body = "z = x + y"
-
-[[kernels]]
-name = "scale"
-version = "1.0.0"
-inputs  = { a = "f64", x = "f64[n]" }
-outputs = { y = "f64[n]" }
-body = "y = a * x"
-'''
 
 
 @pytest.fixture

@@ -20,6 +20,8 @@ from hologram.core.isa import BufferParam, ScalarParam
 from hologram.core.kernel import Kernel
 from hologram.core.types import Affine
 
+from dsl_helpers import TWO_KERNELS
+
 BACKENDS = ("cpu_llvm", "interp")
 
 
@@ -388,21 +390,7 @@ def test_every_call_style_takes_the_fast_path(backend, style, monkeypatch):
             assert got is o
 
 
-LIBRARY_TEXT = '''
-[[kernels]]
-name = "vadd"
-version = "1.0.0"
-inputs  = { x = "f32[n]", y = "f32[n]" }
-outputs = { z = "f32[n]" }
-body = "z = x + y"
-
-[[kernels]]
-name = "scale"
-version = "1.0.0"
-inputs  = { a = "f64", x = "f64[n]" }
-outputs = { y = "f64[n]" }
-body = "y = a * x"
-'''
+LIBRARY_TEXT = TWO_KERNELS
 LIBRARY = hg.compile_all(LIBRARY_TEXT)
 
 

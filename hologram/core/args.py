@@ -370,15 +370,19 @@ def _too_big(kernel: str, p: Param, shape: tuple[int, ...], symbols: Mapping[str
                          f"{f' for {named}' if named else ''}: {_bytes(nbytes)}, {why}")
 
 
-def temporary_too_big(name: str, dtype: DType | np.dtype, size: int) -> ArgumentError:
-    """The error a backend raises when the shape symbols ask for a temporary buffer of
-    `size` elements that numpy cannot hold or the machine cannot give (the symbols come
-    from the arguments, so it is theirs to fix)."""
+def zeroed_temporary(name: str, dtype: DType | np.dtype, size: int) -> np.ndarray:
+    """A backend's temporary buffer `name`: `size` zeroed elements of `dtype`. When the
+    shape symbols ask for more than numpy can hold or the machine can give, an
+    ArgumentError naming the buffer and the bytes (the symbols come from the arguments,
+    so it is theirs to fix), as `allocate_outputs` gives for an output."""
+    try:
+        return np.zeros(size, dtype.np if isinstance(dtype, DType) else dtype)
+    except (MemoryError, ValueError):  # ValueError: more bytes than an array may have
+        pass
     d = dtype if isinstance(dtype, DType) else DType.from_numpy(np.dtype(dtype))
     nbytes = size * d.np.itemsize
     why = "more than a numpy array can hold" if nbytes > sys.maxsize else "more than this machine can give"
-    return ArgumentError(f"cannot allocate temporary buffer {name!r} ({size} elements of {d}): "
-                         f"{_bytes(nbytes)}, {why}")
+    raise ArgumentError(f"cannot allocate temporary buffer {name!r} ({size} elements of {d}): {_bytes(nbytes)}, {why}")
 
 
 def _bytes(nbytes: int) -> str:

@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 import attrs
 import numpy as np
 
-from hologram.core.args import plain_array, symbol_value, temporary_too_big
+from hologram.core.args import plain_array, symbol_value, zeroed_temporary
 from hologram.core.asm import format_instr
 from hologram.core.atlas import NUM_CLASSES
 from hologram.core.errors import ArgumentError, ExecutionError
@@ -326,13 +326,7 @@ def bind_buffers(exe: Executable, geo: Geometry, buffers: Mapping[str, np.ndarra
 def temporaries(exe: Executable, sizes: Sequence[int]) -> list[np.ndarray]:
     """The program's temporaries, zeroed, of these sizes (`Geometry.sizes` past the
     params); ArgumentError when the symbols ask for more memory than there is."""
-    out = []
-    for b, size in zip(exe.temps, sizes):
-        try:
-            out.append(np.zeros(size, b.dtype))
-        except (MemoryError, ValueError):  # ValueError: more bytes than an array may have
-            raise temporary_too_big(b.name, b.dtype, size) from None
-    return out
+    return [zeroed_temporary(b.name, b.dtype, size) for b, size in zip(exe.temps, sizes)]
 
 
 def _wrong_names(exe: Executable, buffers: Mapping[str, Any]) -> None:

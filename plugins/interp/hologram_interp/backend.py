@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from hologram.core.args import plain_array, symbol_value, temporary_too_big
+from hologram.core.args import plain_array, symbol_value, zeroed_temporary
 from hologram.core.errors import ArgumentError
 from hologram.core.isa import BufferParam, Program
 from hologram.core.lru import LRUCache
@@ -120,7 +120,7 @@ def bind(exe: Executable, buffers: Mapping[str, np.ndarray], scalars: Mapping[st
             raise ArgumentError(f"buffer '{p.name}' is written by the program but the array is read-only")
         mem[p.name] = arr.reshape(-1)  # a view: C-contiguous
     for t in program.temps:
-        mem[t.name] = _temporary(t, _size(t, symbols))
+        mem[t.name] = zeroed_temporary(t.name, t.dtype, _size(t, symbols))
     for name, p in program.scalars().items():
         if name not in scalars:
             raise ArgumentError(f"scalar parameter '{name}' ({p.dtype}) is missing")
@@ -132,14 +132,6 @@ def bind(exe: Executable, buffers: Mapping[str, np.ndarray], scalars: Mapping[st
         else:
             raise ArgumentError(f"scalar parameter '{name}': expected a number of type {p.dtype}, got {v!r}")
     return mem, consts
-
-
-def _temporary(t: BufferParam, size: int) -> np.ndarray:
-    """A zeroed temporary; the symbols can ask for more than memory holds."""
-    try:
-        return np.zeros(size, t.dtype.np)
-    except (MemoryError, ValueError):  # ValueError: more bytes than an array may have
-        raise temporary_too_big(t.name, t.dtype, size) from None
 
 
 def _size(p: BufferParam, symbols: Mapping[str, int]) -> int:
