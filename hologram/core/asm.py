@@ -37,10 +37,10 @@ from .asm_lexer import DTYPES, QNAN_BITS, LineReader
 from .errors import ISAError, Span, did_you_mean
 from .isa import (
     ISA_VERSION, OPCODES, Addr, BufferParam, Imm, Init, Instr, Item, Label, MemDecl, Operand,
-    Pred, Program, Reg, RegDecl, ScalarParam, Special, Stage, Sym, python_scalar,
+    Pred, Program, Reg, RegDecl, ScalarParam, Special, Stage, Sym,
 )
 from .structure import structure_problem
-from .types import Affine, DType
+from .types import Affine, DType, python_scalar
 
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 

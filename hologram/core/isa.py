@@ -18,7 +18,7 @@ from typing import Union
 import attrs
 import numpy as np
 
-from .types import Affine, DType, Shape, python_int, python_ints
+from .types import Affine, DType, Shape, python_int, python_ints, python_scalar
 
 ISA_VERSION = 1
 
@@ -55,22 +55,6 @@ class Special:
 
     def __str__(self) -> str:
         return f"%{self.name}"
-
-
-def python_scalar(value: object) -> object:
-    """A numpy bool, integer or float scalar as the Python bool, int or float it stands
-    for (the value the encoding, the formatter and the verifier read); anything else
-    unchanged, for `structure_problem` to judge. The ISA values convert what they are
-    given, so a program has one form whatever built it: the interpreter refused numpy
-    offsets that cpu_llvm ran."""
-    if isinstance(value, np.generic):
-        if isinstance(value, np.bool_):
-            return bool(value)
-        if isinstance(value, np.integer):
-            return int(value)
-        if isinstance(value, np.floating):
-            return float(value)
-    return value
 
 
 def imm_key(value: bool | int | float) -> tuple:

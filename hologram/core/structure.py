@@ -20,7 +20,7 @@ from .isa import (
 )
 from .types import Affine, DType
 
-# The ISA classes convert numpy scalars to Python ones when built (isa.python_scalar),
+# The ISA classes convert numpy scalars to Python ones when built (types.python_scalar),
 # so a numpy value here was set past the constructor: refused, since the backends read
 # such values differently (the interpreter refused numpy offsets that cpu_llvm ran).
 INT = "int"  # a Python int, not bool

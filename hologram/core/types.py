@@ -139,6 +139,22 @@ def python_int(value: object) -> object:
     return int(value) if isinstance(value, np.integer) else value
 
 
+def python_scalar(value: object) -> object:
+    """A numpy bool, integer or float scalar as the Python bool, int or float it stands
+    for (the value the encoding, the formatter and the verifier read); anything else
+    unchanged, for `structure_problem` to judge. The ISA values convert what they are
+    given, so a program has one form whatever built it: the interpreter refused numpy
+    offsets that cpu_llvm ran."""
+    if isinstance(value, np.generic):
+        if isinstance(value, np.bool_):
+            return bool(value)
+        if isinstance(value, np.integer):
+            return int(value)
+        if isinstance(value, np.floating):
+            return float(value)
+    return value
+
+
 def python_ints(values: object) -> object:
     """`python_int` of every element of a tuple (a block shape); anything else unchanged."""
     if type(values) is tuple and any(isinstance(v, np.integer) for v in values):

@@ -36,9 +36,12 @@ from .dataflow import MAX_ANALYSIS_STEPS, StageAnalysis
 from .encoding import SUPPORTED_ISA_VERSIONS
 from .errors import VerifyError, did_you_mean, shorten
 from .intervals import Domain, Meter, Poly, TooComplex
-from .isa import COMPARE_MODS, OPCODES, python_scalar, REASSOC, REASSOC_OPS, BufferParam, Imm, Instr, Label, Program, Reg, ScalarParam, Special, Stage, Sym
+from .isa import (
+    COMPARE_MODS, OPCODES, REASSOC, REASSOC_OPS, BufferParam, Imm, Instr, Label, Program, Reg, ScalarParam, Special,
+    Stage, Sym,
+)
 from .structure import ByIdentity, structure_problem
-from .types import Affine, DType
+from .types import Affine, DType, python_scalar
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 PARAM_ROLES = ("in", "out", "inout")
