@@ -935,3 +935,12 @@ def test_very_deep_loop_nests_skip_the_pipeline_and_stay_right(monkeypatch, tmp_
     assert levels == [jit.VERY_DEEP_NEST_OPT_LEVEL] == [0]
     x = np.random.default_rng(1).random((2, 3) + (1,) * 16 + (2, 2))
     assert_close(k.on("cpu_llvm")(x, x + 1), x * 2 + (x + 1))
+    # full reductions through an unoptimized nest of 11 LOOPs
+    dims = ", ".join(f"r{i}" for i in range(14))
+    r = hg.compile(f'[kernel]\nname = "r14"\nversion = "1.0.0"\ninputs = {{ x = "f32[{dims}]" }}\n'
+                   'outputs = { s = "f32", m = "f32" }\nbody = "s = sum(x)\\nm = max(x)"\n',
+                   format="toml")
+    x = np.random.default_rng(2).random((3, 2, 1, 2, 1, 3, 1, 1, 2, 1, 2, 1, 3, 2)).astype(np.float32)
+    got = r.on("cpu_llvm")(x)
+    assert_close(got.s, np.sum(x, dtype=np.float64).astype(np.float32), reduction_n=x.size)
+    assert got.m == x.max()
