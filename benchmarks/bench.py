@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 
 import hologram  # noqa: E402
 from rich.markup import escape  # noqa: E402
-from hologram.core.plugins import get_backend, list_backends  # noqa: E402
+from hologram.runtime.lookups import get_backend, list_backends  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KERNELS = os.path.join(os.path.dirname(HERE), "kernels")
@@ -301,7 +301,7 @@ CHILD = r'''
 import json, sys, time
 import numpy as np
 import hologram
-from hologram.core.plugins import get_backend
+from hologram.runtime.plugins import get_backend
 backend, sources = sys.argv[1], json.loads(sys.argv[2])
 be = get_backend(backend)
 warm = hologram.compile("""[kernel]

@@ -19,7 +19,7 @@ import sys
 import time
 
 import hologram
-from hologram.cli import prepare_inputs
+from hologram.cli.main import prepare_inputs
 from hologram.passes.stats_table import reduction
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -15,9 +15,9 @@ import time
 from typing import Callable
 
 import hologram
-from hologram.core.asm import parse_program
 from hologram.core.errors import HologramError
-from hologram.core.verifier import verify
+from hologram.isa.asm import parse_program
+from hologram.verify.verifier import verify
 
 
 def _kernel(name: str, body: str, inputs: str = 'x = "f32[n]"', outputs: str = 'y = "f32[n]"') -> str:

@@ -12,11 +12,11 @@ See docs/api.md for the runtime API and docs/plugins.md for writing plugins.
 
 from importlib import metadata as _metadata
 
-from .core import errors
-from .core.hookspecs import hookimpl
-from .core.kernel import Kernel, Library
-from .core.runtime import (clear_cache, compile, compile_all, compile_file, compile_file_all, get_backend,
-                           list_backends)
+from hologram.core import errors
+from hologram.core.hookspecs import hookimpl
+from hologram.runtime.compile import clear_cache, compile, compile_all, compile_file, compile_file_all
+from hologram.runtime.kernel import Kernel, Library
+from hologram.runtime.lookups import get_backend, list_backends
 
 try:
     __version__ = _metadata.version("hologram-kernels")

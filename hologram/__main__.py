@@ -1,5 +1,5 @@
 """`python -m hologram` is the `hologram` command."""
 
-from .cli import main
+from hologram.cli.main import main
 
 raise SystemExit(main())

@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Mapping
 
 from hologram.core.errors import Span
-from hologram.core.ir import Compute, KernelIR
 from hologram.core.types import Affine, DType, Shape
 from hologram.dsl.analyze import to_ir
 from hologram.dsl.document import BodyOrigin, KernelDef, ParamSpec
+from hologram.ir import Compute, KernelIR
 
 FILE = "<test>"
 

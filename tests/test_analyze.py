@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 
 from dsl_helpers import compile_ir, compute, last, make_def, statements
 from hologram.core.errors import CompileError
-from hologram.core.ir import Accumulate, Compute, Expr, format_kernel
 from hologram.core.types import ALL_TYPES, Affine, DType
-from hologram.dsl import to_ir
+from hologram.dsl.analyze import to_ir
 from hologram.dsl.functions import FUNCTIONS
 from hologram.dsl.reductions import KINDS
+from hologram.ir import Accumulate, Compute, Expr, format_kernel
 
 TYPES = [str(d) for d in ALL_TYPES]
 NP = {str(d): d.np for d in ALL_TYPES}

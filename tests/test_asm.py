@@ -8,13 +8,12 @@ import struct
 import pytest
 from hypothesis import given
 
-from hologram.core.asm import format_instr, format_program, parse_program
 from hologram.core.errors import ISAError
-from hologram.core.isa import (
-    OPCODES, Addr, BufferParam, Imm, Init, Instr, Label, MemDecl, Pred, Program, Reg, RegDecl, ScalarParam, Stage,
-    Sym,
-)
 from hologram.core.types import Affine, DType
+from hologram.isa.asm import format_instr, format_program, parse_program
+from hologram.isa.opcodes import OPCODES
+from hologram.isa.program import (Addr, BufferParam, Imm, Init, Instr, Label, MemDecl, Pred, Program, Reg, RegDecl,
+                                  ScalarParam, Stage, Sym)
 from hologram.testing.isa_strategies import programs
 
 SAXPY = """\

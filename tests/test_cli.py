@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import hologram
-from hologram import cli
-from hologram.core import plugins
+from hologram.cli import main as cli
 from hologram.core.types import DType
+from hologram.runtime import plugins
 
 from dsl_helpers import TWO_KERNELS
 
@@ -232,7 +232,7 @@ def test_compile_emits_backend_text_forms(capsys):
 
 def test_kernel_emit_asks_its_backend_for_other_forms():
     from hologram.core.errors import ArgumentError
-    from hologram.core.kernel import backend_forms
+    from hologram.runtime.kernel import backend_forms
     k = hologram.compile_file("kernels/axpy.toml")
     with pytest.raises(ArgumentError, match="cannot emit 'llvm'; expected one of ast, ir, asm"):
         k.on("interp").emit("llvm")

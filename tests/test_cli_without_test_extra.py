@@ -90,7 +90,7 @@ def test_import_and_kernel_calls_load_no_test_module(no_extra_env):
 
 
 def test_the_cli_spells_the_harness_default_directory_alike():
-    from hologram import cli_difftest
+    from hologram.cli import difftest as cli_difftest
     from hologram.testing import difftest
 
     assert cli_difftest.DEFAULT_OUT == difftest.DEFAULT_OUT

@@ -24,17 +24,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from hologram.core.errors import ExecutionError, VerifyError
-from hologram.core.isa import (
-    OPCODES, Addr, BufferParam, Imm, Init, Instr, Label, MemDecl, Pred, Program, Reg, RegDecl, ScalarParam,
-    Special, Stage, Sym,
-)
 from hologram.core.types import FLOAT_TYPES, INTEGER_TYPES, Affine, DType
+from hologram.isa.opcodes import OPCODES
+from hologram.isa.program import (Addr, BufferParam, Imm, Init, Instr, Label, MemDecl, Pred, Program, Reg, RegDecl,
+                                  ScalarParam, Special, Stage, Sym)
 from hologram.testing import assert_close
 from hologram.testing.isa_strategies import programs
 from hologram_cpu_llvm import CpuLlvmBackend, codegen
 from hologram_cpu_llvm.codegen import compile_program, reduce_op
-from hologram_interp import InterpBackend
-from hologram_interp import semantics as sem
+from hologram_interp import InterpBackend, semantics as sem
 
 from test_interp import edges, float_samples, op_program, pairs, same, triples, ulp_close
 
@@ -150,7 +148,7 @@ def run_llvm(program: Program, buffers: dict[str, np.ndarray], scalars: dict, sy
 
 @functools.lru_cache(maxsize=None)
 def _verified(program: Program) -> bool:
-    from hologram.core.verifier import verify
+    from hologram.verify.verifier import verify
     try:
         verify(program)
         return True

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from hologram.core.errors import ExecutionError
-from hologram.core.isa import Addr, BufferParam, Imm, Init, Instr, Label, Pred, Reg
 from hologram.core.types import Affine, DType
+from hologram.isa.program import Addr, BufferParam, Imm, Init, Instr, Label, Pred, Reg
 from hologram.testing import assert_close
 from hologram_cpu_llvm import jit
 from hologram_cpu_llvm.codegen import compile_program
@@ -175,7 +175,7 @@ def test_checked_sum_element_out_of_range():
 def test_float_sum_across_barriers(layout):
     """Block accumulators under both barrier layouts: lanes contribute before and after
     a barrier (straight-line regions), or inside a subroutine that syncs (state machine)."""
-    from hologram.core.isa import MemDecl, Special
+    from hologram.isa.program import MemDecl, Special
     v, t, w = Reg("v"), Reg("t"), Reg("w")
     head = [_gid(), Instr("MOV", I64, t, (Special("tid.x"),)), Instr("LDG", F32, v, addr=Addr("x", I)),
             Instr("ReduceAdd", F32, srcs=(v,), addr=Addr("r"))]

@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("llvmlite")
 
-from hologram.core.asm import parse_program  # noqa: E402
+from hologram.isa.asm import parse_program  # noqa: E402
 from hologram.core.errors import ArgumentError, ExecutionError  # noqa: E402
 from hologram_cpu_llvm import CpuLlvmBackend, cache, jit, threads  # noqa: E402
 from hologram_cpu_llvm import runtime as rt  # noqa: E402
@@ -552,7 +552,7 @@ def test_thread_pool_runs_everything_and_reports_errors():
 
 # --------------------------------------------------------------------- the backend
 def test_backend_protocol_and_registration():
-    from hologram.core.backend import Backend
+    from hologram.runtime.backend import Backend
     b = CpuLlvmBackend(cache_dir=False)
     assert isinstance(b, Backend) and b.name == "cpu_llvm" and b.priority == 100 and b.available()
     a = b.allocate((2, 3), np.dtype(np.float32))

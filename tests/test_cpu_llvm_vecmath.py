@@ -336,8 +336,7 @@ def test_agrees_with_the_interpreter(dtype: DType) -> None:
     # The backend contract, checked with the public harness: the interpreter's opcode
     # semantics (numpy in the kernel's type) versus the emitted code, within 4 ulp.
     from hologram.testing import assert_close
-    from hologram_interp.semantics import BINARY as IB
-    from hologram_interp.semantics import UNARY as IU
+    from hologram_interp.semantics import BINARY as IB, UNARY as IU
 
     rng = np.random.default_rng(3)
     t = NP[dtype]

@@ -15,15 +15,15 @@ import sys
 import numpy as np
 import pytest
 
-from hologram.cli import main
+from hologram.cli.main import main
 from hologram.core.errors import ArgumentError, PluginError
 from hologram.core.hookspecs import hookimpl
-from hologram.core.isa import Addr, BufferParam, Imm, Instr, Program, Reg, RegDecl, Special, Stage
-from hologram.core.plugins import get_backend, plugin_manager
 from hologram.core.types import Affine, DType
-from hologram.testing.difftest import (
-    INTERP_MAX_ELEMENTS, ProgramCase, check_program, max_elements, replay, run_difftest,
-)
+from hologram.isa.program import Addr, BufferParam, Imm, Instr, Program, Reg, RegDecl, Special, Stage
+from hologram.runtime.lookups import get_backend
+from hologram.runtime.plugins import plugin_manager
+from hologram.testing.difftest import (INTERP_MAX_ELEMENTS, ProgramCase, check_program, max_elements, replay,
+                                       run_difftest)
 from hologram.testing.precision import EXACT, OPEN, ULPS, precision
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -242,7 +242,7 @@ def test_bench_quick_runs_without_optional_libraries(tmp_path):
 
 
 def test_cli_bench_is_registered(capsys):
-    from hologram.cli_bench import bench_script
+    from hologram.cli.bench import bench_script
 
     assert os.path.exists(bench_script())
     assert main(["bench", "--help"]) == 0

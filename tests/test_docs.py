@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from hologram.core.isa import OPCODES
 from hologram.dsl.functions import FUNCTIONS
+from hologram.isa.opcodes import OPCODES
 
 DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs"
 

@@ -21,8 +21,8 @@ from hypothesis.extra import numpy as hnp
 
 import hologram as hg
 from hologram.core import atlas as A
-from hologram.core.errors import (ArgumentError, CompileError, DocumentError, EmptyReductionError,
-                                  ExecutionError, HologramError)
+from hologram.core.errors import (ArgumentError, CompileError, DocumentError, EmptyReductionError, ExecutionError,
+                                  HologramError)
 from hologram.core.types import DType
 from hologram.testing import assert_close
 from erf_reference import ERF, ERFC

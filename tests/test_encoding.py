@@ -13,15 +13,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hologram.core import encoding
-from hologram.core.asm import format_program, parse_program
-from hologram.core.encoding import FORMAT_VERSION, MAGIC, decode, encode, program_hash
 from hologram.core.errors import ISAError
-from hologram.core.isa import BufferParam, Imm, Instr, Program, Reg, RegDecl, Stage
-from hologram.core.plugins import get_backend
 from hologram.core.types import Affine, DType
-from hologram.core.verifier import verify
+from hologram.isa import encoding
+from hologram.isa.asm import format_program, parse_program
+from hologram.isa.encoding import FORMAT_VERSION, MAGIC, decode, encode, program_hash
+from hologram.isa.program import BufferParam, Imm, Instr, Program, Reg, RegDecl, Stage
+from hologram.runtime.lookups import get_backend
 from hologram.testing.isa_strategies import programs
+from hologram.verify.verifier import verify
 
 SAMPLE = parse_program("""
 .program sample
@@ -195,8 +195,8 @@ def test_structural_corruption_with_a_valid_checksum(data):
 def test_numpy_integers_in_fields_are_accepted():
     import numpy as np
 
-    from hologram.core.isa import MemDecl
-    from hologram.core.verifier import verify
+    from hologram.isa.program import MemDecl
+    from hologram.verify.verifier import verify
 
     p = Program("p", (), stages=(Stage("s", (Affine(np.int64(4)),), (np.int64(4),), (RegDecl("r", DType.F32),),
                                        shared=(MemDecl("sh", DType.F32, np.int64(4)),),

@@ -25,11 +25,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import hologram
-from hologram.core import plugins
-from hologram.core.asm import format_program, parse_program
-from hologram.core.verifier import verify
 from hologram.core.errors import ArgumentError, CompileError, DocumentError, ExecutionError, HologramError, PluginError
+from hologram.isa.asm import format_program, parse_program
+from hologram.runtime import plugins
 from hologram.testing import kernels
+from hologram.verify.verifier import verify
 
 ROOT = Path(__file__).resolve().parent.parent
 HGK_DIR = ROOT / "examples" / "hologram-translator-hgk"

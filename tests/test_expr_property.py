@@ -21,8 +21,9 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import hologram
+from hologram.core import semantics as oracle
 from hologram.core.errors import CompileError
-from hologram.testing import bounds, oracle
+from hologram.testing import bounds
 from hologram.testing.bounds import Val
 from hologram.testing.cases import KernelCase, atlas_kernels, expression_kernels, index_kernels, kernels, runtime_errors
 from hologram.testing.contract import ulp_step

@@ -1,4 +1,4 @@
-"""The call fast path (hologram.core.fastcall) and the backends' launchers: a call that
+"""The call fast path (hologram.runtime.fastcall) and the backends' launchers: a call that
 matches the last fully checked one skips re-deriving its checks, and anything else,
 in any order, behaves exactly as the full path (same result, same error message)."""
 
@@ -14,11 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hologram as hg
-from hologram.core import kernel as kernel_module
 from hologram.core.errors import ArgumentError, ExecutionError, HologramError
-from hologram.core.isa import BufferParam, ScalarParam
-from hologram.core.kernel import Kernel
 from hologram.core.types import Affine
+from hologram.isa.program import BufferParam, ScalarParam
+from hologram.runtime import kernel as kernel_module
+from hologram.runtime.kernel import Kernel
 
 from dsl_helpers import TWO_KERNELS
 

@@ -13,9 +13,9 @@ from hypothesis.extra import numpy as hnp
 from dsl_helpers import make_def
 from hologram.core import atlas
 from hologram.core.errors import CompileError, ExecutionError, HologramError
-from hologram.core.lower import lower
 from hologram.core.types import DType
-from hologram.dsl import to_ir
+from hologram.dsl.analyze import to_ir
+from hologram.lower.stages import lower
 from hologram.testing import assert_close
 from hologram_interp import InterpBackend
 

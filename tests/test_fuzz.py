@@ -16,18 +16,16 @@ import warnings
 import numpy as np
 import pytest
 
-from hologram.core.asm import parse_program
 from hologram.core.errors import ExecutionError, ISAError
-from hologram.core.encoding import decode, encode
 from hologram.core.types import Affine
+from hologram.isa.asm import parse_program
+from hologram.isa.encoding import decode, encode
 from hologram.testing.fuzz import Finding, _findings, fuzz_documents, fuzz_programs, replay
-from hologram.testing.fuzz_common import (
-    CANARY, CRASH, TIMEOUT, VERIFIER_HOLE, CaseResult, Guarded, Problem,
-)
+from hologram.testing.fuzz_common import CANARY, CRASH, TIMEOUT, VERIFIER_HOLE, CaseResult, Guarded, Problem
 from hologram.testing.fuzz_mutate_documents import seed_documents, to_toml
 from hologram.testing.fuzz_mutate_programs import m_nest, mutate_affine
-from hologram.testing.fuzz_program_cases import mutants, mutate_binary, seed_programs
 from hologram.testing.fuzz_pool import WorkerPool
+from hologram.testing.fuzz_program_cases import mutants, mutate_binary, seed_programs
 from hologram.testing.fuzz_program_oracle import ProgramCase, check_program_case, unchecked_fault
 from hologram.testing.fuzz_trace import find_race
 from hologram.testing.precision import EXACT, OPEN, ULPS, precision
@@ -179,7 +177,7 @@ def test_the_issue_11_dimension_reproducer_is_refused_or_safe():
         "domain [n]", "domain [2*n]"))
     spelt = Affine(0, (("n", -1), ("n", 2)))
     import attrs
-    from hologram.core.isa import BufferParam
+    from hologram.isa.program import BufferParam
     p = attrs.evolve(p, params=tuple(attrs.evolve(b, shape=(spelt,)) if isinstance(b, BufferParam) else b
                                      for b in p.params))
     for seed in range(4):

@@ -17,10 +17,9 @@ import numpy as np
 import pytest
 
 from hologram.core import atlas
-from hologram.core.isa import (
-    OPCODES, Addr, BufferParam, Imm, Instr, Program, Reg, RegDecl, Special, Stage,
-)
 from hologram.core.types import ALL_TYPES, FLOAT_TYPES, INTEGER_TYPES, Affine, DType
+from hologram.isa.opcodes import OPCODES
+from hologram.isa.program import Addr, BufferParam, Imm, Instr, Program, Reg, RegDecl, Special, Stage
 from hologram_interp import InterpBackend
 from hologram_interp.backend import program_key
 from hologram_interp.decode import decode_program

@@ -14,10 +14,10 @@ import pytest
 
 import hologram_interp
 from hologram.core import hookspecs
-from hologram.core.asm import parse_program
-from hologram.core.backend import Backend
 from hologram.core.errors import ArgumentError, VerifyError
 from hologram.core.types import DType
+from hologram.isa.asm import parse_program
+from hologram.runtime.backend import Backend
 from hologram_interp import InterpBackend
 
 SAXPY = """
@@ -40,11 +40,11 @@ SAXPY = """
 
 @pytest.fixture
 def fake_verifier(monkeypatch):
-    """A stand-in hologram.core.verifier that records what it is asked to verify."""
-    module = types.ModuleType("hologram.core.verifier")
+    """A stand-in hologram.verify.verifier that records what it is asked to verify."""
+    module = types.ModuleType("hologram.verify.verifier")
     module.calls = []
     module.verify = lambda p: module.calls.append(p) or p
-    monkeypatch.setitem(sys.modules, "hologram.core.verifier", module)
+    monkeypatch.setitem(sys.modules, "hologram.verify.verifier", module)
     return module
 
 
@@ -90,7 +90,7 @@ def test_launch_prepares_a_program_and_rejects_other_things():
     y = np.zeros(2, np.float32)
     b.launch(parse_program(SAXPY), {"x": np.ones(2, np.float32), "y": y}, {"a": 2}, {"n": 2})
     assert (y == 2).all()
-    with pytest.raises(ArgumentError, match="prepare expects a hologram.core.isa.Program"):
+    with pytest.raises(ArgumentError, match="prepare expects a hologram.isa.program.Program"):
         b.prepare("SAXPY")
 
 
@@ -106,8 +106,8 @@ def test_registered_through_the_entry_point_group():
 
 
 def test_the_plugin_manager_finds_it():
-    plugins = pytest.importorskip("hologram.core.plugins")
+    lookups = pytest.importorskip("hologram.runtime.lookups")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # other plugins may warn while loading; not this test's business
-        backends = plugins.backends()
+        backends = lookups.backends()
     assert isinstance(backends["interp"], InterpBackend)

@@ -16,11 +16,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hologram.core.errors import HologramError
-from hologram.core.isa import (
-    COMPARE_MODS, OPCODES, SPECIALS, Addr, BufferParam, Imm, Init, Instr, Label, MemDecl, Pred, Program, Reg,
-    RegDecl, ScalarParam, Special, Stage, Sym,
-)
 from hologram.core.types import ALL_TYPES, Affine, DType
+from hologram.isa.opcodes import OPCODES
+from hologram.isa.program import (COMPARE_MODS, SPECIALS, Addr, BufferParam, Imm, Init, Instr, Label, MemDecl, Pred,
+                                  Program, Reg, RegDecl, ScalarParam, Special, Stage, Sym)
 from test_interp import launch
 
 REGS = tuple(RegDecl(f"r{t}", t) for t in ALL_TYPES)

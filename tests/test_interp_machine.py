@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from hologram.core import atlas
-from hologram.core.asm import parse_program
 from hologram.core.errors import ArgumentError, ExecutionError, VerifyError
-from hologram.core.isa import Program
 from hologram.core.types import DType
+from hologram.isa.asm import parse_program
+from hologram.isa.program import Program
 from hologram_interp.decode import decode_program
 from test_interp import BACKEND, launch
 

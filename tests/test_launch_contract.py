@@ -21,12 +21,12 @@ import numpy as np
 import pytest
 
 import hologram as hg
-from hologram.core.args import Param, bind_symbols
-from hologram.core.asm import parse_program
 from hologram.core.errors import ArgumentError
-from hologram.core.intervals import SYMBOL_MAX
-from hologram.core.plugins import get_backend
 from hologram.core.types import Affine, DType
+from hologram.isa.asm import parse_program
+from hologram.runtime.args import Param, bind_symbols
+from hologram.runtime.lookups import get_backend
+from hologram.verify.intervals import SYMBOL_MAX
 
 BACKENDS = ("interp", "cpu_llvm")
 RANGE = "outside the range a launch may bind a symbol to: 0 to 2**62 - 1"

@@ -12,20 +12,21 @@ import numpy as np
 import pytest
 
 import hologram
-from hologram.core import verifier
-from hologram.core.asm import format_program, parse_program
-from hologram.core.dataflow import MAX_ANALYSIS_STEPS, StageAnalysis
 from hologram.core.errors import CompileError, DocumentError, VerifyError
-from hologram.core.intervals import MAX_BOUND_BITS, MAX_BOUND_TERMS, MAX_PROOF_WORK, SYMBOL_MAX, Domain, Interval, Poly
-from hologram.core.ir import Compute, Expr, KernelIR
-from hologram.core.isa import Instr, Label, Program
-from hologram.core.lower_plan import has_reduce
 from hologram.core.types import DType
-from hologram.core.verifier import MAX_CALL_DEPTH, MAX_LOOP_DEPTH, MAX_RANK, MAX_SIZE_TERMS, verify
 from hologram.dsl.parser import MAX_STATEMENTS
 from hologram.dsl.schema import MAX_RANK as MAX_DSL_RANK
+from hologram.ir import Compute, Expr, KernelIR
+from hologram.isa.asm import format_program, parse_program
+from hologram.isa.program import Instr, Label, Program
+from hologram.lower.plan import has_reduce
 from hologram.passes.ir_common import map_statement
 from hologram.passes.ir_fuse import MAX_FUSED_NODES, fuse, inline_elementwise
+from hologram.verify import verifier
+from hologram.verify.dataflow import MAX_ANALYSIS_STEPS, StageAnalysis
+from hologram.verify.intervals import (MAX_BOUND_BITS, MAX_BOUND_TERMS, MAX_PROOF_WORK, SYMBOL_MAX, Domain, Interval,
+                                       Poly)
+from hologram.verify.verifier import MAX_CALL_DEPTH, MAX_LOOP_DEPTH, MAX_RANK, MAX_SIZE_TERMS, verify
 
 
 # ============================================================================ the prover

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
-from hologram.testing import bounds, oracle
+from hologram.core import semantics as oracle
+from hologram.testing import bounds
 from hologram.testing.bounds import Val
 from hologram.testing.contract import reduction_tolerance
 from hologram.testing.difftest import INTERP_MAX_ELEMENTS, KIND_TABLE

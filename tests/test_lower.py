@@ -11,16 +11,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hologram.core import atlas
-from hologram.core.asm import format_program, parse_program
-from hologram.core.builder import ProgramBuilder, StageBuilder, gid, sym
+from hologram.isa.asm import format_program, parse_program
+from hologram.isa.builder import ProgramBuilder, StageBuilder, gid, sym
 from hologram.core.errors import CompileError, ExecutionError
-from hologram.core.ir import Accumulate, Compute, Expr, KernelIR, TensorDecl
-from hologram.core.isa import Imm, Instr, Label, Program, Reg
-from hologram.core.lower import lower
-from hologram.core.lower_expr import convert_const
-from hologram.core.lower_plan import make_plan
+from hologram.ir import Accumulate, Compute, Expr, KernelIR, TensorDecl
+from hologram.isa.program import Imm, Instr, Label, Program, Reg
+from hologram.lower.stages import lower
+from hologram.core.types import convert_const
+from hologram.lower.plan import make_plan
 from hologram.core.types import Affine, DType
-from hologram.core.verifier import verify
+from hologram.verify.verifier import verify
 from hologram.passes.ir_fuse import fuse  # the lowering materializes every temp; fusion is this pass
 from hologram.testing.contract import assert_close
 from hologram_interp import InterpBackend

@@ -9,14 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hologram as hg
-from hologram.core.ir import Compute
-from hologram.core.isa import Instr, Label
-from hologram.core.lower import lower
-from hologram.core.lower_contract import BLOCK, GROUP, TILE_COLS, TILE_ROWS, match_contraction
-from hologram.core.lower_plan import make_plan
 from hologram.core.types import DType
-from hologram.core.verifier import verify
+from hologram.ir import Compute
+from hologram.isa.program import Instr, Label
+from hologram.lower.contract import BLOCK, GROUP, TILE_COLS, TILE_ROWS, match_contraction
+from hologram.lower.plan import make_plan
+from hologram.lower.stages import lower
 from hologram.testing.contract import assert_close
+from hologram.verify.verifier import verify
 
 F32, F64 = DType.F32, DType.F64
 BACKENDS = ("interp", "cpu_llvm")

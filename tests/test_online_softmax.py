@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 import hologram as hg
 from hologram.core.errors import DocumentError, EmptyReductionError
-from hologram.core.ir import OnlineMaxSum
-from hologram.core.lower_online import CHUNK
+from hologram.ir import OnlineMaxSum
+from hologram.lower.online import CHUNK
 
 BACKENDS = ("interp", "cpu_llvm")
 

@@ -21,8 +21,9 @@ import numpy as np
 import pytest
 
 import hologram
-from hologram.core.plugins import list_backends, plugin_manager
-from hologram.passes.manager import resolve
+from hologram.runtime.lookups import list_backends
+from hologram.runtime.pipelines import resolve
+from hologram.runtime.plugins import plugin_manager
 from hologram.testing.difftest import run_difftest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

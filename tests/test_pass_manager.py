@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 import hologram
-from hologram import cli
-from hologram.core import plugins, runtime
+from hologram.cli import main as cli
 from hologram.core.errors import CompileError, PluginError, VerifyError
 from hologram.core.lru import LRUCache
-from hologram.core.lower import lower
-from hologram.dsl import to_ir
+from hologram.dsl.analyze import to_ir
+from hologram.lower.stages import lower
 from hologram.passes import Pass, manager
 from hologram.passes.manager import Pipeline
+from hologram.runtime import driver, pipelines, plugins
 
 VADD = '''
 [kernel]
@@ -33,10 +33,10 @@ def fresh(monkeypatch):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("COLUMNS", "200")  # rich wraps tables to the terminal width
     plugins.reset()
-    runtime.clear_cache()
+    hologram.clear_cache()
     yield
     plugins.reset()
-    runtime.clear_cache()
+    hologram.clear_cache()
 
 
 def use(*passes: object, name: str = "testpasses") -> None:
@@ -106,8 +106,8 @@ def test_cycle_is_an_error_naming_the_passes():
         manager.order([free, a, b, c])
     use(free, a, b, c)
     with pytest.raises(PluginError, match="cycle"):
-        manager.resolve("O2")
-    assert names(manager.resolve(passes=["free", "a", "b"]).ir) == ["free", "a", "b"]  # c absent: no cycle
+        pipelines.resolve("O2")
+    assert names(pipelines.resolve(passes=["free", "a", "b"]).ir) == ["free", "a", "b"]  # c absent: no cycle
 
 
 def test_cross_level_contradiction_is_an_error():
@@ -122,24 +122,24 @@ def test_named_and_custom_pipelines():
     late = isa_pass("t_late")
     manual = ir_pass("t_manual", pipelines=())
     use(late, only1, both, manual)
-    assert manager.resolve("O0") == Pipeline("O0")
-    o1, o2 = manager.resolve("O1"), manager.resolve("o2")
+    assert pipelines.resolve("O0") == Pipeline("O0")
+    o1, o2 = pipelines.resolve("O1"), pipelines.resolve("o2")
     assert o1.name == "O1" and {"t_only1", "t_both", "t_late"} <= set(o1.names) and "t_manual" not in o1.names
     assert "t_only1" not in o2.names and o2.names.index("t_both") < o2.names.index("t_late")
-    custom = manager.resolve("O0", passes="t_late, t_manual,t_both")  # passes= wins over opt=
+    custom = pipelines.resolve("O0", passes="t_late, t_manual,t_both")  # passes= wins over opt=
     assert custom.name == "custom" and custom.names == ("t_manual", "t_both", "t_late")
     assert names(custom.ir) == ["t_manual"] and names(custom.isa) == ["t_both", "t_late"]
-    assert manager.resolve(passes=[]).names == ()
-    assert manager.resolve("O1") is o1  # built once per registry
+    assert pipelines.resolve(passes=[]).names == ()
+    assert pipelines.resolve("O1") is o1  # built once per registry
 
 
 def test_unknown_pass_name_suggests_the_closest():
     use(ir_pass("t_fold"))
     with pytest.raises(PluginError, match=r"unknown pass 't_fodl'; did you mean 't_fold'\?") as exc:
-        manager.resolve(passes=["t_fodl"])
+        pipelines.resolve(passes=["t_fodl"])
     assert "t_fold" in exc.value.hint
     with pytest.raises(PluginError, match="unknown optimization level 'O3'"):
-        manager.resolve("O3")
+        pipelines.resolve("O3")
 
 
 # -------------------------------------------------------------------------- registration
@@ -155,13 +155,13 @@ def test_bad_registrations_are_plugin_failures_not_crashes():
     use(ir_pass("t_good"), name="dup")
     use(bent, name="bent")
     with pytest.warns(plugins.PluginWarning):
-        found = manager.registered()
+        found = pipelines.registered()
     assert names(found).count("t_good") == 1 and "t_bent" not in names(found)
     assert _row("good").status == "ok" and _row("good").registered == ("pass t_good (ir; O1, O2)",)
     assert _row("not_a_pass").status == "failed" and "expected hologram.passes.Pass" in _row("not_a_pass").error
     assert _row("dup").status == "failed" and "pass 't_good' is already registered by plugin 'good'" in _row("dup").error
     assert _row("bent").status == "failed" and "level 'llvm'" in _row("bent").error
-    assert "t_good" in manager.resolve("O2").names
+    assert "t_good" in pipelines.resolve("O2").names
 
 
 def test_builtin_passes_load_unless_excluded(monkeypatch):
@@ -183,15 +183,15 @@ def counting(level: str, name: str, calls: list):
 def test_pipeline_result_is_cached_by_content():
     calls: list[str] = []
     use(counting("ir", "t_count_ir", calls), counting("isa", "t_count_isa", calls))
-    pipe = manager.resolve(passes=["t_count_ir", "t_count_isa"])
-    kdef = runtime.compile(VADD, passes=pipe.names).kdef
+    pipe = pipelines.resolve(passes=["t_count_ir", "t_count_isa"])
+    kdef = hologram.compile(VADD, passes=pipe.names).kdef
     assert calls == ["t_count_ir", "t_count_isa"]
     kir1, kir2 = to_ir(kdef), to_ir(kdef)
     assert kir1 is not kir2 and kir1 == kir2
     assert pipe.run_ir(kir1) == pipe.run_ir(kir2) == kir1
     prog = pipe.run_isa(lower(kir1))
     assert pipe.run_isa(lower(kir2)) == prog
-    runtime.compile(VADD, file="other.toml", passes=pipe.names)  # another document, the same kernel
+    hologram.compile(VADD, file="other.toml", passes=pipe.names)  # another document, the same kernel
     assert calls == ["t_count_ir", "t_count_isa"]  # equal inputs: no pass ran again...
     manager.clear_cache()
     pipe.run_ir(kir1)
@@ -202,8 +202,8 @@ def test_cache_is_bounded(monkeypatch):
     monkeypatch.setattr(manager, "_CACHE", LRUCache(2))
     calls: list[str] = []
     use(counting("ir", "t_count", calls))
-    pipe = manager.resolve(passes=["t_count"])
-    kirs = [to_ir(runtime.compile(VADD.replace("vadd", f"k{i}")).kdef) for i in range(3)]
+    pipe = pipelines.resolve(passes=["t_count"])
+    kirs = [to_ir(hologram.compile(VADD.replace("vadd", f"k{i}")).kdef) for i in range(3)]
     calls.clear()
     for kir in kirs:
         pipe.run_ir(kir)
@@ -218,8 +218,8 @@ def test_stop_after():
     p1, p2 = counting("ir", "t_one", calls), counting("ir", "t_two", calls)
     s1 = counting("isa", "t_three", calls)
     use(p1, p2, s1)
-    pipe = manager.resolve(passes=["t_one", "t_two", "t_three"])
-    kir = to_ir(runtime.compile(VADD, opt="O0").kdef)
+    pipe = pipelines.resolve(passes=["t_one", "t_two", "t_three"])
+    kir = to_ir(hologram.compile(VADD, opt="O0").kdef)
     pipe.run_ir(kir, stop_after="t_one")
     assert calls == ["t_one"]
     calls.clear()
@@ -276,10 +276,10 @@ def test_opt_and_env_choose_the_pipeline(monkeypatch):
 def test_compile_kdef_records_its_pipeline_and_results_agree():
     use(TAG, HALF)
     kdef = hologram.compile(VADD, opt="O0").kdef
-    o1 = manager.resolve("O1")
-    c = runtime.compile_kdef(kdef, o1)
+    o1 = pipelines.resolve("O1")
+    c = driver.compile_kdef(kdef, o1)
     assert c.pipeline is o1 and c.kir == tag_version(c.source_ir) and c.signature.name == "vadd"
-    assert runtime.compile_kdef(kdef, o1).program is c.program  # cached by (IR, pipeline)
+    assert driver.compile_kdef(kdef, o1).program is c.program  # cached by (IR, pipeline)
     x, y = np.arange(300, dtype=np.float32), np.ones(300, np.float32)
     for backend in hologram.list_backends():
         np.testing.assert_array_equal(hologram.compile(VADD, opt="O1", backend=backend)(x, y), x + y)
@@ -388,8 +388,8 @@ body = "z = (a ^ a) + b"
 def test_the_plugin_guide_example_pass_works():
     plugins.plugin_manager().register(_guide_plugin(), name="xorself")
     assert _row("xorself").registered == ("pass xor-self (ir; O2)",)
-    o2 = manager.resolve("O2")
-    assert "xor-self" in o2.names and "xor-self" not in manager.resolve("O1").names
+    o2 = pipelines.resolve("O2")
+    assert "xor-self" in o2.names and "xor-self" not in pipelines.resolve("O1").names
     if "canonicalize" in o2.names:
         assert o2.names.index("canonicalize") < o2.names.index("xor-self")
     k = hologram.compile(XOR, passes=["xor-self"])

@@ -18,12 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hologram
-from hologram.core.asm import format_program
 from hologram.core.errors import HologramError
-from hologram.core.ir import Compute, Expr, KernelIR, TensorDecl
-from hologram.core.lower import lower
 from hologram.core.types import Affine, DType
-from hologram.core.verifier import verify
+from hologram.ir import Compute, Expr, KernelIR, TensorDecl
+from hologram.isa.asm import format_program
+from hologram.lower.stages import lower
 from hologram.passes.ir_cleanup import cse, dce
 from hologram.passes.ir_fold import evaluate, fold
 from hologram.passes.ir_fuse import fuse
@@ -32,6 +31,7 @@ from hologram.testing import values
 from hologram.testing.cases import kernels
 from hologram.testing.contract import assert_close
 from hologram.testing.exprgen import GenConfig
+from hologram.verify.verifier import verify
 from hologram_interp import InterpBackend
 
 F16, F32, F64, I8, I32, I64, U8, U32, BOOL = (DType.F16, DType.F32, DType.F64, DType.I8, DType.I32, DType.I64,

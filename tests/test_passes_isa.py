@@ -11,10 +11,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from hologram.core.asm import format_program, parse_program
 from hologram.core.errors import ExecutionError
-from hologram.core.isa import Instr, Program
-from hologram.core.verifier import verify
+from hologram.isa.asm import format_program, parse_program
+from hologram.isa.program import Instr, Program
 from hologram.passes import isa_passes
 from hologram.passes.isa_bounds import run as bounds
 from hologram.passes.isa_copyprop import run as copyprop
@@ -23,6 +22,7 @@ from hologram.passes.isa_licm import run as licm
 from hologram.passes.isa_peephole import run as peephole
 from hologram.passes.isa_regalloc import run as regalloc
 from hologram.testing.isa_strategies import programs
+from hologram.verify.verifier import verify
 from hologram_cpu_llvm import CpuLlvmBackend
 from hologram_interp import InterpBackend
 from test_cpu_llvm_codegen import _inputs, compare_buffers
@@ -489,6 +489,6 @@ def test_stdlib_kernels_shrink_and_agree(kernel):
 
 
 def _ir_passes():
-    from hologram.passes.manager import resolve
+    from hologram.runtime.pipelines import resolve
 
     return resolve("O2").ir

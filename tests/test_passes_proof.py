@@ -16,10 +16,11 @@ import attrs
 import pytest
 
 from hologram.core.hookspecs import hookimpl
-from hologram.core.ir import Accumulate, Compute, Expr, KernelIR
-from hologram.core.plugins import list_backends, plugin_manager
+from hologram.ir import Accumulate, Compute, Expr, KernelIR
 from hologram.passes import Pass
-from hologram.passes.manager import resolve
+from hologram.runtime.lookups import list_backends
+from hologram.runtime.pipelines import resolve
+from hologram.runtime.plugins import plugin_manager
 from hologram.testing.difftest import replay, run_difftest
 
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hologram.core.asm import parse_program
-from hologram.core.ir import Compute, Expr, KernelIR, TensorDecl
 from hologram.core.types import Affine, DType
+from hologram.ir import Compute, Expr, KernelIR, TensorDecl
+from hologram.isa.asm import parse_program
 from hologram.passes.stats import Formula, Poly, Stats, measure
 from hologram.passes.stats_table import format_stats, reduction, render
 

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 import hologram
-from hologram.core import plugins
 from hologram.core.errors import PluginError
 from hologram.core.hookspecs import BundleRef, Translator
-from hologram.core.plugins import HologramPluginManager, PluginWarning, Selection
 from hologram.passes import Pass
+from hologram.runtime import lookups, plugins
+from hologram.runtime.plugins import HologramPluginManager, PluginWarning, Selection
 
 
 @pytest.fixture(autouse=True)
@@ -92,22 +92,22 @@ def _row(name: str):
 
 def test_registered_plugin_object_reaches_every_registry():
     pm = plugins.plugin_manager()
-    before = set(plugins.translators())
+    before = set(lookups.translators())
     pm.register(DemoPlugin, name="demo")
-    assert set(plugins.translators()) == before | {"demo"}
-    t = plugins.translators()["demo"]
+    assert set(lookups.translators()) == before | {"demo"}
+    t = lookups.translators()["demo"]
     assert t.extensions == (".dm", ".demo.toml")  # normalized: leading dot, lower case
     assert plugins.registry().extensions[".dm"] is t
-    assert plugins.backends()["fake"].priority == 1000
-    assert DEMO_PASS in plugins.passes()
-    assert plugins.bundles()["demo_bundle"].path == "/nowhere/demo.hgb"
+    assert lookups.backends()["fake"].priority == 1000
+    assert DEMO_PASS in lookups.passes()
+    assert lookups.bundles()["demo_bundle"].path == "/nowhere/demo.hgb"
     row = _row("demo")
     assert row.status == "ok" and row.error is None
     assert row.registered == ("translator demo (.dm, .demo.toml)", "backend fake", "pass demo_pass (ir; by name only)",
                               "bundle demo_bundle", "commands")
     assert row.origin == "9.9"  # no distribution: the module's __version__
     pm.unregister(name="demo")
-    assert "demo" not in plugins.translators() and "fake" not in plugins.backends()
+    assert "demo" not in lookups.translators() and "fake" not in lookups.backends()
 
 
 def test_plugin_whose_hook_raises_is_reported_and_skipped():
@@ -146,7 +146,7 @@ def test_misspelled_hook_is_a_failure_with_a_suggestion():
 @pytest.mark.parametrize("hook, obj, error", [
     ("hologram_register_translators", "toml", "registered str as a translator; expected hologram.core.hookspecs.Translator"),
     ("hologram_register_backends", object(), "registered object as a backend, but it lacks name, priority, available, "
-                                             "allocate, prepare, launch (see hologram.core.backend.Backend)"),
+                                             "allocate, prepare, launch (see hologram.runtime.backend.Backend)"),
     ("hologram_register_bundles", "x.hgb", "registered str as a bundle; expected hologram.core.hookspecs.BundleRef"),
 ])
 def test_registering_the_wrong_kind_of_object_is_a_failure(hook, obj, error):
@@ -166,7 +166,7 @@ def test_name_conflict_keeps_the_first_and_reports_the_second():
     pm.register(backend_plugin(1), name="first")
     pm.register(backend_plugin(2), name="second")
     with pytest.warns(PluginWarning):
-        assert plugins.backends()["same"].priority == 1
+        assert lookups.backends()["same"].priority == 1
     assert _row("second").error == "backend 'same' is already registered by plugin 'first'"
 
 
@@ -247,39 +247,39 @@ def test_installed_plugins_are_found():
     names = {r.name: r for r in plugins.plugin_report()}
     assert names["builtin_translators"].status == "ok"
     assert names["builtin_translators"].distribution == "hologram-kernels"
-    assert {"toml", "yaml", "json"} <= set(plugins.translators())
+    assert {"toml", "yaml", "json"} <= set(lookups.translators())
     assert names["interp"].registered == ("backend interp",)
     assert names["interp"].origin.startswith("hologram-backend-interp ")
 
 
 def test_hologram_plugins_env_excludes_a_backend(monkeypatch):
     monkeypatch.setenv("HOLOGRAM_PLUGINS", "-interp")
-    assert "interp" not in plugins.backends()
-    assert "toml" in plugins.translators()
+    assert "interp" not in lookups.backends()
+    assert "toml" in lookups.translators()
     monkeypatch.setenv("HOLOGRAM_PLUGINS", "interp,-builtin_translators")
-    assert "interp" in plugins.backends() and not plugins.translators()
+    assert "interp" in lookups.backends() and not lookups.translators()
 
 
 # --------------------------------------------------------------------------- look-ups
 def test_find_translator_by_name_or_extension_and_errors():
-    assert plugins.find_translator("toml").name == "toml"
-    assert plugins.find_translator("TOML").name == "toml"
-    assert plugins.find_translator(".yml").name == "yaml"
+    assert lookups.find_translator("toml").name == "toml"
+    assert lookups.find_translator("TOML").name == "toml"
+    assert lookups.find_translator(".yml").name == "yaml"
     with pytest.raises(PluginError) as e:
-        plugins.find_translator("tomll")
+        lookups.find_translator("tomll")
     assert e.value.message == "unknown kernel format 'tomll'; did you mean 'toml'?"
     assert e.value.hint.startswith("available formats: ") and "json" in e.value.hint
 
 
 def test_translator_for_path_prefers_the_longest_extension():
     plugins.plugin_manager().register(DemoPlugin, name="demo")
-    assert plugins.translator_for_path("k/a.toml").name == "toml"
-    assert plugins.translator_for_path("k/a.demo.toml").name == "demo"
-    assert plugins.translator_for_path("A.DM").name == "demo"
+    assert lookups.translator_for_path("k/a.toml").name == "toml"
+    assert lookups.translator_for_path("k/a.demo.toml").name == "demo"
+    assert lookups.translator_for_path("A.DM").name == "demo"
     with pytest.raises(PluginError, match=r"^k/a\.tml: no translator for extension \.tml; did you mean '\.toml'\?"):
-        plugins.translator_for_path("k/a.tml")
+        lookups.translator_for_path("k/a.tml")
     with pytest.raises(PluginError, match="no translator for extension \\(none\\)"):
-        plugins.translator_for_path("Makefile")
+        lookups.translator_for_path("Makefile")
 
 
 def _only_backends(monkeypatch, *bs):

@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hologram.core.asm import format_program, parse_program
-from hologram.core.encoding import decode, encode, program_hash
 from hologram.core.errors import ISAError
-from hologram.core.plugins import get_backend
+from hologram.isa.asm import format_program, parse_program
+from hologram.isa.encoding import decode, encode, program_hash
+from hologram.runtime.lookups import get_backend
 
 LOOPS = """.program loops
 .isa 1

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 import hologram as hg
-from hologram.core import plugins, runtime
 from hologram.core.errors import ArgumentError, DocumentError
 from hologram.passes import manager
+from hologram.runtime import compile as compile_module, driver, plugins
 
 BACKENDS = ("interp", "cpu_llvm")
 pytestmark = pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
@@ -150,8 +150,10 @@ def test_fifo_cache_entry_is_a_miss_not_a_hang(tmp_path):
 def test_bad_cache_entries_cost_a_compile_and_are_replaced(tmp_path, inc2d):
     from hologram_cpu_llvm.backend import CpuLlvmBackend
 
+    from hologram.isa.encoding import program_hash
+
     b = CpuLlvmBackend(num_threads=1, cache_dir=tmp_path)
-    path = b.disk.path(b.cache_key(hg.core.encoding.program_hash(inc2d.program)))
+    path = b.disk.path(b.cache_key(program_hash(inc2d.program)))
     os.mkfifo(path)
     finished, exe = _finishes(b.prepare, inc2d.program)
     _release(path)
@@ -328,18 +330,18 @@ def test_clear_cache_empties_every_in_process_cache():
     k.on("interp")(x), k.on("cpu_llvm")(x)
     interp, llvm = hg.get_backend("interp"), hg.get_backend("cpu_llvm")
     assert len(interp._cache) and len(llvm._memory) and len(manager._CACHE)
-    assert runtime._compile_document.cache_info().currsize and runtime._compile_program.cache_info().currsize
+    assert compile_module._compile_document.cache_info().currsize and driver.compile_program.cache_info().currsize
     hg.clear_cache()
     assert len(interp._cache) == len(llvm._memory) == len(manager._CACHE) == 0
-    assert runtime._compile_document.cache_info().currsize == runtime._compile_program.cache_info().currsize == 0
+    assert compile_module._compile_document.cache_info().currsize == driver.compile_program.cache_info().currsize == 0
 
 
 def test_every_in_process_cache_is_bounded():
     from hologram_cpu_llvm.backend import CpuLlvmBackend
     from hologram_interp.backend import InterpBackend
 
-    assert runtime._compile_document.cache_info().maxsize == runtime.CACHE_SIZE
-    assert runtime._compile_program.cache_info().maxsize == runtime.CACHE_SIZE
+    assert compile_module._compile_document.cache_info().maxsize == compile_module.CACHE_SIZE
+    assert driver.compile_program.cache_info().maxsize == driver.CACHE_SIZE
     assert manager._CACHE.size == manager.CACHE_SIZE
     assert InterpBackend()._cache.size > 0
     assert CpuLlvmBackend(cache_dir=False)._memory.size > 0

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from hypothesis import given
 
+from hologram.core import semantics as oracle
 from hologram.core.errors import ArgumentError, ExecutionError, HologramError
-from hologram.testing import (AccuracyError, assert_close, reduction_tolerance, spacing, ulp_distance,
-                              ulp_step)
-from hologram.testing import bounds, oracle, values
+from hologram.testing import (AccuracyError, assert_close, bounds, reduction_tolerance, spacing, ulp_distance, ulp_step,
+                              values)
 from hologram.testing.bounds import Val
 from hologram.testing.exprgen import VOCABULARY, Node, infer, literal, render
 

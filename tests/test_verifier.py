@@ -11,15 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hologram.core import dataflow
-from hologram.core.asm import parse_program
-from hologram.core.dataflow import EMPTY, StageAnalysis
 from hologram.core.errors import VerifyError
-from hologram.core.intervals import Domain, Interval, Poly
-from hologram.core.isa import Addr, Imm, Init, Instr, Label, Pred, Program, Reg, RegDecl, Special, Stage, Sym
 from hologram.core.types import Affine, DType
-from hologram.core.verifier import representable, verify
+from hologram.isa.asm import parse_program
+from hologram.isa.program import Addr, Imm, Init, Instr, Label, Pred, Program, Reg, RegDecl, Special, Stage, Sym
 from hologram.testing.isa_strategies import programs
+from hologram.verify import dataflow
+from hologram.verify.dataflow import EMPTY, StageAnalysis
+from hologram.verify.intervals import Domain, Interval, Poly
+from hologram.verify.verifier import representable, verify
 
 HEADER = """\
 .program p
@@ -319,7 +319,7 @@ def test_rejected_program_and_stage_rules(text, rule, fragment):
 
 
 def test_a_program_that_passed_is_not_checked_again(monkeypatch):
-    from hologram.core import verifier
+    from hologram.verify import verifier
     p = parse_program(ACCEPTED[next(iter(ACCEPTED))])
     runs = []
     real = verifier._StageChecker.run
@@ -336,7 +336,7 @@ def test_a_program_that_passed_is_not_checked_again(monkeypatch):
 
 
 def test_a_well_typed_program_is_walked_once(monkeypatch):
-    from hologram.core import structure
+    from hologram.isa import structure
     p = parse_program(ACCEPTED[next(iter(ACCEPTED))])
     walks = []
     real = structure._problem
@@ -382,9 +382,9 @@ _JUNK = [None, 0, -1, 10**30, "x", "", "L1", Reg("zz"), Reg("r0"), Imm(math.nan)
 def test_corrupted_programs_are_rejected_cleanly(p, data):
     """Any field of any instruction or stage replaced by junk: the verifier, encoder and
     formatter answer with their own error (or accept), never another exception."""
-    from hologram.core.asm import format_program
-    from hologram.core.encoding import encode
     from hologram.core.errors import ISAError
+    from hologram.isa.asm import format_program
+    from hologram.isa.encoding import encode
 
     s = p.stages[0]
     if data.draw(st.booleans()):
@@ -408,7 +408,7 @@ def test_too_many_calling_contexts(monkeypatch):
     body = "    MOV_IMM.i64 %c, 1\n    CALL S\n    MOV_IMM.i64 %c, 2\n    CALL S\n    EXIT\nS:\n    RET\n"
     verify(prog(body))
     monkeypatch.setattr(dataflow, "MAX_CONTEXTS", 1)  # main, then S from two calling states
-    from hologram.core import verifier
+    from hologram.verify import verifier
     monkeypatch.setattr(verifier, "_STAGES_PASSED", type(verifier._STAGES_PASSED)())  # the limit changed
     rejected(prog(body), "complexity", "too many distinct calling contexts")
 
@@ -651,7 +651,7 @@ def test_the_documented_examples_hold():
     import pathlib
     import re
 
-    from hologram.core.encoding import encode
+    from hologram.isa.encoding import encode
 
     doc = (pathlib.Path(__file__).parent.parent / "docs" / "hasm.md").read_text()
     example = doc.split("### Annotated example\n\n```\n", 1)[1].split("```", 1)[0]
@@ -763,9 +763,9 @@ def test_numpy_scalars_in_isa_values_become_python_values():
     interp refused such a program at prepare, cpu_llvm ran it. Every ISA value converts
     the numpy scalars it is given, so there is one program: same values, same Python
     types, same bytes, same hash, same text."""
-    from hologram.core.asm import format_program
-    from hologram.core.encoding import encode, program_hash
-    from hologram.core.isa import MemDecl
+    from hologram.isa.asm import format_program
+    from hologram.isa.encoding import encode, program_hash
+    from hologram.isa.program import MemDecl
     assert type(Addr("x", None, np.int64(3)).offset) is int
     assert type(Instr("PoolAlloc", dst=Reg("c"), target="pl", count=np.uint16(2)).count) is int
     assert type(MemDecl("pl", DType.F32, np.int8(4)).size) is int

@@ -55,7 +55,7 @@ def hologram_register_passes(register: Callable[[object], None]) -> None:
 
 @hookspec
 def hologram_register_backends(register: Callable[[object], None]) -> None:
-    """Register backend objects implementing hologram.core.backend.Backend."""
+    """Register backend objects implementing hologram.runtime.backend.Backend."""
 
 
 @hookspec

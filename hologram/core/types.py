@@ -8,6 +8,7 @@ against the symbol bindings a call supplies.
 from __future__ import annotations
 
 import enum
+import math
 from typing import Iterable, Mapping
 
 import attrs
@@ -127,9 +128,21 @@ def promote(*dtypes: DType) -> DType:
     return DType.from_numpy(np.result_type(*(d.np for d in dtypes)))
 
 
-def promote_weak(strong: DType, literal: bool | int | float) -> DType:
-    """NEP 50: a Python literal combined with an array of dtype `strong` (literals are weak)."""
-    return DType.from_numpy(np.result_type(strong.np, literal))
+def convert_const(value: bool | int | float, to: DType) -> bool | int | float:
+    """A Python constant converted as CVT converts: saturating float->int with NaN -> 0,
+    wrapping int->int, anything->bool is `!= 0`, rounding to the target float type."""
+    if to.is_bool:
+        return bool(value != 0)
+    if to.is_float:
+        return float(to.np.type(float(value) if not isinstance(value, int) else value))
+    if isinstance(value, float):
+        if math.isnan(value):
+            return 0
+        if math.isinf(value):
+            return to.max if value > 0 else to.min
+        return int(min(max(math.trunc(value), to.min), to.max))
+    v = int(value) & ((1 << to.bits) - 1)
+    return v - (1 << to.bits) if to.is_signed and v >= 1 << (to.bits - 1) else v
 
 
 def python_int(value: object) -> object:

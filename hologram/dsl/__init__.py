@@ -1,16 +1,7 @@
-"""The kernel language front end: document schema, body parser, semantic analysis.
+"""The kernel language front end: the document schema (document, schema, positions), the
+body parser (parser, ast, grammar.lark), semantic analysis into the IR (analyze and the
+rules it uses: typerules, shapes, functions, reductions) and the built-in translators.
 
-`parse_body`, `format_ast` and `to_ir` load on first use, so importing a translator
-from this package does not pull in the parser and analyzer.
+The parser and analyzer are imported by name where they are needed (`hologram.dsl.analyze.to_ir`),
+never by this package, so importing a translator does not load lark.
 """
-
-from importlib import import_module
-
-_EXPORTS = {"parse_body": ".parser", "format_ast": ".ast", "to_ir": ".analyze"}
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(import_module(_EXPORTS[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

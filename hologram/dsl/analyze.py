@@ -23,15 +23,15 @@ from typing import Mapping
 
 import attrs
 
-from ..core.errors import CompileError, Span, did_you_mean
-from ..core.ir import Accumulate, Compute, Expr, KernelIR, Statement, TensorDecl
-from ..core.types import Affine, DType, Shape, shape_str, type_str
-from . import ast, reductions
-from .document import KernelDef, ParamSpec
-from .functions import FUNCTIONS, Function
-from .parser import parse_body
-from .shapes import PLACEHOLDER, Val, align, at, axes, broadcast_shapes, broadcasts_to, index_expr
-from .typerules import BINARY, UNARY, apply, can_assign, coerce, describe, strengthen
+from hologram.core.errors import CompileError, Span, did_you_mean
+from hologram.core.types import Affine, DType, Shape, shape_str, type_str
+from hologram.dsl import ast, reductions
+from hologram.dsl.document import KernelDef, ParamSpec
+from hologram.dsl.functions import FUNCTIONS, Function
+from hologram.dsl.parser import parse_body
+from hologram.dsl.shapes import PLACEHOLDER, Val, align, at, axes, broadcast_shapes, broadcasts_to, index_expr
+from hologram.dsl.typerules import BINARY, UNARY, apply, can_assign, coerce, describe, strengthen
+from hologram.ir import Accumulate, Compute, Expr, KernelIR, Statement, TensorDecl
 
 CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 RESONANCE_BINS = Affine.of(96)

@@ -12,7 +12,7 @@ from typing import Iterator, Union
 
 import attrs
 
-from ..core.errors import Span
+from hologram.core.errors import Span
 
 
 @attrs.frozen

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import attrs
 
-from ..core.errors import Span
-from ..core.types import DType, Shape
+from hologram.core.errors import Span
+from hologram.core.types import DType, Shape
 
 
 @attrs.frozen

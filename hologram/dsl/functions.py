@@ -23,12 +23,12 @@ from typing import Callable, Sequence
 import attrs
 import numpy as np
 
-from ..core.errors import CompileError, Span
-from ..core.ir import Expr
-from ..core.types import ALL_TYPES, DType
-from .reductions import KINDS as REDUCTION_KINDS
-from .shapes import Val, align, broadcast_shapes
-from .typerules import BINARY, UNARY, Elementwise, apply, cast, coerce, resolve, strengthen
+from hologram.core.errors import CompileError, Span
+from hologram.core.types import ALL_TYPES, DType
+from hologram.dsl.reductions import KINDS as REDUCTION_KINDS
+from hologram.dsl.shapes import Val, align, broadcast_shapes
+from hologram.dsl.typerules import BINARY, UNARY, Elementwise, apply, cast, coerce, resolve, strengthen
+from hologram.ir import Expr
 
 Builder = Callable[["Function", Sequence[Val], Span], Val]
 

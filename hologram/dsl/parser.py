@@ -17,10 +17,10 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.visitors import Transformer_NonRecursive
 
-from ..core.errors import CompileError, Span
-from . import ast
-from .document import KernelDef
-from .schema import MAX_RANK
+from hologram.core.errors import CompileError, Span
+from hologram.dsl import ast
+from hologram.dsl.document import KernelDef
+from hologram.dsl.schema import MAX_RANK
 
 MAX_DEPTH = 100  # expression nesting; deeper bodies are refused rather than overflowing the stack
 # statements in one kernel body: several passes take time quadratic in it (docs/dsl.md, "Limits")

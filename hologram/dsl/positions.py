@@ -21,7 +21,7 @@ from typing import Any, Callable, Container
 
 import attrs
 
-from ..core.errors import DocumentError, Span
+from hologram.core.errors import DocumentError, Span
 
 Path = tuple[str | int, ...]
 

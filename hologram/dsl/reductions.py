@@ -16,11 +16,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..core.errors import CompileError, Span
-from ..core.ir import Expr
-from ..core.types import Affine, DType, Shape, shape_str
-from .shapes import ONE, Val, axis, count_expr, reindex
-from .typerules import coerce, strengthen
+from hologram.core.errors import CompileError, Span
+from hologram.core.types import Affine, DType, Shape, shape_str
+from hologram.dsl.shapes import ONE, Val, axis, count_expr, reindex
+from hologram.dsl.typerules import coerce, strengthen
+from hologram.ir import Expr
 
 KINDS = ("sum", "prod", "min", "max", "mean", "argmin", "argmax")
 _NUMPY = {"sum": np.sum, "prod": np.prod, "mean": np.mean}

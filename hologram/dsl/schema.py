@@ -20,10 +20,10 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
-from ..core.errors import DocumentError, Span, did_you_mean, shorten
-from ..core.types import Affine, DType, Shape
-from .document import BodyOrigin, KernelDef, ParamSpec
-from .positions import Located
+from hologram.core.errors import DocumentError, Span, did_you_mean, shorten
+from hologram.core.types import Affine, DType, Shape
+from hologram.dsl.document import BodyOrigin, KernelDef, ParamSpec
+from hologram.dsl.positions import Located
 
 # Names with a meaning in kernel bodies cannot name a parameter or a shape symbol
 # (docs/dsl.md, decision 20). The constants pi, e, inf, nan are not reserved: declaring

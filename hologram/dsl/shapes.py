@@ -14,9 +14,9 @@ from typing import Iterable, Mapping, Sequence
 
 import attrs
 
-from ..core.errors import Span
-from ..core.ir import Expr
-from ..core.types import Affine, DType, Shape
+from hologram.core.errors import Span
+from hologram.core.types import Affine, DType, Shape
+from hologram.ir import Expr
 
 PLACEHOLDER = "@"
 I64 = DType.I64

@@ -19,12 +19,12 @@ from typing import Any, Callable, Iterator, Mapping
 import attrs
 import yaml
 
-from ..core.errors import DocumentError, Span
-from ..core.hookspecs import Translator, hookimpl
-from .document import KernelDef
-from .positions import (Located, Path, Place, SourceText, json_places, toml_places, toml_view,
-                        yaml_scalar_chars)
-from .schema import kernels_from_mapping
+from hologram.core.errors import DocumentError, Span
+from hologram.core.hookspecs import Translator, hookimpl
+from hologram.dsl.document import KernelDef
+from hologram.dsl.positions import (Located, Path, Place, SourceText, json_places, toml_places, toml_view,
+                                    yaml_scalar_chars)
+from hologram.dsl.schema import kernels_from_mapping
 
 
 @hookimpl

@@ -31,10 +31,10 @@ from typing import Callable, Sequence
 import attrs
 import numpy as np
 
-from ..core.errors import CompileError, Span
-from ..core.ir import Expr
-from ..core.types import DType, shape_str
-from .shapes import Val, align, broadcast_shapes, kind_dtype
+from hologram.core.errors import CompileError, Span
+from hologram.core.types import DType, shape_str
+from hologram.dsl.shapes import Val, align, broadcast_shapes, kind_dtype
+from hologram.ir import Expr
 
 BOOL, I64, U64, F64 = DType.BOOL, DType.I64, DType.U64, DType.F64
 

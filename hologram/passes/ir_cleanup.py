@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import attrs
 
-from ..core.ir import Accumulate, Expr, KernelIR, OnlineMaxSum, Statement, defines
-from .api import Pass
-from .ir_common import exprs, map_statement
+from hologram.ir import Accumulate, Expr, KernelIR, OnlineMaxSum, Statement, defines
+from hologram.passes.api import Pass
+from hologram.passes.ir_common import exprs, map_statement
 
 
 def _rename(e: Expr, names: dict[str, str]) -> Expr:

@@ -14,9 +14,8 @@ from typing import Callable
 
 import attrs
 
-from ..core.ir import Compute, Expr, KernelIR, OnlineMaxSum, Statement, map_statement, statement_exprs
-from ..core.lower_expr import convert_const
-from ..core.types import Affine, DType
+from hologram.core.types import Affine, DType, convert_const
+from hologram.ir import Compute, Expr, KernelIR, OnlineMaxSum, Statement, map_statement, statement_exprs
 
 Rule = Callable[[Expr], "Expr | None"]
 MAX_ROUNDS = 32  # rewrite rounds per expression; every rule shrinks or orders, so few are needed

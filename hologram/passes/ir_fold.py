@@ -1,7 +1,7 @@
 """The `fold` pass: constant folding with the oracle's exact semantics.
 
 A node whose operands are all constants is computed now, with numpy in the node's dtype
-through `hologram.testing.oracle` (the semantic reference every backend is checked
+through `hologram.core.semantics` (the semantic reference every backend is checked
 against): integer division and remainder by zero give 0, integer overflow wraps, shift
 amounts are masked to the bit width, float->int conversion saturates (NaN -> 0), float
 `**` is C99 `pow`. Operands are first converted to the node's dtype exactly as the
@@ -22,12 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from ..core.ir import ATLAS_OPS, COMPARISONS, Expr, KernelIR
-from ..core.lower_expr import convert_const
-from ..core.types import DType, promote
-from ..testing.oracle import ORACLE, power
-from .api import Pass
-from .ir_common import map_kernel, rewrite
+from hologram.core.semantics import ORACLE, power
+from hologram.core.types import DType, convert_const, promote
+from hologram.ir import ATLAS_OPS, COMPARISONS, Expr, KernelIR
+from hologram.passes.api import Pass
+from hologram.passes.ir_common import map_kernel, rewrite
 
 # IR op -> oracle name, for ops that convert every operand to the node's dtype
 _SAME_TYPE = {

@@ -33,10 +33,10 @@ from typing import Sequence
 
 import attrs
 
-from ..core.ir import Compute, Expr, KernelIR, Statement, TensorDecl
-from ..core.lower_plan import Names, bool_reductions, has_reduce, hoist_all
-from .api import Pass
-from .ir_common import map_statement
+from hologram.ir import Compute, Expr, KernelIR, Statement, TensorDecl
+from hologram.lower.plan import Names, bool_reductions, has_reduce, hoist_all
+from hologram.passes.api import Pass
+from hologram.passes.ir_common import map_statement
 
 # A temporary whose substituted expression would have more nodes than this stays a
 # stage of its own: recomputing it in every consumer stops paying long before, and

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import attrs
 
-from ..core.ir import Compute, Expr, KernelIR, OnlineMaxSum, Statement
-from ..core.types import DType
-from .api import Pass
+from hologram.core.types import DType
+from hologram.ir import Compute, Expr, KernelIR, OnlineMaxSum, Statement
+from hologram.passes.api import Pass
 
 
 def _single_axis_reduce(st: Statement, kind: str, kir: KernelIR) -> Expr | None:

@@ -19,11 +19,12 @@ from typing import Callable
 
 import numpy as np
 
-from ..core.ir import COMPARISONS, Expr, KernelIR
-from ..core.types import DType
-from .api import Pass
-from .ir_common import Droppable, Rule, as_dtype, const_as, exact_widening, first, map_statements, never, rewrite
-from .ir_fold import evaluate
+from hologram.core.types import DType
+from hologram.ir import COMPARISONS, Expr, KernelIR
+from hologram.passes.api import Pass
+from hologram.passes.ir_common import (Droppable, Rule, as_dtype, const_as, exact_widening, first, map_statements,
+                                       never, rewrite)
+from hologram.passes.ir_fold import evaluate
 
 COMMUTATIVE = frozenset({"ADD", "MUL", "AND", "OR", "XOR", "CMPEQ", "CMPNE"})
 FLIPPED = {"CMPLT": "CMPGT", "CMPGT": "CMPLT", "CMPLE": "CMPGE", "CMPGE": "CMPLE"}

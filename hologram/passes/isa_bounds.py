@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import attrs
 
-from ..core.dataflow import StageAnalysis, TooComplex
-from ..core.isa import Instr, Program, Stage
-from .isa_flow import per_stage
+from hologram.isa.program import Instr, Program, Stage
+from hologram.passes.isa_flow import per_stage
+from hologram.verify.dataflow import StageAnalysis, TooComplex
 
 
 def _rewrite_stage(program: Program, stage: Stage) -> Stage:

@@ -15,8 +15,8 @@ reads it.
 
 from __future__ import annotations
 
-from ..core.isa import Label, Operand, Program, Reg, Stage
-from .isa_flow import block_starts, map_operands, per_stage, prune_regs, writes
+from hologram.isa.program import Label, Operand, Program, Reg, Stage
+from hologram.passes.isa_flow import block_starts, map_operands, per_stage, prune_regs, writes
 
 
 def _rewrite_stage(program: Program, stage: Stage) -> Stage:

@@ -16,8 +16,8 @@ subroutine reads is live at every call that can reach it. Repeats to a fixpoint.
 
 from __future__ import annotations
 
-from ..core.isa import Label, Program, Stage
-from .isa_flow import Graph, label_uses, liveness, per_stage, prune_regs, removable
+from hologram.isa.program import Label, Program, Stage
+from hologram.passes.isa_flow import Graph, label_uses, liveness, per_stage, prune_regs, removable
 
 
 def _sweep(body: tuple) -> tuple:

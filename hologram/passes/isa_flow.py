@@ -22,10 +22,11 @@ from typing import Callable, Iterable, Iterator
 
 import attrs
 
-from ..core.control import reachable, successors
-from ..core.errors import VerifyError
-from ..core.isa import OPCODES, Addr, Instr, Label, Operand, Pred, Program, Reg, RegDecl, Stage
-from ..core.verifier import verify
+from hologram.core.errors import VerifyError
+from hologram.isa.opcodes import OPCODES
+from hologram.isa.program import Addr, Instr, Label, Operand, Pred, Program, Reg, RegDecl, Stage
+from hologram.verify.control import reachable, successors
+from hologram.verify.verifier import verify
 
 Body = tuple  # tuple[Instr | Label, ...]
 
@@ -35,7 +36,6 @@ Body = tuple  # tuple[Instr | Label, ...]
 # PoolAlloc (it moves the pool's top) and PhaseGet (it reads state PhaseAdv changes).
 PURE_GROUPS = ("arith", "logic", "transcendental", "math")
 PURE_EXTRA = ("MOV", "MOV_IMM", "CVT", "ClsGet", "MIRROR", "NbrCount", "UnityTest", "NbrGet", "BoundMap")
-LOADS = ("LDG", "LDS", "PoolLoad")
 BLOCK_ENDS = ("BRA", "LOOP", "CALL", "RET", "EXIT")
 
 

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import attrs
 
-from ..core.isa import Instr, Program, Stage
-from .isa_flow import Graph, Liveness, is_pure, labels_of, liveness, per_stage, reads, writes
+from hologram.isa.program import Instr, Program, Stage
+from hologram.passes.isa_flow import Graph, Liveness, is_pure, labels_of, liveness, per_stage, reads, writes
 
 _WRITES_GLOBAL = ("STG", "ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum")
 _MAX_HOISTS = 1000

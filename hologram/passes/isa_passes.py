@@ -9,8 +9,8 @@ sharing last, since it only renames.
 
 from __future__ import annotations
 
-from . import isa_bounds, isa_copyprop, isa_dce, isa_licm, isa_peephole, isa_regalloc
-from .api import Pass
+from hologram.passes import isa_bounds, isa_copyprop, isa_dce, isa_licm, isa_peephole, isa_regalloc
+from hologram.passes.api import Pass
 
 PASSES: tuple[Pass, ...] = (
     Pass("peephole", "isa", isa_peephole.run, before=("copyprop",),

@@ -29,10 +29,10 @@ import math
 
 import attrs
 
-from ..core.dataflow import StageAnalysis, TooComplex
-from ..core.isa import Imm, Instr, Label, Operand, Program, Reg, Stage
-from ..core.types import DType
-from .isa_flow import BLOCK_ENDS, label_uses, liveness, per_stage, prune_regs, writes
+from hologram.core.types import DType
+from hologram.isa.program import Imm, Instr, Label, Operand, Program, Reg, Stage
+from hologram.passes.isa_flow import BLOCK_ENDS, label_uses, liveness, per_stage, prune_regs, writes
+from hologram.verify.dataflow import StageAnalysis, TooComplex
 
 _MAX_ROUNDS = 20
 

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import attrs
 
-from ..core.isa import Instr, Label, Program, Reg, RegDecl, Stage
-from ..core.types import DType
-from .isa_flow import Graph, Liveness, liveness, map_operands, per_stage, reads, writes
+from hologram.core.types import DType
+from hologram.isa.program import Instr, Label, Program, Reg, RegDecl, Stage
+from hologram.passes.isa_flow import Graph, Liveness, liveness, map_operands, per_stage, reads, writes
 
 
 def _interference(body: tuple, live: Liveness) -> list[int]:

@@ -1,16 +1,15 @@
-"""The pass manager: which passes run, in what order, and running them.
+"""The pass manager: the order passes run in, and running them.
 
-Passes come from the plugin registry (`hologram_register_passes`; the built-in ones
-through the entry point `builtin_passes`). The registry has already checked them (a
-`Pass`, a known level, a unique name; a plugin that breaks a rule is reported by
-`hologram plugins` and skipped). Here they are ordered and grouped into pipelines:
+It is given the passes (hologram.runtime.pipelines picks them from the plugin registry
+and builds the pipelines `opt=` and `passes=` name); it knows nothing of where they
+came from. Ordering and grouping:
 
 - IR passes run before ISA passes; within a level the order is the stable topological
   order of the `before`/`after` constraints, ties broken by registration order. A
   constraint naming a pass that is not in the pipeline is ignored; a cycle is a
   PluginError naming the passes on it.
-- `O0` runs no pass, `O1`/`O2` the passes whose `pipelines` name them, `custom` the
-  passes named explicitly (`--passes a,b,c`), still in constraint order.
+- A `Pipeline` holds the ordered passes of each level; the named ones (O0, O1, O2,
+  custom) are built by hologram.runtime.pipelines.
 
 A pipeline's result is cached by content, in a bounded LRU (`CACHE_SIZE` entries) keyed
 by (the passes that ran, the input): the `KernelIR` value itself for IR passes (frozen
@@ -20,26 +19,21 @@ equal inputs give equal outputs and each runs once per distinct input.
 
 from __future__ import annotations
 
-import os
-import threading
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import attrs
 
-from ..core import plugins
-from ..core.encoding import program_hash
-from ..core.errors import CompileError, HologramError, PluginError, VerifyError, did_you_mean
-from ..core.ir import KernelIR
-from ..core.isa import Program
-from ..core.lru import LRUCache
-from ..core.verifier import verify
-from .api import LEVELS, PIPELINES, Pass
+from hologram.core.errors import CompileError, HologramError, PluginError, VerifyError, did_you_mean
+from hologram.core.lru import LRUCache
+from hologram.ir import KernelIR
+from hologram.isa.encoding import program_hash
+from hologram.isa.program import Program
+from hologram.passes.api import LEVELS, Pass
+from hologram.verify.verifier import verify
 
-ENV_OPT = "HOLOGRAM_OPT"
-DEFAULT_OPT = "O2"
 CACHE_SIZE = 512
 
-__all__ = ["ENV_OPT", "DEFAULT_OPT", "CACHE_SIZE", "Pipeline", "resolve", "registered", "order", "clear_cache"]
+__all__ = ["CACHE_SIZE", "Pipeline", "order", "clear_cache"]
 
 
 # ------------------------------------------------------------------------- the cache
@@ -175,11 +169,6 @@ class Pipeline:
 
 
 # -------------------------------------------------------------------------- ordering
-def registered() -> tuple[Pass, ...]:
-    """Every registered pass, in registration order (already validated by the registry)."""
-    return tuple(p for p in plugins.passes() if isinstance(p, Pass))
-
-
 def order(passes: Sequence[Pass]) -> tuple[Pass, ...]:
     """`passes` in run order: IR before ISA, each level in the stable topological order of
     the before/after constraints among them (ties by their order in `passes`)."""
@@ -231,78 +220,3 @@ def _toposort(passes: list[Pass]) -> list[Pass]:
     for p in passes:
         place(p.name)
     return out
-
-
-# ------------------------------------------------------------------------- resolving
-_BUILT: list[Any] = [None, {}]  # [the registry pipelines were built from, {key: Pipeline}]
-_BUILT_LOCK = threading.Lock()
-
-
-def _memo(key: Any, build: Callable[[tuple[Pass, ...]], Pipeline]) -> Pipeline:
-    reg = plugins.registry()
-    with _BUILT_LOCK:
-        if _BUILT[0] is not reg:
-            _BUILT[0], _BUILT[1] = reg, {}
-        found = _BUILT[1].get(key)
-    if found is None:
-        found = build(registered())
-        with _BUILT_LOCK:
-            if _BUILT[0] is reg:
-                _BUILT[1][key] = found
-    return found
-
-
-def _split(name: str, ordered: tuple[Pass, ...]) -> Pipeline:
-    return Pipeline(name, tuple(p for p in ordered if p.level == "ir"), tuple(p for p in ordered if p.level == "isa"))
-
-
-def _named(level: str) -> Pipeline:
-    if level == "O0":
-        return Pipeline("O0")
-    return _memo(level, lambda found: _split(level, order([p for p in found if level in p.pipelines])))
-
-
-def _custom(names: tuple[str, ...]) -> Pipeline:
-    def build(found: tuple[Pass, ...]) -> Pipeline:
-        table = {p.name: p for p in found}
-        for n in names:
-            if n not in table:
-                hint = f"registered passes: {', '.join(table)}" if table else "no passes are registered"
-                raise PluginError(f"unknown pass {n!r}{did_you_mean(n, table)}", hint=hint)
-        wanted = set(names)
-        return _split("custom", order([p for p in found if p.name in wanted]))
-    return _memo(("custom", names), build)
-
-
-def parse_opt(opt: str, source: str | None = "opt=") -> str:
-    """'O0', 'O1' or 'O2' from `opt` (any case; surrounding blanks ignored). `source`
-    says where the value came from, for the error."""
-    where = f"{source}: " if source else ""
-    if not isinstance(opt, str):
-        raise PluginError(f"{where}an optimization level is a string such as 'O2', got {type(opt).__name__}")
-    level = opt.strip().upper()
-    if level not in PIPELINES:
-        raise PluginError(f"{where}unknown optimization level {opt!r}{did_you_mean(level, PIPELINES)}",
-                          hint=f"expected one of {', '.join(PIPELINES)}")
-    return level
-
-
-def resolve(opt: str | None = None, passes: Sequence[str] | str | None = None) -> Pipeline:
-    """The pipeline to compile with: the passes named in `passes` (a sequence, or one
-    comma-separated string) when given, in constraint order; else the named pipeline
-    `opt`, else the one HOLOGRAM_OPT names, else O2."""
-    if passes is not None:
-        if isinstance(passes, str):
-            passes = passes.split(",")
-        names = []
-        for n in passes:
-            if not isinstance(n, str):
-                raise PluginError(f"pass names are strings, got {type(n).__name__}")
-            n = n.strip()
-            if n and n not in names:
-                names.append(n)
-        return _custom(tuple(names))
-    if opt is None:
-        env = os.environ.get(ENV_OPT, "").strip()
-        return _named(parse_opt(env, ENV_OPT) if env else DEFAULT_OPT)
-    return _named(parse_opt(opt))

@@ -31,9 +31,10 @@ from typing import Mapping
 
 import attrs
 
-from ..core.ir import LEAF_OPS, Expr, KernelIR, OnlineMaxSum, Statement, statement_exprs
-from ..core.isa import OPCODES, Imm, Instr, Label, Program, Reg, Special, Stage, Sym, lead_lane_axis
-from ..core.intervals import Poly
+from hologram.ir import LEAF_OPS, Expr, KernelIR, OnlineMaxSum, Statement, statement_exprs
+from hologram.isa.opcodes import OPCODES
+from hologram.isa.program import Imm, Instr, Label, Program, Reg, Special, Stage, Sym, lead_lane_axis
+from hologram.verify.intervals import Poly
 
 __all__ = ["Poly", "Formula", "Stats", "lane_work", "measure"]
 

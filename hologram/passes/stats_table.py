@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..core.isa import BufferParam, Program
-from ..core.types import Affine
-from .stats import QUOTIENTS, Formula, Stats
+from hologram.core.types import Affine
+from hologram.isa.program import BufferParam, Program
+from hologram.passes.stats import QUOTIENTS, Formula, Stats
 
 __all__ = ["reduction", "example_sizes", "format_stats", "render"]
 

@@ -9,34 +9,28 @@
         check_case(case, backend="mybackend")      # run + hold to numpy (run.py)
 
 Modules: `contract` (assert_close, ULP helpers), `values` (edge-value strategies),
-`oracle` (numpy semantics of every DSL operation), `bounds` (error propagation through
-composed expressions), `exprgen` (expression trees and their vocabulary), `cases`
-(kernel strategies), `run` (the harness), `fuzz` (the program and document fuzzers:
-`fuzz_programs`, `fuzz_documents`). See docs/testing.md.
+`bounds` (error propagation through composed expressions), `exprgen` (expression trees
+and their vocabulary), `cases` (kernel strategies), `run` (the harness), `fuzz` (the
+program and document fuzzers: `fuzz_programs`, `fuzz_documents`). The oracle (numpy's
+semantics of every DSL operation) is `hologram.core.semantics`, which the compiler's
+constant folding shares; it is re-exported here as `ORACLE`. See docs/testing.md.
 
-Only `contract` is imported eagerly; the rest load on first use, so `assert_close` works
-without hypothesis installed.
+This is the test kit: it needs the `test` extra (hypothesis), which the compiler and
+the runtime never import.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from hologram.core.semantics import ORACLE
+from hologram.testing.bounds import Val
+from hologram.testing.cases import KernelCase, atlas_kernels, expression_kernels, index_kernels, kernels
+from hologram.testing.contract import AccuracyError, assert_close, reduction_tolerance, spacing, ulp_distance, ulp_step
+from hologram.testing.exprgen import VOCABULARY, GenConfig
+from hologram.testing.fuzz import Finding, fuzz_documents, fuzz_programs
+from hologram.testing.run import check_case, run_kernel_text
+from hologram.testing.values import arrays, dtypes, edge_values, scalars, shapes
 
-from .contract import AccuracyError, assert_close, reduction_tolerance, spacing, ulp_distance, ulp_step
-
-_LAZY = {
-    "edge_values": "values", "scalars": "values", "arrays": "values", "shapes": "values", "dtypes": "values",
-    "ORACLE": "oracle", "Val": "bounds", "GenConfig": "exprgen", "VOCABULARY": "exprgen",
-    "KernelCase": "cases", "kernels": "cases", "expression_kernels": "cases", "index_kernels": "cases",
-    "atlas_kernels": "cases", "run_kernel_text": "run", "check_case": "run",
-    "fuzz_programs": "fuzz", "fuzz_documents": "fuzz", "Finding": "fuzz",
-}
-
-__all__ = ["AccuracyError", "assert_close", "reduction_tolerance", "spacing", "ulp_distance", "ulp_step", *_LAZY]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["AccuracyError", "assert_close", "reduction_tolerance", "spacing", "ulp_distance", "ulp_step",
+           "edge_values", "scalars", "arrays", "shapes", "dtypes", "ORACLE", "Val", "GenConfig", "VOCABULARY",
+           "KernelCase", "kernels", "expression_kernels", "index_kernels", "atlas_kernels", "run_kernel_text",
+           "check_case", "fuzz_programs", "fuzz_documents", "Finding"]

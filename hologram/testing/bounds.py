@@ -44,9 +44,9 @@ from typing import Callable, Sequence
 import attrs
 import numpy as np
 
-from . import oracle
-from .contract import assert_close, reduction_tolerance, spacing, ulp_step
-from .values import DTypeLike, as_dtype
+from hologram.core import semantics as oracle
+from hologram.testing.contract import assert_close, reduction_tolerance, spacing, ulp_step
+from hologram.testing.values import DTypeLike, as_dtype
 
 __all__ = ["Val", "OP_ULPS", "CONTRACT_ULPS", "TRANSCENDENTAL", "apply", "reduce", "resonance", "lift", "gelu_steps"]
 

@@ -37,13 +37,13 @@ import attrs
 import numpy as np
 from hypothesis import strategies as st
 
-from ..core import errors
-from ..core.errors import ArgumentError, ExecutionError, HologramError
-from ..core.types import Affine, DType
-from . import bounds, values
-from .bounds import Val
-from .exprgen import (Builder, Engine, Env, GenConfig, Node, reduce_dtype, contains, evaluate, infer, literal, reachable,
-                      render, strong, symbol)
+from hologram.core import errors
+from hologram.core.errors import ArgumentError, ExecutionError, HologramError
+from hologram.core.types import Affine, DType
+from hologram.testing import bounds, values
+from hologram.testing.bounds import Val
+from hologram.testing.exprgen import (Builder, Engine, Env, GenConfig, Node, contains, evaluate, infer, literal,
+                                      reachable, reduce_dtype, render, strong, symbol)
 
 __all__ = ["KernelCase", "Param", "Program", "INDEX_TEMPLATES", "kernels", "expression_kernels", "index_kernels", "atlas_kernels",
            "symbol_kernels", "render_document", "runtime_errors"]

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..core.errors import ArgumentError, HologramError
+from hologram.core.errors import ArgumentError, HologramError
 
 __all__ = ["AccuracyError", "assert_close", "reduction_tolerance", "ulp_distance", "ulp_step", "spacing"]
 

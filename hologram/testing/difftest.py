@@ -49,17 +49,17 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed as hypothesis_
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
-from ..core.asm import format_program, parse_program
-from ..core.encoding import decode, encode
-from ..core.errors import ArgumentError, HologramError
-from ..core.isa import BufferParam, Program
-from . import values
-from .bounds import Val
-from .cases import KernelCase
-from .isa_strategies import programs
-from .precision import compare_outputs, precision
-from .long_cases import kernels_with_long_reductions
-from .run import check_case
+from hologram.core.errors import ArgumentError, HologramError
+from hologram.isa.asm import format_program, parse_program
+from hologram.isa.encoding import decode, encode
+from hologram.isa.program import BufferParam, Program
+from hologram.testing import values
+from hologram.testing.bounds import Val
+from hologram.testing.cases import KernelCase
+from hologram.testing.isa_strategies import programs
+from hologram.testing.long_cases import kernels_with_long_reductions
+from hologram.testing.precision import compare_outputs, precision
+from hologram.testing.run import check_case
 
 __all__ = ["KINDS", "OPTS", "REFERENCE", "INTERP_MAX_ELEMENTS", "DEFAULT_OUT", "Outcome", "Report", "ProgramCase",
            "program_cases", "precision", "check_kernel", "check_program", "max_elements", "run_difftest", "replay",
@@ -143,7 +143,7 @@ def program_cases(draw: Callable, max_size: int = 5) -> ProgramCase:
 # ---------------------------------------------------------------------- checking
 def _run_program(program: Program, backend: str, case: ProgramCase) -> tuple[dict[str, np.ndarray], str | None]:
     """Launch on a fresh copy of the buffers; (buffers after, error as `Type: message`)."""
-    from ..core.plugins import get_backend
+    from hologram.runtime.lookups import get_backend
 
     be = get_backend(backend)
     bufs = {k: np.array(v, copy=True) for k, v in case.buffers.items()}
@@ -162,7 +162,7 @@ Opt = str | tuple[str, ...]  # a level ("O2"), or exactly these passes (for bise
 
 
 def _pipeline(opt: Opt) -> Any:
-    from ..passes.manager import resolve
+    from hologram.runtime.pipelines import resolve
 
     return resolve(opt) if isinstance(opt, str) else resolve(passes=opt)
 
@@ -221,7 +221,7 @@ def max_elements(backend: str) -> int | None:
     INTERP_MAX_ELEMENTS for the reference interpreter, the backend's own
     `max_test_elements` attribute when it has one (a backend that also runs one lane at a
     time), else no limit."""
-    from ..core.plugins import get_backend
+    from hologram.runtime.lookups import get_backend
 
     if backend == REFERENCE:
         return INTERP_MAX_ELEMENTS
@@ -307,7 +307,7 @@ def _section(data: Mapping[str, np.ndarray], prefix: str) -> dict[str, np.ndarra
 
 
 def _kernel_from_files(path: str) -> KernelCase:
-    from ..core import errors
+    from hologram.core import errors
 
     with open(path, encoding="utf-8") as f:
         source = f.read()
@@ -344,7 +344,7 @@ def replay(path: str, backends: Sequence[str] | None = None, opt: str | None = N
         backends = [str(meta.get("meta/backend", REFERENCE))]
     if opt is None:
         opt = str(meta.get("meta/opt", "O0"))  # a file written before levels existed: no passes
-    from ..passes.manager import parse_opt
+    from hologram.runtime.pipelines import parse_opt
 
     opt = parse_opt(opt)
     return {b: _guarded(KIND_TABLE[kind].check, case, b, opt) for b in backends}
@@ -441,8 +441,8 @@ def run_difftest(backends: Iterable[str], examples: int = 100, seed: int | None 
     progress  called as progress(kind, done, planned) after every example
     opts      optimization levels ("O0", "O1", "O2"), each compared with the oracle
     """
-    from ..core.plugins import get_backend
-    from ..passes.manager import parse_opt
+    from hologram.runtime.lookups import get_backend
+    from hologram.runtime.pipelines import parse_opt
 
     backends = tuple(dict.fromkeys(backends))
     kinds = tuple(kinds)

@@ -31,10 +31,11 @@ import attrs
 import numpy as np
 from hypothesis import strategies as st
 
-from ..core.errors import ExecutionError
-from ..core.types import DType
-from . import bounds, oracle, values
-from .bounds import Val
+from hologram.core import semantics as oracle
+from hologram.core.errors import ExecutionError
+from hologram.core.types import DType
+from hologram.testing import bounds, values
+from hologram.testing.bounds import Val
 
 __all__ = ["OpSpec", "VOCABULARY", "GROUPS", "GenConfig", "Node", "Builder", "Env", "Engine", "render", "literal",
            "symbol", "infer", "weak_result", "evaluate", "strong", "reachable", "contains", "reduce_dtype"]

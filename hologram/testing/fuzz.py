@@ -39,13 +39,11 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import attrs
 import numpy as np
 
-from .fuzz_common import (
-    CANARY, CRASH, DIVERGENCE, EXCEPTION, INTERNAL, MISMATCH, NO_POSITION, ROUND_TRIP, TIMEOUT, VERIFIER_HOLE,
-    WRONG_ERROR, CaseResult,
-)
-from .fuzz_document_oracle import DocumentCase
-from .fuzz_pool import WorkerPool
-from .fuzz_program_oracle import ProgramCase
+from hologram.testing.fuzz_common import (CANARY, CRASH, DIVERGENCE, EXCEPTION, INTERNAL, MISMATCH, NO_POSITION,
+                                          ROUND_TRIP, TIMEOUT, VERIFIER_HOLE, WRONG_ERROR, CaseResult)
+from hologram.testing.fuzz_document_oracle import DocumentCase
+from hologram.testing.fuzz_pool import WorkerPool
+from hologram.testing.fuzz_program_oracle import ProgramCase
 
 __all__ = ["Finding", "KnownIssue", "KNOWN_ISSUES", "BUDGETS", "fuzz_programs", "fuzz_documents", "replay", "main"]
 
@@ -116,8 +114,8 @@ def _known(f: Finding) -> Finding:
 # ------------------------------------------------------------------ reproducers
 def _program_reproducer(case: ProgramCase) -> tuple[str, dict[str, bytes]]:
     """(the mutant as text, files to write by extension)."""
-    from ..core.asm import format_program
-    from ..core.encoding import encode
+    from hologram.isa.asm import format_program
+    from hologram.isa.encoding import encode
 
     files: dict[str, bytes] = {}
     if case.data is not None:
@@ -222,7 +220,7 @@ def fuzz_programs(iterations: int = 200, seed: int = 0, *, workers: int = 2, out
     outputs, ...), duplicates skipped, seconds. `strategy_examples`: how many programs
     `isa_strategies.programs()` contributes as seeds (the compiled kernels are the rest);
     `scale`: "ci" nests loops 5-30 deep, "long" 50-300."""
-    from .fuzz_program_cases import mutants, seed_programs
+    from hologram.testing.fuzz_program_cases import mutants, seed_programs
 
     seeds = seed_programs(strategy_examples, seed)
     compiled = tuple(s for s in seeds if not s[0].startswith("isa_strategies"))
@@ -248,7 +246,7 @@ def fuzz_documents(iterations: int = 200, seed: int = 0, *, workers: int = 2, ou
     """Run `iterations` distinct document mutants (reproducible from `seed`) through the
     document oracle. `scale`: "ci" keeps the pathological mutations small (ranks up to 9,
     chains up to 200 statements), "long" goes to ranks of 24 and chains of 5,000."""
-    from .fuzz_mutate_documents import mutant, seed_documents
+    from hologram.testing.fuzz_mutate_documents import mutant, seed_documents
 
     seeds = seed_documents()
     rng = np.random.default_rng(seed)

@@ -25,12 +25,10 @@ from typing import Any, Callable
 import attrs
 import numpy as np
 
-from ..core.errors import HologramError, PluginError, VerifyError
-from .fuzz_common import (
-    DIVERGENCE, EXCEPTION, INTERNAL, MISMATCH, NO_POSITION, CaseResult, Guarded, Problem, check_guards,
-    describe_exception, fill, scalar,
-)
-from .precision import compare_outputs, precision
+from hologram.core.errors import HologramError, PluginError, VerifyError
+from hologram.testing.fuzz_common import (DIVERGENCE, EXCEPTION, INTERNAL, MISMATCH, NO_POSITION, CaseResult, Guarded,
+                                          Problem, check_guards, describe_exception, fill, scalar)
+from hologram.testing.precision import compare_outputs, precision
 
 Phase = Callable[..., None]
 EXTENSIONS = {"toml": "toml", "yaml": "yaml", "json": "json"}

@@ -32,9 +32,9 @@ from typing import Any, Callable
 import numpy as np
 import yaml
 
-from ..core.types import DType
-from .fuzz_common import pick
-from .fuzz_document_oracle import DocumentCase
+from hologram.core.types import DType
+from hologram.testing.fuzz_common import pick
+from hologram.testing.fuzz_document_oracle import DocumentCase
 
 Rng = np.random.Generator
 FORMATS = {".toml": "toml", ".yaml": "yaml", ".yml": "yaml", ".json": "json"}

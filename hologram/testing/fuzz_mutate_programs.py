@@ -33,12 +33,11 @@ from typing import Any, Callable
 import attrs
 import numpy as np
 
-from ..core.isa import (
-    COMPARE_MODS, OPCODES, REASSOC, SPECIALS, Addr, BufferParam, Imm, Init, Instr, Label, Pred, Program, Reg,
-    RegDecl, ScalarParam, Special, Stage, Sym,
-)
-from ..core.types import Affine, DType
-from .fuzz_common import pick
+from hologram.core.types import Affine, DType
+from hologram.isa.opcodes import OPCODES
+from hologram.isa.program import (COMPARE_MODS, REASSOC, SPECIALS, Addr, BufferParam, Imm, Init, Instr, Label, Pred,
+                                  Program, Reg, RegDecl, ScalarParam, Special, Stage, Sym)
+from hologram.testing.fuzz_common import pick
 
 Rng = np.random.Generator
 Mutation = tuple[Program, str]

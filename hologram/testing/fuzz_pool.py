@@ -31,7 +31,7 @@ import traceback
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from .fuzz_common import CRASH, HARNESS, TIMEOUT, CaseResult, Problem
+from hologram.testing.fuzz_common import CRASH, HARNESS, TIMEOUT, CaseResult, Problem
 
 # kind -> "module:function" of the checker, imported in the worker only
 HANDLERS = {

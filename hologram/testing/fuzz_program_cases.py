@@ -11,10 +11,10 @@ import zlib
 
 import numpy as np
 
-from ..core.isa import Program
-from .fuzz_common import pick
-from .fuzz_mutate_programs import MUTATORS, NEST_DEPTHS, Rng, m_nest
-from .fuzz_program_oracle import ProgramCase
+from hologram.isa.program import Program
+from hologram.testing.fuzz_common import pick
+from hologram.testing.fuzz_mutate_programs import MUTATORS, NEST_DEPTHS, Rng, m_nest
+from hologram.testing.fuzz_program_oracle import ProgramCase
 
 
 # ================================================================= serialized forms
@@ -92,7 +92,7 @@ def seed_programs(strategy_examples: int = 40, seed: int = 0) -> tuple[tuple[str
     `isa_strategies.programs()` with hypothesis seed `seed`."""
     import hologram
 
-    from .fuzz_mutate_documents import seed_documents
+    from hologram.testing.fuzz_mutate_documents import seed_documents
 
     out: list[tuple[str, Program]] = []
     for name, fmt, text in seed_documents():
@@ -109,7 +109,7 @@ def _strategy_programs(count: int, seed: int) -> list[Program]:
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hypothesis_seed
 
-    from .isa_strategies import programs
+    from hologram.testing.isa_strategies import programs
 
     drawn: list[Program] = []
 
@@ -127,8 +127,8 @@ def _strategy_programs(count: int, seed: int) -> list[Program]:
 def mutants(rng: Rng, seeds: tuple[tuple[str, Program], ...], scale: str = "ci") -> ProgramCase:
     """One mutant of a seed: one to three mutators (one time in fifty a loop nest of a
     depth `scale` draws), then (one time in four) a binary or text mutation of the result."""
-    from ..core.asm import format_program
-    from ..core.encoding import encode
+    from hologram.isa.asm import format_program
+    from hologram.isa.encoding import encode
 
     names = list(MUTATORS)
     weights = np.array([MUTATORS[n][1] for n in names], float)

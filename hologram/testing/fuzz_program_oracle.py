@@ -33,13 +33,13 @@ from typing import Any, Callable, Mapping
 import attrs
 import numpy as np
 
-from ..core.errors import ExecutionError, HologramError, ISAError, VerifyError
-from ..core.isa import OPCODES, BufferParam, Instr, Program
-from .precision import compare_outputs, precision
-from .fuzz_common import (
-    DIVERGENCE, EXCEPTION, INTERNAL, MISMATCH, ROUND_TRIP, VERIFIER_HOLE, WRONG_ERROR, CaseResult, Problem,
-    check_guards, describe_exception, fill, guard_all, pick, scalar,
-)
+from hologram.core.errors import ExecutionError, HologramError, ISAError, VerifyError
+from hologram.isa.opcodes import OPCODES
+from hologram.isa.program import BufferParam, Instr, Program
+from hologram.testing.fuzz_common import (DIVERGENCE, EXCEPTION, INTERNAL, MISMATCH, ROUND_TRIP, VERIFIER_HOLE,
+                                          WRONG_ERROR, CaseResult, Problem, check_guards, describe_exception, fill,
+                                          guard_all, pick, scalar)
+from hologram.testing.precision import compare_outputs, precision
 
 Phase = Callable[..., None]
 
@@ -90,7 +90,7 @@ def _lanes(program: Program, symbols: Mapping[str, int]) -> int:
 
 
 # Values for a symbol no shape or domain uses (it can still reach an index): the edges of
-# the launch contract (0 <= symbol < 2**62, hologram.core.intervals.SYMBOL_MAX), which
+# the launch contract (0 <= symbol < 2**62, hologram.verify.intervals.SYMBOL_MAX), which
 # a launch must enforce (an ArgumentError beyond them).
 CONTRACT_EDGES = (2**62 - 1, 2**62, 2**63 - 1, -1)
 
@@ -222,8 +222,8 @@ def _backends() -> tuple[Any, Any]:
 def _materialize(case: ProgramCase, phase: Phase) -> tuple[Program | None, CaseResult | None]:
     if case.program is not None:
         return case.program, None
-    from ..core.asm import parse_program
-    from ..core.encoding import decode
+    from hologram.isa.asm import parse_program
+    from hologram.isa.encoding import decode
 
     step, make = ("decode", lambda: decode(case.data)) if case.data is not None else \
         ("parse", lambda: parse_program(case.text or "", "fuzz.hasm"))
@@ -241,8 +241,8 @@ def _materialize(case: ProgramCase, phase: Phase) -> tuple[Program | None, CaseR
 
 
 def _round_trips(p: Program) -> list[Problem]:
-    from ..core.asm import format_program, parse_program
-    from ..core.encoding import decode, encode
+    from hologram.isa.asm import format_program, parse_program
+    from hologram.isa.encoding import decode, encode
 
     problems = []
     for name, there_and_back in (("text", lambda: parse_program(format_program(p), "fuzz.hasm")),
@@ -260,7 +260,7 @@ def _round_trips(p: Program) -> list[Problem]:
 
 def check_program_case(case: ProgramCase, phase: Phase) -> CaseResult:
     """Judge one mutant (see the module docstring)."""
-    from ..core.verifier import verify
+    from hologram.verify.verifier import verify
 
     program, done = _materialize(case, phase)
     if done is not None:
@@ -317,7 +317,7 @@ def check_program_case(case: ProgramCase, phase: Phase) -> CaseResult:
 
 
 def _race(program: Program, launch: Launch) -> str | None:
-    from .fuzz_trace import find_race
+    from hologram.testing.fuzz_trace import find_race
     return find_race(program, launch.buffers, launch.scalars, launch.symbols)
 
 

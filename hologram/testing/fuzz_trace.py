@@ -31,7 +31,8 @@ from typing import Any, Callable, Mapping
 import attrs
 import numpy as np
 
-from ..core.isa import OPCODES, Instr, Program
+from hologram.isa.opcodes import OPCODES
+from hologram.isa.program import Instr, Program
 
 _LOAD, _STORE, _REDUCE = "load", "store", "reduce"
 _KIND = {"LDG": _LOAD, "LDS": _LOAD, "STG": _STORE, "STS": _STORE, "ResAccum": _REDUCE,
@@ -110,7 +111,7 @@ def find_race(program: Program, buffers: Mapping[str, np.ndarray], scalars: Mapp
     from hologram_interp.decode import BARRIER, decode_program
     from hologram_interp.machine import run_stage
 
-    from ..core.errors import HologramError
+    from hologram.core.errors import HologramError
 
     try:
         exe = decode_program(program, "fuzz-trace")

@@ -27,14 +27,11 @@ from typing import Callable
 import numpy as np
 from hypothesis import strategies as st
 
-from ..core.isa import (
-    Addr, BufferParam, Imm, Init, Instr, Label, MemDecl, Pred, Program, Reg, RegDecl, ScalarParam, Special,
-    Stage, Sym,
-)
-from ..core.types import Affine, DType
+from hologram.core.types import Affine, DType
+from hologram.isa.program import (Addr, BufferParam, Imm, Init, Instr, Label, MemDecl, Pred, Program, Reg, RegDecl,
+                                  ScalarParam, Special, Stage, Sym)
 
 I64, BOOL = DType.I64, DType.BOOL
-NUMERIC = tuple(d for d in DType if not d.is_bool)
 FLOAT_UNARY = "EXP LOG LOG2 LOG10 SQRT RSQRT SIN COS TAN TANH SIGMOID ASIN ACOS ATAN SINH COSH ASINH ACOSH ERF ERFC " \
               "ATANH EXP2 EXPM1 LOG1P FLOOR CEIL TRUNC RINT".split()
 FLOAT_BINARY = "ATAN2 HYPOT FMOD COPYSIGN POW".split()

@@ -48,13 +48,12 @@ import attrs
 import numpy as np
 from hypothesis import strategies as st
 
-from ..core.types import Affine
-from . import bounds
-from .contract import reduction_tolerance, spacing
-from .cases import (
-    KernelCase, Param, Program, Statement, _evaluate, _grids, _indexed, _leaf, _load, _value, kernels, render_document,
-)
-from .exprgen import Builder, Env, GenConfig, Node, contains, evaluate, reduce_dtype, render
+from hologram.core.types import Affine
+from hologram.testing import bounds
+from hologram.testing.cases import (KernelCase, Param, Program, Statement, _evaluate, _grids, _indexed, _leaf, _load,
+                                    _value, kernels, render_document)
+from hologram.testing.contract import reduction_tolerance, spacing
+from hologram.testing.exprgen import Builder, Env, GenConfig, Node, contains, evaluate, reduce_dtype, render
 
 __all__ = ["LONG_EVERY", "TERM_OPS", "long_reduction_kernels", "kernels_with_long_reductions"]
 

@@ -14,8 +14,9 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from ..core.isa import OPCODES, Addr, Instr, Program, Reg
-from .contract import assert_close
+from hologram.isa.opcodes import OPCODES
+from hologram.isa.program import Addr, Instr, Program, Reg
+from hologram.testing.contract import assert_close
 
 EXACT, ULPS, OPEN = 0, 1, 2  # precision levels: bitwise, within PROGRAM_ULPS, not compared
 PROGRAM_ULPS = 4  # the interpreter is numpy; a backend's approximations are within 4 ULP of it

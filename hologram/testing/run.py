@@ -13,8 +13,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..core.errors import HologramError
-from .cases import KernelCase
+from hologram.core.errors import HologramError
+from hologram.testing.cases import KernelCase
 
 __all__ = ["run_kernel_text", "check_case"]
 

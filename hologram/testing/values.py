@@ -16,7 +16,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from ..core.types import DType
+from hologram.core.types import DType
 
 __all__ = ["as_dtype", "edge_values", "scalars", "arrays", "shapes", "dtypes"]
 

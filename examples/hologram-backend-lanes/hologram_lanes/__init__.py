@@ -25,12 +25,12 @@ from typing import Any, Callable, Mapping
 import attrs
 import numpy as np
 
-from hologram.core.args import symbol_value
-from hologram.core.asm import format_instr
 from hologram.core.errors import ArgumentError, ExecutionError, PluginError
 from hologram.core.hookspecs import hookimpl
-from hologram.core.isa import AXES, BufferParam, Imm, Instr, Label, Program, Reg, Special, Stage, Sym
 from hologram.core.types import DType
+from hologram.isa.asm import format_instr
+from hologram.isa.program import AXES, BufferParam, Imm, Instr, Label, Program, Reg, Special, Stage, Sym
+from hologram.runtime.args import symbol_value
 
 __all__ = ["LanesBackend", "Prepared", "hologram_register_backends"]
 
@@ -69,7 +69,7 @@ class LanesBackend:
     def prepare(self, program: Program) -> Prepared:
         """The program, once every instruction is known to be one this backend runs."""
         if not isinstance(program, Program):
-            raise ArgumentError(f"prepare expects a hologram.core.isa.Program, got {type(program).__name__}")
+            raise ArgumentError(f"prepare expects a hologram.isa.program.Program, got {type(program).__name__}")
         return _check_supported(program)
 
     def launch(self, executable: Prepared | Program, buffers: Mapping[str, np.ndarray],

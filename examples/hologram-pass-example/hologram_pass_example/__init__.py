@@ -25,7 +25,7 @@ from typing import Callable
 import attrs
 
 import hologram
-from hologram.core.ir import Accumulate, Compute, Expr, KernelIR
+from hologram.ir import Accumulate, Compute, Expr, KernelIR
 from hologram.passes import Pass
 
 __all__ = ["neg_cancel", "PASS"]

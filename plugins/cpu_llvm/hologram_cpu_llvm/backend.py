@@ -9,6 +9,8 @@ whole story (threads, caches, aliasing, errors).
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import re
 import struct
 import threading
 from pathlib import Path
@@ -17,11 +19,12 @@ from typing import Any, Callable, Mapping, Sequence
 import attrs
 import numpy as np
 
-from hologram.core.encoding import program_hash
 from hologram.core.errors import ArgumentError, CompileError, HologramError
-from hologram.core.isa import OPCODES, BufferParam, Instr, Program, ScalarParam
 from hologram.core.types import DType
-from hologram.core.verifier import verify
+from hologram.isa.encoding import program_hash
+from hologram.isa.opcodes import OPCODES
+from hologram.isa.program import BufferParam, Instr, Program, ScalarParam
+from hologram.verify.verifier import verify
 
 from . import jit, threads
 from . import codegen as _codegen_module
@@ -46,8 +49,12 @@ class StageSymbol:
 # --------------------------------------------------------------------------- codegen link
 _CODEGEN_SOURCES = ("codegen", "vecmath", "jit")
 # An entry also certifies that its program passed the verifier, so `prepare` does not
-# verify again on a disk hit; a change to the verifier invalidates the entries.
-_VERIFIER_SOURCES = ("verifier.py", "dataflow.py", "control.py", "intervals.py", "structure.py")
+# verify again on a disk hit; a change to the verifier, or to any hologram module it
+# reaches, invalidates the entries (`verifier_modules`).
+# `from hologram.x import a, b` and `import hologram.x`, anywhere in a module: a regular
+# expression rather than `ast`, which costs ~50 ms a process to parse them all.
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(hologram(?:\.\w+)*)[ \t]+import[ \t]+(\([^)]*\)|[\w ,\t]+)"
+                     r"|import[ \t]+(hologram(?:\.\w+)*))", re.MULTILINE)
 
 
 def _opt_level(program: Program) -> int:
@@ -57,17 +64,38 @@ def _opt_level(program: Program) -> int:
     return jit.opt_level(loops)
 
 
+def verifier_modules() -> dict[str, Path]:
+    """The verifier's module and every `hologram` module it imports, transitively (by
+    name -> source file): what decides whether a program passes. The files are found
+    through the import system, so this follows the modules wherever they live."""
+    found: dict[str, Path] = {}
+    todo = [verify.__module__]
+    while todo:
+        name = todo.pop()
+        spec = None if name in found else importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            continue
+        found[name] = path = Path(spec.origin)
+        for m in _IMPORT.finditer(path.read_text()):
+            module, names = m.group(1) or m.group(3), (m.group(2) or "").strip("()")
+            todo.append(module)
+            if importlib.util.find_spec(module).submodule_search_locations is not None:
+                # from a package: `from hologram.isa import program` names a module
+                todo += [f"{module}.{n.split()[0]}" for n in names.split(",") if n.strip()
+                         and importlib.util.find_spec(f"{module}.{n.split()[0]}") is not None]
+    return found
+
+
 def _codegen_version() -> str:
     """The codegen's declared version plus a digest of its sources (and vecmath's, and the
-    verifier's), so editing either invalidates every cached object without a manual bump."""
+    verifier's modules), so editing any invalidates every cached object without a manual bump."""
     here = Path(__file__).parent
     digest = hashlib.sha256()
     for path in sorted(here.glob("*.py")):
         if path.stem.startswith(_CODEGEN_SOURCES):
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    core = Path(verify.__code__.co_filename).parent
-    for name in _VERIFIER_SOURCES:
-        digest.update(name.encode() + b"\0" + (core / name).read_bytes())
+    for name, path in sorted(verifier_modules().items()):
+        digest.update(name.encode() + b"\0" + path.read_bytes())
     declared = getattr(_codegen_module, "CODEGEN_VERSION", 0)
     return f"codegen {declared}+{digest.hexdigest()[:16]}"
 
@@ -131,7 +159,7 @@ class CpuLlvmBackend:
     # ------------------------------------------------------------------ prepare
     def prepare(self, program: Program) -> Executable:
         if not isinstance(program, Program):
-            raise ArgumentError(f"prepare expects a hologram.core.isa.Program, got {type(program).__name__}")
+            raise ArgumentError(f"prepare expects a hologram.isa.program.Program, got {type(program).__name__}")
         key = program_hash(program)
         exe = self._memory.get(key)
         if exe is not None:

@@ -67,7 +67,8 @@ import attrs
 from llvmlite import ir
 
 from hologram.core.errors import HologramError, VerifyError
-from hologram.core.isa import OPCODES, Instr, Program, Stage
+from hologram.isa.opcodes import OPCODES
+from hologram.isa.program import Instr, Program, Stage
 
 from .codegen_control import StageEmitter
 from .codegen_types import define_half_runtime
@@ -141,7 +142,7 @@ def compile_program(program: Program) -> CodegenResult:
     except (AttributeError, IndexError, KeyError, TypeError, ValueError) as e:
         # Only a program the verifier would refuse gets here (the runtime verifies first).
         raise VerifyError(f"cpu_llvm: program '{getattr(program, 'name', program)!s}' cannot be compiled; "
-                          f"run hologram.core.verifier.verify on it for the reason ({type(e).__name__}: {e})") from e
+                          f"run hologram.verify.verifier.verify on it for the reason ({type(e).__name__}: {e})") from e
 
 
 def _compile(program: Program) -> CodegenResult:

@@ -31,8 +31,8 @@ import math
 import attrs
 from llvmlite import ir
 
-from hologram.core.isa import Addr, Instr
 from hologram.core.types import DType
+from hologram.isa.program import Addr, Instr
 
 from .codegen_memory import REDUCE_COMBINE
 from .codegen_types import at, convert, i64, intrinsic, reg_type

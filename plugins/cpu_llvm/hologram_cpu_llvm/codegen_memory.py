@@ -20,8 +20,9 @@ import math
 from llvmlite import ir
 
 from hologram.core.errors import VerifyError
-from hologram.core.isa import OPCODES, Imm, Instr
 from hologram.core.types import DType
+from hologram.isa.opcodes import OPCODES
+from hologram.isa.program import Imm, Instr
 
 from .codegen_types import (
     ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_FREE, ERR_POOL_FULL, I8, I32, I64, PTR, at, const,

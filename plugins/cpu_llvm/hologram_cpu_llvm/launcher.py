@@ -12,7 +12,7 @@ When every stage is small enough to run inline, `run` is a native builtin
 (trampoline.py) that checks, reads the data pointers, tests the overlaps and calls the
 stages in one call from Python. Otherwise it is `general`: the same checks and the
 same launch as runtime.launch, in Python. `Kernel` calls it on its fast path
-(hologram.core.fastcall) and takes its full path, with its messages, on a decline.
+(hologram.runtime.fastcall) and takes its full path, with its messages, on a decline.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import struct
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
-from hologram.core.fastcall import exact_arguments
+from hologram.runtime.fastcall import exact_arguments
 
 from . import trampoline
 from .runtime import (

@@ -23,14 +23,14 @@ from typing import Any, Callable, Mapping, Sequence
 import attrs
 import numpy as np
 
-from hologram.core.args import plain_array, symbol_value, zeroed_temporary
-from hologram.core.asm import format_instr
 from hologram.core.atlas import NUM_CLASSES
 from hologram.core.errors import ArgumentError, ExecutionError
-from hologram.core.intervals import SYMBOL_MAX
-from hologram.core.isa import AXES, Instr, Program
 from hologram.core.types import Affine
+from hologram.isa.asm import format_instr
+from hologram.isa.program import AXES, Instr, Program
 from hologram.passes.stats import Formula, lane_work
+from hologram.runtime.args import plain_array, symbol_value, zeroed_temporary
+from hologram.verify.intervals import SYMBOL_MAX
 
 from . import jit, threads
 from .codegen_types import (

@@ -1,6 +1,6 @@
 """`InterpBackend`: the reference backend, registered under the name `interp`.
 
-It prepares a program by verifying it (when hologram.core.verifier is present) and
+It prepares a program by verifying it (when hologram.verify.verifier is present) and
 decoding it into closures, cached by a content key of the program in a thread-safe LRU
 of `CACHE_SIZE` entries; it launches by binding the caller's arrays, scalars and shape
 symbols and running the machine.
@@ -15,11 +15,11 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from hologram.core.args import plain_array, symbol_value, zeroed_temporary
 from hologram.core.errors import ArgumentError
-from hologram.core.isa import BufferParam, Program
 from hologram.core.lru import LRUCache
 from hologram.core.types import DType
+from hologram.isa.program import BufferParam, Program
+from hologram.runtime.args import plain_array, symbol_value, zeroed_temporary
 
 from . import semantics as sem
 from .decode import Executable, const_key, decode_program
@@ -39,9 +39,9 @@ def _verify(program: Program) -> None:
     # Only the verifier module itself being absent is tolerated; a verifier that fails to
     # import for another reason is a bug to surface, not to skip.
     try:
-        module = importlib.import_module("hologram.core.verifier")
+        module = importlib.import_module("hologram.verify.verifier")
     except ModuleNotFoundError as e:
-        if e.name == "hologram.core.verifier":
+        if e.name == "hologram.verify.verifier":
             return
         raise
     verify = getattr(module, "verify", None)
@@ -74,7 +74,7 @@ class InterpBackend:
 
     def prepare(self, program: Program) -> Executable:
         if not isinstance(program, Program):
-            raise ArgumentError(f"prepare expects a hologram.core.isa.Program, got {type(program).__name__}")
+            raise ArgumentError(f"prepare expects a hologram.isa.program.Program, got {type(program).__name__}")
         key = program_key(program)
         exe = self._cache.get(key)
         if exe is None:

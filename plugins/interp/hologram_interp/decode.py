@@ -18,23 +18,21 @@ operand read is one lookup and no register name can shadow them.
 from __future__ import annotations
 
 import operator
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import attrs
 import numpy as np
 
 from hologram.core import atlas
-from hologram.core.asm import format_instr
 from hologram.core.errors import ExecutionError, VerifyError
-from hologram.core.isa import (
-    OPCODES, Addr, Imm, Init, Instr, Label, MemDecl, Operand, Program, Reg, Special, Stage, Sym,
-)
 from hologram.core.types import Affine, DType
+from hologram.isa.asm import format_instr
+from hologram.isa.opcodes import OPCODES
+from hologram.isa.program import Addr, Imm, Init, Instr, Label, MemDecl, Operand, Program, Reg, Special, Stage, Sym
 
 from . import semantics as sem
+from .lane import Lane
 
-if TYPE_CHECKING:
-    from .machine import Lane
 
 Step = Callable[["Lane"], "int | None"]
 Reader = Callable[[dict], Any]

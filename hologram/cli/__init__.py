@@ -1,0 +1,1 @@
+"""The `hologram` command (main), its `bench` and `diff-test` subcommands."""

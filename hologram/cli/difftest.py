@@ -1,0 +1,158 @@
+"""`hologram diff-test`: the differential harness on the command line.
+
+    hologram diff-test [--backends interp,cpu_llvm] [--opt O0,O2] [--examples N] [--seed S]
+                       [--kind kernels|programs|both] [--out DIR]
+    hologram diff-test --replay DIR/kernel-cpu_llvm-O2-0123abcd.toml [--backends B,...] [--opt O2]
+
+A progress bar while it runs, then a table (kind, opt, backend, examples, passed, failed)
+and the reproducer of every failure with the command that replays it. Exit status 1
+when anything failed, 2 for usage errors.
+
+The harness (hologram.testing.difftest) is built on hypothesis, which is in the `test`
+extra, not a run-time dependency: it is imported only when the command runs, and a
+missing hypothesis is an error that says how to install it (docs/decisions.md, "The CLI
+without the test extra"). Nothing here may import it at start-up: every `hologram`
+command builds this parser.
+"""
+
+from __future__ import annotations
+
+import argparse
+from types import ModuleType
+from typing import Any
+
+from hologram.core.errors import HologramError, PluginError
+
+KIND_CHOICES = {"kernels": ("kernels",), "programs": ("programs",), "both": ("kernels", "programs")}
+
+
+# testing.difftest.DEFAULT_OUT, spelled again so that `--help` needs no hypothesis
+# (tests/test_cli_without_test_extra.py holds the two equal)
+DEFAULT_OUT = "difftest-failures"
+TEST_EXTRA_INSTALL = "pip install 'hologram-kernels[test]'"
+
+
+def harness() -> ModuleType:
+    """hologram.testing.difftest, or an error saying how to install hypothesis."""
+    try:
+        from hologram.testing import difftest
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] != "hypothesis":
+            raise  # a module of ours that fails to import is a bug to surface, not to explain away
+        raise HologramError("hologram diff-test needs hypothesis, which is not installed: the differential "
+                            "harness generates its examples with it",
+                            hint=f"{TEST_EXTRA_INSTALL} installs it (the `test` extra)") from None
+    return difftest
+
+
+def _backends(text: str) -> list[str]:
+    names = [b.strip() for b in text.split(",") if b.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("expected backend names separated by commas, e.g. interp,cpu_llvm")
+    return names
+
+
+def _opts(text: str) -> list[str]:
+    from hologram.runtime.pipelines import parse_opt
+
+    try:
+        names = [parse_opt(o, "--opt") for o in text.split(",") if o.strip()]
+    except PluginError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+    if not names:
+        raise argparse.ArgumentTypeError("expected optimization levels separated by commas, e.g. O0,O2")
+    return list(dict.fromkeys(names))
+
+
+def _examples(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of examples >= 1, got {text!r}")
+    return n
+
+
+def cmd_difftest(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    difftest = harness()
+    console = Console(highlight=False)
+    if args.replay:
+        return _replay(console, args.replay, args.backends, args.opt)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from hologram.runtime.lookups import list_backends
+
+    backends = args.backends or list_backends()
+    kinds = KIND_CHOICES[args.kind]
+    with Progress(TextColumn("{task.description:>9}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        tasks = {k: bar.add_task(k, total=args.examples) for k in kinds}
+        report = difftest.run_difftest(backends, args.examples, args.seed, kinds, args.out,
+                                       progress=lambda kind, done, total: bar.update(tasks[kind], completed=done),
+                                       opts=args.opt or difftest.OPTS)
+    _summary(console, report)
+    return 0 if report.ok else 1
+
+
+def _summary(console: Any, report: Any) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=f"diff-test (seed {report.seed})", title_justify="left")
+    for col, justify in (("kind", "left"), ("opt", "left"), ("backend", "left"), ("examples", "right"),
+                         ("passed", "right"), ("failed", "right")):
+        table.add_column(col, justify=justify)
+    for r in report.rows:
+        table.add_row(r.kind, r.opt, r.backend, str(r.examples), str(r.passed),
+                      Text(str(r.failed), style="bold red" if r.failed else "green"))
+    console.print(table)
+    from hologram.testing.difftest import replay_command  # harness() has imported it
+
+    failed = [r for r in report.rows if r.reproducer]
+    if failed:
+        print("reproducers (shrunk):")
+        for r in failed:
+            first = (r.message or "").strip().splitlines()[:1]
+            print(f"  {r.reproducer} ({r.backend} at {r.opt})\n    {first[0] if first else ''}")
+            if r.culprit:
+                print(f"    bisected to pass {r.culprit!r}: it passes with only the passes before it")
+            print(f"    replay: {replay_command(r.reproducer, r.backend, r.opt)}")
+
+
+def _replay(console: Any, path: str, backends: list[str] | None, opts: list[str] | None) -> int:
+    from rich.markup import escape
+
+    from hologram.testing.difftest import replay  # harness() has imported it
+
+    if opts and len(opts) > 1:
+        print("hologram diff-test: --replay takes one --opt level")
+        return 2
+    verdict = replay(path, backends, opts[0] if opts else None)
+    for backend, message in verdict.items():
+        if message is None:
+            console.print(f"{escape(backend)}: [green]passes[/green] {escape(path)}")
+        else:
+            console.print(f"{escape(backend)}: [bold red]fails[/bold red] {escape(path)}")
+            print(message)
+    return 0 if all(m is None for m in verdict.values()) else 1
+
+
+def add_difftest(sub: Any) -> None:
+    p = sub.add_parser("diff-test", help="run generated kernels and programs on backends against the oracle",
+                       description="Differential testing: generated kernels are held to the numpy oracle on every "
+                       "backend; generated ISA programs are compared with the reference interpreter. Failures "
+                       "are shrunk and written as reproducers.")
+    p.add_argument("--backends", type=_backends, metavar="B1,B2",
+                   help="comma-separated backend names (default: every available backend)")
+    p.add_argument("--opt", type=_opts, metavar="O0,O2",
+                   help="optimization levels to run every example at (default O0,O2); with --replay, one level "
+                   "(default: the one it failed at)")
+    p.add_argument("--examples", type=_examples, default=100, metavar="N", help="examples per kind (default 100)")
+    p.add_argument("--seed", type=int, default=None, help="make the run repeatable (default: a random seed, printed)")
+    p.add_argument("--kind", choices=tuple(KIND_CHOICES), default="both", help="what to generate (default both)")
+    p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help=f"where reproducers go (default ./{DEFAULT_OUT})")
+    p.add_argument("--replay", metavar="PATH", help="run one reproducer (.toml or .hasm) again instead")
+    p.set_defaults(func=cmd_difftest)

@@ -1,0 +1,326 @@
+"""Kernel IR: a typed dataflow graph of array computations (tensor-expression form).
+
+A kernel is a list of *statements*, each defining one named array:
+
+- `Compute(target, vars, body)`: `target[vars...] = body` for every index in the target's
+  shape. `body` is a scalar `Expr` over the index variables `vars` (one per dimension).
+- `Accumulate(target, vars, extents, key, value)`: `target[key] += value` for every point
+  of the domain `vars x extents`; the target starts at zero (a scatter-add; `resonance`).
+- `OnlineMaxSum(target, max_target, axes, value)`: two 0-d arrays at once, `max_target =
+  max(value)` and `target = sum(exp(value - max_target))` over the domain `axes`, in one
+  pass over the data (a reassociation: only in kernels that opt in; passes/ir_online.py).
+
+Scalar expressions are one frozen, hashable value class `Expr(op, dtype, srcs, arg)`, in
+the style of tinygrad's UOp: passes match on `op` and rebuild with `attrs.evolve` or
+`Expr(...)`. Every `Expr` carries its result dtype; shapes live on `TensorDecl`.
+
+Ops (see `OPS`):
+    CONST     arg = Python value (bool/int/float), already representable in dtype
+    IDX       arg = index-variable name; dtype i64
+    SYM       arg = shape-symbol name; dtype i64
+    SCALAR    arg = scalar-parameter name
+    LOAD      arg = tensor name; srcs = one i64 index expression per dimension
+    <unary>   srcs = (x,)          CAST: srcs = (x,), dtype = target type
+    <binary>  srcs = (a, b)        comparisons have dtype bool
+    WHERE     srcs = (cond, a, b)  FMA: srcs = (a, b, c)
+    REDUCE    arg = (op, ((var, extent: Affine), ...)); srcs = (body,)
+              op in sum prod min max argmin argmax; argmin/argmax give the flat index
+              (row-major over the listed vars) as i64
+    <atlas>   ATLAS_CLASS MIRROR DEGREE NEIGHBOR IS_UNITY BOUND_MAP (see docs/atlas.md)
+
+Semantics are numpy's (the oracle), with the DSL's defined answers where numpy is
+platform-defined: integer FLOORDIV/MOD by zero give 0, integer overflow wraps, shift
+amounts are masked to the bit width, float->int CAST saturates (NaN -> 0), MIN/MAX
+propagate NaN.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator
+
+import attrs
+
+from hologram.core.types import Affine, DType, Shape, type_str
+
+UNARY_OPS = frozenset(
+    """NEG ABS SQRT RSQRT EXP EXP2 EXPM1 LOG LOG2 LOG10 LOG1P SIN COS TAN ASIN ACOS ATAN
+    SINH COSH TANH ASINH ACOSH ATANH ERF ERFC FLOOR CEIL TRUNC RINT SIGN SIGMOID ISNAN NOT CAST""".split()
+)
+BINARY_OPS = frozenset(
+    """ADD SUB MUL DIV FLOORDIV MOD POW MIN MAX ATAN2 HYPOT FMOD COPYSIGN
+    AND OR XOR SHL SHR CMPEQ CMPNE CMPLT CMPLE CMPGT CMPGE""".split()
+)
+COMPARISONS = frozenset({"CMPEQ", "CMPNE", "CMPLT", "CMPLE", "CMPGT", "CMPGE"})
+TERNARY_OPS = frozenset({"WHERE", "FMA"})
+ATLAS_OPS = frozenset({"ATLAS_CLASS", "MIRROR", "DEGREE", "NEIGHBOR", "IS_UNITY", "BOUND_MAP"})
+LEAF_OPS = frozenset({"CONST", "IDX", "SYM", "SCALAR"})
+REDUCE_KINDS = ("sum", "prod", "min", "max", "argmin", "argmax")
+OPS = UNARY_OPS | BINARY_OPS | TERNARY_OPS | ATLAS_OPS | LEAF_OPS | {"LOAD", "REDUCE"}
+
+
+def _arg_key(arg: Any) -> Any:
+    """How `arg` compares: a float by its exact value, so `-0.0` and `0.0` (equal to
+    Python, different to IEEE: `x + -0.0` is not `x + 0.0`) are different constants,
+    and NaN equals NaN (so an expression holding one still equals itself)."""
+    return ("float", arg.hex()) if isinstance(arg, float) else arg
+
+
+@attrs.frozen(cache_hash=True)
+class Expr:
+    op: str
+    dtype: DType
+    srcs: tuple["Expr", ...] = ()
+    arg: Any = attrs.field(default=None, eq=_arg_key)
+
+    def __attrs_post_init__(self) -> None:
+        if self.op not in OPS:
+            raise ValueError(f"unknown IR op {self.op!r}")
+
+    # -- constructors -----------------------------------------------------
+    @staticmethod
+    def const(value: bool | int | float, dtype: DType) -> "Expr":
+        return Expr("CONST", dtype, (), value)
+
+    @staticmethod
+    def idx(var: str) -> "Expr":
+        return Expr("IDX", DType.I64, (), var)
+
+    @staticmethod
+    def load(tensor: str, dtype: DType, index: tuple["Expr", ...]) -> "Expr":
+        return Expr("LOAD", dtype, tuple(index), tensor)
+
+    # -- traversal --------------------------------------------------------
+    def walk(self) -> Iterator["Expr"]:
+        """Every node of the DAG once, children before parents."""
+        seen: set[int] = set()
+        stack: list[tuple[Expr, bool]] = [(self, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                yield node
+                continue
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            stack.append((node, True))
+            stack.extend((s, False) for s in reversed(node.srcs))
+
+    def replace(self, fn: Callable[["Expr"], "Expr | None"]) -> "Expr":
+        """Bottom-up rewrite: `fn(node)` returns a replacement or None to keep the node."""
+        memo: dict[Expr, Expr] = {}
+        for node in self.walk():
+            srcs = tuple(memo[s] for s in node.srcs)
+            # by identity: comparing a rebuilt source with its original recurses down to the
+            # first difference, as deep as the expression (a fused chain: past Python's stack)
+            same = all(a is b for a, b in zip(srcs, node.srcs))
+            rebuilt = node if same else attrs.evolve(node, srcs=srcs)
+            new = fn(rebuilt)
+            memo[node] = rebuilt if new is None else new
+        return memo[self]
+
+    def free_vars(self) -> frozenset[str]:
+        """Index variables used and not bound by a REDUCE inside this expression."""
+        bound: set[str] = set()
+        used: set[str] = set()
+        for n in self.walk():
+            if n.op == "IDX":
+                used.add(n.arg)
+            elif n.op == "REDUCE":
+                bound.update(v for v, _ in n.arg[1])
+        # a reduce var is never reused as an outer var (the front end names them uniquely)
+        return frozenset(used - bound)
+
+    def loads(self) -> frozenset[str]:
+        return frozenset(n.arg for n in self.walk() if n.op == "LOAD")
+
+    def __str__(self) -> str:
+        return format_expr(self)
+
+
+def format_expr(e: Expr, names: dict[Expr, str] | None = None) -> str:
+    """Text form of `e`; nodes in `names` print as their name (shared subexpressions)."""
+    names = names or {}
+
+    def fmt(n: Expr) -> str:
+        if n in names:
+            return names[n]
+        op = n.op
+        if op == "CONST":
+            return f"{n.arg!r}:{n.dtype}"
+        if op in ("IDX", "SYM"):
+            return str(n.arg)
+        if op == "SCALAR":
+            return f"${n.arg}"
+        if op == "LOAD":
+            return f"{n.arg}[{', '.join(fmt(s) for s in n.srcs)}]"
+        if op == "CAST":
+            return f"{n.dtype}({fmt(n.srcs[0])})"
+        if op == "REDUCE":
+            kind, axes = n.arg
+            dom = ", ".join(f"{v}<{ext}" for v, ext in axes)
+            return f"{kind}[{dom}]({fmt(n.srcs[0])}):{n.dtype}"
+        return f"{op.lower()}({', '.join(fmt(s) for s in n.srcs)}):{n.dtype}"
+
+    return fmt(e)
+
+
+def shared_subexpressions(*roots: Expr) -> list[Expr]:
+    """Compound nodes reachable more than once from `roots`, children first. Printing
+    these once keeps the text form linear in the size of the DAG (not of the tree)."""
+    uses: dict[Expr, int] = {}
+    order: list[Expr] = []
+    for root in roots:
+        for node in root.walk():
+            if node not in uses:
+                uses[node] = 0
+                order.append(node)
+            for s in node.srcs:
+                uses[s] = uses.get(s, 0) + 1
+    for root in roots:
+        uses[root] = uses.get(root, 0) + 1
+    return [n for n in order if uses[n] > 1 and not _is_simple(n)]
+
+
+def _is_simple(n: Expr) -> bool:
+    """Leaves, loads, and ops over only those: cheap enough to repeat in text."""
+    flat = LEAF_OPS | {"LOAD"}
+    return n.op in flat or all(s.op in flat for s in n.srcs) and n.op != "REDUCE"
+
+
+def format_statement(st: "Statement") -> str:
+    roots = statement_exprs(st)
+    names: dict[Expr, str] = {}
+    lets: list[str] = []
+    for n in shared_subexpressions(*roots):
+        text = format_expr(n, names)
+        names[n] = f"%{len(names)}"
+        lets.append(f"    where {names[n]} = {text}")
+    if isinstance(st, Compute):
+        lhs = f"{st.target}[{', '.join(st.vars)}]" if st.vars else st.target
+        head = f"{lhs} = {format_expr(st.body, names)}"
+    elif isinstance(st, OnlineMaxSum):
+        dom = ", ".join(f"{v}<{e}" for v, e in st.axes)
+        head = f"{st.max_target}, {st.target} = online_max_sum_exp[{dom}]({format_expr(st.value, names)})"
+    else:
+        dom = ", ".join(f"{v}<{e}" for v, e in zip(st.vars, st.extents))
+        head = f"{st.target}[{format_expr(st.key, names)}] += {format_expr(st.value, names)}  for {dom}"
+    return "\n".join([head, *lets])
+
+
+@attrs.frozen
+class TensorDecl:
+    """A named array (or scalar, when `shape == ()`) of a kernel.
+
+    kind: 'input' (caller-supplied array), 'scalar' (caller-supplied scalar value),
+    'output' (returned / written through `out=`), 'temp' (internal).
+    """
+
+    name: str
+    dtype: DType
+    shape: Shape
+    kind: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.name}: {type_str(self.dtype, self.shape)}"
+
+
+@attrs.frozen
+class Compute:
+    target: str
+    vars: tuple[str, ...]
+    body: Expr
+
+    def __str__(self) -> str:
+        return format_statement(self)
+
+
+@attrs.frozen
+class Accumulate:
+    target: str
+    vars: tuple[str, ...]
+    extents: tuple[Affine, ...]
+    key: Expr
+    value: Expr
+
+    def __str__(self) -> str:
+        return format_statement(self)
+
+
+@attrs.frozen
+class OnlineMaxSum:
+    target: str
+    max_target: str
+    axes: tuple[tuple[str, Affine], ...]
+    value: Expr
+
+    def __str__(self) -> str:
+        return format_statement(self)
+
+
+Statement = Compute | Accumulate | OnlineMaxSum
+
+
+def defines(st: Statement) -> tuple[str, ...]:
+    """The arrays `st` assigns."""
+    return (st.max_target, st.target) if isinstance(st, OnlineMaxSum) else (st.target,)
+
+
+def map_statement(st: Statement, fn: Callable[[Expr], Expr]) -> Statement:
+    """`st` with `fn` applied to each of its expressions (`st` itself when none changes)."""
+    if isinstance(st, Compute):
+        body = fn(st.body)
+        return st if body is st.body else attrs.evolve(st, body=body)
+    if isinstance(st, OnlineMaxSum):
+        value = fn(st.value)
+        return st if value is st.value else attrs.evolve(st, value=value)
+    key, value = fn(st.key), fn(st.value)
+    return st if key is st.key and value is st.value else attrs.evolve(st, key=key, value=value)
+
+
+def statement_exprs(st: Statement) -> tuple[Expr, ...]:
+    """The expressions of `st`, in field order."""
+    if isinstance(st, Compute):
+        return (st.body,)
+    if isinstance(st, OnlineMaxSum):
+        return (st.value,)
+    return (st.key, st.value)
+
+
+@attrs.frozen
+class KernelIR:
+    """A whole kernel. `params` are the call signature in order (inputs and scalars);
+    `outputs` in declaration order; `temps` internal arrays; `body` in execution order.
+    `symbols` are the shape symbols, each bound at call time from some param's shape.
+    `reassociate` is the kernel's opt-in to reordering float sums, products, minima and
+    maxima (docs/dsl.md, "Opting in to reassociation")."""
+
+    name: str
+    version: str
+    params: tuple[TensorDecl, ...]
+    outputs: tuple[TensorDecl, ...]
+    temps: tuple[TensorDecl, ...]
+    body: tuple[Statement, ...]
+    symbols: tuple[str, ...] = ()
+    reassociate: bool = False
+
+    def decl(self, name: str) -> TensorDecl:
+        for d in self.params + self.outputs + self.temps:
+            if d.name == name:
+                return d
+        raise KeyError(name)
+
+    def __str__(self) -> str:
+        return format_kernel(self)
+
+
+def format_kernel(k: KernelIR) -> str:
+    lines = [f"kernel {k.name} {k.version}"]
+    if k.symbols:
+        lines.append(f"  symbols {', '.join(k.symbols)}")
+    if k.reassociate:
+        lines.append("  reassociate")
+    for d in k.params + k.outputs + k.temps:
+        lines.append(f"  {d}")
+    for st in k.body:
+        lines.extend(f"  {line}" for line in format_statement(st).splitlines())
+    return "\n".join(lines)

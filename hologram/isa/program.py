@@ -1,0 +1,271 @@
+"""The Atlas ISA: programs of SIMT stages over a launch domain.
+
+A `Program` has a signature (buffer and scalar parameters with dtypes and symbolic
+shapes), internal temporaries, the shape symbols bound at launch, and an ordered list of
+`Stage`s with an implicit global barrier between them. A stage is a launch domain of
+1-3 symbolic dimensions tiled into blocks, and a body every lane executes.
+
+Values here are frozen attrs classes; which opcodes exist, and the operands each takes,
+is `hologram.isa.opcodes`. The semantics of every opcode are in docs/isa.md.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Union
+
+import attrs
+import numpy as np
+
+from hologram.core.types import Affine, DType, Shape, python_int, python_ints, python_scalar
+
+ISA_VERSION = 1
+
+AXES = ("x", "y", "z")
+SPECIALS = tuple(f"{k}.{a}" for k in ("tid", "ntid", "ctaid", "nctaid", "gid", "gdim") for a in AXES)
+COMPARE_MODS = ("eq", "ne", "lt", "le", "gt", "ge")
+# `ADD.reassoc.f64`: a float ADD/MIN/MAX whose tree of `.reassoc` operations may be
+# evaluated in any association (docs/isa.md, "Reassociable operations")
+REASSOC = "reassoc"
+REASSOC_OPS = frozenset({"ADD", "MIN", "MAX"})
+
+
+# ---------------------------------------------------------------------------- operands
+@attrs.frozen
+class Reg:
+    """A virtual register declared in the stage (`.reg %name dtype`). Printed `%name`."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f"%{self.name}"
+
+
+@attrs.frozen
+class Special:
+    """A read-only i64 special register: `%gid.x`, `%tid.y`, `%ntid.x`, `%ctaid.z`,
+    `%nctaid.x`, `%gdim.x` (the domain extent on that axis)."""
+
+    name: str
+
+    def __attrs_post_init__(self) -> None:
+        if self.name not in SPECIALS:
+            raise ValueError(f"unknown special register %{self.name}")
+
+    def __str__(self) -> str:
+        return f"%{self.name}"
+
+
+def imm_key(value: bool | int | float) -> tuple:
+    """Identity of an immediate value: its kind and exact bits, so `1`, `1.0` and `True`
+    are different immediates, `0.0` and `-0.0` differ, and a NaN equals the same NaN.
+    Two programs compare equal exactly when they encode to the same bytes."""
+    if isinstance(value, (bool, np.bool_)):
+        return ("bool", bool(value))
+    if isinstance(value, (int, np.integer)):
+        return ("int", int(value))
+    if isinstance(value, (float, np.floating)):
+        return ("float", struct.unpack("<Q", struct.pack("<d", float(value)))[0])
+    return ("other", value)
+
+
+@attrs.frozen
+class Imm:
+    """An immediate, typed by the instruction that uses it."""
+
+    value: bool | int | float = attrs.field(eq=imm_key, converter=python_scalar)
+
+    def __str__(self) -> str:
+        return repr(self.value)
+
+
+@attrs.frozen
+class Sym:
+    """A launch-time constant: a shape symbol (i64) or a scalar parameter. Printed `$name`."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f"${self.name}"
+
+
+Operand = Union[Reg, Special, Imm, Sym]
+
+
+@attrs.frozen
+class Addr:
+    """`[buffer + %index + offset]`: element (not byte) address into a global buffer
+    (param or temp), a block-shared array, or the lane's pool. `index` may be None."""
+
+    buffer: str
+    index: Reg | None = None
+    offset: int = attrs.field(default=0, converter=python_int)
+
+    def __str__(self) -> str:
+        text = self.buffer
+        if self.index is not None:
+            text += f" + {self.index}"
+        if self.offset:
+            text += f" {'+' if self.offset > 0 else '-'} {abs(self.offset)}"
+        return f"[{text}]"
+
+
+# ------------------------------------------------------------------------ instructions
+@attrs.frozen
+class Pred:
+    """A branch guard: `@%p` (negate=False) or `@!%p`."""
+
+    reg: Reg
+    negate: bool = False
+
+    def __str__(self) -> str:
+        return f"@{'!' if self.negate else ''}{self.reg}"
+
+
+@attrs.frozen
+class Label:
+    """A branch/call target; sits in a stage body between instructions."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.name}:"
+
+
+@attrs.frozen
+class Instr:
+    """One instruction. Which fields are used is fixed by `OPCODES[op].form`:
+
+    dtype   operation type (`ADD.f32`); for CVT the destination type
+    dtype2  CVT only: the source type (`CVT.f32.i32`)
+    mod     SET: the comparison (`SET.lt.f32`); float ADD/MIN/MAX: optionally
+            `reassoc` (`ADD.reassoc.f64`: the backend may reassociate it)
+    dst     destination register
+    srcs    source operands
+    addr    memory operand (loads, stores, reductions, ResAccum)
+    target  label (BRA, CALL, LOOP); pool name (PoolAlloc)
+    count   PoolAlloc only: number of elements to allocate
+    pred    BRA only: optional guard predicate
+    checked memory access is bounds-checked at run time (`.chk`); an unchecked access
+            must be proven in bounds by the verifier
+    """
+
+    op: str
+    dtype: DType | None = None
+    dst: Reg | None = None
+    srcs: tuple[Operand, ...] = ()
+    addr: Addr | None = None
+    target: str | None = None
+    mod: str | None = None
+    dtype2: DType | None = None
+    count: int | None = attrs.field(default=None, converter=python_int)
+    pred: Pred | None = None
+    checked: bool = False
+
+
+Item = Union[Instr, Label]
+
+
+# ---------------------------------------------------------------------- declarations
+@attrs.frozen
+class RegDecl:
+    name: str
+    dtype: DType
+
+
+@attrs.frozen
+class MemDecl:
+    """Block-shared array (`.shared`) or per-lane pool (`.pool`) of `size` elements."""
+
+    name: str
+    dtype: DType
+    size: int = attrs.field(converter=python_int)
+
+
+@attrs.frozen
+class Init:
+    """`buffer[offset] = value`, done once per launch before any lane of the stage runs
+    (used to seed reduction outputs with the identity)."""
+
+    buffer: str
+    offset: int = attrs.field(converter=python_int)
+    value: bool | int | float = attrs.field(eq=imm_key, converter=python_scalar)
+
+
+@attrs.frozen
+class BufferParam:
+    """A global buffer: row-major, C-contiguous, `shape` symbolic. role: 'in', 'out',
+    'inout' (for params) or 'temp' (program-internal, allocated per launch)."""
+
+    name: str
+    dtype: DType
+    shape: Shape
+    role: str
+
+
+@attrs.frozen
+class ScalarParam:
+    name: str
+    dtype: DType
+
+
+@attrs.frozen
+class Stage:
+    name: str
+    domain: tuple[Affine, ...]
+    block: tuple[int, ...] = attrs.field(converter=python_ints)  # numpy ints would wrap in arithmetic
+    regs: tuple[RegDecl, ...] = ()
+    shared: tuple[MemDecl, ...] = ()
+    pools: tuple[MemDecl, ...] = ()
+    inits: tuple[Init, ...] = ()
+    body: tuple[Item, ...] = ()
+
+    def reg_types(self) -> dict[str, DType]:
+        return {r.name: r.dtype for r in self.regs}
+
+
+def lead_lane_axis(stage: Stage) -> int | None:
+    """The axis along which every lane but the first of each block does nothing, when the
+    stage opens with `SET.ne %p, %tid.<axis>, 0 ; @%p BRA L` and L is at an EXIT (or the
+    end): one lane per block does the block's work (lower_online.py's chunks). A backend
+    may skip those lanes; stats count one lane per block."""
+    body = [it for it in stage.body if not isinstance(it, Label)]
+    if len(body) < 2:
+        return None
+    test, bra = body[0], body[1]
+    if not (test.op == "SET" and test.mod == "ne" and test.dst is not None and len(test.srcs) == 2
+            and isinstance(test.srcs[0], Special) and test.srcs[0].name.startswith("tid.")
+            and test.srcs[1] == Imm(0)):
+        return None
+    if not (bra.op == "BRA" and bra.pred is not None and not bra.pred.negate and bra.pred.reg == test.dst):
+        return None
+    at = [k for k, it in enumerate(stage.body) if isinstance(it, Label) and it.name == bra.target]
+    after = [it for it in stage.body[at[0]:] if isinstance(it, Instr)] if at else None
+    if after is None or not (after == [] or after[0].op == "EXIT" and after[0].pred is None):
+        return None
+    axis = AXES.index(test.srcs[0].name[4:])
+    return axis if axis < len(stage.domain) else None
+
+
+@attrs.frozen
+class Program:
+    """A whole program. `reassociate` (`.reassociate` in the text) is the kernel's licence
+    to reorder float arithmetic: a backend may evaluate float ADD/SUB/MUL in another
+    association and resolve a MIN/MAX tie of -0.0 and +0.0 either way (docs/isa.md,
+    "Program flags"). A licence, not an obligation: the interpreter ignores it."""
+
+    name: str
+    params: tuple[BufferParam | ScalarParam, ...]
+    temps: tuple[BufferParam, ...] = ()
+    symbols: tuple[str, ...] = ()
+    stages: tuple[Stage, ...] = ()
+    isa_version: int = attrs.field(default=ISA_VERSION, converter=python_int)
+    reassociate: bool = False
+
+    def buffers(self) -> dict[str, BufferParam]:
+        out = {p.name: p for p in self.params if isinstance(p, BufferParam)}
+        out.update({t.name: t for t in self.temps})
+        return out
+
+    def scalars(self) -> dict[str, ScalarParam]:
+        return {p.name: p for p in self.params if isinstance(p, ScalarParam)}

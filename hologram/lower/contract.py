@@ -1,0 +1,242 @@
+"""Lowering, part 4: register-tiled contractions (matrix products).
+
+`t[i, j] = f(sum(a[i, p] * b[p, j], p))` on f32 (gemm, and any 2-D statement built around
+one such sum) is computed a tile at a time: a block of the stage's launch is a tile of
+`TILE_ROWS x TILE_COLS` outputs, and its first lane computes all of it, keeping one
+accumulator per output in registers (the other lanes of the block exit at once). Per
+step of `p` the lane loads `TILE_COLS` consecutive values of `b`'s row `p` and one value
+of `a` per tile row, then does `TILE_ROWS * TILE_COLS` independent FMAs: straight-line
+code over consecutive addresses, which the backend's SLP vectorizer turns into vector
+FMAs (`<16 x float>` on AVX-512). The one-lane-per-output form cannot vectorize: its
+inner loop is one dependent chain.
+
+Accuracy. A sequential f32 loop errs by up to `n u sum|x|` (u = 2**-24), beyond the
+contract's pairwise bound. Here the products of an output are summed in three levels:
+blocks of `BLOCK` (8) consecutive `p` in f32 (one FMA, so one rounding, per product; at
+most `8 u sum|block|`), groups of `GROUP` (4) block sums in f32 (at most `3 u
+sum|group|`), then the group sums in f64 (less than `n 2**-53 sum|x|`) and one rounding
+to f32. An output of `n` terms errs by at most `n u` (n <= 8), `9 u` (n <= 16), `11 u`
+(n <= 32) or `12 u sum|x|` (more): within the pairwise bound `2 (ceil(log2 n) + 1) u
+sum|x|` for every n.
+
+inf and NaN: NaN and infinite inputs give the NaN/inf numpy gives, and so do block and
+group sums that overflow f32. Group sums are added in f64, so a running total that
+exceeds the f32 range only *between* groups of 32 products and comes back (`2e38 + 2e38 -
+3e38`, one per group) gives the finite value where an f32 loop gives inf; such a sum's
+f32 value depends on the summation order anyway (numpy's BLAS picks its own). The sum is
+rounded to f32 before `f` is applied, as the IR says.
+
+Bounds. Every access of the tile path is unchecked, and proven by the verifier. The
+path runs when `m >= TILE_ROWS` and `n >= TILE_COLS` (checked on `$m` and `$n`, which
+gives the verifier those lower bounds); the tile's origin is the lead lane's `(gid.x,
+gid.y)` (x walks the rows) clamped with MIN to `(m - TILE_ROWS, n - TILE_COLS)`, so a
+tile at the bottom or right edge moves back inside the matrix and overlaps its
+neighbour: the overlapped outputs are computed twice, by the same instructions in the
+same order, so both lanes store the same bits. `p < k` is tested at the top of every
+step (the step loop's trip count is `BLOCK`, and it leaves early), which narrows `p`. A
+matrix narrower or shorter than a tile runs one output per lane with the accurate
+in-lane loop (lower_loops.py).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping, Sequence
+
+import attrs
+
+from hologram.core.types import Affine, DType
+from hologram.ir import Compute, Expr, TensorDecl
+from hologram.isa.builder import ProgramBuilder, StageBuilder
+from hologram.isa.program import Operand, Reg, Special
+from hologram.lower.expr import ExprGen
+from hologram.lower.loops import reduce_in_lane
+from hologram.lower.plan import I64, affine_expr
+
+TILE_ROWS = 6
+TILE_COLS = 32
+BLOCK = 8
+GROUP = 4
+F32, F64 = DType.F32, DType.F64
+
+
+@attrs.frozen
+class Contraction:
+    """`reduce` = sum(a[i, p] * b[p, j], p) inside a statement over (i, j)."""
+
+    reduce: Expr
+    a: str
+    b: str
+    p: str
+    k: Affine
+
+
+def match_contraction(st: Compute, decls: Mapping[str, TensorDecl]) -> Contraction | None:
+    """The contraction `st` is built around, when it can be tiled: a 2-D statement whose
+    body holds exactly one REDUCE, an f32 `sum` over one variable of the product of two
+    f32 array loads `a[i, p]` and `b[p, j]` (i, j the statement's variables, in order),
+    with `a: [m, k]`, `b: [k, n]` and the target `[m, n]`."""
+    target = decls[st.target]
+    if len(st.vars) != 2 or len(target.shape) != 2 or len(set(st.vars)) != 2:
+        return None
+    reduces = {n for n in st.body.walk() if n.op == "REDUCE"}
+    if len(reduces) != 1:
+        return None
+    (red,) = reduces
+    kind, axes = red.arg
+    axes = tuple(axes)
+    prod = red.srcs[0]
+    if kind != "sum" or red.dtype is not F32 or len(axes) != 1 or prod.op != "MUL" or prod.dtype is not F32:
+        return None
+    p, k = axes[0]
+    i, j = st.vars
+    if p in st.vars:
+        return None
+    m, n = target.shape
+    for x, y in (prod.srcs, tuple(reversed(prod.srcs))):
+        if _load(x, decls, (i, p), (m, k)) and _load(y, decls, (p, j), (k, n)):
+            return Contraction(red, x.arg, y.arg, p, k)
+    return None
+
+
+def _load(e: Expr, decls: Mapping[str, TensorDecl], vars_: tuple[str, str],
+          shape: tuple[Affine, Affine]) -> bool:
+    d = decls.get(e.arg) if e.op == "LOAD" else None
+    return (d is not None and d.kind != "scalar" and d.dtype is F32 and e.dtype is F32 and d.shape == shape
+            and tuple((s.op, s.arg) for s in e.srcs) == tuple(("IDX", v) for v in vars_))
+
+
+def contraction_stage(pb: ProgramBuilder, name: str, st: Compute, decls: Mapping[str, TensorDecl],
+                      c: Contraction, element: Callable[[StageBuilder, ExprGen], None]) -> None:
+    """One stage computing `st` a tile per block (module docstring). `element(sb, gen)`
+    emits the one-output-per-lane code, for a matrix smaller than a tile."""
+    target = decls[st.target]
+    m_dim, n_dim = target.shape
+    # x walks the row tiles: consecutive tiles share b's column panel (k x TILE_COLS, kept
+    # in L2) and stream a's rows, so a and b each cross the memory bus far fewer times
+    sb = pb.stage(name, (m_dim, n_dim), (TILE_ROWS, TILE_COLS))
+    gen = ExprGen(sb, decls, reduce_in_lane)
+    m, n, k = (gen.value(affine_expr(d)) for d in (m_dim, n_dim, c.k))
+    small, end = sb.label("small"), sb.label("end")
+    sb.bra(small, pred=sb.setp("lt", I64, m, TILE_ROWS))
+    sb.bra(small, pred=sb.setp("lt", I64, n, TILE_COLS))
+    first = [sb.setp("ne", I64, Special(f"tid.{axis}"), 0) for axis in "xy"]
+    sb.bra(end, pred=sb.alu("OR", DType.BOOL, *first))
+    # The lead lane's indices are the tile's origin; a tile that would stick out of the
+    # matrix moves back inside it (and overlaps its neighbour, recomputing equal values)
+    i0 = sb.alu("MIN", I64, Special("gid.x"), sb.alu("SUB", I64, m, TILE_ROWS), hint="i0")
+    j0 = sb.alu("MIN", I64, Special("gid.y"), sb.alu("SUB", I64, n, TILE_COLS), hint="j0")
+    _Tile(gen, st, target, c, (m, n, k), i0, j0).emit()
+    sb.bra(end)
+    sb.place(small)
+    gen.push()
+    for axis, var, ext in (("x", st.vars[0], m_dim), ("y", st.vars[1], n_dim)):
+        gen.bind(var, sb.mov(I64, Special(f"gid.{axis}"), hint=var), ext)
+    element(sb, gen)
+    gen.pop()
+    sb.place(end)
+
+
+class _Tile:
+    """The code of one tile at (i0, j0): blocked accumulation, then the statement per output."""
+
+    def __init__(self, gen: ExprGen, st: Compute, target: TensorDecl, c: Contraction,
+                 dims: tuple[Operand, Operand, Operand], i0: Reg, j0: Reg):
+        self.gen, self.sb, self.st, self.target, self.c = gen, gen.sb, st, target, c
+        self.m, self.n, self.k = dims
+        self.i0, self.j0 = i0, j0
+
+    def emit(self) -> None:
+        sb, k = self.sb, self.k
+        a_rows = [sb.alu("MUL", I64, self.i0, k, hint="arow")]
+        for _ in range(TILE_ROWS - 1):
+            a_rows.append(sb.alu("ADD", I64, a_rows[-1], k, hint="arow"))
+        shape = [range(TILE_COLS)] * TILE_ROWS
+        total = [[sb.mov(F64, 0.0, hint="tot") for _ in cols] for cols in shape]
+        mid = [[sb.mov(F32, 0.0, hint="mid") for _ in cols] for cols in shape]
+        part = [[sb.reg(F32, hint="acc") for _ in cols] for cols in shape]
+        done, same_group = sb.label("kdone"), sb.label("kgroup")
+        pb = sb.mov(I64, 0, hint="pb")
+        blocks = sb.mov(I64, k, hint="pb_n")
+        left = sb.mov(I64, GROUP, hint="left")
+        outer = sb.label("kblock")
+        sb.place(outer)
+        sb.bra(done, pred=sb.setp("ge", I64, pb, k))
+        _each(lambda acc: sb.mov(F32, 0.0, dst=acc), part)
+        # pb (0, 8, 16, ...) is below k here, but the verifier's bound for it is 8*(k-1),
+        # which may wrap; the clamp gives p an exact range, so `p < k` can narrow it
+        p = sb.alu("MAX", I64, sb.alu("MIN", I64, pb, k), 0, hint="p")
+        steps = sb.mov(I64, BLOCK, hint="p_n")
+        inner, block_end = sb.label("kstep"), sb.label("kblock_end")
+        sb.place(inner)
+        sb.bra(block_end, pred=sb.setp("ge", I64, p, k))
+        self._step(p, a_rows, part)
+        sb.alu("ADD", I64, p, 1, dst=p)
+        sb.loop(steps, inner)
+        sb.place(block_end)
+        _each(lambda m, acc: sb.alu("ADD", F32, m, acc, dst=m), mid, part)
+        sb.alu("SUB", I64, left, 1, dst=left)
+        # a group ends after GROUP blocks or with the sum (p = k), so `mid` is empty at kdone
+        more = sb.alu("AND", DType.BOOL, sb.setp("gt", I64, left, 0), sb.setp("lt", I64, p, k))
+        sb.bra(same_group, pred=more)
+        wide = sb.reg(F64, hint="wide")  # one scratch register: fewer registers, faster verify
+        _each(lambda t, m: sb.alu("ADD", F64, t, sb.emit("CVT", F64, m, dtype2=F32, dst=wide), dst=t), total, mid)
+        _each(lambda m: sb.mov(F32, 0.0, dst=m), mid)
+        sb.mov(I64, GROUP, dst=left)
+        sb.place(same_group)
+        sb.alu("ADD", I64, pb, BLOCK, dst=pb)
+        sb.loop(blocks, outer)
+        sb.place(done)
+        self._store(total)
+
+    def _step(self, p: Reg, a_rows: Sequence[Reg], part: list[list[Reg]]) -> None:
+        sb = self.sb
+        base = sb.alu("ADD", I64, sb.alu("MUL", I64, p, self.n, hint="brow"), self.j0, hint="bidx")
+        bv = [sb.ldg(F32, self.c.b, base, q, hint="bv") for q in range(TILE_COLS)]
+        for a_row, prow in zip(a_rows, part):
+            av = sb.ldg(F32, self.c.a, sb.alu("ADD", I64, a_row, p, hint="aidx"), hint="av")
+            for acc, b in zip(prow, bv):
+                sb.alu("FMA", F32, av, b, acc, dst=acc)
+
+    def _store(self, total: list[list[Reg]]) -> None:
+        sb, gen, st = self.sb, self.gen, self.st
+        i, j = st.vars
+        uses = _outer_vars(st.body)
+        m_dim, n_dim = self.target.shape
+        cols = [sb.alu("ADD", I64, self.j0, q, hint=j) if j in uses else self.j0 for q in range(TILE_COLS)]
+        crow = sb.alu("ADD", I64, sb.alu("MUL", I64, self.i0, self.n, hint="crow"), self.j0, hint="cidx")
+        narrow = sb.reg(F32, hint="sum")
+        for r, trow in enumerate(total):
+            row = sb.alu("ADD", I64, self.i0, r, hint=i) if i in uses else self.i0
+            if r:
+                crow = sb.alu("ADD", I64, crow, self.n, hint="cidx")
+            for q, tot in enumerate(trow):
+                gen.push()
+                gen.scopes[-1][self.c.reduce] = sb.emit("CVT", F32, tot, dtype2=F64, dst=narrow)
+                gen.bind(i, row, m_dim)
+                gen.bind(j, cols[q], n_dim)
+                sb.stg(self.target.dtype, self.target.name, gen.value_as(st.body, self.target.dtype), crow, q)
+                gen.pop()
+
+
+def _each(fn: Callable[..., object], *tiles: list[list[Reg]]) -> None:
+    for rows in zip(*tiles):
+        for regs in zip(*rows):
+            fn(*regs)
+
+
+def _outer_vars(body: Expr) -> set[str]:
+    """Index variables `body` uses outside its REDUCE."""
+    out: set[str] = set()
+    stack, seen = [body], set()
+    while stack:
+        e = stack.pop()
+        if id(e) in seen or e.op == "REDUCE":
+            continue
+        seen.add(id(e))
+        if e.op == "IDX":
+            out.add(e.arg)
+        stack.extend(e.srcs)
+    return out
+
+
+__all__ = ["BLOCK", "TILE_COLS", "TILE_ROWS", "Contraction", "contraction_stage", "match_contraction"]

@@ -1,0 +1,468 @@
+"""Checking a kernel call's arguments against its signature, before anything runs.
+
+Pure functions from (signature, Python arguments) to what a backend launch needs:
+arrays of the declared dtype, C-contiguous; scalars as numpy scalars of the declared
+dtype; every shape symbol's value. Nothing is converted behind the caller's back: a
+wrong dtype or layout is an `ArgumentError` unless the caller passed `cast=True`, which
+makes one explicit copy.
+
+Shape symbols are solved from the input shapes in declaration order. A dimension is an
+`Affine` (`n`, `n - 2`, `2*n`, `n + m`): a dimension with exactly one symbol not yet
+bound binds it (`c*s + k = size`), a dimension whose symbols are all bound checks it.
+"""
+
+from __future__ import annotations
+
+
+import math
+import numbers
+import sys
+from typing import Any, Callable, Mapping, Sequence
+
+import attrs
+import numpy as np
+
+from hologram.core.errors import ArgumentError, EmptyReductionError, did_you_mean, shorten
+from hologram.core.types import Affine, DType, Shape, type_str
+from hologram.ir import Compute, KernelIR
+from hologram.verify.intervals import SYMBOL_MAX
+
+CAST_HINT = "pass cast=True to convert it (one explicit copy)"
+
+
+# ---------------------------------------------------------------------------- signature
+@attrs.frozen
+class Param:
+    """An input or output of a kernel call. kind: 'array', 'scalar' or 'output'."""
+
+    name: str
+    dtype: DType
+    shape: Shape
+    kind: str
+
+    @property
+    def type(self) -> str:
+        return type_str(self.dtype, self.shape)
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.type}"
+
+
+@attrs.frozen
+class Signature:
+    """What a kernel takes and returns: `softmax(x: f32[n]) -> y: f32[n]`."""
+
+    name: str
+    inputs: tuple[Param, ...]
+    outputs: tuple[Param, ...]
+    symbols: tuple[str, ...] = ()
+
+    @staticmethod
+    def of(kir: KernelIR) -> "Signature":
+        ins = tuple(Param(d.name, d.dtype, d.shape, "scalar" if d.kind == "scalar" else "array") for d in kir.params)
+        outs = tuple(Param(d.name, d.dtype, d.shape, "output") for d in kir.outputs)
+        return Signature(kir.name, ins, outs, kir.symbols)
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.inputs)
+
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.outputs)
+
+    def __str__(self) -> str:
+        ins = ", ".join(map(str, self.inputs))
+        outs = ", ".join(map(str, self.outputs))
+        return f"{self.name}({ins}) -> {outs if len(self.outputs) == 1 else f'({outs})'}"
+
+
+# ------------------------------------------------------------------------- arguments
+def bind_arguments(sig: Signature, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """Match positional and keyword arguments to the declared inputs, as Python does."""
+    names = sig.input_names
+    if len(args) > len(names):
+        listed = ", ".join(names) if names else "none"
+        raise ArgumentError(f"{sig.name}() takes {_count(len(names), 'input')} ({listed}) but {len(args)} were given")
+    bound = dict(zip(names, args))
+    for key, value in kwargs.items():
+        if key not in names:
+            hint = ("outputs are returned; pass out= to write into existing arrays"
+                    if key in sig.output_names else None)
+            raise ArgumentError(f"{sig.name}() got an unexpected argument {key!r}{did_you_mean(key, names)}",
+                                hint=hint)
+        if key in bound:
+            raise ArgumentError(f"{sig.name}() got multiple values for argument {key!r}")
+        bound[key] = value
+    missing = [n for n in names if n not in bound]
+    if missing:
+        raise ArgumentError(f"{sig.name}() missing {_count(len(missing), 'input', with_number=False)} "
+                            + ", ".join(repr(n) for n in missing))
+    return bound
+
+
+def _count(n: int, noun: str, with_number: bool = True) -> str:
+    word = noun if n == 1 else noun + "s"
+    return f"{n} {word}" if with_number else word
+
+
+def plain_array(where: str, value: np.ndarray) -> np.ndarray:
+    """An ndarray subclass as a base-class `ndarray` over the same memory (np.matrix,
+    np.memmap, a user's subclass: zero-copy, and read by its buffer as any array is).
+    A masked array is refused, `cast=True` or not: a kernel reads every element, so its
+    mask would be dropped without a word. `where` starts the message ("k(): argument 'x'")."""
+    if isinstance(value, np.ma.MaskedArray):
+        raise ArgumentError(f"{where} is a masked array; kernels read every element, so its mask would be "
+                            "silently ignored", hint="pass x.filled(value) to choose what the masked elements "
+                            "become, or np.ma.getdata(x) to ignore the mask")
+    return value.view(np.ndarray)
+
+
+def check_array(kernel: str, p: Param, value: Any, cast: bool) -> np.ndarray:
+    """`value` as an input array of `p`'s dtype and rank, C-contiguous; with `cast=True`
+    anything numpy can convert becomes one converted copy (never a copy otherwise). An
+    ndarray subclass is viewed as a plain ndarray, a masked array refused (`plain_array`)."""
+    where = f"{kernel}(): argument {p.name!r}"
+    if type(value) is not np.ndarray and isinstance(value, np.ndarray):
+        value = plain_array(where, value)
+    if not isinstance(value, np.ndarray):
+        if not cast:
+            raise ArgumentError(f"{where} must be a numpy array of {p.type}, got {type(value).__name__}",
+                                hint=CAST_HINT)
+        try:
+            value = np.asarray(value)
+        except Exception as exc:
+            raise ArgumentError(f"{where} cannot be converted to an array of {p.type}: {exc}") from None
+        if value.dtype.kind in "OUSVc":
+            raise ArgumentError(f"{where} cannot be converted to {p.type}: got values of dtype {value.dtype}")
+    if value.ndim != len(p.shape):
+        raise ArgumentError(f"{where} must have rank {len(p.shape)} ({p.type}), got shape {value.shape}")
+    want = p.dtype.np
+    if cast:
+        if value.dtype.kind in "OUSVc":
+            raise ArgumentError(f"{where} cannot be converted to {p.type}: got values of dtype {value.dtype}")
+        if value.dtype != want or not value.flags.c_contiguous:
+            with np.errstate(all="ignore"):
+                value = np.ascontiguousarray(value, dtype=want)
+        return value
+    if value.dtype != want:
+        raise ArgumentError(f"{where} must have dtype {p.dtype} ({want}), got {value.dtype}", hint=CAST_HINT)
+    if not value.flags.c_contiguous:
+        raise ArgumentError(f"{where} must be C-contiguous, got a strided view of shape {value.shape}",
+                            hint=f"{CAST_HINT}, or use np.ascontiguousarray")
+    return value
+
+
+def convert_scalar(kernel: str, p: Param, value: Any, cast: bool) -> np.generic:
+    """A Python or numpy number (or 0-d array) as a numpy scalar of `p.dtype`.
+
+    Integer types are range-checked (an out-of-range value is an error, never wrapped).
+    A float for an integer or bool parameter needs `cast=True`, which truncates toward
+    zero as numpy's astype does. Float parameters follow numpy: overflow gives inf."""
+    where = f"{kernel}(): argument {p.name!r}"
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, (complex, np.complexfloating)) or not isinstance(value, (numbers.Number, np.bool_)):
+        raise ArgumentError(f"{where} must be a number ({p.type}), got {type(value).__name__}")
+    d = p.dtype
+    if d.is_float:
+        try:
+            with np.errstate(all="ignore"):
+                return d.np.type(value)
+        except (OverflowError, TypeError, ValueError):  # an int beyond any float, an odd Number
+            raise ArgumentError(f"{where} = {_show(value)} cannot be converted to {d}") from None
+    if not isinstance(value, (bool, np.bool_, numbers.Integral)):
+        if not cast:
+            kind = "an integer" if d.is_int else "a bool"
+            raise ArgumentError(f"{where} must be {kind} ({d}), got {type(value).__name__} {_show(value)}",
+                                hint="pass cast=True to truncate it toward zero")
+        try:
+            value = float(value)
+        except (OverflowError, TypeError, ValueError):
+            value = math.nan
+        if not math.isfinite(value):
+            raise ArgumentError(f"{where} = {_show(value)} cannot be converted to {d}")
+        if d.is_bool:
+            return np.bool_(value != 0)
+    ivalue = int(value)  # truncates toward zero
+    if not d.min <= ivalue <= d.max:
+        raise ArgumentError(f"{where} = {_show(ivalue)} is out of range for {d} ({d.min} to {d.max})")
+    return d.np.type(ivalue)
+
+
+def _show(value: Any) -> str:
+    return shorten(value, 32)  # never a whole giant int: Python refuses to print one
+
+
+# --------------------------------------------------------------------------- symbols
+SYMBOL_RANGE = "0 to 2**62 - 1"
+
+
+def symbol_value(name: str, value: Any) -> int:
+    """`value` as the int shape symbol `name` is bound to at a launch, or ArgumentError.
+
+    The launch contract: every symbol lies in 0..SYMBOL_MAX (2**62 - 1). The verifier
+    proves memory accesses under it (`2*n` or `n + 4` cannot wrap i64), so every launch
+    path enforces it: the binder here, and each backend's `launch` and `launcher`."""
+    if type(value) is not int:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise ArgumentError(f"shape symbol '{name}' must be bound to an integer, got {_show(value)}")
+        value = int(value)
+    if not 0 <= value <= SYMBOL_MAX:
+        raise ArgumentError(f"shape symbol '{name}' = {_show(value)} is outside the range a launch may bind "
+                            f"a symbol to: {SYMBOL_RANGE} (the verifier's proofs assume it)")
+    return value
+
+
+@attrs.frozen
+class _Source:
+    """Where a symbol's value came from, for error messages."""
+
+    arg: str
+    dim: int
+    expr: Affine
+    size: int
+
+    def __str__(self) -> str:
+        return f"argument {self.arg!r} dim {self.dim} ({self.expr}) has size {self.size}"
+
+
+def direct_binding(params: Sequence[Param]) -> tuple[tuple[str, int, str | None, int], ...] | None:
+    """When every array dim is a constant or a bare symbol (the common case), binding is a
+    lookup: (param, dim, symbol or None, constant) per dim. None when some dim needs
+    solving (`n - 2`, `2*n`): then `bind_symbols` does the general work."""
+    plan = []
+    for p in params:
+        if p.kind == "scalar":
+            continue
+        for i, d in enumerate(p.shape):
+            a = Affine.of(d)
+            if a.is_const:
+                plan.append((p.name, i, None, a.const))
+            elif a.const == 0 and len(a.terms) == 1 and a.terms[0][1] == 1:
+                plan.append((p.name, i, a.terms[0][0], 0))
+            else:
+                return None
+    return tuple(plan)
+
+
+def bind_direct(plan: Sequence[tuple[str, int, str | None, int]], arrays: Mapping[str, np.ndarray],
+                symbols: Sequence[str]) -> dict[str, int] | None:
+    """The symbols bound by a `direct_binding` plan, or None on any disagreement (the
+    caller then runs `bind_symbols`, which explains the mismatch)."""
+    bound: dict[str, int] = {}
+    for name, i, sym, const in plan:
+        size = arrays[name].shape[i]
+        if sym is None:
+            if size != const:
+                return None
+        elif bound.setdefault(sym, size) != size or size > SYMBOL_MAX:
+            return None
+    return bound if len(bound) == len(symbols) else None
+
+
+def bind_symbols(kernel: str, params: Sequence[Param], arrays: Mapping[str, np.ndarray],
+                 symbols: Sequence[str], given: Mapping[str, int] | None = None) -> dict[str, int]:
+    """Every shape symbol's value, solved from the shapes of `arrays` (by `params` order).
+
+    `given` pre-binds symbols (the CLI's --bind); they are checked like any other source.
+    Raises ArgumentError naming the symbol, both sizes and both arguments on a mismatch."""
+    bound: dict[str, int] = dict(given or {})
+    for s, v in bound.items():
+        if type(v) is not int or not 0 <= v <= SYMBOL_MAX:
+            raise ArgumentError(f"{kernel}(): {s} = {_show(v)} (--bind) is outside the range a launch may bind "
+                                f"a symbol to: {SYMBOL_RANGE} (the verifier's proofs assume it)")
+    source: dict[str, _Source | str] = {s: "--bind" for s in bound}
+    pending = [(p, i, Affine.of(d), arrays[p.name].shape[i])
+               for p in params if p.kind != "scalar" and p.name in arrays for i, d in enumerate(p.shape)]
+    while pending:
+        progress, later = False, []
+        for p, i, dim, size in pending:
+            free = [s for s in dim.symbols if s not in bound]
+            if len(free) > 1:
+                later.append((p, i, dim, size))
+                continue
+            progress = True
+            src = _Source(p.name, i, dim, size)
+            if not free:
+                _check_dim(kernel, p, src, bound, source)
+                continue
+            sym = free[0]
+            coeff = dict(dim.terms)[sym]
+            rest = (dim - Affine(0, ((sym, coeff),))).evaluate(bound)
+            value, rem = divmod(size - rest, coeff)
+            if rem or value < 0:
+                raise ArgumentError(f"{kernel}(): {src}, which no integer {sym} >= 0 satisfies")
+            if value > SYMBOL_MAX:
+                raise ArgumentError(f"{kernel}(): {src}, so {sym} = {value}, which is outside the range a launch "
+                                    f"may bind a symbol to: {SYMBOL_RANGE} (the verifier's proofs assume it)")
+            bound[sym], source[sym] = value, src
+        if not progress:
+            p, i, dim, size = later[0]
+            raise ArgumentError(f"{kernel}(): cannot bind shape symbols {', '.join(s for s in dim.symbols if s not in bound)}"
+                                f" from argument {p.name!r} dim {i} ({dim}); each symbol needs a dimension of its own")
+        pending = later
+    unbound = [s for s in symbols if s not in bound]
+    if unbound:
+        raise ArgumentError(f"{kernel}(): shape symbol {unbound[0]!r} is not bound by any argument's shape")
+    return bound
+
+
+def _check_dim(kernel: str, p: Param, src: _Source, bound: Mapping[str, int],
+               source: Mapping[str, "_Source | str"]) -> None:
+    want = src.expr.evaluate(bound)
+    if want == src.size:
+        return
+    if src.expr.is_const:
+        raise ArgumentError(f"{kernel}(): argument {p.name!r} dim {src.dim} must be {want} ({p.type}), "
+                            f"got size {src.size}")
+    if len(src.expr.terms) == 1:
+        (sym, coeff), = src.expr.terms
+        prev = source[sym]
+        implied, rem = divmod(src.size - src.expr.const, coeff)
+        need = f"needs {sym} = {implied}" if not rem and implied >= 0 else f"no integer {sym} >= 0 fits"
+        raise ArgumentError(f"{kernel}(): shape mismatch for symbol {sym!r}: {sym} = {bound[sym]} "
+                            f"from {_origin(prev)}, but {src}, which {need}")
+    vals = ", ".join(f"{s} = {bound[s]} (from {_origin(source[s])})" for s in src.expr.symbols)
+    raise ArgumentError(f"{kernel}(): shape mismatch: {src}, but {src.expr} = {want} with {vals}")
+
+
+def _origin(src: "_Source | str") -> str:
+    if isinstance(src, str):
+        return src
+    return f"argument {src.arg!r} dim {src.dim} ({src.expr}) of size {src.size}"
+
+
+def concrete_shape(kernel: str, p: Param, symbols: Mapping[str, int]) -> tuple[int, ...]:
+    shape = tuple(Affine.of(d).evaluate(symbols) for d in p.shape)
+    if any(n < 0 for n in shape):
+        vals = ", ".join(f"{k} = {v}" for k, v in symbols.items())
+        what = "output" if p.kind == "output" else "argument"
+        raise ArgumentError(f"{kernel}(): {what} {p.name!r} ({p.type}) would have negative shape {shape} for {vals}")
+    return shape
+
+
+# --------------------------------------------------------------------------- outputs
+def allocate_outputs(kernel: str, outputs: Sequence[Param], shapes: Sequence[tuple[int, ...]],
+                     symbols: Mapping[str, int],
+                     allocate: Callable[[tuple[int, ...], DType], np.ndarray]) -> tuple[np.ndarray, ...]:
+    """A new array per output from the backend's `allocate`. A size numpy cannot hold
+    (more than 2**63 - 1 bytes) is refused before asking; one the machine cannot give
+    (numpy's MemoryError, or a ValueError from an allocator) becomes the same
+    ArgumentError, naming the output, its shape, the symbols and the bytes."""
+    arrays = []
+    for p, shape in zip(outputs, shapes):
+        nbytes = math.prod(shape) * p.dtype.np.itemsize
+        if nbytes > sys.maxsize:
+            raise _too_big(kernel, p, shape, symbols, nbytes, "more than a numpy array can hold")
+        try:
+            arrays.append(allocate(shape, p.dtype))
+        except (MemoryError, ValueError):
+            raise _too_big(kernel, p, shape, symbols, nbytes, "more than this machine can give") from None
+    return tuple(arrays)
+
+
+def _too_big(kernel: str, p: Param, shape: tuple[int, ...], symbols: Mapping[str, int], nbytes: int,
+             why: str) -> ArgumentError:
+    used = {s for d in p.shape for s in Affine.of(d).symbols}
+    named = ", ".join(f"{s} = {v}" for s, v in symbols.items() if s in used)
+    return ArgumentError(f"{kernel}(): cannot allocate output {p.name!r} ({p.type}) of shape {shape}"
+                         f"{f' for {named}' if named else ''}: {_bytes(nbytes)}, {why}")
+
+
+def zeroed_temporary(name: str, dtype: DType | np.dtype, size: int) -> np.ndarray:
+    """A backend's temporary buffer `name`: `size` zeroed elements of `dtype`. When the
+    shape symbols ask for more than numpy can hold or the machine can give, an
+    ArgumentError naming the buffer and the bytes (the symbols come from the arguments,
+    so it is theirs to fix), as `allocate_outputs` gives for an output."""
+    try:
+        return np.zeros(size, dtype.np if isinstance(dtype, DType) else dtype)
+    except (MemoryError, ValueError):  # ValueError: more bytes than an array may have
+        pass
+    d = dtype if isinstance(dtype, DType) else DType.from_numpy(np.dtype(dtype))
+    nbytes = size * d.np.itemsize
+    why = "more than a numpy array can hold" if nbytes > sys.maxsize else "more than this machine can give"
+    raise ArgumentError(f"cannot allocate temporary buffer {name!r} ({size} elements of {d}): {_bytes(nbytes)}, {why}")
+
+
+def _bytes(nbytes: int) -> str:
+    return f"{nbytes} bytes" + (f" ({_binary(nbytes)})" if nbytes < 1 << 80 else "")
+
+
+def _binary(nbytes: int) -> str:
+    """1.5 GiB, 364 TiB: the size as a person reads it."""
+    value, unit = float(nbytes), "bytes"
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        value /= 1024
+        if value < 1024:
+            break
+    return f"{value:.3g} {unit}"
+
+
+def check_out(kernel: str, outputs: Sequence[Param], out: Any,
+              shapes: Sequence[tuple[int, ...]]) -> tuple[np.ndarray, ...]:
+    """Validate `out=`: one array per output (a bare array when there is one), of the exact
+    dtype and shape, C-contiguous, writeable and not overlapping each other. Returns the
+    caller's arrays themselves (an ndarray subclass included, so `k(x, out=m) is m`; a
+    masked array is refused, see `plain_array`)."""
+    arrays = (out,) if isinstance(out, np.ndarray) else out
+    if not isinstance(arrays, (tuple, list)) or len(arrays) != len(outputs):
+        n = len(arrays) if isinstance(arrays, (tuple, list)) else type(out).__name__
+        names = ", ".join(p.name for p in outputs)
+        raise ArgumentError(f"{kernel}(): out= must hold {_count(len(outputs), 'array')} ({names}), got {n}")
+    for p, a, shape in zip(outputs, arrays, shapes):
+        where = f"{kernel}(): out {p.name!r}"
+        if not isinstance(a, np.ndarray):
+            raise ArgumentError(f"{where} must be a numpy array of {p.type}, got {type(a).__name__}")
+        if type(a) is not np.ndarray:
+            a = plain_array(where, a)  # np.matrix reports no shape but its own
+        if a.dtype != p.dtype.np:
+            raise ArgumentError(f"{where} must have dtype {p.dtype} ({p.dtype.np}), got {a.dtype}")
+        if a.shape != shape:
+            raise ArgumentError(f"{where} must have shape {shape} ({p.type}), got {a.shape}")
+        if not a.flags.c_contiguous:
+            raise ArgumentError(f"{where} must be C-contiguous")
+        if not a.flags.writeable:
+            raise ArgumentError(f"{where} is read-only")
+    for i, a in enumerate(arrays):
+        for j in range(i):
+            if np.may_share_memory(a, arrays[j]) and a.size and arrays[j].size:
+                raise ArgumentError(f"{kernel}(): out {outputs[j].name!r} and out {outputs[i].name!r} share memory")
+    return tuple(arrays)
+
+
+def unalias(inputs: Mapping[str, np.ndarray], outs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+    """Inputs that overlap an output array are copied first, so writing an output can
+    never change an input another lane still has to read (numpy's ufuncs do the same)."""
+    return {name: a.copy() if any(a.size and o.size and np.may_share_memory(a, o) for o in outs) else a
+            for name, a in inputs.items()}
+
+
+# ------------------------------------------------------------------------ reductions
+_NO_IDENTITY = frozenset({"min", "max", "argmin", "argmax"})
+
+
+def identityless_reductions(kir: KernelIR) -> tuple[tuple[str, tuple], ...]:
+    """The (kind, axes) of every min/max/argmin/argmax in `kir` (a Kernel finds them once,
+    so a call only evaluates their extents)."""
+    found: dict[tuple[str, tuple], None] = {}
+    for st in kir.body:
+        exprs = (st.body,) if isinstance(st, Compute) else (st.key, st.value)
+        for e in exprs:
+            for node in e.walk():
+                if node.op == "REDUCE" and node.arg[0] in _NO_IDENTITY:
+                    found[node.arg] = None
+    return tuple(found)
+
+
+def check_reductions(name: str, reductions: Sequence[tuple[str, tuple]], symbols: Mapping[str, int]) -> None:
+    """numpy refuses min/max/argmin/argmax of an empty array; so do we, before launching."""
+    for kind, axes in reductions:
+        sizes = [Affine.of(ext).evaluate(symbols) for _, ext in axes]
+        if 0 in sizes or any(s < 0 for s in sizes):
+            desc = [f"{ext} = {size}" for (_, ext), size in zip(axes, sizes)]
+            named = {str(ext) for _, ext in axes}
+            desc += [f"{s} = {symbols[s]}" for s in sorted({s for _, ext in axes for s in Affine.of(ext).symbols})
+                     if s not in named]
+            raise EmptyReductionError(f"{name}(): {kind}() over an empty extent ({', '.join(desc)}) "
+                                      f"has no identity")

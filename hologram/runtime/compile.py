@@ -1,0 +1,156 @@
+"""The public compile API: kernel documents into callable kernels.
+
+    source text --translator--> KernelDefs --driver--> Compiled --> Kernel (prepared on a
+    backend at its first call)
+
+The passes are a `Pipeline` (hologram.runtime.pipelines): `opt=` names one (O0, O1, O2),
+`passes=` lists pass names instead; by default HOLOGRAM_OPT, else O2.
+
+Compilation is cached in process, by content:
+- a document by (translator, source text, file name, pipeline): compiling the same text
+  again returns the same artifacts without re-parsing;
+- a kernel by (its `KernelIR` value, pipeline), in hologram.runtime.driver;
+- the pipeline's passes by their input (see hologram.passes.manager).
+Backends cache prepared executables by program hash (see hologram.runtime.backend).
+Every one of these is bounded; `clear_cache()` empties them all (docs/api.md, "Caching").
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Sequence
+
+from hologram.core.errors import DocumentError, HologramError, PluginError
+from hologram.core.files import read_regular_file
+from hologram.core.hookspecs import Translator
+from hologram.dsl.document import KernelDef
+from hologram.passes import manager
+from hologram.passes.manager import Pipeline
+from hologram.runtime import pipelines
+from hologram.runtime.driver import Compiled, compile_kdef, compile_program
+from hologram.runtime.kernel import Kernel, Library
+from hologram.runtime.lookups import backends, find_translator, get_backend, translator_for_path
+
+__all__ = ["compile", "compile_file", "compile_all", "compile_file_all", "clear_cache"]
+
+CACHE_SIZE = 256  # documents kept
+MAX_DOCUMENT_BYTES = 16 << 20  # compile_file refuses a bigger file (the largest in this repository: 2 KB)
+
+
+Passes = Sequence[str] | str | None
+
+
+def compile(text: str, format: str = "toml", file: str = "<string>", backend: str | None = None,
+            opt: str | None = None, passes: Passes = None) -> Kernel | Library:
+    """Compile a kernel document: a `Kernel` when it holds one kernel, else a `Library`.
+
+    format   a translator name (`toml`, `yaml`, `json`, or a plugin's) or an extension
+    file     the name errors point at
+    backend  run on this backend (checked now); None: HOLOGRAM_BACKEND or the best available,
+             chosen at the first call
+    opt      the optimization level: "O0" (no passes), "O1" or "O2"; None: HOLOGRAM_OPT, else "O2"
+    passes   run exactly these passes (names, or one comma-separated string) instead of a
+             level, in the order their constraints give
+    """
+    return _single(compile_all(text, format=format, file=file, backend=backend, opt=opt, passes=passes))
+
+
+def compile_file(path: str | os.PathLike, backend: str | None = None, opt: str | None = None,
+                 passes: Passes = None) -> Kernel | Library:
+    """Compile a kernel file, its format chosen by extension among the registered translators."""
+    return _single(compile_file_all(path, backend=backend, opt=opt, passes=passes))
+
+
+def compile_all(text: str, format: str = "toml", file: str = "<string>", backend: str | None = None,
+                opt: str | None = None, passes: Passes = None) -> Library:
+    """Like `compile`, but always a `Library` (also for one kernel)."""
+    if not isinstance(text, str):
+        raise DocumentError(f"compile() expects the document text as str, got {type(text).__name__}",
+                            hint="use compile_file(path) for a file")
+    if not isinstance(file, str):
+        raise DocumentError(f"compile() expects file to be a str (the name errors point at), got {type(file).__name__}")
+    pipeline = pipelines.resolve(opt, passes)
+    return _library(find_translator(format), text, file, backend, pipeline)
+
+
+def compile_file_all(path: str | os.PathLike, backend: str | None = None, opt: str | None = None,
+                     passes: Passes = None) -> Library:
+    """Like `compile_file`, but always a `Library` (also for one kernel)."""
+    try:
+        file = os.fsdecode(path)
+    except TypeError:
+        raise DocumentError(f"compile_file() expects a path, got {type(path).__name__}") from None
+    translator = translator_for_path(file)
+    pipeline = pipelines.resolve(opt, passes)
+    try:
+        data = read_regular_file(file, MAX_DOCUMENT_BYTES)
+    except OSError as exc:
+        raise DocumentError(f"cannot read {file}: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DocumentError(f"cannot read {file}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    # universal newlines, as reading in text mode gives: spans count lines the same way
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _library(translator, text, file, backend, pipeline)
+
+
+def clear_cache() -> None:
+    """Forget everything compiled in this process: documents, programs, the passes'
+    results, and what every loaded backend prepared (through its optional
+    `clear_cache()`; the cpu_llvm disk cache stays). Kernels still referenced keep
+    their own program and executable. docs/api.md, "Caching", lists every cache."""
+    _compile_document.cache_clear()
+    compile_program.cache_clear()
+    manager.clear_cache()
+    for name, backend in backends().items():
+        clear = getattr(backend, "clear_cache", None)
+        if not callable(clear):
+            continue
+        try:
+            clear()
+        except Exception as exc:  # a plugin's bug must not look like a crash of ours
+            raise PluginError(f"backend {name!r} failed to clear its cache: {type(exc).__name__}: {exc}") from exc
+
+
+# ----------------------------------------------------------------------------- internals
+def _single(lib: Library) -> Kernel | Library:
+    return next(iter(lib.values())) if len(lib) == 1 else lib
+
+
+def _library(translator: Translator, text: str, file: str, backend: str | None, pipeline: Pipeline) -> Library:
+    if backend is not None:
+        get_backend(backend)  # an unknown or unavailable backend is an error now, not at the first call
+    compiled = _compile_document(translator, text, file, pipeline)
+    return Library({c.kir.name: Kernel(c, backend) for c in compiled})
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _compile_document(translator: Translator, text: str, file: str, pipeline: Pipeline) -> tuple[Compiled, ...]:
+    kdefs = _translate(translator, text, file)
+    if not kdefs:
+        raise DocumentError(f"{file}: no kernels in this document",
+                            hint="declare one with [kernel] or several with [[kernels]]")
+    seen: set[str] = set()
+    compiled = []
+    for kdef in kdefs:
+        if kdef.name in seen:
+            raise DocumentError(f"duplicate kernel name {kdef.name!r}", span=kdef.span)
+        seen.add(kdef.name)
+        compiled.append(compile_kdef(kdef, pipeline))
+    return tuple(compiled)
+
+
+def _translate(translator: Translator, text: str, file: str) -> list[KernelDef]:
+    try:
+        kdefs = list(translator.parse(text, file))
+    except HologramError:
+        raise
+    except Exception as exc:  # a translator plugin's bug must not look like a crash of ours
+        raise PluginError(f"translator {translator.name!r} failed on {file}: {type(exc).__name__}: {exc}") from exc
+    for k in kdefs:
+        if not isinstance(k, KernelDef):
+            raise PluginError(f"translator {translator.name!r} returned {type(k).__name__} for {file}; "
+                              "expected hologram.dsl.document.KernelDef")
+    return kdefs

@@ -1,0 +1,297 @@
+"""`Kernel`: a compiled kernel you call like a function, and `Library`: several of them.
+
+A `Kernel` pairs one compiled artifact (`Compiled`: the document, its IR, its verified
+program) with a backend. The backend is resolved, and the program prepared on it, at
+the first call; `kernel.on(name)` gives the same kernel on another backend, sharing
+the artifact (each backend prepares it once, lazily).
+
+A call checks everything before launching (see hologram.runtime.args) and copies nothing
+unless asked: outputs are allocated by the backend, or the caller's `out=` arrays are
+written in place. If an `out=` array overlaps an input, that input is copied first so
+the result is the same as without aliasing.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Iterator, Mapping
+
+import numpy as np
+
+from hologram.core.errors import ArgumentError, HologramError, KernelNotFoundError, did_you_mean
+from hologram.core.types import Affine
+from hologram.dsl.document import KernelDef
+from hologram.ir import KernelIR, format_kernel
+from hologram.isa.asm import format_program
+from hologram.isa.program import BufferParam, Program
+from hologram.passes.api import PIPELINES
+from hologram.passes.stats import measure
+from hologram.runtime.args import (Signature, allocate_outputs, bind_arguments, bind_direct, bind_symbols, check_array,
+                                   check_out, check_reductions, concrete_shape, convert_scalar, unalias)
+from hologram.runtime.backend import Backend
+from hologram.runtime.driver import Compiled, compile_kdef
+from hologram.runtime.fastcall import MISS, Hit, make_fast, plain_run, program_order
+from hologram.runtime.lookups import get_backend
+from hologram.runtime.pipelines import resolve
+
+# The text forms of a kernel, one per pipeline stage (`hologram compile --emit`).
+def _ast(c: Compiled) -> str:
+    from hologram.dsl.ast import format_ast
+    from hologram.dsl.parser import parse_body  # the body parser (lark) loads only when asked for
+
+    return format_ast(parse_body(c.kdef))
+
+
+EMITTERS: dict[str, Callable[[Compiled], str]] = {
+    "ast": _ast,
+    "ir": lambda c: format_kernel(c.kir),
+    "asm": lambda c: format_program(c.program),
+}
+
+
+def backend_forms(backend: Backend) -> dict[str, str]:
+    """The text forms `backend` offers beyond the core ones (form -> description); {} for
+    a backend without `text_forms` and `emit`."""
+    forms = getattr(backend, "text_forms", None)
+    if not isinstance(forms, Mapping) or not callable(getattr(backend, "emit", None)):
+        return {}
+    return {str(k): str(v) for k, v in forms.items() if k not in EMITTERS and k != "stats"}
+
+
+class Kernel:
+    """A compiled kernel. Call it with its inputs (positional or by name, in declared
+    order); it returns its output (or a namedtuple of them). See docs/api.md."""
+
+    __slots__ = ("_c", "_backend_name", "_ready", "_family", "_lock", "_fast", "_hit")
+
+    def __init__(self, compiled: Compiled, backend: str | None = None,
+                 _family: dict[str | None, "Kernel"] | None = None):
+        self._c = compiled
+        self._backend_name = backend
+        self._ready: tuple[Backend, Any] | None = None
+        self._family = {} if _family is None else _family
+        self._family.setdefault(backend, self)
+        self._lock = threading.Lock()
+        self._fast: Callable | None = None  # the generated fast path (hologram.runtime.fastcall)
+        # [the last fully checked call the fast path matches against, {input shapes: Hit}
+        # of recent ones, so alternating shapes does not rebuild launchers]
+        self._hit: list = [None, {}]
+
+    # -- what it is ---------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._c.kir.name
+
+    @property
+    def version(self) -> str:
+        return self._c.kir.version
+
+    @property
+    def summary(self) -> str:
+        return self._c.kdef.summary
+
+    @property
+    def signature(self) -> Signature:
+        """Inputs, outputs and shape symbols; `str()` gives `f(x: f32[n]) -> y: f32[n]`."""
+        return self._c.signature
+
+    @property
+    def kdef(self) -> KernelDef:
+        return self._c.kdef
+
+    @property
+    def ir(self) -> KernelIR:
+        return self._c.kir
+
+    @property
+    def program(self) -> Program:
+        return self._c.program
+
+    def emit(self, kind: str) -> str:
+        """The kernel's text form at one stage: 'ast', 'ir', 'asm', or a form the kernel's
+        backend offers (`backend_forms`; cpu_llvm: 'llvm', 'llvm-opt', 'native')."""
+        fn = EMITTERS.get(kind)
+        if fn is not None:
+            return fn(self._c)
+        backend = get_backend(self._backend_name)
+        forms = backend_forms(backend)
+        if kind not in forms:
+            known = [*EMITTERS, *forms]
+            raise ArgumentError(f"cannot emit {kind!r}{did_you_mean(kind, known)}; expected one of "
+                                f"{', '.join(known)}", hint=f"the forms after 'asm' are backend {backend.name!r}'s")
+        return backend.emit(self._c.program, kind)
+
+    def stats(self, **symbols: int) -> dict[str, Any]:
+        """What the optimizer does to this kernel: {"O0": Stats, "O1": ..., "O2": ...}
+        (plus "custom" when it was compiled with `passes=`), each the stages, IR
+        operations, instructions, registers and bytes a launch reads and writes (see
+        hologram.passes.stats). Byte counts are formulas in the shape symbols; the
+        symbols given here (`n=1024`) are substituted."""
+        known = self._c.signature.symbols
+        for name, value in symbols.items():
+            if name not in known:
+                raise ArgumentError(f"{self.name} has no shape symbol {name!r}{did_you_mean(name, known)}",
+                                    hint=f"its symbols: {', '.join(known) or 'none'}")
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise ArgumentError(f"shape symbol {name} must be an integer >= 0, got {value!r}")
+        pipelines = [resolve(level) for level in PIPELINES]
+        if self._c.pipeline.name not in PIPELINES:
+            pipelines.append(self._c.pipeline)
+        out = {}
+        for pipeline in pipelines:
+            c = self._c if pipeline == self._c.pipeline else compile_kdef(self._c.kdef, pipeline)
+            out[pipeline.name] = measure(c.kir, c.program).bind({k: int(v) for k, v in symbols.items()})
+        return out
+
+    # -- where it runs --------------------------------------------------------------
+    @property
+    def backend(self) -> Backend:
+        """The backend this kernel runs on (resolved at the first call, then fixed)."""
+        return self._prepare()[0]
+
+    def on(self, backend: str) -> "Kernel":
+        """This kernel on another backend (validated now, prepared at its first call)."""
+        get_backend(backend)
+        found = self._family.get(backend)
+        return found if found is not None else Kernel(self._c, backend, self._family)
+
+    def _prepare(self) -> tuple[Backend, Any]:
+        ready = self._ready
+        if ready is None:
+            with self._lock:
+                if self._ready is None:
+                    b = get_backend(self._backend_name)
+                    self._ready = (b, b.prepare(self._c.program))
+                ready = self._ready
+        return ready
+
+    # -- calling ----------------------------------------------------------------------
+    def __call__(self, /, *args: Any, out: Any = None, cast: bool = False, **kwargs: Any) -> Any:
+        # (`self` positional-only: an input may be named self)
+        fast = self._fast
+        if fast is not None:  # positional, keyword or mixed: the fast path binds them itself
+            result = fast(args, kwargs, out, cast)
+            if result is not MISS:
+                return result
+        return self._call(args, out, cast, kwargs)
+
+    def _call(self, args: tuple, out: Any, cast: bool, kwargs: dict[str, Any]) -> Any:
+        """The full path: every check, with the messages of hologram.runtime.args."""
+        c = self._c
+        sig, name = c.signature, c.signature.name
+        values = bind_arguments(sig, args, kwargs)
+        arrays: dict[str, np.ndarray] = {}
+        scalars: dict[str, np.generic] = {}
+        for p in sig.inputs:
+            if p.kind == "scalar":
+                scalars[p.name] = convert_scalar(name, p, values[p.name], cast)
+            else:
+                arrays[p.name] = check_array(name, p, values[p.name], cast)
+        symbols = None if c.binding is None else bind_direct(c.binding, arrays, sig.symbols)
+        if symbols is None:
+            symbols = bind_symbols(name, sig.inputs, arrays, sig.symbols)
+        shapes = [concrete_shape(name, p, symbols) for p in sig.outputs]
+        check_reductions(name, c.reductions, symbols)
+        backend, executable = self._prepare()
+        if out is None:
+            outs = allocate_outputs(name, sig.outputs, shapes, symbols, backend.allocate)
+        else:
+            outs = check_out(name, sig.outputs, out, shapes)
+            arrays = unalias(arrays, outs)
+        self._remember(arrays, tuple(shapes), symbols)
+        backend.launch(executable, {**arrays, **dict(zip(sig.output_names, outs))}, scalars, symbols)
+        if c.result is not None:
+            return c.result(*outs)
+        return outs[0] if outs else None
+
+    def _remember(self, arrays: Mapping[str, np.ndarray], out_shapes: tuple, symbols: Mapping[str, int]) -> None:
+        """Make the call just checked the fast path's reference: same input shapes, same
+        symbols, so the same launch. Some programs never get a fast path (their buffer
+        params are not the signature's arrays): then nothing is kept. A launcher the
+        backend cannot make is no fast path either; its `launch` reports why."""
+        key = tuple(a.shape for a in arrays.values())
+        recent = self._hit[1]
+        if key in recent:
+            self._hit[0] = recent[key]
+            return
+        sig = self._c.signature
+        backend, executable = self._prepare()
+        order = program_order(sig, self._c.program)
+        if order is None:
+            return
+        shapes = {name: a.shape for name, a in arrays.items()}
+        shapes.update(zip(sig.output_names, out_shapes))
+        program_shapes = {p.name: tuple(Affine.of(d).evaluate(symbols) for d in p.shape)
+                          for p in self._c.program.params if isinstance(p, BufferParam)}
+        if program_shapes != shapes:  # a launcher checks the program's shapes; they must be the call's
+            return
+        make = getattr(backend, "launcher", None)
+        try:
+            run = make(executable, symbols) if make is not None else None
+        except HologramError:
+            return
+        if run is None:
+            run = plain_run(backend, executable, sig, order, symbols, shapes)
+        hit = Hit(key, out_shapes, run)
+        if len(recent) >= 8:
+            recent.clear()
+        recent[key] = self._hit[0] = hit
+        if self._fast is None:
+            self._fast = make_fast(sig, order, self._c.result, backend.allocate, self._hit)
+
+    def __repr__(self) -> str:
+        where = self._backend_name or "default backend"
+        return f"<Kernel {self.signature} on {where}>"
+
+
+class Library(Mapping[str, Kernel]):
+    """The kernels of one document (or bundle) by name: `lib["gemm"]`, `lib.gemm`,
+    `for name in lib`, `lib.items()`. A kernel whose name shadows a Mapping method
+    (`items`, `get`, `on`...) is reached with `lib[name]`."""
+
+    # `lib.gemm` is an instance attribute, found by the ordinary lookup: reaching a kernel
+    # through __getattr__ costs ~1 µs (the failed lookup raises first), twice a fast call
+    __slots__ = ("_kernels", "__dict__")
+
+    def __init__(self, kernels: Mapping[str, Kernel]):
+        object.__setattr__(self, "_kernels", dict(kernels))
+        self.__dict__.update((name, k) for name, k in self._kernels.items()
+                             if not name.startswith("_") and not any(name in vars(c) for c in Library.__mro__))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"a Library is read-only: cannot set {name!r}")
+
+    def __getitem__(self, name: str) -> Kernel:
+        try:
+            return self._kernels[name]
+        except KeyError:
+            raise self._missing(name) from None
+
+    def __getattr__(self, name: str) -> Kernel:
+        if name.startswith("_"):  # includes _kernels itself while unpickling
+            raise AttributeError(name)
+        try:
+            return self._kernels[name]
+        except KeyError:
+            raise self._missing(name) from None
+
+    def _missing(self, name: str) -> KernelNotFoundError:
+        have = ", ".join(self._kernels) or "none"
+        return KernelNotFoundError(f"no kernel named {name!r}{did_you_mean(name, self._kernels)}",
+                                   hint=f"kernels here: {have}")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._kernels)
+
+    def __len__(self) -> int:
+        return len(self._kernels)
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | {n for n in self._kernels if n.isidentifier()})
+
+    def on(self, backend: str) -> "Library":
+        """Every kernel of the library on `backend`."""
+        return Library({n: k.on(backend) for n, k in self._kernels.items()})
+
+    def __repr__(self) -> str:
+        return f"<Library of {len(self)} kernels: {', '.join(self._kernels)}>"

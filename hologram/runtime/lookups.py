@@ -1,0 +1,103 @@
+"""What the plugins registered, looked up: translators by format or file extension,
+backends by name or priority (HOLOGRAM_BACKEND), passes and bundles. The registry these
+read is built and cached by hologram.runtime.plugins."""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, Mapping
+
+from hologram.core.errors import PluginError, did_you_mean
+from hologram.core.hookspecs import BundleRef, Translator
+from hologram.passes.api import Pass
+from hologram.runtime.backend import Backend
+from hologram.runtime.plugins import normalize_extension, registry
+
+
+def translators() -> Mapping[str, Translator]:
+    return registry().translators
+
+
+def backends() -> Mapping[str, Backend]:
+    return registry().backends
+
+
+def passes() -> tuple[Pass, ...]:
+    return registry().passes
+
+
+def bundles() -> Mapping[str, BundleRef]:
+    return registry().bundles
+
+
+# ------------------------------------------------------------------------- look-ups
+def find_translator(format: str) -> Translator:
+    """The translator named `format` (`toml`), or registered for that extension (`.toml`)."""
+    if not isinstance(format, str):
+        raise PluginError(f"a kernel format is a string such as 'toml', got {type(format).__name__}")
+    reg = registry()
+    key = format.strip().lower()
+    found = reg.translators.get(key) or reg.extensions.get(normalize_extension(key))
+    if found is None:
+        raise PluginError(f"unknown kernel format {format!r}{did_you_mean(key, reg.translators)}",
+                          hint=_available("formats", reg.translators))
+    return found
+
+
+def translator_for_path(path: str) -> Translator:
+    """The translator registered for `path`'s extension; the longest match wins, so a
+    plugin may claim `.hg.toml` while the builtin keeps `.toml`."""
+    reg = registry()
+    name = os.path.basename(path).lower()
+    matches = [ext for ext in reg.extensions if name.endswith(ext) and len(name) > len(ext)]
+    if not matches:
+        ext = os.path.splitext(name)[1] or "(none)"
+        raise PluginError(f"{path}: no translator for extension {ext}{did_you_mean(ext, reg.extensions)}",
+                          hint=_available("extensions", reg.extensions))
+    return reg.extensions[max(matches, key=len)]
+
+
+def _available(what: str, names: Iterable[str]) -> str:
+    names = sorted(names)
+    return f"available {what}: {', '.join(names)}" if names else f"no {what} are registered (is hologram-kernels installed?)"
+
+
+# ------------------------------------------------------------------------- backends
+ENV_BACKEND = "HOLOGRAM_BACKEND"
+
+
+def _is_available(b: Backend) -> bool:
+    try:
+        return bool(b.available())
+    except Exception:  # a backend that cannot even tell is not available
+        return False
+
+
+def list_backends(available_only: bool = True) -> list[str]:
+    """Backend names, highest priority first (ties by name)."""
+    found = sorted(backends().values(), key=lambda b: (-b.priority, b.name))
+    return [b.name for b in found if not available_only or _is_available(b)]
+
+
+def get_backend(name: str | None = None) -> Backend:
+    """The backend `name`, else the one HOLOGRAM_BACKEND names, else the available
+    backend of highest priority. PluginError (with the choices) when there is none."""
+    if name is not None and not isinstance(name, str):
+        raise PluginError(f"a backend name is a string such as 'interp', got {type(name).__name__}")
+    table = backends()
+    wanted = (name or os.environ.get(ENV_BACKEND, "")).strip()
+    choices = ", ".join(f"{b.name} (priority {b.priority}{'' if _is_available(b) else ', unavailable'})"
+                        for b in sorted(table.values(), key=lambda b: (-b.priority, b.name)))
+    hint = f"available backends: {choices}" if choices else "no backend is installed; pip install hologram-backend-interp"
+    if wanted:
+        via = "" if name else f" (from {ENV_BACKEND})"
+        found = table.get(wanted)
+        if found is None:
+            raise PluginError(f"unknown backend {wanted!r}{via}{did_you_mean(wanted, table)}", hint=hint)
+        if not _is_available(found):
+            raise PluginError(f"backend {wanted!r}{via} is not available on this machine", hint=hint)
+        return found
+    ready = [b for b in table.values() if _is_available(b)]
+    if not ready:
+        raise PluginError("no backend is available", hint=hint)
+    return min(ready, key=lambda b: (-b.priority, b.name))

@@ -1,0 +1,382 @@
+"""The plugin manager: finds plugins, calls their hooks, collects what they register.
+
+Plugins are modules named by entry points of the group `hologram` (the in-repo
+translators and backends included: core never imports them by name). Loading is
+forgiving: a plugin that fails to import, implements a hook that does not exist, or
+whose hook raises is reported (a `PluginWarning`, and a row with its error in
+`plugin_report()` / `hologram plugins`) and skipped; it never takes Hologram down.
+
+`HOLOGRAM_PLUGINS` restricts which entry points load, as a comma-separated list:
+
+    unset or empty        every installed plugin
+    interp,my_translator  only these (plus `builtin_translators` and `builtin_passes`,
+                          always)
+    -cpu_llvm             everything except these
+    interp,-builtin_translators
+                          exclusions win; naming `-builtin_translators` is the only
+                          way to drop the TOML/YAML/JSON translators, `-builtin_passes`
+                          the only way to drop the built-in optimizer passes
+
+A manager is built once per value of `HOLOGRAM_PLUGINS` and cached (`reset()` drops
+the cache, for tests). What the plugins registered is collected into a `Registry`
+lazily, and collected again whenever a plugin is registered or unregistered, so
+`plugin_manager().register(obj, name=...)` is all a test needs to add a plugin.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as metadata
+import os
+import threading
+import warnings
+from types import MappingProxyType
+from typing import Any, Callable, Iterable, Mapping
+
+import attrs
+import pluggy
+
+from hologram.core import hookspecs
+from hologram.core.errors import PluginError, did_you_mean
+from hologram.core.hookspecs import BundleRef, Translator
+from hologram.passes.api import LEVELS, Pass
+from hologram.runtime.backend import Backend
+
+GROUP = "hologram"
+ENV = "HOLOGRAM_PLUGINS"
+BUILTIN = "builtin_translators"
+BUILTINS = frozenset({BUILTIN, "builtin_passes"})  # loaded even when HOLOGRAM_PLUGINS lists others
+
+
+class PluginWarning(UserWarning):
+    """A plugin could not be loaded or misbehaved and was skipped."""
+
+
+# ----------------------------------------------------------------------------- values
+@attrs.frozen
+class PluginInfo:
+    """One row of `plugin_report()`.
+
+    status: 'ok', 'failed' (import error, bad hook, a hook raised), 'disabled' (left
+    out by HOLOGRAM_PLUGINS) or 'missing' (named in HOLOGRAM_PLUGINS, not installed).
+    registered: what the plugin provided, e.g. ('translator toml (.toml)', 'backend interp').
+    """
+
+    name: str
+    distribution: str | None
+    version: str | None
+    registered: tuple[str, ...]
+    status: str
+    error: str | None = None
+
+    @property
+    def origin(self) -> str:
+        """`hologram-backend-interp 0.1.0`, or '-' for a plugin registered in code."""
+        if self.distribution is None:
+            return self.version or "-"
+        return f"{self.distribution} {self.version}" if self.version else self.distribution
+
+
+@attrs.frozen
+class Registry:
+    """Everything the loaded plugins registered, by kind. Names are unique per kind:
+    when two plugins claim one name the first (in load order) keeps it and the second
+    is reported as failed."""
+
+    translators: Mapping[str, Translator]
+    extensions: Mapping[str, Translator]  # '.toml' -> translator
+    backends: Mapping[str, Backend]
+    passes: tuple[Pass, ...]  # in registration order
+    bundles: Mapping[str, BundleRef]
+    report: tuple[PluginInfo, ...]
+
+
+@attrs.frozen
+class Selection:
+    """A parsed HOLOGRAM_PLUGINS value. `include is None` means every plugin."""
+
+    include: frozenset[str] | None
+    exclude: frozenset[str]
+
+    @staticmethod
+    def parse(value: str | None) -> "Selection":
+        names = [n.strip() for n in (value or "").split(",") if n.strip()]
+        include = frozenset(n for n in names if not n.startswith("-"))
+        exclude = frozenset(n[1:].strip() for n in names if n.startswith("-"))
+        return Selection(include | BUILTINS if include else None, exclude)
+
+    def allows(self, name: str) -> bool:
+        return name not in self.exclude and (self.include is None or name in self.include)
+
+    @property
+    def wanted(self) -> frozenset[str]:
+        """Plugins asked for by name (excluding one that is not installed is no news)."""
+        return (self.include or frozenset()) - BUILTINS
+
+
+# ------------------------------------------------------------------ registration kinds
+def _describe_translator(t: Translator) -> str:
+    return f"translator {t.name} ({', '.join(t.extensions)})"
+
+
+def _check_translator(obj: Any) -> Translator:
+    if not isinstance(obj, Translator):
+        raise PluginError(f"registered {type(obj).__name__!s} as a translator; expected hologram.core.hookspecs.Translator")
+    if not obj.name or not isinstance(obj.name, str):
+        raise PluginError("registered a translator without a name")
+    exts = tuple(normalize_extension(e) for e in obj.extensions)
+    return attrs.evolve(obj, extensions=exts)
+
+
+def _check_backend(obj: Any) -> Backend:
+    missing = [m for m in ("name", "priority", "available", "allocate", "prepare", "launch") if not hasattr(obj, m)]
+    if missing:
+        raise PluginError(f"registered {type(obj).__name__} as a backend, but it lacks {', '.join(missing)} "
+                          "(see hologram.runtime.backend.Backend)")
+    if not isinstance(obj.name, str) or not obj.name:
+        raise PluginError(f"backend {type(obj).__name__} has no name")
+    if not isinstance(obj.priority, (int, float)) or isinstance(obj.priority, bool):
+        raise PluginError(f"backend {obj.name!r} has priority {obj.priority!r}; expected a number")
+    return obj
+
+
+def _check_bundle(obj: Any) -> BundleRef:
+    if not isinstance(obj, BundleRef):
+        raise PluginError(f"registered {type(obj).__name__} as a bundle; expected hologram.core.hookspecs.BundleRef")
+    return obj
+
+
+def _check_pass(obj: Any) -> Pass:
+    if not isinstance(obj, Pass):
+        raise PluginError(f"registered {type(obj).__name__} as a pass; expected hologram.passes.Pass")
+    # Pass validates its fields when built; these catch one altered behind attrs' back
+    if obj.level not in LEVELS:
+        raise PluginError(f"pass {obj.name!r} has level {obj.level!r}; expected one of {', '.join(LEVELS)}")
+    bad = [p for p in obj.pipelines if p not in ("O1", "O2")]
+    if bad:
+        raise PluginError(f"pass {obj.name!r} names pipelines {', '.join(map(repr, bad))}; expected O1 and/or O2")
+    return obj
+
+
+def _describe_pass(p: Pass) -> str:
+    return f"pass {p.name} ({p.level}; {', '.join(p.pipelines) or 'by name only'})"
+
+
+@attrs.frozen
+class _Kind:
+    hook: str
+    noun: str
+    check: Callable[[Any], Any]
+    key: Callable[[Any], str]
+    describe: Callable[[Any], str]
+
+
+# The register-style hooks, in the order they are called for each plugin.
+KINDS: tuple[_Kind, ...] = (
+    _Kind("hologram_register_translators", "translator", _check_translator, lambda t: t.name, _describe_translator),
+    _Kind("hologram_register_backends", "backend", _check_backend, lambda b: b.name, lambda b: f"backend {b.name}"),
+    _Kind("hologram_register_passes", "pass", _check_pass, lambda p: p.name, _describe_pass),
+    _Kind("hologram_register_bundles", "bundle", _check_bundle, lambda b: b.name, lambda b: f"bundle {b.name}"),
+)
+COMMANDS_HOOK = "hologram_register_commands"
+
+
+def normalize_extension(ext: str) -> str:
+    ext = ext.strip().lower()
+    return ext if ext.startswith(".") else "." + ext
+
+
+# --------------------------------------------------------------------- the manager
+class HologramPluginManager(pluggy.PluginManager):
+    """pluggy's manager for project `hologram`, which also remembers where each plugin
+    came from, the plugins that could not load, and the collected `Registry`."""
+
+    def __init__(self, selection: Selection = Selection(None, frozenset())):
+        super().__init__(hookspecs.PROJECT)
+        self.add_hookspecs(hookspecs)
+        self.selection = selection
+        self._origins: dict[str, tuple[str | None, str | None]] = {}
+        self._failures: list[PluginInfo] = []
+        self._registry: Registry | None = None
+        self._lock = threading.RLock()
+
+    # registering anything invalidates what was collected
+    def register(self, plugin: Any, name: str | None = None) -> str | None:
+        with self._lock:
+            self._registry = None
+            return super().register(plugin, name)
+
+    def unregister(self, plugin: Any = None, name: str | None = None) -> Any:
+        with self._lock:
+            self._registry = None
+            return super().unregister(plugin, name)
+
+    @property
+    def registry(self) -> Registry:
+        with self._lock:
+            if self._registry is None:
+                self._registry = self._collect()
+            return self._registry
+
+    # -- loading -----------------------------------------------------------------
+    def load_entry_points(self, entry_points: Iterable[metadata.EntryPoint] | None = None) -> None:
+        """Load and register every allowed entry point of group `hologram`."""
+        eps = metadata.entry_points(group=GROUP) if entry_points is None else entry_points
+        seen: dict[str, metadata.EntryPoint] = {}
+        for ep in sorted(eps, key=lambda e: e.name):
+            origin = _dist_of(ep)
+            if ep.name in seen:
+                # the same distribution found twice on sys.path (an egg-info in the cwd)
+                if seen[ep.name].value != ep.value:
+                    self._fail(ep.name, origin, f"entry point name already used by {seen[ep.name].value!r}")
+                continue
+            seen[ep.name] = ep
+            if not self.selection.allows(ep.name):
+                self._failures.append(PluginInfo(ep.name, *origin, (), "disabled", f"left out by {ENV}"))
+                continue
+            try:
+                plugin = ep.load()
+            except (Exception, SystemExit) as exc:
+                self._fail(ep.name, origin, f"failed to import {ep.value!r}: {type(exc).__name__}: {exc}")
+                continue
+            try:
+                self.register(plugin, name=ep.name)
+            except Exception as exc:  # pluggy's ValueError / PluginValidationError
+                self._fail(ep.name, origin, f"cannot register {ep.value!r}: {exc}")
+                continue
+            self._origins[ep.name] = origin
+        for name in sorted(self.selection.wanted - seen.keys()):
+            msg = f"named in {ENV} but not installed{did_you_mean(name, seen)}"
+            self._failures.append(PluginInfo(name, None, None, (), "missing", msg))
+            warnings.warn(f"hologram: plugin {name!r} {msg}", PluginWarning, stacklevel=2)
+
+    def _fail(self, name: str, origin: tuple[str | None, str | None], error: str) -> None:
+        self._failures.append(PluginInfo(name, *origin, (), "failed", error))
+        warnings.warn(f"hologram: plugin {name!r} skipped: {error}", PluginWarning, stacklevel=3)
+
+    # -- collecting --------------------------------------------------------------
+    def _collect(self) -> Registry:
+        owners: dict[tuple[str, str], str] = {}  # (noun, key) -> plugin that owns it
+        accepted: list[tuple[_Kind, Any]] = []
+        rows: list[PluginInfo] = []
+        for name, plugin in list(self.list_name_plugin()):
+            if plugin is None:  # blocked
+                continue
+            origin = self._origins.get(name) or (None, _module_version(plugin))
+            try:
+                staged = self._call_register_hooks(plugin)
+                claims = [(kind.noun, kind.key(obj)) for kind, obj in staged]
+                for claim in claims:
+                    if claim in owners or claims.count(claim) > 1:
+                        by = owners.get(claim, name)
+                        raise PluginError(f"{claim[0]} {claim[1]!r} is already registered by plugin {by!r}")
+            except Exception as exc:
+                error = exc.message if isinstance(exc, PluginError) else f"{type(exc).__name__}: {exc}"
+                super().unregister(plugin)  # not self.unregister: that would re-collect
+                self._fail(name, origin, error)
+                continue
+            owners.update(dict.fromkeys(claims, name))
+            accepted.extend(staged)
+            things = tuple(kind.describe(obj) for kind, obj in staged)
+            if any(c.name == COMMANDS_HOOK for c in self.get_hookcallers(plugin) or ()):
+                things += ("commands",)
+            rows.append(PluginInfo(name, *origin, things, "ok"))
+
+        def table(noun: str) -> Mapping[str, Any]:
+            return MappingProxyType({k.key(o): o for k, o in accepted if k.noun == noun})
+
+        translators = table("translator")
+        extensions: dict[str, Translator] = {}
+        for t in translators.values():
+            for ext in t.extensions:
+                extensions.setdefault(ext, t)
+        return Registry(
+            translators=translators,
+            extensions=MappingProxyType(extensions),
+            backends=table("backend"),
+            passes=tuple(o for k, o in accepted if k.noun == "pass"),
+            bundles=table("bundle"),
+            report=tuple(rows) + tuple(self._failures),
+        )
+
+    def _call_register_hooks(self, plugin: Any) -> list[tuple[_Kind, Any]]:
+        """Call every register-style hook `plugin` implements; return what it registered.
+        Raises whatever the hook raised, or PluginError for an unknown hook or a bad object."""
+        for caller in self.get_hookcallers(plugin) or ():
+            if not caller.has_spec():
+                known = [k.hook for k in KINDS] + [COMMANDS_HOOK]
+                raise PluginError(f"implements unknown hook {caller.name!r}{did_you_mean(caller.name, known)}")
+        staged: list[tuple[_Kind, Any]] = []
+        for kind in KINDS:
+            for impl in getattr(self.hook, kind.hook).get_hookimpls():
+                if impl.plugin is not plugin:
+                    continue
+                register = _stager(kind, staged)
+                impl.function(**{a: register for a in impl.argnames})
+        return staged
+
+    def call_commands(self, cli: Any) -> list[str]:
+        """Let every plugin add CLI subcommands; returns the errors of those that raised
+        (each also warned about) so the CLI can go on without them."""
+        self.registry  # collecting unregisters plugins that failed: they add no commands
+        errors = []
+        for impl in reversed(self.hook.hologram_register_commands.get_hookimpls()):
+            try:
+                impl.function(**{a: cli for a in impl.argnames})
+            except Exception as exc:
+                msg = f"plugin {impl.plugin_name!r} failed to add its commands: {type(exc).__name__}: {exc}"
+                warnings.warn(f"hologram: {msg}", PluginWarning, stacklevel=2)
+                errors.append(msg)
+        return errors
+
+
+def _stager(kind: _Kind, staged: list[tuple[_Kind, Any]]) -> Callable[[Any], None]:
+    def register(obj: Any) -> None:
+        staged.append((kind, kind.check(obj)))
+    register.__name__ = f"register_{kind.noun}"
+    return register
+
+
+def _dist_of(ep: metadata.EntryPoint) -> tuple[str | None, str | None]:
+    dist = getattr(ep, "dist", None)
+    if dist is None:
+        return None, None
+    return dist.metadata["Name"] or dist.name, dist.version
+
+
+def _module_version(plugin: Any) -> str | None:
+    v = getattr(plugin, "__version__", None)
+    return str(v) if v is not None else None
+
+
+# ------------------------------------------------------------------------- the cache
+_MANAGERS: dict[str, HologramPluginManager] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def plugin_manager() -> HologramPluginManager:
+    """The manager for the current HOLOGRAM_PLUGINS value (built and cached on first use)."""
+    key = os.environ.get(ENV, "")
+    pm = _MANAGERS.get(key)
+    if pm is None:
+        with _CACHE_LOCK:
+            pm = _MANAGERS.get(key)
+            if pm is None:
+                pm = HologramPluginManager(Selection.parse(key))
+                pm.load_entry_points()
+                _MANAGERS[key] = pm
+    return pm
+
+
+def reset() -> None:
+    """Forget every cached manager: the next call loads plugins afresh."""
+    with _CACHE_LOCK:
+        _MANAGERS.clear()
+
+
+def registry() -> Registry:
+    return plugin_manager().registry
+
+
+def plugin_report() -> tuple[PluginInfo, ...]:
+    """Every plugin seen: loaded ones in load order, then failed, disabled and missing ones."""
+    return registry().report

@@ -1,0 +1,147 @@
+"""The folder layout is the pipeline (docs/architecture.md): every import, at module
+level or inside a function, runs from a later stage to an earlier one, and no files
+import each other in a circle. Read from the sources with `ast`, so an import nobody
+runs yet counts as much as one that runs at start-up."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = {"hologram": ROOT / "hologram",
+            "hologram_interp": ROOT / "plugins/interp/hologram_interp",
+            "hologram_cpu_llvm": ROOT / "plugins/cpu_llvm/hologram_cpu_llvm"}
+
+# A module may import from its own folder or from a folder of a lower rank; folders of
+# one rank are independent of each other (isa and dsl, verify and lower).
+RANKS = {
+    "hologram.core": 0,
+    "hologram.ir": 1,
+    "hologram.isa": 2, "hologram.dsl": 2,
+    "hologram.verify": 3, "hologram.lower": 3,
+    "hologram.passes": 4,
+    "hologram.runtime": 5,
+    "hologram.bundles": 6,
+    "hologram": 7,  # the package's public face: hologram/__init__.py
+    "hologram_interp": 8, "hologram_cpu_llvm": 8,  # the backends, installed as plugins
+    "hologram.testing": 9,
+    "hologram.cli": 10,
+    "hologram.__main__": 11,  # `python -m hologram`: the command
+}
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for package, root in PACKAGES.items():
+        for path in root.rglob("*.py"):
+            parts = [package, *path.relative_to(root).with_suffix("").parts]
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+MODULES = modules()
+
+
+def imports(name: str, path: Path) -> set[str]:
+    """The modules of ours that `name` imports: `from hologram.isa import program` is the
+    module hologram.isa.program, `from hologram.isa.program import Instr` the module too."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            for a in node.names:
+                out.add(f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base)
+    return {m for m in out if m in MODULES and m != name}
+
+
+GRAPH = {name: imports(name, path) for name, path in MODULES.items()}
+
+
+def folder(name: str) -> str:
+    """The longest key of RANKS that `name` is, or is inside."""
+    best = max((k for k in RANKS if name == k or name.startswith(k + ".")), key=len, default=None)
+    if best is None:
+        raise AssertionError(f"{name} is in no folder of the layout: add its folder to RANKS (and to "
+                             "docs/architecture.md)")
+    return best
+
+
+def test_every_module_has_a_place():
+    for name in MODULES:
+        folder(name)
+
+
+def test_imports_run_down_the_pipeline():
+    upward = []
+    for name, targets in sorted(GRAPH.items()):
+        for target in sorted(targets):
+            a, b = folder(name), folder(target)
+            if a != b and RANKS[a] <= RANKS[b]:
+                upward.append(f"{name} ({a}, rank {RANKS[a]}) imports {target} ({b}, rank {RANKS[b]})")
+    assert not upward, "imports against the layout:\n" + "\n".join(upward)
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circles():
+    found = cycles(GRAPH)
+    assert not found, "modules importing each other:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+@pytest.mark.parametrize("graph, expected", [
+    ({"a": {"b"}, "b": {"a"}, "c": set()}, [["a", "b"]]),
+    ({"a": {"b"}, "b": {"c"}, "c": {"a"}}, [["a", "b", "c"]]),
+    ({"a": {"b"}, "b": set()}, []),
+])
+def test_cycles_are_found(graph, expected):
+    assert cycles(graph) == expected
+
+
+def test_the_reader_sees_relative_and_function_level_imports():
+    assert "hologram.dsl.analyze" in GRAPH["hologram.runtime.driver"]  # imported inside compile_kdef
+    assert "hologram_cpu_llvm.jit" in GRAPH["hologram_cpu_llvm.backend"]  # `from . import jit`
+    assert "hologram.isa.program" in GRAPH["hologram.verify.verifier"]
