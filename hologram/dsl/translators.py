@@ -3,8 +3,9 @@
 A plugin module like any other (entry point `builtin_translators` in the `hologram`
 group). Each translator parses with a safe stdlib or PyYAML parser, turns syntax errors
 into `DocumentError`s with a span, pairs the parsed values with their source positions
-(`positions.py`) into one format-neutral `Located` tree, and hands that tree to the one
-schema all formats share (`schema.kernels_from_mapping`).
+(found by `locators.py` and `yaml_scalars.py`) into one format-neutral `Located` tree
+(`positions.py`), and hands that tree to the one schema all formats share
+(`schema.kernels_from_mapping`).
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ import yaml
 from hologram.core.errors import DocumentError, Span
 from hologram.core.hookspecs import Translator, hookimpl
 from hologram.dsl.document import KernelDef
-from hologram.dsl.positions import (Located, Path, Place, SourceText, json_places, toml_places, toml_view,
-                                    yaml_scalar_chars)
+from hologram.dsl.locators import json_places, toml_places, toml_view
+from hologram.dsl.positions import Located, Path, Place, SourceText
 from hologram.dsl.schema import kernels_from_mapping
+from hologram.dsl.yaml_scalars import yaml_scalar_chars
 
 
 @hookimpl

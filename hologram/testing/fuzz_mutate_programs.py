@@ -3,9 +3,9 @@
 Seeds are verified programs (fuzz_program_cases.py): the repository's kernel documents
 compiled (`kernels/`, `tests/heldout/kernels/`, or the document fuzzer's built-in seeds
 when the repository is not at hand) and programs drawn from `isa_strategies.programs()`.
-A mutant applies one to three `MUTATORS` to a seed, each a small change that keeps the program a well-formed value (so it reaches the
-verifier rather than the structure check) while perturbing what the verifier must
-reason about:
+A mutant applies one to three `MUTATORS` to a seed, each a small change that keeps the
+program a well-formed value (so it reaches the verifier rather than the structure check)
+while perturbing what the verifier must reason about:
 
 | mutator | what it changes |
 |---|---|
@@ -316,7 +316,8 @@ def m_block(rng: Rng, p: Program) -> Mutation | None:
 
 
 def m_loop(rng: Rng, p: Program) -> Mutation | None:
-    counters = {(s, i.srcs[0].name) for s, _, i in _instrs(p) if i.op == "LOOP" and i.srcs and isinstance(i.srcs[0], Reg)}
+    counters = {(s, i.srcs[0].name) for s, _, i in _instrs(p)
+                if i.op == "LOOP" and i.srcs and isinstance(i.srcs[0], Reg)}
     sites = [(s, k, i) for s, k, i in _instrs(p) if i.op in ("MOV_IMM", "MOV") and i.dst is not None
              and (s, i.dst.name) in counters and i.srcs and isinstance(i.srcs[0], Imm)]
     if not sites:
@@ -327,48 +328,44 @@ def m_loop(rng: Rng, p: Program) -> Mutation | None:
 
 
 # ================================================================= body structure
-def _pick_item(rng: Rng, p: Program) -> tuple[int, int] | None:
+def _pick_item(rng: Rng, p: Program) -> tuple[int, int, list] | None:
+    """A stage, an item of its body, and the body as a list to edit."""
     sites = [(s, k) for s, st in enumerate(p.stages) for k in range(len(st.body))]
-    return pick(rng, sites) if sites else None
+    if not sites:
+        return None
+    s, k = pick(rng, sites)
+    return s, k, list(p.stages[s].body)
 
 
 def m_drop(rng: Rng, p: Program) -> Mutation | None:
-    at = _pick_item(rng, p)
-    if at is None:
+    if (at := _pick_item(rng, p)) is None:
         return None
-    s, k = at
-    body = list(p.stages[s].body)
+    s, k, body = at
     item = body.pop(k)
     return _with_body(p, s, body), f"drop stage {s} item {k} ({_safe(item)})"
 
 
 def m_duplicate(rng: Rng, p: Program) -> Mutation | None:
-    at = _pick_item(rng, p)
-    if at is None:
+    if (at := _pick_item(rng, p)) is None:
         return None
-    s, k = at
-    body = list(p.stages[s].body)
+    s, k, body = at
     body.insert(k + int(rng.integers(0, 3)), body[k])
     return _with_body(p, s, body), f"duplicate stage {s} item {k} ({_safe(body[k])})"
 
 
 def m_swap(rng: Rng, p: Program) -> Mutation | None:
-    at = _pick_item(rng, p)
-    if at is None or len(p.stages[at[0]].body) < 2:
+    if (at := _pick_item(rng, p)) is None or len(at[2]) < 2:
         return None
-    s, k = at
-    body = list(p.stages[s].body)
+    s, k, body = at
     j = min(k + 1, len(body) - 1) if rng.random() < 0.7 else int(rng.integers(len(body)))
     body[k], body[j] = body[j], body[k]
     return _with_body(p, s, body), f"swap stage {s} items {k} and {j}"
 
 
 def m_move(rng: Rng, p: Program) -> Mutation | None:
-    at = _pick_item(rng, p)
-    if at is None:
+    if (at := _pick_item(rng, p)) is None:
         return None
-    s, k = at
-    body = list(p.stages[s].body)
+    s, k, body = at
     item = body.pop(k)
     j = int(rng.integers(len(body) + 1))
     body.insert(j, item)

@@ -2,23 +2,17 @@
 
 An abstract interpretation over the stage body. The state at an instruction maps every
 register that is *definitely written* on all paths reaching it to what is known of its
-value: an `Interval` (integer registers), a `Cmp` (a predicate set by an integer SET,
-so a branch on it narrows the compared registers), or None (written, value untracked).
-Reading a register missing from the state is an error, and every unchecked memory access
-must have its index proven inside the array.
-
-The state is split by what can be known of a register (`State`): integer and
-predicate registers (the ones addresses and branches depend on) map to their values in
-a dict, every other register is one bit of a mask that says only "written". A float
-instruction then changes one bit and shares the dict, so a stage of many float
-registers (a tiled matrix product: ~900 registers, ~2200 instructions) does not copy a
-dict of every register per instruction.
+value (abstract_values.py): an `Interval` (integer registers), a `Cmp` (a predicate set
+by an integer SET, so a branch on it narrows the compared registers), or None (written,
+value untracked). Reading a register missing from the state is an error, and every
+unchecked memory access must have its index proven inside the array.
 
 Control flow is the ISA's: forward BRA, backward LOOP (its counter narrows on both
 edges: `> 0` on the back edge, `<= 0` after), and CALL, analysed per calling state (the
 call graph is acyclic, the verifier checked that first). From the third round on, a
-loop head keeps only the bounds that survived the previous round (widening), so the
-iteration terminates. The analysis runs in two phases:
+loop head keeps only the bounds that survived the previous round (widening) of the
+registers the loop writes, and derives its induction variables from the counter
+(loops.py), so the iteration terminates. The analysis runs in two phases:
 states to a fixpoint, then checks against the final states (an intermediate state is an
 under-approximation and would give wrong answers).
 
@@ -31,21 +25,20 @@ program, however built, keeps it busy for more than a second or two (docs/hasm.m
 
 from __future__ import annotations
 
-import bisect
-import collections
-from typing import NamedTuple, Union
-
 import attrs
 
 from hologram.core.types import DType
 from hologram.isa.opcodes import OPCODES
-from hologram.isa.program import Addr, Imm, Instr, Label, Operand, Program, Reg, Special, Stage, Sym
-from hologram.verify.control import induction_step, reachable, reads, successors
+from hologram.isa.program import Addr, Instr, Label, Program, Reg, Stage, Sym
+from hologram.verify.abstract_values import EMPTY, AVal, Cmp, Evaluator, State, freeze
+from hologram.verify.control import reads, successors
 from hologram.verify.intervals import MAX_PROOF_WORK, Domain, Interval, Meter, Poly, TooComplex
+from hologram.verify.loops import StageLoops
 
 I64 = DType.I64
 NEGATE = {"lt": "ge", "ge": "lt", "le": "gt", "gt": "le", "eq": "ne", "ne": "eq"}
 SWAP = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le", "eq": "eq", "ne": "ne"}
+_CONTROL = frozenset({"BRA", "LOOP", "CALL", "RET", "EXIT"})
 MAX_CONTEXTS = 20_000  # distinct (subroutine, calling state) analyses per stage
 # Steps (a register state copied or joined, a bound compared, a prover term, an
 # instruction of a loop scanned) the verification of one stage may take, so that no
@@ -55,44 +48,11 @@ MAX_ANALYSIS_STEPS = 2_000_000
 
 
 @attrs.frozen
-class Cmp:
-    """A predicate register holds `a <mod> b` compared as `dtype` (an integer type)."""
-
-    mod: str
-    a: Operand
-    b: Operand
-    dtype: DType
-
-    def mentions(self, reg: str) -> bool:
-        return any(isinstance(o, Reg) and o.name == reg for o in (self.a, self.b))
-
-
-AVal = Union[Interval, Cmp, None]
-
-
-class State(NamedTuple):
-    """What is known before an instruction. `vals`: every *tracked* register (integer or
-    bool) definitely written on all paths here, with its value, plus `$symbol -> lower
-    bound` facts; never mutated, so states share it. `init`: a bit per register of the
-    stage (`StageAnalysis.bits`), set when it is definitely written."""
-
-    vals: dict[str, AVal]
-    init: int
-
-
-EMPTY = State({}, 0)
-
-
-@attrs.frozen
 class Problem:
     pc: int
     rule: str  # 'uninitialized' or 'bounds'
     message: str
     hint: str | None = None
-
-
-def _freeze(s: State) -> tuple:
-    return tuple(sorted(s.vals.items(), key=lambda kv: kv[0])), s.init
 
 
 class StageAnalysis:
@@ -119,8 +79,7 @@ class StageAnalysis:
             self.sizes["global", name] = size
         self.sizes.update({("shared", m.name): Poly.const(m.size) for m in stage.shared})
         self.sizes.update({("pool", m.name): Poly.const(m.size) for m in stage.pools})
-        self.pool_sizes = {m.name: m.size for m in stage.pools}
-        self.specials = self._specials()
+        self.values = Evaluator(stage, program.symbols, self.types)
         self.preds: dict[int, list[tuple[int, str]]] = {}
         for pc in range(len(self.body)):
             for nxt, kind in successors(self.body, self.labels, pc):
@@ -130,14 +89,7 @@ class StageAnalysis:
         self.plain: dict[int, int] = {
             pc: 0 if it.dst is None else self.bits.get(it.dst.name, 0) for pc, it in enumerate(self.body)
             if isinstance(it, Instr) and it.op not in _CONTROL and (it.dst is None or it.dst.name not in self.tracked)}
-        self.loops = [(self.labels[it.target], pc) for pc, it in enumerate(self.body)
-                      if isinstance(it, Instr) and it.op == "LOOP"]  # (head, LOOP pc), by pc
-        self.loop_heads = {head for head, _ in self.loops}
-        self.loop_ends = {head: end for head, end in self.loops}  # the last LOOP to each head
-        self.regions: dict[int, list[int]] = {}
-        self.callee_writes: dict[int, set[str]] = {}
-        self.loop_written: dict[int, set[str]] = {}
-        self.inductions = self._inductions()
+        self.loops = StageLoops(self.body, self.labels, self.types, self.meter)
         self.fact_keys = tuple("$" + name for name in sorted(program.symbols))
         # register -> the predicates a SET compares it into (only a SET makes a Cmp), so a
         # write finds the facts it invalidates without scanning the whole state
@@ -150,20 +102,6 @@ class StageAnalysis:
         self.memo: dict[tuple, tuple[dict[int, State], State | None]] = {}
         self.checked: set[tuple] = set()
         self.problems: dict[int, Problem] = {}
-
-    def _specials(self) -> dict[str, Interval]:
-        out: dict[str, Interval] = {}
-        for k, axis in enumerate("xyz"):
-            if k < len(self.stage.domain):
-                ext, blk = Poly.of(self.stage.domain[k]), self.stage.block[k]
-                below_ext = Interval.range(0, ext - 1)
-                out.update({f"gid.{axis}": below_ext, f"ctaid.{axis}": below_ext,
-                            f"tid.{axis}": Interval.range(0, blk - 1), f"ntid.{axis}": Interval.point(blk),
-                            f"gdim.{axis}": Interval.point(ext), f"nctaid.{axis}": Interval.range(1, ext)})
-            else:  # axes beyond the domain have extent 1, as in CUDA
-                out.update({f"{s}.{axis}": Interval.point(0) for s in ("gid", "ctaid", "tid")})
-                out.update({f"{s}.{axis}": Interval.point(1) for s in ("ntid", "gdim", "nctaid")})
-        return out
 
     # ================================================================ entry point
     def run(self) -> list[Problem]:
@@ -184,16 +122,10 @@ class StageAnalysis:
         return bool(states)
 
     # ================================================================== fixpoint
-    def _region(self, entry: int) -> list[int]:
-        if entry not in self.regions:
-            self.regions[entry] = [pc for pc in reachable(self.body, self.labels, entry, self.meter)
-                                   if pc < len(self.body)]
-        return self.regions[entry]
-
     def _analyze(self, entry: int, state: State) -> tuple[dict[int, State], State | None]:
         """In-states of every instruction reached from `entry`, and the state at RET."""
         self.meter.charge(len(state.vals))
-        key = (entry, _freeze(state))
+        key = (entry, freeze(state))
         if key not in self.memo:
             if len(self.memo) >= MAX_CONTEXTS:
                 raise TooComplex(f"too many distinct calling contexts to analyse (the limit is {MAX_CONTEXTS:,})")
@@ -206,7 +138,7 @@ class StageAnalysis:
         return self.memo[key]
 
     def _fixpoint(self, entry: int, start: State) -> dict[int, State]:
-        region = self._region(entry)
+        region = self.loops.region(entry)
         inside = set(region)
         ins: dict[int, State] = {}
         outs: dict[int, dict[str, State]] = {}
@@ -225,11 +157,11 @@ class StageAnalysis:
                 new = incoming[0]
                 for s in incoming[1:]:
                     new = self._join(new, s)
-                if pc in self.loop_heads and pc in ins:
+                if pc in self.loops.heads and pc in ins:
                     visits[pc] = visits.get(pc, 0) + 1
                     if visits[pc] > 2:
-                        new = self._widen(ins[pc], new, self._loop_writes(pc))
-                if pc in self.inductions:
+                        new = self._widen(ins[pc], new, self.loops.loop_writes(pc))
+                if pc in self.loops.inductions:
                     arrivals = [outs[src][kind] for src, kind in self.preds.get(pc, ())
                                 if src < pc and src in inside and kind in outs.get(src, {})]
                     arrivals += [start] if pc == entry else []
@@ -293,78 +225,10 @@ class StageAnalysis:
             self.domains[facts] = Domain(lower, self.meter)
         return self.domains[facts]
 
-    # ======================================================== induction variables
-    def _inductions(self) -> dict[int, tuple[str, dict[str, int]]]:
-        """Loop head -> (counter, {register: step}) for the i64 registers a counted loop
-        steps by a constant exactly once per iteration: at head arrival j, such a register
-        is `v0 + step*j` and the counter `c0 - j`, so `v = v0 + step*(c0 - c)`. Requires
-        one LOOP to the head, no entry into the loop but through the head, and the one
-        write to the register on every path around, outside inner loops and callees."""
-        loops = self.loops
-        heads = collections.Counter(head for head, _ in loops)
-        # every BRA as (its target's position, its pc), by target: the ones into a loop
-        branches = sorted((self.labels[it.target], pc) for pc, it in enumerate(self.body)
-                          if isinstance(it, Instr) and it.op == "BRA")
-        targets = [t for t, _ in branches]
-        ends = [end for _, end in loops]
-        out: dict[int, tuple[str, dict[str, int]]] = {}
-        for head, end in loops:
-            into = branches[bisect.bisect_right(targets, head):bisect.bisect_left(targets, end)]
-            inner = loops[bisect.bisect_right(ends, head):bisect.bisect_left(ends, end)]  # closed inside
-            self.meter.charge(1 + len(into) + len(inner) + end - head)
-            if heads[head] > 1 or any(not head <= pc < end for _, pc in into):
-                continue
-            writes: dict[str, list[int]] = {}
-            for pc in range(head, end):
-                for r in self._writes(pc):
-                    writes.setdefault(r, []).append(pc)
-            steps: dict[str, int] = {}
-            for r, pcs in writes.items():
-                step = induction_step(self.body[pcs[0]], r) if len(pcs) == 1 else None
-                w = pcs[0]
-                if step is None or self.types.get(r) is not I64:
-                    continue
-                self.meter.charge(len(inner) + w - head)
-                if any(h2 <= w <= e2 for h2, e2 in inner if head < h2) or any(
-                        self._jumps(pc, w + 1, end) for pc in range(head, w)):
-                    continue
-                steps[r] = step
-            if steps:
-                out[head] = (self.body[end].srcs[0].name, steps)
-        return out
-
-    def _loop_writes(self, head: int) -> set[str]:
-        """Registers written anywhere in the loops that jump back to `head` (from the head
-        to the last LOOP targeting it; only LOOP jumps backwards)."""
-        if head not in self.loop_written:
-            end = self.loop_ends.get(head, head)
-            self.meter.charge(end - head)
-            self.loop_written[head] = set().union(*(self._writes(pc) for pc in range(head, end + 1)))
-        return self.loop_written[head]
-
-    def _jumps(self, pc: int, lo: int, hi: int) -> bool:
-        """Does the branch at `pc` target a label in [lo, hi)?"""
-        it = self.body[pc]
-        return isinstance(it, Instr) and it.op == "BRA" and lo <= self.labels[it.target] < hi
-
-    def _writes(self, pc: int) -> set[str]:
-        """Registers instruction `pc` may write, through calls too (the call graph is
-        acyclic: the verifier checked it before this analysis runs)."""
-        it = self.body[pc]
-        if not isinstance(it, Instr):
-            return set()
-        if it.op == "LOOP":
-            return {it.srcs[0].name}
-        if it.op == "CALL":
-            entry = self.labels[it.target]
-            if entry not in self.callee_writes:
-                self.meter.charge(len(self._region(entry)))
-                self.callee_writes[entry] = set().union(*(self._writes(q) for q in self._region(entry)))
-            return self.callee_writes[entry]
-        return {it.dst.name} if it.dst is not None else set()
-
     def _induct(self, head: int, arrivals: list[State], s: State) -> State:
-        counter, steps = self.inductions[head]
+        """`s` at loop `head` with each induction variable set from the counter: its value
+        on arriving from before the loop plus its step times the trips taken so far."""
+        counter, steps = self.loops.inductions[head]
         e = arrivals[0]
         for a in arrivals[1:]:
             e = self._join(e, a)
@@ -413,7 +277,7 @@ class StageAnalysis:
             _, ret = self._analyze(self.labels[item.target], s)
             return {} if ret is None else {"fall": ret}
         if item.dst is not None:
-            return {"fall": self._write(s, item.dst.name, self._value(item, s))}
+            return {"fall": self._write(s, item.dst.name, self.values.result(item, s, self.dom))}
         return {"fall": s}
 
     def _infeasible(self, s: State) -> bool:
@@ -438,7 +302,7 @@ class StageAnalysis:
     def _refine(self, s: State, fact: Cmp, holds: bool) -> State:
         mod = fact.mod if holds else NEGATE[fact.mod]
         for x, y, m in ((fact.a, fact.b, mod), (fact.b, fact.a, SWAP[mod])):
-            other = self._operand(y, s, fact.dtype)
+            other = self.values.operand(y, s, fact.dtype)
             if isinstance(x, Reg) and x.name in s.vals:
                 s = self._narrow(s, x.name, m, other)
             elif isinstance(x, Sym) and x.name in self.p.symbols and m in ("gt", "ge", "eq") and other.exact:
@@ -454,101 +318,9 @@ class StageAnalysis:
         self.meter.charge(len(s.vals))
         return State({**s.vals, reg: self.dom.narrow(s.vals.get(reg), mod, other, self.types[reg])}, s.init)
 
-    # ==================================================================== values
-    def _operand(self, o: Operand, s: State, t: DType) -> Interval:
-        if isinstance(o, Imm):
-            return Interval.point(int(o.value)) if isinstance(o.value, int) else Interval.top(t)
-        if isinstance(o, Reg):
-            v = s.vals.get(o.name)
-            return v if isinstance(v, Interval) else Interval.top(t)
-        if isinstance(o, Special):
-            return self.specials[o.name]
-        if isinstance(o, Sym) and o.name in self.p.symbols:
-            return Interval.point(Poly.sym(o.name))
-        return Interval.top(t)
-
-    def _value(self, ins: Instr, s: State) -> AVal:
-        t = self.types.get(ins.dst.name)
-        op = ins.op
-        if t is DType.BOOL:
-            if op == "SET" and ins.dtype.is_int:
-                return Cmp(ins.mod, ins.srcs[0], ins.srcs[1], ins.dtype)
-            return None
-        if t is None or not t.is_int:
-            return None
-        src = [self._operand(o, s, ins.dtype2 if op == "CVT" else (ins.dtype or t)) for o in ins.srcs]
-        d, top = self.dom, Interval.top(t)
-        if op in ("MOV", "MOV_IMM"):
-            return src[0]
-        if op in _RING:
-            return _RING[op](d, src, t)
-        if op == "SHL":
-            k = d.exact(src[1], t).const
-            return d.mul(src[0], Interval.point(1 << k), t) if k is not None and 0 <= k < t.bits else top
-        if op in ("MIN", "MAX"):
-            a, b = d.exact(src[0], t), d.exact(src[1], t)
-            if op == "MIN":  # above what both are above; below what either is below
-                return d.make(d.hull(a, b, t).lo, a.hi + b.hi, t, True)
-            return d.make(a.lo + b.lo, d.hull(a, b, t).hi, t, True)
-        if op == "ABS":
-            a = d.exact(src[0], t)
-            if d.above(a, Poly()):
-                return a
-            if d.below(a, Poly()) and d.above(a, Poly.const(int(t.min) + 1)):
-                return d.neg(a, t)
-            return top
-        if op in ("DIV", "REM", "AND", "SHR"):
-            return self._nonring(op, src[0], d.exact(src[1], t), t)
-        if op == "SEL":
-            return d.hull(src[1], src[2], t)
-        if op == "CVT":
-            return self._convert(ins.dtype2, t, src[0])
-        if op in ("LDG", "LDS", "PoolLoad"):
-            return top
-        if op == "PoolAlloc":
-            return Interval.range(0, self.pool_sizes[ins.target] - ins.count)
-        return _FIXED_RANGES.get((op, t.is_signed), top)
-
-    def _nonring(self, op: str, raw: Interval, b: Interval, t: DType) -> Interval:
-        d, top, zero = self.dom, Interval.top(t), Poly()
-        a = d.exact(raw, t)
-        a_nonneg = d.above(a, zero)
-        if op == "REM":  # numpy remainder takes the divisor's sign: [0, b - 1] for b >= 1
-            if not d.above(b, Poly.const(1)):
-                return top
-            return d.make([zero], [p - 1 for p in b.hi] + (list(a.hi) if a_nonneg else []), t, True)
-        if op == "AND":  # x & m lies in [0, m] for m >= 0, whatever x is
-            his = [p for x in (a, b) if d.above(x, zero) for p in x.hi]
-            return d.make([zero], his, t, True) if his else top
-        if not a_nonneg:
-            return top
-        if op == "DIV" and d.above(b, Poly.const(1)):  # floor(a / b) in [0, a] for a >= 0, b >= 1
-            alo, ahi = _const_bound(a.lo, max), _const_bound(a.hi, min)
-            blo, bhi = _const_bound(b.lo, max), _const_bound(b.hi, min)
-            if None not in (alo, ahi, blo, bhi):
-                return Interval.range(max(alo, 0) // max(bhi, blo), ahi // blo)  # (bhi < blo: a dead path)
-            return d.make([zero], a.hi, t, True)
-        k = b.const
-        if op == "SHR" and k is not None and 0 <= k < t.bits:
-            return d.make([zero] + [Poly.const(c >> k) for c in [_const_bound(a.lo, max)] if c is not None],
-                          [p for p in a.hi if not p.is_const] + [Poly.const(p.value >> k) for p in a.hi if p.is_const],
-                          t, True)
-        return top
-
-    def _convert(self, frm: DType, to: DType, x: Interval) -> Interval:
-        if frm is DType.BOOL:
-            return Interval.range(0, 1)
-        if not frm.is_int:
-            return Interval.top(to)  # float -> int saturates into the type
-        if x.exact and frm.min >= to.min and frm.max <= to.max:  # widening keeps the value
-            return x
-        if to.bits <= frm.bits:  # reduction modulo 2**bits commutes with the wrap
-            return self.dom.make(x.lo, x.hi, to, False)
-        return Interval.top(to)
-
     # ===================================================================== checks
     def _check(self, entry: int, state: State) -> None:
-        key = (entry, _freeze(state))
+        key = (entry, freeze(state))
         if key in self.checked:
             return
         self.checked.add(key)
@@ -591,28 +363,3 @@ class StageAnalysis:
 
     def _problem(self, pc: int, rule: str, message: str, hint: str | None = None) -> None:
         self.problems.setdefault(pc, Problem(pc, rule, message, hint))
-
-
-_CONTROL = frozenset({"BRA", "LOOP", "CALL", "RET", "EXIT"})
-
-_FIXED_RANGES = {  # (opcode, signed result type) -> the range of its result (docs/atlas.md)
-    **{(op, sg): Interval.range(lo, hi) for op, lo, hi in (("ClsGet", 0, 95), ("NbrCount", 0, 6),
-                                                          ("PhaseGet", 0, 767)) for sg in (True, False)},
-    ("MIRROR", True): Interval.range(-1, 95),
-    ("NbrGet", True): Interval.range(-1, 95),
-}
-
-
-_RING = {  # + - * commute with wrapping: modular intervals pass through them
-    "ADD": lambda d, s, t: d.add(s[0], s[1], t),
-    "SUB": lambda d, s, t: d.sub(s[0], s[1], t),
-    "NEG": lambda d, s, t: d.neg(s[0], t),
-    "MUL": lambda d, s, t: d.mul(s[0], s[1], t),
-    "MAD": lambda d, s, t: d.add(d.mul(s[0], s[1], t), s[2], t),
-    "FMA": lambda d, s, t: d.add(d.mul(s[0], s[1], t), s[2], t),
-}
-
-
-def _const_bound(bounds: tuple[Poly, ...], pick) -> int | None:
-    consts = [p.value for p in bounds if p.is_const]
-    return pick(consts) if consts else None
