@@ -10,12 +10,15 @@ from __future__ import annotations
 from typing import Mapping
 
 from hologram.core.errors import Span
-from hologram.core.types import Affine, DType, Shape
+from hologram.core.types import ALL_TYPES, Affine, DType, Shape
 from hologram.dsl.analyze import to_ir
 from hologram.dsl.document import BodyOrigin, KernelDef, ParamSpec
 from hologram.ir import Compute, KernelIR
 
 FILE = "<test>"
+# Every element type by its DSL name, and numpy's dtype by that name.
+TYPES = [str(d) for d in ALL_TYPES]
+NP = {str(d): d.np for d in ALL_TYPES}
 
 
 class _Symbols(dict):

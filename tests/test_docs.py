@@ -1,6 +1,5 @@
 """The reference docs keep up with the tables they document."""
 
-import pathlib
 import re
 
 import pytest
@@ -8,7 +7,8 @@ import pytest
 from hologram.dsl.functions import FUNCTIONS
 from hologram.isa.opcodes import OPCODES
 
-DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs"
+from repo_paths import DOCS, ROOT
+
 
 
 @pytest.mark.parametrize("op", sorted(OPCODES))
@@ -27,6 +27,6 @@ def test_every_function_is_in_the_dsl_reference(name):
 
 
 def test_every_doc_the_readme_links_exists():
-    readme = (DOCS.parent / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text()
     for link in re.findall(r"\]\((docs/[^)#]+)", readme):
-        assert (DOCS.parent / link).is_file(), link
+        assert (ROOT / link).is_file(), link

@@ -31,10 +31,11 @@ from hologram.runtime import plugins
 from hologram.testing import kernels
 from hologram.verify.verifier import verify
 
-ROOT = Path(__file__).resolve().parent.parent
-HGK_DIR = ROOT / "examples" / "hologram-translator-hgk"
-LANES_DIR = ROOT / "examples" / "hologram-backend-lanes"
-GUIDE = (ROOT / "docs" / "plugins.md").read_text()
+from repo_paths import DOCS, EXAMPLES, KERNELS, ROOT
+
+HGK_DIR = EXAMPLES / "hologram-translator-hgk"
+LANES_DIR = EXAMPLES / "hologram-backend-lanes"
+GUIDE = (DOCS / "plugins.md").read_text()
 
 ELEMENTWISE_STDLIB = ("vadd", "vsub", "vmul", "vdiv", "axpy", "relu", "stencil3")
 
@@ -124,7 +125,7 @@ def test_lanes_is_never_the_default_while_interp_is_installed(registered):
 
 @pytest.mark.parametrize("name", ELEMENTWISE_STDLIB)
 def test_lanes_runs_the_elementwise_stdlib_bit_for_bit_as_interp(registered, name):
-    k = hologram.compile_file(ROOT / "kernels" / f"{name}.toml")
+    k = hologram.compile_file(KERNELS / f"{name}.toml")
     rng = np.random.default_rng(7)
     specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, 3e38, -1.5], np.float32)
     args = []
@@ -222,7 +223,7 @@ def test_lanes_gives_every_lane_its_specials_on_a_2d_domain_with_partial_blocks(
 
 
 def test_lanes_refuses_what_it_cannot_run_naming_the_instruction(registered):
-    k = hologram.compile_file(ROOT / "kernels" / "sum.toml")
+    k = hologram.compile_file(KERNELS / "sum.toml")
     with pytest.raises(PluginError) as e:
         k.on("lanes")(np.ones(4, np.float32))
     assert e.value.message == ("backend 'lanes' cannot run program 'sum': stage 'total': instruction 2 "
@@ -233,7 +234,7 @@ def test_lanes_refuses_what_it_cannot_run_naming_the_instruction(registered):
 
 def test_lanes_launch_checks_its_arguments_and_bounds(registered):
     backend = hologram.get_backend("lanes")
-    k = hologram.compile_file(ROOT / "kernels" / "vadd.toml")
+    k = hologram.compile_file(KERNELS / "vadd.toml")
     exe = backend.prepare(k.program)
     x, y, z = np.ones(4, np.float32), np.ones(4, np.float32), np.zeros(4, np.float32)
     backend.launch(exe, {"x": x, "y": y, "z": z}, {}, {"n": 4})

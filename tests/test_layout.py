@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from repo_paths import ROOT
+
 PACKAGES = {"hologram": ROOT / "hologram",
             "hologram_interp": ROOT / "plugins/interp/hologram_interp",
             "hologram_cpu_llvm": ROOT / "plugins/cpu_llvm/hologram_cpu_llvm"}

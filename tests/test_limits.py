@@ -23,10 +23,12 @@ from hologram.lower.plan import has_reduce
 from hologram.passes.ir_common import map_statement
 from hologram.passes.ir_fuse import MAX_FUSED_NODES, fuse, inline_elementwise
 from hologram.verify import verifier
+from hologram.verify.control_rules import MAX_CALL_DEPTH, MAX_LOOP_DEPTH
 from hologram.verify.dataflow import MAX_ANALYSIS_STEPS, StageAnalysis
+from hologram.verify.decl_rules import MAX_RANK, MAX_SIZE_TERMS
 from hologram.verify.intervals import (MAX_BOUND_BITS, MAX_BOUND_TERMS, MAX_PROOF_WORK, SYMBOL_MAX, Domain, Interval,
                                        Poly)
-from hologram.verify.verifier import MAX_CALL_DEPTH, MAX_LOOP_DEPTH, MAX_RANK, MAX_SIZE_TERMS, verify
+from hologram.verify.verifier import verify
 
 
 # ============================================================================ the prover

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-ROOT = Path(__file__).resolve().parent.parent
+from repo_paths import ROOT
+
 
 
 def _dependencies(pyproject: Path) -> dict[str, Requirement]:

@@ -23,11 +23,11 @@ import pytest
 import hologram
 from hologram.runtime.lookups import list_backends
 from hologram.runtime.pipelines import resolve
-from hologram.runtime.plugins import plugin_manager
 from hologram.testing.difftest import run_difftest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EXAMPLE = os.path.join(ROOT, "examples", "hologram-pass-example")
+from repo_paths import EXAMPLES
+
+EXAMPLE = EXAMPLES / "hologram-pass-example"
 
 KERNEL = """\
 [kernel]
@@ -52,14 +52,8 @@ def _load_example():
 
 
 @pytest.fixture
-def example_plugin():
-    module = _load_example()
-    pm = plugin_manager()
-    pm.register(module, name="test-pass-example")
-    try:
-        yield module
-    finally:
-        pm.unregister(module)
+def example_plugin(register_plugin):
+    return register_plugin(_load_example(), "test-pass-example")
 
 
 SPECIALS = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.5, 3.0e38, -3.0e38, 1e-45, -1e-45, 1.17e-38,

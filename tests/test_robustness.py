@@ -20,20 +20,15 @@ import pytest
 import hologram as hg
 from hologram.core.errors import ArgumentError, DocumentError
 from hologram.passes import manager
-from hologram.runtime import compile as compile_module, driver, plugins
+from hologram.runtime import compile as compile_module, driver
 
 BACKENDS = ("interp", "cpu_llvm")
 pytestmark = pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
 
 
 @pytest.fixture(autouse=True)
-def fresh(monkeypatch, tmp_path):
-    monkeypatch.delenv("HOLOGRAM_PLUGINS", raising=False)
-    monkeypatch.delenv("HOLOGRAM_BACKEND", raising=False)
+def fresh(fresh_plugins, monkeypatch, tmp_path):
     monkeypatch.setenv("HOLOGRAM_CACHE_DIR", str(tmp_path / "cache"))
-    plugins.reset()
-    yield
-    plugins.reset()
 
 
 def kernel(inputs: str, outputs: str, body: str, name: str = "k") -> hg.Kernel:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-from pathlib import Path
 
 import attrs
 import numpy as np
@@ -25,7 +24,8 @@ from hologram.core import atlas as A
 from hologram.core.errors import ArgumentError, HologramError
 from hologram.testing import assert_close
 
-KERNELS = Path(__file__).resolve().parent.parent / "kernels"
+from repo_paths import EXAMPLES, KERNELS
+
 F32, F64 = np.float32, np.float64
 EPS = float(np.finfo(F32).eps)
 
@@ -250,7 +250,7 @@ def test_class_histogram_of_every_byte():
 # -- the README demo ------------------------------------------------------------------------
 
 def _demo():
-    spec = importlib.util.spec_from_file_location("hologram_demo", KERNELS.parent / "examples" / "demo.py")
+    spec = importlib.util.spec_from_file_location("hologram_demo", EXAMPLES / "demo.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -8,7 +8,6 @@ no input, however malformed, may raise anything else.
 from __future__ import annotations
 
 import json
-import pathlib
 import re
 import tomllib
 from typing import Any, Callable, Iterator
@@ -24,9 +23,13 @@ from hologram.core.errors import DocumentError, Span
 from hologram.core.types import Affine, DType
 from hologram.dsl import translators
 from hologram.dsl.document import KernelDef
-from hologram.dsl.positions import SourceText, json_places, toml_places, yaml_scalar_chars
+from hologram.dsl.locators import json_places, toml_places
+from hologram.dsl.positions import SourceText
 from hologram.dsl.schema import RESERVED, kernels_from_mapping, parse_type
 from hologram.dsl.translators import parse_json, parse_toml, parse_yaml
+from hologram.dsl.yaml_scalars import yaml_scalar_chars
+
+from repo_paths import DOCS
 
 PARSERS: dict[str, Callable[[str, str], list[KernelDef]]] = {"toml": parse_toml, "yaml": parse_yaml, "json": parse_json}
 
@@ -240,7 +243,7 @@ def test_parse_type(text, dtype, shape):
 
 
 def test_every_example_in_the_documents_guide_parses():
-    guide = (pathlib.Path(__file__).parent.parent / "docs" / "documents.md").read_text()
+    guide = (DOCS / "documents.md").read_text()
     examples = re.findall(r"```(toml|yaml|json)\n(.*?)```", guide, re.S)
     assert {fmt for fmt, _ in examples} == set(PARSERS)
     for fmt, text in examples:

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 import hologram
-from hologram.cli import main as cli
 from hologram.core.errors import CompileError, PluginError, VerifyError
 from hologram.core.lru import LRUCache
 from hologram.dsl.analyze import to_ir
@@ -16,6 +15,8 @@ from hologram.lower.stages import lower
 from hologram.passes import Pass, manager
 from hologram.passes.manager import Pipeline
 from hologram.runtime import driver, pipelines, plugins
+
+from repo_paths import DOCS
 
 VADD = '''
 [kernel]
@@ -28,14 +29,12 @@ body = "z = x + y"
 
 
 @pytest.fixture(autouse=True)
-def fresh(monkeypatch):
-    for var in ("HOLOGRAM_PLUGINS", "HOLOGRAM_BACKEND", "HOLOGRAM_DEBUG", "HOLOGRAM_OPT"):
+def fresh(fresh_plugins, monkeypatch):
+    for var in ("HOLOGRAM_DEBUG", "HOLOGRAM_OPT"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("COLUMNS", "200")  # rich wraps tables to the terminal width
-    plugins.reset()
     hologram.clear_cache()
     yield
-    plugins.reset()
     hologram.clear_cache()
 
 
@@ -286,12 +285,6 @@ def test_compile_kdef_records_its_pipeline_and_results_agree():
 
 
 # ----------------------------------------------------------------------------------- CLI
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = cli.main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 @pytest.fixture
 def vadd_file(tmp_path):
     path = tmp_path / "vadd.toml"
@@ -299,49 +292,49 @@ def vadd_file(tmp_path):
     return str(path)
 
 
-def test_cli_opt_and_passes(capsys, vadd_file):
+def test_cli_opt_and_passes(run_cli, vadd_file):
     use(TAG, HALF)
-    assert "block [128]" in run(capsys, "compile", vadd_file, "--opt", "O1")[1]
-    assert "block [256]" in run(capsys, "compile", vadd_file, "--opt", "O0")[1]
-    assert "block [128]" in run(capsys, "compile", vadd_file, "--passes", "t_half")[1]
-    code, out, err = run(capsys, "compile", vadd_file, "--emit", "ir", "--passes", "t_tag,t_half")
+    assert "block [128]" in run_cli("compile", vadd_file, "--opt", "O1")[1]
+    assert "block [256]" in run_cli("compile", vadd_file, "--opt", "O0")[1]
+    assert "block [128]" in run_cli("compile", vadd_file, "--passes", "t_half")[1]
+    code, out, err = run_cli("compile", vadd_file, "--emit", "ir", "--passes", "t_tag,t_half")
     assert code == 0 and "kernel vadd 1.0.0+tagged" in out
-    code, _, err = run(capsys, "compile", vadd_file, "--opt", "O3")
+    code, _, err = run_cli("compile", vadd_file, "--opt", "O3")
     assert code == 2 and "argument --opt: unknown optimization level 'O3'" in err
-    code, _, err = run(capsys, "compile", vadd_file, "--passes", "t_hlaf")
+    code, _, err = run_cli("compile", vadd_file, "--passes", "t_hlaf")
     assert code == 2 and "unknown pass 't_hlaf'; did you mean 't_half'?" in err
-    code, out, err = run(capsys, "run", vadd_file, "--bind", "n=3", "--opt", "O1", "--backend", "interp")
+    code, out, err = run_cli("run", vadd_file, "--bind", "n=3", "--opt", "O1", "--backend", "interp")
     assert code == 0 and "z = array([" in out, err
 
 
-def test_cli_after(capsys, vadd_file):
+def test_cli_after(run_cli, vadd_file):
     use(TAG, HALF)
-    code, out, err = run(capsys, "compile", vadd_file, "--opt", "O1", "--emit", "ir", "--after", "t_tag")
+    code, out, err = run_cli("compile", vadd_file, "--opt", "O1", "--emit", "ir", "--after", "t_tag")
     assert code == 0 and "kernel vadd 1.0.0+tagged" in out, err
-    code, out, _ = run(capsys, "compile", vadd_file, "--opt", "O1", "--emit", "asm", "--after", "t_tag")
+    code, out, _ = run_cli("compile", vadd_file, "--opt", "O1", "--emit", "asm", "--after", "t_tag")
     assert code == 0 and "block [256]" in out  # lowered, before any ISA pass
-    code, out, _ = run(capsys, "compile", vadd_file, "--opt", "O1", "--emit", "asm", "--after", "t_half")
+    code, out, _ = run_cli("compile", vadd_file, "--opt", "O1", "--emit", "asm", "--after", "t_half")
     assert code == 0 and "block [128]" in out
-    code, _, err = run(capsys, "compile", vadd_file, "--emit", "ir", "--after", "t_tag")  # O2 lacks it
+    code, _, err = run_cli("compile", vadd_file, "--emit", "ir", "--after", "t_tag")  # O2 lacks it
     assert code == 2 and "--after: pass 't_tag' is not in pipeline O2" in err
-    code, _, err = run(capsys, "compile", vadd_file, "--opt", "O1", "--emit", "ast", "--after", "t_tag")
+    code, _, err = run_cli("compile", vadd_file, "--opt", "O1", "--emit", "ast", "--after", "t_tag")
     assert code == 2 and "use it with --emit ir or --emit asm" in err
 
 
-def test_cli_emit_stats(capsys, vadd_file):
+def test_cli_emit_stats(run_cli, vadd_file):
     use(TAG, HALF)
-    code, out, err = run(capsys, "compile", vadd_file, "--emit", "stats")
+    code, out, err = run_cli("compile", vadd_file, "--emit", "stats")
     assert code == 0, err
     assert out.startswith("vadd(x: f32[n], y: f32[n]) -> z: f32[n]") and "O0 -> O2" in out
     stages = next(line for line in out.splitlines() if "stages" in line)
     assert [c.strip() for c in stages.split("│")[2:6]] == ["1", "1", "1", "1 -> 1 (no change)"]
-    code, out, err = run(capsys, "compile", vadd_file, "--emit", "stats", "--passes", "t_half")
+    code, out, err = run_cli("compile", vadd_file, "--emit", "stats", "--passes", "t_half")
     assert code == 0 and "O0 -> custom" in out, err
 
 
-def test_cli_plugins_lists_passes(capsys):
+def test_cli_plugins_lists_passes(run_cli):
     use(TAG, HALF, ir_pass("t_manual", pipelines=(), before=("t_tag",)))
-    code, out, err = run(capsys, "plugins")
+    code, out, err = run_cli("plugins")
     assert code == 0, err
     rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
             for line in out.splitlines() if line.startswith("│ t_")}
@@ -352,10 +345,10 @@ def test_cli_plugins_lists_passes(capsys):
     assert order.index("t_manual") < order.index("t_tag") < order.index("t_half")
 
 
-def test_cli_plugins_survives_a_cycle_and_a_bad_pass(capsys):
+def test_cli_plugins_survives_a_cycle_and_a_bad_pass(run_cli):
     use(ir_pass("t_a", after=("t_b",)), ir_pass("t_b", after=("t_a",)))
     use("not a pass", name="junk")
-    code, out, err = run(capsys, "plugins")
+    code, out, err = run_cli("plugins")
     assert code == 0
     assert "passes cannot be ordered" in out and "t_a -> t_b -> t_a" in out
     assert "expected hologram.passes.Pass" in out and "plugin 'junk' skipped" in err
@@ -363,11 +356,10 @@ def test_cli_plugins_survives_a_cycle_and_a_bad_pass(capsys):
 
 # --------------------------------------------------------------- the guide's example pass
 def _guide_plugin():
-    import pathlib
     import re
     import types
 
-    text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "plugins.md").read_text()
+    text = (DOCS / "plugins.md").read_text()
     section = text[text.index("## Writing a pass"):]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     module = types.ModuleType("hologram_xorself")

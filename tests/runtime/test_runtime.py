@@ -10,16 +10,10 @@ import hologram as hg
 from hologram.core.errors import (ArgumentError, DocumentError, EmptyReductionError, HologramError, KernelNotFoundError,
                                   PluginError)
 from hologram.core.types import Affine, DType
-from hologram.runtime import args as A, plugins
+from hologram.runtime import args as A
 
 
-@pytest.fixture(autouse=True)
-def fresh(monkeypatch):
-    monkeypatch.delenv("HOLOGRAM_PLUGINS", raising=False)
-    monkeypatch.delenv("HOLOGRAM_BACKEND", raising=False)
-    plugins.reset()
-    yield
-    plugins.reset()
+pytestmark = pytest.mark.usefixtures("fresh_plugins")
 
 
 def kernel(inputs: str, outputs: str, body: str, name: str = "k") -> hg.Kernel:

@@ -22,7 +22,7 @@ from hologram.testing import assert_close
 from hologram_cpu_llvm import jit
 from hologram_cpu_llvm.codegen import compile_program
 
-from test_cpu_llvm_codegen import REAL, I, N, _gid, both, llvm_launch, stage_program
+from llvm_harness import REAL, I, N, both, gid, llvm_launch, stage_program
 
 F16, F32, F64, I64 = DType.F16, DType.F32, DType.F64, DType.I64
 
@@ -30,7 +30,7 @@ F16, F32, F64, I64 = DType.F16, DType.F32, DType.F64, DType.I64
 def _reduce_program(op: str, t: DType, *, offset: int = 0, size: Affine = Affine.of(1), checked: bool = False,
                     block: int = 256, identity: float | None = None):
     v = Reg("v")
-    body = [_gid(), Instr("LDG", t, v, addr=Addr("x", I)),
+    body = [gid(), Instr("LDG", t, v, addr=Addr("x", I)),
             Instr(op, t, srcs=(v,), addr=Addr("r", None, offset), checked=checked), Instr("EXIT")]
     params = (BufferParam("x", t, (N,), "in"), BufferParam("r", t, (size,), "inout"))
     inits = [Init("r", offset, identity)] if identity is not None else []
@@ -137,7 +137,7 @@ def test_float_sum_next_to_scattered_contributions():
     """A buffer that also receives contributions at a lane-dependent index keeps every
     contribution in memory, so the constant element gets both kinds."""
     v, j = Reg("v"), Reg("j")
-    body = [_gid(), Instr("LDG", F32, v, addr=Addr("x", I)), Instr("REM", I64, j, (I, Imm(4))),
+    body = [gid(), Instr("LDG", F32, v, addr=Addr("x", I)), Instr("REM", I64, j, (I, Imm(4))),
             Instr("ReduceAdd", F32, srcs=(v,), addr=Addr("r")),
             Instr("ReduceAdd", F32, srcs=(v,), addr=Addr("r", j)), Instr("EXIT")]
     params = (BufferParam("x", F32, (N,), "in"), BufferParam("r", F32, (Affine.of(4),), "inout"))
@@ -153,7 +153,7 @@ def test_checked_sum_element_out_of_range():
     reduction, and no write at all when every lane branches around it."""
     m = Affine.of("m")
     v, p = Reg("v"), Reg("p")
-    body = [_gid(), Instr("LDG", F32, v, addr=Addr("x", I)),
+    body = [gid(), Instr("LDG", F32, v, addr=Addr("x", I)),
             Instr("SET", F32, p, (v, Imm(0.0)), mod="lt"),
             Instr("BRA", target="skip", pred=Pred(p)),
             Instr("ReduceAdd", F32, srcs=(v,), addr=Addr("r", None, 2), checked=True), Label("skip"), Instr("EXIT")]
@@ -177,7 +177,7 @@ def test_float_sum_across_barriers(layout):
     a barrier (straight-line regions), or inside a subroutine that syncs (state machine)."""
     from hologram.isa.program import MemDecl, Special
     v, t, w = Reg("v"), Reg("t"), Reg("w")
-    head = [_gid(), Instr("MOV", I64, t, (Special("tid.x"),)), Instr("LDG", F32, v, addr=Addr("x", I)),
+    head = [gid(), Instr("MOV", I64, t, (Special("tid.x"),)), Instr("LDG", F32, v, addr=Addr("x", I)),
             Instr("ReduceAdd", F32, srcs=(v,), addr=Addr("r"))]
     if layout == "regions":
         body = head + [Instr("STS", F32, srcs=(v,), addr=Addr("sh", t)), Instr("BarSync"),

@@ -19,19 +19,9 @@ from dsl_helpers import TWO_KERNELS
 
 
 @pytest.fixture(autouse=True)
-def fresh(monkeypatch):
-    for var in ("HOLOGRAM_PLUGINS", "HOLOGRAM_BACKEND", "HOLOGRAM_DEBUG"):
-        monkeypatch.delenv(var, raising=False)
+def fresh(fresh_plugins, monkeypatch):
+    monkeypatch.delenv("HOLOGRAM_DEBUG", raising=False)
     monkeypatch.setenv("COLUMNS", "200")  # rich wraps tables to the terminal width
-    plugins.reset()
-    yield
-    plugins.reset()
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = cli.main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture
@@ -42,8 +32,8 @@ def two(tmp_path):
 
 
 # ---------------------------------------------------------------------------------- run
-def test_run_generates_inputs_deterministically(capsys):
-    code, out, err = run(capsys, "run", "kernels/relu.toml", "--bind", "n=5", "--seed", "7")
+def test_run_generates_inputs_deterministically(run_cli):
+    code, out, err = run_cli("run", "kernels/relu.toml", "--bind", "n=5", "--seed", "7")
     assert code == 0, err
     head, body = out.split("\n", 1)
     default = hologram.get_backend().name  # cpu_llvm when installed, else interp
@@ -52,69 +42,69 @@ def test_run_generates_inputs_deterministically(capsys):
     expected = np.maximum(x, 0)
     with np.printoptions(**cli.PRINT_OPTIONS):
         assert body == f"y = {np.array_repr(expected)}\n"
-    assert run(capsys, "run", "kernels/relu.toml", "--bind", "n=5", "--seed", "7")[1] == out
+    assert run_cli("run", "kernels/relu.toml", "--bind", "n=5", "--seed", "7")[1] == out
 
 
-def test_run_unbound_symbols_default_and_long_outputs_are_truncated(capsys):
-    code, out, _ = run(capsys, "run", "kernels/relu.toml", "--bind", "n=1000")
+def test_run_unbound_symbols_default_and_long_outputs_are_truncated(run_cli):
+    code, out, _ = run_cli("run", "kernels/relu.toml", "--bind", "n=1000")
     assert code == 0 and "..." in out and len(out) < 1000
-    code, out, _ = run(capsys, "run", "kernels/relu.toml")
+    code, out, _ = run_cli("run", "kernels/relu.toml")
     assert code == 0 and f"n = {cli.DEFAULT_SIZE}" in out
 
 
-def test_run_with_npy_inputs_scalars_and_save_dir(capsys, two, tmp_path):
+def test_run_with_npy_inputs_scalars_and_save_dir(run_cli, two, tmp_path):
     x = np.arange(4, dtype=np.float64)
     np.save(tmp_path / "x.npy", x)
     save = tmp_path / "outputs"
-    code, out, err = run(capsys, "run", two, "--kernel", "scale", "--input", f"x={tmp_path / 'x.npy'}",
+    code, out, err = run_cli("run", two, "--kernel", "scale", "--input", f"x={tmp_path / 'x.npy'}",
                          "--input", "a=2.5", "--save-dir", str(save))
     assert code == 0, err
     assert "y = " not in out and f"saved y to {save / 'y.npy'}" in out
     np.testing.assert_array_equal(np.load(save / "y.npy"), 2.5 * x)
-    code, out, _ = run(capsys, "run", two, "--kernel", "scale", "--input", f"x={tmp_path / 'x.npy'}",
+    code, out, _ = run_cli("run", two, "--kernel", "scale", "--input", f"x={tmp_path / 'x.npy'}",
                        "--input", "a=2", "--save-dir", str(save), "--print")
     assert code == 0 and "y = array([0., 2., 4., 6.])" in out
 
 
-def test_run_symbols_come_from_given_inputs(capsys, two, tmp_path):
+def test_run_symbols_come_from_given_inputs(run_cli, two, tmp_path):
     np.save(tmp_path / "x.npy", np.ones(3, np.float32))
-    code, out, err = run(capsys, "run", two, "--kernel", "vadd", "--input", f"x={tmp_path / 'x.npy'}")
+    code, out, err = run_cli("run", two, "--kernel", "vadd", "--input", f"x={tmp_path / 'x.npy'}")
     assert code == 0, err
     assert "n = 3" in out
-    code, _, err = run(capsys, "run", two, "--kernel", "vadd", "--input", f"x={tmp_path / 'x.npy'}",
+    code, _, err = run_cli("run", two, "--kernel", "vadd", "--input", f"x={tmp_path / 'x.npy'}",
                        "--bind", "n=4")
     assert code == 1
     assert err == ("hologram: error: vadd(): shape mismatch for symbol 'n': n = 4 from --bind, but argument 'x' "
                    "dim 0 (n) has size 3, which needs n = 3\n")
 
 
-def test_run_dtype_errors_and_cast(capsys, two, tmp_path):
+def test_run_dtype_errors_and_cast(run_cli, two, tmp_path):
     np.save(tmp_path / "x.npy", np.ones(3))  # float64 for an f32 input
-    code, _, err = run(capsys, "run", two, "--kernel", "vadd", "--input", f"x={tmp_path / 'x.npy'}")
+    code, _, err = run_cli("run", two, "--kernel", "vadd", "--input", f"x={tmp_path / 'x.npy'}")
     assert code == 1
     assert err == ("hologram: error: vadd(): argument 'x' must have dtype f32 (float32), got float64\n"
                    "  hint: pass --cast to convert it (one explicit copy)\n")  # the CLI's flag, not cast=True
-    code, out, _ = run(capsys, "run", two, "--kernel", "vadd", "--input", f"x={tmp_path / 'x.npy'}", "--cast")
+    code, out, _ = run_cli("run", two, "--kernel", "vadd", "--input", f"x={tmp_path / 'x.npy'}", "--cast")
     assert code == 0 and "n = 3" in out
 
 
-def test_run_scalar_cast_hint_names_the_flag(capsys, tmp_path):
+def test_run_scalar_cast_hint_names_the_flag(run_cli, tmp_path):
     path = tmp_path / "shift.toml"
     path.write_text('[kernel]\nname = "shift"\nversion = "1.0.0"\ninputs = { k = "i32", x = "i32[n]" }\n'
                     'outputs = { y = "i32[n]" }\nbody = "y = x + k"\n')
-    code, _, err = run(capsys, "run", str(path), "--input", "k=2.5")
+    code, _, err = run_cli("run", str(path), "--input", "k=2.5")
     assert code == 1 and "hint: pass --cast to truncate it toward zero" in err and "cast=True" not in err
-    code, out, _ = run(capsys, "run", str(path), "--input", "k=2.5", "--cast", "--bind", "n=2")
+    code, out, _ = run_cli("run", str(path), "--input", "k=2.5", "--cast", "--bind", "n=2")
     assert code == 0 and "y = array(" in out
 
 
-def test_run_refuses_sizes_beyond_memory_naming_them(capsys):
-    code, _, err = run(capsys, "run", "kernels/vadd.toml", "--bind", "n=99999999999")
+def test_run_refuses_sizes_beyond_memory_naming_them(run_cli):
+    code, _, err = run_cli("run", "kernels/vadd.toml", "--bind", "n=99999999999")
     assert code == 1 and "internal error" not in err
     assert err.startswith("hologram: error: vadd: at n = 99999999999 (--bind) the generated inputs and the outputs "
                           "take 1.2 TB (1199999999988 bytes; x: f32[n] alone 400 GB), more than this machine's ")
     assert err.endswith("of memory\n  hint: choose smaller sizes with --bind\n")
-    code, _, err = run(capsys, "run", "kernels/vadd.toml", "--bind", f"n={2**80}")  # past numpy's largest array
+    code, _, err = run_cli("run", "kernels/vadd.toml", "--bind", f"n={2**80}")  # past numpy's largest array
     assert code == 1 and "internal error" not in err and f"n = {2**80} (--bind)" in err
 
 
@@ -142,8 +132,8 @@ def test_check_memory_counts_generated_inputs_and_outputs_only():
     (["run", "kernels/relu.toml", "--backend", "intrep"], 1,
      "unknown backend 'intrep'; did you mean 'interp'?\n  hint: available backends: "),
 ])
-def test_run_errors(capsys, two, argv, status, error):
-    code, _, err = run(capsys, *(a.format(two=two) for a in argv))
+def test_run_errors(run_cli, two, argv, status, error):
+    code, _, err = run_cli(*(a.format(two=two) for a in argv))
     assert code == status
     assert err.startswith("hologram: error: " + error.format(two=two))
     assert "Traceback" not in err
@@ -152,13 +142,13 @@ def test_run_errors(capsys, two, argv, status, error):
 @pytest.mark.parametrize("argv", [["run", "k.toml", "--bind", "n=x"], ["run", "k.toml", "--bind", "n=-1"],
                                   ["run", "k.toml", "--seed", "-1"], ["run", "k.toml", "--seed", "1.5"],
                                   ["run", "k.toml", "--input", "x"], ["frobnicate"], []])
-def test_usage_errors_exit_2(capsys, argv):
-    code, _, err = run(capsys, *argv)
+def test_usage_errors_exit_2(run_cli, argv):
+    code, _, err = run_cli(*argv)
     assert code == 2 and "usage: hologram" in err
 
 
-def test_a_negative_seed_is_a_usage_error_naming_the_option(capsys):
-    code, _, err = run(capsys, "run", "kernels/vadd.toml", "--seed", "-1")
+def test_a_negative_seed_is_a_usage_error_naming_the_option(run_cli):
+    code, _, err = run_cli("run", "kernels/vadd.toml", "--seed", "-1")
     assert code == 2 and "argument --seed: expected a seed (an integer >= 0), got '-1'" in err
 
 
@@ -172,15 +162,15 @@ body = "y[i] = sum(x[i + j] * k[j], j)"
 """
 
 
-def test_emit_stats_compares_at_sizes_where_no_dimension_is_degenerate(capsys, tmp_path):
+def test_emit_stats_compares_at_sizes_where_no_dimension_is_degenerate(run_cli, tmp_path):
     path = tmp_path / "window.toml"
     path.write_text(WINDOW)
-    code, out, err = run(capsys, "compile", str(path), "--emit", "stats")
+    code, out, err = run_cli("compile", str(path), "--emit", "stats")
     assert code == 0, err
     assert "change at n=1024, w=512" in out  # n = w = 1024 would make y one element long
     written = re.search(r"bytes written .*│\s+(\d+) -> (\d+)", out)
     assert written and int(written.group(1)) == 4 * (1024 - 512 + 1)
-    code, out, _ = run(capsys, "compile", "kernels/softmax.toml", "--emit", "stats")
+    code, out, _ = run_cli("compile", "kernels/softmax.toml", "--emit", "stats")
     assert code == 0 and "change at n=1024" in out  # nothing degenerate: every symbol 1024
 
 
@@ -196,37 +186,37 @@ def test_example_sizes_keep_every_dimension_large():
     assert sizes["n"] - 4 * sizes["w"] - 1 >= NONDEGENERATE and sizes["w"] >= NONDEGENERATE, sizes
 
 
-def test_compile_emits_each_stage(capsys, tmp_path, two):
+def test_compile_emits_each_stage(run_cli, tmp_path, two):
     k = hologram.compile_file("kernels/softmax.toml")
     for kind in ("ast", "ir", "asm"):
-        code, out, err = run(capsys, "compile", "kernels/softmax.toml", "--emit", kind)
+        code, out, err = run_cli("compile", "kernels/softmax.toml", "--emit", kind)
         assert code == 0, err
         assert out == k.emit(kind).rstrip("\n") + "\n"
     dest = tmp_path / "out.hasm"
-    assert run(capsys, "compile", "kernels/softmax.toml", "-o", str(dest)) == (0, "", "")
+    assert run_cli("compile", "kernels/softmax.toml", "-o", str(dest)) == (0, "", "")
     assert dest.read_text() == k.emit("asm").rstrip("\n") + "\n"
-    code, out, _ = run(capsys, "compile", two, "--emit", "ir")
+    code, out, _ = run_cli("compile", two, "--emit", "ir")
     assert code == 0 and "kernel vadd" in out and "kernel scale" in out
-    code, out, _ = run(capsys, "compile", two, "--emit", "ir", "--kernel", "scale")
+    code, out, _ = run_cli("compile", two, "--emit", "ir", "--kernel", "scale")
     assert code == 0 and "kernel vadd" not in out and "kernel scale" in out
-    code, _, err = run(capsys, "compile", two, "-o", str(tmp_path / "no" / "such" / "dir.hasm"))
+    code, _, err = run_cli("compile", two, "-o", str(tmp_path / "no" / "such" / "dir.hasm"))
     assert code == 1 and err.startswith("hologram: error: ") and "No such file or directory" in err
 
 
-def test_compile_emits_backend_text_forms(capsys):
+def test_compile_emits_backend_text_forms(run_cli):
     pytest.importorskip("llvmlite")
     k = hologram.compile_file("kernels/axpy.toml")
-    code, out, err = run(capsys, "compile", "kernels/axpy.toml", "--emit", "llvm", "--backend", "cpu_llvm")
+    code, out, err = run_cli("compile", "kernels/axpy.toml", "--emit", "llvm", "--backend", "cpu_llvm")
     assert code == 0, err
     assert out == k.on("cpu_llvm").emit("llvm").rstrip("\n") + "\n" and "define void" in out
-    code, out, err = run(capsys, "compile", "kernels/axpy.toml", "--emit", "llvm-opt", "--backend", "cpu_llvm")
+    code, out, err = run_cli("compile", "kernels/axpy.toml", "--emit", "llvm-opt", "--backend", "cpu_llvm")
     assert code == 0 and "x float>" in out, err
-    code, _, err = run(capsys, "compile", "kernels/axpy.toml", "--emit", "llvn", "--backend", "cpu_llvm")
+    code, _, err = run_cli("compile", "kernels/axpy.toml", "--emit", "llvn", "--backend", "cpu_llvm")
     assert code == 2 and err.startswith("hologram: error: --emit: backend 'cpu_llvm' has no text form 'llvn'; "
                                         "did you mean 'llvm'?") and "llvm-opt, native" in err
-    code, _, err = run(capsys, "compile", "kernels/axpy.toml", "--emit", "llvm", "--backend", "interp")
+    code, _, err = run_cli("compile", "kernels/axpy.toml", "--emit", "llvm", "--backend", "interp")
     assert code == 2 and "backend 'interp' has no text form 'llvm'" in err and "expected one of ast, ir, asm, stats" in err
-    code, _, err = run(capsys, "compile", "kernels/axpy.toml", "--emit", "llvm", "--backend", "intrep")
+    code, _, err = run_cli("compile", "kernels/axpy.toml", "--emit", "llvm", "--backend", "intrep")
     assert code == 2 and "unknown backend 'intrep'" in err
 
 
@@ -249,18 +239,18 @@ def test_kernel_emit_asks_its_backend_for_other_forms():
     assert backend_forms(Forms()) == {}
 
 
-def test_compile_reports_document_errors_with_location(capsys, tmp_path):
+def test_compile_reports_document_errors_with_location(run_cli, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text('[kernel]\nname = "bad"\nversion = "1.0.0"\ninputs = { x = "f32[n]" }\n'
                    'outputs = { y = "f32[n]" }\nbody = "y = expp(x)"\n')
-    code, out, err = run(capsys, "compile", str(bad))
+    code, out, err = run_cli("compile", str(bad))
     assert code == 1 and out == ""
     assert err.startswith(f"{bad}:6:13: error: ") and "expp" in err and "Traceback" not in err
 
 
 # ------------------------------------------------------------------------------ plugins
-def test_plugins_lists_plugins_and_backends(capsys):
-    code, out, err = run(capsys, "plugins")
+def test_plugins_lists_plugins_and_backends(run_cli):
+    code, out, err = run_cli("plugins")
     assert code == 0, err
     lines = out.splitlines()
     builtin = next(l for l in lines if "builtin_translators" in l)
@@ -274,9 +264,9 @@ def test_plugins_lists_plugins_and_backends(capsys):
         assert any(l.split()[:2] == ["│", "cpu_llvm"] and "llvm, llvm-opt, native" in l for l in backends)
 
 
-def test_plugins_at_80_columns_never_breaks_a_distribution_name(capsys, monkeypatch):
+def test_plugins_at_80_columns_never_breaks_a_distribution_name(run_cli, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
-    code, out, err = run(capsys, "plugins")
+    code, out, err = run_cli("plugins")
     assert code == 0, err
     assert max(len(line) for line in out.splitlines()) <= 80
     for row in plugins.plugin_report():
@@ -285,13 +275,13 @@ def test_plugins_at_80_columns_never_breaks_a_distribution_name(capsys, monkeypa
     assert "status" in out.splitlines()[2]  # the last column is not cut off
 
 
-def test_plugins_says_what_runs_kernels_and_how_to_add_a_missing_backend(capsys, monkeypatch):
-    code, out, _ = run(capsys, "plugins")
+def test_plugins_says_what_runs_kernels_and_how_to_add_a_missing_backend(run_cli, monkeypatch):
+    code, out, _ = run_cli("plugins")
     default = hologram.get_backend().name
     assert code == 0 and f"kernels run on {default} unless --backend or HOLOGRAM_BACKEND names another backend" in out
     monkeypatch.setenv("HOLOGRAM_PLUGINS", "-interp")
     plugins.reset()
-    code, out, _ = run(capsys, "plugins")
+    code, out, _ = run_cli("plugins")
     assert code == 0 and "interp (the reference interpreter; pure Python and numpy, runs anywhere) is installed but " \
                          "left out by HOLOGRAM_PLUGINS" in " ".join(out.split())
 
@@ -328,21 +318,21 @@ class BrokenCommandPlugin:
         raise RuntimeError("no commands today")
 
 
-def test_plugin_commands_and_a_failing_one(capsys):
+def test_plugin_commands_and_a_failing_one(run_cli):
     pm = plugins.plugin_manager()
     pm.register(CommandPlugin, name="hello_plugin")
     pm.register(BrokenCommandPlugin, name="broken_commands")
-    code, out, err = run(capsys, "hello", "--to", "atlas")
+    code, out, err = run_cli("hello", "--to", "atlas")
     assert (code, out) == (3, "hello atlas\n")
     assert err == ("hologram: warning: plugin 'broken_commands' failed to add its commands: "
                    "RuntimeError: no commands today\n")
-    code, out, _ = run(capsys, "plugins")
+    code, out, _ = run_cli("plugins")
     assert code == 0 and any("hello_plugin" in l and "commands" in l for l in out.splitlines())
 
 
-def test_failed_plugins_are_warned_about_and_listed(capsys, monkeypatch):
+def test_failed_plugins_are_warned_about_and_listed(run_cli, monkeypatch):
     monkeypatch.setenv("HOLOGRAM_PLUGINS", "interp,ghost")
-    code, out, err = run(capsys, "plugins")
+    code, out, err = run_cli("plugins")
     assert code == 0
     assert err == "hologram: warning: plugin 'ghost' named in HOLOGRAM_PLUGINS but not installed\n"
     ghost = next(l for l in out.splitlines() if "ghost" in l)
@@ -350,19 +340,19 @@ def test_failed_plugins_are_warned_about_and_listed(capsys, monkeypatch):
 
 
 # ------------------------------------------------------------------------------- errors
-def test_internal_errors_have_no_traceback_unless_debugging(capsys, monkeypatch):
+def test_internal_errors_have_no_traceback_unless_debugging(run_cli, monkeypatch):
     def boom(args):
         raise RuntimeError("kaput")
 
     monkeypatch.setattr(cli, "cmd_plugins", boom)
     monkeypatch.setattr(cli, "BUILTIN_COMMANDS", cli.BUILTIN_COMMANDS[:2] + (
         lambda sub: sub.add_parser("plugins").set_defaults(func=boom),))
-    code, _, err = run(capsys, "plugins")
+    code, _, err = run_cli("plugins")
     assert code == 1
     assert err == ("hologram: internal error: RuntimeError: kaput\n"
                    "  hint: set HOLOGRAM_DEBUG=1 for the traceback, and please report it\n")
     monkeypatch.setenv("HOLOGRAM_DEBUG", "1")
-    code, _, err = run(capsys, "plugins")
+    code, _, err = run_cli("plugins")
     assert code == 1 and err.startswith("Traceback") and "RuntimeError: kaput" in err
 
 

@@ -4,7 +4,8 @@ Each value opcode runs as a one-instruction kernel over many lanes (`run_op`): l
 loads its operands from input buffers, applies the opcode, stores the result. The
 operands are the cross product of each dtype's edge values (NaN, +-inf, -0.0,
 subnormals, integer extremes), and the answer is compared with numpy computing the same
-thing on whole arrays. The helpers here are shared by the other tests/test_interp_*.py.
+thing on whole arrays. `run_op`, `launch` and the numpy oracles here are shared by the
+interpreter's other tests; the helpers every backend's tests use are tests/isa_helpers.py.
 """
 
 from __future__ import annotations
@@ -17,46 +18,22 @@ import numpy as np
 import pytest
 
 from hologram.core import atlas
-from hologram.core.types import ALL_TYPES, FLOAT_TYPES, INTEGER_TYPES, Affine, DType
+from hologram.core.types import ALL_TYPES, FLOAT_TYPES, INTEGER_TYPES, DType
 from hologram.isa.opcodes import OPCODES
-from hologram.isa.program import Addr, BufferParam, Imm, Instr, Program, Reg, RegDecl, Special, Stage
+from hologram.isa.program import Program
 from hologram_interp import InterpBackend
 from hologram_interp.backend import program_key
 from hologram_interp.decode import decode_program
 from erf_reference import ERF, ERFC
+from isa_helpers import edges, float_samples, op_program, pairs, same, triples, ulp_close
 
 BACKEND = InterpBackend()
-N = Affine.of("n")
 I64, F16, F32, F64, BOOL = DType.I64, DType.F16, DType.F32, DType.F64, DType.BOOL
 NUM_TYPES = INTEGER_TYPES + FLOAT_TYPES
 SIGNED = tuple(t for t in INTEGER_TYPES if t.is_signed)
 
 
 # ===================================================================== helpers
-def op_program(op: str, dtype: DType | None, src_types: tuple[DType, ...], out_type: DType | None, *,
-               mod: str | None = None, dtype2: DType | None = None, imms: dict[int, object] | None = None) -> Program:
-    """Lane i: `s_k = a_k[i]` for each source, `d = op(s...)`, `out[i] = d`. Sources listed
-    in `imms` are immediates instead of loads."""
-    imms = imms or {}
-    regs = [RegDecl("i", I64)] + [RegDecl(f"s{k}", t) for k, t in enumerate(src_types)]
-    body = [Instr("MOV", I64, Reg("i"), (Special("gid.x"),))]
-    body += [Instr("LDG", t, Reg(f"s{k}"), addr=Addr(f"a{k}", Reg("i")))
-             for k, t in enumerate(src_types) if k not in imms]
-    srcs = tuple(Imm(imms[k]) if k in imms else Reg(f"s{k}") for k in range(len(src_types)))
-    params = [BufferParam(f"a{k}", t, (N,), "in") for k, t in enumerate(src_types) if k not in imms]
-    dst = None
-    if out_type is not None:
-        regs.append(RegDecl("d", out_type))
-        dst = Reg("d")
-        params.append(BufferParam("out", out_type, (N,), "out"))
-    body.append(Instr(op, dtype, dst, srcs, mod=mod, dtype2=dtype2))
-    if out_type is not None:
-        body.append(Instr("STG", out_type, srcs=(Reg("d"),), addr=Addr("out", Reg("i"))))
-    body.append(Instr("EXIT"))
-    stage = Stage("s", (N,), (64,), tuple(regs), body=tuple(body))
-    return Program(op.lower(), tuple(params), symbols=("n",), stages=(stage,))
-
-
 def run_op(op: str, dtype: DType, *srcs: np.ndarray, out_type: DType | None = None, mod: str | None = None,
            dtype2: DType | None = None) -> np.ndarray:
     """`op` applied lane by lane to the arrays `srcs` (all of one length)."""
@@ -72,67 +49,13 @@ def run_op(op: str, dtype: DType, *srcs: np.ndarray, out_type: DType | None = No
 def launch(program: Program, buffers: dict[str, np.ndarray], scalars: dict, symbols: dict[str, int]) -> None:
     """Decode without the verifier, then launch. These tests pin down the interpreter's
     semantics, also for programs the verifier refuses (inexact immediates, mismatched
-    operand types); test_interp_backend.py covers prepare() and the verifier."""
+    operand types); test_backend.py covers prepare() and the verifier."""
     BACKEND.launch(decode_program(program, program_key(program)), buffers, scalars, symbols)
-
-
-def edges(t: DType) -> np.ndarray:
-    """The values most likely to expose a wrong rule, in dtype t."""
-    if t is BOOL:
-        return np.array([False, True])
-    if t.is_float:
-        fi = np.finfo(t.np)
-        vals = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.0, -7.0, 0.1, 100.0, 1e4,
-                math.inf, -math.inf, math.nan, float(fi.max), -float(fi.max), float(fi.tiny),
-                float(fi.smallest_subnormal), -float(fi.smallest_subnormal)]
-        return np.array(vals, dtype=t.np)
-    lo, hi = t.min, t.max
-    vals = {0, 1, 2, 3, 7, 100, hi, hi - 1, lo, lo + 1, -1, -2, -3, -7, -100}
-    return np.array(sorted(v for v in vals if lo <= v <= hi), dtype=t.np)
 
 
 def wrapped(values, t: DType) -> np.ndarray:
     """Python ints reduced into the integer type t, two's complement."""
     return np.array([(int(v) - t.min) % (1 << t.bits) + t.min for v in values], dtype=object).astype(t.np)
-
-
-def pairs(t: DType, right: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Every edge value of t against every edge value (or every element of `right`)."""
-    a, b = zip(*itertools.product(edges(t), edges(t) if right is None else right))
-    return np.array(a, dtype=t.np), np.array(b, dtype=t.np)
-
-
-def triples(t: DType) -> tuple[np.ndarray, ...]:
-    e = edges(t)
-    if len(e) > 12:
-        e = e[np.linspace(0, len(e) - 1, 12).astype(int)]
-    return tuple(np.array(c, dtype=t.np) for c in zip(*itertools.product(e, e, e)))
-
-
-def same(got: np.ndarray, want: np.ndarray, *inputs: np.ndarray) -> None:
-    """Bit-for-bit agreement up to NaN payloads: same dtype, NaN where NaN, equal
-    elsewhere with the same sign of zero."""
-    want = np.asarray(want)
-    assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    if got.dtype.kind == "f":
-        differ = (got != want) | (np.signbit(got) != np.signbit(want))
-        bad = (np.isnan(got) != np.isnan(want)) | (~np.isnan(want) & differ)
-    else:
-        bad = got != want
-    if bad.any():
-        k = int(np.flatnonzero(bad)[0])
-        args = ", ".join(repr(a[k]) for a in inputs)
-        pytest.fail(f"{bad.sum()} mismatches; first: op({args}) gave {got[k]!r}, expected {want[k]!r}")
-
-
-def ulp_close(got: np.ndarray, want: np.ndarray, ulps: int, *inputs: np.ndarray) -> None:
-    """Non-finite values and zeros identical; finite values within `ulps` units in the last place."""
-    exact = ~np.isfinite(want) | ~np.isfinite(got) | (want == 0)
-    same(got[exact], want[exact], *(a[exact] for a in inputs))
-    g, w = got[~exact].astype(np.float64), want[~exact]
-    with np.errstate(over="ignore"):  # f16 spacing near the maximum
-        err = np.abs(g - w.astype(np.float64)) / np.spacing(np.abs(w)).astype(np.float64)
-    assert err.max(initial=0) <= ulps, f"{err.max()} ulp apart"
 
 
 # ================================================================ arithmetic
@@ -338,12 +261,6 @@ UNARY_FLOAT = {
                                   np.exp(-np.abs(x)) / (1 + np.exp(-np.abs(x)))).astype(x.dtype),
 }
 EXACT_UNARY = {"SQRT", "FLOOR", "CEIL", "TRUNC", "RINT", "RSQRT"}
-
-
-def float_samples(t: DType) -> np.ndarray:
-    rng = np.random.default_rng(7)
-    spread = rng.standard_normal(200) * rng.choice([1e-3, 0.3, 1, 3, 30, 700], 200)
-    return np.concatenate([edges(t), spread.astype(t.np), np.array([0.5, 0.9999, 1.0001, 709.0], t.np)])
 
 
 @pytest.mark.parametrize("op", UNARY_FLOAT)

@@ -1,8 +1,8 @@
 """The LLVM code generator against the reference interpreter.
 
-Programs are compiled by `hologram_cpu_llvm.codegen.compile_program`, JIT-compiled here
-by a small single-threaded harness (llvmlite + ctypes, following the stage ABI in
-codegen.py), and run on the same inputs as `InterpBackend`: every opcode on each type's
+Programs are compiled by `hologram_cpu_llvm.codegen.compile_program`, JIT-compiled by
+the small single-threaded harness of llvm_harness.py (llvmlite + ctypes, following the
+stage ABI in codegen.py), and run on the same inputs as `InterpBackend`: every opcode on each type's
 edge values (NaN, +-inf, -0.0, subnormals, integer extremes), the control-flow and memory
 features, the run-time checks, and random verified programs from
 `hologram.testing.isa_strategies`. Integers and + - * / sqrt, FMA, conversions and
@@ -12,8 +12,6 @@ log2(n) bound of `assert_close`.
 
 from __future__ import annotations
 
-import ctypes
-import functools
 import math
 import re
 from pathlib import Path
@@ -23,145 +21,26 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from hologram.core.errors import ExecutionError, VerifyError
+from hologram.core.errors import ExecutionError
 from hologram.core.types import FLOAT_TYPES, INTEGER_TYPES, Affine, DType
 from hologram.isa.opcodes import OPCODES
 from hologram.isa.program import (Addr, BufferParam, Imm, Init, Instr, Label, MemDecl, Pred, Program, Reg, RegDecl,
                                   ScalarParam, Special, Stage, Sym)
 from hologram.testing import assert_close
 from hologram.testing.isa_strategies import programs
-from hologram_cpu_llvm import CpuLlvmBackend, codegen
-from hologram_cpu_llvm.codegen import compile_program, reduce_op
-from hologram_interp import InterpBackend, semantics as sem
+from hologram_cpu_llvm.codegen import compile_program
 
-from test_interp import edges, float_samples, op_program, pairs, same, triples, ulp_close
+from isa_helpers import (EXACT_FLOAT, compare_buffers, edges, float_samples, op_program, pairs, random_inputs, same,
+                         triples, ulp_close)
+from llvm_harness import INTERP, REAL, I, both, decoded, gid, llvm_launch, stage_program, target_machine, verifies
+from repo_paths import KERNELS
 
 I64, F16, F32, F64, BOOL = DType.I64, DType.F16, DType.F32, DType.F64, DType.BOOL
 N = Affine.of("n")
 NUM_TYPES = INTEGER_TYPES + FLOAT_TYPES
-INTERP = InterpBackend()
-REAL = CpuLlvmBackend(num_threads=2, cache_dir=False)
 
 
-# ===================================================================== harness
-@functools.cache
-def _machine():
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    return llvm.Target.from_default_triple().create_target_machine(
-        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3)
-
-
-_ENGINES: dict[str, tuple] = {}
-
-
-def jit(module_ir: str):
-    """(engine, module) for the IR, optimized at O3 as the backend does; cached by text."""
-    if module_ir not in _ENGINES:
-        mod = llvm.parse_assembly(module_ir)
-        mod.verify()
-        tm = _machine()
-        pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(3))
-        pb.getModulePassManager().run(mod, pb)
-        engine = llvm.create_mcjit_compiler(mod, _machine())
-        engine.finalize_object()
-        _ENGINES[module_ir] = (engine, mod)
-    return _ENGINES[module_ir][0]
-
-
-STAGE_FN = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
-                            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
-_IDENTITY = {"ReduceAdd": lambda t: -0.0 if t.is_float else 0, "ReduceMul": lambda t: 1,
-             "ReduceMin": lambda t: math.inf if t.is_float else t.max,
-             "ReduceMax": lambda t: -math.inf if t.is_float else t.min}
-_MERGE = {"ReduceAdd": np.add, "ReduceMul": np.multiply, "ReduceMin": np.minimum, "ReduceMax": np.maximum}
-
-
-def _size(p: BufferParam, symbols: dict[str, int]) -> int:
-    return math.prod(d.evaluate(symbols) for d in p.shape)
-
-
-def llvm_launch(program: Program, buffers: dict[str, np.ndarray], scalars: dict, symbols: dict[str, int],
-                *, blocks_per_call: int | None = None) -> None:
-    """Run `program` through the generated code, one call per stage (or per chunk of
-    `blocks_per_call` blocks, each with its own partials, as the runtime's threads do)."""
-    result = compile_program(program)
-    engine = jit(result.module_ir)
-    mem = {name: buffers[name].reshape(-1) for name, p in program.buffers().items() if p.role != "temp"}
-    for t in program.temps:
-        mem[t.name] = np.zeros(_size(t, symbols), t.dtype.np)
-    ptrs = (ctypes.c_void_p * max(1, len(mem)))(*[mem[n].ctypes.data for n in program.buffers()])
-    syms = np.array([symbols[s] for s in program.symbols] or [0], dtype=np.int64)
-    slots = np.zeros(max(1, len(program.scalars())), dtype=np.uint64)
-    for i, (name, p) in enumerate(program.scalars().items()):
-        raw = np.asarray(sem.const(scalars[name], p.dtype) if not isinstance(scalars[name], np.generic)
-                         else scalars[name], dtype=p.dtype.np).tobytes()
-        slots.view(np.uint8)[8 * i:8 * i + len(raw)] = np.frombuffer(raw, np.uint8)
-    with np.errstate(all="ignore"):
-        for entry in result.stages:
-            stage = program.stages[entry.stage_index]
-            for init in stage.inits:
-                buf = mem[init.buffer]
-                buf[init.offset] = sem.const(init.value, DType.from_numpy(buf.dtype))
-            ext = [d.evaluate(symbols) for d in stage.domain]
-            grid = [-(-e // b) for e, b in zip(ext, tuple(stage.block) + (1,) * 3)]
-            total = math.prod(grid) if min(ext) > 0 else 0
-            fn = STAGE_FN(engine.get_function_address(entry.name))
-            step = blocks_per_call or max(total, 1)
-            for start in range(0, total, step):
-                partials = []
-                for name in entry.reduce_buffers:
-                    op, _ = reduce_op(stage, name)
-                    bt = DType.from_numpy(mem[name].dtype)
-                    partials.append(np.full(mem[name].size, sem.const(_IDENTITY[op](bt), bt), bt.np))
-                pptrs = (ctypes.c_void_p * max(1, len(partials)))(*[p.ctypes.data for p in partials])
-                err = np.zeros(4, np.int64)
-                fn(start, min(total, start + step), ctypes.cast(ptrs, ctypes.c_void_p).value,
-                   syms.ctypes.data, slots.ctypes.data, ctypes.cast(pptrs, ctypes.c_void_p).value, err.ctypes.data)
-                if err[0]:
-                    raise ExecutionError(f"cpu_llvm error record {err.tolist()} "
-                                         f"({codegen.ERROR_KINDS[int(err[0])]})")
-                for name, part in zip(entry.reduce_buffers, partials):
-                    op, _ = reduce_op(stage, name)
-                    mem[name][:] = _MERGE[op](mem[name], part)
-
-
-def both(program: Program, buffers: dict[str, np.ndarray], scalars: dict | None = None,
-         symbols: dict[str, int] | None = None) -> tuple[dict, dict]:
-    """Run on copies of `buffers` with the interpreter and with the generated code."""
-    scalars, symbols = scalars or {}, symbols or {}
-    want = {k: v.copy() for k, v in buffers.items()}
-    got = {k: v.copy() for k, v in buffers.items()}
-    INTERP.launch(INTERP.prepare(program) if _verified(program) else _decoded(program), want, scalars, symbols)
-    run_llvm(program, got, scalars, symbols)
-    return got, want
-
-
-def run_llvm(program: Program, buffers: dict[str, np.ndarray], scalars: dict, symbols: dict[str, int]) -> None:
-    """Through the real backend (two threads, no disk cache) for verified programs; the
-    harness runs the few the verifier refuses (inexact immediates kept on purpose)."""
-    if _verified(program):
-        REAL.launch(REAL.prepare(program), buffers, scalars, symbols)
-    else:
-        llvm_launch(program, buffers, scalars, symbols)
-
-
-@functools.lru_cache(maxsize=None)
-def _verified(program: Program) -> bool:
-    from hologram.verify.verifier import verify
-    try:
-        verify(program)
-        return True
-    except VerifyError:
-        return False
-
-
-def _decoded(program: Program):
-    from hologram_interp.backend import program_key
-    from hologram_interp.decode import decode_program
-    return decode_program(program, program_key(program))
-
-
+# ===================================================================== one opcode
 def run_llvm_op(op: str, dtype: DType, *srcs: np.ndarray, out_type: DType | None = None, mod: str | None = None,
                 dtype2: DType | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(llvm, interp) results of `op` applied lane by lane to the arrays `srcs`."""
@@ -246,9 +125,6 @@ def test_mov(t):
 
 
 # ============================================================ float functions
-EXACT_FLOAT = ("SQRT", "FLOOR", "CEIL", "TRUNC", "RINT")
-
-
 @pytest.mark.parametrize("t", FLOAT_TYPES, ids=str)
 @pytest.mark.parametrize("op", ["EXP", "LOG", "LOG2", "LOG10", "SQRT", "RSQRT", "SIN", "COS", "TAN", "TANH",
                                 "SIGMOID", "ASIN", "ACOS", "ATAN", "SINH", "COSH", "ASINH", "ACOSH", "ATANH",
@@ -328,14 +204,6 @@ def test_atlas(t):
 
 
 # ===================================================== control flow and memory
-def stage_program(body, regs, *, params=None, temps=(), shared=(), pools=(), inits=(), block=(64,),
-                  domain=(N,), symbols=("n",), stages=None) -> Program:
-    params = params or (BufferParam("x", F32, (N,), "in"), BufferParam("y", F32, (N,), "out"))
-    st = Stage("s", domain, block, tuple(RegDecl(n, t) for n, t in regs), tuple(shared), tuple(pools),
-               tuple(inits), tuple(body))
-    return Program("p", tuple(params), tuple(temps), symbols, stages or (st,))
-
-
 def _x(n: int, t: DType = F32) -> np.ndarray:
     return (np.arange(n) * 0.75 - 3).astype(t.np)
 
@@ -345,17 +213,10 @@ def assert_bufs(got: dict, want: dict) -> None:
         same(got[k], want[k])
 
 
-I = Reg("i")
-
-
-def _gid() -> Instr:
-    return Instr("MOV", I64, I, (Special("gid.x"),))
-
-
 def test_branch_loop_call_exit():
     v, c, p = Reg("v"), Reg("c"), Reg("p")
     body = [
-        _gid(),
+        gid(),
         Instr("LDG", F32, v, addr=Addr("x", I)),
         Instr("SET", I64, p, (I, Imm(5)), mod="lt"),
         Instr("BRA", target="small", pred=Pred(p)),
@@ -415,7 +276,7 @@ def test_shared_memory_and_barriers():
     # y[i] = sum of the block's x (each lane writes its slot, barrier, lane 0 sums).
     v, t, j, c, acc, p = Reg("v"), Reg("t"), Reg("j"), Reg("c"), Reg("acc"), Reg("p")
     body = [
-        _gid(), Instr("MOV", I64, t, (Special("tid.x"),)),
+        gid(), Instr("MOV", I64, t, (Special("tid.x"),)),
         Instr("LDG", F32, v, addr=Addr("x", I)),
         Instr("STS", F32, srcs=(v,), addr=Addr("sh", t)),
         Instr("BarSync"),
@@ -446,7 +307,7 @@ def test_shared_memory_and_barriers():
 def test_barrier_inside_control_flow_and_subroutine():
     v, p, c = Reg("v"), Reg("p"), Reg("c")
     body = [
-        _gid(),
+        gid(),
         Instr("LDG", F32, v, addr=Addr("x", I)),
         Instr("MOV_IMM", I64, c, (Imm(2),)),
         Label("again"),
@@ -511,7 +372,7 @@ def test_reductions(op, t):
     v, b = Reg("v"), Reg("b")
     ident = {"ReduceAdd": 0, "ReduceMul": 1, "ReduceMin": math.inf if t.is_float else t.max,
              "ReduceMax": -math.inf if t.is_float else t.min}[op]
-    body = [_gid(), Instr("LDG", t, v, addr=Addr("x", I)), Instr("REM", I64, b, (I, Imm(3))),
+    body = [gid(), Instr("LDG", t, v, addr=Addr("x", I)), Instr("REM", I64, b, (I, Imm(3))),
             Instr(op, t, srcs=(v,), addr=Addr("r", b))]
     params = (BufferParam("x", t, (N,), "in"), BufferParam("r", t, (Affine.of(3),), "out"))
     prog = stage_program(body, [("i", I64), ("v", t), ("b", I64)], params=params,
@@ -536,7 +397,7 @@ def test_reductions(op, t):
 
 def test_res_accum_and_bad_class():
     c, v = Reg("c"), Reg("v")
-    body = [_gid(), Instr("LDG", DType.I32, c, addr=Addr("x", I)), Instr("CVT", F32, v, (c,)),
+    body = [gid(), Instr("LDG", DType.I32, c, addr=Addr("x", I)), Instr("CVT", F32, v, (c,)),
             Instr("ResAccum", F32, srcs=(v,), addr=Addr("hist", c))]
     params = (BufferParam("x", DType.I32, (N,), "in"), BufferParam("hist", F32, (Affine.of(96),), "inout"))
     prog = stage_program(body, [("i", I64), ("c", DType.I32), ("v", F32)], params=params)
@@ -550,7 +411,7 @@ def test_res_accum_and_bad_class():
 
 def test_checked_access_out_of_bounds_is_an_error():
     v, j = Reg("v"), Reg("j")
-    body = [_gid(), Instr("ADD", I64, j, (I, Imm(1))), Instr("LDG", F32, v, addr=Addr("x", j), checked=True),
+    body = [gid(), Instr("ADD", I64, j, (I, Imm(1))), Instr("LDG", F32, v, addr=Addr("x", j), checked=True),
             Instr("STG", F32, srcs=(v,), addr=Addr("y", I))]
     prog = stage_program(body, [("i", I64), ("v", F32), ("j", I64)])
     with pytest.raises(ExecutionError, match="global"):
@@ -564,7 +425,7 @@ def test_checked_access_out_of_bounds_is_an_error():
 def test_pools_phase_and_scalars():
     h, h2, v, w, ph = Reg("h"), Reg("h2"), Reg("v"), Reg("w"), Reg("ph")
     body = [
-        _gid(),
+        gid(),
         Instr("LDG", F32, v, addr=Addr("x", I)),
         Instr("PoolAlloc", None, h, target="pa", count=3),
         Instr("PoolStore", F32, srcs=(v,), addr=Addr("pa", h, 2)),
@@ -593,10 +454,10 @@ def test_pools_phase_and_scalars():
 def test_temps_inits_and_multiple_stages():
     v = Reg("v")
     s1 = Stage("a", (N,), (32,), (RegDecl("i", I64), RegDecl("v", F64)), body=(
-        _gid(), Instr("LDG", F64, v, addr=Addr("x", I)), Instr("MUL", F64, v, (v, v)),
+        gid(), Instr("LDG", F64, v, addr=Addr("x", I)), Instr("MUL", F64, v, (v, v)),
         Instr("STG", F64, srcs=(v,), addr=Addr("tmp", I))))
     s2 = Stage("b", (N,), (32,), (RegDecl("i", I64), RegDecl("v", F64)), inits=(Init("y", 0, 0),), body=(
-        _gid(), Instr("LDG", F64, v, addr=Addr("tmp", I)),
+        gid(), Instr("LDG", F64, v, addr=Addr("tmp", I)),
         Instr("ReduceAdd", F64, srcs=(v,), addr=Addr("y", None, 0))))
     prog = Program("two", (BufferParam("x", F64, (N,), "in"), BufferParam("y", F64, (), "out")),
                    (BufferParam("tmp", F64, (N,), "temp"),), ("n",), (s1, s2))
@@ -618,76 +479,17 @@ def test_straight_line_lane_loop_vectorizes():
     prog = op_program("MAD", F32, (F32, F32, F32), F32)
     result = compile_program(prog)
     mod = llvm.parse_assembly(result.module_ir)
-    tm = _machine()
+    tm = target_machine()
     pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(3))
     pb.getModulePassManager().run(mod, pb)
     assert "<8 x float>" in str(mod) or "<16 x float>" in str(mod) or "<4 x float>" in str(mod)
 
 
 # ======================================================== random programs
-def _inputs(program: Program, rng: np.random.Generator):
-    symbols = {s: int(rng.integers(1, 40)) for s in program.symbols}
-    buffers = {}
-    for name, p in program.buffers().items():
-        if p.role == "temp":
-            continue
-        size = math.prod(d.evaluate(symbols) for d in p.shape)
-        if p.dtype is BOOL:
-            arr = rng.integers(0, 2, size).astype(bool)
-        elif p.dtype.is_int:
-            arr = rng.integers(-100 if p.dtype.is_signed else 0, 100, size).astype(p.dtype.np)
-            if size > 3:
-                arr[:2] = [p.dtype.min, p.dtype.max]
-        else:
-            arr = (rng.standard_normal(size) * 4).astype(p.dtype.np)
-            if size > 4:
-                arr[:4] = [np.nan, -0.0, np.inf, np.finfo(p.dtype.np).smallest_subnormal]
-        buffers[name] = arr.reshape([d.evaluate(symbols) for d in p.shape])
-    scalars = {n: sem.const(1.5 if p.dtype.is_float else 3, p.dtype) for n, p in program.scalars().items()}
-    return buffers, scalars, symbols
-
-
-def _has_transcendental(program: Program) -> bool:
-    return any(isinstance(i, Instr) and OPCODES[i.op].group in ("transcendental", "math")
-               and i.op not in EXACT_FLOAT for s in program.stages for i in s.body)
-
-
-def _reductions(program: Program) -> dict[str, str]:
-    return {i.addr.buffer: i.op for s in program.stages for i in s.body
-            if isinstance(i, Instr) and i.op in codegen.REDUCE_OPS}
-
-
-def compare_buffers(program: Program, got: dict, want: dict) -> None:
-    """The contract between two correct backends on one program: bit for bit, except
-    that float sums and products may be reassociated, and that after a transcendental
-    (within 4 ULP) float results are only close and integer results derived from them
-    may differ."""
-    loose = _has_transcendental(program)
-    reductions = _reductions(program)
-    for name, w in want.items():
-        g, w, op = np.atleast_1d(got[name]), np.atleast_1d(w), reductions.get(name)
-        if w.dtype.kind != "f":
-            if not loose:
-                same(g, w)  # wrapping integer sums/products are exact in any order
-            continue
-        if not loose and op in (None, "ReduceMin", "ReduceMax"):
-            if op is None:
-                same(g, w)
-            else:  # order decides only the sign of a zero minimum
-                assert ((g == w) | (np.isnan(g) & np.isnan(w))).all(), (name, g, w)
-            continue
-        # Reassociated sums can overflow differently, so only finite pairs are compared.
-        fin = np.isfinite(g) & np.isfinite(w)
-        g64, w64 = g[fin].astype(np.float64), w[fin].astype(np.float64)
-        scale = max(np.abs(g64).max(initial=0.0), np.abs(w64).max(initial=0.0), 1.0)
-        rtol = {np.float16: 5e-2, np.float32: 1e-3, np.float64: 1e-6}[w.dtype.type]
-        assert np.allclose(g64, w64, rtol=rtol, atol=rtol * scale), (name, g, w)
-
-
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
 def test_random_programs_agree_with_interp(program):
-    buffers, scalars, symbols = _inputs(program, np.random.default_rng(0))
+    buffers, scalars, symbols = random_inputs(program, np.random.default_rng(0))
     got, want = both(program, buffers, scalars, symbols)
     compare_buffers(program, got, want)
 
@@ -696,7 +498,7 @@ def test_random_programs_agree_with_interp(program):
 @given(programs(max_stages=1, max_instructions=25))
 def test_random_programs_in_chunks(program):
     """Several calls per stage, each with its own partials, as the runtime's threads."""
-    buffers, scalars, symbols = _inputs(program, np.random.default_rng(1))
+    buffers, scalars, symbols = random_inputs(program, np.random.default_rng(1))
     want = {k: v.copy() for k, v in buffers.items()}
     INTERP.launch(INTERP.prepare(program), want, scalars, symbols)
     got = {k: v.copy() for k, v in buffers.items()}
@@ -711,11 +513,11 @@ def _error_programs():
     pool = [MemDecl("pa", F32, 6)]
     hist = (BufferParam("x", F32, (N,), "in"), BufferParam("hist", F32, (Affine.of(96),), "inout"))
     end = [Instr("EXIT")]
-    yield "global", stage_program([_gid(), Instr("ADD", I64, j, (I, Imm(1))),
+    yield "global", stage_program([gid(), Instr("ADD", I64, j, (I, Imm(1))),
                                    Instr("LDG", F32, v, addr=Addr("x", j), checked=True)] + end, f32)
-    yield "shared", stage_program([_gid(), Instr("LDS", F32, v, addr=Addr("sh", I), checked=True)] + end, f32,
+    yield "shared", stage_program([gid(), Instr("LDS", F32, v, addr=Addr("sh", I), checked=True)] + end, f32,
                                   shared=[MemDecl("sh", F32, 4)], block=(8,))
-    yield "class", stage_program([_gid(), Instr("ADD", I64, j, (I, Imm(90))),
+    yield "class", stage_program([gid(), Instr("ADD", I64, j, (I, Imm(90))),
                                   Instr("ResAccum", F32, srcs=(Imm(1.0),), addr=Addr("hist", j), checked=True)] + end,
                                  f32,
                                  params=hist)
@@ -744,9 +546,9 @@ def test_runtime_errors(kind, program):
     with pytest.raises(ExecutionError, match=f"\\({kind}\\)"):
         llvm_launch(program, bufs(), {}, {"n": 10})
     with pytest.raises(ExecutionError) as interp_error:
-        INTERP.launch(_decoded(program), bufs(), {}, {"n": 10})
+        INTERP.launch(decoded(program), bufs(), {}, {"n": 10})
     with pytest.raises(ExecutionError) as llvm_error:
-        REAL.launch(REAL.prepare(program) if _verified(program) else _real_unverified(program), bufs(), {}, {"n": 10})
+        REAL.launch(REAL.prepare(program) if verifies(program) else _real_unverified(program), bufs(), {}, {"n": 10})
     # The same place: stage and instruction (the interpreter adds the lane).
     where = re.compile(r"stage '[^']*': (instruction \d+|lanes)")
     assert where.search(str(llvm_error.value))[0] == where.search(str(interp_error.value))[0]
@@ -757,7 +559,7 @@ def _real_unverified(program: Program):
 
 
 # ============================================================ stdlib kernels
-KERNEL_FILES = sorted(str(p) for p in (Path(__file__).parent.parent / "kernels").glob("*.toml"))
+KERNEL_FILES = sorted(str(p) for p in KERNELS.glob("*.toml"))
 
 
 @pytest.mark.parametrize("path", KERNEL_FILES, ids=lambda p: Path(p).stem)
@@ -789,7 +591,7 @@ def test_barrier_layouts():
     """Straight-line barriers get one lane loop per region; a barrier in control flow
     (here: a subroutine) gets the state machine."""
     v, t = Reg("v"), Reg("t")
-    straight = [_gid(), Instr("MOV", I64, t, (Special("tid.x"),)), Instr("LDG", F32, v, addr=Addr("x", I)),
+    straight = [gid(), Instr("MOV", I64, t, (Special("tid.x"),)), Instr("LDG", F32, v, addr=Addr("x", I)),
                 Instr("STS", F32, srcs=(v,), addr=Addr("sh", t)), Instr("BarSync"),
                 Instr("LDS", F32, v, addr=Addr("sh", None, 0)), Instr("STG", F32, srcs=(v,), addr=Addr("y", I)),
                 Instr("EXIT")]

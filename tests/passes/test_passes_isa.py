@@ -5,7 +5,6 @@ the interpreter's results bit for bit, verifies, and is idempotent or converges.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,11 +24,12 @@ from hologram.testing.isa_strategies import programs
 from hologram.verify.verifier import verify
 from hologram_cpu_llvm import CpuLlvmBackend
 from hologram_interp import InterpBackend
-from test_cpu_llvm_codegen import _inputs, compare_buffers
+
+from isa_helpers import compare_buffers, random_inputs
+from repo_paths import KERNELS
 
 INTERP = InterpBackend()
 LLVM = CpuLlvmBackend(num_threads=2, cache_dir=False)
-KERNELS = Path(__file__).resolve().parent.parent / "kernels"
 
 HEADER = """\
 .program p
@@ -456,7 +456,7 @@ def _converges(f, p: Program, limit: int) -> bool:
 def test_cpu_llvm_runs_the_optimized_program_as_the_interpreter_runs_the_original(program):
     """The proven accesses lose their run-time check on cpu_llvm: a wrong proof would
     show here as a difference (or a crash), where the interpreter checks everything."""
-    buffers, scalars, symbols = _inputs(program, np.random.default_rng(3))
+    buffers, scalars, symbols = random_inputs(program, np.random.default_rng(3))
     want = {k: v.copy() for k, v in buffers.items()}
     INTERP.launch(INTERP.prepare(program), want, scalars, symbols)
     got = {k: v.copy() for k, v in buffers.items()}

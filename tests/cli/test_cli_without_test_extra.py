@@ -12,11 +12,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from repo_paths import ROOT
+
 BLOCKED = ("hypothesis", "pytest", "_pytest")
 
 

@@ -50,14 +50,9 @@ class WrongPassPlugin:
 
 
 @pytest.fixture
-def wrong_pass():
-    pm = plugin_manager()
-    plugin = WrongPassPlugin()
-    pm.register(plugin, name="test-wrong-pass")
-    try:
-        yield "swap-sub"
-    finally:
-        pm.unregister(plugin)
+def wrong_pass(register_plugin):
+    register_plugin(WrongPassPlugin(), "test-wrong-pass")
+    return "swap-sub"
 
 
 def test_a_wrong_pass_from_outside_is_caught_at_its_level_and_bisected(wrong_pass, tmp_path):

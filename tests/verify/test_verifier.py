@@ -17,9 +17,13 @@ from hologram.isa.asm import parse_program
 from hologram.isa.program import Addr, Imm, Init, Instr, Label, Pred, Program, Reg, RegDecl, Special, Stage, Sym
 from hologram.testing.isa_strategies import programs
 from hologram.verify import dataflow
-from hologram.verify.dataflow import EMPTY, StageAnalysis
+from hologram.verify.abstract_values import EMPTY
+from hologram.verify.dataflow import StageAnalysis
+from hologram.verify.decl_rules import representable
 from hologram.verify.intervals import Domain, Interval, Poly
-from hologram.verify.verifier import representable, verify
+from hologram.verify.verifier import verify
+
+from repo_paths import DOCS
 
 HEADER = """\
 .program p
@@ -648,12 +652,11 @@ done:
 
 def test_the_documented_examples_hold():
     """docs/hasm.md: the annotated example verifies, the encoding dump is exact."""
-    import pathlib
     import re
 
     from hologram.isa.encoding import encode
 
-    doc = (pathlib.Path(__file__).parent.parent / "docs" / "hasm.md").read_text()
+    doc = (DOCS / "hasm.md").read_text()
     example = doc.split("### Annotated example\n\n```\n", 1)[1].split("```", 1)[0]
     assert verify(parse_program(example, "hasm.md"))
     dump = doc.split("Example: this 76-byte file", 1)[1].split("```\n", 1)[1].split("```", 1)[0]

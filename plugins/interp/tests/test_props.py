@@ -15,9 +15,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from hologram.core.types import ALL_TYPES, FLOAT_TYPES, INTEGER_TYPES, DType
-from test_interp import (
-    ARITH_ORACLE, BINARY_FLOAT, EXACT_UNARY, NUM_TYPES, UNARY_FLOAT, cvt_oracle, fma_oracle, run_op, same, ulp_close,
-)
+from isa_helpers import same, ulp_close
+from test_interp import ARITH_ORACLE, BINARY_FLOAT, EXACT_UNARY, NUM_TYPES, UNARY_FLOAT, cvt_oracle, fma_oracle, run_op
 
 MAX_LANES = 12
 

@@ -21,12 +21,12 @@ from hologram.core.hookspecs import hookimpl
 from hologram.core.types import Affine, DType
 from hologram.isa.program import Addr, BufferParam, Imm, Instr, Program, Reg, RegDecl, Special, Stage
 from hologram.runtime.lookups import get_backend
-from hologram.runtime.plugins import plugin_manager
 from hologram.testing.difftest import (INTERP_MAX_ELEMENTS, ProgramCase, check_program, max_elements, replay,
                                        run_difftest)
 from hologram.testing.precision import EXACT, OPEN, ULPS, precision
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from repo_paths import ROOT
+
 
 
 class BrokenBackend:
@@ -72,14 +72,9 @@ class _Plugin:
 
 
 @pytest.fixture
-def broken():
-    pm = plugin_manager()
-    plugin = _Plugin()
-    pm.register(plugin, name="test-broken-backend")
-    try:
-        yield "broken"
-    finally:
-        pm.unregister(plugin)
+def broken(register_plugin):
+    register_plugin(_Plugin(), "test-broken-backend")
+    return "broken"
 
 
 def test_a_correct_backend_passes(tmp_path):
@@ -94,15 +89,9 @@ def test_a_correct_backend_passes(tmp_path):
     assert not os.listdir(tmp_path)
 
 
-def test_long_cases_skip_only_slow_backends():
+def test_long_cases_skip_only_slow_backends(broken):
     assert max_elements("interp") == INTERP_MAX_ELEMENTS and max_elements("cpu_llvm") is None
-    pm = plugin_manager()
-    plugin = _Plugin()
-    pm.register(plugin, name="test-broken-backend")
-    try:
-        assert max_elements("broken") == BrokenBackend.max_test_elements
-    finally:
-        pm.unregister(plugin)
+    assert max_elements(broken) == BrokenBackend.max_test_elements
 
 
 def test_progress_is_reported(tmp_path):
@@ -178,19 +167,14 @@ class _Nudged:
         register(NudgedBackend("nudged6", 6))
 
 
-def test_programs_are_compared_at_the_precision_their_dataflow_pins(tmp_path):
-    pm = plugin_manager()
-    plugin = _Nudged()
-    pm.register(plugin, name="test-nudged-backends")
-    try:
-        x = np.array([0.5, -1.25, 3.0, 10.0], np.float32)
-        case = lambda p: ProgramCase(p, {"x": x, "y": np.zeros(4, np.float32)}, {}, {"n": 4})  # noqa: E731
-        assert check_program(case(prog(EXP)), "nudged3") is None      # within the 4-ULP contract
-        assert "assert_close(y)" in check_program(case(prog(EXP)), "nudged6")
-        assert "assert_close(y)" in check_program(case(prog(ADD)), "nudged3")  # `+` is exact
-        assert check_program(case(prog(ADD)), "interp") is None
-    finally:
-        pm.unregister(plugin)
+def test_programs_are_compared_at_the_precision_their_dataflow_pins(tmp_path, register_plugin):
+    register_plugin(_Nudged(), "test-nudged-backends")
+    x = np.array([0.5, -1.25, 3.0, 10.0], np.float32)
+    case = lambda p: ProgramCase(p, {"x": x, "y": np.zeros(4, np.float32)}, {}, {"n": 4})  # noqa: E731
+    assert check_program(case(prog(EXP)), "nudged3") is None      # within the 4-ULP contract
+    assert "assert_close(y)" in check_program(case(prog(EXP)), "nudged6")
+    assert "assert_close(y)" in check_program(case(prog(ADD)), "nudged3")  # `+` is exact
+    assert check_program(case(prog(ADD)), "interp") is None
 
 
 def test_bad_arguments_are_clear_errors(tmp_path):
@@ -233,7 +217,7 @@ def test_cli_usage_errors(capsys):
 
 def test_bench_quick_runs_without_optional_libraries(tmp_path):
     env = dict(os.environ, HOLOGRAM_BENCH_NO="numexpr,numba")
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "bench.py"), "--quick",
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench.py"), "--quick",
                            "--results-dir", str(tmp_path)], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "a*x + y" in proc.stdout and "skipped" in proc.stdout

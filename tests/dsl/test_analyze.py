@@ -11,16 +11,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsl_helpers import compile_ir, compute, last, make_def, statements
+from dsl_helpers import NP, TYPES, compile_ir, compute, last, make_def
 from hologram.core.errors import CompileError
-from hologram.core.types import ALL_TYPES, Affine, DType
+from hologram.core.types import Affine, DType
 from hologram.dsl.analyze import to_ir
 from hologram.dsl.functions import FUNCTIONS
 from hologram.dsl.reductions import KINDS
 from hologram.ir import Accumulate, Compute, Expr, format_kernel
-
-TYPES = [str(d) for d in ALL_TYPES]
-NP = {str(d): d.np for d in ALL_TYPES}
 
 
 def error(body: str, inputs=None, outputs=None) -> CompileError:

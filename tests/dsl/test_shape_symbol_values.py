@@ -19,18 +19,16 @@ import pytest
 from hypothesis import given
 
 import hologram as hg
-from dsl_helpers import compile_ir, last
+from dsl_helpers import NP, TYPES, compile_ir, last
 from hologram.core.errors import CompileError
 from hologram.core.semantics import ORACLE
-from hologram.core.types import ALL_TYPES, DType
+from hologram.core.types import DType
 from hologram.testing import assert_close, bounds
 from hologram.testing.cases import symbol_kernels
 from hologram.testing.exprgen import Env, Node, evaluate, infer, symbol, weak_result
 from hologram.testing.run import check_case
 
 BACKENDS = ("interp", "cpu_llvm")
-TYPES = [str(d) for d in ALL_TYPES]
-NP = {str(d): d.np for d in ALL_TYPES}
 
 
 def _table(decls: dict[str, str]) -> str:

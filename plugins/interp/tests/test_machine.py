@@ -3,7 +3,7 @@ shared memory and barriers, reductions, pools, phase, bounds checks and errors.
 
 Programs are written in `.hasm` and run through `execute`, which decodes without the
 verifier: these tests pin down what the machine does, including with programs a verifier
-would refuse (the interpreter must stay safe without one). test_interp_backend.py covers
+would refuse (the interpreter must stay safe without one). test_backend.py covers
 prepare(), the verifier hook and plugin registration.
 """
 

@@ -21,13 +21,7 @@ from hologram.runtime import lookups, plugins
 from hologram.runtime.plugins import HologramPluginManager, PluginWarning, Selection
 
 
-@pytest.fixture(autouse=True)
-def fresh(monkeypatch):
-    monkeypatch.delenv("HOLOGRAM_PLUGINS", raising=False)
-    monkeypatch.delenv("HOLOGRAM_BACKEND", raising=False)
-    plugins.reset()
-    yield
-    plugins.reset()
+pytestmark = pytest.mark.usefixtures("fresh_plugins")
 
 
 class FakeBackend:

@@ -1,0 +1,191 @@
+"""A launch over threads (hologram_cpu_llvm.threads, native_pool): when it is split, the native
+pool's chunks, wakeups and fork safety, the Python thread pool, and concurrent launches."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import hologram as hg
+from hologram_cpu_llvm import CpuLlvmBackend, native_pool, runtime as rt, threads
+
+from runtime_cases import SUM
+
+
+# ----------------------------------------------------------------- splitting a launch
+@pytest.fixture
+def parallel_runs(monkeypatch):
+    """The chunk count of every parallel run, through whichever pool launches use."""
+    seen: list[int] = []
+    native, python = threads.NativePool.run, threads.ThreadPool.run
+
+    def spy_native(self, fn, address, bufs, syms, scalars, chunks):
+        seen.append(len(chunks))
+        return native(self, fn, address, bufs, syms, scalars, chunks)
+
+    def spy_python(self, tasks):
+        seen.append(len(tasks))
+        return python(self, tasks)
+    monkeypatch.setattr(threads.NativePool, "run", spy_native)
+    monkeypatch.setattr(threads.ThreadPool, "run", spy_python)
+    return seen
+
+
+def test_large_launch_is_split_across_threads(rev, parallel_runs):
+    program, b = rev
+    seen = parallel_runs
+    n = rt.INLINE_WORK * 4 + 77  # a partial last block
+    x = np.random.default_rng(0).random(n, dtype=np.float32)
+    z = np.zeros_like(x)
+    b.launch(b.prepare(program), {"x": x, "z": z}, {"a": 1.5}, {"n": n})
+    assert seen == [2]
+    np.testing.assert_array_equal(z, x[::-1] * np.float32(1.5))
+    small = np.ones(100, np.float32)
+    b.launch(b.prepare(program), {"x": small, "z": small.copy()}, {"a": 1.0}, {"n": 100})
+    assert seen == [2]  # small launches run inline
+
+
+def test_few_lanes_with_long_loops_are_split_across_threads(monkeypatch, parallel_runs):
+    """Threading is decided by work (lanes x loop iterations per lane), not by lanes:
+    512 rows of a matvec are too few lanes to split, 512 x 2048 iterations are not."""
+    seen = parallel_runs
+    k = hg.compile_file("kernels/matvec.toml").on("cpu_llvm")
+    monkeypatch.setattr(k.backend, "num_threads", 2)
+    rng = np.random.default_rng(1)
+    a, x = rng.random((512, 2048), dtype=np.float32), rng.random(2048, dtype=np.float32)
+    np.testing.assert_allclose(k(a, x), a.astype(np.float64) @ x, rtol=1e-6)
+    assert seen == [2]
+    k(a[:, :16].copy(), x[:16])  # 512 x 17: inline
+    assert seen == [2]
+
+
+# -------------------------------------------------------------------- the native pool
+@pytest.mark.parametrize("nthreads", [2, 3, 7])
+def test_native_pool_runs_every_chunk_once(rev, parallel_runs, nthreads, tmp_path):
+    """Every lane written (a reversed copy into NaNs), and every lane counted exactly once
+    (an integer count: a chunk run twice, by a worker and by a caller stealing it, would
+    add its lanes twice to its partial). With 7 threads on this 2-core machine most
+    chunks are stolen."""
+    program, b = rev
+    b.num_threads = nthreads
+    exe = b.prepare(program)
+    counting = CpuLlvmBackend(num_threads=nthreads, cache_dir=tmp_path / "sum")
+    summing = counting.prepare(SUM.program())
+    for n in (rt.INLINE_WORK * 3 + 17, rt.INLINE_WORK + 1):
+        x = np.random.default_rng(n).random(n, dtype=np.float32)
+        z = np.full_like(x, np.nan)
+        b.launch(exe, {"x": x, "z": z}, {"a": np.float32(3)}, {"n": n})
+        np.testing.assert_array_equal(z, x[::-1] * np.float32(3))
+        s, m = np.zeros(1, np.int64), np.zeros(1, np.int64)
+        counting.launch(summing, {"x": np.ones(n, np.int64), "s": s, "m": m}, {}, {"n": n})
+        assert s[0] == n
+    blocks = -(-(rt.INLINE_WORK + 1) // program.stages[0].block[0])
+    assert parallel_runs == [nthreads, nthreads, min(nthreads, blocks), min(nthreads, blocks)]
+
+
+def test_native_pool_wakes_workers_that_went_to_sleep(rev):
+    """Between launches further apart than the workers spin, they sleep on their
+    condition variable (word 2 of the control block says so); the next launch must wake
+    them, every time (word 6 counts wakeups: the caller may have run the chunk itself
+    by then, so the result alone would not tell)."""
+    program, b = rev
+    exe = b.prepare(program)
+    n = rt.INLINE_WORK * 2
+    x = np.arange(n, dtype=np.float32)
+    b.launch(exe, {"x": x, "z": np.zeros_like(x)}, {"a": np.float32(2)}, {"n": n})  # the workers exist
+    pool = threads.native(2)
+
+    def word(k: int) -> int:
+        return ctypes.c_int64.from_address(pool._blocks + 8 * k).value
+
+    def eventually(test) -> bool:
+        deadline = time.monotonic() + 5
+        while not test() and time.monotonic() < deadline:
+            time.sleep(0.0005)
+        return test()
+
+    for _ in range(3):
+        assert eventually(lambda: word(2) == 1)  # asleep once its spin ran out
+        wakes = word(6)
+        z = np.zeros_like(x)
+        b.launch(exe, {"x": x, "z": z}, {"a": np.float32(2)}, {"n": n})
+        np.testing.assert_array_equal(z, x[::-1] * 2)
+        assert eventually(lambda: word(6) == wakes + 1)  # woken by the launch: no wakeup is lost
+
+
+def test_without_the_native_pool_python_threads_run_the_chunks(rev, monkeypatch):
+    program, b = rev
+    monkeypatch.setattr(native_pool, "available", lambda: False)
+    used = []
+    real = threads.ThreadPool.run
+    monkeypatch.setattr(threads.ThreadPool, "run", lambda self, tasks: used.append(len(tasks)) or real(self, tasks))
+    n = rt.INLINE_WORK * 2
+    x = np.arange(n, dtype=np.float32)
+    z = np.zeros_like(x)
+    b.launch(b.prepare(program), {"x": x, "z": z}, {"a": np.float32(2)}, {"n": n})
+    np.testing.assert_array_equal(z, x[::-1] * 2)
+    assert used == [2]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_parallel_launches_work_after_fork(rev):
+    program, b = rev
+    exe = b.prepare(program)
+    n = rt.INLINE_WORK * 2
+    x = np.arange(n, dtype=np.float32)
+    z = np.zeros_like(x)
+    b.launch(exe, {"x": x, "z": z}, {"a": np.float32(2)}, {"n": n})  # the parent's workers exist
+    pid = os.fork()
+    if pid == 0:  # the child: the workers are gone and must be started again
+        ok = False
+        try:
+            z = np.zeros_like(x)
+            b.launch(exe, {"x": x, "z": z}, {"a": np.float32(5)}, {"n": n})
+            ok = bool(np.array_equal(z, x[::-1] * 5))
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def test_concurrent_launches_from_python_threads(rev):
+    program, b = rev
+    exe = b.prepare(program)
+    n = rt.INLINE_WORK * 2
+    failures = []
+
+    def work(seed):
+        x = np.random.default_rng(seed).random(n, dtype=np.float32)
+        for _ in range(5):
+            z = np.zeros_like(x)
+            b.launch(exe, {"x": x, "z": z}, {"a": np.float32(seed)}, {"n": n})
+            if not np.array_equal(z, x[::-1] * np.float32(seed)):
+                failures.append(seed)
+    workers = [threading.Thread(target=work, args=(s,)) for s in range(1, 5)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert failures == []
+
+
+# ------------------------------------------------------------- the Python thread pool
+def test_thread_pool_runs_everything_and_reports_errors():
+    pool = threads.ThreadPool(3)
+    out = []
+    pool.run([lambda i=i: out.append(i) for i in range(10)])
+    assert sorted(out) == list(range(10))
+
+    def boom():
+        raise ValueError("boom")
+    with pytest.raises(ValueError, match="boom"):
+        pool.run([lambda: None, boom, lambda: None])
+    pool.run([lambda: out.append("after")])  # still usable
+    assert out[-1] == "after"
+    with pytest.raises(ValueError):
+        threads.ThreadPool(0)
