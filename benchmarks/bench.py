@@ -301,7 +301,7 @@ CHILD = r'''
 import json, sys, time
 import numpy as np
 import hologram
-from hologram.runtime.plugins import get_backend
+from hologram import get_backend
 backend, sources = sys.argv[1], json.loads(sys.argv[2])
 be = get_backend(backend)
 warm = hologram.compile("""[kernel]

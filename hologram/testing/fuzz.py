@@ -39,8 +39,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import attrs
 import numpy as np
 
-from hologram.testing.fuzz_common import (CANARY, CRASH, DIVERGENCE, EXCEPTION, INTERNAL, MISMATCH, NO_POSITION,
-                                          ROUND_TRIP, TIMEOUT, VERIFIER_HOLE, WRONG_ERROR, CaseResult)
+from hologram.testing.fuzz_common import CaseResult
 from hologram.testing.fuzz_document_oracle import DocumentCase
 from hologram.testing.fuzz_pool import WorkerPool
 from hologram.testing.fuzz_program_oracle import ProgramCase
@@ -87,7 +86,7 @@ class Finding:
 class KnownIssue:
     """A defect already reported (and being fixed) that the fuzzers are known to find.
     `matches` recognizes its findings; a report lists them apart, and the bounded test
-    in tests/test_fuzz.py tolerates them until the entry is removed."""
+    in tests/testing/test_fuzz.py tolerates them until the entry is removed."""
 
     label: str
     description: str

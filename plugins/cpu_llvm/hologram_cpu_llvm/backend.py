@@ -51,6 +51,7 @@ _CODEGEN_SOURCES = ("codegen", "vecmath", "jit")
 # An entry also certifies that its program passed the verifier, so `prepare` does not
 # verify again on a disk hit; a change to the verifier, or to any hologram module it
 # reaches, invalidates the entries (`verifier_modules`).
+_VERIFIER = verify.__module__  # wherever it lives
 # `from hologram.x import a, b` and `import hologram.x`, anywhere in a module: a regular
 # expression rather than `ast`, which costs ~50 ms a process to parse them all.
 _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(hologram(?:\.\w+)*)[ \t]+import[ \t]+(\([^)]*\)|[\w ,\t]+)"
@@ -69,7 +70,7 @@ def verifier_modules() -> dict[str, Path]:
     name -> source file): what decides whether a program passes. The files are found
     through the import system, so this follows the modules wherever they live."""
     found: dict[str, Path] = {}
-    todo = [verify.__module__]
+    todo = [_VERIFIER]
     while todo:
         name = todo.pop()
         spec = None if name in found else importlib.util.find_spec(name)

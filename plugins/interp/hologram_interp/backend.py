@@ -1,6 +1,6 @@
 """`InterpBackend`: the reference backend, registered under the name `interp`.
 
-It prepares a program by verifying it (when hologram.verify.verifier is present) and
+It prepares a program by verifying it (a program from anywhere is untrusted) and
 decoding it into closures, cached by a content key of the program in a thread-safe LRU
 of `CACHE_SIZE` entries; it launches by binding the caller's arrays, scalars and shape
 symbols and running the machine.
@@ -9,7 +9,6 @@ symbols and running the machine.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import math
 from typing import Any, Mapping
 
@@ -20,6 +19,7 @@ from hologram.core.lru import LRUCache
 from hologram.core.types import DType
 from hologram.isa.program import BufferParam, Program
 from hologram.runtime.args import plain_array, symbol_value, zeroed_temporary
+from hologram.verify.verifier import verify
 
 from . import semantics as sem
 from .decode import Executable, const_key, decode_program
@@ -32,21 +32,6 @@ def program_key(program: Program) -> str:
     """A content key: identical programs, and only those, share it. The repr spells
     every field exactly (-0.0 apart from 0.0, 1 apart from True and 1.0)."""
     return hashlib.sha256(repr(program).encode()).hexdigest()
-
-
-def _verify(program: Program) -> None:
-    # Imported lazily: the interpreter must work (and be testable) without a verifier.
-    # Only the verifier module itself being absent is tolerated; a verifier that fails to
-    # import for another reason is a bug to surface, not to skip.
-    try:
-        module = importlib.import_module("hologram.verify.verifier")
-    except ModuleNotFoundError as e:
-        if e.name == "hologram.verify.verifier":
-            return
-        raise
-    verify = getattr(module, "verify", None)
-    if verify is not None:
-        verify(program)
 
 
 class InterpBackend:
@@ -78,7 +63,7 @@ class InterpBackend:
         key = program_key(program)
         exe = self._cache.get(key)
         if exe is None:
-            _verify(program)
+            verify(program)
             exe = decode_program(program, key)
             self._cache.put(key, exe)
         return exe
