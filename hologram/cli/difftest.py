@@ -27,7 +27,7 @@ KIND_CHOICES = {"kernels": ("kernels",), "programs": ("programs",), "both": ("ke
 
 
 # testing.difftest.DEFAULT_OUT, spelled again so that `--help` needs no hypothesis
-# (tests/test_cli_without_test_extra.py holds the two equal)
+# (tests/cli/test_cli_without_test_extra.py holds the two equal)
 DEFAULT_OUT = "difftest-failures"
 TEST_EXTRA_INSTALL = "pip install 'hologram-kernels[test]'"
 

@@ -5,8 +5,8 @@
     hologram compile FILE [--kernel K] [--emit ast|ir|asm|stats|FORM] [--backend B] [--after PASS]
                           [-o OUT] [--opt O0|O1|O2 | --passes a,b,c]
     hologram plugins
-    hologram diff-test [--backends B1,B2] [--examples N] [--seed S] [--kind K] [--out DIR]   (cli_difftest.py)
-    hologram bench [--quick] [--only NAME,...]                                                (cli_bench.py)
+    hologram diff-test [--backends B1,B2] [--examples N] [--seed S] [--kind K] [--out DIR]   (difftest.py)
+    hologram bench [--quick] [--only NAME,...]                                                (bench.py)
 
 Plugins add subcommands through `hologram_register_commands(cli)`. Every error is one
 message on stderr and exit status 1 (2 for usage errors); the traceback is shown only

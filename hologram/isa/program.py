@@ -227,7 +227,7 @@ class Stage:
 def lead_lane_axis(stage: Stage) -> int | None:
     """The axis along which every lane but the first of each block does nothing, when the
     stage opens with `SET.ne %p, %tid.<axis>, 0 ; @%p BRA L` and L is at an EXIT (or the
-    end): one lane per block does the block's work (lower_online.py's chunks). A backend
+    end): one lane per block does the block's work (lower/online.py's chunks). A backend
     may skip those lanes; stats count one lane per block."""
     body = [it for it in stage.body if not isinstance(it, Label)]
     if len(body) < 2:

@@ -35,7 +35,7 @@ neighbour: the overlapped outputs are computed twice, by the same instructions i
 same order, so both lanes store the same bits. `p < k` is tested at the top of every
 step (the step loop's trip count is `BLOCK`, and it leaves early), which narrows `p`. A
 matrix narrower or shorter than a tile runs one output per lane with the accurate
-in-lane loop (lower_loops.py).
+in-lane loop (loops.py).
 """
 
 from __future__ import annotations

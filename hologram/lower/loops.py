@@ -46,7 +46,7 @@ reaches the result, so n factors multiplied in their own type err by ~sqrt(n) ul
 up to n), pairwise or not, where the contract allows ~log2(n). f16 and f32 factors are
 exact in f64, so they multiply in f64 (error below n * 2**-53 relative) and the product
 is rounded once; f64 products multiply in f64. (Full reductions widen the same way,
-lower_plan.py's WIDE_CROSS_LANE.)
+plan.py's WIDE_CROSS_LANE.)
 """
 
 from __future__ import annotations

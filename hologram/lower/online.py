@@ -12,7 +12,7 @@
 Chunks are CHUNK (1024) elements: every block's lead lane loops over exactly CHUNK
 values, so its loops have a constant trip count and its loads are proven in bounds by the
 verifier (no checks, so the backend vectorizes them). The last chunk would stick out of
-the array; like a gemm tile (lower_contract.py), it moves back inside and overlaps its
+the array; like a gemm tile (contract.py), it moves back inside and overlaps its
 neighbour: its maximum then also covers some of the neighbour's values (harmless: any
 `m_b` at least the chunk's own values gives the same `s_b * exp(m_b - m)`), and its sum
 skips them. An array shorter than a chunk is one block whose lead lane loops over all E

@@ -9,8 +9,8 @@ This pass decides which ones are not needed:
    to the temporary's dtype when the body's differs (what the store would have done);
    its statement and declaration go away. Chains inline transitively; an expression is
    a DAG, so a temp used twice is one shared node, computed once per lane;
-2. reductions are split out as the lowering would (`lower_plan.hoist_all`: a reduction
-   not using every enclosing index variable gets a temporary of its own, bool
+2. reductions are split out as the lowering would (`lower.plan.hoist_all`: a
+   reduction not using every enclosing index variable gets a temporary of its own, bool
    reductions run on u8), so a temporary that was elementwise around a reduction
    (`mu = sum(x, axis=1) / n`) becomes elementwise;
 3. step 1 again, for those.

@@ -7,7 +7,7 @@ Softmax's normalizer is two full reductions over the same values `v`:
 
 which, as written, read the data twice: the sum needs `m` before it starts. With the
 kernel's opt-in to reassociation (`reassociate = true`), this pass turns the pair into one
-`OnlineMaxSum` statement, which the lowering (lower_online.py) computes in one pass over
+`OnlineMaxSum` statement, which the lowering (lower/online.py) computes in one pass over
 the data: each chunk of the input gets its own maximum `m_b` and sum `s_b = sum(exp(v -
 m_b))` while it is in cache, and the chunks combine as `s = sum_b s_b * exp(m_b - m)`.
 Softmax then reads its input twice in all (once here, once to write `y`) instead of three

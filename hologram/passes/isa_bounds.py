@@ -1,7 +1,7 @@
 """The ISA pass `bounds`: drop the run-time check of accesses the verifier proves.
 
 The lowering marks an access `.chk` when it does not know the index is in range. The
-verifier's interval analysis (dataflow.py) often does: `[m]` of a one-element temporary,
+verifier's interval analysis (hologram.verify.dataflow) often does: `[m]` of a one-element temporary,
 `[x + %i + 1]` on a domain of `n - 2` lanes over `x: f32[n]`, a column index bounded by
 the loop that counts it. This pass asks it: it analyses each stage as if every access
 were unchecked, and keeps `.chk` exactly on the accesses it could not prove. An access

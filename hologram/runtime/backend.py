@@ -1,8 +1,9 @@
 """What a backend is: the interface every backend plugin implements.
 
 A plugin registers backend objects through `hologram_register_backends(register)`.
-Core never imports a backend; it finds them through the plugin manager, so the
-in-repo backends are exactly as pluggable as a third party's.
+The compiler and the runtime never import a backend; they find them through the
+plugin manager (hologram.runtime.lookups), so the in-repo backends are exactly as
+pluggable as a third party's.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ Several lanes reducing into one element is not a race: that is what reductions a
 (their float results are order-dependent, which the precision levels account for).
 
 The recording wraps the interpreter's decoded instructions (`hologram_interp.decode`),
-which is a private interface: `tests/test_fuzz.py` checks that a racy and a race-free
+which is a private interface: `tests/testing/test_fuzz.py` checks that a racy and a race-free
 program are told apart, so a change there fails loudly instead of weakening the fuzzer.
 """
 

@@ -13,8 +13,8 @@ holding the identity (-0.0), so the sums start from it.
 f16 contributions accumulate in f32, where each is exact (one f16 running sum stops
 growing at 2048 when its terms are below 1), and the chunk's partial, an f16 element,
 is stored from the f32 running sum, so each chunk rounds once. (The lowering never
-emits an f16 sum: it sums f16 terms in an f32 temp, lower_plan.py's WIDE_CROSS_LANE, so
-this is for hand-written programs.)
+emits an f16 sum: it sums f16 terms in an f32 temp, WIDE_CROSS_LANE of
+hologram/lower/plan.py, so this is for hand-written programs.)
 
 Only a buffer no lane scatters into (every contribution to it at a constant element)
 gets block accumulators: a scattered contribution may hit the same element, and is

@@ -37,7 +37,7 @@ def exp(e: Em, x: ir.Value) -> ir.Value:
 
 # exp(r) on |r| <= ln2/2 to 2**-34 relative, for f32 results only: the coefficients of
 # mpmath.chebyfit(mpmath.exp, [-ln2/2, ln2/2], 8) at 40 digits, rounded to doubles
-# (tests/test_cpu_llvm_vecmath.py checks the bound in long double).
+# (plugins/cpu_llvm/tests/test_vecmath.py checks the bound in long double).
 EXP_F32_POLY = [0.9999999999595618, 0.999999999995509, 0.5000000107729166, 0.16666666786308587,
                 0.041666218319291945, 0.008333283538708528, 0.0013948578326459795, 0.00019907569310848288]
 

@@ -2,7 +2,8 @@
 
 Registered through the `hologram` entry-point group exactly as a third-party backend
 would be. Semantics are specified in docs/isa.md; `semantics.py` is their executable
-form, `decode.py` turns a program into closures, `machine.py` runs them lane by lane.
+form, `decode.py` turns a program into closures, `machine.py` runs them lane by lane,
+and `lane.py` holds the state each lane carries (`Lane`, `PoolMem`).
 """
 
 from __future__ import annotations
