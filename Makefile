@@ -53,5 +53,5 @@ FUZZ_ITERATIONS ?= 5000
 FUZZ_SEED ?= 0
 .PHONY: fuzz
 fuzz: $(STAMP)
-	$(BIN)/python -m hologram.testing.fuzz --programs $(FUZZ_ITERATIONS) --documents $(FUZZ_ITERATIONS) \
+	$(BIN)/hologram fuzz --programs $(FUZZ_ITERATIONS) --documents $(FUZZ_ITERATIONS) \
 		--seed $(FUZZ_SEED) --out fuzz-findings $(FUZZ_ARGS)

@@ -32,16 +32,22 @@ DEFAULT_OUT = "difftest-failures"
 TEST_EXTRA_INSTALL = "pip install 'hologram-kernels[test]'"
 
 
+def without_test_extra(exc: ModuleNotFoundError, command: str, why: str) -> HologramError:
+    """The error for `command` when importing the test kit failed for want of hypothesis;
+    any other missing module is a bug of ours, raised as it is."""
+    if (exc.name or "").partition(".")[0] != "hypothesis":
+        raise exc  # a module of ours that fails to import is a bug to surface, not to explain away
+    return HologramError(f"{command} needs hypothesis, which is not installed: {why}",
+                         hint=f"{TEST_EXTRA_INSTALL} installs it (the `test` extra)")
+
+
 def harness() -> ModuleType:
     """hologram.testing.difftest, or an error saying how to install hypothesis."""
     try:
         from hologram.testing import difftest
     except ModuleNotFoundError as exc:
-        if (exc.name or "").partition(".")[0] != "hypothesis":
-            raise  # a module of ours that fails to import is a bug to surface, not to explain away
-        raise HologramError("hologram diff-test needs hypothesis, which is not installed: the differential "
-                            "harness generates its examples with it",
-                            hint=f"{TEST_EXTRA_INSTALL} installs it (the `test` extra)") from None
+        raise without_test_extra(exc, "hologram diff-test",
+                                 "the differential harness generates its examples with it") from None
     return difftest
 
 

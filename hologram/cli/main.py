@@ -28,6 +28,7 @@ import numpy as np
 from hologram import __version__
 from hologram.cli.bench import add_bench
 from hologram.cli.difftest import add_difftest
+from hologram.cli.fuzz import add_fuzz
 from hologram.core.errors import ArgumentError, HologramError, PluginError, did_you_mean
 from hologram.core.types import DType
 from hologram.ir import format_kernel
@@ -486,7 +487,7 @@ def _add_plugins(sub: Any) -> None:
     p.set_defaults(func=cmd_plugins)
 
 
-BUILTIN_COMMANDS: tuple[Callable[[Any], None], ...] = (_add_run, _add_compile, _add_plugins, add_difftest, add_bench)
+BUILTIN_COMMANDS: tuple[Callable[[Any], None], ...] = (_add_run, _add_compile, _add_plugins, add_difftest, add_fuzz, add_bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

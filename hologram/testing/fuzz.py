@@ -20,21 +20,19 @@ case. A `Finding` carries the mutant itself (`.hasm` text, document text or enco
 and, with `out_dir`, is written there as files: the mutant (`.hasm` and `.hbc`, or the
 document), a `.txt` with the finding, and a `.case.pkl` that `replay` runs again.
 
-`python -m hologram.testing.fuzz --programs N --documents N --seed S --out DIR` runs both
-(`make fuzz` does, with FUZZ_ITERATIONS); docs/testing.md, "Fuzzing", has the details.
+`hologram fuzz --programs N --documents N --seed S --out DIR` runs both (hologram.cli.fuzz;
+`make fuzz` does, with FUZZ_ITERATIONS); docs/testing.md, "Fuzzing", has the details.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import pickle
-import sys
 import tempfile
 import time
 from collections import Counter
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping
 
 import attrs
 import numpy as np
@@ -44,7 +42,7 @@ from hologram.testing.fuzz_document_oracle import DocumentCase
 from hologram.testing.fuzz_pool import WorkerPool
 from hologram.testing.fuzz_program_oracle import ProgramCase
 
-__all__ = ["Finding", "KnownIssue", "KNOWN_ISSUES", "BUDGETS", "fuzz_programs", "fuzz_documents", "replay", "main"]
+__all__ = ["Finding", "KnownIssue", "KNOWN_ISSUES", "BUDGETS", "fuzz_programs", "fuzz_documents", "replay"]
 
 # Seconds per phase. A timeout is a finding where the worker said so (decode, parse,
 # verify, round-trip, compile; cpu_llvm after the interpreter finished the same launch).
@@ -161,7 +159,7 @@ def _findings(target: str, case: Any, result: CaseResult, out_dir: str | None) -
         pickle.dump((target, case), fh)
     written.append(stem + ".case.pkl")
     with open(stem + ".txt", "w", encoding="utf-8", errors="replace") as fh:
-        fh.write("\n\n".join(str(f) for f in found) + f"\n\nreplay: python -m hologram.testing.fuzz --replay "
+        fh.write("\n\n".join(str(f) for f in found) + f"\n\nreplay: hologram fuzz --replay "
                                                          f"{stem}.case.pkl\n")
     written.append(stem + ".txt")
     return [attrs.evolve(f, files=tuple(written)) for f in found]
@@ -272,59 +270,3 @@ def replay(path: str, budgets: Mapping[str, float] | None = None) -> list[Findin
 
 
 # ------------------------------------------------------------------ command line
-def _summary(name: str, findings: Sequence[Finding], stats: dict) -> str:
-    lines = [f"{name}: {stats.get('cases', 0)} cases in {stats.get('seconds', 0)} s; outcomes "
-             f"{stats.get('outcomes', {})}; {stats.get('facts', {})}"]
-    groups = Counter((f.kind, f.phase, f.known) for f in findings)
-    for (kind, phase, known), n in groups.most_common():
-        lines.append(f"  {n:5d} x {kind} in {phase}" + (f"  (known: {known})" if known else ""))
-    return "\n".join(lines)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hologram.testing.fuzz",
-                                     description="Fuzz Atlas programs and kernel documents (docs/testing.md).")
-    parser.add_argument("--programs", type=int, default=500, help="program mutants (0: none)")
-    parser.add_argument("--documents", type=int, default=500, help="document mutants (0: none)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--scale", choices=("ci", "long"), default="long",
-                        help="sizes of the pathological mutants (ranks, chains, nesting)")
-    parser.add_argument("--out", default="fuzz-findings", help="directory for the findings' files")
-    parser.add_argument("--replay", metavar="CASE", help="run a saved .case.pkl again")
-    args = parser.parse_args(argv)
-    if args.replay:
-        found = replay(args.replay)
-        print("\n\n".join(map(str, found)) or "no finding: the case passes now")
-        return 1 if found else 0
-    found: list[Finding] = []
-    for name, count, run in (("programs", args.programs, fuzz_programs), ("documents", args.documents,
-                                                                          fuzz_documents)):
-        if count <= 0:
-            continue
-        stats: dict = {}
-        findings = run(count, args.seed, workers=args.workers, out_dir=args.out, stats=stats, scale=args.scale,
-                       progress=_progress(name))
-        print(_summary(name, findings, stats), flush=True)
-        found += findings
-    new = [f for f in found if f.known is None]
-    for f in new[:20]:
-        print("\n" + str(f))
-    if found:
-        print(f"\n{len(found)} findings ({len(new)} not known), written to {args.out}/")
-    return 1 if new else 0
-
-
-def _progress(name: str) -> Callable[[int, int], None]:
-    tty = sys.stderr.isatty()
-
-    def show(done: int, planned: int) -> None:
-        if tty:  # one line, rewritten
-            print(f"\r{name}: {done}/{planned}", end="\n" if done == planned else "", file=sys.stderr, flush=True)
-        elif done == planned or done % max(1, planned // 10) == 0:
-            print(f"{name}: {done}/{planned}", file=sys.stderr, flush=True)
-    return show
-
-
-if __name__ == "__main__":
-    sys.exit(main())

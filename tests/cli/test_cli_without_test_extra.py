@@ -46,6 +46,7 @@ def test_the_blocker_blocks(no_extra_env):
 @pytest.mark.parametrize("argv, expected", [
     (("--help",), "diff-test"),
     (("diff-test", "--help"), "--examples"),
+    (("fuzz", "--help"), "--programs"),
     (("plugins",), "interp"),
     (("run", "kernels/axpy.toml", "--bind", "n=4", "--input", "alpha=2"), "z = array("),
     (("compile", "kernels/sum.toml", "--emit", "asm"), ".program sum"),
@@ -64,11 +65,12 @@ def test_bench_runs_without_hypothesis(no_extra_env, tmp_path):
     assert "performance targets" in done.stdout
 
 
-def test_diff_test_says_how_to_install_what_it_needs(no_extra_env):
-    done = _hologram(no_extra_env, "diff-test", "--examples", "1")
+@pytest.mark.parametrize("argv", [("diff-test", "--examples", "1"), ("fuzz", "--programs", "1", "--documents", "0")])
+def test_test_kit_commands_say_how_to_install_what_they_need(no_extra_env, argv):
+    done = _hologram(no_extra_env, *argv)
     assert done.returncode == 1
     assert "internal error" not in done.stderr
-    assert "hologram diff-test needs hypothesis" in done.stderr
+    assert f"hologram {argv[0]} needs hypothesis" in done.stderr
     assert "pip install 'hologram-kernels[test]'" in done.stderr
 
 

@@ -312,3 +312,19 @@ def test_bounded_document_fuzzing():
     assert stats["cases"] == DOCUMENT_CASES
     assert stats["outcomes"].get("refused", 0) > 50 and stats["outcomes"].get("ran", 0) > 20
     assert stats["facts"].get("compared", 0) > 20
+
+
+def test_the_fuzz_command_runs_and_replays(tmp_path, capsys):
+    from hologram.cli.main import main
+
+    out = str(tmp_path / "findings")
+    assert main(["fuzz", "--programs", "6", "--documents", "4", "--scale", "ci", "--workers", "1",
+                 "--out", out]) == 0
+    printed = capsys.readouterr().out
+    assert "programs: 6 cases" in printed and "documents: 4 cases" in printed
+    case = ProgramCase("test", ("none",), 1, program=parse_program(program(OWN)))
+    found = _findings("program", case, CaseResult("ran", (Problem(CANARY, "cpu_llvm", "pretend"),)), out)
+    pkl = next(f for f in found[0].files if f.endswith(".case.pkl"))
+    assert f"replay: hologram fuzz --replay {pkl}" in open(pkl.replace(".case.pkl", ".txt")).read()
+    assert main(["fuzz", "--replay", pkl]) == 0
+    assert "no finding: the case passes now" in capsys.readouterr().out
