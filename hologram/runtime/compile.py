@@ -123,7 +123,7 @@ def _library(translator: Translator, text: str, file: str, backend: str | None, 
     if backend is not None:
         get_backend(backend)  # an unknown or unavailable backend is an error now, not at the first call
     compiled = _compile_document(translator, text, file, pipeline)
-    return Library({c.kir.name: Kernel(c, backend) for c in compiled})
+    return Library({c.signature.name: Kernel(c, backend) for c in compiled})
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)

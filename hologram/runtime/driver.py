@@ -12,11 +12,13 @@ from __future__ import annotations
 import collections
 import functools
 import keyword
+from typing import Callable
 
 import attrs
 
+from hologram.core.errors import CompileError
 from hologram.dsl.document import KernelDef
-from hologram.ir import KernelIR
+from hologram.ir import KernelIR, format_kernel
 from hologram.isa.program import Program
 from hologram.lower.stages import lower
 from hologram.passes.manager import Pipeline
@@ -27,48 +29,64 @@ CACHE_SIZE = 256  # kernels' verified programs kept
 
 @attrs.frozen(eq=False)
 class Compiled:
-    """One kernel through the whole pipeline: `kir` is its IR after the pipeline's IR
-    passes, `program` the verified program after its ISA passes, `pipeline` the passes
-    that ran (so the same `kdef` can be compiled again at another level). `result` is the
-    namedtuple type returned when the kernel has several outputs (fields named after
-    the outputs)."""
+    """One kernel ready to run: its verified program and its interface, compiled from a
+    document (`Compiled.of`) or loaded from a bundle (hologram.bundles).
 
-    kdef: KernelDef
-    kir: KernelIR
+    The interface (`signature`, the identity-less `reductions` a call checks) comes from
+    the IR as the front end built it, so no pass (a dead-code one, say) can change what a
+    call accepts. From a document, `kdef` is the definition, `kir` the IR after the
+    pipeline's IR passes and `pipeline` the passes that ran (so the same `kdef` can be
+    compiled again at another level). From a bundle those are None: the bundle keeps the
+    IR's text (`ir_text`) and its sources, which `definition()` translates when asked.
+    `result` is the namedtuple type returned when the kernel has several outputs."""
+
     program: Program
-    pipeline: Pipeline
-    # the IR as the front end built it: the kernel's interface and its checks come from
-    # here, so no pass (a dead-code one, say) can change what a call accepts
-    source_ir: KernelIR = attrs.field()
-    signature: Signature = attrs.field()
+    signature: Signature
+    version: str
+    summary: str
+    pipeline_name: str
+    reductions: tuple  # (kind, axes) of each min/max/argmin/argmax, checked for empty extents per call
+    kdef: KernelDef | None = None
+    kir: KernelIR | None = None
+    pipeline: Pipeline | None = None
+    source_ir: KernelIR | None = None
+    ir_text: str | None = None
+    definition: Callable[[], KernelDef] | None = None
     result: type | None = attrs.field()
-    reductions: tuple = attrs.field()  # min/max/argmin/argmax, checked for empty extents per call
     binding: tuple | None = attrs.field()  # a direct shape-binding plan, or None
 
-    @source_ir.default
-    def _source_ir(self) -> KernelIR:
-        return self.kir
-
-    @reductions.default
-    def _reductions(self) -> tuple:
-        return identityless_reductions(self.source_ir)
+    @staticmethod
+    def of(kdef: KernelDef, kir: KernelIR, program: Program, pipeline: Pipeline,
+           source_ir: KernelIR | None = None) -> "Compiled":
+        """A kernel compiled from `kdef`: `kir` after the IR passes, `source_ir` before them."""
+        source = kir if source_ir is None else source_ir
+        return Compiled(program, Signature.of(source), kir.version, kdef.summary, pipeline.name,
+                        identityless_reductions(source), kdef=kdef, kir=kir, pipeline=pipeline, source_ir=source)
 
     @binding.default
     def _binding(self) -> tuple | None:
         return direct_binding(self.signature.inputs)
-
-    @signature.default
-    def _signature(self) -> Signature:
-        return Signature.of(self.source_ir)
 
     @result.default
     def _result(self) -> type | None:
         names = self.signature.output_names
         if len(names) < 2:
             return None
-        name = self.kir.name  # a document may name a kernel "None" or "class": no type name
+        name = self.signature.name  # a document may name a kernel "None" or "class": no type name
         typename = name if name.isidentifier() and not keyword.iskeyword(name) else "Outputs"
         return collections.namedtuple(typename, names, rename=True)
+
+    def source_definition(self) -> KernelDef:
+        """The kernel's definition: the document's, or a bundle's source translated now."""
+        if self.kdef is not None:
+            return self.kdef
+        if self.definition is None:
+            raise CompileError(f"kernel {self.signature.name!r} has no source to compile again")
+        return self.definition()
+
+    def ir_form(self) -> str:
+        """The IR's text form after the passes (`hologram compile --emit ir`)."""
+        return format_kernel(self.kir) if self.kir is not None else self.ir_text or ""
 
 
 def compile_kdef(kdef: KernelDef, pipeline: Pipeline) -> Compiled:
@@ -78,7 +96,7 @@ def compile_kdef(kdef: KernelDef, pipeline: Pipeline) -> Compiled:
 
     kir = to_ir(kdef)
     optimized, program = compile_program(kir, pipeline)
-    return Compiled(kdef, optimized, program, pipeline, source_ir=kir)
+    return Compiled.of(kdef, optimized, program, pipeline, source_ir=kir)
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)

@@ -21,7 +21,7 @@ import numpy as np
 from hologram.core.errors import ArgumentError, HologramError, KernelNotFoundError, did_you_mean
 from hologram.core.types import Affine
 from hologram.dsl.document import KernelDef
-from hologram.ir import KernelIR, format_kernel
+from hologram.ir import KernelIR
 from hologram.isa.asm import format_program
 from hologram.isa.program import BufferParam, Program
 from hologram.passes.api import PIPELINES
@@ -38,12 +38,12 @@ def _ast(c: Compiled) -> str:
     from hologram.dsl.ast import format_ast
     from hologram.dsl.parser import parse_body  # the body parser (lark) loads only when asked for
 
-    return format_ast(parse_body(c.kdef))
+    return format_ast(parse_body(c.source_definition()))
 
 
 EMITTERS: dict[str, Callable[[Compiled], str]] = {
     "ast": _ast,
-    "ir": lambda c: format_kernel(c.kir),
+    "ir": Compiled.ir_form,
     "asm": lambda c: format_program(c.program),
 }
 
@@ -79,15 +79,15 @@ class Kernel:
     # -- what it is ---------------------------------------------------------------
     @property
     def name(self) -> str:
-        return self._c.kir.name
+        return self._c.signature.name
 
     @property
     def version(self) -> str:
-        return self._c.kir.version
+        return self._c.version
 
     @property
     def summary(self) -> str:
-        return self._c.kdef.summary
+        return self._c.summary
 
     @property
     def signature(self) -> Signature:
@@ -96,10 +96,12 @@ class Kernel:
 
     @property
     def kdef(self) -> KernelDef:
-        return self._c.kdef
+        """The kernel's definition (for a kernel from a bundle, its source translated now)."""
+        return self._c.source_definition()
 
     @property
-    def ir(self) -> KernelIR:
+    def ir(self) -> KernelIR | None:
+        """The IR after the passes; None for a kernel from a bundle (`emit("ir")` has its text)."""
         return self._c.kir
 
     @property
@@ -136,11 +138,11 @@ class Kernel:
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
                 raise ArgumentError(f"shape symbol {name} must be an integer >= 0, got {value!r}")
         pipelines = [resolve(level) for level in PIPELINES]
-        if self._c.pipeline.name not in PIPELINES:
+        if self._c.pipeline is not None and self._c.pipeline.name not in PIPELINES:
             pipelines.append(self._c.pipeline)
         out = {}
         for pipeline in pipelines:
-            c = self._c if pipeline == self._c.pipeline else compile_kdef(self._c.kdef, pipeline)
+            c = self._c if pipeline == self._c.pipeline else compile_kdef(self._c.source_definition(), pipeline)
             out[pipeline.name] = measure(c.kir, c.program).bind({k: int(v) for k, v in symbols.items()})
         return out
 
