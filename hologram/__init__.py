@@ -10,6 +10,7 @@ the Atlas ISA, run on pluggable backends.
 See docs/api.md for the runtime API and docs/plugins.md for writing plugins.
 """
 
+from hologram.bundles.load import load_bundle
 from hologram.core import errors
 from hologram.core.hookspecs import hookimpl
 from hologram.runtime.compile import clear_cache, compile, compile_all, compile_file, compile_file_all
@@ -30,5 +31,5 @@ def __getattr__(name: str) -> str:
         return "0+unknown"
 
 
-__all__ = ["compile", "compile_file", "compile_all", "compile_file_all", "get_backend", "list_backends",
+__all__ = ["compile", "compile_file", "compile_all", "compile_file_all", "load_bundle", "get_backend", "list_backends",
            "clear_cache", "Kernel", "Library", "hookimpl", "errors", "__version__"]

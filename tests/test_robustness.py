@@ -325,17 +325,17 @@ def test_clear_cache_empties_every_in_process_cache():
     k.on("interp")(x), k.on("cpu_llvm")(x)
     interp, llvm = hg.get_backend("interp"), hg.get_backend("cpu_llvm")
     assert len(interp._cache) and len(llvm._memory) and len(manager._CACHE)
-    assert compile_module._compile_document.cache_info().currsize and driver.compile_program.cache_info().currsize
+    assert compile_module.compile_document.cache_info().currsize and driver.compile_program.cache_info().currsize
     hg.clear_cache()
     assert len(interp._cache) == len(llvm._memory) == len(manager._CACHE) == 0
-    assert compile_module._compile_document.cache_info().currsize == driver.compile_program.cache_info().currsize == 0
+    assert compile_module.compile_document.cache_info().currsize == driver.compile_program.cache_info().currsize == 0
 
 
 def test_every_in_process_cache_is_bounded():
     from hologram_cpu_llvm.backend import CpuLlvmBackend
     from hologram_interp.backend import InterpBackend
 
-    assert compile_module._compile_document.cache_info().maxsize == compile_module.CACHE_SIZE
+    assert compile_module.compile_document.cache_info().maxsize == compile_module.CACHE_SIZE
     assert driver.compile_program.cache_info().maxsize == driver.CACHE_SIZE
     assert manager._CACHE.size == manager.CACHE_SIZE
     assert InterpBackend()._cache.size > 0

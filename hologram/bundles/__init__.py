@@ -1,2 +1,3 @@
-"""Bundles: kernels compiled ahead of time and shipped as versioned archives (docs/bundles.md,
-filled by the bundle work; empty until then)."""
+"""Bundles: kernels compiled ahead of time and shipped as versioned archives (.hgb).
+`build` compiles documents into one; `load` turns one into a Library with no compiler
+work; `manifest` and `archive` are the format. docs/bundles.md is the reference."""

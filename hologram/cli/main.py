@@ -27,8 +27,10 @@ import numpy as np
 
 from hologram import __version__
 from hologram.cli.bench import add_bench
+from hologram.cli.bundle import add_bundle
 from hologram.cli.difftest import add_difftest
 from hologram.cli.fuzz import add_fuzz
+from hologram.cli.options import UsageError, add_opt, pipeline_of, rich_console
 from hologram.core.errors import ArgumentError, HologramError, PluginError, did_you_mean
 from hologram.core.types import DType
 from hologram.ir import format_kernel
@@ -43,10 +45,6 @@ from hologram.runtime.plugins import PluginWarning, plugin_manager, plugin_repor
 
 DEFAULT_SIZE = 16  # a shape symbol that neither --bind nor an --input fixes
 PRINT_OPTIONS = dict(threshold=64, edgeitems=4, linewidth=100)
-
-
-class UsageError(HologramError):
-    """The command line asks for something that cannot be: exit status 2."""
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -84,42 +82,6 @@ def _pick(lib: Library, name: str | None, file: str) -> Kernel:
     if len(lib) == 1:
         return next(iter(lib.values()))
     raise UsageError(f"{file} holds {len(lib)} kernels ({', '.join(lib)}); choose one with --kernel")
-
-
-def _console() -> Any:
-    from rich.console import Console
-    return Console(highlight=False)
-
-
-def _opt_level(text: str) -> str:
-    try:
-        return pipelines.parse_opt(text, None)  # argparse names the option
-    except PluginError as exc:
-        raise argparse.ArgumentTypeError(exc.message) from None
-
-
-def _pass_names(text: str) -> list[str]:
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    if not names:
-        raise argparse.ArgumentTypeError("expected pass names separated by commas, e.g. fold,cse,dce")
-    return names
-
-
-def _pipeline(args: argparse.Namespace) -> Pipeline:
-    """The pipeline --opt / --passes (else HOLOGRAM_OPT, else O2) ask for; an unknown pass
-    or a bad HOLOGRAM_OPT is a usage error."""
-    try:
-        return pipelines.resolve(args.opt, args.passes)
-    except PluginError as exc:
-        raise UsageError(exc.message, hint=exc.hint) from None
-
-
-def _add_opt(p: argparse.ArgumentParser) -> None:
-    g = p.add_mutually_exclusive_group()
-    g.add_argument("--opt", metavar="LEVEL", type=_opt_level,
-                   help="optimization level O0 (no passes), O1 or O2 (default: HOLOGRAM_OPT, else O2)")
-    g.add_argument("--passes", metavar="A,B,...", type=_pass_names,
-                   help="run exactly these passes (in the order their constraints give) instead of a level")
 
 
 # -------------------------------------------------------------------------------- run
@@ -241,7 +203,7 @@ def in_cli_terms(exc: ArgumentError) -> ArgumentError:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    _pipeline(args)  # a bad --passes or HOLOGRAM_OPT is a usage error, before any compiling
+    pipeline_of(args)  # a bad --passes or HOLOGRAM_OPT is a usage error, before any compiling
     lib = compile_file_all(args.file, backend=args.backend, opt=args.opt, passes=args.passes)
     kernel = _pick(lib, args.kernel, args.file)
     try:
@@ -268,7 +230,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------- compile
 def _compile_lib(args: argparse.Namespace) -> tuple[Library, Pipeline]:
-    pipeline = _pipeline(args)
+    pipeline = pipeline_of(args)
     return compile_file_all(args.file, backend=args.backend, opt=args.opt, passes=args.passes), pipeline
 
 
@@ -357,7 +319,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     from rich.table import Table
     from rich.text import Text
 
-    console = _console()
+    console = rich_console()
     report = plugin_report()
     table = Table(title=f"hologram {__version__} plugins", title_justify="left")
     table.add_column("plugin", no_wrap=True)
@@ -462,7 +424,7 @@ def _add_run(sub: Any) -> None:
     p.add_argument("--cast", action="store_true", help="convert inputs to the declared dtypes (one copy)")
     p.add_argument("--save-dir", metavar="DIR", help="save each output as DIR/NAME.npy")
     p.add_argument("--print", action="store_true", help="print the outputs also when saving them")
-    _add_opt(p)
+    add_opt(p)
     p.set_defaults(func=cmd_run)
 
 
@@ -478,7 +440,7 @@ def _add_compile(sub: Any) -> None:
                    help="the backend whose text form --emit names (default: HOLOGRAM_BACKEND or the best)")
     p.add_argument("--after", metavar="PASS", help="with --emit ir|asm: the kernel right after this pass")
     p.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
-    _add_opt(p)
+    add_opt(p)
     p.set_defaults(func=cmd_compile)
 
 
@@ -487,7 +449,7 @@ def _add_plugins(sub: Any) -> None:
     p.set_defaults(func=cmd_plugins)
 
 
-BUILTIN_COMMANDS: tuple[Callable[[Any], None], ...] = (_add_run, _add_compile, _add_plugins, add_difftest, add_fuzz, add_bench)
+BUILTIN_COMMANDS: tuple[Callable[[Any], None], ...] = (_add_run, _add_compile, _add_plugins, add_bundle, add_difftest, add_fuzz, add_bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

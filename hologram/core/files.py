@@ -7,13 +7,16 @@ sparse file can claim a terabyte. `read_regular_file` opens without blocking, as
 *opened* descriptor what it is (so a symlink swapped between a check and the open
 cannot fool it), refuses anything but a regular file, refuses one larger than the
 caller's limit, and never reads more than limit + 1 bytes even if the file grows while
-it is read. The cpu_llvm disk cache and `compile_file` both read through it.
+it is read. The cpu_llvm disk cache, `compile_file` and bundles all read through it.
+`user_cache_root` is where the caches live.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import sys
+from pathlib import Path
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
@@ -51,3 +54,15 @@ def read_regular_file(path: str | os.PathLike, limit: int) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def user_cache_root() -> Path:
+    """Where Hologram's caches live unless HOLOGRAM_CACHE_DIR says: the platform's user
+    cache directory + `hologram` (each cache takes a folder in it)."""
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "hologram"

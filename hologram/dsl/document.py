@@ -12,6 +12,10 @@ import attrs
 from hologram.core.errors import Span
 from hologram.core.types import DType, Shape
 
+# The kernel language's version, recorded in bundles: bumped when a document that compiled
+# before would now compile to a program that means something else.
+DSL_VERSION = 1
+
 
 @attrs.frozen
 class BodyOrigin:

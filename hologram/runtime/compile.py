@@ -101,7 +101,7 @@ def clear_cache() -> None:
     results, and what every loaded backend prepared (through its optional
     `clear_cache()`; the cpu_llvm disk cache stays). Kernels still referenced keep
     their own program and executable. docs/api.md, "Caching", lists every cache."""
-    _compile_document.cache_clear()
+    compile_document.cache_clear()
     compile_program.cache_clear()
     manager.clear_cache()
     for name, backend in backends().items():
@@ -122,13 +122,14 @@ def _single(lib: Library) -> Kernel | Library:
 def _library(translator: Translator, text: str, file: str, backend: str | None, pipeline: Pipeline) -> Library:
     if backend is not None:
         get_backend(backend)  # an unknown or unavailable backend is an error now, not at the first call
-    compiled = _compile_document(translator, text, file, pipeline)
+    compiled = compile_document(translator, text, file, pipeline)
     return Library({c.signature.name: Kernel(c, backend) for c in compiled})
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
-def _compile_document(translator: Translator, text: str, file: str, pipeline: Pipeline) -> tuple[Compiled, ...]:
-    kdefs = _translate(translator, text, file)
+def compile_document(translator: Translator, text: str, file: str, pipeline: Pipeline) -> tuple[Compiled, ...]:
+    """Every kernel of one document through `pipeline` (cached by all four arguments)."""
+    kdefs = translate(translator, text, file)
     if not kdefs:
         raise DocumentError(f"{file}: no kernels in this document",
                             hint="declare one with [kernel] or several with [[kernels]]")
@@ -142,7 +143,8 @@ def _compile_document(translator: Translator, text: str, file: str, pipeline: Pi
     return tuple(compiled)
 
 
-def _translate(translator: Translator, text: str, file: str) -> list[KernelDef]:
+def translate(translator: Translator, text: str, file: str) -> list[KernelDef]:
+    """The kernel definitions `translator` reads in `text`; a plugin's failure is a PluginError."""
     try:
         kdefs = list(translator.parse(text, file))
     except HologramError:

@@ -29,13 +29,12 @@ import hashlib
 import json
 import os
 import struct
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Hashable, TypeVar
 
 import attrs
-from hologram.core.files import UnreadableFileError, read_regular_file
+from hologram.core.files import UnreadableFileError, read_regular_file, user_cache_root
 from hologram.core.lru import LRUCache
 
 MAGIC = b"HGLLVM\x00\x01"
@@ -62,13 +61,7 @@ def default_cache_dir() -> Path:
     env = os.environ.get("HOLOGRAM_CACHE_DIR")
     if env:
         return Path(env).expanduser()
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "hologram" / "cpu_llvm"
+    return user_cache_root() / "cpu_llvm"
 
 
 @attrs.frozen

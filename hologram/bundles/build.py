@@ -1,0 +1,299 @@
+"""Building a bundle: kernel documents compiled once, at build time, into one archive.
+
+    report = build(["kernels/"], name="stdlib", version="1.0.0", output="stdlib-1.0.0.hgb")
+
+Sources are documents, or folders searched for every registered translator's
+extensions. Each document compiles in a worker process (`jobs`), unless the build cache
+already holds it: a document's result is kept under the digest of everything it depends
+on (the hologram version, the translator, the text, its member name, the pipeline's
+passes), so an unchanged document is not compiled again. The archive is deterministic:
+the same sources and options give the same bytes, in any folder, on any machine
+(hologram.bundles.archive).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import json
+import multiprocessing
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+import attrs
+
+from hologram.bundles import archive
+from hologram.bundles.manifest import MANIFEST, NAME, SEMVER, Entry, Manifest, Port, parse, to_toml
+from hologram.core.errors import BundleError
+from hologram.core.files import read_regular_file, user_cache_root
+from hologram.core.types import type_str
+from hologram.dsl.document import DSL_VERSION
+from hologram.isa.encoding import SUPPORTED_ISA_VERSIONS, encode
+from hologram.isa.program import ISA_VERSION, Instr, Program
+from hologram.passes.manager import Pipeline
+from hologram.passes.stats import measure
+from hologram.runtime.compile import MAX_DOCUMENT_BYTES, translate
+from hologram.runtime.driver import Compiled, compile_kdef
+from hologram.runtime.lookups import translator_for_path, translators
+from hologram.runtime.pipelines import resolve
+
+Progress = Callable[[int, int, str], None]  # (documents done, documents in all, the one just done)
+
+
+@attrs.frozen
+class KernelBuild:
+    """One kernel as built: its manifest entry, its members, what the build table shows."""
+
+    entry: Entry
+    members: tuple[tuple[str, bytes], ...]
+    seconds: float
+    cached: bool = False
+
+
+@attrs.frozen
+class BuildReport:
+    manifest: Manifest
+    kernels: tuple[KernelBuild, ...]
+    data: bytes  # the archive
+    output: str | None
+    seconds: float
+
+
+def build(sources: Sequence[str | os.PathLike], name: str, version: str, output: str | os.PathLike | None = None,
+          opt: str | None = None, passes: Sequence[str] | str | None = None, jobs: int | None = None,
+          cache_dir: str | os.PathLike | None | bool = None, progress: Progress | None = None) -> BuildReport:
+    """Compile `sources` into the bundle `name` `version` (semver); write it to `output`
+    when given. `opt`/`passes` choose the pipeline as for `hologram.compile`. `jobs`
+    worker processes (default: the CPU count); `cache_dir` the build cache (default
+    `$HOLOGRAM_CACHE_DIR/build`, else the user cache dir; False: none)."""
+    start = time.perf_counter()
+    if not isinstance(name, str) or not NAME.match(name):
+        raise BundleError(f"bundle name {name!r}: expected letters, digits and _ . - (not starting with . or -)")
+    if not isinstance(version, str) or not SEMVER.match(version):
+        raise BundleError(f"bundle version {version!r}: expected a semantic version such as 1.2.0")
+    pipeline = resolve(opt, passes)
+    documents = collect(sources)
+    cache = _cache_dir(cache_dir)
+    keys = {member: _key(member, text, pipeline.names, pipeline.name) for member, (_, text) in documents.items()}
+    results: dict[str, list[KernelBuild]] = {}
+    todo = []
+    for member, (path, text) in documents.items():
+        hit = _cache_load(cache, keys[member])
+        if hit is not None:
+            results[member] = hit
+        else:
+            todo.append((member, path, text))
+    done = len(results)
+    if progress is not None:
+        progress(done, len(documents), "")
+    for member, kernels in _compile_all(todo, opt, passes, jobs):
+        results[member] = kernels
+        _cache_store(cache, keys[member], kernels)
+        done += 1
+        if progress is not None:
+            progress(done, len(documents), member)
+    kernels = sorted((k for ks in results.values() for k in ks), key=lambda k: k.entry.name)
+    seen: dict[str, str] = {}
+    for k in kernels:
+        if k.entry.name in seen:
+            raise BundleError(f"kernel {k.entry.name!r} is defined in both {seen[k.entry.name]} and {k.entry.source}",
+                              hint="a bundle's kernels have unique names")
+        seen[k.entry.name] = k.entry.source
+    manifest = Manifest(name=name, version=version, isa=ISA_VERSION, hologram=hologram_version(), dsl=DSL_VERSION,
+                        opt=pipeline.name, kernels=tuple(k.entry for k in kernels))
+    members = {MANIFEST: to_toml(manifest).encode()}
+    members.update((m, text.encode()) for m, (_, text) in documents.items())
+    for k in kernels:
+        members.update(k.members)
+    data = archive.write(members)
+    if output is not None:
+        write_atomically(Path(output), data)
+    return BuildReport(manifest, tuple(kernels), data, None if output is None else os.fspath(output),
+                       time.perf_counter() - start)
+
+
+def hologram_version() -> str:
+    from importlib import metadata  # build time only: the loader never needs it
+
+    try:
+        return metadata.version("hologram-kernels")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+# ---------------------------------------------------------------------------- sources
+def collect(sources: Iterable[str | os.PathLike]) -> dict[str, tuple[str, str]]:
+    """{member name: (path, text)} of every document: a file as `sources/<its name>`, a
+    folder's documents (every registered extension, recursively) as `sources/<path in
+    the folder>`; no absolute paths, so the member names do not depend on where the
+    sources sit."""
+    extensions = tuple(sorted({e for t in translators().values() for e in t.extensions}))
+    found: dict[str, tuple[str, str]] = {}
+    for source in sources:
+        path = Path(source)
+        if path.is_dir():
+            files = sorted(p for p in path.rglob("*") if p.is_file() and p.name.lower().endswith(extensions)
+                           and not any(part.startswith(".") for part in p.relative_to(path).parts))
+            pairs = [(p, p.relative_to(path).as_posix()) for p in files]
+            if not pairs:
+                raise BundleError(f"{path}: no kernel documents in this folder ({', '.join(extensions)})")
+        elif path.is_file():
+            pairs = [(path, path.name)]
+        else:
+            raise BundleError(f"{path}: no such file or folder")
+        for p, rel in pairs:
+            member = f"sources/{rel}"
+            bad = archive.member_problem(member)
+            if bad is not None:
+                raise BundleError(f"{p}: cannot be stored as {member!r}: {bad}", hint="rename the file")
+            if member in found:
+                raise BundleError(f"{p} and {found[member][0]} would both be stored as {member!r}",
+                                  hint="give the documents different names, or pass their folders")
+            translator_for_path(str(p))  # an unknown extension is an error now
+            found[member] = (str(p), _read_text(p))
+    if not found:
+        raise BundleError("no sources: name kernel documents or folders of them")
+    return found
+
+
+def _read_text(path: Path) -> str:
+    try:
+        data = read_regular_file(str(path), MAX_DOCUMENT_BYTES)
+    except OSError as exc:
+        raise BundleError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BundleError(f"cannot read {path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+# -------------------------------------------------------------------------- compiling
+def compile_source(member: str, path: str, text: str, opt: str | None,
+                   passes: Sequence[str] | str | None) -> list[KernelBuild]:
+    """Every kernel of one document, ready for the archive (what a worker runs)."""
+    pipeline = resolve(opt, passes)
+    o0 = resolve("O0")
+    kdefs = translate(translator_for_path(path), text, path)
+    if not kdefs:
+        raise BundleError(f"{path}: no kernels in this document",
+                          hint="declare one with [kernel] or several with [[kernels]]")
+    out = []
+    for kdef in kdefs:
+        start = time.perf_counter()
+        c = compile_kdef(kdef, pipeline)
+        out.append(attrs.evolve(_kernel_build(c, member, text, o0), seconds=time.perf_counter() - start))
+    return out
+
+
+def _kernel_build(c: Compiled, member: str, text: str, o0: Pipeline) -> KernelBuild:
+    name = c.signature.name
+    if not NAME.match(name):
+        raise BundleError(f"{member}: kernel name {name!r} cannot name a bundle member",
+                          hint="a bundled kernel's name uses letters, digits and _ . - only")
+    program = encode(c.program)
+    ir = c.ir_form().encode()
+    before = c if c.pipeline == o0 else compile_kdef(c.source_definition(), o0)
+    stats = measure(c.kir, c.program)
+    sig = c.signature
+    entry = Entry(
+        name=name, version=c.version, summary=c.summary, source=member,
+        source_sha256=hashlib.sha256(text.encode()).hexdigest(),
+        program=f"programs/{name}.hbc", program_sha256=hashlib.sha256(program).hexdigest(), ir=f"ir/{name}.ir",
+        symbols=sig.symbols,
+        inputs=tuple(Port(p.name, type_str(p.dtype, p.shape), p.kind) for p in sig.inputs),
+        outputs=tuple(Port(p.name, type_str(p.dtype, p.shape)) for p in sig.outputs),
+        reductions=tuple((kind, tuple((var, str(ext)) for var, ext in axes)) for kind, axes in c.reductions),
+        stats={"stages": stats.stages, "instructions": stats.instructions,
+               "instructions_before": _instructions(before.program), "registers": stats.registers,
+               "bytes_read": str(stats.bytes_read), "bytes_written": str(stats.bytes_written),
+               "bytes_exact": stats.bytes_exact})
+    return KernelBuild(entry, ((entry.program, program), (entry.ir, ir)), 0.0)
+
+
+def _instructions(program: Program) -> int:
+    return sum(isinstance(i, Instr) for s in program.stages for i in s.body)
+
+
+def _compile_all(todo: list[tuple[str, str, str]], opt: str | None, passes: Sequence[str] | str | None,
+                 jobs: int | None):
+    """(member, kernels) of each document in `todo`, in worker processes when more than one."""
+    jobs = max(1, jobs if jobs is not None else (os.cpu_count() or 1))
+    if jobs == 1 or len(todo) < 2:
+        for member, path, text in todo:
+            yield member, compile_source(member, path, text, opt, passes)
+        return
+    # spawn, not fork: a fresh interpreter per worker, whatever threads the caller runs
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(min(jobs, len(todo)), mp_context=context) as pool:
+        futures = {pool.submit(compile_source, m, p, t, opt, passes): m for m, p, t in todo}
+        for future in concurrent.futures.as_completed(futures):
+            yield futures[future], future.result()
+
+
+# ---------------------------------------------------------------------- build cache
+def _key(member: str, text: str, pass_names: tuple[str, ...], pipeline: str) -> str:
+    ident = json.dumps([hologram_version(), DSL_VERSION, list(SUPPORTED_ISA_VERSIONS), member, text,
+                        pipeline, list(pass_names)])
+    return hashlib.sha256(ident.encode()).hexdigest()
+
+
+def _cache_dir(cache_dir: str | os.PathLike | None | bool) -> Path | None:
+    if cache_dir is False:
+        return None
+    if cache_dir is None or cache_dir is True:
+        env = os.environ.get("HOLOGRAM_CACHE_DIR")
+        return (Path(env).expanduser() if env else user_cache_root()) / "build"
+    return Path(cache_dir)
+
+
+def _cache_load(cache: Path | None, key: str) -> list[KernelBuild] | None:
+    """The kernels of a cached document, or None (a missing or unreadable entry is a miss)."""
+    if cache is None:
+        return None
+    try:
+        data = read_regular_file(str(cache / f"{key}.hgb"), archive.MAX_BUNDLE_BYTES)
+        members = archive.read(data, "build cache entry")
+        manifest = parse(members.pop(MANIFEST))
+    except (OSError, BundleError):
+        return None
+    kernels = []
+    for e in manifest.kernels:
+        if e.program not in members or e.ir not in members:
+            return None
+        kernels.append(KernelBuild(e, ((e.program, members[e.program]), (e.ir, members[e.ir])), 0.0, cached=True))
+    return kernels
+
+
+def _cache_store(cache: Path | None, key: str, kernels: list[KernelBuild]) -> None:
+    if cache is None:
+        return
+    manifest = Manifest(name="cache", version="0.0.0", isa=ISA_VERSION, hologram=hologram_version(), dsl=DSL_VERSION,
+                        opt="-", kernels=tuple(k.entry for k in kernels))
+    members = {MANIFEST: to_toml(manifest).encode()}
+    for k in kernels:
+        members.update(k.members)
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        write_atomically(cache / f"{key}.hgb", archive.write(members))
+    except OSError:
+        pass  # a cache that cannot be written costs the next build time, nothing else
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write `data` to `path` through a temporary file in the same folder: a reader sees
+    the old file or the new one, never half of one."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

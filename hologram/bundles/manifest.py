@@ -1,0 +1,223 @@
+"""`bundle.toml`: what a bundle holds, as values, written and read back.
+
+The manifest is written by this module alone (`to_toml`, a small deterministic writer:
+the same values give the same bytes) and read with the standard library's TOML parser,
+then checked field by field (`parse`): a bundle is untrusted input, so every value has
+the type and form this module gives it, or the load fails with a `BundleError` naming
+the member and the field. docs/bundles.md is the reference.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from typing import Any, Mapping
+
+import attrs
+
+from hologram.core.errors import BundleError
+
+FORMAT_VERSION = 1
+MANIFEST = "bundle.toml"
+# A bundle's name and a kernel's name become member paths: letters, digits, _ . - only,
+# not starting with a dot (no hidden files, no `..`)
+NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+# semver 2.0: MAJOR.MINOR.PATCH, optional -prerelease and +build
+SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$")
+SHA256 = re.compile(r"^[0-9a-f]{64}$")
+KINDS = ("array", "scalar")
+
+
+@attrs.frozen
+class Port:
+    """An input or output as the manifest spells it: `type` is `f32[n, m]` (.hasm dims)."""
+
+    name: str
+    type: str
+    kind: str = "array"  # inputs: 'array' or 'scalar'; outputs are arrays
+
+
+@attrs.frozen
+class Entry:
+    """One kernel of a bundle."""
+
+    name: str
+    version: str
+    summary: str
+    source: str  # member holding the document it was compiled from
+    source_sha256: str
+    program: str  # member holding its encoded program
+    program_sha256: str
+    ir: str  # member holding its IR's text form
+    symbols: tuple[str, ...]
+    inputs: tuple[Port, ...]
+    outputs: tuple[Port, ...]
+    # (kind, ((var, extent), ...)) of each min/max/argmin/argmax: a call checks its extents
+    reductions: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
+    stats: Mapping[str, Any]  # stages, instructions (before and after the passes), bytes
+
+
+@attrs.frozen
+class Manifest:
+    name: str
+    version: str
+    isa: int
+    hologram: str
+    dsl: int
+    opt: str  # the pipeline the kernels went through
+    kernels: tuple[Entry, ...]
+    format: int = FORMAT_VERSION
+
+    def kernel(self, name: str) -> Entry:
+        for k in self.kernels:
+            if k.name == name:
+                return k
+        raise KeyError(name)
+
+
+# ----------------------------------------------------------------------------- writing
+def to_toml(m: Manifest) -> str:
+    out = [f"format = {m.format}", f"name = {_str(m.name)}", f"version = {_str(m.version)}", f"isa = {m.isa}",
+           f"hologram = {_str(m.hologram)}", f"dsl = {m.dsl}", f"opt = {_str(m.opt)}"]
+    for k in m.kernels:
+        out += ["", "[[kernels]]"]
+        for field in ("name", "version", "summary", "source", "source_sha256", "program", "program_sha256", "ir"):
+            out.append(f"{field} = {_str(getattr(k, field))}")
+        out.append(f"symbols = [{', '.join(map(_str, k.symbols))}]")
+        out.append("inputs = " + _list([{"name": p.name, "type": p.type, "kind": p.kind} for p in k.inputs]))
+        out.append("outputs = " + _list([{"name": p.name, "type": p.type} for p in k.outputs]))
+        out.append("reductions = " + _list([{"kind": kind, "axes": [list(a) for a in axes]}
+                                            for kind, axes in k.reductions]))
+        out.append(f"stats = {_value(dict(k.stats))}")
+    return "\n".join(out) + "\n"
+
+
+def _str(s: str) -> str:
+    """A TOML basic string: `"` and `\\` escaped, control characters as \\uXXXX."""
+    body = "".join(f"\\{c}" if c in '"\\' else f"\\u{ord(c):04x}" if ord(c) < 0x20 or ord(c) == 0x7F else c
+                   for c in s)
+    return f'"{body}"'
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, str):
+        return _str(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(map(_value, v)) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_value(x)}" for k, x in v.items()) + " }" if v else "{}"
+    raise TypeError(f"no manifest spelling for {type(v).__name__}")
+
+
+def _list(items: list) -> str:
+    if not items:
+        return "[]"
+    return "[\n" + "".join(f"  {_value(i)},\n" for i in items) + "]"
+
+
+# ----------------------------------------------------------------------------- reading
+def parse(data: bytes) -> Manifest:
+    """The manifest in `data`, every field checked; BundleError otherwise."""
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise BundleError(f"{MANIFEST}: not a TOML document ({exc})") from None
+    top = _Fields(doc, MANIFEST)
+    fmt = top.int("format")
+    if fmt != FORMAT_VERSION:
+        newer = "a newer" if fmt > FORMAT_VERSION else "an unknown"
+        raise BundleError(f"{MANIFEST}: bundle format {fmt} is {newer} format than this hologram reads "
+                          f"({FORMAT_VERSION})", hint="install a hologram version that reads it, or rebuild the bundle")
+    kernels = tuple(_entry(_Fields(k, f"{MANIFEST}: kernels[{i}]")) for i, k in enumerate(top.list("kernels", dict)))
+    names = [k.name for k in kernels]
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup is not None:
+        raise BundleError(f"{MANIFEST}: kernel {dup!r} is listed twice")
+    m = Manifest(name=top.str("name", NAME), version=top.str("version", SEMVER), isa=top.int("isa"),
+                 hologram=top.str("hologram"), dsl=top.int("dsl"), opt=top.str("opt"), kernels=kernels, format=fmt)
+    top.done()
+    return m
+
+
+def _entry(f: "_Fields") -> Entry:
+    e = Entry(
+        name=f.str("name", NAME), version=f.str("version"), summary=f.str("summary"),
+        source=f.str("source"), source_sha256=f.str("source_sha256", SHA256),
+        program=f.str("program"), program_sha256=f.str("program_sha256", SHA256), ir=f.str("ir"),
+        symbols=tuple(f.list("symbols", str)),
+        inputs=tuple(_port(_Fields(p, f"{f.where}.inputs[{i}]"), True) for i, p in enumerate(f.list("inputs", dict))),
+        outputs=tuple(_port(_Fields(p, f"{f.where}.outputs[{i}]"), False)
+                      for i, p in enumerate(f.list("outputs", dict))),
+        reductions=tuple(_reduction(_Fields(r, f"{f.where}.reductions[{i}]"))
+                         for i, r in enumerate(f.list("reductions", dict))),
+        stats=f.table("stats"))
+    f.done()
+    return e
+
+
+def _port(f: "_Fields", is_input: bool) -> Port:
+    p = Port(f.str("name"), f.str("type"), f.str("kind") if is_input else "array")
+    if p.kind not in KINDS:
+        raise BundleError(f"{f.where}.kind: expected one of {', '.join(KINDS)}, got {p.kind!r}")
+    f.done()
+    return p
+
+
+def _reduction(f: "_Fields") -> tuple[str, tuple[tuple[str, str], ...]]:
+    kind = f.str("kind")
+    axes = []
+    for i, axis in enumerate(f.list("axes", list)):
+        if len(axis) != 2 or not all(isinstance(x, str) for x in axis):
+            raise BundleError(f"{f.where}.axes[{i}]: expected [variable, extent], two strings")
+        axes.append((axis[0], axis[1]))
+    f.done()
+    return kind, tuple(axes)
+
+
+class _Fields:
+    """Typed access to one TOML table; `done()` refuses the keys nobody asked for."""
+
+    def __init__(self, table: Any, where: str):
+        if not isinstance(table, dict):
+            raise BundleError(f"{where}: expected a table, got {type(table).__name__}")
+        self.data, self.where, self.seen = table, where, set()
+
+    def _get(self, key: str, kind: type | tuple[type, ...], what: str) -> Any:
+        self.seen.add(key)
+        if key not in self.data:
+            raise BundleError(f"{self.where}: missing {key!r}")
+        v = self.data[key]
+        if not isinstance(v, kind) or isinstance(v, bool) and kind is int:
+            raise BundleError(f"{self.where}.{key}: expected {what}, got {type(v).__name__}")
+        return v
+
+    def str(self, key: str, form: re.Pattern | None = None) -> str:
+        v = self._get(key, str, "a string")
+        if form is not None and not form.match(v):
+            raise BundleError(f"{self.where}.{key}: {v!r} is not of the form {form.pattern}")
+        return v
+
+    def int(self, key: str) -> int:
+        return self._get(key, int, "an integer")
+
+    def list(self, key: str, item: type) -> list:
+        v = self._get(key, list, "an array")
+        for i, x in enumerate(v):
+            if not isinstance(x, item):
+                raise BundleError(f"{self.where}.{key}[{i}]: expected {_NOUNS[item]}, got {type(x).__name__}")
+        return v
+
+    def table(self, key: str) -> dict:
+        return self._get(key, dict, "a table")
+
+    def done(self) -> None:
+        extra = sorted(set(self.data) - self.seen)
+        if extra:
+            raise BundleError(f"{self.where}: unknown field {extra[0]!r}")
+
+
+_NOUNS: dict[type, str] = {str: "a string", dict: "a table", list: "an array", int: "an integer"}

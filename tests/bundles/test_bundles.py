@@ -1,0 +1,259 @@
+"""Bundles: built once, byte for byte the same anywhere, loaded with no compiler work,
+found by name and version, and every kind of damage refused (docs/bundles.md)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from repo_paths import KERNELS
+
+import hologram as hg
+from hologram.bundles import archive
+from hologram.bundles.build import build
+from hologram.bundles.load import discover, library, load_bundle, open_bundle, read_bundle
+from hologram.bundles.manifest import MANIFEST, parse, to_toml
+from hologram.core.errors import BundleError
+from hologram.core.hookspecs import BundleRef, hookimpl
+from hologram.isa.encoding import program_hash
+
+TINY = '''
+[[kernels]]
+name = "vadd"
+version = "1.0.0"
+summary = "elementwise sum"
+inputs = { x = "f32[n]", y = "f32[n]" }
+outputs = { z = "f32[n]" }
+body = "z = x + y"
+
+[[kernels]]
+name = "stats"
+version = "2.1.0"
+inputs = { x = "f64[m, n]" }
+outputs = { lo = "f64[m]", total = "f64" }
+body = """
+lo = min(x, axis=1)
+total = sum(x)
+"""
+'''
+
+
+def tiny(folder: Path, name: str = "tiny", version: str = "1.0.0", text: str = TINY, **kw) -> Path:
+    """A bundle of TINY's kernels; vadd carries the bundle's version, so a library loaded by
+    name says which file it came from."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "tiny.toml").write_text(text.replace('version = "1.0.0"', f'version = "{version}"', 1))
+    out = folder / f"{name}-{version}.hgb"
+    build([folder / "tiny.toml"], name, version, out, cache_dir=False, jobs=1, **kw)
+    return out
+
+
+# ------------------------------------------------------------------- round trip
+def test_the_standard_library_round_trips(tmp_path):
+    report = build([KERNELS], "stdlib", "1.0.0", tmp_path / "stdlib-1.0.0.hgb", cache_dir=False, jobs=1)
+    lib = load_bundle(tmp_path / "stdlib-1.0.0.hgb")
+    assert sorted(lib) == sorted(k.entry.name for k in report.kernels)
+    for path in sorted(KERNELS.glob("*.toml")):
+        for name, compiled in hg.compile_file_all(path).items():
+            shipped = lib[name]
+            assert program_hash(shipped.program) == program_hash(compiled.program), name
+            assert shipped.signature == compiled.signature and shipped.version == compiled.version
+            assert shipped.summary == compiled.summary and shipped.emit("asm") == compiled.emit("asm")
+            assert shipped.emit("ir") == compiled.emit("ir")
+    x = np.linspace(-3, 3, 1000, dtype=np.float32)
+    e = np.exp(x - x.max())
+    np.testing.assert_allclose(lib.softmax(x), e / e.sum(), rtol=1e-6)
+    np.testing.assert_allclose(lib.softmax.on("interp")(x), e / e.sum(), rtol=1e-6)
+
+
+def test_a_shipped_kernel_behaves_like_a_compiled_one(tmp_path):
+    lib = load_bundle(tiny(tmp_path))
+    x = np.arange(12, dtype=np.float64).reshape(3, 4)
+    lo, total = lib.stats(x)
+    assert lo.tolist() == [0, 4, 8] and total == 66
+    assert lib["vadd"].summary == "elementwise sum" and lib.stats.version == "2.1.0"
+    with pytest.raises(hg.errors.EmptyReductionError):  # the manifest keeps the checks a call makes
+        lib.stats(np.zeros((2, 0)))
+    z = np.empty(5, np.float32)
+    assert lib.vadd(np.ones(5, np.float32), y=np.ones(5, np.float32), out=z) is z and (z == 2).all()
+    assert "sum" in lib.stats.emit("ast")  # the source, translated when asked
+    assert lib.vadd.kdef.name == "vadd" and lib.vadd.ir is None
+    assert set(lib.stats.stats(m=4, n=8)) == {"O0", "O1", "O2"}
+    assert lib.on("interp").vadd.backend.name == "interp"
+
+
+def test_loading_imports_no_front_end_and_runs_no_pass(tmp_path):
+    path = tiny(tmp_path)
+    code = textwrap.dedent(f"""
+        import sys
+        import numpy as np
+        import hologram as hg
+        from hologram.lower import stages
+        from hologram.passes import manager
+
+        def refuse(*a, **k):
+            raise AssertionError("loading a bundle compiled something")
+        stages.lower = manager.Pipeline.run_ir = manager.Pipeline.run_isa = refuse
+        lib = hg.load_bundle({str(path)!r})
+        assert (lib.vadd(np.ones(3, np.float32), np.ones(3, np.float32)) == 2).all()
+        front = sorted(m for m in sys.modules if m == "lark" or m.startswith(("lark.", "hologram.dsl.parser",
+                                                                           "hologram.dsl.analyze")))
+        print(front)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+# ------------------------------------------------------------------ determinism
+def test_builds_in_different_folders_and_times_are_equal_bytes(tmp_path, monkeypatch):
+    a, b = tmp_path / "one" / "src", tmp_path / "two" / "deeper" / "src"
+    for folder in (a, b):
+        shutil.copytree(KERNELS, folder)
+    monkeypatch.chdir(tmp_path / "one")
+    first = build(["src"], "stdlib", "1.0.0", cache_dir=False, jobs=1).data
+    (b / "softmax.toml").touch()  # another mtime, another folder, another working directory
+    monkeypatch.chdir(b.parent)
+    second = build([str(b)], "stdlib", "1.0.0", cache_dir=False, jobs=2).data
+    assert first == second
+    (tmp_path / "x.hgb").write_bytes(first)
+    infos = zipfile.ZipFile(tmp_path / "x.hgb").infolist()
+    assert infos[0].filename == MANIFEST and infos[-1].filename == archive.RECORD
+    assert {i.date_time for i in infos} == {(1980, 1, 1, 0, 0, 0)}
+    assert not any(i.filename.startswith("/") or str(tmp_path) in i.filename for i in infos)
+
+
+def test_the_build_cache_compiles_only_what_changed(tmp_path):
+    src, cache = tmp_path / "src", tmp_path / "cache"
+    shutil.copytree(KERNELS, src)
+    first = build([src], "stdlib", "1.0.0", cache_dir=cache, jobs=1)
+    assert not any(k.cached for k in first.kernels)
+    again = build([src], "stdlib", "1.0.0", cache_dir=cache, jobs=1)
+    assert all(k.cached for k in again.kernels) and again.data == first.data
+    (src / "axpy.toml").write_text((src / "axpy.toml").read_text().replace('version = "1.0.0"', 'version = "1.0.1"'))
+    third = build([src], "stdlib", "1.0.0", cache_dir=cache, jobs=1)
+    assert {k.entry.name for k in third.kernels if not k.cached} == {"axpy"}
+    assert read_bundle(third.data).manifest.kernel("axpy").version == "1.0.1"
+
+
+def test_the_manifest_round_trips_awkward_strings(tmp_path):
+    text = TINY.replace('summary = "elementwise sum"', 'summary = "quotes \\" back\\\\slash \\t tab \\u007f del é"')
+    m = open_bundle(tiny(tmp_path, text=text)).manifest
+    assert m.kernel("vadd").summary == 'quotes " back\\slash \t tab \x7f del é'
+    assert parse(to_toml(m).encode()) == m
+
+
+# -------------------------------------------------------------- finding by name
+def test_names_resolve_to_the_highest_matching_version(tmp_path, monkeypatch, register_plugin):
+    for v in ("1.0.0", "1.2.0", "2.0.0-rc.1"):
+        tiny(tmp_path / "path", "mylib", v)
+    monkeypatch.setenv("HOLOGRAM_BUNDLE_PATH", str(tmp_path / "path") + ":" + str(tmp_path / "missing"))
+    assert [f.version for f in sorted(discover("mylib"), key=lambda f: f.version)] == ["1.0.0", "1.2.0", "2.0.0-rc.1"]
+    assert _version(load_bundle("mylib")) == "2.0.0-rc.1"
+    assert _version(load_bundle("mylib", version=">=1,<2")) == "1.2.0"
+    assert _version(load_bundle("mylib", version="~=1.0.0")) == "1.0.0"
+    with pytest.raises(BundleError, match="no version of bundle 'mylib' matches '>=3'") as info:
+        load_bundle("mylib", version=">=3")
+    assert "1.2.0" in info.value.hint
+    with pytest.raises(BundleError, match="not a PEP 440 specifier"):
+        load_bundle("mylib", version="newest")
+    with pytest.raises(BundleError, match="no bundle named 'other'"):
+        load_bundle("other")
+    with pytest.raises(BundleError, match="version= selects"):
+        load_bundle(tmp_path / "path" / "mylib-1.0.0.hgb", version="1")
+
+    shipped = tiny(tmp_path / "plugin", "pluglib", "0.3.0")
+
+    class Plugin:
+        @hookimpl
+        def hologram_register_bundles(self, register):
+            register(BundleRef("pluglib", str(shipped)))
+    register_plugin(Plugin(), "pluglib_plugin")
+    found = discover("pluglib")
+    assert [(f.version, f.origin) for f in found] == [("0.3.0", "plugin pluglib")]
+    assert sorted(load_bundle("pluglib")) == ["stats", "vadd"]
+
+
+def _version(lib) -> str:
+    return lib.vadd.version  # tiny() writes the bundle's version there
+
+
+# ----------------------------------------------------------------------- the CLI
+def test_the_bundle_commands(tmp_path, monkeypatch, run_cli):
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(KERNELS, tmp_path / "kernels")
+    code, out, err = run_cli("bundle", "build", "kernels", "--name", "stdlib", "--version", "1.0.0", "--jobs", "1")
+    assert code == 0, err
+    assert "softmax" in out and "→" in out and "wrote stdlib-1.0.0.hgb: 19 kernels" in out
+    code, out, _ = run_cli("bundle", "verify", "stdlib-1.0.0.hgb")
+    assert code == 0 and "19 kernels verified" in out
+    code, out, _ = run_cli("bundle", "inspect", "stdlib-1.0.0.hgb")
+    assert code == 0 and "stdlib 1.0.0: format 1, ISA 1" in out and "layernorm" in out
+    code, out, _ = run_cli("bundle", "inspect", "stdlib-1.0.0.hgb", "--kernel", "softmax", "--emit", "asm")
+    assert code == 0 and out.startswith(".program softmax")
+    code, out, _ = run_cli("bundle", "inspect", "stdlib-1.0.0.hgb", "--kernel", "softmax", "--emit", "source")
+    assert code == 0 and 'name = "softmax"' in out
+    code, _, err = run_cli("bundle", "inspect", "stdlib-1.0.0.hgb", "--kernel", "softmx")
+    assert code == 2 and "did you mean 'softmax'" in err
+    (tmp_path / "kernels" / "relu.toml").unlink()
+    (tmp_path / "kernels" / "axpy.toml").write_text(
+        (tmp_path / "kernels" / "axpy.toml").read_text().replace("alpha * x + y", "alpha * x - y"))
+    assert run_cli("bundle", "build", "kernels", "--name", "stdlib", "--version", "1.1.0", "--jobs", "1")[0] == 0
+    code, out, _ = run_cli("bundle", "diff", "stdlib-1.0.0.hgb", "stdlib-1.1.0.hgb")
+    assert code == 0 and "- relu(" in out and "~ axpy: program" in out and "softmax" not in out
+    monkeypatch.setenv("HOLOGRAM_BUNDLE_PATH", str(tmp_path))
+    code, out, _ = run_cli("bundle", "list")
+    assert code == 0 and "stdlib 1.0.0" in out and "stdlib 1.1.0" in out
+    data = bytearray((tmp_path / "stdlib-1.1.0.hgb").read_bytes())
+    data[len(data) // 2] ^= 0x10
+    (tmp_path / "bad.hgb").write_bytes(bytes(data))
+    code, _, err = run_cli("bundle", "verify", "bad.hgb")
+    assert code == 1 and "bad.hgb" in err and "internal error" not in err
+    code, _, err = run_cli("bundle", "build", "kernels", "--name", "../x", "--version", "1.0.0")
+    assert code == 1 and "bundle name '../x'" in err
+    code, _, err = run_cli("bundle", "build", "kernels", "--name", "x", "--version", "1.0")
+    assert code == 1 and "semantic version" in err
+
+
+# ----------------------------------------------------------------- bad bundles
+def test_a_bundle_that_is_not_one_is_refused(tmp_path):
+    good = tiny(tmp_path).read_bytes()
+    members = archive.read(good)
+    cases = {
+        "not a readable zip archive": b"hello",
+        "no bundle.toml member": archive.write({k: v for k, v in members.items() if k != MANIFEST}),
+        "bundle format 2 is a newer format": archive.write(
+            {**members, MANIFEST: members[MANIFEST].replace(b"format = 1", b"format = 2")}),
+        "ISA version 9, newer than": archive.write(
+            {**members, MANIFEST: members[MANIFEST].replace(b"isa = 1", b"isa = 9")}),
+        "unknown field 'extra'": archive.write({**members, MANIFEST: members[MANIFEST] + b"extra = 1\n"}),
+        "is not in RECORD": _rezip(good, rename={"ir/vadd.ir": "ir/vadd2.ir"}),
+        "appears twice": _rezip(good, duplicate="ir/vadd.ir"),
+        "not a relative path": _rezip(good, rename={"ir/vadd.ir": "../vadd.ir"}),
+    }
+    for expected, data in cases.items():
+        with pytest.raises(BundleError, match=expected):
+            library(read_bundle(data, "b.hgb"))
+
+
+def _rezip(data: bytes, rename: dict | None = None, duplicate: str | None = None) -> bytes:
+    """The archive's members written again as they are, renamed or one of them twice (RECORD unchanged)."""
+    import io
+    import warnings
+
+    src = zipfile.ZipFile(io.BytesIO(data))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as out, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns about the duplicate: that is the point
+        for info in src.infolist():
+            body = src.read(info)
+            out.writestr((rename or {}).get(info.filename, info.filename), body)
+            if info.filename == duplicate:
+                out.writestr(info.filename, body + b"x")
+    return buf.getvalue()
