@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test venv clean bench difftest wheel-check
+.PHONY: demo test venv clean bench startup difftest wheel-check
 
 venv: $(STAMP)
 
@@ -36,6 +36,12 @@ wheel-check: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/bench.py $(BENCH_ARGS)
+
+# Whole-process start-up (imports, a bundle's first call, compile_file, numba), each figure in
+# fresh processes, against temporary caches (benchmarks/README.md, "Start-up").
+startup: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	$(BIN)/python benchmarks/startup.py $(STARTUP_ARGS)
 
 # A soak run of the differential harness on every installed backend (DIFFTEST_ARGS adds
 # e.g. --backends interp,cpu_llvm --seed 1); failures are shrunk into ./difftest-failures/.

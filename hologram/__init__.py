@@ -10,12 +10,21 @@ the Atlas ISA, run on pluggable backends.
 See docs/api.md for the runtime API and docs/plugins.md for writing plugins.
 """
 
-from hologram.bundles.load import load_bundle
+import os
+
 from hologram.core import errors
 from hologram.core.hookspecs import hookimpl
 from hologram.runtime.compile import clear_cache, compile, compile_all, compile_file, compile_file_all
 from hologram.runtime.kernel import Kernel, Library
 from hologram.runtime.lookups import get_backend, list_backends
+
+
+def load_bundle(name_or_path: str | os.PathLike, version: str | None = None, backend: str | None = None) -> Library:
+    """The kernels of a bundle, by path or by name (the highest version the PEP 440
+    specifier `version` admits), ready to call: see hologram.bundles.load, docs/bundles.md."""
+    from hologram.bundles.load import load_bundle as load  # zipfile, tomllib: ~13 ms, paid by the first bundle
+
+    return load(name_or_path, version, backend)
 
 
 def __getattr__(name: str) -> str:

@@ -6,11 +6,12 @@
 
 A name is looked up in the folders of HOLOGRAM_BUNDLE_PATH (files `NAME-VERSION.hgb`)
 and among the bundles plugins register (`hologram_register_bundles`). Loading reads the
-archive (every member checked against RECORD), the manifest (every field checked),
-then each kernel: its program decoded and verified (a bundle is untrusted input), its
-hashes and its interface checked against the manifest. Any failure is a BundleError
-naming the member and the reason, and nothing is returned: never half a library. The
-front end (lark, the analyzer) and the passes are never imported here.
+archive (every member checked against RECORD), the manifest (every field checked) and
+each kernel's members against the manifest's digests: a failure is a BundleError naming
+the member and the reason, and nothing is returned. A kernel's program is decoded, held
+to the manifest's signature and verified (a bundle is untrusted input) at the kernel's
+first use, before anything runs: a bundle of many kernels costs only what is used.
+The front end (lark, the analyzer) and the passes are never imported here.
 """
 
 from __future__ import annotations
@@ -74,6 +75,9 @@ class Bundle:
             raise BundleError(f"{self.where}: {entry.program}: the verifier refuses it: {exc.message}") from None
         return program
 
+    def check_program_hash(self, entry: Entry) -> None:
+        self._member(entry.program, entry.program_sha256, entry)
+
     def source(self, entry: Entry) -> str:
         return self._member(entry.source, entry.source_sha256, entry).decode("utf-8", "replace")
 
@@ -122,11 +126,16 @@ def read_bundle(data: bytes, where: str = "<bundle>") -> Bundle:
     return Bundle(where, manifest, members)
 
 
-def library(bundle: Bundle, backend: str | None = None) -> Library:
-    """Every kernel of `bundle`, checked, as a Library (on `backend`, or the default one)."""
+def library(bundle: Bundle, backend: str | None = None, verify_now: bool = False) -> Library:
+    """Every kernel of `bundle` as a Library (on `backend`, or the default one). Every
+    member's hash is checked now; each program is decoded, held to the manifest and
+    verified at its kernel's first use, or now for all with `verify_now`."""
     if backend is not None:
         get_backend(backend)  # an unknown backend is an error now, not at the first call
     compiled = [_compiled(bundle, e) for e in bundle.manifest.kernels]
+    if verify_now:
+        for c in compiled:
+            c.program  # noqa: B018 - decoding, checking and verifying is the point
     return Library({c.signature.name: Kernel(c, backend) for c in compiled})
 
 
@@ -151,16 +160,20 @@ def _is_path(text: str) -> bool:
 # --------------------------------------------------------------------------- kernels
 def _compiled(bundle: Bundle, e: Entry) -> Compiled:
     where = f"{bundle.where}: kernel {e.name!r}"
-    program = bundle.program(e)
     inputs = tuple(_param(p, p.kind, f"{where}: input {p.name!r}") for p in e.inputs)
     outputs = tuple(_param(p, "output", f"{where}: output {p.name!r}") for p in e.outputs)
     signature = Signature(e.name, inputs, outputs, e.symbols)
-    problem = _disagreement(signature, program)
-    if problem is not None:
-        raise BundleError(f"{where}: {MANIFEST} disagrees with {e.program}: {problem}")
     reductions = tuple((kind, tuple((var, _affine(ext, f"{where}: reduction")) for var, ext in axes))
                        for kind, axes in e.reductions)
     bundle.source(e)  # present and unaltered: it is the kernel's provenance
+    bundle.check_program_hash(e)  # so a damaged program is refused now, with the rest
+
+    def program() -> Program:  # decoding and verifying wait for the kernel's first use
+        p = bundle.program(e)
+        problem = _disagreement(signature, p)
+        if problem is not None:
+            raise BundleError(f"{where}: {MANIFEST} disagrees with {e.program}: {problem}")
+        return p
     return Compiled(program, signature, e.version, e.summary, bundle.manifest.opt, reductions,
                     ir_text=bundle.ir(e), definition=_definition(bundle, e))
 

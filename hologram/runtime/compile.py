@@ -29,7 +29,7 @@ from hologram.passes import manager
 from hologram.passes.manager import Pipeline
 from hologram.runtime import pipelines
 from hologram.runtime.driver import Compiled, compile_kdef, compile_program
-from hologram.runtime.kernel import Kernel, Library
+from hologram.runtime.kernel import Kernel, Library, forget_unpickled
 from hologram.runtime.lookups import backends, find_translator, get_backend, translator_for_path
 
 __all__ = ["compile", "compile_file", "compile_all", "compile_file_all", "clear_cache"]
@@ -103,6 +103,7 @@ def clear_cache() -> None:
     their own program and executable. docs/api.md, "Caching", lists every cache."""
     compile_document.cache_clear()
     compile_program.cache_clear()
+    forget_unpickled()
     manager.clear_cache()
     for name, backend in backends().items():
         clear = getattr(backend, "clear_cache", None)

@@ -37,10 +37,12 @@ class Compiled:
     call accepts. From a document, `kdef` is the definition, `kir` the IR after the
     pipeline's IR passes and `pipeline` the passes that ran (so the same `kdef` can be
     compiled again at another level). From a bundle those are None: the bundle keeps the
-    IR's text (`ir_text`) and its sources, which `definition()` translates when asked.
+    IR's text (`ir_text`) and its sources, which `definition()` translates when asked,
+    and may hand its program over as a function that decodes, checks and verifies it:
+    that runs at the first use of `program` (at the latest the first call), once.
     `result` is the namedtuple type returned when the kernel has several outputs."""
 
-    program: Program
+    _program: Program | Callable[[], Program] = attrs.field(alias="program")
     signature: Signature
     version: str
     summary: str
@@ -62,6 +64,14 @@ class Compiled:
         source = kir if source_ir is None else source_ir
         return Compiled(program, Signature.of(source), kir.version, kdef.summary, pipeline.name,
                         identityless_reductions(source), kdef=kdef, kir=kir, pipeline=pipeline, source_ir=source)
+
+    @property
+    def program(self) -> Program:
+        p = self._program
+        if not isinstance(p, Program):
+            p = p()
+            object.__setattr__(self, "_program", p)  # two threads may both decode: the same value
+        return p
 
     @binding.default
     def _binding(self) -> tuple | None:

@@ -13,16 +13,19 @@ the result is the same as without aliasing.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
 from hologram.core.errors import ArgumentError, HologramError, KernelNotFoundError, did_you_mean
+from hologram.core.lru import LRUCache
 from hologram.core.types import Affine
 from hologram.dsl.document import KernelDef
 from hologram.ir import KernelIR
 from hologram.isa.asm import format_program
+from hologram.isa.encoding import decode, encode
 from hologram.isa.program import BufferParam, Program
 from hologram.passes.api import PIPELINES
 from hologram.runtime.args import (Signature, allocate_outputs, bind_arguments, bind_direct, bind_symbols, check_array,
@@ -181,6 +184,9 @@ class Kernel:
     def _call(self, args: tuple, out: Any, cast: bool, kwargs: dict[str, Any]) -> Any:
         """The full path: every check, with the messages of hologram.runtime.args."""
         c = self._c
+        # a bundle's program is decoded, held to the manifest and verified before the
+        # manifest's signature is trusted to check these arguments
+        c.program  # noqa: B018
         sig, name = c.signature, c.signature.name
         values = bind_arguments(sig, args, kwargs)
         arrays: dict[str, np.ndarray] = {}
@@ -246,6 +252,42 @@ class Kernel:
         where = self._backend_name or "default backend"
         return f"<Kernel {self.signature} on {where}>"
 
+    # -- pickling -------------------------------------------------------------------
+    def __reduce__(self) -> tuple:
+        """A kernel travels as its program's encoding and its interface: nothing that
+        needs the document, the bundle file or a compiler on the other side
+        (multiprocessing, Dask workers). The first kernel unpickled per (program,
+        interface, backend) in a process is the one every later copy returns, so it is
+        prepared once per process."""
+        c = self._c
+        data = encode(c.program)
+        return (_unpickle, (data, hashlib.sha256(data).hexdigest(), c.signature, c.version, c.summary,
+                            c.pipeline_name, c.reductions, c.ir_form(), c.kdef, self._backend_name))
+
+
+# Kernels unpickled in this process, by (program sha256, signature, version, backend): the
+# same kernel sent again is the same, already prepared, object (Kernel.__reduce__).
+_UNPICKLED: LRUCache[tuple, "Kernel"] = LRUCache(256)
+
+
+def _unpickle(data: bytes, digest: str, signature: Signature, version: str, summary: str, pipeline_name: str,
+              reductions: tuple, ir_text: str, kdef: KernelDef | None, backend: str | None) -> "Kernel":
+    key = (digest, signature, version, backend)
+    kernel = _UNPICKLED.get(key)
+    if kernel is None:
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise HologramError(f"a pickled kernel {signature.name!r} is corrupt: its program does not match its hash")
+        compiled = Compiled(decode(data), signature, version, summary, pipeline_name, reductions, kdef=kdef,
+                            ir_text=ir_text)  # the backend verifies it when it prepares it
+        kernel = Kernel(compiled, backend)
+        _UNPICKLED.put(key, kernel)
+    return kernel
+
+
+def forget_unpickled() -> None:
+    """Forget the kernels unpickled in this process (hologram.clear_cache)."""
+    _UNPICKLED.clear()
+
 
 class Library(Mapping[str, Kernel]):
     """The kernels of one document (or bundle) by name: `lib["gemm"]`, `lib.gemm`,
@@ -291,6 +333,9 @@ class Library(Mapping[str, Kernel]):
 
     def __dir__(self) -> list[str]:
         return sorted(set(super().__dir__()) | {n for n in self._kernels if n.isidentifier()})
+
+    def __reduce__(self) -> tuple:
+        return Library, (dict(self._kernels),)
 
     def on(self, backend: str) -> "Library":
         """Every kernel of the library on `backend`."""
