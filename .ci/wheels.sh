@@ -26,7 +26,8 @@ step() { printf '\n== wheel-check: %s\n' "$*"; }
 step "building the wheels"
 mkdir -p "$WORK/src" "$WORK/wheels"
 tar -C "$ROOT" --exclude='__pycache__' --exclude='*.egg-info' --exclude='build' \
-    -cf - pyproject.toml README.md hologram plugins/interp plugins/cpu_llvm | tar -C "$WORK/src" -xf -
+    -cf - pyproject.toml setup.py MANIFEST.in README.md kernels hologram plugins/interp plugins/cpu_llvm \
+    | tar -C "$WORK/src" -xf -
 "$PY" -m pip wheel --quiet --no-deps --no-build-isolation --wheel-dir "$WORK/wheels" \
     "$WORK/src" "$WORK/src/plugins/interp" "$WORK/src/plugins/cpu_llvm"
 ls "$WORK/wheels"
@@ -71,6 +72,25 @@ if "$HOLOGRAM" diff-test --examples 1 2> "$WORK/difftest.err"; then
     echo "diff-test ran without hypothesis installed?"; exit 1
 fi
 grep -F "pip install 'hologram-kernels[test]'" "$WORK/difftest.err"
+step "the stdlib bundle the wheel carries loads by name, with no compiler"
+"$VPY" - "$WORK/venv" <<'EOF'
+import sys
+import numpy as np
+import hologram
+from hologram.bundles.load import discover
+venv = sys.argv[1]
+(found,) = discover("stdlib")
+assert found.path.startswith(venv) and found.make is None, f"stdlib is not the wheel's: {found}"
+lib = hologram.load_bundle("stdlib")
+x = np.linspace(-3, 3, 1000, dtype=np.float32)
+e = np.exp(x - x.max())
+assert np.allclose(lib.softmax(x), e / e.sum(), rtol=1e-6)
+assert "lark" not in sys.modules, "loading the stdlib bundle imported the parser"
+print(f"stdlib {found.version}: {len(lib)} kernels from {found.path}")
+EOF
+"$HOLOGRAM" bundle list stdlib
+"$HOLOGRAM" bundle verify "$("$VPY" -c "from hologram.bundles.load import discover; print(discover('stdlib')[0].path)")"
+
 step "the README demo (every backend)"
 for backend in $("$VPY" -c "import hologram; print(*hologram.list_backends())"); do
     "$VPY" "$ROOT/examples/demo.py" --backend "$backend"

@@ -26,9 +26,9 @@ from typing import Callable, Iterable, Sequence
 import attrs
 
 from hologram.bundles import archive
-from hologram.bundles.manifest import MANIFEST, NAME, SEMVER, Entry, Manifest, Port, parse, to_toml
+from hologram.bundles.manifest import MANIFEST, NAME, SEMVER, Entry, Manifest, Port, hologram_version, parse, to_toml
 from hologram.core.errors import BundleError
-from hologram.core.files import read_regular_file, user_cache_root
+from hologram.core.files import cache_root, read_regular_file
 from hologram.core.types import type_str
 from hologram.dsl.document import DSL_VERSION
 from hologram.isa.encoding import SUPPORTED_ISA_VERSIONS, encode
@@ -64,11 +64,14 @@ class BuildReport:
 
 def build(sources: Sequence[str | os.PathLike], name: str, version: str, output: str | os.PathLike | None = None,
           opt: str | None = None, passes: Sequence[str] | str | None = None, jobs: int | None = None,
-          cache_dir: str | os.PathLike | None | bool = None, progress: Progress | None = None) -> BuildReport:
+          cache_dir: str | os.PathLike | None | bool = None, progress: Progress | None = None,
+          built_by: str | None = None) -> BuildReport:
     """Compile `sources` into the bundle `name` `version` (semver); write it to `output`
     when given. `opt`/`passes` choose the pipeline as for `hologram.compile`. `jobs`
     worker processes (default: the CPU count); `cache_dir` the build cache (default
-    `$HOLOGRAM_CACHE_DIR/build`, else the user cache dir; False: none)."""
+    `$HOLOGRAM_CACHE_DIR/build`, else the user cache dir; False: none). `built_by` is the
+    hologram version the manifest records (default: the installed one; a wheel build
+    names its own)."""
     start = time.perf_counter()
     if not isinstance(name, str) or not NAME.match(name):
         raise BundleError(f"bundle name {name!r}: expected letters, digits and _ . - (not starting with . or -)")
@@ -102,8 +105,8 @@ def build(sources: Sequence[str | os.PathLike], name: str, version: str, output:
             raise BundleError(f"kernel {k.entry.name!r} is defined in both {seen[k.entry.name]} and {k.entry.source}",
                               hint="a bundle's kernels have unique names")
         seen[k.entry.name] = k.entry.source
-    manifest = Manifest(name=name, version=version, isa=ISA_VERSION, hologram=hologram_version(), dsl=DSL_VERSION,
-                        opt=pipeline.name, kernels=tuple(k.entry for k in kernels))
+    manifest = Manifest(name=name, version=version, isa=ISA_VERSION, hologram=built_by or hologram_version(),
+                        dsl=DSL_VERSION, opt=pipeline.name, kernels=tuple(k.entry for k in kernels))
     members = {MANIFEST: to_toml(manifest).encode()}
     members.update((m, text.encode()) for m, (_, text) in documents.items())
     for k in kernels:
@@ -113,15 +116,6 @@ def build(sources: Sequence[str | os.PathLike], name: str, version: str, output:
         write_atomically(Path(output), data)
     return BuildReport(manifest, tuple(kernels), data, None if output is None else os.fspath(output),
                        time.perf_counter() - start)
-
-
-def hologram_version() -> str:
-    from importlib import metadata  # build time only: the loader never needs it
-
-    try:
-        return metadata.version("hologram-kernels")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
 
 
 # ---------------------------------------------------------------------------- sources
@@ -245,8 +239,7 @@ def _cache_dir(cache_dir: str | os.PathLike | None | bool) -> Path | None:
     if cache_dir is False:
         return None
     if cache_dir is None or cache_dir is True:
-        env = os.environ.get("HOLOGRAM_CACHE_DIR")
-        return (Path(env).expanduser() if env else user_cache_root()) / "build"
+        return cache_root() / "build"
     return Path(cache_dir)
 
 

@@ -50,7 +50,8 @@ class Found:
     name: str
     version: str
     path: str
-    origin: str  # 'HOLOGRAM_BUNDLE_PATH' or 'plugin <name>'
+    origin: str  # 'HOLOGRAM_BUNDLE_PATH' or 'a plugin'
+    make: Callable[[], None] | None = attrs.field(default=None, eq=False)  # writes `path` if missing
 
 
 @attrs.frozen(eq=False)
@@ -150,7 +151,10 @@ def load_bundle(name_or_path: str | os.PathLike, version: str | None = None, bac
             raise BundleError("version= selects among bundles found by name; a path names one file",
                               hint=f"load_bundle({text!r}) without version=")
         return library(open_bundle(text), backend)
-    return library(open_bundle(resolve(text, version).path), backend)
+    found = resolve(text, version)
+    if found.make is not None and not os.path.exists(found.path):
+        found.make()  # a source checkout's bundle, built on first use
+    return library(open_bundle(found.path), backend)
 
 
 def _is_path(text: str) -> bool:
@@ -256,13 +260,13 @@ def discover(name: str | None = None) -> list[Found]:
         if name is not None and ref.name != name:
             continue
         m = _FILE.match(os.path.basename(ref.path))
-        bundle_version = m["version"] if m and m["name"] == ref.name else None
+        bundle_version = m["version"] if m and m["name"] == ref.name and _valid_version(m["version"]) else None
         if bundle_version is None:  # the file name does not say: the manifest does
             try:
                 bundle_version = open_bundle(ref.path).manifest.version
             except BundleError:
-                continue
-        found.append(Found(ref.name, bundle_version, ref.path, f"plugin {ref.name}"))
+                continue  # unreadable (or, with `make`, not built yet and not named NAME-VERSION.hgb)
+        found.append(Found(ref.name, bundle_version, ref.path, "a plugin", ref.make))
     return found
 
 

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from hologram.bundles.build import build
@@ -193,5 +194,6 @@ def cmd_list(args: argparse.Namespace) -> int:
         return 0
     width = max(len(f"{f.name} {f.version}") for f in found)
     for f in sorted(found, key=lambda f: (f.name, f.version)):
-        print(f"{f.name + ' ' + f.version:<{width}}  {f.path}  ({f.origin})")
+        pending = ", built at its first load" if f.make is not None and not os.path.exists(f.path) else ""
+        print(f"{f.name + ' ' + f.version:<{width}}  {f.path}  ({f.origin}{pending})")
     return 0

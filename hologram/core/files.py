@@ -56,6 +56,12 @@ def read_regular_file(path: str | os.PathLike, limit: int) -> bytes:
         os.close(fd)
 
 
+def cache_root() -> Path:
+    """The folder Hologram's caches share: HOLOGRAM_CACHE_DIR, else `user_cache_root()`."""
+    env = os.environ.get("HOLOGRAM_CACHE_DIR")
+    return Path(env).expanduser() if env else user_cache_root()
+
+
 def user_cache_root() -> Path:
     """Where Hologram's caches live unless HOLOGRAM_CACHE_DIR says: the platform's user
     cache directory + `hologram` (each cache takes a folder in it)."""

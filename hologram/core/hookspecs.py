@@ -37,10 +37,15 @@ class Translator:
 
 @attrs.frozen
 class BundleRef:
-    """A bundle a plugin ships: `name` resolvable by `hologram.load_bundle(name)`."""
+    """A bundle a plugin ships: `name` resolvable by `hologram.load_bundle(name)`.
+
+    `path` is the `.hgb` file (named `NAME-VERSION.hgb`, so finding it by version reads
+    no archive). `make`, when given, writes that file if it is missing: a package used
+    from a source checkout builds its bundle on first use instead of shipping it."""
 
     name: str
     path: str
+    make: Callable[[], None] | None = attrs.field(default=None, eq=False)
 
 
 @hookspec

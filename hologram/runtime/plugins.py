@@ -9,8 +9,8 @@ whose hook raises is reported (a `PluginWarning`, and a row with its error in
 `HOLOGRAM_PLUGINS` restricts which entry points load, as a comma-separated list:
 
     unset or empty        every installed plugin
-    interp,my_translator  only these (plus `builtin_translators` and `builtin_passes`,
-                          always)
+    interp,my_translator  only these (plus `builtin_translators`, `builtin_passes` and
+                          `builtin_bundles`, always)
     -cpu_llvm             everything except these
     interp,-builtin_translators
                           exclusions win; naming `-builtin_translators` is the only
@@ -46,7 +46,7 @@ from hologram.runtime.backend import Backend
 GROUP = "hologram"
 ENV = "HOLOGRAM_PLUGINS"
 BUILTIN = "builtin_translators"
-BUILTINS = frozenset({BUILTIN, "builtin_passes"})  # loaded even when HOLOGRAM_PLUGINS lists others
+BUILTINS = frozenset({BUILTIN, "builtin_passes", "builtin_bundles"})  # loaded even when HOLOGRAM_PLUGINS lists others
 
 
 class PluginWarning(UserWarning):

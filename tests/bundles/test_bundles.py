@@ -176,7 +176,7 @@ def test_names_resolve_to_the_highest_matching_version(tmp_path, monkeypatch, re
             register(BundleRef("pluglib", str(shipped)))
     register_plugin(Plugin(), "pluglib_plugin")
     found = discover("pluglib")
-    assert [(f.version, f.origin) for f in found] == [("0.3.0", "plugin pluglib")]
+    assert [(f.version, f.origin) for f in found] == [("0.3.0", "a plugin")]
     assert sorted(load_bundle("pluglib")) == ["stats", "vadd"]
 
 
@@ -257,3 +257,27 @@ def _rezip(data: bytes, rename: dict | None = None, duplicate: str | None = None
             if info.filename == duplicate:
                 out.writestr(info.filename, body + b"x")
     return buf.getvalue()
+
+
+# -------------------------------------------------------------------- the stdlib
+def test_a_checkout_builds_the_stdlib_bundle_at_its_first_load(tmp_path, monkeypatch):
+    from hologram.bundles import stdlib
+    from hologram.runtime import plugins
+
+    monkeypatch.setenv("HOLOGRAM_CACHE_DIR", str(tmp_path / "cache"))
+    plugins.reset()  # the stdlib registers its path when plugins load: under this cache
+    assert stdlib.shipped() is None  # a source checkout: kernels/, no packaged bundle
+    (found,) = discover("stdlib")
+    assert found.make is not None and not Path(found.path).exists()
+    lib = load_bundle("stdlib")
+    assert Path(found.path).is_file() and sorted(lib) == sorted(p.stem for p in KERNELS.glob("*.toml"))
+    assert load_bundle("stdlib").softmax.signature == lib.softmax.signature  # the file, not another build
+    docs = tmp_path / "kernels"
+    shutil.copytree(KERNELS, docs)
+    same, _ = stdlib.checkout_bundle("1.0.0", docs)
+    (docs / "vadd.toml").write_text((docs / "vadd.toml").read_text() + "\n# edited\n")
+    edited, make = stdlib.checkout_bundle("1.0.0", docs)
+    assert same != edited and same.name == edited.name == "stdlib-1.0.0.hgb"  # another digest, another folder
+    make()
+    assert open_bundle(edited).manifest.kernel("vadd").source_sha256 != \
+        open_bundle(found.path).manifest.kernel("vadd").source_sha256
