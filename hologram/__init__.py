@@ -19,12 +19,13 @@ from hologram.runtime.kernel import Kernel, Library
 from hologram.runtime.lookups import get_backend, list_backends
 
 
-def load_bundle(name_or_path: str | os.PathLike, version: str | None = None, backend: str | None = None) -> Library:
+def load_bundle(name_or_path: str | os.PathLike, version: str | None = None, backend: str | None = None,
+                trust_native: bool | None = None) -> Library:
     """The kernels of a bundle, by path or by name (the highest version the PEP 440
     specifier `version` admits), ready to call: see hologram.bundles.load, docs/bundles.md."""
     from hologram.bundles.load import load_bundle as load  # zipfile, tomllib: ~13 ms, paid by the first bundle
 
-    return load(name_or_path, version, backend)
+    return load(name_or_path, version, backend, trust_native)
 
 
 def __getattr__(name: str) -> str:

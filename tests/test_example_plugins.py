@@ -8,16 +8,24 @@ are registered on the plugin manager as docs/plugins.md ("Testing a plugin") sho
 `lanes` is held bit for bit to the reference interpreter on the elementwise standard
 library kernels and on generated kernels, and must refuse, by name, what it cannot run.
 The code docs/plugins.md shows is checked to be the packages' code.
+
+examples/hologram-kernels-example, a library of kernels shipped as the bundle
+`examplekernels`: its wheel, built offline, carries the bundle compiled, and a fresh
+process loads it from there without compiling anything; from its checkout, the bundle is
+built into the cache at its first load.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import os
 import re
 import shutil
 import subprocess
 import sys
+import textwrap
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -25,8 +33,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import hologram
+from hologram.bundles.load import resolve
 from hologram.core.errors import ArgumentError, CompileError, DocumentError, ExecutionError, HologramError, PluginError
 from hologram.isa.asm import format_program, parse_program
+from hologram.bundles.shipping import bundle_ref
 from hologram.runtime import plugins
 from hologram.testing import kernels
 from hologram.verify.verifier import verify
@@ -35,6 +45,7 @@ from repo_paths import DOCS, EXAMPLES, KERNELS, ROOT
 
 HGK_DIR = EXAMPLES / "hologram-translator-hgk"
 LANES_DIR = EXAMPLES / "hologram-backend-lanes"
+BUNDLE_DIR = EXAMPLES / "hologram-kernels-example"
 GUIDE = (DOCS / "plugins.md").read_text()
 
 ELEMENTWISE_STDLIB = ("vadd", "vsub", "vmul", "vdiv", "axpy", "relu", "stencil3")
@@ -290,3 +301,95 @@ def test_installed_by_pip_they_are_listed_and_run(tmp_path):
     refused = _run(["run", "kernels/sum.toml", "--backend", "lanes"], env, status=1)
     assert refused.stderr.startswith("hologram: error: backend 'lanes' cannot run program 'sum': stage 'total': ")
     assert "internal error" not in refused.stderr
+
+
+# ------------------------------------------------------------ kernels shipped as a bundle
+def test_the_guide_shows_the_bundle_hook_as_the_package_defines_it():
+    shown = _guide_block("hologram_kernels_example/__init__.py (the hook)")
+    assert shown in (BUNDLE_DIR / "hologram_kernels_example" / "__init__.py").read_text()
+
+
+def _examplekernels_agree_with_numpy(lib) -> None:
+    """Each of the example's kernels, on every backend, against its numpy meaning."""
+    rng = np.random.default_rng(11)
+    x = (3 * rng.standard_normal(1000)).astype(np.float32)
+    x[:5] = [np.nan, -0.0, np.inf, -np.inf, 1.0]
+    a, b = (rng.standard_normal(1000).astype(np.float32) for _ in range(2))
+    m = rng.standard_normal((7, 300)).astype(np.float32)
+    t = np.float32(0.3)
+    for backend in hologram.list_backends():
+        np.testing.assert_array_equal(lib.clamp01.on(backend)(x), np.clip(x, 0, 1))
+        np.testing.assert_array_equal(lib.lerp.on(backend)(a, b, t), a + t * (b - a))  # + - * are exact
+        np.testing.assert_allclose(lib.rms.on(backend)(m), np.sqrt(np.mean(m * m, axis=1)), rtol=1e-5)  # sum order
+
+
+LOAD_INSTALLED = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import hologram
+    from hologram.bundles.load import resolve
+    from hologram.lower import stages
+    from hologram.passes import manager
+
+    def refuse(*a, **k):
+        raise AssertionError("loading the bundle compiled something")
+    stages.lower = manager.Pipeline.run_ir = manager.Pipeline.run_isa = refuse
+    found = resolve("examplekernels")
+    assert found.make is None and found.path == sys.argv[1], found  # the wheel's file, nothing to build
+    lib = hologram.load_bundle("examplekernels")
+    assert sorted(lib) == ["clamp01", "lerp", "rms"], sorted(lib)
+    _examplekernels_agree_with_numpy(lib)
+    print(sorted(m for m in sys.modules if m == "lark" or m.startswith(("lark.", "hologram.dsl.parser",
+                                                                       "hologram.dsl.analyze"))))
+""")
+
+
+def test_the_kernels_example_wheel_carries_its_bundle_and_a_fresh_process_loads_it_compiling_nothing(tmp_path):
+    source, wheels, site = tmp_path / "src", tmp_path / "wheels", tmp_path / "site"
+    shutil.copytree(BUNDLE_DIR, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    pip = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                          "--no-index", "--wheel-dir", str(wheels), str(source)], capture_output=True, text=True,
+                         timeout=300)
+    assert pip.returncode == 0, pip.stdout + pip.stderr
+    (wheel,) = wheels.glob("*.whl")
+    assert wheel.name == "hologram_kernels_example-0.1.0-py3-none-any.whl"  # ISA programs, no machine code
+    with zipfile.ZipFile(wheel) as z:
+        assert "hologram_kernels_example/examplekernels-0.1.0.hgb" in z.namelist(), z.namelist()
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", "--target",
+                          str(site), str(wheel)], capture_output=True, text=True, timeout=300)
+    assert pip.returncode == 0, pip.stdout + pip.stderr
+    packaged = site / "hologram_kernels_example" / "examplekernels-0.1.0.hgb"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOLOGRAM_")}
+    env.update(PYTHONPATH=str(site), COLUMNS="200", HOLOGRAM_CACHE_DIR=str(tmp_path / "cache"))
+
+    listed = _run(["bundle", "list", "examplekernels"], env).stdout
+    assert listed.split() == ["examplekernels", "0.1.0", str(packaged), "(a", "plugin)"], listed
+
+    script = inspect.getsource(_examplekernels_agree_with_numpy) + LOAD_INSTALLED  # the same check, out of process
+    done = subprocess.run([sys.executable, "-c", script, str(packaged)], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == "[]"  # no front end imported, loading or calling
+    assert not (tmp_path / "cache" / "bundles").exists()  # nothing built into the cache
+
+
+def test_the_kernels_example_from_its_checkout_builds_its_bundle_into_the_cache_at_first_load(
+        fresh_plugins, register_plugin, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOLOGRAM_CACHE_DIR", str(tmp_path / "cache"))
+    example = register_plugin(_load(BUNDLE_DIR, "hologram_kernels_example"), "examplekernels")
+    assert not list(example.HERE.glob("*.hgb"))  # a checkout carries the documents, not the bundle
+    found = resolve("examplekernels")
+    path = Path(found.path)
+    assert found.make is not None and path.parent.parent == tmp_path / "cache" / "bundles" and not path.exists()
+    lib = hologram.load_bundle("examplekernels")
+    assert path.is_file() and sorted(lib) == ["clamp01", "lerp", "rms"]
+    _examplekernels_agree_with_numpy(lib)
+    built = path.stat().st_mtime_ns
+    hologram.load_bundle("examplekernels")
+    assert path.stat().st_mtime_ns == built  # built once, then loaded as it is
+
+    edited = tmp_path / "kernels"
+    shutil.copytree(BUNDLE_DIR / "kernels", edited)
+    assert Path(bundle_ref(example.NAME, example.__version__, tmp_path, edited).path) == path  # the same documents
+    (edited / "lerp.toml").write_text((edited / "lerp.toml").read_text().replace("a + t * (b - a)", "fma(t, b - a, a)"))
+    assert Path(bundle_ref(example.NAME, example.__version__, tmp_path, edited).path) != path  # a new bundle

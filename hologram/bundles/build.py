@@ -26,7 +26,8 @@ from typing import Callable, Iterable, Sequence
 import attrs
 
 from hologram.bundles import archive
-from hologram.bundles.manifest import MANIFEST, NAME, SEMVER, Entry, Manifest, Port, hologram_version, parse, to_toml
+from hologram.bundles.manifest import (MANIFEST, NAME, SEMVER, Entry, Manifest, Native, Port, hologram_version, parse,
+                                       to_toml)
 from hologram.core.errors import BundleError
 from hologram.core.files import cache_root, read_regular_file
 from hologram.core.types import type_str
@@ -37,10 +38,11 @@ from hologram.passes.manager import Pipeline
 from hologram.passes.stats import measure
 from hologram.runtime.compile import MAX_DOCUMENT_BYTES, translate
 from hologram.runtime.driver import Compiled, compile_kdef
-from hologram.runtime.lookups import translator_for_path, translators
+from hologram.runtime.lookups import backends, get_backend, translator_for_path, translators
 from hologram.runtime.pipelines import resolve
 
 Progress = Callable[[int, int, str], None]  # (documents done, documents in all, the one just done)
+NativePlan = tuple[tuple[str, str, tuple[str, ...]], ...]  # (backend, its toolchain, targets)
 
 
 @attrs.frozen
@@ -65,22 +67,26 @@ class BuildReport:
 def build(sources: Sequence[str | os.PathLike], name: str, version: str, output: str | os.PathLike | None = None,
           opt: str | None = None, passes: Sequence[str] | str | None = None, jobs: int | None = None,
           cache_dir: str | os.PathLike | None | bool = None, progress: Progress | None = None,
-          built_by: str | None = None) -> BuildReport:
+          built_by: str | None = None, native: str | Sequence[str] = "auto") -> BuildReport:
     """Compile `sources` into the bundle `name` `version` (semver); write it to `output`
     when given. `opt`/`passes` choose the pipeline as for `hologram.compile`. `jobs`
     worker processes (default: the CPU count); `cache_dir` the build cache (default
     `$HOLOGRAM_CACHE_DIR/build`, else the user cache dir; False: none). `built_by` is the
     hologram version the manifest records (default: the installed one; a wheel build
-    names its own)."""
+    names its own). `native`: object code to ship, from every installed backend that
+    builds it (`compile_native`), for "auto" (the CPU levels of this architecture:
+    x86-64-v2, -v3, -v4), "none", or the targets named (a list, or comma-separated; `host`
+    is this machine, which makes the bundle depend on it)."""
     start = time.perf_counter()
     if not isinstance(name, str) or not NAME.match(name):
         raise BundleError(f"bundle name {name!r}: expected letters, digits and _ . - (not starting with . or -)")
     if not isinstance(version, str) or not SEMVER.match(version):
         raise BundleError(f"bundle version {version!r}: expected a semantic version such as 1.2.0")
     pipeline = resolve(opt, passes)
+    plan = native_plan(native)
     documents = collect(sources)
     cache = _cache_dir(cache_dir)
-    keys = {member: _key(member, text, pipeline.names, pipeline.name) for member, (_, text) in documents.items()}
+    keys = {member: _key(member, text, pipeline.names, pipeline.name, plan) for member, (_, text) in documents.items()}
     results: dict[str, list[KernelBuild]] = {}
     todo = []
     for member, (path, text) in documents.items():
@@ -92,7 +98,7 @@ def build(sources: Sequence[str | os.PathLike], name: str, version: str, output:
     done = len(results)
     if progress is not None:
         progress(done, len(documents), "")
-    for member, kernels in _compile_all(todo, opt, passes, jobs):
+    for member, kernels in _compile_all(todo, opt, passes, jobs, plan):
         results[member] = kernels
         _cache_store(cache, keys[member], kernels)
         done += 1
@@ -166,8 +172,8 @@ def _read_text(path: Path) -> str:
 
 
 # -------------------------------------------------------------------------- compiling
-def compile_source(member: str, path: str, text: str, opt: str | None,
-                   passes: Sequence[str] | str | None) -> list[KernelBuild]:
+def compile_source(member: str, path: str, text: str, opt: str | None, passes: Sequence[str] | str | None,
+                   plan: NativePlan = ()) -> list[KernelBuild]:
     """Every kernel of one document, ready for the archive (what a worker runs)."""
     pipeline = resolve(opt, passes)
     o0 = resolve("O0")
@@ -179,8 +185,67 @@ def compile_source(member: str, path: str, text: str, opt: str | None,
     for kdef in kdefs:
         start = time.perf_counter()
         c = compile_kdef(kdef, pipeline)
-        out.append(attrs.evolve(_kernel_build(c, member, text, o0), seconds=time.perf_counter() - start))
+        k = _kernel_build(c, member, text, o0)
+        natives, objects = _native_code(c, plan)
+        out.append(attrs.evolve(k, entry=attrs.evolve(k.entry, native=natives), members=k.members + objects,
+                                seconds=time.perf_counter() - start))
     return out
+
+
+# ----------------------------------------------------------------------- native code
+def native_plan(native: str | Sequence[str]) -> NativePlan:
+    """Which backends build object code for which targets: every backend offering
+    `compile_native` that is available here, for the targets asked that it knows."""
+    if isinstance(native, str):
+        asked = [t.strip() for t in native.split(",") if t.strip()]
+    else:
+        asked = [str(t).strip() for t in native]
+    if asked in (["none"], []):
+        return ()
+    plan = []
+    for b in sorted(backends().values(), key=lambda b: b.name):
+        offers = getattr(b, "native_targets", None)
+        if not callable(offers) or not callable(getattr(b, "compile_native", None)) or not _available(b):
+            continue
+        known = tuple(offers())
+        if asked == ["auto"]:
+            targets = tuple(t for t in known if t != "host")
+        else:
+            unknown = [t for t in asked if t not in known]
+            if unknown:
+                raise BundleError(f"backend {b.name!r} cannot build native code for {', '.join(unknown)} here",
+                                  hint=f"its targets here: {', '.join(known) or 'none'}; or --native none")
+            targets = tuple(asked)
+        if targets:
+            plan.append((b.name, str(b.native_toolchain()), targets))
+    if not plan and asked != ["auto"]:
+        raise BundleError(f"no installed backend builds native code for {', '.join(asked)}",
+                          hint="install hologram-backend-cpu-llvm, or --native none")
+    return tuple(plan)
+
+
+def _available(b: object) -> bool:
+    try:
+        return bool(b.available())  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - a backend that cannot tell is not available
+        return False
+
+
+def _native_code(c: Compiled, plan: NativePlan) -> tuple[tuple[Native, ...], tuple[tuple[str, bytes], ...]]:
+    """The kernel's object code for every (backend, target) of `plan`, and its members."""
+    natives, members = [], []
+    for backend_name, _, targets in plan:
+        backend = get_backend(backend_name)
+        for t in targets:
+            code = backend.compile_native(c.program, t)
+            obj = bytes(code["object"])
+            member = f"native/{backend_name}/{t}/{c.signature.name}.o"
+            natives.append(Native(backend=backend_name, target=t, object=member,
+                                  object_sha256=hashlib.sha256(obj).hexdigest(), triple=str(code["triple"]),
+                                  cpu=str(code["cpu"]), features=tuple(sorted(code["features"])),
+                                  toolchain=str(code["toolchain"]), meta=json.dumps(code["meta"], sort_keys=True)))
+            members.append((member, obj))
+    return tuple(natives), tuple(members)
 
 
 def _kernel_build(c: Compiled, member: str, text: str, o0: Pipeline) -> KernelBuild:
@@ -213,25 +278,25 @@ def _instructions(program: Program) -> int:
 
 
 def _compile_all(todo: list[tuple[str, str, str]], opt: str | None, passes: Sequence[str] | str | None,
-                 jobs: int | None):
+                 jobs: int | None, plan: NativePlan):
     """(member, kernels) of each document in `todo`, in worker processes when more than one."""
     jobs = max(1, jobs if jobs is not None else (os.cpu_count() or 1))
     if jobs == 1 or len(todo) < 2:
         for member, path, text in todo:
-            yield member, compile_source(member, path, text, opt, passes)
+            yield member, compile_source(member, path, text, opt, passes, plan)
         return
     # spawn, not fork: a fresh interpreter per worker, whatever threads the caller runs
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(min(jobs, len(todo)), mp_context=context) as pool:
-        futures = {pool.submit(compile_source, m, p, t, opt, passes): m for m, p, t in todo}
+        futures = {pool.submit(compile_source, m, p, t, opt, passes, plan): m for m, p, t in todo}
         for future in concurrent.futures.as_completed(futures):
             yield futures[future], future.result()
 
 
 # ---------------------------------------------------------------------- build cache
-def _key(member: str, text: str, pass_names: tuple[str, ...], pipeline: str) -> str:
+def _key(member: str, text: str, pass_names: tuple[str, ...], pipeline: str, plan: NativePlan) -> str:
     ident = json.dumps([hologram_version(), DSL_VERSION, list(SUPPORTED_ISA_VERSIONS), member, text,
-                        pipeline, list(pass_names)])
+                        pipeline, list(pass_names), [list(p) for p in plan]])
     return hashlib.sha256(ident.encode()).hexdigest()
 
 
@@ -255,9 +320,10 @@ def _cache_load(cache: Path | None, key: str) -> list[KernelBuild] | None:
         return None
     kernels = []
     for e in manifest.kernels:
-        if e.program not in members or e.ir not in members:
+        names = (e.program, e.ir, *(n.object for n in e.native))
+        if any(n not in members for n in names):
             return None
-        kernels.append(KernelBuild(e, ((e.program, members[e.program]), (e.ir, members[e.ir])), 0.0, cached=True))
+        kernels.append(KernelBuild(e, tuple((n, members[n]) for n in names), 0.0, cached=True))
     return kernels
 
 

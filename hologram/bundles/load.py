@@ -17,6 +17,7 @@ The front end (lark, the analyzer) and the passes are never imported here.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from typing import Callable
@@ -24,7 +25,7 @@ from typing import Callable
 import attrs
 
 from hologram.bundles import archive
-from hologram.bundles.manifest import MANIFEST, Entry, Manifest, Port, parse
+from hologram.bundles.manifest import MANIFEST, Entry, Manifest, Native, Port, parse
 from hologram.core.errors import BundleError, HologramError
 from hologram.core.files import read_regular_file
 from hologram.core.types import Affine, DType, Shape
@@ -40,6 +41,7 @@ from hologram.runtime.lookups import bundles as registered_bundles, get_backend,
 from hologram.verify.verifier import verify
 
 ENV_PATH = "HOLOGRAM_BUNDLE_PATH"
+PLUGIN = "a plugin"  # Found.origin of a bundle an installed plugin registered
 _FILE = re.compile(r"^(?P<name>[A-Za-z0-9_][A-Za-z0-9_.]*?)-(?P<version>[0-9][^/\\]*)\.hgb$")
 
 
@@ -78,6 +80,9 @@ class Bundle:
 
     def check_program_hash(self, entry: Entry) -> None:
         self._member(entry.program, entry.program_sha256, entry)
+
+    def native_object(self, entry: Entry, native: Native) -> bytes:
+        return self._member(native.object, native.object_sha256, entry)
 
     def source(self, entry: Entry) -> str:
         return self._member(entry.source, entry.source_sha256, entry).decode("utf-8", "replace")
@@ -120,29 +125,37 @@ def read_bundle(data: bytes, where: str = "<bundle>") -> Bundle:
         raise BundleError(f"{where}: its programs are ISA version {manifest.isa}, {newer} the versions this "
                           f"hologram runs ({', '.join(map(str, SUPPORTED_ISA_VERSIONS))})",
                           hint="install a newer hologram, or rebuild the bundle with this one")
-    described = {MANIFEST} | {m for e in manifest.kernels for m in (e.program, e.source, e.ir)}
+    described = {MANIFEST} | {m for e in manifest.kernels for m in (e.program, e.source, e.ir)} | \
+        {n.object for e in manifest.kernels for n in e.native}
     for name in sorted(members.keys() - described):
         raise BundleError(f"{where}: member {name!r} is not described by {MANIFEST}",
                           hint="a bundle holds exactly what its manifest lists; rebuild it")
     return Bundle(where, manifest, members)
 
 
-def library(bundle: Bundle, backend: str | None = None, verify_now: bool = False) -> Library:
+def library(bundle: Bundle, backend: str | None = None, verify_now: bool = False,
+            trust_native: bool = False) -> Library:
     """Every kernel of `bundle` as a Library (on `backend`, or the default one). Every
     member's hash is checked now; each program is decoded, held to the manifest and
-    verified at its kernel's first use, or now for all with `verify_now`."""
+    verified at its kernel's first use, or now for all with `verify_now`. The native code
+    the bundle ships is handed to backends only with `trust_native` (machine code cannot
+    be verified: docs/bundles.md, "Native code")."""
     if backend is not None:
         get_backend(backend)  # an unknown backend is an error now, not at the first call
-    compiled = [_compiled(bundle, e) for e in bundle.manifest.kernels]
+    compiled = [_compiled(bundle, e, trust_native) for e in bundle.manifest.kernels]
     if verify_now:
         for c in compiled:
             c.program  # noqa: B018 - decoding, checking and verifying is the point
     return Library({c.signature.name: Kernel(c, backend) for c in compiled})
 
 
-def load_bundle(name_or_path: str | os.PathLike, version: str | None = None, backend: str | None = None) -> Library:
+def load_bundle(name_or_path: str | os.PathLike, version: str | None = None, backend: str | None = None,
+                trust_native: bool | None = None) -> Library:
     """The kernels of a bundle, by path or by name (the highest version `version`, a
-    PEP 440 specifier, admits). See the module docstring."""
+    PEP 440 specifier, admits). See the module docstring. The bundle's native code is
+    used when `trust_native` is True, or when it is None and the bundle was registered
+    by an installed plugin; never for a file found by path or on HOLOGRAM_BUNDLE_PATH
+    unless asked."""
     if not isinstance(name_or_path, (str, os.PathLike)):
         raise BundleError(f"load_bundle() expects a bundle name or path, got {type(name_or_path).__name__}")
     text = os.fspath(name_or_path)
@@ -150,11 +163,12 @@ def load_bundle(name_or_path: str | os.PathLike, version: str | None = None, bac
         if version is not None:
             raise BundleError("version= selects among bundles found by name; a path names one file",
                               hint=f"load_bundle({text!r}) without version=")
-        return library(open_bundle(text), backend)
+        return library(open_bundle(text), backend, trust_native=bool(trust_native))
     found = resolve(text, version)
     if found.make is not None and not os.path.exists(found.path):
         found.make()  # a source checkout's bundle, built on first use
-    return library(open_bundle(found.path), backend)
+    trusted = trust_native if trust_native is not None else found.origin == PLUGIN
+    return library(open_bundle(found.path), backend, trust_native=trusted)
 
 
 def _is_path(text: str) -> bool:
@@ -162,7 +176,7 @@ def _is_path(text: str) -> bool:
 
 
 # --------------------------------------------------------------------------- kernels
-def _compiled(bundle: Bundle, e: Entry) -> Compiled:
+def _compiled(bundle: Bundle, e: Entry, trust_native: bool) -> Compiled:
     where = f"{bundle.where}: kernel {e.name!r}"
     inputs = tuple(_param(p, p.kind, f"{where}: input {p.name!r}") for p in e.inputs)
     outputs = tuple(_param(p, "output", f"{where}: output {p.name!r}") for p in e.outputs)
@@ -171,6 +185,7 @@ def _compiled(bundle: Bundle, e: Entry) -> Compiled:
                        for kind, axes in e.reductions)
     bundle.source(e)  # present and unaltered: it is the kernel's provenance
     bundle.check_program_hash(e)  # so a damaged program is refused now, with the rest
+    natives = [(n, bundle.native_object(e, n)) for n in e.native]  # every object's hash, trusted or not
 
     def program() -> Program:  # decoding and verifying wait for the kernel's first use
         p = bundle.program(e)
@@ -178,8 +193,22 @@ def _compiled(bundle: Bundle, e: Entry) -> Compiled:
         if problem is not None:
             raise BundleError(f"{where}: {MANIFEST} disagrees with {e.program}: {problem}")
         return p
+    native: dict[str, tuple] = {}
+    if trust_native:
+        for n, obj in natives:
+            native.setdefault(n.backend, ())
+            native[n.backend] += ({"target": n.target, "triple": n.triple, "cpu": n.cpu, "features": n.features,
+                                   "toolchain": n.toolchain, "meta": native_meta(n, where), "object": obj},)
     return Compiled(program, signature, e.version, e.summary, bundle.manifest.opt, reductions,
-                    ir_text=bundle.ir(e), definition=_definition(bundle, e))
+                    ir_text=bundle.ir(e), definition=_definition(bundle, e), native=native)
+
+
+def native_meta(n: Native, where: str) -> object:
+    """The backend's description of a native object, parsed; BundleError when it is not JSON."""
+    try:
+        return json.loads(n.meta)
+    except ValueError:
+        raise BundleError(f"{where}: the meta of {n.object} is not JSON") from None
 
 
 def _disagreement(sig: Signature, program: Program) -> str | None:
@@ -266,7 +295,7 @@ def discover(name: str | None = None) -> list[Found]:
                 bundle_version = open_bundle(ref.path).manifest.version
             except BundleError:
                 continue  # unreadable (or, with `make`, not built yet and not named NAME-VERSION.hgb)
-        found.append(Found(ref.name, bundle_version, ref.path, "a plugin", ref.make))
+        found.append(Found(ref.name, bundle_version, ref.path, PLUGIN, ref.make))
     return found
 
 

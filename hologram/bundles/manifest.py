@@ -38,6 +38,21 @@ class Port:
 
 
 @attrs.frozen
+class Native:
+    """Object code a backend built for one kernel and one CPU (docs/bundles.md, "Native code")."""
+
+    backend: str
+    target: str  # x86-64-v3, host, ...
+    object: str  # the member holding it
+    object_sha256: str
+    triple: str
+    cpu: str
+    features: tuple[str, ...]  # every one required to run it
+    toolchain: str  # what the backend requires to match before loading it
+    meta: str  # the backend's own description (JSON), e.g. the stage table
+
+
+@attrs.frozen
 class Entry:
     """One kernel of a bundle."""
 
@@ -55,6 +70,7 @@ class Entry:
     # (kind, ((var, extent), ...)) of each min/max/argmin/argmax: a call checks its extents
     reductions: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
     stats: Mapping[str, Any]  # stages, instructions (before and after the passes), bytes
+    native: tuple[Native, ...] = ()
 
 
 @attrs.frozen
@@ -99,6 +115,9 @@ def to_toml(m: Manifest) -> str:
         out.append("reductions = " + _list([{"kind": kind, "axes": [list(a) for a in axes]}
                                             for kind, axes in k.reductions]))
         out.append(f"stats = {_value(dict(k.stats))}")
+        out.append("native = " + _list([{f.name: (list(v) if isinstance(v, tuple) else v)
+                                         for f, v in zip(attrs.fields(Native), attrs.astuple(n, recurse=False))}
+                                        for n in k.native]))
     return "\n".join(out) + "\n"
 
 
@@ -164,9 +183,18 @@ def _entry(f: "_Fields") -> Entry:
                       for i, p in enumerate(f.list("outputs", dict))),
         reductions=tuple(_reduction(_Fields(r, f"{f.where}.reductions[{i}]"))
                          for i, r in enumerate(f.list("reductions", dict))),
-        stats=f.table("stats"))
+        stats=f.table("stats"),
+        native=tuple(_native(_Fields(n, f"{f.where}.native[{i}]")) for i, n in enumerate(f.list("native", dict))))
     f.done()
     return e
+
+
+def _native(f: "_Fields") -> Native:
+    n = Native(backend=f.str("backend"), target=f.str("target"), object=f.str("object"),
+               object_sha256=f.str("object_sha256", SHA256), triple=f.str("triple"), cpu=f.str("cpu"),
+               features=tuple(f.list("features", str)), toolchain=f.str("toolchain"), meta=f.str("meta"))
+    f.done()
+    return n
 
 
 def _port(f: "_Fields", is_input: bool) -> Port:

@@ -14,11 +14,12 @@ import os
 from typing import Any
 
 from hologram.bundles.build import build
-from hologram.bundles.load import Bundle, discover, library, open_bundle
+from hologram.bundles.load import Bundle, discover, library, native_meta, open_bundle
 from hologram.bundles.manifest import Entry
 from hologram.cli.options import UsageError, add_opt, pipeline_of, rich_console
-from hologram.core.errors import did_you_mean
+from hologram.core.errors import BundleError, did_you_mean
 from hologram.isa.asm import format_program
+from hologram.runtime.lookups import backends
 
 
 def add_bundle(sub: Any) -> None:
@@ -37,6 +38,9 @@ def add_bundle(sub: Any) -> None:
     b.add_argument("-o", "--output", metavar="FILE", help="where to write it (default NAME-VERSION.hgb)")
     b.add_argument("--jobs", type=int, metavar="N", help="worker processes (default: the CPU count)")
     b.add_argument("--no-cache", action="store_true", help="compile every document, ignoring the build cache")
+    b.add_argument("--native", default="auto", metavar="auto|none|T1,T2",
+                   help="object code to ship, from backends that build it: auto (this architecture's CPU levels, "
+                   "e.g. x86-64-v2,x86-64-v3,x86-64-v4), none, or targets by name (host: this machine)")
     add_opt(b)
     b.set_defaults(func=cmd_build)
 
@@ -84,19 +88,24 @@ def cmd_build(args: argparse.Namespace) -> int:
             bar.update(task, completed=done, total=total, description=member)
 
         report = build(args.sources, args.name, args.version, output, opt=args.opt, passes=args.passes,
-                       jobs=args.jobs, cache_dir=False if args.no_cache else None, progress=progress)
+                       jobs=args.jobs, cache_dir=False if args.no_cache else None, progress=progress,
+                       native=args.native)
     table = Table(title=f"{args.name} {args.version} ({report.manifest.opt})", title_justify="left")
     for col, just in (("kernel", "left"), ("stages", "right"), ("instructions", "right"),
-                      ("bytes per launch", "left"), ("build", "right")):
+                      ("bytes per launch", "left"), ("native", "left"), ("build", "right")):
         table.add_column(col, justify=just)
     for k in report.kernels:
         s = k.entry.stats
         table.add_row(Text(k.entry.name), str(s["stages"]), f"{s['instructions_before']} → {s['instructions']}",
-                      Text(_bytes(s)), "cached" if k.cached else f"{k.seconds * 1e3:.0f} ms")
+                      Text(_bytes(s)), Text(_targets(k.entry)), "cached" if k.cached else f"{k.seconds * 1e3:.0f} ms")
     console.print(table)
     console.print(Text(f"wrote {output}: {len(report.kernels)} kernels, {len(report.data):,} bytes, "
                        f"in {report.seconds:.2f} s"))
     return 0
+
+
+def _targets(e: Entry) -> str:
+    return ", ".join(f"{n.backend}/{n.target}" for n in e.native) or "-"
 
 
 def _bytes(stats: dict) -> str:
@@ -116,12 +125,12 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         console.print(Text(f"{m.name} {m.version}: format {m.format}, ISA {m.isa}, built by hologram {m.hologram} "
                            f"(DSL {m.dsl}) at {m.opt}"))
         table = Table(title_justify="left")
-        for col in ("kernel", "version", "signature", "stages", "instructions", "source"):
+        for col in ("kernel", "version", "signature", "stages", "instructions", "native", "source"):
             table.add_column(col, overflow="fold")
         for e in m.kernels:
             table.add_row(Text(e.name), Text(e.version), Text(_signature(e)), str(e.stats.get("stages", "?")),
                           f"{e.stats.get('instructions_before', '?')} → {e.stats.get('instructions', '?')}",
-                          Text(e.source))
+                          Text(_targets(e)), Text(e.source))
         console.print(table)
         return 0
     entry = _entry(bundle, args.kernel)
@@ -155,7 +164,20 @@ def _signature(e: Entry) -> str:
 def cmd_verify(args: argparse.Namespace) -> int:
     bundle = open_bundle(args.file)  # the archive, RECORD, the manifest and its versions
     lib = library(bundle, verify_now=True)  # every hash; every program decoded, held to the manifest, verified
-    print(f"ok: {bundle.where}: {bundle.manifest.name} {bundle.manifest.version}, {len(lib)} kernels verified")
+    checked = 0
+    for e in bundle.manifest.kernels:  # native objects well formed, for the backends installed here
+        for n in e.native:
+            check = getattr(backends().get(n.backend), "check_native", None)
+            if not callable(check):
+                continue
+            meta = native_meta(n, f"{bundle.where}: kernel {e.name!r}")
+            problem = check(lib[e.name].program, {"meta": meta, "object": bundle.native_object(e, n)})
+            if problem is not None:
+                raise BundleError(f"{bundle.where}: {n.object}: the {n.backend} object code for {n.target} is not "
+                                  f"usable: {problem}")
+            checked += 1
+    print(f"ok: {bundle.where}: {bundle.manifest.name} {bundle.manifest.version}, {len(lib)} kernels verified"
+          + (f", {checked} native objects well formed" if checked else ""))
     return 0
 
 

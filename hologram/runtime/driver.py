@@ -12,7 +12,7 @@ from __future__ import annotations
 import collections
 import functools
 import keyword
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 import attrs
 
@@ -54,6 +54,8 @@ class Compiled:
     source_ir: KernelIR | None = None
     ir_text: str | None = None
     definition: Callable[[], KernelDef] | None = None
+    # object code shipped with a trusted bundle, by backend name: what its `prepare_native` takes
+    native: Mapping[str, tuple[Mapping[str, Any], ...]] = attrs.field(factory=dict)
     result: type | None = attrs.field()
     binding: tuple | None = attrs.field()  # a direct shape-binding plan, or None
 

@@ -167,7 +167,7 @@ class Kernel:
             with self._lock:
                 if self._ready is None:
                     b = get_backend(self._backend_name)
-                    self._ready = (b, b.prepare(self._c.program))
+                    self._ready = (b, _prepare(b, self._c))
                 ready = self._ready
         return ready
 
@@ -263,6 +263,18 @@ class Kernel:
         data = encode(c.program)
         return (_unpickle, (data, hashlib.sha256(data).hexdigest(), c.signature, c.version, c.summary,
                             c.pipeline_name, c.reductions, c.ir_form(), c.kdef, self._backend_name))
+
+
+def _prepare(backend: Backend, c: Compiled) -> Any:
+    """The backend's executable for `c`: from object code a trusted bundle shipped, when
+    the backend takes it and it fits this CPU; else prepared from the program."""
+    natives = c.native.get(backend.name)
+    prepare_native = getattr(backend, "prepare_native", None)
+    if natives and callable(prepare_native):
+        exe = prepare_native(c.program, natives)
+        if exe is not None:
+            return exe
+    return backend.prepare(c.program)
 
 
 # Kernels unpickled in this process, by (program sha256, signature, version, backend): the

@@ -3,6 +3,8 @@ found by name and version, and every kind of damage refused (docs/bundles.md).""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -19,6 +21,7 @@ from hologram.bundles import archive
 from hologram.bundles.build import build
 from hologram.bundles.load import discover, library, load_bundle, open_bundle, read_bundle
 from hologram.bundles.manifest import MANIFEST, parse, to_toml
+from hologram.bundles.shipping import bundle_ref
 from hologram.core.errors import BundleError
 from hologram.core.hookspecs import BundleRef, hookimpl
 from hologram.isa.encoding import program_hash
@@ -50,13 +53,13 @@ def tiny(folder: Path, name: str = "tiny", version: str = "1.0.0", text: str = T
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "tiny.toml").write_text(text.replace('version = "1.0.0"', f'version = "{version}"', 1))
     out = folder / f"{name}-{version}.hgb"
-    build([folder / "tiny.toml"], name, version, out, cache_dir=False, jobs=1, **kw)
+    build([folder / "tiny.toml"], name, version, out, cache_dir=False, jobs=1, **{"native": "none", **kw})
     return out
 
 
 # ------------------------------------------------------------------- round trip
 def test_the_standard_library_round_trips(tmp_path):
-    report = build([KERNELS], "stdlib", "1.0.0", tmp_path / "stdlib-1.0.0.hgb", cache_dir=False, jobs=1)
+    report = build([KERNELS], "stdlib", "1.0.0", tmp_path / "stdlib-1.0.0.hgb", cache_dir=False, jobs=1, native="none")
     lib = load_bundle(tmp_path / "stdlib-1.0.0.hgb")
     assert sorted(lib) == sorted(k.entry.name for k in report.kernels)
     for path in sorted(KERNELS.glob("*.toml")):
@@ -117,10 +120,10 @@ def test_builds_in_different_folders_and_times_are_equal_bytes(tmp_path, monkeyp
     for folder in (a, b):
         shutil.copytree(KERNELS, folder)
     monkeypatch.chdir(tmp_path / "one")
-    first = build(["src"], "stdlib", "1.0.0", cache_dir=False, jobs=1).data
+    first = build(["src"], "stdlib", "1.0.0", cache_dir=False, jobs=1, native="none").data
     (b / "softmax.toml").touch()  # another mtime, another folder, another working directory
     monkeypatch.chdir(b.parent)
-    second = build([str(b)], "stdlib", "1.0.0", cache_dir=False, jobs=2).data
+    second = build([str(b)], "stdlib", "1.0.0", cache_dir=False, jobs=2, native="none").data
     assert first == second
     (tmp_path / "x.hgb").write_bytes(first)
     infos = zipfile.ZipFile(tmp_path / "x.hgb").infolist()
@@ -132,12 +135,12 @@ def test_builds_in_different_folders_and_times_are_equal_bytes(tmp_path, monkeyp
 def test_the_build_cache_compiles_only_what_changed(tmp_path):
     src, cache = tmp_path / "src", tmp_path / "cache"
     shutil.copytree(KERNELS, src)
-    first = build([src], "stdlib", "1.0.0", cache_dir=cache, jobs=1)
+    first = build([src], "stdlib", "1.0.0", cache_dir=cache, jobs=1, native="none")
     assert not any(k.cached for k in first.kernels)
-    again = build([src], "stdlib", "1.0.0", cache_dir=cache, jobs=1)
+    again = build([src], "stdlib", "1.0.0", cache_dir=cache, jobs=1, native="none")
     assert all(k.cached for k in again.kernels) and again.data == first.data
     (src / "axpy.toml").write_text((src / "axpy.toml").read_text().replace('version = "1.0.0"', 'version = "1.0.1"'))
-    third = build([src], "stdlib", "1.0.0", cache_dir=cache, jobs=1)
+    third = build([src], "stdlib", "1.0.0", cache_dir=cache, jobs=1, native="none")
     assert {k.entry.name for k in third.kernels if not k.cached} == {"axpy"}
     assert read_bundle(third.data).manifest.kernel("axpy").version == "1.0.1"
 
@@ -188,7 +191,8 @@ def _version(lib) -> str:
 def test_the_bundle_commands(tmp_path, monkeypatch, run_cli):
     monkeypatch.chdir(tmp_path)
     shutil.copytree(KERNELS, tmp_path / "kernels")
-    code, out, err = run_cli("bundle", "build", "kernels", "--name", "stdlib", "--version", "1.0.0", "--jobs", "1")
+    code, out, err = run_cli("bundle", "build", "kernels", "--name", "stdlib", "--version", "1.0.0", "--jobs", "1",
+                             "--native", "none")
     assert code == 0, err
     assert "softmax" in out and "→" in out and "wrote stdlib-1.0.0.hgb: 19 kernels" in out
     code, out, _ = run_cli("bundle", "verify", "stdlib-1.0.0.hgb")
@@ -204,7 +208,8 @@ def test_the_bundle_commands(tmp_path, monkeypatch, run_cli):
     (tmp_path / "kernels" / "relu.toml").unlink()
     (tmp_path / "kernels" / "axpy.toml").write_text(
         (tmp_path / "kernels" / "axpy.toml").read_text().replace("alpha * x + y", "alpha * x - y"))
-    assert run_cli("bundle", "build", "kernels", "--name", "stdlib", "--version", "1.1.0", "--jobs", "1")[0] == 0
+    assert run_cli("bundle", "build", "kernels", "--name", "stdlib", "--version", "1.1.0", "--jobs", "1",
+                   "--native", "none")[0] == 0
     code, out, _ = run_cli("bundle", "diff", "stdlib-1.0.0.hgb", "stdlib-1.1.0.hgb")
     assert code == 0 and "- relu(" in out and "~ axpy: program" in out and "softmax" not in out
     monkeypatch.setenv("HOLOGRAM_BUNDLE_PATH", str(tmp_path))
@@ -266,7 +271,7 @@ def test_a_checkout_builds_the_stdlib_bundle_at_its_first_load(tmp_path, monkeyp
 
     monkeypatch.setenv("HOLOGRAM_CACHE_DIR", str(tmp_path / "cache"))
     plugins.reset()  # the stdlib registers its path when plugins load: under this cache
-    assert stdlib.shipped() is None  # a source checkout: kernels/, no packaged bundle
+    assert not list(stdlib.HERE.glob("stdlib-*.hgb"))  # a source checkout: kernels/, no packaged bundle
     (found,) = discover("stdlib")
     assert found.make is not None and not Path(found.path).exists()
     lib = load_bundle("stdlib")
@@ -274,10 +279,60 @@ def test_a_checkout_builds_the_stdlib_bundle_at_its_first_load(tmp_path, monkeyp
     assert load_bundle("stdlib").softmax.signature == lib.softmax.signature  # the file, not another build
     docs = tmp_path / "kernels"
     shutil.copytree(KERNELS, docs)
-    same, _ = stdlib.checkout_bundle("1.0.0", docs)
+    same = bundle_ref("stdlib", "1.0.0", tmp_path, docs)
     (docs / "vadd.toml").write_text((docs / "vadd.toml").read_text() + "\n# edited\n")
-    edited, make = stdlib.checkout_bundle("1.0.0", docs)
-    assert same != edited and same.name == edited.name == "stdlib-1.0.0.hgb"  # another digest, another folder
-    make()
+    ref = bundle_ref("stdlib", "1.0.0", tmp_path, docs)
+    edited = Path(ref.path)
+    assert same.path != ref.path and Path(same.path).name == edited.name == "stdlib-1.0.0.hgb"  # another digest
+    ref.make()
     assert open_bundle(edited).manifest.kernel("vadd").source_sha256 != \
         open_bundle(found.path).manifest.kernel("vadd").source_sha256
+
+
+
+# ------------------------------------------------------------------- native code
+NATIVE_CHILD = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import hologram as hg
+    from hologram_cpu_llvm import jit
+
+    lib = hg.load_bundle(sys.argv[1], trust_native=sys.argv[2] == "trust")
+    x = np.linspace(-1, 1, 33, dtype=np.float32)
+    lo, total = lib.stats(np.arange(6.0).reshape(2, 3))
+    ok = (lib.vadd(x, x) == 2 * x).all() and lo.tolist() == [0, 3] and total == 15
+    print(json.dumps([bool(ok), jit.STATS["optimize"], jit.STATS["emit"], jit.STATS["load"]]))
+""")
+
+
+def _native_run(path: Path, trust: bool, cache: Path) -> list:
+    env = {**os.environ, "HOLOGRAM_CACHE_DIR": str(cache), "HOLOGRAM_BACKEND": "cpu_llvm"}
+    done = subprocess.run([sys.executable, "-c", NATIVE_CHILD, str(path), "trust" if trust else "no"],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_native_code_is_used_only_when_trusted_and_only_on_a_cpu_that_runs_it(tmp_path):
+    jit = pytest.importorskip("hologram_cpu_llvm.jit")
+    levels = jit.level_targets()
+    if not levels or not jit.runs_here(jit.host().triple, jit.X86_64_LEVELS[levels[0]]):
+        pytest.skip("no x86-64 level this CPU runs")
+    path = tiny(tmp_path, native=levels[0])
+    m = open_bundle(path).manifest
+    assert [(n.backend, n.target) for n in m.kernel("vadd").native] == [("cpu_llvm", levels[0])]
+    assert m.kernel("vadd").native[0].features == tuple(sorted(jit.X86_64_LEVELS[levels[0]]))
+    # trusted: the shipped objects load, LLVM never runs; a fresh cache each time
+    assert _native_run(path, True, tmp_path / "c1") == [True, 0, 0, 2]
+    # a file given by path is not trusted by default: compiled here
+    ok, optimized, emitted, _ = _native_run(path, False, tmp_path / "c2")
+    assert ok and optimized == emitted == 2
+    # objects for a CPU this one is not (a feature it lacks): compiled here, never run
+    members = archive.read(path.read_bytes())
+    members[MANIFEST] = members[MANIFEST].replace(b'features = ["cx16"', b'features = ["a-feature-no-cpu-has", "cx16"')
+    other = tmp_path / "other.hgb"
+    other.write_bytes(archive.write(members))
+    ok, optimized, emitted, _ = _native_run(other, True, tmp_path / "c3")
+    assert ok and optimized == emitted == 2
+    with pytest.raises(BundleError, match="cannot build native code for x86-64-v9"):
+        tiny(tmp_path / "bad", native="x86-64-v9")

@@ -56,13 +56,13 @@ CHILD = textwrap.dedent("""
 
     def results(lib):
         x = np.linspace(-2, 2, 37, dtype=np.float32)
-        return {name: np.asarray(k.on("interp")(*([x, x][:len(k.signature.inputs)]))).tolist()
-                for name, k in sorted(lib.items())}
+        return {(name, backend): np.asarray(k.on(backend)(*([x, x][:len(k.signature.inputs)]))).tolist()
+                for name, k in sorted(lib.items()) for backend in hg.list_backends()}
 
     expected = results(hg.load_bundle(sys.argv[1]))
     for path in sys.argv[2:]:
         try:
-            got = results(hg.load_bundle(path))
+            got = results(hg.load_bundle(path, trust_native=True))
             outcome = "same" if got == expected else "different"
         except BundleError as exc:
             outcome = "refused: " + exc.message
@@ -76,7 +76,7 @@ CHILD = textwrap.dedent("""
 # (kind, tampering keeps the hashes consistent)
 KINDS = ["flip", "truncate", "overwrite", "rename", "traversal", "absolute", "duplicate", "bomb",
          "manifest-hash", "manifest-type", "manifest-format", "manifest-isa", "swap-programs", "program-bytes",
-         "drop-member", "extra-member"]
+         "drop-member", "extra-member", "native-other-cpu"]
 
 
 @pytest.fixture(scope="module")
@@ -84,8 +84,18 @@ def intact(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("intact")
     (folder / "two.toml").write_text(DOCUMENT)
     out = folder / "two-1.0.0.hgb"
-    build([folder / "two.toml"], "two", "1.0.0", out, cache_dir=False, jobs=1)
+    build([folder / "two.toml"], "two", "1.0.0", out, cache_dir=False, jobs=1, native=_native_target())
     return out
+
+
+def _native_target() -> str:
+    """One CPU level this machine runs, so the child (trusting the bundle) uses its objects."""
+    try:
+        from hologram_cpu_llvm import jit
+    except ImportError:
+        return "none"
+    runs = [t for t in jit.level_targets() if jit.runs_here(jit.host().triple, jit.X86_64_LEVELS[t])]
+    return runs[0] if runs else "none"
 
 
 def corrupt(data: bytes, kind: str, a: int, b: int, noise: bytes) -> bytes:
@@ -135,6 +145,8 @@ def corrupt(data: bytes, kind: str, a: int, b: int, noise: bytes) -> bytes:
         del members[[k for k in names if k != MANIFEST][a % (len(names) - 1)]]
     elif kind == "extra-member":
         members["sources/extra.toml"] = noise
+    elif kind == "native-other-cpu":  # objects that claim to need a feature no CPU has: never loaded
+        manifest = manifest.replace('features = [', 'features = ["a-feature-no-cpu-has", ')
     members[MANIFEST] = manifest.encode()
     return archive.write(members)
 

@@ -206,6 +206,70 @@ class CpuLlvmBackend:
             raise CompileError(f"cpu_llvm: the code generator failed on program '{program.name}' (a bug in "
                                f"hologram_cpu_llvm): {type(e).__name__}: {e}") from e
 
+    # ------------------------------------------------------- native code to ship
+    # (hologram.bundles builds object code for other CPUs into a bundle, and hands it back
+    # here when a trusted bundle is loaded: docs/bundles.md, "Native code")
+    def native_targets(self) -> tuple[str, ...]:
+        """The CPUs `compile_native` builds for on this machine: the x86-64 levels, `host`."""
+        return (*jit.level_targets(), "host")
+
+    def native_toolchain(self) -> str:
+        """What object code depends on besides the program: the code generator (its
+        version and sources: the stages' calling convention) and LLVM."""
+        if self._codegen_version is None:
+            self._codegen_version = _codegen_version()
+        return f"{self._codegen_version}; {jit.toolchain()}"
+
+    def compile_native(self, program: Program, target: str) -> dict[str, Any]:
+        """Object code of the verified `program` for the CPU `target`, with what loading it
+        needs: {target, triple, cpu, features, toolchain, meta (the stage table), object}."""
+        try:
+            t = jit.target(target)
+        except ValueError as e:
+            raise ArgumentError(f"cpu_llvm: {e}") from None
+        result = self._generate(program)
+        symbols = tuple(StageSymbol(e.name, int(e.stage_index), tuple(e.reduce_buffers)) for e in result.stages)
+        _check_symbols(symbols, program)
+        try:
+            obj = jit.compile_object_for(result.module_ir, t, level=_opt_level(program))
+        except RuntimeError as e:
+            raise CompileError(f"cpu_llvm: LLVM rejected the code generated for program '{program.name}' "
+                               f"(a code generator bug): {e}") from None
+        return {"target": t.name, "triple": t.triple, "cpu": t.cpu, "features": t.features,
+                "toolchain": self.native_toolchain(), "meta": {"stages": [attrs.asdict(s) for s in symbols]},
+                "object": obj}
+
+    def check_native(self, program: Program, native: Mapping[str, Any]) -> str | None:
+        """What is wrong with shipped object code for `program` (`hologram bundle verify`),
+        or None: an object file this loader reads, whose stage table covers the program."""
+        try:
+            _symbols_from_meta(native["meta"], program)
+            return jit.object_problem(bytes(native["object"]))
+        except (ValueError, KeyError, TypeError, RuntimeError) as e:
+            return str(e)
+
+    def prepare_native(self, program: Program, natives: Sequence[Mapping[str, Any]]) -> Executable | None:
+        """`program` from object code shipped with it (what `compile_native` made, from a
+        bundle the caller trusts), for the most capable target this CPU runs; None when
+        none fits (another CPU, another code generator): then `prepare` compiles it."""
+        key = program_hash(program)
+        exe = self._memory.get(key)
+        if exe is not None:
+            return exe
+        usable = [n for n in natives if n.get("toolchain") == self.native_toolchain()
+                  and jit.runs_here(str(n.get("triple")), n.get("features", ()))]
+        for n in sorted(usable, key=lambda n: -len(n["features"])):
+            if self.check_native(program, n) is not None:
+                continue  # not even well formed: never handed to the loader
+            try:
+                symbols = _symbols_from_meta(n["meta"], program)
+                exe = _link(program, key, symbols, jit.load_object(n["object"], [s.name for s in symbols]), True)
+            except (ValueError, KeyError, TypeError, RuntimeError):
+                continue  # unusable: try the next, else compile
+            self._memory.put(key, exe)
+            return exe
+        return None
+
     # ---------------------------------------------------------------- text forms
     text_forms = {
         "llvm": "LLVM IR as the code generator writes it, one function per stage",

@@ -225,3 +225,103 @@ def load_object(obj: bytes, symbols: Iterable[str]) -> Loaded:
             addresses[name] = addr
         STATS["load"] += 1
         return Loaded(engine, addresses)
+
+
+# ------------------------------------------------------------ targets for shipped code
+# The x86-64 micro-architecture levels of the psABI, as the LLVM features each requires
+# beyond baseline x86-64. Native code built for a level runs on a CPU that has all of
+# them: the check is a feature superset, never a comparison of CPU names.
+_V2 = ("cx16", "popcnt", "sahf", "sse3", "sse4.1", "sse4.2", "ssse3")
+_V3 = _V2 + ("avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe", "xsave")
+_V4 = _V3 + ("avx512bw", "avx512cd", "avx512dq", "avx512f", "avx512vl")
+X86_64_LEVELS = {"x86-64-v2": _V2, "x86-64-v3": _V3, "x86-64-v4": _V4}
+
+
+@attrs.frozen
+class Target:
+    """A CPU to build object code for: a level (`x86-64-v3`) or `host`, the build machine."""
+
+    name: str
+    triple: str
+    cpu: str
+    features: tuple[str, ...]  # the LLVM features the code may use, all required to run it
+
+
+def host_features() -> frozenset[str]:
+    """The LLVM features this CPU has."""
+    host()
+    return frozenset(name for name, on in llvm.get_host_cpu_features().items() if on)
+
+
+def level_targets() -> tuple[str, ...]:
+    """The named levels object code can be built for on this machine's architecture."""
+    return tuple(X86_64_LEVELS) if host().triple.startswith("x86_64") else ()
+
+
+def target(name: str) -> Target:
+    """The target `name` (a level of this architecture, or `host`); ValueError otherwise."""
+    h = host()
+    if name == "host":
+        return Target("host", h.triple, h.cpu, tuple(sorted(host_features())))
+    if name not in level_targets():
+        raise ValueError(f"no target {name!r} here; expected host or one of {', '.join(level_targets()) or 'none'}")
+    return Target(name, h.triple, name, tuple(sorted(X86_64_LEVELS[name])))
+
+
+def runs_here(triple: str, features: Iterable[str]) -> bool:
+    """Whether code built for `triple` using `features` runs on this CPU: the same
+    architecture and operating system, and every feature present."""
+    def arch_os(t: str) -> tuple[str, str]:
+        parts = t.split("-")
+        return parts[0], parts[2] if len(parts) > 2 else ""
+    return arch_os(triple) == arch_os(host().triple) and set(features) <= host_features()
+
+
+@functools.cache
+def _compiler_for(t: Target) -> llvm.TargetMachine:
+    machine = llvm.Target.from_triple(t.triple)
+    features = ",".join(f"+{f}" for f in t.features)
+    return machine.create_target_machine(cpu=t.cpu, features=features, opt=3, reloc="pic", codemodel="default")
+
+
+def compile_object_for(module_ir: str, t: Target, level: int = OPT_LEVEL) -> bytes:
+    """Like `compile_object`, for the CPU `t` rather than this one (code to ship)."""
+    with _LOCK:
+        tm = _compiler_for(t)
+        module = llvm.parse_assembly(module_ir)
+        module.verify()
+        module.triple = tm.triple
+        module.data_layout = str(tm.target_data)
+        optimize(module, tm, level)
+        obj = tm.emit_object(module)
+        STATS["emit"] += 1
+        return obj
+
+
+def object_problem(obj: bytes) -> str | None:
+    """Why object code from elsewhere must not reach the loader, or None: on an ELF system
+    it must be a 64-bit little-endian ELF object whose section table and sections lie
+    inside it (MCJIT trusts what it is given, and crashes the process on garbage). This
+    checks form, not meaning: shipped code is still trusted code."""
+    if not host().triple.startswith(("x86_64", "aarch64")) or "linux" not in host().triple:
+        return None  # other object formats: the loader's own checks only
+    if obj[:6] != b"\x7fELF\x02\x01":
+        return "not a 64-bit little-endian ELF object"
+    try:
+        (shoff,) = struct.unpack_from("<Q", obj, 0x28)
+        shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
+        if shentsize < 64 or shoff + shentsize * shnum > len(obj):
+            return "its section table lies outside the file"
+        for i in range(shnum):
+            _, kind, _, _, offset, size = struct.unpack_from("<IIQQQQ", obj, shoff + i * shentsize)
+            if kind != 8 and offset + size > len(obj):  # 8: SHT_NOBITS (no bytes in the file)
+                return f"section {i} lies outside the file"
+        undefined_symbols(obj)
+    except (struct.error, RuntimeError) as e:
+        return f"malformed: {e}"
+    return None
+
+
+def toolchain() -> str:
+    major, minor, patch = llvm.llvm_version_info
+    return f"llvmlite {llvmlite.__version__}; LLVM {major}.{minor}.{patch}"

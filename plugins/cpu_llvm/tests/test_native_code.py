@@ -1,0 +1,56 @@
+"""Object code to ship (hologram.bundles): built for a named CPU level, taken back only
+when it fits this CPU and this code generator, checked for form by `check_native`."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from repo_paths import KERNELS
+
+import hologram as hg
+from hologram.core.errors import ArgumentError
+from hologram_cpu_llvm import jit
+from hologram_cpu_llvm.backend import CpuLlvmBackend
+
+
+@pytest.fixture
+def softmax():
+    return hg.compile_file(KERNELS / "softmax.toml").program
+
+
+def runnable_level() -> str:
+    levels = [t for t in jit.level_targets() if jit.runs_here(jit.host().triple, jit.X86_64_LEVELS[t])]
+    if not levels:
+        pytest.skip("no x86-64 level this CPU runs")
+    return levels[-1]
+
+
+def test_shipped_code_runs_when_it_fits(tmp_path, softmax):
+    level = runnable_level()
+    built = CpuLlvmBackend(cache_dir=False).compile_native(softmax, level)
+    assert built["cpu"] == level and set(built["features"]) == set(jit.X86_64_LEVELS[level])
+    fresh = CpuLlvmBackend(num_threads=1, cache_dir=False)
+    before = dict(jit.STATS)
+    exe = fresh.prepare_native(softmax, [built])
+    assert exe is not None and jit.STATS["emit"] == before.get("emit", 0)  # loaded, not compiled
+    x = np.linspace(-1, 1, 100, dtype=np.float32)
+    y = np.empty_like(x)
+    fresh.launch(exe, {"x": x, "y": y}, {}, {"n": 100})
+    e = np.exp(x - x.max())
+    np.testing.assert_allclose(y, e / e.sum(), rtol=1e-6)
+    assert fresh.check_native(softmax, built) is None
+
+
+def test_shipped_code_that_does_not_fit_is_never_loaded(softmax):
+    level = runnable_level()
+    backend = CpuLlvmBackend(num_threads=1, cache_dir=False)
+    built = backend.compile_native(softmax, level)
+    for bad in ({**built, "features": (*built["features"], "a-feature-no-cpu-has")},
+                {**built, "toolchain": "codegen 0+another; LLVM 1.0.0"},
+                {**built, "triple": "aarch64-unknown-linux-gnu"},
+                {**built, "object": b"\x7fELF garbage"}):
+        assert CpuLlvmBackend(num_threads=1, cache_dir=False).prepare_native(softmax, [bad]) is None
+    assert "malformed" in backend.check_native(softmax, {**built, "object": b"\x7fELF\x02\x01" + b"\0" * 8})
+    assert backend.check_native(softmax, {**built, "meta": {"stages": []}}) is not None
+    with pytest.raises(ArgumentError, match="no target 'x86-64-v9'"):
+        backend.compile_native(softmax, "x86-64-v9")
