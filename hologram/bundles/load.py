@@ -113,6 +113,7 @@ def open_bundle(path: str | os.PathLike) -> Bundle:
 
 
 def read_bundle(data: bytes, where: str = "<bundle>") -> Bundle:
+    """The bundle in `data` (named `where` in messages), as `open_bundle` checks it."""
     members = archive.read(data, where)
     if MANIFEST not in members:
         raise BundleError(f"{where}: no {MANIFEST} member (not a bundle)")
