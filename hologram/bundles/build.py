@@ -78,6 +78,8 @@ def build(sources: Sequence[str | os.PathLike], name: str, version: str, output:
     x86-64-v2, -v3, -v4), "none", or the targets named (a list, or comma-separated; `host`
     is this machine, which makes the bundle depend on it)."""
     start = time.perf_counter()
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise BundleError(f"jobs={jobs!r}: expected a number of worker processes >= 1")
     if not isinstance(name, str) or not NAME.match(name):
         raise BundleError(f"bundle name {name!r}: expected letters, digits and _ . - (not starting with . or -)")
     if not isinstance(version, str) or not SEMVER.match(version):
@@ -119,7 +121,10 @@ def build(sources: Sequence[str | os.PathLike], name: str, version: str, output:
         members.update(k.members)
     data = archive.write(members)
     if output is not None:
-        write_atomically(Path(output), data)
+        try:
+            write_atomically(Path(output), data)
+        except OSError as exc:
+            raise BundleError(f"cannot write {os.fspath(output)}: {exc.strerror or exc}") from None
     return BuildReport(manifest, tuple(kernels), data, None if output is None else os.fspath(output),
                        time.perf_counter() - start)
 

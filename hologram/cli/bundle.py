@@ -99,7 +99,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         table.add_row(Text(k.entry.name), str(s["stages"]), f"{s['instructions_before']} → {s['instructions']}",
                       Text(_bytes(s)), Text(_targets(k.entry)), "cached" if k.cached else f"{k.seconds * 1e3:.0f} ms")
     console.print(table)
-    console.print(Text(f"wrote {output}: {len(report.kernels)} kernels, {len(report.data):,} bytes, "
+    n = len(report.kernels)
+    console.print(Text(f"wrote {output}: {n} kernel{'' if n == 1 else 's'}, {len(report.data):,} bytes, "
                        f"in {report.seconds:.2f} s"))
     return 0
 

@@ -224,6 +224,11 @@ def test_the_bundle_commands(tmp_path, monkeypatch, run_cli):
     assert code == 1 and "bundle name '../x'" in err
     code, _, err = run_cli("bundle", "build", "kernels", "--name", "x", "--version", "1.0")
     assert code == 1 and "semantic version" in err
+    code, _, err = run_cli("bundle", "build", "kernels", "--name", "x", "--version", "1.0.0", "--jobs", "0")
+    assert code == 1 and "jobs=0" in err
+    code, _, err = run_cli("bundle", "build", "kernels", "--name", "x", "--version", "1.0.0", "--native", "none",
+                           "-o", str(tmp_path / "missing" / "x.hgb"))
+    assert code == 1 and f"cannot write {tmp_path / 'missing' / 'x.hgb'}" in err
 
 
 # ----------------------------------------------------------------- bad bundles
