@@ -13,6 +13,7 @@ See docs/api.md for the runtime API and docs/plugins.md for writing plugins.
 import os
 
 from hologram.core import errors
+from hologram.core.distribution import hologram_version
 from hologram.core.hookspecs import hookimpl
 from hologram.runtime.compile import clear_cache, compile, compile_all, compile_file, compile_file_all
 from hologram.runtime.kernel import Kernel, Library
@@ -33,12 +34,7 @@ def __getattr__(name: str) -> str:
     # importlib.metadata costs ~20 ms, more than a third of what `import hologram` adds to numpy
     if name != "__version__":
         raise AttributeError(f"module 'hologram' has no attribute {name!r}")
-    from importlib import metadata
-
-    try:
-        return metadata.version("hologram-kernels")
-    except metadata.PackageNotFoundError:  # running from a source tree that was never installed
-        return "0+unknown"
+    return hologram_version()
 
 
 __all__ = ["compile", "compile_file", "compile_all", "compile_file_all", "load_bundle", "get_backend", "list_backends",

@@ -26,8 +26,8 @@ from typing import Callable, Iterable, Sequence
 import attrs
 
 from hologram.bundles import archive
-from hologram.bundles.manifest import (MANIFEST, NAME, SEMVER, Entry, Manifest, Native, Port, hologram_version, parse,
-                                       to_toml)
+from hologram.bundles.manifest import MANIFEST, NAME, SEMVER, Entry, Manifest, Native, Port, parse, to_toml
+from hologram.core.distribution import hologram_version
 from hologram.core.errors import BundleError
 from hologram.core.files import cache_root, read_regular_file
 from hologram.core.types import type_str

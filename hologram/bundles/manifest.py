@@ -91,16 +91,6 @@ class Manifest:
         raise KeyError(name)
 
 
-def hologram_version() -> str:
-    """The installed hologram-kernels version, which a manifest records."""
-    from importlib import metadata  # not at import: ~20 ms; builds and plugin loading have it already
-
-    try:
-        return metadata.version("hologram-kernels")
-    except metadata.PackageNotFoundError:  # a source tree that was never installed
-        return "0+unknown"
-
-
 # ----------------------------------------------------------------------------- writing
 def to_toml(m: Manifest) -> str:
     out = [f"format = {m.format}", f"name = {_str(m.name)}", f"version = {_str(m.version)}", f"isa = {m.isa}",

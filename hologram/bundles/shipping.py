@@ -24,7 +24,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from hologram.bundles.manifest import hologram_version
+from hologram.core.distribution import hologram_version
 from hologram.core.files import cache_root
 from hologram.core.hookspecs import BundleRef
 
@@ -93,11 +93,11 @@ def build_py_with_bundle(name: str, package: str, sources: str = "kernels", nati
 def _register_builtins() -> None:
     """The built-in translators and passes, when no installed hologram registered them
     (hologram's own wheel build, which runs its source tree uninstalled)."""
-    from hologram.dsl import translators
-    from hologram.passes import builtin
+    from hologram.dsl import builtin as translators
+    from hologram.passes import builtin as passes
     from hologram.runtime.plugins import plugin_manager
 
     manager: Any = plugin_manager()
-    for plugin_name, module in (("builtin_translators", translators), ("builtin_passes", builtin)):
+    for plugin_name, module in (("builtin_translators", translators), ("builtin_passes", passes)):
         if manager.get_plugin(plugin_name) is None:
             manager.register(module, name=plugin_name)

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from hologram.bundles.manifest import hologram_version
 from hologram.bundles.shipping import bundle_ref
+from hologram.core.distribution import hologram_version
 from hologram.core.hookspecs import BundleRef, hookimpl
 
 NAME = "stdlib"

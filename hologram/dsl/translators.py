@@ -1,7 +1,7 @@
 """The builtin translators: TOML, YAML and JSON kernel documents to `KernelDef`s.
 
-A plugin module like any other (entry point `builtin_translators` in the `hologram`
-group). Each translator parses with a safe stdlib or PyYAML parser, turns syntax errors
+Registered by hologram.dsl.builtin (entry point `builtin_translators` in the `hologram`
+group), which imports this module at the first document. Each translator parses with a safe stdlib or PyYAML parser, turns syntax errors
 into `DocumentError`s with a span, pairs the parsed values with their source positions
 (found by `locators.py` and `yaml_scalars.py`) into one format-neutral `Located` tree
 (`positions.py`), and hands that tree to the one schema all formats share
@@ -21,19 +21,11 @@ import attrs
 import yaml
 
 from hologram.core.errors import DocumentError, Span
-from hologram.core.hookspecs import Translator, hookimpl
 from hologram.dsl.document import KernelDef
 from hologram.dsl.locators import json_places, toml_places, toml_view
 from hologram.dsl.positions import Located, Path, Place, SourceText
 from hologram.dsl.schema import kernels_from_mapping
 from hologram.dsl.yaml_scalars import yaml_scalar_chars
-
-
-@hookimpl
-def hologram_register_translators(register: Callable[[Translator], None]) -> None:
-    register(Translator("toml", (".toml",), parse_toml))
-    register(Translator("yaml", (".yaml", ".yml"), parse_yaml))
-    register(Translator("json", (".json",), parse_json))
 
 
 def parse_toml(text: str, file: str = "<toml>") -> list[KernelDef]:

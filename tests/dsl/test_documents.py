@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from hologram.core import hookspecs
 from hologram.core.errors import DocumentError, Span
 from hologram.core.types import Affine, DType
-from hologram.dsl import translators
+from hologram.dsl import builtin
 from hologram.dsl.document import KernelDef
 from hologram.dsl.locators import json_places, toml_places
 from hologram.dsl.positions import SourceText
@@ -253,7 +253,7 @@ def test_every_example_in_the_documents_guide_parses():
 def test_translators_are_registered_through_the_hook():
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
-    pm.register(translators)
+    pm.register(builtin)
     found: list[hookspecs.Translator] = []
     pm.hook.hologram_register_translators(register=found.append)
     assert {t.name: t.extensions for t in found} == {"toml": (".toml",), "yaml": (".yaml", ".yml"),

@@ -1,0 +1,29 @@
+"""The built-in translators as a plugin (entry point `builtin_translators`): TOML, YAML
+and JSON documents. They are registered without importing their parsers
+(hologram.dsl.translators: PyYAML, the locators, the schema), which load at the first
+document read: a process that only loads bundles never pays for them (~12 ms)."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from hologram.core.hookspecs import Translator, hookimpl
+
+FORMATS: tuple[tuple[str, tuple[str, ...]], ...] = (("toml", (".toml",)), ("yaml", (".yaml", ".yml")),
+                                                   ("json", (".json",)))
+
+
+def _parser(name: str) -> Callable[[str, str], Sequence[object]]:
+    def parse(text: str, file: str) -> Sequence[object]:
+        from hologram.dsl import translators
+
+        return {"toml": translators.parse_toml, "yaml": translators.parse_yaml,
+                "json": translators.parse_json}[name](text, file)
+    parse.__name__ = parse.__qualname__ = f"parse_{name}"
+    return parse
+
+
+@hookimpl
+def hologram_register_translators(register: Callable[[Translator], None]) -> None:
+    for name, extensions in FORMATS:
+        register(Translator(name, extensions, _parser(name)))
