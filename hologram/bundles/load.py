@@ -25,7 +25,7 @@ from typing import Callable
 import attrs
 
 from hologram.bundles import archive
-from hologram.bundles.manifest import MANIFEST, Entry, Manifest, Native, Port, parse
+from hologram.bundles.manifest import MANIFEST, NAME, Entry, Manifest, Native, Port, parse
 from hologram.core.errors import BundleError, HologramError
 from hologram.core.files import read_regular_file
 from hologram.core.types import Affine, DType, Shape
@@ -42,7 +42,7 @@ from hologram.verify.verifier import verify
 
 ENV_PATH = "HOLOGRAM_BUNDLE_PATH"
 PLUGIN = "a plugin"  # Found.origin of a bundle an installed plugin registered
-_FILE = re.compile(r"^(?P<name>[A-Za-z0-9_][A-Za-z0-9_.]*?)-(?P<version>[0-9][^/\\]*)\.hgb$")
+_SPLIT = re.compile(r"-(?=[0-9])")  # where NAME-VERSION.hgb may split: a version starts with a digit
 
 
 @attrs.frozen
@@ -283,14 +283,14 @@ def discover(name: str | None = None) -> list[Found]:
         except OSError:
             continue  # a folder that is not there holds no bundle
         for file in entries:
-            m = _FILE.match(file)
-            if m and (name is None or m["name"] == name) and _valid_version(m["version"]):
-                found.append(Found(m["name"], m["version"], os.path.join(folder, file), ENV_PATH))
+            named = name_and_version(file)
+            if named is not None and name in (None, named[0]):
+                found.append(Found(*named, os.path.join(folder, file), ENV_PATH))
     for ref in registered_bundles().values():
         if name is not None and ref.name != name:
             continue
-        m = _FILE.match(os.path.basename(ref.path))
-        bundle_version = m["version"] if m and m["name"] == ref.name and _valid_version(m["version"]) else None
+        named = name_and_version(os.path.basename(ref.path), ref.name)
+        bundle_version = named[1] if named is not None else None
         if bundle_version is None:  # the file name does not say: the manifest does
             try:
                 bundle_version = open_bundle(ref.path).manifest.version
@@ -321,6 +321,22 @@ def resolve(name: str, version: str | None = None) -> Found:
                               hint=f"put {name}-VERSION.hgb in a folder listed in {ENV_PATH}, or pass its path")
         raise BundleError(f"no version of bundle {name!r} matches {version!r}", hint=f"found: {have}")
     return max(matching, key=lambda f: Version(f.version))
+
+
+def name_and_version(file: str, name: str | None = None) -> tuple[str, str] | None:
+    """(name, version) of a file named `NAME-VERSION.hgb` (`name` when given, else the
+    shortest name before a valid version: `my-lib-1.2.0-rc.1.hgb` is my-lib 1.2.0-rc.1)."""
+    if not file.endswith(".hgb"):
+        return None
+    stem = file[:-len(".hgb")]
+    if name is not None:
+        rest = stem[len(name) + 1:] if stem.startswith(name + "-") else ""
+        return (name, rest) if rest and _valid_version(rest) else None
+    for m in _SPLIT.finditer(stem):
+        head, rest = stem[:m.start()], stem[m.end():]
+        if NAME.match(head) and _valid_version(rest):
+            return head, rest
+    return None
 
 
 def _valid_version(text: str) -> bool:

@@ -74,7 +74,7 @@ def build_py_with_bundle(name: str, package: str, sources: str = "kernels", nati
             if not docs.is_dir():
                 raise SystemExit(f"{sources}/ is missing: the bundle {name} cannot be built (is it in MANIFEST.in?)")
             _register_builtins()
-            version = self.distribution.get_version()
+            version = semver_of(self.distribution.get_version())
             target = Path(self.build_lib, *package.split("."))
             target.mkdir(parents=True, exist_ok=True)
             for old in target.glob(f"{name}-*.hgb"):  # another version's, from an earlier build
@@ -88,6 +88,28 @@ def build_py_with_bundle(name: str, package: str, sources: str = "kernels", nati
                 raise SystemExit(f"building the bundle {name} failed:\n{e.render()}") from None
             print(f"built {name} {version}: {len(report.kernels)} kernels, {len(report.data):,} bytes")
     return BuildPyWithBundle
+
+
+def semver_of(version: str) -> str:
+    """The semantic version a distribution's (PEP 440, as setuptools normalizes it) stands
+    for: `1.2.0rc1` -> `1.2.0-rc.1`, `1.2.0.dev3` -> `1.2.0-dev.3`, `1.2.0+local` kept.
+    A bundle's version is semver; a version with no semver spelling (`1.2`, an epoch, a
+    post-release) raises SystemExit saying so."""
+    from packaging.version import InvalidVersion, Version  # build time only
+
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        raise SystemExit(f"version {version!r} is not a version") from None
+    if len(v.release) != 3 or v.epoch or v.post is not None:
+        raise SystemExit(f"version {version!r} has no semantic-version spelling (a bundle's version is "
+                         "MAJOR.MINOR.PATCH, with an optional pre-release: 1.2.0, 1.2.0rc1, 1.2.0.dev3)")
+    out = ".".join(map(str, v.release))
+    pre = [f"{ {'a': 'alpha', 'b': 'beta', 'rc': 'rc'}[v.pre[0]]}.{v.pre[1]}"] if v.pre else []
+    pre += [f"dev.{v.dev}"] if v.dev is not None else []
+    if pre:
+        out += "-" + ".".join(pre)
+    return out + (f"+{v.local}" if v.local else "")
 
 
 def _register_builtins() -> None:

@@ -341,3 +341,32 @@ def test_native_code_is_used_only_when_trusted_and_only_on_a_cpu_that_runs_it(tm
     assert ok and optimized == emitted == 2
     with pytest.raises(BundleError, match="cannot build native code for x86-64-v9"):
         tiny(tmp_path / "bad", native="x86-64-v9")
+
+
+def test_names_with_dashes_and_pre_releases_are_found(tmp_path, monkeypatch):
+    for v in ("1.0.0", "1.1.0-rc.2"):
+        tiny(tmp_path, "my-lib-2", v)
+    monkeypatch.setenv("HOLOGRAM_BUNDLE_PATH", str(tmp_path))
+    assert sorted(f.version for f in discover("my-lib-2")) == ["1.0.0", "1.1.0-rc.2"]
+    assert {f.name for f in discover() if f.origin != "a plugin"} == {"my-lib-2"}  # (the stdlib is a plugin's)
+    assert load_bundle("my-lib-2").vadd.version == "1.1.0-rc.2"  # pre-releases count, the highest wins
+    assert load_bundle("my-lib-2", version="<1.1").vadd.version == "1.0.0"
+
+
+@pytest.mark.parametrize("given, semver", [("1.2.0", "1.2.0"), ("1.2.0rc1", "1.2.0-rc.1"), ("1.2.0a2", "1.2.0-alpha.2"),
+                                           ("1.2.0b3.dev4", "1.2.0-beta.3.dev.4"), ("1.2.0+abc.5", "1.2.0+abc.5")])
+def test_a_wheel_version_becomes_the_bundle_version_it_stands_for(given, semver):
+    from packaging.version import Version
+
+    from hologram.bundles.manifest import SEMVER
+    from hologram.bundles.shipping import semver_of
+
+    assert semver_of(given) == semver and SEMVER.match(semver) and Version(semver) == Version(given)
+
+
+@pytest.mark.parametrize("given", ["1.2", "1!1.2.0", "1.2.0.post1", "latest"])
+def test_a_wheel_version_with_no_semver_spelling_stops_the_build(given):
+    from hologram.bundles.shipping import semver_of
+
+    with pytest.raises(SystemExit, match="version"):
+        semver_of(given)
