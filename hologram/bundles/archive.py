@@ -67,6 +67,12 @@ def write(members: Mapping[str, bytes]) -> bytes:
 def read(data: bytes, where: str = "bundle") -> dict[str, bytes]:
     """The members of the archive `data`, every check above passed; BundleError otherwise.
     `where` names the bundle in messages."""
+    return read_with_digests(data, where)[0]
+
+
+def read_with_digests(data: bytes, where: str = "bundle") -> tuple[dict[str, bytes], dict[str, str]]:
+    """`read`, and the sha256 of every member as RECORD gives it (and the bytes match),
+    so a reader holding digests of its own compares strings instead of hashing again."""
     if len(data) > MAX_BUNDLE_BYTES:
         raise BundleError(f"{where}: {len(data):,} bytes, over the limit of {MAX_BUNDLE_BYTES:,}")
     try:
@@ -93,9 +99,9 @@ def read(data: bytes, where: str = "bundle") -> dict[str, bytes]:
             total += len(body)
             if total > MAX_TOTAL_BYTES:
                 raise BundleError(f"{where}: its members hold over {MAX_TOTAL_BYTES:,} bytes")
-    _check_record(members, where)
+    digests = _check_record(members, where)
     del members[RECORD]
-    return members
+    return members, digests
 
 
 def _read_capped(zf: zipfile.ZipFile, info: zipfile.ZipInfo, where: str) -> bytes:
@@ -115,7 +121,7 @@ def _read_capped(zf: zipfile.ZipFile, info: zipfile.ZipInfo, where: str) -> byte
     return body
 
 
-def _check_record(members: dict[str, bytes], where: str) -> None:
+def _check_record(members: dict[str, bytes], where: str) -> dict[str, str]:
     if RECORD not in members:
         raise BundleError(f"{where}: no {RECORD} member (the hashes of the others)")
     listed: dict[str, tuple[str, int]] = {}
@@ -136,3 +142,4 @@ def _check_record(members: dict[str, bytes], where: str) -> None:
         body = members[name]
         if len(body) != size or hashlib.sha256(body).hexdigest() != digest:
             raise BundleError(f"{where}: member {name!r} does not match its hash in {RECORD} (altered or corrupt)")
+    return {name: listed[name][0] for name in others}

@@ -33,12 +33,12 @@ from hologram.core.files import cache_root, read_regular_file
 from hologram.core.types import type_str
 from hologram.dsl.document import DSL_VERSION
 from hologram.isa.encoding import SUPPORTED_ISA_VERSIONS, encode
-from hologram.isa.program import ISA_VERSION, Instr, Program
+from hologram.isa.program import ISA_VERSION
 from hologram.passes.manager import Pipeline
-from hologram.passes.stats import measure
+from hologram.passes.stats import instruction_count, measure
 from hologram.runtime.compile import MAX_DOCUMENT_BYTES, translate
 from hologram.runtime.driver import Compiled, compile_kdef
-from hologram.runtime.lookups import backends, get_backend, translator_for_path, translators
+from hologram.runtime.lookups import get_backend, list_backends, translator_for_path, translators
 from hologram.runtime.pipelines import resolve
 
 Progress = Callable[[int, int, str], None]  # (documents done, documents in all, the one just done)
@@ -208,9 +208,9 @@ def native_plan(native: str | Sequence[str]) -> NativePlan:
     if asked in (["none"], []):
         return ()
     plan = []
-    for b in sorted(backends().values(), key=lambda b: b.name):
+    for b in (get_backend(name) for name in sorted(list_backends())):
         offers = getattr(b, "native_targets", None)
-        if not callable(offers) or not callable(getattr(b, "compile_native", None)) or not _available(b):
+        if not callable(offers) or not callable(getattr(b, "compile_native", None)):
             continue
         known = tuple(offers())
         if asked == ["auto"]:
@@ -227,13 +227,6 @@ def native_plan(native: str | Sequence[str]) -> NativePlan:
         raise BundleError(f"no installed backend builds native code for {', '.join(asked)}",
                           hint="install hologram-backend-cpu-llvm, or --native none")
     return tuple(plan)
-
-
-def _available(b: object) -> bool:
-    try:
-        return bool(b.available())  # type: ignore[attr-defined]
-    except Exception:  # noqa: BLE001 - a backend that cannot tell is not available
-        return False
 
 
 def _native_code(c: Compiled, plan: NativePlan) -> tuple[tuple[Native, ...], tuple[tuple[str, bytes], ...]]:
@@ -272,14 +265,10 @@ def _kernel_build(c: Compiled, member: str, text: str, o0: Pipeline) -> KernelBu
         outputs=tuple(Port(p.name, type_str(p.dtype, p.shape)) for p in sig.outputs),
         reductions=tuple((kind, tuple((var, str(ext)) for var, ext in axes)) for kind, axes in c.reductions),
         stats={"stages": stats.stages, "instructions": stats.instructions,
-               "instructions_before": _instructions(before.program), "registers": stats.registers,
+               "instructions_before": instruction_count(before.program), "registers": stats.registers,
                "bytes_read": str(stats.bytes_read), "bytes_written": str(stats.bytes_written),
                "bytes_exact": stats.bytes_exact})
     return KernelBuild(entry, ((entry.program, program), (entry.ir, ir)), 0.0)
-
-
-def _instructions(program: Program) -> int:
-    return sum(isinstance(i, Instr) for s in program.stages for i in s.body)
 
 
 def _compile_all(todo: list[tuple[str, str, str]], opt: str | None, passes: Sequence[str] | str | None,

@@ -16,7 +16,6 @@ The front end (lark, the analyzer) and the passes are never imported here.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -63,6 +62,7 @@ class Bundle:
     where: str
     manifest: Manifest
     members: dict[str, bytes] = attrs.field(repr=False)
+    digests: dict[str, str] = attrs.field(repr=False)  # sha256 by member, checked against the bytes by RECORD
 
     def program(self, entry: Entry) -> Program:
         """The kernel's program, decoded and verified; BundleError naming the member otherwise."""
@@ -96,7 +96,7 @@ class Bundle:
         data = self.members.get(name)
         if data is None:
             raise BundleError(f"{self.where}: kernel {entry.name!r} names {name!r}, which the bundle does not hold")
-        if hashlib.sha256(data).hexdigest() != sha256:
+        if self.digests.get(name) != sha256:
             raise BundleError(f"{self.where}: {name}: its sha256 is not the one {MANIFEST} gives for kernel "
                               f"{entry.name!r} (the manifest disagrees with the archive)")
         return data
@@ -114,7 +114,7 @@ def open_bundle(path: str | os.PathLike) -> Bundle:
 
 def read_bundle(data: bytes, where: str = "<bundle>") -> Bundle:
     """The bundle in `data` (named `where` in messages), as `open_bundle` checks it."""
-    members = archive.read(data, where)
+    members, digests = archive.read_with_digests(data, where)
     if MANIFEST not in members:
         raise BundleError(f"{where}: no {MANIFEST} member (not a bundle)")
     try:
@@ -131,7 +131,7 @@ def read_bundle(data: bytes, where: str = "<bundle>") -> Bundle:
     for name in sorted(members.keys() - described):
         raise BundleError(f"{where}: member {name!r} is not described by {MANIFEST}",
                           hint="a bundle holds exactly what its manifest lists; rebuild it")
-    return Bundle(where, manifest, members)
+    return Bundle(where, manifest, members, digests)
 
 
 def library(bundle: Bundle, backend: str | None = None, verify_now: bool = False,
@@ -173,7 +173,7 @@ def load_bundle(name_or_path: str | os.PathLike, version: str | None = None, bac
 
 
 def _is_path(text: str) -> bool:
-    return text.endswith(".hgb") or os.sep in text or "/" in text or (os.altsep or "/") in text
+    return text.endswith(".hgb") or any(sep in text for sep in ("/", os.sep, os.altsep) if sep)
 
 
 # --------------------------------------------------------------------------- kernels

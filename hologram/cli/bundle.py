@@ -63,10 +63,10 @@ def add_bundle(sub: Any) -> None:
     ls = verbs.add_parser("list", help="the bundles load_bundle finds by name (HOLOGRAM_BUNDLE_PATH, plugins)")
     ls.add_argument("name", nargs="?", metavar="NAME")
     ls.set_defaults(func=cmd_list)
-    p.set_defaults(func=lambda args: _usage(p))
+    p.set_defaults(func=_no_command)
 
 
-def _usage(p: argparse.ArgumentParser) -> int:
+def _no_command(args: argparse.Namespace) -> int:
     raise UsageError("hologram bundle needs a command: build, inspect, verify, diff or list",
                      hint="hologram bundle --help")
 

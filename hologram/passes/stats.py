@@ -159,6 +159,11 @@ class Stats:
                             bytes_written=self.bytes_written.bind(values))
 
 
+def instruction_count(program: Program) -> int:
+    """The instructions of `program` (labels are not instructions)."""
+    return sum(isinstance(i, Instr) for s in program.stages for i in s.body)
+
+
 def measure(kir: KernelIR, program: Program) -> Stats:
     """The stats of one kernel: its IR (after the IR passes) and its program (after the
     ISA passes)."""
@@ -169,7 +174,7 @@ def measure(kir: KernelIR, program: Program) -> Stats:
     return Stats(
         stages=len(program.stages),
         ir_ops=sum(_ir_ops(st) for st in kir.body),
-        instructions=sum(isinstance(i, Instr) for s in program.stages for i in s.body),
+        instructions=instruction_count(program),
         registers=max((len(s.regs) for s in program.stages), default=0),
         bytes_read=read,
         bytes_written=written,
