@@ -29,18 +29,16 @@ import os
 import threading
 import warnings
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import attrs
 import pluggy
 
-from hologram.core import hookspecs
+from hologram.core import distribution, hookspecs
+from hologram.core.distribution import EntryPoint
 from hologram.core.errors import PluginError, did_you_mean
 from hologram.core.hookspecs import BundleRef, Translator
 from hologram.passes.api import LEVELS, Pass
-
-if TYPE_CHECKING:
-    from importlib.metadata import EntryPoint
 from hologram.runtime.backend import Backend
 
 GROUP = "hologram"
@@ -222,10 +220,7 @@ class HologramPluginManager(pluggy.PluginManager):
     # -- loading -----------------------------------------------------------------
     def load_entry_points(self, entry_points: Iterable[EntryPoint] | None = None) -> None:
         """Load and register every allowed entry point of group `hologram`."""
-        # imported here, not at start-up: importlib.metadata costs ~20 ms (a third of `import hologram`)
-        from importlib import metadata
-
-        eps = metadata.entry_points(group=GROUP) if entry_points is None else entry_points
+        eps = distribution.entry_points(GROUP) if entry_points is None else entry_points
         seen: dict[str, EntryPoint] = {}
         for ep in sorted(eps, key=lambda e: e.name):
             origin = _dist_of(ep)
@@ -342,10 +337,9 @@ def _stager(kind: _Kind, staged: list[tuple[_Kind, Any]]) -> Callable[[Any], Non
 
 
 def _dist_of(ep: EntryPoint) -> tuple[str | None, str | None]:
-    dist = getattr(ep, "dist", None)
-    if dist is None:
-        return None, None
-    return dist.metadata["Name"] or dist.name, dist.version
+    """The distribution an entry point came from, when it says (ours do; one made by
+    hand, or by importlib.metadata, does not)."""
+    return getattr(ep, "distribution", None), getattr(ep, "version", None)
 
 
 def _module_version(plugin: Any) -> str | None:
