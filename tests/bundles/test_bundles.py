@@ -324,13 +324,15 @@ def _native_run(path: Path, trust: bool, cache: Path) -> list:
 
 def test_native_code_is_used_only_when_trusted_and_only_on_a_cpu_that_runs_it(tmp_path):
     jit = pytest.importorskip("hologram_cpu_llvm.jit")
+    from hologram_cpu_llvm import cpu
+
     levels = jit.level_targets()
-    if not levels or not jit.runs_here(jit.host().triple, jit.X86_64_LEVELS[levels[0]]):
+    if not levels or not jit.has_features(cpu.X86_64_LEVELS[levels[0]]):
         pytest.skip("no x86-64 level this CPU runs")
     path = tiny(tmp_path, native=levels[0])
     m = open_bundle(path).manifest
     assert [(n.backend, n.target) for n in m.kernel("vadd").native] == [("cpu_llvm", levels[0])]
-    assert m.kernel("vadd").native[0].features == tuple(sorted(jit.X86_64_LEVELS[levels[0]]))
+    assert m.kernel("vadd").native[0].features == tuple(sorted(cpu.X86_64_LEVELS[levels[0]]))
     # trusted: the shipped objects load, LLVM never runs; a fresh cache each time
     assert _native_run(path, True, tmp_path / "c1") == [True, 0, 0, 2]
     # a file given by path is not trusted by default: compiled here

@@ -91,10 +91,10 @@ def intact(tmp_path_factory) -> Path:
 def _native_target() -> str:
     """One CPU level this machine runs, so the child (trusting the bundle) uses its objects."""
     try:
-        from hologram_cpu_llvm import jit
+        from hologram_cpu_llvm import cpu, jit
     except ImportError:
         return "none"
-    runs = [t for t in jit.level_targets() if jit.runs_here(jit.host().triple, jit.X86_64_LEVELS[t])]
+    runs = [t for t in jit.level_targets() if jit.has_features(cpu.X86_64_LEVELS[t])]
     return runs[0] if runs else "none"
 
 

@@ -12,6 +12,7 @@ import hashlib
 import importlib.util
 import re
 import struct
+import sys
 import threading
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -26,10 +27,9 @@ from hologram.isa.opcodes import OPCODES
 from hologram.isa.program import BufferParam, Instr, Program, ScalarParam
 from hologram.verify.verifier import verify
 
-from . import jit, threads
-from . import codegen as _codegen_module
+from . import cpu, loader, native_pool, threads, trampoline
+from .abi import reduce_op
 from .cache import DiskCache, Entry, MemoryCache, default_cache_dir
-from .codegen import compile_program, reduce_op
 from .launcher import make_launcher
 from .runtime import (
     REDUCE_KINDS, STAGE_FN, BufferSlot, Executable, ReduceSlot, StagePlan, compile_dim, convert_value, identity,
@@ -47,7 +47,11 @@ class StageSymbol:
 
 
 # --------------------------------------------------------------------------- codegen link
-_CODEGEN_SOURCES = ("codegen", "vecmath", "jit")
+# jit.py (llvmlite.binding, ~22 ms to import) and codegen.py (llvmlite.ir, ~8 ms) are
+# imported by what compiles, never by what loads: a process that runs cached or shipped
+# object code links it with loader.py and knows its CPU from cpu.py.
+_CODEGEN_SOURCES = ("codegen", "vecmath", "jit", "abi", "trampoline", "native_pool")
+_DECLARED = re.compile(r"^CODEGEN_VERSION = (\d+)", re.MULTILINE)
 # An entry also certifies that its program passed the verifier, so `prepare` does not
 # verify again on a disk hit; a change to the verifier, or to any hologram module it
 # reaches, invalidates the entries (`verifier_modules`).
@@ -60,6 +64,8 @@ _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(hologram(?:\.\w+)*)[ \t]+import[ \t]
 
 def _opt_level(program: Program) -> int:
     """LLVM's pipeline level for `program`: O3, or O2 for a deep loop nest (jit.opt_level)."""
+    from . import jit
+
     loops = max((sum(1 for i in s.body if isinstance(i, Instr) and i.op == "LOOP") for s in program.stages),
                 default=0)
     return jit.opt_level(loops)
@@ -97,8 +103,86 @@ def _codegen_version() -> str:
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
     for name, path in sorted(verifier_modules().items()):
         digest.update(name.encode() + b"\0" + path.read_bytes())
-    declared = getattr(_codegen_module, "CODEGEN_VERSION", 0)
-    return f"codegen {declared}+{digest.hexdigest()[:16]}"
+    declared = _DECLARED.search((here / "codegen.py").read_text(encoding="utf-8"))
+    return f"codegen {declared.group(1) if declared else 0}+{digest.hexdigest()[:16]}"
+
+
+def _host_key() -> str:
+    """This machine and toolchain for cache keys: what the OS says of the CPU (cpu.py)
+    and the llvmlite release (which fixes the LLVM inside it); LLVM's own account
+    where the OS says nothing."""
+    here = cpu.fingerprint()
+    if here is None:
+        from . import jit
+
+        return jit.host().key
+    import llvmlite  # the package alone: its version, not the binding
+
+    return f"llvmlite {llvmlite.__version__}; {here}"
+
+
+def _support() -> tuple[list[str], dict[str, Any]]:
+    """The launch entry point (trampoline.py) and the thread pool (native_pool.py), as
+    IR compiled into every kernel's object code, and the table saying so: a process that
+    loads such code adopts them (`_adopt`) instead of compiling them with LLVM."""
+    texts, symbols = [trampoline.ir()], {"launch": trampoline.ENTRY}
+    pool = native_pool.ir()
+    if pool is not None:
+        texts.append(pool)
+        symbols |= {"worker": native_pool.WORKER, "run": native_pool.RUN}
+    return texts, {"layout": trampoline.LAYOUT, "symbols": symbols}
+
+
+def _support_symbols(meta: Any) -> list[str]:
+    support = meta.get("support") if isinstance(meta, dict) else None
+    if not isinstance(support, dict) or not isinstance(support.get("symbols"), dict):
+        return []
+    return [str(v) for v in support["symbols"].values()]
+
+
+def _adopt(meta: Any, loaded: loader.Loaded) -> None:
+    """Hand the entry point and the pool in `loaded` to their modules, unless this
+    interpreter lays objects out differently from the one that built the code."""
+    support = meta.get("support") if isinstance(meta, dict) else None
+    if not isinstance(support, dict) or support.get("layout") != trampoline.LAYOUT:
+        return
+    at = {k: loaded.addresses.get(str(v)) for k, v in support.get("symbols", {}).items()}
+    if at.get("launch"):
+        trampoline.adopt(at["launch"], loaded)
+    if at.get("worker") and at.get("run"):
+        native_pool.adopt(at["worker"], at["run"], loaded)
+
+
+def _load_linked(obj: bytes, meta: Any, symbols: Sequence[StageSymbol]) -> loader.Loaded:
+    """`obj` loaded with its stage symbols and support code resolved, the support adopted."""
+    loaded = _load(obj, [s.name for s in symbols] + _support_symbols(meta))
+    _adopt(meta, loaded)
+    return loaded
+
+
+def _load(obj: bytes, symbols: Sequence[str]) -> loader.Loaded:
+    """Object code linked here (loader.py) when it can be, else by MCJIT."""
+    if loader.supported():
+        try:
+            return loader.link(obj, list(symbols))
+        except loader.Unsupported:
+            pass
+    from . import jit
+
+    return jit.load_object(obj, symbols)
+
+
+def _usable_here(native: Mapping[str, Any]) -> bool:
+    """Whether shipped code for this CPU's architecture and OS uses only features it has."""
+    if not cpu.same_platform(str(native.get("triple"))):
+        return False
+    features = native.get("features", ())
+    known = cpu.has_features(features)
+    if known is not None:
+        return known
+    from . import jit
+
+    return jit.has_features(features)
 
 
 # ---------------------------------------------------------------------------- backend
@@ -120,7 +204,7 @@ class CpuLlvmBackend:
         self.num_threads = (threads.thread_count() if num_threads is None
                             else threads.capped(num_threads, "num_threads"))
         self._cache_dir = cache_dir
-        self._codegen = codegen or compile_program
+        self._codegen = codegen  # None: codegen.compile_program, imported when first needed
         self._codegen_version = codegen_version
         self._memory: MemoryCache[str, Executable] = MemoryCache()  # cache.MEMORY_ENTRIES, thread-safe
         self._lock = threading.RLock()
@@ -135,11 +219,12 @@ class CpuLlvmBackend:
         self._memory.clear()
 
     def available(self) -> bool:
+        """Whether llvmlite is installed (the binding is loaded only when something
+        compiles; a broken LLVM then raises CompileError)."""
         if self._available is None:
             try:
-                jit.target_machine()
-                self._available = True
-            except Exception:  # noqa: BLE001 - no llvmlite, no native target: not available
+                self._available = importlib.util.find_spec("llvmlite.binding") is not None
+            except (ImportError, ValueError):
                 self._available = False
         return self._available
 
@@ -155,7 +240,7 @@ class CpuLlvmBackend:
     def cache_key(self, program_key: str) -> str:
         if self._codegen_version is None:
             self._codegen_version = _codegen_version()
-        return f"hologram cpu_llvm; program {program_key}; {self._codegen_version}; {jit.host().key}"
+        return f"hologram cpu_llvm; program {program_key}; {self._codegen_version}; {_host_key()}"
 
     # ------------------------------------------------------------------ prepare
     def prepare(self, program: Program) -> Executable:
@@ -179,27 +264,34 @@ class CpuLlvmBackend:
             # stored only for a program (this hash) that passed this verifier (the key)
             try:
                 symbols = _symbols_from_meta(entry.meta, program)
-                return _link(program, key, symbols, jit.load_object(entry.obj, [s.name for s in symbols]), True)
+                return _link(program, key, symbols, _load_linked(entry.obj, entry.meta, symbols), True)
             except (ValueError, KeyError, TypeError, RuntimeError):
                 disk.discard(full_key)  # intact but unusable (say, a stale stage table): rebuild
+        from . import jit
+
         result = self._generate(program)
         symbols = tuple(StageSymbol(e.name, int(e.stage_index), tuple(e.reduce_buffers)) for e in result.stages)
+        support, table = _support()
+        meta = {"stages": [attrs.asdict(s) for s in symbols], "support": table}
         try:
             _check_symbols(symbols, program)
-            obj = jit.compile_object(result.module_ir, level=_opt_level(program))
-            loaded = jit.load_object(obj, [s.name for s in symbols])
+            obj = jit.compile_object(result.module_ir, level=_opt_level(program), support=support)
+            loaded = _load_linked(obj, meta, symbols)
         except (RuntimeError, ValueError) as e:
             raise CompileError(f"cpu_llvm: LLVM rejected the code generated for program '{program.name}' "
                                f"(a code generator bug): {e}") from None
         if disk is not None:
-            disk.store(full_key, Entry({"stages": [attrs.asdict(s) for s in symbols]}, obj))
+            disk.store(full_key, Entry(meta, obj))
         return _link(program, key, symbols, loaded, False)
 
     def _generate(self, program: Program) -> Any:
         """The verified program's LLVM module (a CodegenResult)."""
         verify(program)
+        codegen = self._codegen
+        if codegen is None:
+            from .codegen import compile_program as codegen
         try:
-            return self._codegen(program)
+            return codegen(program)
         except HologramError:
             raise
         except Exception as e:  # a code generator bug: say so, keep the cause chained
@@ -211,18 +303,27 @@ class CpuLlvmBackend:
     # here when a trusted bundle is loaded: docs/bundles.md, "Native code")
     def native_targets(self) -> tuple[str, ...]:
         """The CPUs `compile_native` builds for on this machine: the x86-64 levels, `host`."""
+        from . import jit
+
         return (*jit.level_targets(), "host")
 
     def native_toolchain(self) -> str:
-        """What object code depends on besides the program: the code generator (its
-        version and sources: the stages' calling convention) and LLVM."""
+        """What built object code: the code generator (its version and sources: the
+        stages' calling convention, the first field) and LLVM."""
+        from . import jit
+
+        return f"{self._generator()}; {jit.toolchain()}"
+
+    def _generator(self) -> str:
         if self._codegen_version is None:
             self._codegen_version = _codegen_version()
-        return f"{self._codegen_version}; {jit.toolchain()}"
+        return self._codegen_version
 
     def compile_native(self, program: Program, target: str) -> dict[str, Any]:
         """Object code of the verified `program` for the CPU `target`, with what loading it
         needs: {target, triple, cpu, features, toolchain, meta (the stage table), object}."""
+        from . import jit
+
         try:
             t = jit.target(target)
         except ValueError as e:
@@ -230,13 +331,15 @@ class CpuLlvmBackend:
         result = self._generate(program)
         symbols = tuple(StageSymbol(e.name, int(e.stage_index), tuple(e.reduce_buffers)) for e in result.stages)
         _check_symbols(symbols, program)
+        support, table = _support()
         try:
-            obj = jit.compile_object_for(result.module_ir, t, level=_opt_level(program))
+            obj = jit.compile_object_for(result.module_ir, t, level=_opt_level(program), support=support)
         except RuntimeError as e:
             raise CompileError(f"cpu_llvm: LLVM rejected the code generated for program '{program.name}' "
                                f"(a code generator bug): {e}") from None
         return {"target": t.name, "triple": t.triple, "cpu": t.cpu, "features": t.features,
-                "toolchain": self.native_toolchain(), "meta": {"stages": [attrs.asdict(s) for s in symbols]},
+                "toolchain": self.native_toolchain(),
+                "meta": {"stages": [attrs.asdict(s) for s in symbols], "support": table},
                 "object": obj}
 
     def check_native(self, program: Program, native: Mapping[str, Any]) -> str | None:
@@ -244,26 +347,34 @@ class CpuLlvmBackend:
         or None: an object file this loader reads, whose stage table covers the program."""
         try:
             _symbols_from_meta(native["meta"], program)
-            return jit.object_problem(bytes(native["object"]))
+            return cpu.object_problem(bytes(native["object"]))
         except (ValueError, KeyError, TypeError, RuntimeError) as e:
             return str(e)
 
     def prepare_native(self, program: Program, natives: Sequence[Mapping[str, Any]]) -> Executable | None:
         """`program` from object code shipped with it (what `compile_native` made, from a
         bundle the caller trusts), for the most capable target this CPU runs; None when
-        none fits (another CPU, another code generator): then `prepare` compiles it."""
+        none fits (another CPU, another code generator): then `prepare` compiles it.
+        Code is used when this code generator made it, whatever LLVM compiled it; the
+        x86-64 levels are tried first, most capable first, and the build host's own code
+        only when none fits or LLVM is loaded anyway: its features are LLVM's to judge
+        (cpu.has_features knows the levels'), which costs importing llvmlite."""
         key = program_hash(program)
         exe = self._memory.get(key)
         if exe is not None:
             return exe
-        usable = [n for n in natives if n.get("toolchain") == self.native_toolchain()
-                  and jit.runs_here(str(n.get("triple")), n.get("features", ()))]
-        for n in sorted(usable, key=lambda n: -len(n["features"])):
+        mine = [n for n in natives if str(n.get("toolchain", "")).split("; ", 1)[0] == self._generator()]
+        llvm_loaded = "llvmlite.binding" in sys.modules
+        order = sorted(mine, key=lambda n: (cpu.has_features(n.get("features", ())) is None and not llvm_loaded,
+                                            -len(n.get("features", ()))))
+        for n in order:
+            if not _usable_here(n):
+                continue
             if self.check_native(program, n) is not None:
                 continue  # not even well formed: never handed to the loader
             try:
                 symbols = _symbols_from_meta(n["meta"], program)
-                exe = _link(program, key, symbols, jit.load_object(n["object"], [s.name for s in symbols]), True)
+                exe = _link(program, key, symbols, _load_linked(n["object"], n["meta"], symbols), True)
             except (ValueError, KeyError, TypeError, RuntimeError):
                 continue  # unusable: try the next, else compile
             self._memory.put(key, exe)
@@ -281,6 +392,8 @@ class CpuLlvmBackend:
         """`program` in one of `text_forms` (compiled afresh: nothing is cached)."""
         if form not in self.text_forms:
             raise ArgumentError(f"cpu_llvm has no text form {form!r}; expected one of {', '.join(self.text_forms)}")
+        from . import jit
+
         module_ir = self._generate(program).module_ir
         if form == "llvm":
             return module_ir
@@ -320,7 +433,7 @@ def _check_symbols(symbols: Sequence[StageSymbol], program: Program) -> None:
             raise ValueError(f"stage table names unknown reduce buffers {s.reduce_buffers}")
 
 
-def _link(program: Program, key: str, symbols: Sequence[StageSymbol], loaded: jit.Loaded,
+def _link(program: Program, key: str, symbols: Sequence[StageSymbol], loaded: loader.Loaded,
           from_cache: bool) -> Executable:
     """The Executable: per stage its function pointer and launch plan, per buffer its
     slot, plus the pairs of params that could alias a written one."""

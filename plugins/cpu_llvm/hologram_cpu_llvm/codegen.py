@@ -68,25 +68,18 @@ from llvmlite import ir
 
 from hologram.core.errors import HologramError, VerifyError
 from hologram.isa.opcodes import OPCODES
-from hologram.isa.program import Instr, Program, Stage
+from hologram.isa.program import Instr, Program
 
 from .codegen_control import StageEmitter
 from .codegen_types import define_half_runtime
-from .codegen_types import (  # noqa: F401  (the error codes are part of this module's ABI)
+from .abi import (  # noqa: F401  (the error codes are part of this module's ABI)
     ERR_BARRIER, ERR_CLASS, ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_FREE, ERR_POOL_FULL,
-    ERR_RECURSION,
+    ERR_RECURSION, ERROR_KINDS, REDUCE_OPS, reduce_buffers, reduce_op,
 )
-
-ERROR_KINDS = {ERR_OOB_GLOBAL: "global", ERR_OOB_SHARED: "shared", ERR_OOB_POOL: "pool", ERR_CLASS: "class",
-               ERR_POOL_FULL: "pool_full", ERR_POOL_FREE: "pool_free", ERR_BARRIER: "barrier",
-               ERR_RECURSION: "recursion"}
 
 # Bumped whenever the generated code's meaning changes, so cached native code is rebuilt
 # (the runtime's cache key also digests these sources).
 CODEGEN_VERSION = 1
-
-REDUCE_OPS = ("ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum")
-
 
 @attrs.frozen
 class StageEntry:
@@ -110,27 +103,6 @@ def _ident(text: str) -> str:
 
 def stage_symbol(program: Program, index: int) -> str:
     return f"hg_{_ident(program.name)}_{index}_{_ident(program.stages[index].name)}"
-
-
-def reduce_buffers(stage: Stage) -> tuple[str, ...]:
-    """The global buffers written by Reduce*/ResAccum, in order of first appearance."""
-    out: dict[str, None] = {}
-    for item in stage.body:
-        if isinstance(item, Instr) and item.op in REDUCE_OPS and item.addr is not None:
-            out.setdefault(item.addr.buffer, None)
-    return tuple(out)
-
-
-def reduce_op(stage: Stage, buffer: str) -> tuple[str, object]:
-    """(opcode, dtype) of the reductions into `buffer` in `stage`: what the runtime needs
-    to pre-fill a partial with the identity. Mixing reduction opcodes on one buffer in
-    one stage is refused here, since one identity could not serve both."""
-    ops = {(i.op if i.op != "ResAccum" else "ReduceAdd", i.dtype) for i in stage.body
-           if isinstance(i, Instr) and i.op in REDUCE_OPS and i.addr is not None and i.addr.buffer == buffer}
-    if len({op for op, _ in ops}) != 1:
-        raise VerifyError(f"cpu_llvm: stage '{stage.name}': buffer '{buffer}' is reduced with "
-                          f"{' and '.join(sorted({op for op, _ in ops}))} in one stage; expected one reduction kind")
-    return next(iter(ops))
 
 
 def compile_program(program: Program) -> CodegenResult:

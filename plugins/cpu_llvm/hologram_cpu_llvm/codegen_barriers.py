@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from .codegen_types import ERR_BARRIER, I8, I32, I64, at, i64
+from .abi import ERR_BARRIER
+from .codegen_types import I8, I32, I64, at, i64
 
 MAX_BLOCKS = 200_000  # inlined (context, pc) pairs: a guard against pathological call trees
 Ctx = tuple[tuple[int, int], ...]  # (subroutine entry pc, return pc) of each active CALL

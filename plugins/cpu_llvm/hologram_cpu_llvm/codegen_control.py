@@ -30,9 +30,9 @@ from .codegen_barriers import MAX_BLOCKS, BarrierLayouts, Ctx
 from .codegen_blocks import BlockAccumulators
 from .codegen_memory import REDUCE_COMBINE, LaneMemory
 from .codegen_ops import REASSOCIATED_OPS, VALUE_OPS, compare
+from .abi import ERR_CLASS, ERR_RECURSION
 from .codegen_types import (
-    ERR_CLASS, ERR_RECURSION, I1, I8, I32, I64, PTR, at, const, convert, from_mem, i64, int_value, intrinsic,
-    mem_type, reg_type, to_mem,
+    I1, I8, I32, I64, PTR, at, const, convert, from_mem, i64, int_value, intrinsic, mem_type, reg_type, to_mem,
 )
 
 

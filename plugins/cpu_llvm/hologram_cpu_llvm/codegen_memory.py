@@ -24,10 +24,8 @@ from hologram.core.types import DType
 from hologram.isa.opcodes import OPCODES
 from hologram.isa.program import Imm, Instr
 
-from .codegen_types import (
-    ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_FREE, ERR_POOL_FULL, I8, I32, I64, PTR, at, const,
-    i64, int_value, mem_type, reg_type,
-)
+from .abi import ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_FREE, ERR_POOL_FULL
+from .codegen_types import I8, I32, I64, PTR, at, const, i64, int_value, mem_type, reg_type
 
 # How each reduction opcode combines a contribution into its partial.
 REDUCE_COMBINE = {"ReduceAdd": "ADD", "ResAccum": "ADD", "ReduceMul": "MUL", "ReduceMin": "MIN", "ReduceMax": "MAX"}

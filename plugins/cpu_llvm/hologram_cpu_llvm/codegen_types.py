@@ -16,16 +16,6 @@ from llvmlite import ir
 
 from hologram.core.types import DType
 
-# Error codes written to err[0] by a stage function; err[3] holds the offending value.
-ERR_OOB_GLOBAL = 1  # value: the index (checked LDG/STG/Reduce*/ResAccum)
-ERR_OOB_SHARED = 2  # value: the index (checked LDS/STS)
-ERR_OOB_POOL = 3  # value: the index (PoolLoad/PoolStore at or above the pool's top)
-ERR_CLASS = 4  # value: the ResAccum class register's value (not in 0..95)
-ERR_POOL_FULL = 5  # value: elements of the pool already in use
-ERR_POOL_FREE = 6  # value: the handle PoolFree was given (not the most recent allocation)
-ERR_BARRIER = 7  # err[2], err[3]: two different barriers (body indices) lanes wait at
-ERR_RECURSION = 8  # value: 0 (a CALL re-entering an active subroutine; the verifier forbids it)
-
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 HALF, FLOAT, DOUBLE = ir.HalfType(), ir.FloatType(), ir.DoubleType()
 PTR = ir.PointerType()

@@ -16,20 +16,17 @@ call into LLVM with one process-wide lock, so compiling on several threads buys 
 
 from __future__ import annotations
 
-import collections
-import ctypes
 import functools
 import hashlib
-import struct
 import threading
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import attrs
 import llvmlite
 import llvmlite.binding as llvm
 
-# Counters by event ("optimize", "emit", "load"): a test-visible record of the work done.
-STATS: collections.Counter[str] = collections.Counter()
+from . import cpu
+from .loader import STATS, Loaded, process_symbol
 
 # LLVM's C++ objects are not documented as thread-safe for concurrent use of one target
 # machine or context; compiles are rare and slow anyway, so they are serialized.
@@ -124,8 +121,11 @@ def opt_level(loops_per_stage: int) -> int:
     return DEEP_NEST_OPT_LEVEL if loops_per_stage > DEEP_NEST_LOOPS else OPT_LEVEL
 
 
-def compile_object(module_ir: str, optimized_ir: list[str] | None = None, level: int = OPT_LEVEL) -> bytes:
-    """Textual LLVM IR -> optimized relocatable object code for the host.
+def compile_object(module_ir: str, optimized_ir: list[str] | None = None, level: int = OPT_LEVEL,
+                   support: Sequence[str] = ()) -> bytes:
+    """Textual LLVM IR -> optimized relocatable object code for the host, with the
+    modules in `support` (hand-written runtime code: the launch entry point, the thread
+    pool) linked in after the optimizer, so they are compiled as written.
 
     Raises RuntimeError when the IR does not parse or verify (a code generator bug, never
     a user error: the caller wraps it). `optimized_ir`, when given, receives the IR after
@@ -134,9 +134,19 @@ def compile_object(module_ir: str, optimized_ir: list[str] | None = None, level:
         module = _optimized(module_ir, level)
         if optimized_ir is not None:
             optimized_ir.append(str(module))
+        _link_support(module, _compiler(), support)
         obj = _compiler().emit_object(module)
         STATS["emit"] += 1
         return obj
+
+
+def _link_support(module: llvm.ModuleRef, tm: llvm.TargetMachine, support: Sequence[str]) -> None:
+    for text in support:
+        extra = llvm.parse_assembly(text)
+        extra.verify()
+        extra.triple = tm.triple
+        extra.data_layout = str(tm.target_data)
+        module.link_in(extra)  # internal helpers of the same name are renamed apart
 
 
 def optimized_text(module_ir: str, level: int = OPT_LEVEL) -> str:
@@ -151,50 +161,10 @@ def native_assembly(module_ir: str, level: int = OPT_LEVEL) -> str:
         return _compiler().emit_assembly(_optimized(module_ir, level))
 
 
-@attrs.frozen(eq=False)
-class Loaded:
-    """Object code living in an execution engine. The engine owns the machine code: keep
-    this object alive as long as any address from `addresses` may be called."""
-
-    engine: llvm.ExecutionEngine = attrs.field(repr=False)
-    addresses: dict[str, int]
-
-
-def undefined_symbols(obj: bytes) -> list[str] | None:
-    """The undefined symbols an ELF64 little-endian object references (what the loader
-    must resolve), or None for another object format. A malformed object raises
-    RuntimeError."""
-    if obj[:6] != b"\x7fELF\x02\x01":
-        return None
-    try:
-        (shoff,) = struct.unpack_from("<Q", obj, 0x28)
-        shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
-        sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize) for i in range(shnum)]
-        names = []
-        for _, kind, _, _, offset, size, link, _, _, entsize in sections:
-            if kind != 2:  # SHT_SYMTAB
-                continue
-            strtab = sections[link][4]
-            for at in range(offset, offset + size, entsize or 24):
-                st_name, _, _, st_shndx = struct.unpack_from("<IBBH", obj, at)
-                if st_name and st_shndx == 0:  # SHN_UNDEF
-                    end = obj.index(b"\0", strtab + st_name)
-                    names.append(obj[strtab + st_name:end].decode())
-        return names
-    except (struct.error, ValueError, IndexError, UnicodeDecodeError) as e:
-        raise RuntimeError(f"malformed object code: {e}") from None
-
-
-try:
-    _PROCESS: ctypes.CDLL | None = ctypes.CDLL(None)  # the process's own symbols (dlopen(NULL))
-except OSError:  # pragma: no cover - platforms without dlopen(NULL)
-    _PROCESS = None
-
-
 def resolvable(name: str) -> bool:
     """Whether MCJIT can resolve `name`: a symbol of the process (libm, libc) or one
     registered with llvmlite."""
-    return bool(llvm.address_of_symbol(name)) or (_PROCESS is not None and hasattr(_PROCESS, name))
+    return bool(llvm.address_of_symbol(name) or process_symbol(name))
 
 
 def load_object(obj: bytes, symbols: Iterable[str]) -> Loaded:
@@ -204,7 +174,7 @@ def load_object(obj: bytes, symbols: Iterable[str]) -> Loaded:
     symbol name, and dropping a program frees its code. Undefined references (libm)
     resolve against the process; they are checked first, because MCJIT aborts the whole
     process on an unresolvable one. Raises RuntimeError when a symbol is missing."""
-    missing = [name for name in undefined_symbols(obj) or () if not resolvable(name)]
+    missing = [name for name in cpu.undefined_symbols(obj) or () if not resolvable(name)]
     if missing:
         raise RuntimeError(f"the object code needs {', '.join(sorted(missing))}, which this process does not "
                            f"provide")
@@ -224,19 +194,10 @@ def load_object(obj: bytes, symbols: Iterable[str]) -> Loaded:
                 raise RuntimeError(f"symbol {name!r} is not defined by the object code")
             addresses[name] = addr
         STATS["load"] += 1
-        return Loaded(engine, addresses)
+        return Loaded(addresses, engine)
 
 
 # ------------------------------------------------------------ targets for shipped code
-# The x86-64 micro-architecture levels of the psABI, as the LLVM features each requires
-# beyond baseline x86-64. Native code built for a level runs on a CPU that has all of
-# them: the check is a feature superset, never a comparison of CPU names.
-_V2 = ("cx16", "popcnt", "sahf", "sse3", "sse4.1", "sse4.2", "ssse3")
-_V3 = _V2 + ("avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe", "xsave")
-_V4 = _V3 + ("avx512bw", "avx512cd", "avx512dq", "avx512f", "avx512vl")
-X86_64_LEVELS = {"x86-64-v2": _V2, "x86-64-v3": _V3, "x86-64-v4": _V4}
-
-
 @attrs.frozen
 class Target:
     """A CPU to build object code for: a level (`x86-64-v3`) or `host`, the build machine."""
@@ -255,7 +216,7 @@ def host_features() -> frozenset[str]:
 
 def level_targets() -> tuple[str, ...]:
     """The named levels object code can be built for on this machine's architecture."""
-    return tuple(X86_64_LEVELS) if host().triple.startswith("x86_64") else ()
+    return tuple(cpu.X86_64_LEVELS) if host().triple.startswith("x86_64") else ()
 
 
 def target(name: str) -> Target:
@@ -265,16 +226,12 @@ def target(name: str) -> Target:
         return Target("host", h.triple, h.cpu, tuple(sorted(host_features())))
     if name not in level_targets():
         raise ValueError(f"no target {name!r} here; expected host or one of {', '.join(level_targets()) or 'none'}")
-    return Target(name, h.triple, name, tuple(sorted(X86_64_LEVELS[name])))
+    return Target(name, h.triple, name, tuple(sorted(cpu.X86_64_LEVELS[name])))
 
 
-def runs_here(triple: str, features: Iterable[str]) -> bool:
-    """Whether code built for `triple` using `features` runs on this CPU: the same
-    architecture and operating system, and every feature present."""
-    def arch_os(t: str) -> tuple[str, str]:
-        parts = t.split("-")
-        return parts[0], parts[2] if len(parts) > 2 else ""
-    return arch_os(triple) == arch_os(host().triple) and set(features) <= host_features()
+def has_features(features: Iterable[str]) -> bool:
+    """Whether this CPU has every LLVM feature in `features`, as LLVM sees it."""
+    return set(features) <= host_features()
 
 
 @functools.cache
@@ -284,7 +241,7 @@ def _compiler_for(t: Target) -> llvm.TargetMachine:
     return machine.create_target_machine(cpu=t.cpu, features=features, opt=3, reloc="pic", codemodel="default")
 
 
-def compile_object_for(module_ir: str, t: Target, level: int = OPT_LEVEL) -> bytes:
+def compile_object_for(module_ir: str, t: Target, level: int = OPT_LEVEL, support: Sequence[str] = ()) -> bytes:
     """Like `compile_object`, for the CPU `t` rather than this one (code to ship)."""
     with _LOCK:
         tm = _compiler_for(t)
@@ -293,33 +250,10 @@ def compile_object_for(module_ir: str, t: Target, level: int = OPT_LEVEL) -> byt
         module.triple = tm.triple
         module.data_layout = str(tm.target_data)
         optimize(module, tm, level)
+        _link_support(module, tm, support)
         obj = tm.emit_object(module)
         STATS["emit"] += 1
         return obj
-
-
-def object_problem(obj: bytes) -> str | None:
-    """Why object code from elsewhere must not reach the loader, or None: on an ELF system
-    it must be a 64-bit little-endian ELF object whose section table and sections lie
-    inside it (MCJIT trusts what it is given, and crashes the process on garbage). This
-    checks form, not meaning: shipped code is still trusted code."""
-    if not host().triple.startswith(("x86_64", "aarch64")) or "linux" not in host().triple:
-        return None  # other object formats: the loader's own checks only
-    if obj[:6] != b"\x7fELF\x02\x01":
-        return "not a 64-bit little-endian ELF object"
-    try:
-        (shoff,) = struct.unpack_from("<Q", obj, 0x28)
-        shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
-        if shentsize < 64 or shoff + shentsize * shnum > len(obj):
-            return "its section table lies outside the file"
-        for i in range(shnum):
-            _, kind, _, _, offset, size = struct.unpack_from("<IIQQQQ", obj, shoff + i * shentsize)
-            if kind != 8 and offset + size > len(obj):  # 8: SHT_NOBITS (no bytes in the file)
-                return f"section {i} lies outside the file"
-        undefined_symbols(obj)
-    except (struct.error, RuntimeError) as e:
-        return f"malformed: {e}"
-    return None
 
 
 def toolchain() -> str:

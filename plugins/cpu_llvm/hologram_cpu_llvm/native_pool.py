@@ -48,9 +48,7 @@ import struct
 import threading
 from typing import Callable, Sequence
 
-import llvmlite.binding as llvm
-
-from . import jit
+from . import loader
 
 SPIN_ROUNDS = 1 << 17  # pause-hinted polls before a worker sleeps (a few ms)
 _MUTEX, _COND, _BLOCK = 128, 256, 384  # byte offsets and the block's size
@@ -283,38 +281,58 @@ def _pause() -> tuple[str, str]:
 
 _STATE: dict[str, object] = {}
 _BUILD_LOCK = threading.Lock()
+WORKER, RUN = "hg_pool_worker", "hg_pool_run"
+
+
+def ir() -> str | None:
+    """The worker's and dispatcher's LLVM IR for this machine, or None where pthreads
+    (or a symbol of theirs) are missing, and the Python pool serves instead."""
+    if os.name != "posix" or not all(loader.process_symbol(name) for name in _PTHREAD):
+        return None
+    decl, call = _pause()
+    return (_IR.replace("PAUSE_DECL", decl).replace("PAUSE_CALL", call).replace("SPIN_ROUNDS", str(SPIN_ROUNDS))
+            .replace("MUTEX", str(_MUTEX)).replace("COND", str(_COND)).replace("BLOCK", str(_BLOCK)))
+
+
+def adopt(worker: int, run: int, keep: object) -> None:
+    """Use the worker and dispatcher at these addresses (built from `ir()` into a
+    kernel's object code, which `keep` holds alive: workers run it until the process
+    ends) if none are in use yet: a parallel launch then needs no LLVM."""
+    with _BUILD_LOCK:
+        if "ok" not in _STATE:
+            _STATE["ok"] = _finish(worker, run, keep)
 
 
 def _build() -> dict[str, object] | None:
-    """Compile the worker and dispatcher once per process; None where pthreads (or a
-    symbol of theirs) are missing, and the Python pool serves instead."""
+    """The worker and dispatcher, compiled here by MCJIT on first need unless adopted."""
     ok = _STATE.get("ok")  # set last, once: launches read it without the lock
     if ok is None:
         with _BUILD_LOCK:
             if "ok" not in _STATE:
-                _STATE["ok"] = _compile()
+                _STATE["ok"] = _finish(None, None, None)
             ok = _STATE["ok"]
     return _STATE if ok else None
 
 
-def _compile() -> bool:
-    if os.name != "posix" or not all(jit.resolvable(name) for name in _PTHREAD):
+def _finish(worker: int | None, run: int | None, keep: object) -> bool:
+    if ir() is None:
         return False
-    decl, call = _pause()
-    ir = (_IR.replace("PAUSE_DECL", decl).replace("PAUSE_CALL", call).replace("SPIN_ROUNDS", str(SPIN_ROUNDS))
-          .replace("MUTEX", str(_MUTEX)).replace("COND", str(_COND)).replace("BLOCK", str(_BLOCK)))
     libc = ctypes.CDLL(None)
     libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, (ctypes.c_size_t,)
-    # Compiled straight by MCJIT, as the trampoline is: no pass pipeline, and not
-    # counted in jit.STATS (which counts kernel compilations).
-    with jit._LOCK:
-        module = llvm.parse_assembly(ir)
-        module.verify()
-        engine = llvm.create_mcjit_compiler(module, jit.target_machine())
-        engine.finalize_object()
-        worker = engine.get_function_address("hg_pool_worker")
-        run = engine.get_function_address("hg_pool_run")
-    _STATE.update(engine=engine, libc=libc, data=_data_address(),
+    if worker is None or run is None:
+        # Compiled straight by MCJIT, as the trampoline is: no pass pipeline, and not
+        # counted in jit.STATS (which counts kernel compilations).
+        import llvmlite.binding as llvm
+
+        from . import jit
+
+        with jit._LOCK:
+            module = llvm.parse_assembly(ir())
+            module.verify()
+            keep = llvm.create_mcjit_compiler(module, jit.target_machine())
+            keep.finalize_object()
+            worker, run = keep.get_function_address(WORKER), keep.get_function_address(RUN)
+    _STATE.update(keep=keep, libc=libc, data=_data_address(),
                   worker=ctypes.CFUNCTYPE(None, ctypes.c_void_p)(worker),
                   run=ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(run))
     return True

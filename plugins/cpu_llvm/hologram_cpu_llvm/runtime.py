@@ -32,8 +32,8 @@ from hologram.passes.stats import Formula, lane_work
 from hologram.runtime.args import plain_array, symbol_value, zeroed_temporary
 from hologram.verify.intervals import SYMBOL_MAX
 
-from . import jit, threads
-from .codegen_types import (
+from . import loader, threads
+from .abi import (
     ERR_BARRIER, ERR_CLASS, ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_FREE, ERR_POOL_FULL,
     ERR_RECURSION,
 )
@@ -194,7 +194,7 @@ class Executable:
     buffers: tuple[BufferSlot, ...]  # params' buffers in param order, then temps
     nparams: int  # how many of `buffers` are params
     scalars: tuple[tuple[str, np.dtype], ...]
-    loaded: jit.Loaded = attrs.field(repr=False)
+    loaded: loader.Loaded = attrs.field(repr=False)
     pack_ptrs: Callable[..., bytes] = attrs.field(repr=False)  # struct packers of the bufs and syms arrays
     pack_syms: Callable[..., bytes] = attrs.field(repr=False)
     from_cache: bool = False

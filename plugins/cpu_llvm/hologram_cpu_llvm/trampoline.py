@@ -37,10 +37,7 @@ import struct
 import threading
 from typing import Any, Callable, Sequence
 
-import llvmlite.binding as llvm
 import numpy as np
-
-from . import jit
 
 _OB_TYPE = 8  # PyObject: ob_refcnt, then ob_type
 _TUPLE_ITEMS = tuple.__basicsize__  # PyTupleObject: header, ob_size, then ob_item[]
@@ -279,7 +276,7 @@ class _MethodDef(ctypes.Structure):
 
 
 _LOCK = threading.Lock()
-_STATE: dict[str, Any] = {}  # "engine", "methoddef", "api": built once, kept for the process
+_STATE: dict[str, Any] = {}  # "keep" (what holds the code), "methoddef", "api": set once, kept for the process
 
 
 def _layout_ok() -> bool:
@@ -315,42 +312,79 @@ def _layout_ok() -> bool:
     return ctypes.sizeof(ctypes.c_void_p) == 8
 
 
+ENTRY = "hologram_launch"
+_ENTRY_NAME = ENTRY.encode()  # the method's name: C keeps a pointer to these bytes
+
+
+def ir() -> str:
+    """The entry point's LLVM IR, with this interpreter's object layout written in (so
+    code built by one Python serves another only when `LAYOUT` is the same)."""
+    return (_IR.replace("TUPLE_ITEMS_1", str(_TUPLE_ITEMS + 8)).replace("TUPLE_ITEMS_2", str(_TUPLE_ITEMS + 16))
+            .replace("TUPLE_ITEMS", str(_TUPLE_ITEMS)).replace("BYTES_DATA", str(_BYTES_DATA))
+            .replace("ARRAY_DATA", str(_ARRAY_DATA)).replace("ARRAY_ND", str(_ARRAY_ND))
+            .replace("ARRAY_DIMS", str(_ARRAY_DIMS)).replace("ARRAY_DESCR", str(_ARRAY_DESCR))
+            .replace("ARRAY_FLAGS", str(_ARRAY_FLAGS)).replace("OB_TYPE", str(_OB_TYPE))
+            .replace("SCALAR_VALUE", str(_SCALAR_VALUE)))
+
+
+# the offsets `ir()` writes into the code: object code carrying the entry point is
+# adopted only by a process whose layout is the same
+LAYOUT = (f"launch 1; ob_type {_OB_TYPE}; tuple {_TUPLE_ITEMS}; bytes {_BYTES_DATA}; array {_ARRAY_DATA}; "
+          f"scalar {_SCALAR_VALUE}")
+
+
+def adopt(address: int, keep: Any) -> None:
+    """Use the entry point at `address` (built from `ir()` into a kernel's object code,
+    which `keep` holds alive) if none is in use yet: launches then need no LLVM."""
+    with _LOCK:
+        if "ok" not in _STATE:
+            _finish(address, keep)
+
+
+def _compiled() -> tuple[int, Any]:
+    """The entry point compiled here by MCJIT (no IR pass pipeline: jit.STATS counts
+    kernel compilations, and this hand-written function needs no optimizing)."""
+    import llvmlite.binding as llvm
+
+    from . import jit
+
+    with jit._LOCK:
+        module = llvm.parse_assembly(ir())
+        module.verify()
+        engine = llvm.create_mcjit_compiler(module, jit.target_machine())
+        engine.finalize_object()
+        return engine.get_function_address(ENTRY), engine
+
+
+def _finish(address: int | None, keep: Any) -> dict[str, Any] | None:
+    """Make the entry point at `address` (compiled here when None) usable; the caller
+    holds `_LOCK`. Sets `_STATE["ok"]` once, for the process."""
+    _STATE["ok"] = False
+    if not _layout_ok():
+        return None
+    api = ctypes.pythonapi
+    try:
+        addresses = [ctypes.cast(getattr(api, n), ctypes.c_void_p).value
+                     for n in ("Py_IncRef", "PyObject_Vectorcall", "PyBytes_FromStringAndSize", "Py_DecRef")]
+        new_function = api.PyCFunction_NewEx
+    except AttributeError:  # pragma: no cover - a Python without these C-API functions
+        return None
+    new_function.restype = ctypes.py_object
+    new_function.argtypes = (ctypes.c_void_p, ctypes.py_object, ctypes.py_object)
+    if address is None:
+        address, keep = _compiled()
+    methoddef = _MethodDef(_ENTRY_NAME, address, _METH_FASTCALL, None)
+    incref, vcall, mkbytes, decref = addresses
+    _STATE.update(ok=True, keep=keep, methoddef=methoddef, new_function=new_function,
+                  api=(incref, id(None), vcall, mkbytes, decref))
+    return _STATE
+
+
 def _build() -> dict[str, Any] | None:
     with _LOCK:
         if "ok" in _STATE:
             return _STATE if _STATE["ok"] else None
-        _STATE["ok"] = False
-        if not _layout_ok():
-            return None
-        api = ctypes.pythonapi
-        try:
-            addresses = [ctypes.cast(getattr(api, n), ctypes.c_void_p).value
-                         for n in ("Py_IncRef", "PyObject_Vectorcall", "PyBytes_FromStringAndSize", "Py_DecRef")]
-            new_function = api.PyCFunction_NewEx
-        except AttributeError:  # pragma: no cover - a Python without these C-API functions
-            return None
-        new_function.restype = ctypes.py_object
-        new_function.argtypes = (ctypes.c_void_p, ctypes.py_object, ctypes.py_object)
-        ir = (_IR.replace("TUPLE_ITEMS_1", str(_TUPLE_ITEMS + 8)).replace("TUPLE_ITEMS_2", str(_TUPLE_ITEMS + 16))
-              .replace("TUPLE_ITEMS", str(_TUPLE_ITEMS)).replace("BYTES_DATA", str(_BYTES_DATA))
-              .replace("ARRAY_DATA", str(_ARRAY_DATA)).replace("ARRAY_ND", str(_ARRAY_ND))
-              .replace("ARRAY_DIMS", str(_ARRAY_DIMS)).replace("ARRAY_DESCR", str(_ARRAY_DESCR))
-              .replace("ARRAY_FLAGS", str(_ARRAY_FLAGS)).replace("OB_TYPE", str(_OB_TYPE))
-              .replace("SCALAR_VALUE", str(_SCALAR_VALUE)))
-        # Compiled straight by MCJIT (no IR pass pipeline: jit.STATS counts kernel
-        # compilations, and this hand-written function needs no optimizing).
-        with jit._LOCK:
-            tm = jit.target_machine()
-            module = llvm.parse_assembly(ir)
-            module.verify()
-            engine = llvm.create_mcjit_compiler(module, tm)
-            engine.finalize_object()
-            entry = engine.get_function_address("hologram_launch")
-        methoddef = _MethodDef(b"hologram_launch", entry, _METH_FASTCALL, None)
-        incref, vcall, mkbytes, decref = addresses
-        _STATE.update(ok=True, engine=engine, methoddef=methoddef, new_function=new_function,
-                      api=(incref, id(None), vcall, mkbytes, decref))
-        return _STATE
+        return _finish(None, None)
 
 
 def available() -> bool:

@@ -12,7 +12,7 @@ import pytest
 import hologram as hg
 from hologram.core.errors import ArgumentError, CompileError
 from hologram.testing import assert_close
-from hologram_cpu_llvm import CpuLlvmBackend, jit, runtime as rt
+from hologram_cpu_llvm import CpuLlvmBackend, cpu, jit, runtime as rt
 from hologram_cpu_llvm.backend import _opt_level
 from hologram_cpu_llvm.codegen import compile_program
 
@@ -82,9 +82,9 @@ define i128 @needs_compiler_rt(i128 %a, i128 %b) {
     broken, _ = fake_backend(attrs.evolve(REV, module_ir="define void @oops(", entries=(Entry("oops", 0),)))
     with pytest.raises(CompileError, match="LLVM rejected"):
         broken.prepare(REV.program())
-    assert jit.undefined_symbols(b"not an object") is None
+    assert cpu.undefined_symbols(b"not an object") is None
     with pytest.raises(RuntimeError, match="malformed"):
-        jit.undefined_symbols(b"\x7fELF\x02\x01" + bytes(10))
+        cpu.undefined_symbols(b"\x7fELF\x02\x01" + bytes(10))
 
 
 def test_a_crashing_code_generator_is_a_compile_error(tmp_path):

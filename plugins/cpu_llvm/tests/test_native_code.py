@@ -9,7 +9,7 @@ from repo_paths import KERNELS
 
 import hologram as hg
 from hologram.core.errors import ArgumentError
-from hologram_cpu_llvm import jit
+from hologram_cpu_llvm import cpu, jit
 from hologram_cpu_llvm.backend import CpuLlvmBackend
 
 
@@ -19,7 +19,7 @@ def softmax():
 
 
 def runnable_level() -> str:
-    levels = [t for t in jit.level_targets() if jit.runs_here(jit.host().triple, jit.X86_64_LEVELS[t])]
+    levels = [t for t in jit.level_targets() if jit.has_features(cpu.X86_64_LEVELS[t])]
     if not levels:
         pytest.skip("no x86-64 level this CPU runs")
     return levels[-1]
@@ -28,7 +28,7 @@ def runnable_level() -> str:
 def test_shipped_code_runs_when_it_fits(tmp_path, softmax):
     level = runnable_level()
     built = CpuLlvmBackend(cache_dir=False).compile_native(softmax, level)
-    assert built["cpu"] == level and set(built["features"]) == set(jit.X86_64_LEVELS[level])
+    assert built["cpu"] == level and set(built["features"]) == set(cpu.X86_64_LEVELS[level])
     fresh = CpuLlvmBackend(num_threads=1, cache_dir=False)
     before = dict(jit.STATS)
     exe = fresh.prepare_native(softmax, [built])

@@ -11,7 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from hologram_cpu_llvm import backend
+from hologram_cpu_llvm import backend, loader
 
 PREPARE = textwrap.dedent("""
     import sys
@@ -55,3 +55,31 @@ def test_the_cache_key_follows_every_module_the_verifier_imports():
                 modules = {node.module} | {f"{node.module}.{a.name}" for a in node.names}
                 assert modules & found.keys(), f"{name} imports {node.module}, missing from the key"
     assert {"hologram.verify.verifier", "hologram.verify.dataflow", "hologram.isa.opcodes"} <= found.keys()
+
+
+RUN = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import hologram as hg
+
+    k = hg.compile("[kernel]\\nname='axpy'\\nversion='1.0.0'\\ninputs={a='f32', x='f32[n]', y='f32[n]'}\\n"
+                   "outputs={z='f32[n]'}\\nbody='z = a * x + y'\\n")
+    for n in (5, 1 << 20):  # inline, then on the native pool's workers
+        x = np.arange(n, dtype=np.float32)
+        assert (k.on("cpu_llvm")(np.float32(2), x, x) == 3 * x).all()
+    from hologram_cpu_llvm import native_pool, trampoline
+    print(sorted(m for m in ("llvmlite.binding", "llvmlite.ir") if m in sys.modules),
+          trampoline._STATE.get("ok"), native_pool._STATE.get("ok"))
+""")
+
+
+def test_a_warm_process_never_imports_llvm(tmp_path):
+    """Object code from the disk cache is linked by loader.py and carries the launch entry
+    point and the thread pool: a warm process has no use for llvmlite.binding."""
+    env = {**os.environ, "HOLOGRAM_CACHE_DIR": str(tmp_path), "HOLOGRAM_NUM_THREADS": "2"}
+    runs = [subprocess.run([sys.executable, "-c", RUN], capture_output=True, text=True, env=env, timeout=120)
+            for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), runs[-1].stderr
+    assert runs[0].stdout.split()[-2:] == ["True", "True"]
+    if loader.supported():
+        assert runs[1].stdout.strip() == "[] True True"

@@ -1,0 +1,46 @@
+"""What generated code and the runtime agree on, without LLVM: error codes a stage
+writes, and which reduction a stage performs into a buffer (the identity its partials
+start from). codegen writes code to this contract; runtime.py and backend.py read it
+when they link object code, so a process that only loads code never imports llvmlite.
+"""
+
+from __future__ import annotations
+
+from hologram.core.errors import VerifyError
+from hologram.isa.program import Instr, Stage
+
+# Error codes written to err[0] by a stage function; err[3] holds the offending value.
+ERR_OOB_GLOBAL = 1  # value: the index (checked LDG/STG/Reduce*/ResAccum)
+ERR_OOB_SHARED = 2  # value: the index (checked LDS/STS)
+ERR_OOB_POOL = 3  # value: the index (PoolLoad/PoolStore at or above the pool's top)
+ERR_CLASS = 4  # value: the ResAccum class register's value (not in 0..95)
+ERR_POOL_FULL = 5  # value: elements of the pool already in use
+ERR_POOL_FREE = 6  # value: the handle PoolFree was given (not the most recent allocation)
+ERR_BARRIER = 7  # err[2], err[3]: two different barriers (body indices) lanes wait at
+ERR_RECURSION = 8  # value: 0 (a CALL re-entering an active subroutine; the verifier forbids it)
+ERROR_KINDS = {ERR_OOB_GLOBAL: "global", ERR_OOB_SHARED: "shared", ERR_OOB_POOL: "pool", ERR_CLASS: "class",
+               ERR_POOL_FULL: "pool_full", ERR_POOL_FREE: "pool_free", ERR_BARRIER: "barrier",
+               ERR_RECURSION: "recursion"}
+
+REDUCE_OPS = ("ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum")
+
+
+def reduce_buffers(stage: Stage) -> tuple[str, ...]:
+    """The global buffers written by Reduce*/ResAccum, in order of first appearance."""
+    out: dict[str, None] = {}
+    for item in stage.body:
+        if isinstance(item, Instr) and item.op in REDUCE_OPS and item.addr is not None:
+            out.setdefault(item.addr.buffer, None)
+    return tuple(out)
+
+
+def reduce_op(stage: Stage, buffer: str) -> tuple[str, object]:
+    """(opcode, dtype) of the reductions into `buffer` in `stage`: what the runtime needs
+    to pre-fill a partial with the identity. Mixing reduction opcodes on one buffer in
+    one stage is refused here, since one identity could not serve both."""
+    ops = {(i.op if i.op != "ResAccum" else "ReduceAdd", i.dtype) for i in stage.body
+           if isinstance(i, Instr) and i.op in REDUCE_OPS and i.addr is not None and i.addr.buffer == buffer}
+    if len({op for op, _ in ops}) != 1:
+        raise VerifyError(f"cpu_llvm: stage '{stage.name}': buffer '{buffer}' is reduced with "
+                          f"{' and '.join(sorted({op for op, _ in ops}))} in one stage; expected one reduction kind")
+    return next(iter(ops))
