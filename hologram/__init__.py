@@ -6,35 +6,65 @@ the Atlas ISA, run on pluggable backends.
     y = k(x)                      # outputs allocated and returned
     k(x, out=y)                   # written in place, zero-copy
     k.on("interp")(x)             # the same kernel on another backend
+    lib = hg.load_bundle("stdlib")  # kernels compiled ahead of time: no compiler work
 
 See docs/api.md for the runtime API and docs/plugins.md for writing plugins.
+
+Every public name is imported when first used (PEP 562), so `import hologram` costs
+almost nothing: a process that loads a bundle never imports the compiler (the DSL front
+end, the passes, lowering), one that compiles pays for it at its first compile
+(docs/decisions.md, "Start-up").
 """
 
-import os
+from __future__ import annotations
 
-from hologram.core import errors
-from hologram.core.distribution import hologram_version
-from hologram.core.hookspecs import hookimpl
-from hologram.runtime.compile import clear_cache, compile, compile_all, compile_file, compile_file_all
-from hologram.runtime.kernel import Kernel, Library
-from hologram.runtime.lookups import get_backend, list_backends
+import importlib
+import os
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hologram.core import errors
+    from hologram.core.hookspecs import hookimpl
+    from hologram.runtime.compile import clear_cache, compile, compile_all, compile_file, compile_file_all
+    from hologram.runtime.kernel import Kernel, Library
+    from hologram.runtime.lookups import get_backend, list_backends
+
+# public name -> the module that defines it (the module itself for `errors`)
+_HOME = {
+    "compile": "hologram.runtime.compile", "compile_all": "hologram.runtime.compile",
+    "compile_file": "hologram.runtime.compile", "compile_file_all": "hologram.runtime.compile",
+    "clear_cache": "hologram.runtime.compile", "Kernel": "hologram.runtime.kernel",
+    "Library": "hologram.runtime.kernel", "get_backend": "hologram.runtime.lookups",
+    "list_backends": "hologram.runtime.lookups", "hookimpl": "hologram.core.hookspecs",
+    "errors": "hologram.core.errors",
+}
 
 
 def load_bundle(name_or_path: str | os.PathLike, version: str | None = None, backend: str | None = None,
                 trust_native: bool | None = None) -> Library:
     """The kernels of a bundle, by path or by name (the highest version the PEP 440
     specifier `version` admits), ready to call: see hologram.bundles.load, docs/bundles.md."""
-    from hologram.bundles.load import load_bundle as load  # zipfile, tomllib: ~13 ms, paid by the first bundle
+    from hologram.bundles.load import load_bundle as load
 
     return load(name_or_path, version, backend, trust_native)
 
 
-def __getattr__(name: str) -> str:
-    # `__version__` is read from the distribution's metadata when asked for: importing
-    # importlib.metadata costs ~20 ms, more than a third of what `import hologram` adds to numpy
-    if name != "__version__":
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from hologram.core.distribution import hologram_version
+
+        return hologram_version()
+    home = _HOME.get(name)
+    if home is None:
         raise AttributeError(f"module 'hologram' has no attribute {name!r}")
-    return hologram_version()
+    module = importlib.import_module(home)
+    value = module if name == "errors" else getattr(module, name)
+    globals()[name] = value  # found once: later lookups do not come back here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 
 __all__ = ["compile", "compile_file", "compile_all", "compile_file_all", "load_bundle", "get_backend", "list_backends",
