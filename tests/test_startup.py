@@ -44,3 +44,31 @@ def test_every_public_name_is_found_when_first_used():
         assert "not_a_name" in str(e)
     else:
         raise AssertionError("an unknown name must raise AttributeError")
+
+
+COMPILER = ("lark", "hologram.dsl.parser", "hologram.dsl.analyze", "hologram.dsl.document", "hologram.lower.stages",
+            "hologram.passes.manager", "hologram.runtime.compile", "hologram.runtime.pipelines", "llvmlite.binding",
+            "llvmlite.ir", "importlib.metadata", "hologram_interp.decode", "hologram_cpu_llvm.jit",
+            "hologram_cpu_llvm.codegen", "rich", "hypothesis")
+
+
+def test_a_bundle_loads_and_runs_without_the_compiler(tmp_path):
+    """By path, trusted native code (cpu_llvm) or a warm cache: nothing of the compiler,
+    LLVM, the test kit or importlib.metadata is imported."""
+    from hologram.bundles.build import build
+
+    path = tmp_path / "tiny-1.0.0.hgb"
+    build(["kernels/softmax.toml"], "tiny", "1.0.0", path, cache_dir=False, jobs=1)
+    backend = "cpu_llvm" if "cpu_llvm" in hologram.list_backends() else "interp"
+    loaded = _child(f"""
+        import json, sys
+        import numpy as np
+        import hologram
+
+        x = np.linspace(-4, 4, 1000, dtype=np.float32)
+        y = hologram.load_bundle({str(path)!r}, trust_native=True).softmax.on({backend!r})(x)
+        e = np.exp(x - x.max())
+        assert np.allclose(y, e / e.sum(), rtol=1e-4, atol=1e-7)
+        print(json.dumps(sorted(m for m in sys.modules if m in {COMPILER!r})))
+    """, HOLOGRAM_CACHE_DIR=str(tmp_path / "cache"))
+    assert loaded == []

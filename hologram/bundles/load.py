@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import attrs
 
@@ -28,16 +28,17 @@ from hologram.bundles.manifest import MANIFEST, NAME, Entry, Manifest, Native, P
 from hologram.core.errors import BundleError, HologramError
 from hologram.core.files import read_regular_file
 from hologram.core.types import Affine, DType, Shape
-from hologram.dsl.document import KernelDef
 from hologram.isa.asm_lexer import LineReader
 from hologram.isa.encoding import SUPPORTED_ISA_VERSIONS, decode
 from hologram.isa.program import BufferParam, Program, ScalarParam
 from hologram.runtime.args import Param, Signature
-from hologram.runtime.compile import translate
 from hologram.runtime.driver import Compiled
 from hologram.runtime.kernel import Kernel, Library
 from hologram.runtime.lookups import bundles as registered_bundles, get_backend, translator_for_path
 from hologram.verify.verifier import verify
+
+if TYPE_CHECKING:
+    from hologram.dsl.document import KernelDef
 
 ENV_PATH = "HOLOGRAM_BUNDLE_PATH"
 PLUGIN = "a plugin"  # Found.origin of a bundle an installed plugin registered
@@ -264,6 +265,8 @@ def _affine(text: str, where: str) -> Affine:
 def _definition(bundle: Bundle, e: Entry) -> Callable[[], KernelDef]:
     """The kernel's source translated on demand (Kernel.stats, emit('ast')), not at load."""
     def load() -> KernelDef:
+        from hologram.runtime.compile import translate  # the front end: only for these questions
+
         file = f"{bundle.where}:{e.source}"
         for kdef in translate(translator_for_path(e.source), bundle.source(e), file):
             if kdef.name == e.name:

@@ -17,15 +17,17 @@ from __future__ import annotations
 import math
 import numbers
 import sys
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import attrs
 import numpy as np
 
 from hologram.core.errors import ArgumentError, EmptyReductionError, did_you_mean, shorten
 from hologram.core.types import Affine, DType, Shape, type_str
-from hologram.ir import Compute, KernelIR
 from hologram.verify.intervals import SYMBOL_MAX
+
+if TYPE_CHECKING:
+    from hologram.ir import KernelIR
 
 CAST_HINT = "pass cast=True to convert it (one explicit copy)"
 
@@ -445,6 +447,8 @@ _NO_IDENTITY = frozenset({"min", "max", "argmin", "argmax"})
 def identityless_reductions(kir: KernelIR) -> tuple[tuple[str, tuple], ...]:
     """The (kind, axes) of every min/max/argmin/argmax in `kir` (a Kernel finds them once,
     so a call only evaluates their extents)."""
+    from hologram.ir import Compute  # compiling imported it already; loading a bundle never asks
+
     found: dict[tuple[str, tuple], None] = {}
     for st in kir.body:
         exprs = (st.body,) if isinstance(st, Compute) else (st.key, st.value)

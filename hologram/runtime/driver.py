@@ -12,17 +12,18 @@ from __future__ import annotations
 import collections
 import functools
 import keyword
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import attrs
 
 from hologram.core.errors import CompileError
-from hologram.dsl.document import KernelDef
-from hologram.ir import KernelIR, format_kernel
 from hologram.isa.program import Program
-from hologram.lower.stages import lower
-from hologram.passes.manager import Pipeline
 from hologram.runtime.args import Signature, direct_binding, identityless_reductions
+
+if TYPE_CHECKING:  # the compiler's values: a kernel loaded from a bundle never imports them
+    from hologram.dsl.document import KernelDef
+    from hologram.ir import KernelIR
+    from hologram.passes.manager import Pipeline
 
 CACHE_SIZE = 256  # kernels' verified programs kept
 
@@ -98,7 +99,11 @@ class Compiled:
 
     def ir_form(self) -> str:
         """The IR's text form after the passes (`hologram compile --emit ir`)."""
-        return format_kernel(self.kir) if self.kir is not None else self.ir_text or ""
+        if self.kir is None:
+            return self.ir_text or ""
+        from hologram.ir import format_kernel
+
+        return format_kernel(self.kir)
 
 
 def compile_kdef(kdef: KernelDef, pipeline: Pipeline) -> Compiled:
@@ -113,5 +118,7 @@ def compile_kdef(kdef: KernelDef, pipeline: Pipeline) -> Compiled:
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
 def compile_program(kir: KernelIR, pipeline: Pipeline) -> tuple[KernelIR, Program]:
+    from hologram.lower.stages import lower
+
     optimized = pipeline.run_ir(kir)
     return optimized, pipeline.run_isa(lower(optimized))  # run_isa verifies what it returns

@@ -15,26 +15,25 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from typing import Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 import numpy as np
 
 from hologram.core.errors import ArgumentError, HologramError, KernelNotFoundError, did_you_mean
 from hologram.core.lru import LRUCache
 from hologram.core.types import Affine
-from hologram.dsl.document import KernelDef
-from hologram.ir import KernelIR
-from hologram.isa.asm import format_program
 from hologram.isa.encoding import decode, encode
 from hologram.isa.program import BufferParam, Program
-from hologram.passes.api import PIPELINES
 from hologram.runtime.args import (Signature, allocate_outputs, bind_arguments, bind_direct, bind_symbols, check_array,
                                    check_out, check_reductions, concrete_shape, convert_scalar, unalias)
 from hologram.runtime.backend import Backend
 from hologram.runtime.driver import Compiled, compile_kdef
 from hologram.runtime.fastcall import MISS, Hit, make_fast, plain_run, program_order
 from hologram.runtime.lookups import get_backend
-from hologram.runtime.pipelines import resolve
+
+if TYPE_CHECKING:  # the compiler's values: a kernel from a bundle runs without them
+    from hologram.dsl.document import KernelDef
+    from hologram.ir import KernelIR
 
 # The text forms of a kernel, one per pipeline stage (`hologram compile --emit`).
 def _ast(c: Compiled) -> str:
@@ -44,10 +43,16 @@ def _ast(c: Compiled) -> str:
     return format_ast(parse_body(c.source_definition()))
 
 
+def _asm(c: Compiled) -> str:
+    from hologram.isa.asm import format_program
+
+    return format_program(c.program)
+
+
 EMITTERS: dict[str, Callable[[Compiled], str]] = {
     "ast": _ast,
     "ir": Compiled.ir_form,
-    "asm": lambda c: format_program(c.program),
+    "asm": _asm,
 }
 
 
@@ -140,6 +145,9 @@ class Kernel:
                                     hint=f"its symbols: {', '.join(known) or 'none'}")
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
                 raise ArgumentError(f"shape symbol {name} must be an integer >= 0, got {value!r}")
+        from hologram.passes.api import PIPELINES
+        from hologram.runtime.pipelines import resolve
+
         pipelines = [resolve(level) for level in PIPELINES]
         if self._c.pipeline is not None and self._c.pipeline.name not in PIPELINES:
             pipelines.append(self._c.pipeline)

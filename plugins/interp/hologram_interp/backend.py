@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
@@ -21,9 +21,10 @@ from hologram.isa.program import BufferParam, Program
 from hologram.runtime.args import plain_array, symbol_value, zeroed_temporary
 from hologram.verify.verifier import verify
 
-from . import semantics as sem
-from .decode import Executable, const_key, decode_program
-from .machine import run
+# decode, machine and semantics (~3 ms to import) wait for the first program this backend
+# prepares: a process whose kernels run elsewhere never imports them
+if TYPE_CHECKING:
+    from .decode import Executable
 
 CACHE_SIZE = 256  # prepared programs kept (an LRU; `clear_cache()` empties it)
 
@@ -63,6 +64,8 @@ class InterpBackend:
         key = program_key(program)
         exe = self._cache.get(key)
         if exe is None:
+            from .decode import decode_program
+
             verify(program)
             exe = decode_program(program, key)
             self._cache.put(key, exe)
@@ -70,6 +73,9 @@ class InterpBackend:
 
     def launch(self, executable: Any, buffers: Mapping[str, np.ndarray],
                scalars: Mapping[str, Any], symbols: Mapping[str, int]) -> None:
+        from .decode import Executable
+        from .machine import run
+
         exe = executable if isinstance(executable, Executable) else self.prepare(executable)
         mem, consts = bind(exe, buffers, scalars, symbols)
         run(exe, mem, consts, symbols)
@@ -78,6 +84,9 @@ class InterpBackend:
 def bind(exe: Executable, buffers: Mapping[str, np.ndarray], scalars: Mapping[str, Any],
          symbols: Mapping[str, int]) -> tuple[dict[str, np.ndarray], dict[tuple[str, str], np.generic]]:
     """Flat views of the caller's buffers plus zeroed temporaries, and the launch constants."""
+    from . import semantics as sem
+    from .decode import const_key
+
     program = exe.program
     consts: dict[tuple[str, str], np.generic] = {}
     for s in program.symbols:  # an integer in the range the verifier assumed (the launch contract)
