@@ -18,6 +18,10 @@ the min, a ratio and, where the issue sets one, the target. Rows:
   (`trust_native=True`) so the object code it ships for this CPU's level is loaded, with
   an empty JIT cache in every run: no LLVM work at all (the check fails if there is any;
   target <= 5 ms).
+- import hologram + load_bundle + 1st softmax, native code: the row above with the import
+  timed too (numpy imported first): `import hologram` imports its parts when first used,
+  so this is the figure that holds the import's and the load's targets together
+  (<= 0.3x import numpy + 5 ms).
 - load_bundle + 1st softmax, interp: the same with `.on("interp")`.
 - compile_file + 1st softmax, cpu_llvm (warm): `hologram.compile_file("kernels/softmax.toml")`
   instead of the bundle, cache warm: what a user pays today without bundles.
@@ -90,6 +94,10 @@ def figures(tmp: Path, bundle: Path) -> dict[str, tuple[str, str, str, str]]:
                           f"import os, tempfile\nos.environ['HOLOGRAM_CACHE_DIR'] = tempfile.mkdtemp(dir={str(tmp)!r})\n{hg}",
                           f"y = hologram.load_bundle({str(bundle)!r}, trust_native=True).softmax.on('cpu_llvm')(x)",
                           f"{SOFTMAX_OK} and __import__('hologram_cpu_llvm.jit', fromlist=['jit']).STATS['emit'] == 0"),
+        "whole_native": ("import hologram + load_bundle + 1st softmax, native code",
+                         f"import os, tempfile\nos.environ['HOLOGRAM_CACHE_DIR'] = tempfile.mkdtemp(dir={str(tmp)!r})\n{X}",
+                         f"import hologram\ny = hologram.load_bundle({str(bundle)!r}, trust_native=True)"
+                         ".softmax.on('cpu_llvm')(x)", SOFTMAX_OK),
         "bundle_interp": ("load_bundle + 1st softmax, interp", hg,
                           f"y = hologram.load_bundle({str(bundle)!r}).softmax.on('interp')(x)", SOFTMAX_OK),
         "compile_file": ("compile_file + 1st softmax, cpu_llvm (warm)", hg,
@@ -108,10 +116,15 @@ def figures(tmp: Path, bundle: Path) -> dict[str, tuple[str, str, str, str]]:
 BUNDLE = ("bundle_cpu_llvm", "bundle, cpu_llvm")
 RATIO_TO = {"import_hologram": ("import_numpy", "import numpy"), "import_numba": ("import_numpy", "import numpy"),
             "bundle_interp": BUNDLE, "compile_file": BUNDLE, "numba": BUNDLE, "build_warm": ("build_cold", "no cache")}
-NEEDS = {"bundle_cpu_llvm": "cpu_llvm", "bundle_native": "cpu_llvm", "compile_file": "cpu_llvm", "bundle_interp": "interp"}
-TARGETS = {"import_hologram": ("<= 1.3x import numpy", lambda f: f["ratio"], 1.3),
-           "bundle_native": ("<= 5 ms over the import", lambda f: f["median"] * 1e3, 5.0),
-           "bundle_cpu_llvm": ("<= 10 ms over the import", lambda f: f["median"] * 1e3, 10.0)}
+NEEDS = {"bundle_cpu_llvm": "cpu_llvm", "bundle_native": "cpu_llvm", "whole_native": "cpu_llvm", "compile_file": "cpu_llvm", "bundle_interp": "interp"}
+# (the value judged is a function of the row and of every figure)
+TARGETS = {"import_hologram": ("<= 1.3x import numpy", lambda f, r: f["ratio"], 1.3),
+           "bundle_native": ("<= 5 ms over the import", lambda f, r: f["median"] * 1e3, 5.0),
+           "bundle_cpu_llvm": ("<= 10 ms over the import", lambda f, r: f["median"] * 1e3, 10.0),
+           # `import hologram` imports its parts when first used, so the two targets above are
+           # judged together too: the import's 0.3x numpy and the load's 5 ms, in one process
+           "whole_native": ("<= 0.3x import numpy + 5 ms",
+                            lambda f, r: f["median"] * 1e3 - 0.3 * r["import_numpy"]["median"] * 1e3, 5.0)}
 
 
 def child(setup: str, code: str, check: str, env: dict[str, str], cwd: Path) -> dict:
@@ -221,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     targets = []
     for key, (text, value, bound) in TARGETS.items():
         f = results[key]
-        v = value(f) if f["median"] is not None and (key not in RATIO_TO or f["ratio"]) else None
+        ready = f["median"] is not None and results["import_numpy"]["median"] is not None
+        v = value(f, results) if ready and (key not in RATIO_TO or f["ratio"]) else None
         targets.append({"key": key, "target": text, "value": v, "met": None if v is None else v <= bound})
     report(console, results, targets, args.repeat)
     if args.json:
