@@ -49,7 +49,8 @@ def test_every_public_name_is_found_when_first_used():
 COMPILER = ("lark", "hologram.dsl.parser", "hologram.dsl.analyze", "hologram.dsl.document", "hologram.lower.stages",
             "hologram.passes.manager", "hologram.runtime.compile", "hologram.runtime.pipelines", "llvmlite.binding",
             "llvmlite.ir", "importlib.metadata", "hologram_interp.decode", "hologram_cpu_llvm.jit",
-            "hologram_cpu_llvm.codegen", "rich", "hypothesis")
+            "hologram_cpu_llvm.codegen", "rich", "hypothesis", "hologram.passes.ir_fold",
+            "hologram.passes.isa_passes")
 
 
 def test_a_bundle_loads_and_runs_without_the_compiler(tmp_path):

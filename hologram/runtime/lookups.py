@@ -5,29 +5,34 @@ read is built and cached by hologram.runtime.plugins."""
 from __future__ import annotations
 
 import os
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from hologram.core.errors import PluginError, did_you_mean
 from hologram.core.hookspecs import BundleRef, Translator
-from hologram.passes.api import Pass
 from hologram.runtime.backend import Backend
 from hologram.runtime.plugins import normalize_extension, registry
 
+if TYPE_CHECKING:
+    from hologram.passes.api import Pass
+
+# Each look-up asks the registry for its own kind only: a plugin's hooks of the other
+# kinds are not called for it (a process that loads a bundle never registers passes).
+
 
 def translators() -> Mapping[str, Translator]:
-    return registry().translators
+    return registry(("translator",)).translators
 
 
 def backends() -> Mapping[str, Backend]:
-    return registry().backends
+    return registry(("backend",)).backends
 
 
 def passes() -> tuple[Pass, ...]:
-    return registry().passes
+    return registry(("pass",)).passes
 
 
 def bundles() -> Mapping[str, BundleRef]:
-    return registry().bundles
+    return registry(("bundle",)).bundles
 
 
 # ------------------------------------------------------------------------- look-ups
@@ -35,7 +40,7 @@ def find_translator(format: str) -> Translator:
     """The translator named `format` (`toml`), or registered for that extension (`.toml`)."""
     if not isinstance(format, str):
         raise PluginError(f"a kernel format is a string such as 'toml', got {type(format).__name__}")
-    reg = registry()
+    reg = registry(("translator",))
     key = format.strip().lower()
     found = reg.translators.get(key) or reg.extensions.get(normalize_extension(key))
     if found is None:
@@ -47,7 +52,7 @@ def find_translator(format: str) -> Translator:
 def translator_for_path(path: str) -> Translator:
     """The translator registered for `path`'s extension; the longest match wins, so a
     plugin may claim `.hg.toml` while the builtin keeps `.toml`."""
-    reg = registry()
+    reg = registry(("translator",))
     name = os.path.basename(path).lower()
     matches = [ext for ext in reg.extensions if name.endswith(ext) and len(name) > len(ext)]
     if not matches:

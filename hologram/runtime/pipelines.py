@@ -33,7 +33,7 @@ _BUILT_LOCK = threading.Lock()
 
 
 def _memo(key: Any, build: Callable[[tuple[Pass, ...]], Pipeline]) -> Pipeline:
-    reg = plugins.registry()
+    reg = plugins.registry(("pass",))
     with _BUILT_LOCK:
         if _BUILT[0] is not reg:
             _BUILT[0], _BUILT[1] = reg, {}

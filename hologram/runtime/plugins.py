@@ -29,7 +29,7 @@ import os
 import threading
 import warnings
 from types import MappingProxyType
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import attrs
 import pluggy
@@ -38,8 +38,10 @@ from hologram.core import distribution, hookspecs
 from hologram.core.distribution import EntryPoint
 from hologram.core.errors import PluginError, did_you_mean
 from hologram.core.hookspecs import BundleRef, Translator
-from hologram.passes.api import LEVELS, Pass
 from hologram.runtime.backend import Backend
+
+if TYPE_CHECKING:
+    from hologram.passes.api import Pass
 
 GROUP = "hologram"
 ENV = "HOLOGRAM_PLUGINS"
@@ -146,6 +148,8 @@ def _check_bundle(obj: Any) -> BundleRef:
 
 
 def _check_pass(obj: Any) -> Pass:
+    from hologram.passes.api import LEVELS, Pass  # the optimizer's API: imported when passes register
+
     if not isinstance(obj, Pass):
         raise PluginError(f"registered {type(obj).__name__} as a pass; expected hologram.passes.Pass")
     # Pass validates its fields when built; these catch one altered behind attrs' back
@@ -177,6 +181,8 @@ KINDS: tuple[_Kind, ...] = (
     _Kind("hologram_register_passes", "pass", _check_pass, lambda p: p.name, _describe_pass),
     _Kind("hologram_register_bundles", "bundle", _check_bundle, lambda b: b.name, lambda b: f"bundle {b.name}"),
 )
+KIND = {k.noun: k for k in KINDS}
+NOUNS = frozenset(KIND)
 COMMANDS_HOOK = "hologram_register_commands"
 
 
@@ -196,26 +202,46 @@ class HologramPluginManager(pluggy.PluginManager):
         self.selection = selection
         self._origins: dict[str, tuple[str | None, str | None]] = {}
         self._failures: list[PluginInfo] = []
-        self._registry: Registry | None = None
+        self._tables: dict[str, list[tuple[str, Any]]] = {}  # noun -> (plugin name, object), collected kinds
+        self._vetted: set[str] = set()  # plugins whose hooks were checked against the specs
+        self._registries: dict[frozenset[str], Registry] = {}  # by the kinds they hold
         self._lock = threading.RLock()
 
     # registering anything invalidates what was collected
     def register(self, plugin: Any, name: str | None = None) -> str | None:
         with self._lock:
-            self._registry = None
+            self._forget()
             return super().register(plugin, name)
 
     def unregister(self, plugin: Any = None, name: str | None = None) -> Any:
         with self._lock:
-            self._registry = None
+            self._forget()
             return super().unregister(plugin, name)
+
+    def _forget(self) -> None:
+        self._tables.clear()
+        self._vetted.clear()
+        self._registries.clear()
 
     @property
     def registry(self) -> Registry:
+        """Everything every plugin registers."""
+        return self.collected(NOUNS)
+
+    def collected(self, nouns: Iterable[str]) -> Registry:
+        """What the plugins register of the kinds `nouns` ('backend', 'pass', ...); the
+        other tables are empty. A kind's hooks are called the first time it is asked for:
+        loading a bundle asks for backends, so the passes are never registered, nor their
+        modules imported (docs/plugins.md, "When hooks are called")."""
+        wanted = frozenset(nouns)
         with self._lock:
-            if self._registry is None:
-                self._registry = self._collect()
-            return self._registry
+            for kind in KINDS:
+                if kind.noun in wanted and kind.noun not in self._tables:
+                    self._collect_kind(kind)
+            found = self._registries.get(wanted)
+            if found is None:
+                found = self._registries[wanted] = self._assemble(wanted)
+            return found
 
     # -- loading -----------------------------------------------------------------
     def load_entry_points(self, entry_points: Iterable[EntryPoint] | None = None) -> None:
@@ -254,35 +280,67 @@ class HologramPluginManager(pluggy.PluginManager):
         warnings.warn(f"hologram: plugin {name!r} skipped: {error}", PluginWarning, stacklevel=3)
 
     # -- collecting --------------------------------------------------------------
-    def _collect(self) -> Registry:
-        owners: dict[tuple[str, str], str] = {}  # (noun, key) -> plugin that owns it
-        accepted: list[tuple[_Kind, Any]] = []
-        rows: list[PluginInfo] = []
+    def _collect_kind(self, kind: _Kind) -> None:
+        """Call `kind`'s hook of every plugin, in load order; a plugin whose hook raises,
+        registers a bad object or claims a name another plugin holds is unregistered,
+        and whatever it registered of other kinds is dropped with it."""
+        table: list[tuple[str, Any]] = []
         for name, plugin in list(self.list_name_plugin()):
-            if plugin is None:  # blocked
+            if plugin is None or not self._vet(name, plugin):  # blocked, or just failed
                 continue
-            origin = self._origins.get(name) or (None, _module_version(plugin))
+            staged: list[Any] = []
             try:
-                staged = self._call_register_hooks(plugin)
-                claims = [(kind.noun, kind.key(obj)) for kind, obj in staged]
-                for claim in claims:
-                    if claim in owners or claims.count(claim) > 1:
-                        by = owners.get(claim, name)
-                        raise PluginError(f"{claim[0]} {claim[1]!r} is already registered by plugin {by!r}")
+                for impl in getattr(self.hook, kind.hook).get_hookimpls():
+                    if impl.plugin is plugin:
+                        impl.function(**{a: _stager(kind, staged) for a in impl.argnames})
+                owners = {kind.key(obj): by for by, obj in table}
+                keys = [kind.key(obj) for obj in staged]
+                for key in keys:
+                    if key in owners or keys.count(key) > 1:
+                        raise PluginError(f"{kind.noun} {key!r} is already registered by plugin "
+                                          f"{owners.get(key, name)!r}")
             except Exception as exc:
-                error = exc.message if isinstance(exc, PluginError) else f"{type(exc).__name__}: {exc}"
-                super().unregister(plugin)  # not self.unregister: that would re-collect
-                self._fail(name, origin, error)
+                self._drop(name, plugin, exc)
                 continue
-            owners.update(dict.fromkeys(claims, name))
-            accepted.extend(staged)
-            things = tuple(kind.describe(obj) for kind, obj in staged)
+            table += [(name, obj) for obj in staged]
+        self._tables[kind.noun] = table
+
+    def _vet(self, name: str, plugin: Any) -> bool:
+        """Whether `plugin` implements only hooks that exist (checked once; else dropped)."""
+        if name in self._vetted:
+            return True
+        for caller in self.get_hookcallers(plugin) or ():
+            if not caller.has_spec():
+                known = [k.hook for k in KINDS] + [COMMANDS_HOOK]
+                self._drop(name, plugin, PluginError(f"implements unknown hook {caller.name!r}"
+                                                     f"{did_you_mean(caller.name, known)}"))
+                return False
+        self._vetted.add(name)
+        return True
+
+    def _drop(self, name: str, plugin: Any, exc: Exception) -> None:
+        error = exc.message if isinstance(exc, PluginError) else f"{type(exc).__name__}: {exc}"
+        origin = self._origins.get(name) or (None, _module_version(plugin))
+        super().unregister(plugin)  # not self.unregister: that would forget every kind collected
+        self._fail(name, origin, error)
+        for noun, table in self._tables.items():
+            self._tables[noun] = [(by, obj) for by, obj in table if by != name]
+        self._registries.clear()
+
+    def _assemble(self, nouns: frozenset[str]) -> Registry:
+        accepted = {k.noun: [(by, obj) for by, obj in self._tables.get(k.noun, ())] if k.noun in nouns else []
+                    for k in KINDS}
+        rows = []
+        for name, plugin in list(self.list_name_plugin()):
+            if plugin is None:
+                continue
+            things = tuple(k.describe(obj) for k in KINDS for by, obj in accepted[k.noun] if by == name)
             if any(c.name == COMMANDS_HOOK for c in self.get_hookcallers(plugin) or ()):
                 things += ("commands",)
-            rows.append(PluginInfo(name, *origin, things, "ok"))
+            rows.append(PluginInfo(name, *(self._origins.get(name) or (None, _module_version(plugin))), things, "ok"))
 
         def table(noun: str) -> Mapping[str, Any]:
-            return MappingProxyType({k.key(o): o for k, o in accepted if k.noun == noun})
+            return MappingProxyType({KIND[noun].key(obj): obj for _, obj in accepted[noun]})
 
         translators = table("translator")
         extensions: dict[str, Translator] = {}
@@ -293,26 +351,10 @@ class HologramPluginManager(pluggy.PluginManager):
             translators=translators,
             extensions=MappingProxyType(extensions),
             backends=table("backend"),
-            passes=tuple(o for k, o in accepted if k.noun == "pass"),
+            passes=tuple(obj for _, obj in accepted["pass"]),
             bundles=table("bundle"),
             report=tuple(rows) + tuple(self._failures),
         )
-
-    def _call_register_hooks(self, plugin: Any) -> list[tuple[_Kind, Any]]:
-        """Call every register-style hook `plugin` implements; return what it registered.
-        Raises whatever the hook raised, or PluginError for an unknown hook or a bad object."""
-        for caller in self.get_hookcallers(plugin) or ():
-            if not caller.has_spec():
-                known = [k.hook for k in KINDS] + [COMMANDS_HOOK]
-                raise PluginError(f"implements unknown hook {caller.name!r}{did_you_mean(caller.name, known)}")
-        staged: list[tuple[_Kind, Any]] = []
-        for kind in KINDS:
-            for impl in getattr(self.hook, kind.hook).get_hookimpls():
-                if impl.plugin is not plugin:
-                    continue
-                register = _stager(kind, staged)
-                impl.function(**{a: register for a in impl.argnames})
-        return staged
 
     def call_commands(self, cli: Any) -> list[str]:
         """Let every plugin add CLI subcommands; returns the errors of those that raised
@@ -329,9 +371,9 @@ class HologramPluginManager(pluggy.PluginManager):
         return errors
 
 
-def _stager(kind: _Kind, staged: list[tuple[_Kind, Any]]) -> Callable[[Any], None]:
+def _stager(kind: _Kind, staged: list[Any]) -> Callable[[Any], None]:
     def register(obj: Any) -> None:
-        staged.append((kind, kind.check(obj)))
+        staged.append(kind.check(obj))
     register.__name__ = f"register_{kind.noun}"
     return register
 
@@ -372,8 +414,9 @@ def reset() -> None:
         _MANAGERS.clear()
 
 
-def registry() -> Registry:
-    return plugin_manager().registry
+def registry(nouns: Iterable[str] = NOUNS) -> Registry:
+    """What the plugins register (of the kinds `nouns` only, when given: see `collected`)."""
+    return plugin_manager().collected(nouns)
 
 
 def plugin_report() -> tuple[PluginInfo, ...]:

@@ -123,6 +123,34 @@ def test_plugin_whose_hook_raises_is_reported_and_skipped():
     assert (row.status, row.error, row.registered) == ("failed", "RuntimeError: disk on fire", ())
 
 
+def test_a_kind_is_collected_when_first_asked_for_and_a_later_failure_drops_the_whole_plugin():
+    """Looking up backends calls no passes hook; when the passes are asked for and the
+    plugin's passes hook raises, its backend goes too: a plugin is all or nothing."""
+    calls = []
+
+    class Late:
+        @staticmethod
+        @hologram.hookimpl
+        def hologram_register_backends(register):
+            calls.append("backends")
+            register(FakeBackend("late", 1))
+
+        @staticmethod
+        @hologram.hookimpl
+        def hologram_register_passes(register):
+            calls.append("passes")
+            raise RuntimeError("no passes today")
+
+    plugins.plugin_manager().register(Late, name="late")
+    assert "late" in lookups.backends() and calls == ["backends"]
+    assert "late" in lookups.backends() and calls == ["backends"]  # collected once
+    with pytest.warns(PluginWarning, match="plugin 'late' skipped: RuntimeError: no passes today"):
+        lookups.passes()
+    assert calls == ["backends", "passes"]
+    assert "late" not in lookups.backends() and "late" not in plugins.registry().backends
+    assert _row("late").status == "failed"
+
+
 def test_misspelled_hook_is_a_failure_with_a_suggestion():
     class Typo:
         @staticmethod
