@@ -250,20 +250,35 @@ def test_a_bundle_that_is_not_one_is_refused(tmp_path):
         "is not in RECORD": _rezip(good, rename={"ir/vadd.ir": "ir/vadd2.ir"}),
         "appears twice": _rezip(good, duplicate="ir/vadd.ir"),
         "not a relative path": _rezip(good, rename={"ir/vadd.ir": "../vadd.ir"}),
+        "not stored plainly": _rezip(good, compression=zipfile.ZIP_DEFLATED),
+        "a comment, trailing bytes": _rezip(good, comment=b"hello"),
+        "no end record where a bundle ends": good + b"\0",
+        "local header disagrees": _local_name_changed(good, b"ir/vadd.ir"),
+        "CRC-32 does not match": good.replace(b"kernels", b"kernelz", 1),
     }
     for expected, data in cases.items():
         with pytest.raises(BundleError, match=expected):
             library(read_bundle(data, "b.hgb"))
 
 
-def _rezip(data: bytes, rename: dict | None = None, duplicate: str | None = None) -> bytes:
-    """The archive's members written again as they are, renamed or one of them twice (RECORD unchanged)."""
+def _local_name_changed(data: bytes, name: bytes) -> bytes:
+    """`data` with the last letter of `name` upper-cased in its local header only."""
+    at = next(i for i in range(30, len(data)) if data.startswith(name, i) and data[i - 30:i - 26] == b"PK\x03\x04")
+    end = at + len(name) - 1
+    return data[:end] + data[end:end + 1].upper() + data[end + 1:]
+
+
+def _rezip(data: bytes, rename: dict | None = None, duplicate: str | None = None,
+           compression: int = zipfile.ZIP_STORED, comment: bytes = b"") -> bytes:
+    """The archive's members written again as they are, renamed or one of them twice, or
+    compressed, or with an archive comment (RECORD unchanged)."""
     import io
     import warnings
 
     src = zipfile.ZipFile(io.BytesIO(data))
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as out, warnings.catch_warnings():
+    with zipfile.ZipFile(buf, "w", compression) as out, warnings.catch_warnings():
+        out.comment = comment
         warnings.simplefilter("ignore")  # zipfile warns about the duplicate: that is the point
         for info in src.infolist():
             body = src.read(info)
