@@ -11,7 +11,6 @@ and a caret underline, as compilers do:
 
 from __future__ import annotations
 
-import difflib
 from typing import Iterable
 
 import attrs
@@ -101,6 +100,8 @@ class PluginError(HologramError):
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     """`"; did you mean 'exp'?"` when a candidate is close to `name`, else ''."""
+    import difflib  # only when a name is wrong (~1 ms to import)
+
     close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
 

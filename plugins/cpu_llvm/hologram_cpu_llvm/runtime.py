@@ -28,7 +28,7 @@ from hologram.core.errors import ArgumentError, ExecutionError
 from hologram.core.types import Affine
 from hologram.isa.asm import format_instr
 from hologram.isa.program import AXES, Instr, Program
-from hologram.passes.stats import Formula, lane_work
+from hologram.passes.work import Formula, lane_work
 from hologram.runtime.args import plain_array, symbol_value, zeroed_temporary
 from hologram.verify.intervals import SYMBOL_MAX
 
