@@ -94,17 +94,27 @@ def verifier_modules() -> dict[str, Path]:
 
 
 def _codegen_version() -> str:
-    """The codegen's declared version plus a digest of its sources (and vecmath's, and the
-    verifier's modules), so editing any invalidates every cached object without a manual bump."""
+    """The codegen's declared version plus a digest of its sources (codegen*, vecmath*,
+    jit, abi and the support code): what object code depends on besides its program and
+    LLVM, so editing any invalidates every cached object without a manual bump, and
+    shipped code is used only by the code generator that made it."""
     here = Path(__file__).parent
     digest = hashlib.sha256()
     for path in sorted(here.glob("*.py")):
         if path.stem.startswith(_CODEGEN_SOURCES):
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    for name, path in sorted(verifier_modules().items()):
-        digest.update(name.encode() + b"\0" + path.read_bytes())
     declared = _DECLARED.search((here / "codegen.py").read_text(encoding="utf-8"))
     return f"codegen {declared.group(1) if declared else 0}+{digest.hexdigest()[:16]}"
+
+
+def _verifier_version() -> str:
+    """A digest of the verifier's modules: part of the disk cache's key, since an entry
+    certifies that its program passed this verifier. Not part of shipped code's identity:
+    a bundle's programs are verified at load by whatever verifier runs there."""
+    digest = hashlib.sha256()
+    for name, path in sorted(verifier_modules().items()):
+        digest.update(name.encode() + b"\0" + path.read_bytes())
+    return f"verifier {digest.hexdigest()[:16]}"
 
 
 def _host_key() -> str:
@@ -206,6 +216,7 @@ class CpuLlvmBackend:
         self._cache_dir = cache_dir
         self._codegen = codegen  # None: codegen.compile_program, imported when first needed
         self._codegen_version = codegen_version
+        self._verifier_version: str | None = None
         self._memory: MemoryCache[str, Executable] = MemoryCache()  # cache.MEMORY_ENTRIES, thread-safe
         self._lock = threading.RLock()
         self._available: bool | None = None
@@ -238,9 +249,10 @@ class CpuLlvmBackend:
         return DiskCache(default_cache_dir() if self._cache_dir in (None, True) else Path(self._cache_dir))
 
     def cache_key(self, program_key: str) -> str:
-        if self._codegen_version is None:
-            self._codegen_version = _codegen_version()
-        return f"hologram cpu_llvm; program {program_key}; {self._codegen_version}; {_host_key()}"
+        if self._verifier_version is None:
+            self._verifier_version = _verifier_version()
+        return (f"hologram cpu_llvm; program {program_key}; {self._generator()}; {self._verifier_version}; "
+                f"{_host_key()}")
 
     # ------------------------------------------------------------------ prepare
     def prepare(self, program: Program) -> Executable:

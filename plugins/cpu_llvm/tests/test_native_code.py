@@ -54,3 +54,17 @@ def test_shipped_code_that_does_not_fit_is_never_loaded(softmax):
     assert backend.check_native(softmax, {**built, "meta": {"stages": []}}) is not None
     with pytest.raises(ArgumentError, match="no target 'x86-64-v9'"):
         backend.compile_native(softmax, "x86-64-v9")
+
+
+def test_shipped_code_outlives_a_change_to_the_verifier(softmax, monkeypatch):
+    """Shipped code depends on the code generator, not on the verifier (the program is
+    verified at load by whichever runs there); the disk cache's key does include it."""
+    level = runnable_level()
+    built = CpuLlvmBackend(cache_dir=False).compile_native(softmax, level)
+    before = CpuLlvmBackend(cache_dir=False).cache_key("p")
+    from hologram_cpu_llvm import backend
+
+    monkeypatch.setattr(backend, "_verifier_version", lambda: "verifier edited")
+    fresh = CpuLlvmBackend(num_threads=1, cache_dir=False)
+    assert fresh.cache_key("p") != before and "verifier edited" in fresh.cache_key("p")
+    assert fresh.prepare_native(softmax, [built]) is not None
