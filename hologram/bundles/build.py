@@ -21,12 +21,14 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import attrs
 
 from hologram.bundles import archive
-from hologram.bundles.manifest import MANIFEST, NAME, SEMVER, Entry, Manifest, Native, Port, parse, to_toml
+from hologram.bundles.manifest import (
+    MANIFEST, NAME, SEMVER, Entry, Manifest, NativeTarget, Port, parse, read_index, to_toml, write_index,
+)
 from hologram.core.distribution import hologram_version
 from hologram.core.errors import BundleError
 from hologram.core.files import cache_root, read_regular_file
@@ -46,13 +48,29 @@ NativePlan = tuple[tuple[str, str, tuple[str, ...]], ...]  # (backend, its toolc
 
 
 @attrs.frozen
+class NativeCode:
+    """Object code a backend built for one kernel and one CPU (what `compile_native` gave)."""
+
+    backend: str
+    target: str
+    triple: str
+    cpu: str
+    features: tuple[str, ...]
+    toolchain: str
+    meta: Any  # the backend's description (JSON-able): the stage table
+    object: bytes = attrs.field(repr=False)
+
+
+@attrs.frozen
 class KernelBuild:
-    """One kernel as built: its manifest entry, its members, what the build table shows."""
+    """One kernel as built: its manifest entry, its members, its native code, what the
+    build table shows."""
 
     entry: Entry
     members: tuple[tuple[str, bytes], ...]
     seconds: float
     cached: bool = False
+    natives: tuple[NativeCode, ...] = ()
 
 
 @attrs.frozen
@@ -113,12 +131,14 @@ def build(sources: Sequence[str | os.PathLike], name: str, version: str, output:
             raise BundleError(f"kernel {k.entry.name!r} is defined in both {seen[k.entry.name]} and {k.entry.source}",
                               hint="a bundle's kernels have unique names")
         seen[k.entry.name] = k.entry.source
+    native, native_members = native_section(kernels)
     manifest = Manifest(name=name, version=version, isa=ISA_VERSION, hologram=built_by or hologram_version(),
-                        dsl=DSL_VERSION, opt=pipeline.name, kernels=tuple(k.entry for k in kernels))
+                        dsl=DSL_VERSION, opt=pipeline.name, kernels=tuple(k.entry for k in kernels), native=native)
     members = {MANIFEST: to_toml(manifest).encode()}
     members.update((m, text.encode()) for m, (_, text) in documents.items())
     for k in kernels:
         members.update(k.members)
+    members.update(native_members)
     data = archive.write(members)
     if output is not None:
         try:
@@ -191,9 +211,7 @@ def compile_source(member: str, path: str, text: str, opt: str | None, passes: S
         start = time.perf_counter()
         c = compile_kdef(kdef, pipeline)
         k = _kernel_build(c, member, text, o0)
-        natives, objects = _native_code(c, plan)
-        out.append(attrs.evolve(k, entry=attrs.evolve(k.entry, native=natives), members=k.members + objects,
-                                seconds=time.perf_counter() - start))
+        out.append(attrs.evolve(k, natives=_native_code(c, plan), seconds=time.perf_counter() - start))
     return out
 
 
@@ -229,21 +247,41 @@ def native_plan(native: str | Sequence[str]) -> NativePlan:
     return tuple(plan)
 
 
-def _native_code(c: Compiled, plan: NativePlan) -> tuple[tuple[Native, ...], tuple[tuple[str, bytes], ...]]:
-    """The kernel's object code for every (backend, target) of `plan`, and its members."""
-    natives, members = [], []
+def _native_code(c: Compiled, plan: NativePlan) -> tuple[NativeCode, ...]:
+    """The kernel's object code for every (backend, target) of `plan`."""
+    natives = []
     for backend_name, _, targets in plan:
         backend = get_backend(backend_name)
         for t in targets:
             code = backend.compile_native(c.program, t)
-            obj = bytes(code["object"])
-            member = f"native/{backend_name}/{t}/{c.signature.name}.o"
-            natives.append(Native(backend=backend_name, target=t, object=member,
-                                  object_sha256=hashlib.sha256(obj).hexdigest(), triple=str(code["triple"]),
-                                  cpu=str(code["cpu"]), features=tuple(sorted(code["features"])),
-                                  toolchain=str(code["toolchain"]), meta=json.dumps(code["meta"], sort_keys=True)))
-            members.append((member, obj))
-    return tuple(natives), tuple(members)
+            natives.append(NativeCode(backend_name, t, str(code["triple"]), str(code["cpu"]),
+                                      tuple(sorted(code["features"])), str(code["toolchain"]),
+                                      json.loads(json.dumps(code["meta"])), bytes(code["object"])))
+    return tuple(natives)
+
+
+def native_section(kernels: Sequence[KernelBuild]) -> tuple[tuple[NativeTarget, ...], dict[str, bytes]]:
+    """The manifest's [[native]] tables and their members (each target's index and
+    objects) for the native code of `kernels`."""
+    by_target: dict[tuple[str, str], list[tuple[str, NativeCode]]] = {}
+    for k in kernels:
+        for n in k.natives:
+            by_target.setdefault((n.backend, n.target), []).append((k.entry.name, n))
+    targets, members = [], {}
+    for (backend, target), codes in sorted(by_target.items()):
+        first = codes[0][1]
+        for name, n in codes:
+            if (n.triple, n.cpu, n.features, n.toolchain) != (first.triple, first.cpu, first.features, first.toolchain):
+                raise BundleError(f"backend {backend!r} built {name!r} for {target} differently from "
+                                  f"{codes[0][0]!r} (triple, cpu, features or toolchain)")
+        codes.sort(key=lambda c: c[0])
+        index = write_index({name: (hashlib.sha256(n.object).hexdigest(), n.meta) for name, n in codes})
+        nt = NativeTarget(backend, target, first.triple, first.cpu, first.features, first.toolchain,
+                          tuple(name for name, _ in codes), hashlib.sha256(index).hexdigest())
+        members[nt.index] = index
+        members.update((nt.object(name), n.object) for name, n in codes)
+        targets.append(nt)
+    return tuple(targets), members
 
 
 def _kernel_build(c: Compiled, member: str, text: str, o0: Pipeline) -> KernelBuild:
@@ -312,21 +350,31 @@ def _cache_load(cache: Path | None, key: str) -> list[KernelBuild] | None:
         manifest = parse(members.pop(MANIFEST))
     except (OSError, BundleError):
         return None
+    natives: dict[str, list[NativeCode]] = {}
+    try:
+        for nt in manifest.native:
+            for name, (_, meta) in read_index(members[nt.index], nt).items():
+                natives.setdefault(name, []).append(NativeCode(nt.backend, nt.target, nt.triple, nt.cpu, nt.features,
+                                                               nt.toolchain, meta, members[nt.object(name)]))
+    except (KeyError, BundleError):
+        return None
     kernels = []
     for e in manifest.kernels:
-        names = (e.program, e.ir, *(n.object for n in e.native))
+        names = (e.program, e.ir)
         if any(n not in members for n in names):
             return None
-        kernels.append(KernelBuild(e, tuple((n, members[n]) for n in names), 0.0, cached=True))
+        kernels.append(KernelBuild(e, tuple((n, members[n]) for n in names), 0.0, cached=True,
+                                   natives=tuple(natives.get(e.name, ()))))
     return kernels
 
 
 def _cache_store(cache: Path | None, key: str, kernels: list[KernelBuild]) -> None:
     if cache is None:
         return
+    native, native_members = native_section(kernels)
     manifest = Manifest(name="cache", version="0.0.0", isa=ISA_VERSION, hologram=hologram_version(), dsl=DSL_VERSION,
-                        opt="-", kernels=tuple(k.entry for k in kernels))
-    members = {MANIFEST: to_toml(manifest).encode()}
+                        opt="-", kernels=tuple(k.entry for k in kernels), native=native)
+    members = {MANIFEST: to_toml(manifest).encode(), **native_members}
     for k in kernels:
         members.update(k.members)
     try:

@@ -16,7 +16,6 @@ The front end (lark, the analyzer) and the passes are never imported here.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import TYPE_CHECKING, Callable
@@ -24,7 +23,7 @@ from typing import TYPE_CHECKING, Callable
 import attrs
 
 from hologram.bundles import archive
-from hologram.bundles.manifest import MANIFEST, NAME, Entry, Manifest, Native, Port, parse
+from hologram.bundles.manifest import MANIFEST, NAME, Entry, Manifest, NativeTarget, Port, parse, read_index
 from hologram.core.errors import BundleError, HologramError
 from hologram.core.files import read_regular_file
 from hologram.core.types import Affine, DType, Shape
@@ -64,6 +63,7 @@ class Bundle:
     manifest: Manifest
     members: dict[str, bytes] = attrs.field(repr=False)
     digests: dict[str, str] = attrs.field(repr=False)  # sha256 by member, checked against the bytes by RECORD
+    _indexes: dict[tuple[str, str], dict] = attrs.field(factory=dict, init=False, repr=False)
 
     def program(self, entry: Entry) -> Program:
         """The kernel's program, decoded and verified; BundleError naming the member otherwise."""
@@ -82,8 +82,30 @@ class Bundle:
     def check_program_hash(self, entry: Entry) -> None:
         self._member(entry.program, entry.program_sha256, entry)
 
-    def native_object(self, entry: Entry, native: Native) -> bytes:
-        return self._member(native.object, native.object_sha256, entry)
+    def native_index(self, target: NativeTarget) -> dict[str, tuple[str, object]]:
+        """{kernel: (object sha256, meta)} of `target`, its index and every object it
+        names checked against the archive; BundleError naming the member otherwise."""
+        key = (target.backend, target.target)
+        if key not in self._indexes:
+            if self.digests.get(target.index) != target.index_sha256:
+                raise BundleError(f"{self.where}: {target.index}: its sha256 is not the one {MANIFEST} gives (the "
+                                  f"manifest disagrees with the archive)")
+            try:
+                index = read_index(self.members[target.index], target)
+            except BundleError as exc:
+                raise BundleError(f"{self.where}: {exc.message}") from None
+            for kernel, (sha256, _) in index.items():
+                if self.digests.get(target.object(kernel)) != sha256:
+                    raise BundleError(f"{self.where}: {target.object(kernel)}: its sha256 is not the one "
+                                      f"{target.index} gives (the index disagrees with the archive)")
+            self._indexes[key] = index
+        return self._indexes[key]
+
+    def native_code(self, target: NativeTarget, kernel: str) -> dict:
+        """What a backend's `prepare_native` takes for `kernel`'s object for `target`."""
+        _, meta = self.native_index(target)[kernel]
+        return {"target": target.target, "triple": target.triple, "cpu": target.cpu, "features": target.features,
+                "toolchain": target.toolchain, "meta": meta, "object": self.members[target.object(kernel)]}
 
     def source(self, entry: Entry) -> str:
         return self._member(entry.source, entry.source_sha256, entry).decode("utf-8", "replace")
@@ -128,7 +150,7 @@ def read_bundle(data: bytes, where: str = "<bundle>") -> Bundle:
                           f"hologram runs ({', '.join(map(str, SUPPORTED_ISA_VERSIONS))})",
                           hint="install a newer hologram, or rebuild the bundle with this one")
     described = {MANIFEST} | {m for e in manifest.kernels for m in (e.program, e.source, e.ir)} | \
-        {n.object for e in manifest.kernels for n in e.native}
+        {n.index for n in manifest.native} | {n.object(k) for n in manifest.native for k in n.kernels}
     for name in sorted(members.keys() - described):
         raise BundleError(f"{where}: member {name!r} is not described by {MANIFEST}",
                           hint="a bundle holds exactly what its manifest lists; rebuild it")
@@ -144,7 +166,13 @@ def library(bundle: Bundle, backend: str | None = None, verify_now: bool = False
     be verified: docs/bundles.md, "Native code")."""
     if backend is not None:
         get_backend(backend)  # an unknown backend is an error now, not at the first call
-    compiled = [_compiled(bundle, e, trust_native) for e in bundle.manifest.kernels]
+    native: dict[str, dict[str, tuple]] = {}  # kernel -> backend -> code, for prepare_native
+    if trust_native:  # the indexes are read (and checked) only for code that may run
+        for target in bundle.manifest.native:
+            for kernel in target.kernels:
+                code = native.setdefault(kernel, {})
+                code[target.backend] = code.get(target.backend, ()) + (bundle.native_code(target, kernel),)
+    compiled = [_compiled(bundle, e, native.get(e.name, {})) for e in bundle.manifest.kernels]
     if verify_now:
         for c in compiled:
             c.program  # noqa: B018 - decoding, checking and verifying is the point
@@ -178,7 +206,7 @@ def _is_path(text: str) -> bool:
 
 
 # --------------------------------------------------------------------------- kernels
-def _compiled(bundle: Bundle, e: Entry, trust_native: bool) -> Compiled:
+def _compiled(bundle: Bundle, e: Entry, native: dict[str, tuple]) -> Compiled:
     where = f"{bundle.where}: kernel {e.name!r}"
     inputs = tuple(_param(p, p.kind, f"{where}: input {p.name!r}") for p in e.inputs)
     outputs = tuple(_param(p, "output", f"{where}: output {p.name!r}") for p in e.outputs)
@@ -187,7 +215,6 @@ def _compiled(bundle: Bundle, e: Entry, trust_native: bool) -> Compiled:
                        for kind, axes in e.reductions)
     bundle.source(e)  # present and unaltered: it is the kernel's provenance
     bundle.check_program_hash(e)  # so a damaged program is refused now, with the rest
-    natives = [(n, bundle.native_object(e, n)) for n in e.native]  # every object's hash, trusted or not
 
     def program() -> Program:  # decoding and verifying wait for the kernel's first use
         p = bundle.program(e)
@@ -195,22 +222,8 @@ def _compiled(bundle: Bundle, e: Entry, trust_native: bool) -> Compiled:
         if problem is not None:
             raise BundleError(f"{where}: {MANIFEST} disagrees with {e.program}: {problem}")
         return p
-    native: dict[str, tuple] = {}
-    if trust_native:
-        for n, obj in natives:
-            native.setdefault(n.backend, ())
-            native[n.backend] += ({"target": n.target, "triple": n.triple, "cpu": n.cpu, "features": n.features,
-                                   "toolchain": n.toolchain, "meta": native_meta(n, where), "object": obj},)
     return Compiled(program, signature, e.version, e.summary, bundle.manifest.opt, reductions,
                     ir_text=bundle.ir(e), definition=_definition(bundle, e), native=native)
-
-
-def native_meta(n: Native, where: str) -> object:
-    """The backend's description of a native object, parsed; BundleError when it is not JSON."""
-    try:
-        return json.loads(n.meta)
-    except ValueError:
-        raise BundleError(f"{where}: the meta of {n.object} is not JSON") from None
 
 
 def _disagreement(sig: Signature, program: Program) -> str | None:

@@ -9,6 +9,7 @@ the member and the field. docs/bundles.md is the reference.
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from typing import Any, Mapping
@@ -17,7 +18,7 @@ import attrs
 
 from hologram.core.errors import BundleError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: native code described per target, its per-kernel details in a JSON index
 MANIFEST = "bundle.toml"
 # A bundle's name and a kernel's name become member paths: letters, digits, _ . - only,
 # not starting with a dot (no hidden files, no `..`)
@@ -38,18 +39,28 @@ class Port:
 
 
 @attrs.frozen
-class Native:
-    """Object code a backend built for one kernel and one CPU (docs/bundles.md, "Native code")."""
+class NativeTarget:
+    """Object code one backend built for one CPU, for the kernels it lists (docs/bundles.md,
+    "Native code"). Kernel K's object is the member `object(K)`; the member `index` is a
+    JSON object giving per kernel its object's sha256 and the backend's description of it
+    (the stage table): machine-written data, read (fast, by the C JSON parser) only when
+    the code is to be used or verified, so `bundle.toml` stays small to parse."""
 
     backend: str
     target: str  # x86-64-v3, host, ...
-    object: str  # the member holding it
-    object_sha256: str
     triple: str
     cpu: str
     features: tuple[str, ...]  # every one required to run it
-    toolchain: str  # what the backend requires to match before loading it
-    meta: str  # the backend's own description (JSON), e.g. the stage table
+    toolchain: str  # what built it; the backend decides what must match before loading it
+    kernels: tuple[str, ...]
+    index_sha256: str
+
+    @property
+    def index(self) -> str:
+        return f"native/{self.backend}/{self.target}/index.json"
+
+    def object(self, kernel: str) -> str:
+        return f"native/{self.backend}/{self.target}/{kernel}.o"
 
 
 @attrs.frozen
@@ -70,7 +81,6 @@ class Entry:
     # (kind, ((var, extent), ...)) of each min/max/argmin/argmax: a call checks its extents
     reductions: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
     stats: Mapping[str, Any]  # stages, instructions (before and after the passes), bytes
-    native: tuple[Native, ...] = ()
 
 
 @attrs.frozen
@@ -82,6 +92,7 @@ class Manifest:
     dsl: int
     opt: str  # the pipeline the kernels went through
     kernels: tuple[Entry, ...]
+    native: tuple[NativeTarget, ...] = ()
     format: int = FORMAT_VERSION
 
     def kernel(self, name: str) -> Entry:
@@ -105,10 +116,37 @@ def to_toml(m: Manifest) -> str:
         out.append("reductions = " + _list([{"kind": kind, "axes": [list(a) for a in axes]}
                                             for kind, axes in k.reductions]))
         out.append(f"stats = {_value(dict(k.stats))}")
-        out.append("native = " + _list([{f.name: (list(v) if isinstance(v, tuple) else v)
-                                         for f, v in zip(attrs.fields(Native), attrs.astuple(n, recurse=False))}
-                                        for n in k.native]))
+    for n in m.native:
+        out += ["", "[[native]]"]
+        for field in attrs.fields(NativeTarget):
+            out.append(f"{field.name} = {_value(getattr(n, field.name))}")
     return "\n".join(out) + "\n"
+
+
+def write_index(entries: Mapping[str, tuple[str, Any]]) -> bytes:
+    """A target's index: {kernel: {object_sha256, meta}}, as deterministic JSON."""
+    return json.dumps({k: {"object_sha256": sha, "meta": meta} for k, (sha, meta) in entries.items()},
+                      sort_keys=True, separators=(",", ":")).encode()
+
+
+def read_index(data: bytes, target: NativeTarget) -> dict[str, tuple[str, Any]]:
+    """{kernel: (object sha256, meta)} of `target`'s index, every field checked: exactly
+    the kernels the manifest lists; BundleError naming the member otherwise."""
+    where = target.index
+    try:
+        doc = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BundleError(f"{where}: not JSON ({exc})") from None
+    if not isinstance(doc, dict) or sorted(doc) != sorted(target.kernels):
+        raise BundleError(f"{where}: expected an object with one entry per kernel {MANIFEST} lists for "
+                          f"{target.backend}/{target.target}")
+    out = {}
+    for kernel, item in doc.items():
+        if not isinstance(item, dict) or set(item) != {"object_sha256", "meta"} \
+                or not isinstance(item["object_sha256"], str) or not SHA256.match(item["object_sha256"]):
+            raise BundleError(f"{where}: kernel {kernel!r}: expected {{object_sha256, meta}}")
+        out[kernel] = (item["object_sha256"], item["meta"])
+    return out
 
 
 def _str(s: str) -> str:
@@ -147,17 +185,26 @@ def parse(data: bytes) -> Manifest:
         raise BundleError(f"{MANIFEST}: not a TOML document ({exc})") from None
     top = _Fields(doc, MANIFEST)
     fmt = top.int("format")
-    if fmt != FORMAT_VERSION:
-        newer = "a newer" if fmt > FORMAT_VERSION else "an unknown"
-        raise BundleError(f"{MANIFEST}: bundle format {fmt} is {newer} format than this hologram reads "
+    if fmt > FORMAT_VERSION:
+        raise BundleError(f"{MANIFEST}: bundle format {fmt} is a newer format than this hologram reads "
                           f"({FORMAT_VERSION})", hint="install a hologram version that reads it, or rebuild the bundle")
+    if fmt != FORMAT_VERSION:
+        raise BundleError(f"{MANIFEST}: bundle format {fmt} is not the one this hologram reads ({FORMAT_VERSION})",
+                          hint="rebuild the bundle with this hologram")
     kernels = tuple(_entry(_Fields(k, f"{MANIFEST}: kernels[{i}]")) for i, k in enumerate(top.list("kernels", dict)))
     names = [k.name for k in kernels]
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup is not None:
         raise BundleError(f"{MANIFEST}: kernel {dup!r} is listed twice")
+    listed = top.list("native", dict) if "native" in doc else []  # no native code: no [[native]] table
+    native = tuple(_native(_Fields(n, f"{MANIFEST}: native[{i}]"), set(names)) for i, n in enumerate(listed))
+    targets = [(n.backend, n.target) for n in native]
+    dup_target = next((t for t in targets if targets.count(t) > 1), None)
+    if dup_target is not None:
+        raise BundleError(f"{MANIFEST}: native code for {'/'.join(dup_target)} is listed twice")
     m = Manifest(name=top.str("name", NAME), version=top.str("version", SEMVER), isa=top.int("isa"),
-                 hologram=top.str("hologram"), dsl=top.int("dsl"), opt=top.str("opt"), kernels=kernels, format=fmt)
+                 hologram=top.str("hologram"), dsl=top.int("dsl"), opt=top.str("opt"), kernels=kernels,
+                 native=native, format=fmt)
     top.done()
     return m
 
@@ -173,17 +220,19 @@ def _entry(f: "_Fields") -> Entry:
                       for i, p in enumerate(f.list("outputs", dict))),
         reductions=tuple(_reduction(_Fields(r, f"{f.where}.reductions[{i}]"))
                          for i, r in enumerate(f.list("reductions", dict))),
-        stats=f.table("stats"),
-        native=tuple(_native(_Fields(n, f"{f.where}.native[{i}]")) for i, n in enumerate(f.list("native", dict))))
+        stats=f.table("stats"))
     f.done()
     return e
 
 
-def _native(f: "_Fields") -> Native:
-    n = Native(backend=f.str("backend"), target=f.str("target"), object=f.str("object"),
-               object_sha256=f.str("object_sha256", SHA256), triple=f.str("triple"), cpu=f.str("cpu"),
-               features=tuple(f.list("features", str)), toolchain=f.str("toolchain"), meta=f.str("meta"))
+def _native(f: "_Fields", kernels: set[str]) -> NativeTarget:
+    n = NativeTarget(backend=f.str("backend", NAME), target=f.str("target", NAME), triple=f.str("triple"),
+                     cpu=f.str("cpu"), features=tuple(f.list("features", str)), toolchain=f.str("toolchain"),
+                     kernels=tuple(f.list("kernels", str)), index_sha256=f.str("index_sha256", SHA256))
     f.done()
+    for k in n.kernels:
+        if k not in kernels or n.kernels.count(k) > 1:
+            raise BundleError(f"{f.where}.kernels: {k!r} is {'listed twice' if k in kernels else 'not a kernel'}")
     return n
 
 

@@ -14,8 +14,8 @@ import os
 from typing import Any
 
 from hologram.bundles.build import build
-from hologram.bundles.load import Bundle, discover, library, native_meta, open_bundle
-from hologram.bundles.manifest import Entry
+from hologram.bundles.load import Bundle, discover, library, open_bundle
+from hologram.bundles.manifest import Entry, Manifest
 from hologram.cli.options import UsageError, add_opt, pipeline_of, rich_console
 from hologram.core.errors import BundleError, did_you_mean
 from hologram.isa.asm import format_program
@@ -97,7 +97,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     for k in report.kernels:
         s = k.entry.stats
         table.add_row(Text(k.entry.name), str(s["stages"]), f"{s['instructions_before']} → {s['instructions']}",
-                      Text(_bytes(s)), Text(_targets(k.entry)), "cached" if k.cached else f"{k.seconds * 1e3:.0f} ms")
+                      Text(_bytes(s)), Text(_targets(report.manifest, k.entry)), "cached" if k.cached else f"{k.seconds * 1e3:.0f} ms")
     console.print(table)
     n = len(report.kernels)
     console.print(Text(f"wrote {output}: {n} kernel{'' if n == 1 else 's'}, {len(report.data):,} bytes, "
@@ -105,8 +105,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def _targets(e: Entry) -> str:
-    return ", ".join(f"{n.backend}/{n.target}" for n in e.native) or "-"
+def _targets(m: Manifest, e: Entry) -> str:
+    return ", ".join(f"{n.backend}/{n.target}" for n in m.native if e.name in n.kernels) or "-"
 
 
 def _bytes(stats: dict) -> str:
@@ -131,7 +131,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         for e in m.kernels:
             table.add_row(Text(e.name), Text(e.version), Text(_signature(e)), str(e.stats.get("stages", "?")),
                           f"{e.stats.get('instructions_before', '?')} → {e.stats.get('instructions', '?')}",
-                          Text(_targets(e)), Text(e.source))
+                          Text(_targets(m, e)), Text(e.source))
         console.print(table)
         return 0
     entry = _entry(bundle, args.kernel)
@@ -166,16 +166,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
     bundle = open_bundle(args.file)  # the archive, RECORD, the manifest and its versions
     lib = library(bundle, verify_now=True)  # every hash; every program decoded, held to the manifest, verified
     checked = 0
-    for e in bundle.manifest.kernels:  # native objects well formed, for the backends installed here
-        for n in e.native:
-            check = getattr(backends().get(n.backend), "check_native", None)
+    for n in bundle.manifest.native:  # indexes and objects agree; objects well formed where the backend is here
+        check = getattr(backends().get(n.backend), "check_native", None)
+        for kernel in n.kernels:
+            code = bundle.native_code(n, kernel)
             if not callable(check):
                 continue
-            meta = native_meta(n, f"{bundle.where}: kernel {e.name!r}")
-            problem = check(lib[e.name].program, {"meta": meta, "object": bundle.native_object(e, n)})
+            problem = check(lib[kernel].program, code)
             if problem is not None:
-                raise BundleError(f"{bundle.where}: {n.object}: the {n.backend} object code for {n.target} is not "
-                                  f"usable: {problem}")
+                raise BundleError(f"{bundle.where}: {n.object(kernel)}: the {n.backend} object code for {n.target} "
+                                  f"is not usable: {problem}")
             checked += 1
     print(f"ok: {bundle.where}: {bundle.manifest.name} {bundle.manifest.version}, {len(lib)} kernels verified"
           + (f", {checked} native objects well formed" if checked else ""))

@@ -202,7 +202,7 @@ def test_the_bundle_commands(tmp_path, monkeypatch, run_cli):
     code, out, _ = run_cli("bundle", "verify", "stdlib-1.0.0.hgb")
     assert code == 0 and "19 kernels verified" in out
     code, out, _ = run_cli("bundle", "inspect", "stdlib-1.0.0.hgb")
-    assert code == 0 and "stdlib 1.0.0: format 1, ISA 1" in out and "layernorm" in out
+    assert code == 0 and "stdlib 1.0.0: format 2, ISA 1" in out and "layernorm" in out
     code, out, _ = run_cli("bundle", "inspect", "stdlib-1.0.0.hgb", "--kernel", "softmax", "--emit", "asm")
     assert code == 0 and out.startswith(".program softmax")
     code, out, _ = run_cli("bundle", "inspect", "stdlib-1.0.0.hgb", "--kernel", "softmax", "--emit", "source")
@@ -242,8 +242,8 @@ def test_a_bundle_that_is_not_one_is_refused(tmp_path):
     cases = {
         "not a readable zip archive": b"hello",
         "no bundle.toml member": archive.write({k: v for k, v in members.items() if k != MANIFEST}),
-        "bundle format 2 is a newer format": archive.write(
-            {**members, MANIFEST: members[MANIFEST].replace(b"format = 1", b"format = 2")}),
+        "bundle format 3 is a newer format": archive.write(
+            {**members, MANIFEST: members[MANIFEST].replace(b"format = 2", b"format = 3")}),
         "ISA version 9, newer than": archive.write(
             {**members, MANIFEST: members[MANIFEST].replace(b"isa = 1", b"isa = 9")}),
         "unknown field 'extra'": archive.write({**members, MANIFEST: members[MANIFEST] + b"extra = 1\n"}),
@@ -346,8 +346,9 @@ def test_native_code_is_used_only_when_trusted_and_only_on_a_cpu_that_runs_it(tm
         pytest.skip("no x86-64 level this CPU runs")
     path = tiny(tmp_path, native=levels[0])
     m = open_bundle(path).manifest
-    assert [(n.backend, n.target) for n in m.kernel("vadd").native] == [("cpu_llvm", levels[0])]
-    assert m.kernel("vadd").native[0].features == tuple(sorted(cpu.X86_64_LEVELS[levels[0]]))
+    assert [(n.backend, n.target) for n in m.native] == [("cpu_llvm", levels[0])] and "vadd" in m.native[0].kernels
+    assert m.native[0].features == tuple(sorted(cpu.X86_64_LEVELS[levels[0]]))
+    assert {"native/cpu_llvm/" + levels[0] + "/vadd.o", m.native[0].index} <= set(open_bundle(path).members)
     # trusted: the shipped objects load, LLVM never runs; a fresh cache each time
     assert _native_run(path, True, tmp_path / "c1") == [True, 0, 0, 2]
     # a file given by path is not trusted by default: compiled here

@@ -76,7 +76,7 @@ CHILD = textwrap.dedent("""
 # (kind, tampering keeps the hashes consistent)
 KINDS = ["flip", "truncate", "overwrite", "rename", "traversal", "absolute", "duplicate", "bomb",
          "manifest-hash", "manifest-type", "manifest-format", "manifest-isa", "swap-programs", "program-bytes",
-         "drop-member", "extra-member", "native-other-cpu"]
+         "drop-member", "extra-member", "native-other-cpu", "native-index", "native-index-lies"]
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +128,7 @@ def corrupt(data: bytes, kind: str, a: int, b: int, noise: bytes) -> bytes:
         manifest = manifest.replace('type = "f32[n]"', ['type = "f64[n]"', 'type = "f32[n, n]"',
                                                        'type = "f32[m]"', 'type = "f32"'][a % 4], 1)
     elif kind == "manifest-format":
-        manifest = manifest.replace("format = 1", f"format = {2 + b % 5}")
+        manifest = manifest.replace("format = 2", f"format = {[1, 3, 4, 7, 99][b % 5]}")
     elif kind == "manifest-isa":
         manifest = manifest.replace("isa = 1", f"isa = {[0, 2, 99, -1][a % 4]}")
     elif kind == "swap-programs":
@@ -147,6 +147,19 @@ def corrupt(data: bytes, kind: str, a: int, b: int, noise: bytes) -> bytes:
         members["sources/extra.toml"] = noise
     elif kind == "native-other-cpu":  # objects that claim to need a feature no CPU has: never loaded
         manifest = manifest.replace('features = [', 'features = ["a-feature-no-cpu-has", ')
+    elif kind in ("native-index", "native-index-lies"):  # a target's index altered (RECORD rebuilt)
+        index = next((k for k in names if k.endswith("/index.json")), None)
+        if index is not None:
+            import hashlib
+            import re
+
+            body = members[index].decode()
+            if kind == "native-index":  # the manifest's index_sha256 left as it was: it disagrees
+                members[index] = body.replace('"meta":', '"meta" :', 1).encode()
+            else:  # an object's digest that lies, the manifest made to agree with the index
+                members[index] = re.sub(r'"object_sha256":"[0-9a-f]{4}', '"object_sha256":"0000', body, 1).encode()
+                manifest = re.sub(r'index_sha256 = "[0-9a-f]+"',
+                                  f'index_sha256 = "{hashlib.sha256(members[index]).hexdigest()}"', manifest)
     members[MANIFEST] = manifest.encode()
     return archive.write(members)
 
@@ -213,6 +226,8 @@ def test_damaged_bundles_are_refused_or_harmless(intact, tmp_path, cases):
         consistent = kind in ("program-bytes", "swap-programs")
         ok = outcome.startswith("refused: ") or outcome == "same" or (consistent and outcome == "different")
         assert ok, f"{kind}: {outcome}"
+        natives = _native_target() != "none"
         if kind in ("traversal", "absolute", "duplicate", "bomb", "manifest-format", "manifest-isa", "manifest-type",
-                    "manifest-hash", "drop-member", "extra-member", "rename", "swap-programs"):
+                    "manifest-hash", "drop-member", "extra-member", "rename", "swap-programs") \
+                or natives and kind in ("native-index", "native-index-lies"):  # the child trusts native code
             assert outcome.startswith("refused: "), f"{kind}: {outcome}"
