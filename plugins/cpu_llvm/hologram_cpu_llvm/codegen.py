@@ -70,12 +70,9 @@ from hologram.core.errors import HologramError, VerifyError
 from hologram.isa.opcodes import OPCODES
 from hologram.isa.program import Instr, Program
 
+from .abi import ERROR_KINDS, REDUCE_OPS, reduce_buffers, reduce_op  # the runtime's side of the contract
 from .codegen_control import StageEmitter
 from .codegen_types import define_half_runtime
-from .abi import (  # noqa: F401  (the error codes are part of this module's ABI)
-    ERR_BARRIER, ERR_CLASS, ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_FREE, ERR_POOL_FULL,
-    ERR_RECURSION, ERROR_KINDS, REDUCE_OPS, reduce_buffers, reduce_op,
-)
 
 # Bumped whenever the generated code's meaning changes, so cached native code is rebuilt
 # (the runtime's cache key also digests these sources).

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import platform
+import os
 import struct
 import sys
 from typing import Iterable
@@ -29,9 +29,15 @@ _LINUX_FLAG = {"sahf": "lahf_lm", "sse3": "pni", "sse4.1": "sse4_1", "sse4.2": "
 _ARCH = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64"}
 
 
+@functools.cache
 def arch() -> str:
     """The machine's architecture as LLVM's triples spell it (x86_64, aarch64, ...)."""
-    m = platform.machine().lower()
+    if hasattr(os, "uname"):
+        m = os.uname().machine.lower()
+    else:  # Windows: the platform module (~1.5 ms to import) is what knows
+        import platform
+
+        m = platform.machine().lower()
     return _ARCH.get(m, m)
 
 

@@ -27,10 +27,11 @@ from __future__ import annotations
 import collections
 import ctypes
 import mmap
-import platform
 import struct
 import sys
 from typing import Any
+
+from . import cpu
 
 # Counters by event ("optimize", "emit" in jit.py, "load" here and there): a test-visible
 # record of the work done, so tests can prove a warm start never ran LLVM's optimizer.
@@ -88,7 +89,7 @@ def process_symbol(name: str) -> int:
 
 def supported() -> bool:
     """Whether this loader can run here: x86-64 Linux (ELF, System V ABI)."""
-    return sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64") and _PROCESS is not None
+    return sys.platform.startswith("linux") and cpu.arch() == "x86_64" and _PROCESS is not None
 
 
 # ------------------------------------------------------------------------- reading

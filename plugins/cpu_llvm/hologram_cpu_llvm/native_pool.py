@@ -43,12 +43,11 @@ from __future__ import annotations
 
 import ctypes
 import os
-import platform
 import struct
 import threading
 from typing import Callable, Sequence
 
-from . import loader
+from . import cpu, loader
 
 SPIN_ROUNDS = 1 << 17  # pause-hinted polls before a worker sleeps (a few ms)
 _MUTEX, _COND, _BLOCK = 128, 256, 384  # byte offsets and the block's size
@@ -271,7 +270,7 @@ out:
 
 def _pause() -> tuple[str, str]:
     """The CPU's spin-wait hint: x86 `pause`, arm64 `yield`, else nothing."""
-    machine = platform.machine().lower()
+    machine = cpu.arch()
     if machine in ("x86_64", "amd64", "i686", "x86"):
         return "declare void @llvm.x86.sse2.pause()", "call void @llvm.x86.sse2.pause()"
     if machine in ("aarch64", "arm64"):
