@@ -106,7 +106,12 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def _targets(m: Manifest, e: Entry) -> str:
-    return ", ".join(f"{n.backend}/{n.target}" for n in m.native if e.name in n.kernels) or "-"
+    """`cpu_llvm: x86-64-v2, x86-64-v3`: the targets with an object for `e`, by backend."""
+    by_backend: dict[str, list[str]] = {}
+    for n in m.native:
+        if e.name in n.kernels:
+            by_backend.setdefault(n.backend, []).append(n.target)
+    return "; ".join(f"{b}: {', '.join(ts)}" for b, ts in by_backend.items()) or "-"
 
 
 def _bytes(stats: dict) -> str:
