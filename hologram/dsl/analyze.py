@@ -186,7 +186,7 @@ class _Kernel:
                                hint="each name is assigned exactly once; use a new name")
         if name in self.symbols:
             raise CompileError(f"'{name}' is a shape symbol and cannot be assigned", span)
-        if name in FUNCTIONS:
+        if name in FUNCTIONS or name == "len":
             raise CompileError(f"'{name}' is the name of a function and cannot name a temporary", span,
                                hint="function, reduction and type names are reserved; choose another name")
 
@@ -299,6 +299,9 @@ class _Kernel:
             return attrs.evolve(self.name_value(node, scope), span=node.span)
         if isinstance(node, ast.Subscript):
             return self.subscript(node, scope)
+        if isinstance(node, ast.Attribute) or isinstance(node, ast.Call) and node.func.id == "len" \
+                and "len" not in FUNCTIONS:
+            return self.eval(_affine_ast(self.shape_value(node, scope), node.span), scope)
         if isinstance(node, ast.Unary):
             return apply(UNARY[node.op], (self.eval(node.operand, scope),), node.span)
         if isinstance(node, ast.Binary):
@@ -365,10 +368,67 @@ class _Kernel:
             index.append(index_expr(a, by_ir.keys()))
         return Val(Expr.load(n, decl.dtype, tuple(index)), (), False, node.span)
 
+    # ------------------------------------------------------------ shapes as values
+    def shape_value(self, node: ast.Attribute | ast.Call, scope: Scope) -> Affine | tuple[Affine, ...]:
+        """What `len(x)`, `x.shape[k]`, `x.ndim` and `x.size` stand for: a dimension (an
+        affine form in the shape symbols), or for `size` the dimensions to multiply. Each
+        is a weak int where it is used, exactly as a shape symbol is (numpy: a Python int)."""
+        if isinstance(node, ast.Call):  # len(x): numpy's len, the first dimension
+            if node.keywords or len(node.args) != 1 or not isinstance(node.args[0], ast.Name):
+                raise CompileError("len() takes one array name, as in len(x)", node.span)
+            decl = self.shaped(node.args[0], scope)
+            if not decl.shape:
+                raise CompileError(f"len() of '{decl.name}', which has no dimensions (numpy: len() of unsized "
+                                   f"object)", node.span, hint=f"'{decl.name}' is a scalar; its size is 1")
+            return decl.shape[0]
+        decl = self.shaped(node.base, scope)
+        rank = len(decl.shape)
+        if node.attr not in _ATTRIBUTES:
+            raise CompileError(f"arrays have no attribute '{node.attr}'{did_you_mean(node.attr, _ATTRIBUTES)}",
+                               node.span, hint=f"the attributes: {', '.join(_ATTRIBUTES)}")
+        if node.attr == "shape":
+            if node.index is None:
+                raise CompileError(f"'{decl.name}.shape' is a tuple; use one dimension of it", node.span,
+                                   hint=f"{decl.name}.shape[0]" + (f" ... {decl.name}.shape[{rank - 1}]" if rank > 1
+                                                                   else ""))
+            k = self.constant(node.index, int, f"the index of '{decl.name}.shape' must be an integer literal")
+            if not -rank <= k < rank:
+                raise CompileError(f"'{decl.name}' has {_plural(rank, 'dimension')}; {decl.name}.shape[{k}] does not "
+                                   f"exist", node.index.span)
+            return decl.shape[k]
+        if node.index is not None:
+            raise CompileError(f"'{decl.name}.{node.attr}' cannot be indexed", node.span)
+        if node.attr == "ndim":
+            return Affine.of(rank)
+        if node.attr == "size":
+            return tuple(decl.shape)
+        raise CompileError(f"'{decl.name}.T': transposes are not supported yet", node.span,
+                           hint="write the transpose in index notation: y[i, j] = x[j, i]")
+
+    def shaped(self, node: ast.Name, scope: Scope) -> TensorDecl:
+        """The declaration whose shape `node` asks about: an input, an output (declared,
+        assigned or not) or a temporary already assigned."""
+        if node.id in scope:
+            raise CompileError(f"'{node.id}' is an index variable; it has no shape", node.span)
+        decl = self.visible.get(node.id) or self.outputs.get(node.id)
+        if decl is None:
+            raise self.unknown(node, scope)
+        return decl
+
     def affine(self, e: ast.Expr, scope: Scope) -> Affine:
         """An index expression as an affine form over IR variable names and shape symbols."""
         if isinstance(e, ast.Num) and isinstance(e.value, int):
             return Affine.of(e.value)
+        if isinstance(e, ast.Attribute) or isinstance(e, ast.Call) and e.func.id == "len" and "len" not in FUNCTIONS:
+            value = self.shape_value(e, scope)
+            if isinstance(value, Affine):
+                return value
+            size = Affine.of(1)
+            for d in value:  # x.size: affine when at most one dimension is symbolic
+                if not (d.is_const or size.is_const):
+                    raise CompileError("indices must be affine; this size is a product of shape symbols", e.span)
+                size = d * size.const if size.is_const else size * d.const
+            return size
         if isinstance(e, ast.Name):
             if e.id in scope:
                 scope[e.id].used = True
@@ -403,11 +463,21 @@ class _Kernel:
     # ------------------------------------------------------------ calls
     def call(self, node: ast.Call, scope: Scope) -> Val:
         fn = FUNCTIONS.get(node.func.id)
+        if node.method:
+            base = node.args[0]
+            if fn is None or fn.kind != "reduce":
+                more = ", ..." if fn is not None and len(fn.params) > 1 else ""
+                form = f"{node.func.id}({base.id}{more})" if fn is not None else f"a function of {base.id}"
+                raise CompileError(f"'{base.id}.{node.func.id}()': of numpy's array methods, only the reductions "
+                                   f"({', '.join(_METHODS)}) are accepted", node.span, hint=f"write {form}")
+            if len(node.args) > 1:
+                raise CompileError(f"'{base.id}.{node.func.id}()' takes keyword arguments only (axis=, keepdims=)",
+                                   node.args[1].span)
         if fn is None:
             n = node.func.id
             if n in self.visible or n in scope or n in self.symbols:
                 raise CompileError(f"'{n}' is not a function", node.func.span)
-            raise CompileError(f"unknown function '{n}'{did_you_mean(n, FUNCTIONS)}", node.func.span)
+            raise CompileError(f"unknown function '{n}'{did_you_mean(n, [*FUNCTIONS, 'len'])}", node.func.span)
         self.check_call(fn, node)
         if fn.kind == "reduce":
             return self.reduction(fn, node, scope)
@@ -485,6 +555,30 @@ class _Kernel:
 
 
 # ------------------------------------------------------------------ declarations
+_ATTRIBUTES = ("shape", "ndim", "size", "T")
+_METHODS = tuple(sorted(n for n, f in FUNCTIONS.items() if f.kind == "reduce"))
+
+
+def _affine_ast(value: Affine | tuple[Affine, ...], span: Span) -> ast.Expr:
+    """`2*n + 1` (or, for a tuple, the product of its dimensions) as body syntax, so it is
+    typed exactly as the same text would be: symbols and literals are weak ints."""
+    if isinstance(value, tuple):
+        product: ast.Expr = ast.Num(1, "1", span)
+        for d in value:
+            product = ast.Binary("*", product, _affine_ast(d, span), span)
+        return product
+    parts: list[ast.Expr] = []
+    for name, coeff in value.terms:
+        term: ast.Expr = ast.Name(name, span)
+        parts.append(term if coeff == 1 else ast.Binary("*", ast.Num(coeff, str(coeff), span), term, span))
+    if value.const or not parts:
+        parts.append(ast.Num(value.const, str(value.const), span))
+    total = parts[0]
+    for part in parts[1:]:
+        total = ast.Binary("+", total, part, span)
+    return total
+
+
 def _param_decl(p: ParamSpec) -> TensorDecl:
     return TensorDecl(p.name, p.dtype, p.shape, "input" if p.shape else "scalar")
 

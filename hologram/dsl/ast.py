@@ -46,6 +46,16 @@ class Subscript:
 
 
 @attrs.frozen
+class Attribute:
+    """`base.attr` or `base.attr[index]`: `x.shape[0]`, `x.ndim`, `x.size`."""
+
+    base: Name
+    attr: str
+    index: "Expr | None"
+    span: Span
+
+
+@attrs.frozen
 class Keyword:
     """`name=value` in a call."""
 
@@ -56,10 +66,14 @@ class Keyword:
 
 @attrs.frozen
 class Call:
+    """`func(args)`; `np.func(args)` is the same call. `method` marks `x.func(args)`,
+    whose first argument is then `x` (the analyzer accepts it for reductions only)."""
+
     func: Name
     args: tuple["Expr", ...]
     keywords: tuple[Keyword, ...]
     span: Span
+    method: bool = False
 
 
 @attrs.frozen
@@ -81,7 +95,7 @@ class Binary:
     span: Span
 
 
-Expr = Union[Num, Bool, Name, Subscript, Call, Unary, Binary]
+Expr = Union[Num, Bool, Name, Subscript, Attribute, Call, Unary, Binary]
 
 
 @attrs.frozen
@@ -106,6 +120,8 @@ def children(node: Expr | Assign | Keyword) -> tuple:
     """The direct sub-expressions of a node, in source order."""
     if isinstance(node, Subscript):
         return (node.base, *node.indices)
+    if isinstance(node, Attribute):
+        return (node.base,) if node.index is None else (node.base, node.index)
     if isinstance(node, Call):
         return (node.func, *node.args, *(k.value for k in node.keywords))
     if isinstance(node, Unary):
@@ -149,6 +165,8 @@ def format_expr(e: Expr) -> str:
         return e.id
     if isinstance(e, Subscript):
         return f"{e.base.id}[{', '.join(format_expr(i) for i in e.indices)}]"
+    if isinstance(e, Attribute):
+        return f"{e.base.id}.{e.attr}" + ("" if e.index is None else f"[{format_expr(e.index)}]")
     if isinstance(e, Call):
         parts = [e.func.id, *(format_expr(a) for a in e.args)]
         parts += [f":{k.name} {format_expr(k.value)}" for k in e.keywords]

@@ -27,6 +27,7 @@ MAX_DEPTH = 100  # expression nesting; deeper bodies are refused rather than ove
 MAX_STATEMENTS = 4096
 
 _OPEN = {"LPAR": "RPAR", "LSQB": "RSQB"}
+NUMPY_PREFIXES = frozenset({"np", "numpy"})  # `np.exp(x)` means `exp(x)` (docs/dsl.md, "numpy spellings")
 _CLOSE = frozenset(_OPEN.values())
 
 
@@ -121,7 +122,7 @@ class _ToAst(Transformer_NonRecursive):
     def keyword(self, span, c):
         return ast.Keyword(str(c[0]), c[1], span)
 
-    def call(self, span, c):
+    def call(self, span, c, method: bool = False):
         args, keywords = [], []
         for a in c[1:]:
             if isinstance(a, ast.Keyword):
@@ -132,7 +133,19 @@ class _ToAst(Transformer_NonRecursive):
                 raise CompileError("a positional argument cannot follow a keyword argument", a.span)
             else:
                 args.append(a)
-        return ast.Call(self._name(c[0]), tuple(args), tuple(keywords), span)
+        return ast.Call(self._name(c[0]), tuple(args), tuple(keywords), span, method)
+
+    def dotted_call(self, span, c):
+        base, func = self._name(c[0]), self._name(c[1])
+        if base.id in NUMPY_PREFIXES:  # np.exp(x) is exp(x): numpy's spelling, accepted
+            return self.call(span, [func, *c[2:]])
+        return self.call(span, [func, base, *c[2:]], method=True)  # x.sum(axis=1) is sum(x, axis=1)
+
+    def attribute(self, span, c):
+        return ast.Attribute(self._name(c[0]), str(c[1]), None, span)
+
+    def attribute_subscript(self, span, c):
+        return ast.Attribute(self._name(c[0]), str(c[1]), c[2], span)
 
     def unary(self, span, c):
         return ast.Unary(str(c[0]), c[1], span)
@@ -151,7 +164,7 @@ class _ToAst(Transformer_NonRecursive):
 
 
 def _is_punct(c) -> bool:
-    return isinstance(c, Token) and c.type in ("LPAR", "RPAR", "LSQB", "RSQB")
+    return isinstance(c, Token) and c.type in ("LPAR", "RPAR", "LSQB", "RSQB", "DOT")
 
 
 def _number(tok: Token, span: Span) -> int | float:
@@ -167,7 +180,8 @@ def _number(tok: Token, span: Span) -> int | float:
 
 
 # ------------------------------------------------------------------ errors
-_EXPRESSION_START = frozenset({"NAME", "NUMBER", "LPAR", "MINUS", "PLUS", "TILDE", "NOT", "TRUE", "FALSE"})
+_EXPRESSION_START = frozenset({"NAME", "NUMBER", "LPAR", "MINUS", "PLUS", "TILDE", "NOT", "TRUE", "FALSE", "PY_TRUE",
+                               "PY_FALSE"})
 _OPERATORS = frozenset({"EQ", "NE", "LT", "LE", "GT", "GE", "BAR", "CARET", "AMP", "SHL", "SHR", "PLUS", "MINUS", "STAR", "SLASH",
                         "DSLASH", "PERCENT", "POW", "AND", "OR"})
 _WORDS = {"NAME": "a name", "NUMBER": "a number", "_NL": "end of line", "$END": "end of input",
@@ -178,7 +192,7 @@ _CHAR_HINTS = {
     ";": "write one statement per line",
     ":": "slices are not supported; use index notation, e.g. y[i] = x[i + 1]",
     '"': "strings are not part of the body language", "'": "strings are not part of the body language",
-    ".": "there are no attributes or methods; call functions, e.g. sum(x)",
+    ".": "attributes and methods follow a name: x.shape[0], x.ndim, x.size, x.sum(axis=0), np.exp(x)",
     "@": "there is no matrix-multiply operator; write sum(a[i, p] * b[p, j], p)",
 }
 
@@ -191,7 +205,7 @@ def _describe_expected(expected: set[str]) -> str:
         rest -= _EXPRESSION_START
     if len(rest & _OPERATORS) >= 3:
         parts.append("an operator")
-        rest -= _OPERATORS | {"LPAR", "LSQB"}  # after an operand, '(' / '[' only mean a call
+        rest -= _OPERATORS | {"LPAR", "LSQB", "DOT"}  # after an operand, '(' '[' '.' only mean a call
     parts += [_WORDS[t] for t in _ORDER if t in rest]
     parts += sorted(repr(_lark().get_terminal(t).pattern.value) for t in rest if t not in _WORDS)
     if not parts:
@@ -247,6 +261,8 @@ def _syntax_error(exc: UnexpectedInput, text: str, kdef: KernelDef) -> CompileEr
         closer = ")" if opener.type == "LPAR" else "]"
         hint = f"the '{opener}' at line {kdef.origin.span(opener.line, opener.column).line}, " \
                f"column {kdef.origin.span(opener.line, opener.column).col} is never closed with '{closer}'"
+    elif tok.type == "DOT":
+        hint = "attributes and methods follow a name: x.shape[0], x.ndim, x.size, x.sum(axis=0), np.exp(x)"
     elif tok.type == "EQUAL" and "EQ" in expected:
         hint = "'=' assigns and only once per line; compare with '=='"
     elif "EQUAL" in expected and tok.type != "EQUAL" and len(expected) <= 2:

@@ -210,9 +210,19 @@ def _index(name: str, domain: tuple[str, ...]) -> Node:
     return _load(name, np.int64, domain, lambda env: env.grids[name])
 
 
-def _symbol(name: str) -> Node:
-    """A shape symbol used as a value: a weak int, as numpy's `len(x)`."""
-    return symbol(name)
+def _symbol(draw: Callable, name: str, arrays: Sequence[Param]) -> Node:
+    """A shape symbol used as a value: a weak int, as numpy's `len(x)`; spelled by its
+    name or, where an array has it as a dimension, as numpy would: `len(x)` (the first),
+    `x.shape[k]`, `x.shape[k - rank]`."""
+    spellings = [name]
+    for p in arrays:
+        dims = [str(d) for d in p.dims]
+        for k, d in enumerate(dims):
+            if d == name:
+                spellings += [f"{p.name}.shape[{k}]", f"{p.name}.shape[{k - len(dims)}]"]
+                spellings += [f"len({p.name})"] if k == 0 else []
+    text = draw(st.sampled_from(spellings))
+    return symbol(name, None if text == name else text)
 
 
 def _value(name: str) -> Callable[[Env], np.ndarray]:
@@ -238,7 +248,7 @@ def expression_kernels(draw: Callable, cfg: GenConfig = GenConfig()) -> KernelCa
         elif dims == ("m", "1"):
             leaves.append(_load(f"{p.name}[m - 1, 0]", p.dtype, (), lambda env, p=p: _value(p.name)(env)[env.sizes["m"] - 1, 0]))
     bound = sorted({str(d) for p in inputs for d in p.dims} & {"n", "m"})
-    leaves += [_symbol(sym) for sym in bound if draw(st.integers(0, 2)) == 0]
+    leaves += [_symbol(draw, sym, inputs) for sym in bound if draw(st.integers(0, 2)) == 0]
     builder = Builder(draw, cfg, leaves)
     statements: list[Statement] = []
     outputs: list[Param] = []
@@ -301,7 +311,8 @@ class _Index:
         if draw(st.booleans()):
             out.append(_leaf(self.input("s")))
         if draw(st.booleans()):
-            out.append(_symbol(draw(st.sampled_from(sorted({str(s) for p in arrays for d in p.dims for s in d.symbols})))))
+            out.append(_symbol(draw, draw(st.sampled_from(sorted({str(s) for p in arrays for d in p.dims
+                                                                for s in d.symbols}))), arrays))
         if self.cfg.reductions and draw(st.booleans()):
             p = draw(st.sampled_from(list(arrays)))
             out.append(Builder(draw, self.cfg, [_leaf(p)])._reduce(draw(st.sampled_from(self.cfg.reductions)),

@@ -156,6 +156,8 @@ class Node:
     weak    a shape-symbol value or an operator on weak values only (`n`, `n // 2`,
             `1 / n`): a Python scalar at run time, as `len(x)` is in numpy (NEP 50), so
             it takes a typed operand's dtype; evaluated in int64/float64 as the DSL does
+    text    how a shape-symbol value is spelled, when not by its name: `len(x)`,
+            `x.shape[-1]` (numpy's spellings of the same weak int)
     """
 
     op: str
@@ -164,15 +166,17 @@ class Node:
     args: tuple["Node", ...] = ()
     attr: Any = None
     weak: bool = False
+    text: str | None = None
 
     @property
     def is_literal(self) -> bool:
         return self.op == "lit"
 
 
-def symbol(name: str) -> Node:
-    """A shape symbol used as a value: a weak int (numpy's `len(x)`)."""
-    return Node("sym", np.dtype(np.int64), (), (), name, weak=True)
+def symbol(name: str, text: str | None = None) -> Node:
+    """A shape symbol used as a value: a weak int (numpy's `len(x)`), spelled `text`
+    (`len(x)`, `x.shape[0]`) or by its name."""
+    return Node("sym", np.dtype(np.int64), (), (), name, weak=True, text=text)
 
 
 def render(node: Node) -> str:
@@ -182,7 +186,7 @@ def render(node: Node) -> str:
     if node.op == "lit":
         return node.attr[1]
     if node.op == "sym":
-        return node.attr
+        return node.text or node.attr
     if node.op == "load":
         return node.attr[1]
     if node.op == "cast":
@@ -338,7 +342,9 @@ class Builder:
 
     def literal_for(self, partner: np.dtype) -> Node:
         if partner.kind == "b" and self.draw(st.booleans()):
-            return literal(self.draw(st.booleans()))
+            value = self.draw(st.booleans())
+            python = self.draw(st.booleans())  # `True` as well as `true`: both are the DSL's
+            return Node("lit", None, (), (), (value, str(value) if python else _literal_text(value)))
         if partner.kind == "f" or self.draw(st.integers(0, 3)) == 0:
             return literal(self.draw(st.sampled_from(FLOAT_LITERALS))[1])
         info = np.iinfo(partner) if partner.kind in "iu" else np.iinfo(np.int64)

@@ -611,7 +611,7 @@ def test_resonance_errors(body, ins, message):
 # ----------------------------------------------------------------------- names
 @pytest.mark.parametrize("body, outs, line, col, message", [
     ("y = xs", None, 1, 5, r"unknown name 'xs'; did you mean 'x'\?"),
-    ("y = x * True", None, 1, 9, r"unknown name 'True'; did you mean 'true'\?"),
+    ("y = x * ture", None, 1, 9, r"unknown name 'ture'; did you mean 'true'\?"),
     ("y = t\nt = x", None, 1, 5, r"'t' is used before it is assigned \(on line 2\)"),
     ("y = y + x", None, 1, 5, r"'y' is used before it is assigned"),
     ("y = z\nz = x", {"y": "f32[n]", "z": "f32[n]"}, 1, 5, r"'z' is used before it is assigned"),

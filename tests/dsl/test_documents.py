@@ -265,8 +265,10 @@ def test_translators_are_registered_through_the_hook():
 def test_reserved_names_are_the_function_vocabulary_and_the_keywords():
     functions = pytest.importorskip("hologram.dsl.functions")
     keywords = {name for name, what in RESERVED.items() if what == "a keyword"}
-    assert keywords == {"and", "or", "not", "true", "false"}
-    assert set(functions.FUNCTIONS) == set(RESERVED) - keywords
+    assert keywords == {"and", "or", "not", "true", "false", "True", "False"}
+    builtins = {name for name, what in RESERVED.items() if what == "a built-in"}
+    assert builtins == {"len"} and "len" not in functions.FUNCTIONS  # the analyzer reads len(x) as a shape
+    assert set(functions.FUNCTIONS) == set(RESERVED) - keywords - builtins
 
 
 # --- errors -----------------------------------------------------------------------------

@@ -101,7 +101,9 @@ def test_number_literals(text, value):
 def test_bools_are_keywords():
     node = parse("y = true").statements[0].value
     assert isinstance(node, ast.Bool) and node.value is True
-    assert isinstance(parse("y = True").statements[0].value, ast.Name)
+    assert parse("y = True").statements[0].value.value is True  # Python's spelling too
+    assert parse("y = False").statements[0].value.value is False
+    assert isinstance(parse("y = Truex").statements[0].value, ast.Name)
 
 
 # ----------------------------------------------------------------------- spans
@@ -167,7 +169,7 @@ def test_error_positions_follow_the_origin():
     ("exp(x)", r"each statement is `name = expression`"),
     ("y = a ; z = b", r"one statement per line"),
     ("y = x[1:2]", r"slices are not supported"),
-    ("y = x.sum()", r"no attributes or methods"),
+    ("y = (x + 1).sum()", r"attributes and methods follow a name"),
     ("y = a < b < c", r"\(a < b\) and \(b < c\)"),
 ])
 def test_error_hints(body, hint):

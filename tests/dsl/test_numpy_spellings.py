@@ -1,0 +1,88 @@
+"""numpy's own spellings in kernel bodies (docs/dsl.md, "numpy spellings"): `True` and
+`False`, `len(x)`, `x.shape[k]`, `x.ndim` and `x.size` as weak ints, the `np.` prefix,
+and the reduction methods (`x.sum(axis=1)`); each on every backend against numpy, and
+each spelling that is not accepted refused with a message that says what to write."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hologram as hg
+from hologram.core.errors import CompileError
+
+BACKENDS = [b for b in ("interp", "cpu_llvm") if b in hg.list_backends()]
+RNG = np.random.default_rng(3)
+X = RNG.standard_normal(9).astype(np.float32)
+M = RNG.standard_normal((4, 6)).astype(np.float32)
+U8 = RNG.integers(0, 256, 9, dtype=np.uint8)
+
+
+def kernel(body: str, inputs: str = 'x = "f32[n]"', outputs: str = 'y = "f32[n]"') -> hg.Kernel:
+    return hg.compile(f'[kernel]\nname = "k"\nversion = "1.0.0"\ninputs = {{ {inputs} }}\noutputs = {{ {outputs} }}\n'
+                      f'body = """\n{body}\n"""\n')
+
+
+CASES = [  # body, inputs, outputs, arguments, numpy's answer
+    ("y = x / len(x)", None, None, (X,), X / len(X)),
+    ("y = x * x.shape[0] - x.shape[-1]", None, None, (X,), X * X.shape[0] - X.shape[-1]),
+    ("y = x + x.ndim", None, None, (X,), X + X.ndim),
+    ("y = x / y.shape[0]", None, None, (X,), X / len(X)),  # an output's shape, before it is assigned
+    ("y[i] = x[len(x) - 1 - i]", None, None, (X,), X[::-1]),
+    ("y[i] = x[x.shape[0] - 1 - i]", None, None, (X,), X[::-1]),
+    ("y = where(x > 0, True, False) * x", None, None, (X,), np.where(X > 0, True, False) * X),
+    ("y = np.exp(x) + numpy.abs(x)", None, None, (X,), np.exp(X) + np.abs(X)),
+    ("y = x - x.max()", None, None, (X,), X - X.max()),
+    ("y = x - x.mean()", None, None, (X,), X - X.mean()),
+    ("y = m / m.size", 'm = "f32[a, b]"', 'y = "f32[a, b]"', (M,), M / M.size),
+    ("y = m - m.sum(axis=1, keepdims=True) / m.shape[1]", 'm = "f32[a, b]"', 'y = "f32[a, b]"', (M,),
+     M - M.sum(axis=1, keepdims=True) / M.shape[1]),
+    ("y = m.max(axis=0)", 'm = "f32[a, b]"', 'y = "f32[b]"', (M,), M.max(axis=0)),
+    ("y = u + len(u)", 'u = "u8[n]"', 'y = "u8[n]"', (U8,), U8 + len(U8)),  # weak: stays u8
+    ("y = u < u.size", 'u = "u8[n]"', 'y = "bool[n]"', (U8,), U8 < U8.size),
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("body, inputs, outputs, args, expected", CASES, ids=[c[0] for c in CASES])
+def test_numpy_spellings_mean_what_numpy_means(backend, body, inputs, outputs, args, expected):
+    k = kernel(body, *(v for v in (inputs, outputs) if v is not None)) if outputs else \
+        kernel(body, inputs) if inputs else kernel(body)
+    got = np.asarray(k.on(backend)(*args))
+    assert got.dtype == np.asarray(expected).dtype
+    np.testing.assert_allclose(got, expected, rtol=2e-6, atol=2e-6)
+
+
+def test_the_spellings_are_the_same_ir_as_the_dsl_forms():
+    assert kernel("y = np.exp(x) / len(x)").emit("ir") == kernel("y = exp(x) / n").emit("ir")
+    assert kernel("y = x - x.sum()").emit("ir") == kernel("y = x - sum(x)").emit("ir")
+    assert kernel("y = where(True, x, 0.0)").emit("ir") == kernel("y = where(true, x, 0.0)").emit("ir")
+
+
+ERRORS = [  # body, inputs, (line, column), message, hint
+    ("y = x.T", None, (1, 5), "'x.T': transposes are not supported yet", "y[i, j] = x[j, i]"),
+    ("y = x.exp()", None, (1, 5), "only the reductions", "write exp(x)"),
+    ("y = x.astype(f64)", None, (1, 5), "only the reductions", "a function of x"),
+    ("y = x + x.sum(0)", None, (1, 15), "keyword arguments only", None),
+    ("y = x + len(s)", 'x = "f32[n]", s = "f32"', (1, 9), "len() of 's', which has no dimensions", "scalar"),
+    ("y = x + len(x + 1)", None, (1, 9), "len() takes one array name", None),
+    ("y = x * x.shape", None, (1, 9), "'x.shape' is a tuple", "x.shape[0]"),
+    ("y = x * x.shape[1]", None, (1, 17), "x.shape[1] does not exist", None),
+    ("y = x * x.shape[n]", None, (1, 17), "must be an integer literal", None),
+    ("y = x.shap[0] + x", None, (1, 5), "no attribute 'shap'; did you mean 'shape'?", "shape, ndim, size, T"),
+    ("y[i] = x[i] * i.shape[0]", None, (1, 15), "'i' is an index variable; it has no shape", None),
+    ("y = (x + 1).sum()", None, (1, 12), "unexpected '.'", "follow a name"),
+    ("len = x\ny = len", None, (1, 1), "'len' is the name of a function", None),
+]
+
+
+@pytest.mark.parametrize("body, inputs, at, message, hint", ERRORS, ids=[e[0] for e in ERRORS])
+def test_spellings_that_are_not_accepted_say_what_to_write(body, inputs, at, message, hint):
+    with pytest.raises((CompileError, hg.errors.HologramError)) as info:
+        kernel(body, inputs) if inputs else kernel(body)
+    e = info.value
+    assert message in e.message, e.message
+    if hint is not None:
+        assert e.hint and hint in e.hint, e.hint
+    if isinstance(e, CompileError) and e.span is not None:
+        assert (e.span.line - 6, e.span.col) == at  # the body starts on the document's 7th line
