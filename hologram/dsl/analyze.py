@@ -185,7 +185,9 @@ class _Kernel:
             raise CompileError(f"'{name}' is assigned twice (first on line {self.assigned_at[name]})", span,
                                hint="each name is assigned exactly once; use a new name")
         if name in self.symbols:
-            raise CompileError(f"'{name}' is a shape symbol and cannot be assigned", span)
+            raise CompileError(f"'{name}' is a shape symbol and cannot be assigned", span,
+                               hint=f"'{name}' is a dimension of the inputs; give the temporary another name, "
+                                    f"e.g. {name}_")
         if name in FUNCTIONS or name == "len":
             raise CompileError(f"'{name}' is the name of a function and cannot name a temporary", span,
                                hint="function, reduction and type names are reserved; choose another name")

@@ -255,9 +255,11 @@ def _syntax_error(exc: UnexpectedInput, text: str, kdef: KernelDef) -> CompileEr
     message = f"unexpected {_describe_token(tok)}"
     if wanted := _describe_expected(expected):
         message += f"; expected {wanted}"
-    hint = None
+    hint = _python_hint(text, tok)
     opener = _unclosed(text, tok.start_pos if tok.start_pos is not None else len(text))
-    if opener is not None and (tok.type == "_NL" or opener.line != line):
+    if hint is not None:
+        pass
+    elif opener is not None and (tok.type == "_NL" or opener.line != line):
         closer = ")" if opener.type == "LPAR" else "]"
         hint = f"the '{opener}' at line {kdef.origin.span(opener.line, opener.column).line}, " \
                f"column {kdef.origin.span(opener.line, opener.column).col} is never closed with '{closer}'"
@@ -268,6 +270,37 @@ def _syntax_error(exc: UnexpectedInput, text: str, kdef: KernelDef) -> CompileEr
     elif "EQUAL" in expected and tok.type != "EQUAL" and len(expected) <= 2:
         hint = "each statement is `name = expression` or `name[i, j] = expression`"
     return CompileError(message, span, hint=hint)
+
+
+_STATEMENT_HINTS = {  # Python statements a numpy user may write, and this language's form of them
+    "for": "there are no loops: a statement applies to whole arrays (y = exp(x)) or, in index notation, to "
+           "every index (y[i] = x[n - 1 - i]); a sum over an index is sum(x[i, k], k)",
+    "while": "there are no loops: a statement applies to whole arrays, or to every index in index notation",
+    "if": "there are no if statements: select elementwise with where(condition, a, b)",
+    "elif": "there are no if statements: nest where(c1, a, where(c2, b, c))",
+    "else": "there are no if statements: select elementwise with where(condition, a, b)",
+    "def": "a kernel is one document's body; write another [[kernels]] entry for another kernel",
+    "return": "outputs are assigned by name: write `y = ...` for an output y",
+    "import": "nothing is imported: the functions are built in (np.exp(x) and exp(x) are the same)",
+}
+
+
+def _python_hint(text: str, tok: Token) -> str | None:
+    """A hint when the unexpected text is Python rather than this language: a statement
+    keyword, a conditional expression, an augmented assignment."""
+    if tok.start_pos is None:
+        return None
+    start = text.rfind("\n", 0, tok.start_pos) + 1
+    first = text[start:].split(None, 1)[0] if text[start:].strip() else ""
+    if first in _STATEMENT_HINTS:
+        return _STATEMENT_HINTS[first]
+    if tok.type == "NAME" and tok.value == "if":  # `a if c else b`
+        return "a conditional expression is where(condition, a, b)"
+    if tok.type in ("PLUS", "MINUS", "STAR", "SLASH", "DSLASH", "PERCENT", "POW", "BAR", "AMP", "CARET", "SHL", "SHR") \
+            and text.startswith("=", tok.end_pos or 0):  # `y += x`
+        return (f"there is no '{tok.value}=': each name is assigned once; write a new name (y2 = y {tok.value} x), "
+                "or the whole expression at once")
+    return None
 
 
 # ------------------------------------------------------------------ entry point

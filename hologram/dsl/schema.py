@@ -407,7 +407,7 @@ def _check_name(name: str, role: str, span: Span) -> None:
                             "letters, digits or '_')", span)
     if name in RESERVED:
         raise DocumentError(f"{role} name {name!r} is reserved: it is {RESERVED[name]} in kernel bodies", span,
-                            hint=f"choose another name for the {role}")
+                            hint=f"rename the {role}, e.g. {name}_ or {name}_{'in' if role == 'input' else 'out'}")
 
 
 def _check_param_names(inputs: Located, outputs: Located, specs: tuple[ParamSpec, ...]) -> None:

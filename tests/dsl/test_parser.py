@@ -170,6 +170,12 @@ def test_error_positions_follow_the_origin():
     ("y = a ; z = b", r"one statement per line"),
     ("y = x[1:2]", r"slices are not supported"),
     ("y = (x + 1).sum()", r"attributes and methods follow a name"),
+    ("for i in range(n):\n    y[i] = x[i]", r"there are no loops"),
+    ("if x > 0:\n    y = x", r"where\(condition, a, b\)"),
+    ("y = x if x > 0 else 0.0", r"a conditional expression is where"),
+    ("y = x\ny += x", r"there is no '\+='"),
+    ("y[i] *= x[i]", r"there is no '\*='"),
+    ("return x", r"outputs are assigned by name"),
     ("y = a < b < c", r"\(a < b\) and \(b < c\)"),
 ])
 def test_error_hints(body, hint):
