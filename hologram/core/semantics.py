@@ -275,7 +275,7 @@ def resonance(classes: Arg, values: Arg) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------- reductions
-REDUCTIONS = ("sum", "prod", "min", "max", "mean", "argmin", "argmax")
+REDUCTIONS = ("sum", "prod", "min", "max", "mean", "argmin", "argmax", "any", "all")
 _NO_IDENTITY = {"min": "minimum", "max": "maximum", "argmin": "argmin", "argmax": "argmax"}
 
 
@@ -306,7 +306,8 @@ def reduce(kind: str, x: Arg, axis: int | Sequence[int] | None = None, keepdims:
         if keepdims:
             idx = np.expand_dims(idx, axes)
         return idx
-    fn = {"sum": np.sum, "prod": np.prod, "min": np.min, "max": np.max, "mean": np.mean}[kind]
+    fn = {"sum": np.sum, "prod": np.prod, "min": np.min, "max": np.max, "mean": np.mean, "any": np.any,
+          "all": np.all}[kind]
     if kind in ("sum", "prod", "mean") and x.dtype.kind == "f":
         return _rounded_once(fn, x, axes, keepdims)
     return fn(x, axis=None if axis is None else axes, keepdims=keepdims)

@@ -188,7 +188,7 @@ class _Kernel:
             raise CompileError(f"'{name}' is a shape symbol and cannot be assigned", span,
                                hint=f"'{name}' is a dimension of the inputs; give the temporary another name, "
                                     f"e.g. {name}_")
-        if name in FUNCTIONS or name == "len":
+        if name in FUNCTIONS or name == "len" or name in LOGICAL_REDUCTIONS:
             raise CompileError(f"'{name}' is the name of a function and cannot name a temporary", span,
                                hint="function, reduction and type names are reserved; choose another name")
 
@@ -464,6 +464,8 @@ class _Kernel:
 
     # ------------------------------------------------------------ calls
     def call(self, node: ast.Call, scope: Scope) -> Val:
+        if node.func.id in LOGICAL_REDUCTIONS:
+            return self.eval(_logical_reduction(node), scope)
         fn = FUNCTIONS.get(node.func.id)
         if node.method:
             base = node.args[0]
@@ -479,7 +481,8 @@ class _Kernel:
             n = node.func.id
             if n in self.visible or n in scope or n in self.symbols:
                 raise CompileError(f"'{n}' is not a function", node.func.span)
-            raise CompileError(f"unknown function '{n}'{did_you_mean(n, [*FUNCTIONS, 'len'])}", node.func.span)
+            raise CompileError(f"unknown function '{n}'{did_you_mean(n, [*FUNCTIONS, 'len', *LOGICAL_REDUCTIONS])}",
+                               node.func.span)
         self.check_call(fn, node)
         if fn.kind == "reduce":
             return self.reduction(fn, node, scope)
@@ -558,7 +561,23 @@ class _Kernel:
 
 # ------------------------------------------------------------------ declarations
 _ATTRIBUTES = ("shape", "ndim", "size", "T")
-_METHODS = tuple(sorted(n for n, f in FUNCTIONS.items() if f.kind == "reduce"))
+LOGICAL_REDUCTIONS = ("any", "all")
+_METHODS = tuple(sorted([*(n for n, f in FUNCTIONS.items() if f.kind == "reduce"), *LOGICAL_REDUCTIONS]))
+
+
+def _logical_reduction(node: ast.Call) -> ast.Expr:
+    """`any(x, ...)` as `sum(bool(x), ...) != 0` and `all(x, ...)` as `sum(bool(x) == false,
+    ...) == 0`: numpy's any and all (truthiness, so NaN is true; False and True over an
+    empty extent), every form sum takes (axis=, keepdims=, index variables, a method),
+    counting rather than branching, so it vectorizes as a sum does."""
+    if not node.args:
+        raise CompileError(f"{node.func.id}() takes the array to test, as in {node.func.id}(x > 0)", node.span)
+    span = node.span
+    truth: ast.Expr = ast.Call(ast.Name("bool", span), (node.args[0],), (), span)
+    if node.func.id == "all":
+        truth = ast.Binary("==", truth, ast.Bool(False, span), span)
+    count = ast.Call(ast.Name("sum", node.func.span), (truth, *node.args[1:]), node.keywords, span)
+    return ast.Binary("!=" if node.func.id == "any" else "==", count, ast.Num(0, "0", span), span)
 
 
 def _affine_ast(value: Affine | tuple[Affine, ...], span: Span) -> ast.Expr:

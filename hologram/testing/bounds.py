@@ -321,6 +321,10 @@ def reduce(kind: str, a: Val, axis: int | Sequence[int] | None = None, keepdims:
 
     fuzzy = back(np.any(_move(a.fuzzy, axes), axis=-1))
     zero = np.zeros(v.shape)
+    if kind in ("any", "all"):  # truth values: unsure where an inexact element may be zero or not
+        lo, hi = (_move(np.broadcast_to(s, a.shape), axes) for s in _span(a))
+        maybe_zero = _move(np.broadcast_to(_inexact(a), a.shape), axes) & (lo <= 0) & (hi >= 0)
+        return Val(v, zero, zero.astype(np.int64), fuzzy | back(np.any(maybe_zero, axis=-1)))
     if a.v.dtype.kind != "f" and kind != "mean":  # integer reductions are exact in any order
         return Val(v, zero, zero.astype(np.int64), fuzzy)
     x = _move(a.v.astype(np.float64), axes)

@@ -53,6 +53,31 @@ def test_numpy_spellings_mean_what_numpy_means(backend, body, inputs, outputs, a
     np.testing.assert_allclose(got, expected, rtol=2e-6, atol=2e-6)
 
 
+T = np.array([0, -1.5, np.nan, 2], np.float32)
+E = np.zeros(0, np.float32)
+B = np.array([[0, 1], [0, 0], [2, 3]], np.float32)
+LOGICAL = [  # body, inputs, outputs, arguments, numpy's answer
+    ("y = any(x)", 'x = "f32[n]"', 'y = "bool"', (T,), np.any(T)),  # NaN is true, as in numpy
+    ("y = all(x)", 'x = "f32[n]"', 'y = "bool"', (T,), np.all(T)),
+    ("y = any(x)", 'x = "f32[n]"', 'y = "bool"', (E,), np.any(E)),  # False over nothing
+    ("y = all(x)", 'x = "f32[n]"', 'y = "bool"', (E,), np.all(E)),  # True over nothing
+    ("y = x.any()", 'x = "f32[n]"', 'y = "bool"', (T,), T.any()),
+    ("y = all(x > -2)", 'x = "f32[n]"', 'y = "bool"', (T,), np.all(T > -2)),
+    ("y = any(m, axis=1)", 'm = "f32[a, b]"', 'y = "bool[a]"', (B,), np.any(B, axis=1)),
+    ("y = m.all(axis=0, keepdims=True)", 'm = "f32[a, b]"', 'y = "bool[1, b]"', (B,), B.all(axis=0, keepdims=True)),
+    ("y[i] = any(m[i, j] > 1, j)", 'm = "f32[a, b]"', 'y = "bool[a]"', (B,), np.any(B > 1, axis=1)),
+    ("y = where(all(x != 0), x, 0.0)", 'x = "f32[n]"', 'y = "f32[n]"', (T,), np.where(np.all(T != 0), T, 0.0)),
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("body, inputs, outputs, args, expected", LOGICAL, ids=[f"{c[0]} {len(c[3][0])}" for c in LOGICAL])
+def test_any_and_all_are_numpys(backend, body, inputs, outputs, args, expected):
+    got = np.asarray(kernel(body, inputs, outputs).on(backend)(*args))
+    assert got.dtype == np.asarray(expected).dtype
+    np.testing.assert_array_equal(got, expected)
+
+
 def test_the_spellings_are_the_same_ir_as_the_dsl_forms():
     assert kernel("y = np.exp(x) / len(x)").emit("ir") == kernel("y = exp(x) / n").emit("ir")
     assert kernel("y = x - x.sum()").emit("ir") == kernel("y = x - sum(x)").emit("ir")
@@ -73,6 +98,8 @@ ERRORS = [  # body, inputs, (line, column), message, hint
     ("y[i] = x[i] * i.shape[0]", None, (1, 15), "'i' is an index variable; it has no shape", None),
     ("y = (x + 1).sum()", None, (1, 12), "unexpected '.'", "follow a name"),
     ("len = x\ny = len", None, (1, 1), "'len' is the name of a function", None),
+    ("any = x\ny = any", None, (1, 1), "'any' is the name of a function", None),
+    ("y = x + any()", None, (1, 9), "any() takes the array to test", None),
 ]
 
 
