@@ -343,7 +343,7 @@ ORACLE: dict[str, Callable[..., np.ndarray]] = {name: _quiet(fn) for name, fn in
     "&": np.bitwise_and, "|": np.bitwise_or, "^": np.bitwise_xor, "~": np.invert,
     "<<": _shift(True), ">>": _shift(False),
     # numpy functions
-    "abs": np.absolute, "sqrt": np.sqrt, "exp": np.exp, "expm1": np.expm1, "exp2": np.exp2,
+    "abs": np.absolute, "sqrt": np.sqrt, "cbrt": np.cbrt, "exp": np.exp, "expm1": np.expm1, "exp2": np.exp2,
     "log": np.log, "log1p": np.log1p, "log2": np.log2, "log10": np.log10,
     "sin": np.sin, "cos": np.cos, "tan": np.tan, "arcsin": np.arcsin, "arccos": np.arccos, "arctan": np.arctan,
     "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "arcsinh": np.arcsinh, "arccosh": np.arccosh,

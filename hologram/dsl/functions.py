@@ -176,7 +176,8 @@ def _table() -> dict[str, Function]:
         fns.append(Function(name, params, "elementwise", summary, op=op, ufunc=ufunc))
 
     for name, op, summary in (
-        ("abs", "ABS", "absolute value"), ("sqrt", "SQRT", "square root"), ("exp", "EXP", "e**x"),
+        ("abs", "ABS", "absolute value"), ("sqrt", "SQRT", "square root"), ("cbrt", "CBRT", "cube root"),
+        ("exp", "EXP", "e**x"),
         ("expm1", "EXPM1", "exp(x) - 1, accurate near 0"), ("exp2", "EXP2", "2**x"),
         ("log", "LOG", "natural logarithm"), ("log1p", "LOG1P", "log(1 + x), accurate near 0"),
         ("log2", "LOG2", "base-2 logarithm"), ("log10", "LOG10", "base-10 logarithm"),

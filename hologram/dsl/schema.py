@@ -34,7 +34,7 @@ _RESERVED_GROUPS = {
     "a keyword": "and or not true false True False",
     "a built-in": "len any all",
     "a type name (a cast)": " ".join(d.value for d in DType),
-    "a function": """abs sqrt exp expm1 exp2 log log1p log2 log10 sin cos tan arcsin arccos arctan
+    "a function": """abs sqrt cbrt exp expm1 exp2 log log1p log2 log10 sin cos tan arcsin arccos arctan
         arctan2 sinh cosh tanh arcsinh arccosh arctanh floor ceil round trunc rint sign hypot fmod
         copysign minimum maximum clip isnan where power rsqrt sigmoid relu gelu fma erf erfc""",
     "a reduction": "sum prod min max mean argmin argmax",

@@ -65,7 +65,8 @@ OPCODES: dict[str, OpSpec] = {
     **_ops("sync", "BarSync MemFence", "", "none", "none"),
     **_ops("reduce", "ReduceAdd ReduceMin ReduceMax ReduceMul", "ms", "num", "none", space="global"),
     **_ops("transcendental", "EXP LOG LOG2 LOG10 SQRT RSQRT SIN COS TAN TANH SIGMOID", "ds", "float"),
-    **_ops("math", "ASIN ACOS ATAN SINH COSH ASINH ACOSH ATANH EXP2 EXPM1 LOG1P FLOOR CEIL TRUNC RINT ERF ERFC",
+    **_ops("math", "ASIN ACOS ATAN SINH COSH ASINH ACOSH ATANH EXP2 EXPM1 LOG1P FLOOR CEIL TRUNC RINT ERF ERFC "
+           "CBRT",
            "ds", "float"),
     **_ops("math", "ATAN2 HYPOT FMOD COPYSIGN POW", "dss", "float"),
     **_ops("atlas", "ClsGet MIRROR NbrCount", "ds", "int"),

@@ -25,7 +25,7 @@ from hologram.lower.plan import I64, affine_expr, flat_index, free_vars
 
 CMP_MOD = {"CMPEQ": "eq", "CMPNE": "ne", "CMPLT": "lt", "CMPLE": "le", "CMPGT": "gt", "CMPGE": "ge"}
 UNARY = frozenset("""NEG ABS SQRT RSQRT EXP EXP2 EXPM1 LOG LOG2 LOG10 LOG1P SIN COS TAN ASIN ACOS ATAN
-    SINH COSH TANH ASINH ACOSH ATANH ERF ERFC SIGMOID FLOOR CEIL TRUNC RINT NOT""".split())
+    SINH COSH TANH ASINH ACOSH ATANH ERF ERFC CBRT SIGMOID FLOOR CEIL TRUNC RINT NOT""".split())
 BINARY = {"ADD": "ADD", "SUB": "SUB", "MUL": "MUL", "DIV": "DIV", "FLOORDIV": "DIV", "MOD": "REM",
           "MIN": "MIN", "MAX": "MAX", "POW": "POW", "ATAN2": "ATAN2", "HYPOT": "HYPOT", "FMOD": "FMOD",
           "COPYSIGN": "COPYSIGN", "AND": "AND", "OR": "OR", "XOR": "XOR", "SHL": "SHL", "SHR": "SHR"}

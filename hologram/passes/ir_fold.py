@@ -37,14 +37,14 @@ _SAME_TYPE = {
     "SIN": "sin", "COS": "cos", "TAN": "tan", "ASIN": "arcsin", "ACOS": "arccos", "ATAN": "arctan",
     "SINH": "sinh", "COSH": "cosh", "TANH": "tanh", "ASINH": "arcsinh", "ACOSH": "arccosh",
     "ATANH": "arctanh", "FLOOR": "floor", "CEIL": "ceil", "TRUNC": "trunc", "RINT": "rint",
-    "SIGN": "sign", "SIGMOID": "sigmoid", "FMA": "fma", "ERF": "erf", "ERFC": "erfc",
+    "SIGN": "sign", "SIGMOID": "sigmoid", "FMA": "fma", "ERF": "erf", "ERFC": "erfc", "CBRT": "cbrt",
 }
 _COMPARE = {"CMPEQ": "==", "CMPNE": "!=", "CMPLT": "<", "CMPLE": "<=", "CMPGT": ">", "CMPGE": ">="}
 _ATLAS = {"ATLAS_CLASS": "atlas_class", "MIRROR": "mirror", "DEGREE": "degree", "NEIGHBOR": "neighbor",
           "IS_UNITY": "is_unity", "BOUND_MAP": "bound_map"}
 _FLOAT_ONLY = frozenset({"DIV", "SQRT", "RSQRT", "EXP", "EXP2", "EXPM1", "LOG", "LOG2", "LOG10", "LOG1P",
                          "SIN", "COS", "TAN", "ASIN", "ACOS", "ATAN", "SINH", "COSH", "TANH", "ASINH",
-                         "ACOSH", "ATANH", "ERF", "ERFC", "SIGMOID", "ATAN2", "HYPOT", "COPYSIGN", "FMA"})
+                         "ACOSH", "ATANH", "ERF", "ERFC", "CBRT", "SIGMOID", "ATAN2", "HYPOT", "COPYSIGN", "FMA"})
 
 
 def _arr(value: Any, dtype: DType) -> np.ndarray:

@@ -53,7 +53,7 @@ __all__ = ["Val", "OP_ULPS", "CONTRACT_ULPS", "TRANSCENDENTAL", "apply", "reduce
 CONTRACT_ULPS = 4  # transcendentals, per DESIGN.md
 
 TRANSCENDENTAL = frozenset("""exp expm1 exp2 log log1p log2 log10 sin cos tan arcsin arccos arctan
-    sinh cosh tanh arcsinh arccosh arctanh arctan2 hypot power ** rsqrt sigmoid erf erfc""".split())
+    sinh cosh tanh arcsinh arccosh arctanh arctan2 hypot power ** rsqrt sigmoid erf erfc cbrt""".split())
 OP_ULPS: dict[str, int] = {name: (CONTRACT_ULPS if name in TRANSCENDENTAL else 0) for name in oracle.ORACLE}
 OP_ULPS["cast"] = 0
 

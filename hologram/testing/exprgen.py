@@ -75,7 +75,7 @@ def _call(name: str, *kinds: str, literals: tuple[int, ...] = (), group: str = "
 
 
 _TRANSCENDENTAL_1 = """sqrt exp expm1 exp2 log log1p log2 log10 sin cos tan arcsin arccos arctan sinh cosh
-                       tanh arcsinh arccosh arctanh erf erfc""".split()
+                       tanh arcsinh arccosh arctanh erf erfc cbrt""".split()
 
 VOCABULARY: dict[str, OpSpec] = {op.name: op for op in (
     *(_binary(s, k, "arith") for s, k in (("+", "biuf"), ("-", "iuf"), ("*", "biuf"), ("/", "iuf"),

@@ -33,7 +33,7 @@ from hologram.isa.program import (Addr, BufferParam, Imm, Init, Instr, Label, Me
 
 I64, BOOL = DType.I64, DType.BOOL
 FLOAT_UNARY = "EXP LOG LOG2 LOG10 SQRT RSQRT SIN COS TAN TANH SIGMOID ASIN ACOS ATAN SINH COSH ASINH ACOSH ERF ERFC " \
-              "ATANH EXP2 EXPM1 LOG1P FLOOR CEIL TRUNC RINT".split()
+              "ATANH EXP2 EXPM1 LOG1P FLOOR CEIL TRUNC RINT CBRT".split()
 FLOAT_BINARY = "ATAN2 HYPOT FMOD COPYSIGN POW".split()
 REDUCE_IDENTITY = {"ReduceAdd": lambda t: 0, "ReduceMul": lambda t: 1,
                    "ReduceMin": lambda t: math.inf if t.is_float else int(t.max),

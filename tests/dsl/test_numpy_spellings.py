@@ -33,6 +33,7 @@ CASES = [  # body, inputs, outputs, arguments, numpy's answer
     ("y = where(x > 0, True, False) * x", None, None, (X,), np.where(X > 0, True, False) * X),
     ("y = np.exp(x) + numpy.abs(x)", None, None, (X,), np.exp(X) + np.abs(X)),
     ("y = x - x.max()", None, None, (X,), X - X.max()),
+    ("y = np.cbrt(x * 8)", None, None, (X,), np.cbrt(X * 8)),  # negative arguments too
     ("y = x - x.mean()", None, None, (X,), X - X.mean()),
     ("y = m / m.size", 'm = "f32[a, b]"', 'y = "f32[a, b]"', (M,), M / M.size),
     ("y = m - m.sum(axis=1, keepdims=True) / m.shape[1]", 'm = "f32[a, b]"', 'y = "f32[a, b]"', (M,),

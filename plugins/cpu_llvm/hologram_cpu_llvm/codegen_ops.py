@@ -312,7 +312,7 @@ VALUE_OPS: dict[str, Emit] = {
     "COPYSIGN": _widen(lambda b, t, args: intrinsic(b, "copysign", args[0].type, list(args))),
     "FMOD": _fmod,
     **{op: _libm(op) for op in ("EXP LOG LOG2 LOG10 SIN COS TAN TANH ASIN ACOS ATAN SINH COSH ASINH ACOSH "
-                                 "ATANH EXP2 EXPM1 LOG1P ATAN2 HYPOT POW ERF ERFC").split()},
+                                 "ATANH EXP2 EXPM1 LOG1P ATAN2 HYPOT POW ERF ERFC CBRT").split()},
     "ClsGet": _cls_get,
     "MIRROR": _atlas_unary("atlas.mirror", list(atlas.MIRROR), -1),
     "NbrCount": _atlas_unary("atlas.degree", [int(d) for d in atlas.DEGREE_TABLE], 0),

@@ -46,6 +46,28 @@ def hypot(e: Em, x: ir.Value, y: ir.Value) -> ir.Value:
     return e.sel(e.bor(e.isinf(x), e.isinf(y)), e.c(float("inf")), h)
 
 
+# cbrt on [1, 8): a degree-3 fit at Chebyshev nodes, relative error 0.0097 (~7 bits)
+_CBRT_GUESS = [0.70416199485601, 0.34060036407212263, -0.03689713030919472, 0.0018302245528402268]
+
+
+def cbrt(e: Em, x: ir.Value) -> ir.Value:
+    """|x| = m 2^k, m in [1, 2); k = 3q + r with r in {0, 1, 2}, so cbrt|x| = cbrt(t) 2^q
+    with t = m 2^r in [1, 8): a cubic guess (~7 bits), then four Newton steps
+    y -= (y^3 - t) / (3 y^2), each doubling the bits (the residual y^2 y - t by one FMA),
+    and an exact scale by 2^q. Zeros, infinities and NaN are themselves; the sign is x's."""
+    a = e.abs(x)
+    ok = e.band(e.isfinite(a), e.cmp(">", a, e.c(0)))
+    k, m = e.ilogb(e.sel(ok, a, e.c(1)))
+    q = e.b.sub(e.b.sdiv(e.b.add(k, e.i(3 * 400)), e.i(3)), e.i(400))  # floor(k / 3), k >= -1138
+    t = e.mul(m, e.pow2(e.b.sub(k, e.b.mul(q, e.i(3)))))
+    y = e.horner(t, _CBRT_GUESS)
+    for _ in range(4):
+        y2 = e.mul(y, y)
+        y = e.sub(y, e.div(e.fma(y2, y, e.neg(t)), e.mul(e.c(3.0), y2)))
+    out = e.sel(ok, e.mul(y, e.pow2(q)), a)  # |q| <= 380: one exact power of two
+    return e.copysign(out, x)
+
+
 def fmod_steps(dtype: DType) -> int:
     """Reduction steps fmod needs for `dtype` inputs: each removes >= 50 exponent bits
     from the largest possible exponent gap (f64 2098, f32 278, f16 40)."""
@@ -80,7 +102,7 @@ UNARY: dict[str, Callable[[Em, ir.Value], ir.Value]] = {
     "ASINH": L.asinh, "ACOSH": L.acosh, "ATANH": L.atanh,
     "SIN": T.sin, "COS": T.cos, "TAN": T.tan,
     "ASIN": T.asin, "ACOS": T.acos, "ATAN": T.atan,
-    "ERF": R.erf, "ERFC": R.erfc,
+    "ERF": R.erf, "ERFC": R.erfc, "CBRT": cbrt,
 }
 BINARY: dict[str, Callable[[Em, ir.Value, ir.Value], ir.Value]] = {
     "ATAN2": T.atan2, "HYPOT": hypot, "POW": L.pow,

@@ -121,7 +121,7 @@ REF = {
     "ASINH": np.arcsinh, "ACOSH": np.arccosh, "ATANH": np.arctanh, "ASIN": np.arcsin,
     "ACOS": np.arccos, "ATAN": np.arctan, "ATAN2": np.arctan2, "HYPOT": np.hypot,
     "POW": np.power, "FMOD": np.fmod,
-    "ERF": lambda x: erf_erfc_ld(x)[0], "ERFC": lambda x: erf_erfc_ld(x)[1],
+    "ERF": lambda x: erf_erfc_ld(x)[0], "ERFC": lambda x: erf_erfc_ld(x)[1], "CBRT": np.cbrt,
 }
 TRIG = {"SIN", "COS", "TAN"}
 
@@ -328,7 +328,7 @@ def test_bad_requests_are_clear_errors() -> None:
         emit_math(b, "EXP", [s], DType.F64)
     with pytest.raises(HologramError, match="float dtype"):
         emit_math(b, "EXP", [d], DType.I32)
-    assert set(BINARY) | {"FMOD"} | set(UNARY) == NAMES and len(NAMES) == 26
+    assert set(BINARY) | {"FMOD"} | set(UNARY) == NAMES and len(NAMES) == 27
 
 
 @pytest.mark.parametrize("dtype", [DType.F16, DType.F32, DType.F64], ids=lambda d: d.value)

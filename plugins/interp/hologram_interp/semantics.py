@@ -165,7 +165,7 @@ UNARY: dict[str, Callable[[DType], Fn]] = {
     "ASIN": _same(np.arcsin), "ACOS": _same(np.arccos), "ATAN": _same(np.arctan),
     "SINH": _same(np.sinh), "COSH": _same(np.cosh),
     "ASINH": _same(np.arcsinh), "ACOSH": _same(np.arccosh), "ATANH": _same(np.arctanh),
-    "EXP2": _same(np.exp2), "EXPM1": _same(np.expm1), "LOG1P": _same(np.log1p),
+    "EXP2": _same(np.exp2), "EXPM1": _same(np.expm1), "LOG1P": _same(np.log1p), "CBRT": _same(np.cbrt),
     "ERF": _via_f64(math.erf), "ERFC": _via_f64(math.erfc),
     "FLOOR": _same(np.floor), "CEIL": _same(np.ceil), "TRUNC": _same(np.trunc), "RINT": _same(np.rint),
     "ClsGet": _atlas1(lambda c: atlas.byte_class(c & 0xFF)),
