@@ -29,7 +29,7 @@ from hologram.dsl import ast, reductions
 from hologram.dsl.document import KernelDef, ParamSpec
 from hologram.dsl.functions import FUNCTIONS, Function
 from hologram.dsl.parser import parse_body
-from hologram.dsl.shapes import PLACEHOLDER, Val, align, at, axes, broadcast_shapes, broadcasts_to, index_expr
+from hologram.dsl.shapes import ONE, PLACEHOLDER, Val, align, at, axes, broadcast_shapes, broadcasts_to, index_expr
 from hologram.dsl.typerules import BINARY, UNARY, apply, can_assign, coerce, describe, strengthen
 from hologram.ir import Accumulate, Compute, Expr, KernelIR, Statement, TensorDecl
 
@@ -166,6 +166,8 @@ class _Kernel:
     def statement(self, st: ast.Assign) -> None:
         name = st.target.id
         self.check_target(st)
+        if st.indices is None and isinstance(st.value, ast.Binary) and st.value.op == "@":
+            st = self.matmul_statement(st.target, st.value)  # `y = a @ b`: the contraction straight into y
         if st.indices is None:
             stmt = self.accumulate_statement(st) or self.whole_array(st)
         else:
@@ -301,11 +303,20 @@ class _Kernel:
             return attrs.evolve(self.name_value(node, scope), span=node.span)
         if isinstance(node, ast.Subscript):
             return self.subscript(node, scope)
+        if isinstance(node, ast.Attribute) and node.attr == "T" and node.index is None:
+            return self.transposed(node, scope)
         if isinstance(node, ast.Attribute) or isinstance(node, ast.Call) and node.func.id == "len" \
                 and "len" not in FUNCTIONS:
             return self.eval(_affine_ast(self.shape_value(node, scope), node.span), scope)
         if isinstance(node, ast.Unary):
             return apply(UNARY[node.op], (self.eval(node.operand, scope),), node.span)
+        if isinstance(node, ast.Binary) and node.op == "@":
+            if scope:
+                raise CompileError("'@' multiplies whole arrays; in index notation write the sum", node.span,
+                                   hint="c[i, j] = sum(a[i, p] * b[p, j], p)")
+            tmp = self.names.fresh("matmul")
+            self.statement(self.matmul_statement(ast.Name(tmp, node.span), node))
+            return self.eval(ast.Name(tmp, node.span), scope)
         if isinstance(node, ast.Binary):
             return apply(BINARY[node.op], (self.eval(node.left, scope), self.eval(node.right, scope)), node.span)
         if isinstance(node, ast.Call):
@@ -404,8 +415,88 @@ class _Kernel:
             return Affine.of(rank)
         if node.attr == "size":
             return tuple(decl.shape)
-        raise CompileError(f"'{decl.name}.T': transposes are not supported yet", node.span,
-                           hint="write the transpose in index notation: y[i, j] = x[j, i]")
+        raise CompileError(f"'{decl.name}.T' is an array, not a number", node.span,
+                           hint=f"its dimensions are {decl.name}.shape[k] in reverse")
+
+    def transposed(self, node: ast.Attribute, scope: Scope) -> Val:
+        """`x.T`: x with its axes reversed (numpy's; a 0-d or 1-D array is itself)."""
+        if scope:
+            raise CompileError(f"'{node.base.id}.T' in index notation: index '{node.base.id}' itself", node.span,
+                               hint=f"{node.base.id}[j, i] is the transpose's element [i, j]")
+        decl = self.tensor(node.base, scope)
+        if decl.kind == "scalar":
+            return Val(Expr("SCALAR", decl.dtype, (), decl.name), (), False, node.span)
+        rank = len(decl.shape)
+        return Val(Expr.load(decl.name, decl.dtype, axes(rank)[::-1]), tuple(reversed(decl.shape)), False, node.span)
+
+    # ------------------------------------------------------------ matmul
+    def matmul_statement(self, target: ast.Name, node: ast.Binary) -> ast.Assign:
+        """`target = a @ b` as index notation, numpy's matmul: for 2-D operands
+        `target[i, j] = sum(a[i, p] * b[p, j], p)` (the contraction the tiled gemm lowering
+        takes), a 1-D operand a vector (its dimension dropped from the result), leading
+        dimensions batches, broadcast as numpy does (equal, missing, or 1). Operands that
+        are not array names are first assigned to hidden temporaries. The sum is cast to
+        the operands' promoted dtype, as numpy's matmul keeps it (an i32 product wraps)."""
+        span = node.span
+        a, b = (self.matmul_operand(side, span) for side in (node.left, node.right))
+        A, B = a.shape, b.shape
+        if not A or not B:
+            raise CompileError("matmul: an operand of '@' is a scalar (numpy raises too)", span, hint="use '*'")
+        inner_a, inner_b = A[-1], B[-2] if len(B) >= 2 else B[-1]
+        if inner_a != inner_b:
+            raise CompileError(f"matmul: '{a.name}' has {inner_a} columns but '{b.name}' has {inner_b} rows", span,
+                               hint="declare the contracted dimensions with the same shape symbol")
+        fresh = self.names.fresh
+        p = fresh("mm_p")
+        batch_a, batch_b = A[:-2], B[:-2]
+        width = max(len(batch_a), len(batch_b))
+        target_idx, idx_a, idx_b = [], [], []
+        for k in range(width):
+            da = batch_a[k - width + len(batch_a)] if k - width + len(batch_a) >= 0 else None
+            db = batch_b[k - width + len(batch_b)] if k - width + len(batch_b) >= 0 else None
+            if da is not None and db is not None and da != db and ONE not in (da, db):
+                raise CompileError(f"matmul: batch dimensions {da} of '{a.name}' and {db} of '{b.name}' do not "
+                                   f"broadcast", span, hint="give them the same shape symbol, or make one 1")
+            z = fresh("mm_z")
+            target_idx.append(z)
+            if da is not None:
+                idx_a.append(z if da != ONE or db in (None, ONE) else "0")
+            if db is not None:
+                idx_b.append(z if db != ONE or da in (None, ONE) else "0")
+        if len(A) >= 2:
+            i = fresh("mm_i")
+            target_idx.append(i)
+            idx_a.append(i)
+        idx_a.append(p)
+        idx_b.append(p)
+        if len(B) >= 2:
+            j = fresh("mm_j")
+            target_idx.append(j)
+            idx_b.append(j)
+
+        def ref(decl: TensorDecl, names: list[str]) -> ast.Subscript:
+            return ast.Subscript(ast.Name(decl.name, span), tuple(
+                ast.Num(0, "0", span) if n == "0" else ast.Name(n, span) for n in names), span)
+
+        product = ast.Binary("*", ref(a, idx_a), ref(b, idx_b), span)
+        value: ast.Expr = ast.Call(ast.Name("sum", span), (product, ast.Name(p, span)), (), span)
+        promoted = apply(BINARY["*"], (Val(Expr.load(a.name, a.dtype, ()), ()), Val(Expr.load(b.name, b.dtype, ()), ())),
+                         span).dtype
+        if reductions.result_dtype("sum", promoted) is not promoted:
+            value = ast.Call(ast.Name(promoted.value, span), (value,), (), span)
+        indices = tuple(ast.Name(n, span) for n in target_idx) if target_idx else None
+        return ast.Assign(target, indices, value, span)
+
+    def matmul_operand(self, node: ast.Expr, span: Span) -> TensorDecl:
+        """The array an operand of '@' names, or a hidden temporary holding its value."""
+        if isinstance(node, ast.Name) and node.id in self.visible:
+            return self.visible[node.id]
+        if isinstance(node, ast.Name) and node.id not in self.outputs and node.id not in self.symbols \
+                and node.id not in CONSTANTS:
+            raise self.unknown(node, {})
+        tmp = self.names.fresh("matmul_arg")
+        self.statement(ast.Assign(ast.Name(tmp, span), None, node, span))
+        return self.visible[tmp]
 
     def shaped(self, node: ast.Name, scope: Scope) -> TensorDecl:
         """The declaration whose shape `node` asks about: an input, an output (declared,

@@ -183,7 +183,7 @@ def _number(tok: Token, span: Span) -> int | float:
 _EXPRESSION_START = frozenset({"NAME", "NUMBER", "LPAR", "MINUS", "PLUS", "TILDE", "NOT", "TRUE", "FALSE", "PY_TRUE",
                                "PY_FALSE"})
 _OPERATORS = frozenset({"EQ", "NE", "LT", "LE", "GT", "GE", "BAR", "CARET", "AMP", "SHL", "SHR", "PLUS", "MINUS", "STAR", "SLASH",
-                        "DSLASH", "PERCENT", "POW", "AND", "OR"})
+                        "DSLASH", "PERCENT", "POW", "AND", "OR", "AT"})
 _WORDS = {"NAME": "a name", "NUMBER": "a number", "_NL": "end of line", "$END": "end of input",
           "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'", "COMMA": "','", "EQUAL": "'='"}
 _ORDER = ("NAME", "NUMBER", "EQUAL", "LSQB", "LPAR", "COMMA", "RPAR", "RSQB", "_NL", "$END")
@@ -193,7 +193,6 @@ _CHAR_HINTS = {
     ":": "slices are not supported; use index notation, e.g. y[i] = x[i + 1]",
     '"': "strings are not part of the body language", "'": "strings are not part of the body language",
     ".": "attributes and methods follow a name: x.shape[0], x.ndim, x.size, x.sum(axis=0), np.exp(x)",
-    "@": "there is no matrix-multiply operator; write sum(a[i, p] * b[p, j], p)",
 }
 
 

@@ -1,7 +1,9 @@
 """Lowering, part 4: register-tiled contractions (matrix products).
 
 `t[i, j] = f(sum(a[i, p] * b[p, j], p))` on f32 (gemm, and any 2-D statement built around
-one such sum) is computed a tile at a time: a block of the stage's launch is a tile of
+one such sum), and its batched form `t[z, i, j] = f(sum(a[z, i, p] * b[z, p, j], p))`
+(either operand may be one matrix shared by every batch: `a[i, p]`, `b[p, j]`; what
+`a @ b` gives for 3-D operands) is computed a tile at a time: a block of the stage's launch is a tile of
 `TILE_ROWS x TILE_COLS` outputs, and its first lane computes all of it, keeping one
 accumulator per output in registers (the other lanes of the block exit at once). Per
 step of `p` the lane loads `TILE_COLS` consecutive values of `b`'s row `p` and one value
@@ -61,13 +63,17 @@ F32, F64 = DType.F32, DType.F64
 
 @attrs.frozen
 class Contraction:
-    """`reduce` = sum(a[i, p] * b[p, j], p) inside a statement over (i, j)."""
+    """`reduce` = sum(a[i, p] * b[p, j], p) inside a statement over (i, j), or over
+    (z, i, j) with `a[z, i, p]` and/or `b[z, p, j]` (`a_batched`, `b_batched`)."""
 
     reduce: Expr
     a: str
     b: str
     p: str
     k: Affine
+    batch: str | None = None  # the statement's batch variable z
+    a_batched: bool = False
+    b_batched: bool = False
 
 
 def match_contraction(st: Compute, decls: Mapping[str, TensorDecl]) -> Contraction | None:
@@ -76,7 +82,7 @@ def match_contraction(st: Compute, decls: Mapping[str, TensorDecl]) -> Contracti
     f32 array loads `a[i, p]` and `b[p, j]` (i, j the statement's variables, in order),
     with `a: [m, k]`, `b: [k, n]` and the target `[m, n]`."""
     target = decls[st.target]
-    if len(st.vars) != 2 or len(target.shape) != 2 or len(set(st.vars)) != 2:
+    if len(st.vars) not in (2, 3) or len(target.shape) != len(st.vars) or len(set(st.vars)) != len(st.vars):
         return None
     reduces = {n for n in st.body.walk() if n.op == "REDUCE"}
     if len(reduces) != 1:
@@ -88,18 +94,25 @@ def match_contraction(st: Compute, decls: Mapping[str, TensorDecl]) -> Contracti
     if kind != "sum" or red.dtype is not F32 or len(axes) != 1 or prod.op != "MUL" or prod.dtype is not F32:
         return None
     p, k = axes[0]
-    i, j = st.vars
+    *batch, i, j = st.vars
     if p in st.vars:
         return None
-    m, n = target.shape
+    *zs, m, n = target.shape
+    z = (batch[0], zs[0]) if batch else None
     for x, y in (prod.srcs, tuple(reversed(prod.srcs))):
-        if _load(x, decls, (i, p), (m, k)) and _load(y, decls, (p, j), (k, n)):
-            return Contraction(red, x.arg, y.arg, p, k)
+        for a_batched, b_batched in ((True, True), (True, False), (False, True)) if z else ((False, False),):
+            if _load(x, decls, (i, p), (m, k), z if a_batched else None) and \
+                    _load(y, decls, (p, j), (k, n), z if b_batched else None):
+                return Contraction(red, x.arg, y.arg, p, k, batch[0] if batch else None, a_batched, b_batched)
     return None
 
 
 def _load(e: Expr, decls: Mapping[str, TensorDecl], vars_: tuple[str, str],
-          shape: tuple[Affine, Affine]) -> bool:
+          shape: tuple[Affine, Affine], batch: tuple[str, Affine] | None = None) -> bool:
+    """Whether `e` loads an f32 array of `shape` at `vars_` (preceded by the batch
+    variable and dimension, when given)."""
+    if batch is not None:
+        vars_, shape = (batch[0], *vars_), (batch[1], *shape)
     d = decls.get(e.arg) if e.op == "LOAD" else None
     return (d is not None and d.kind != "scalar" and d.dtype is F32 and e.dtype is F32 and d.shape == shape
             and tuple((s.op, s.arg) for s in e.srcs) == tuple(("IDX", v) for v in vars_))
@@ -110,12 +123,14 @@ def contraction_stage(pb: ProgramBuilder, name: str, st: Compute, decls: Mapping
     """One stage computing `st` a tile per block (module docstring). `element(sb, gen)`
     emits the one-output-per-lane code, for a matrix smaller than a tile."""
     target = decls[st.target]
-    m_dim, n_dim = target.shape
+    *z_dims, m_dim, n_dim = target.shape
     # x walks the row tiles: consecutive tiles share b's column panel (k x TILE_COLS, kept
-    # in L2) and stream a's rows, so a and b each cross the memory bus far fewer times
-    sb = pb.stage(name, (m_dim, n_dim), (TILE_ROWS, TILE_COLS))
+    # in L2) and stream a's rows, so a and b each cross the memory bus far fewer times;
+    # z (a batched contraction) walks the batches, one matrix product each
+    sb = pb.stage(name, (m_dim, n_dim, *z_dims), (TILE_ROWS, TILE_COLS, *(1 for _ in z_dims)))
     gen = ExprGen(sb, decls, reduce_in_lane)
     m, n, k = (gen.value(affine_expr(d)) for d in (m_dim, n_dim, c.k))
+    zb = sb.mov(I64, Special("gid.z"), hint=c.batch) if c.batch is not None else None
     small, end = sb.label("small"), sb.label("end")
     sb.bra(small, pred=sb.setp("lt", I64, m, TILE_ROWS))
     sb.bra(small, pred=sb.setp("lt", I64, n, TILE_COLS))
@@ -125,12 +140,14 @@ def contraction_stage(pb: ProgramBuilder, name: str, st: Compute, decls: Mapping
     # matrix moves back inside it (and overlaps its neighbour, recomputing equal values)
     i0 = sb.alu("MIN", I64, Special("gid.x"), sb.alu("SUB", I64, m, TILE_ROWS), hint="i0")
     j0 = sb.alu("MIN", I64, Special("gid.y"), sb.alu("SUB", I64, n, TILE_COLS), hint="j0")
-    _Tile(gen, st, target, c, (m, n, k), i0, j0).emit()
+    _Tile(gen, st, target, c, (m, n, k), i0, j0, zb).emit()
     sb.bra(end)
     sb.place(small)
     gen.push()
-    for axis, var, ext in (("x", st.vars[0], m_dim), ("y", st.vars[1], n_dim)):
+    for axis, var, ext in (("x", st.vars[-2], m_dim), ("y", st.vars[-1], n_dim)):
         gen.bind(var, sb.mov(I64, Special(f"gid.{axis}"), hint=var), ext)
+    if zb is not None:
+        gen.bind(st.vars[0], zb, z_dims[0])
     element(sb, gen)
     gen.pop()
     sb.place(end)
@@ -140,14 +157,24 @@ class _Tile:
     """The code of one tile at (i0, j0): blocked accumulation, then the statement per output."""
 
     def __init__(self, gen: ExprGen, st: Compute, target: TensorDecl, c: Contraction,
-                 dims: tuple[Operand, Operand, Operand], i0: Reg, j0: Reg):
+                 dims: tuple[Operand, Operand, Operand], i0: Reg, j0: Reg, zb: Reg | None = None):
         self.gen, self.sb, self.st, self.target, self.c = gen, gen.sb, st, target, c
         self.m, self.n, self.k = dims
-        self.i0, self.j0 = i0, j0
+        self.i0, self.j0, self.zb = i0, j0, zb
+        sb = self.sb
+        # a batch's first row of a, first element of b's rows, first row of t
+        self.a_base = sb.alu("MUL", I64, sb.alu("MUL", I64, zb, self.m), self.k, hint="abase") \
+            if zb is not None and c.a_batched else None
+        self.b_base = sb.alu("MUL", I64, sb.alu("MUL", I64, zb, self.k), self.n, hint="bbase") \
+            if zb is not None and c.b_batched else None
+        self.t_base = sb.alu("MUL", I64, sb.alu("MUL", I64, zb, self.m), self.n, hint="tbase") \
+            if zb is not None else None
 
     def emit(self) -> None:
         sb, k = self.sb, self.k
         a_rows = [sb.alu("MUL", I64, self.i0, k, hint="arow")]
+        if self.a_base is not None:
+            a_rows[0] = sb.alu("ADD", I64, a_rows[0], self.a_base, hint="arow")
         for _ in range(TILE_ROWS - 1):
             a_rows.append(sb.alu("ADD", I64, a_rows[-1], k, hint="arow"))
         shape = [range(TILE_COLS)] * TILE_ROWS
@@ -191,6 +218,8 @@ class _Tile:
     def _step(self, p: Reg, a_rows: Sequence[Reg], part: list[list[Reg]]) -> None:
         sb = self.sb
         base = sb.alu("ADD", I64, sb.alu("MUL", I64, p, self.n, hint="brow"), self.j0, hint="bidx")
+        if self.b_base is not None:
+            base = sb.alu("ADD", I64, base, self.b_base, hint="bidx")
         bv = [sb.ldg(F32, self.c.b, base, q, hint="bv") for q in range(TILE_COLS)]
         for a_row, prow in zip(a_rows, part):
             av = sb.ldg(F32, self.c.a, sb.alu("ADD", I64, a_row, p, hint="aidx"), hint="av")
@@ -199,11 +228,13 @@ class _Tile:
 
     def _store(self, total: list[list[Reg]]) -> None:
         sb, gen, st = self.sb, self.gen, self.st
-        i, j = st.vars
+        *batch, i, j = st.vars
         uses = _outer_vars(st.body)
-        m_dim, n_dim = self.target.shape
+        *z_dims, m_dim, n_dim = self.target.shape
         cols = [sb.alu("ADD", I64, self.j0, q, hint=j) if j in uses else self.j0 for q in range(TILE_COLS)]
         crow = sb.alu("ADD", I64, sb.alu("MUL", I64, self.i0, self.n, hint="crow"), self.j0, hint="cidx")
+        if self.t_base is not None:
+            crow = sb.alu("ADD", I64, crow, self.t_base, hint="cidx")
         narrow = sb.reg(F32, hint="sum")
         for r, trow in enumerate(total):
             row = sb.alu("ADD", I64, self.i0, r, hint=i) if i in uses else self.i0
@@ -214,6 +245,8 @@ class _Tile:
                 gen.scopes[-1][self.c.reduce] = sb.emit("CVT", F32, tot, dtype2=F64, dst=narrow)
                 gen.bind(i, row, m_dim)
                 gen.bind(j, cols[q], n_dim)
+                if batch:
+                    gen.bind(batch[0], self.zb, z_dims[0])
                 sb.stg(self.target.dtype, self.target.name, gen.value_as(st.body, self.target.dtype), crow, q)
                 gen.pop()
 

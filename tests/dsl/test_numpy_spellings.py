@@ -79,6 +79,52 @@ def test_any_and_all_are_numpys(backend, body, inputs, outputs, args, expected):
     np.testing.assert_array_equal(got, expected)
 
 
+A2 = RNG.standard_normal((5, 7)).astype(np.float32)
+B2 = RNG.standard_normal((7, 40)).astype(np.float32)
+A3 = RNG.standard_normal((3, 9, 7)).astype(np.float32)
+B3 = RNG.standard_normal((3, 7, 40)).astype(np.float32)
+V7 = RNG.standard_normal(7).astype(np.float32)
+I2 = RNG.integers(-50, 50, (5, 7)).astype(np.int32)
+J2 = RNG.integers(-50, 50, (7, 4)).astype(np.int32)
+MATMUL = [  # body, inputs, outputs, arguments, numpy's answer
+    ("y = a @ b", 'a = "f32[m, k]", b = "f32[k, n]"', 'y = "f32[m, n]"', (A2, B2), A2 @ B2),
+    ("y = a @ v", 'a = "f32[m, k]", v = "f32[k]"', 'y = "f32[m]"', (A2, V7), A2 @ V7),
+    ("y = v @ b", 'v = "f32[k]", b = "f32[k, n]"', 'y = "f32[n]"', (V7, B2), V7 @ B2),
+    ("y = v @ v", 'v = "f32[k]"', 'y = "f32"', (V7,), V7 @ V7),
+    ("y = a @ b", 'a = "f32[z, m, k]", b = "f32[z, k, n]"', 'y = "f32[z, m, n]"', (A3, B3), A3 @ B3),
+    ("y = a @ b", 'a = "f32[z, m, k]", b = "f32[k, n]"', 'y = "f32[z, m, n]"', (A3, B2), A3 @ B2),
+    ("y = (a @ b) * 2 + 1", 'a = "f32[m, k]", b = "f32[k, n]"', 'y = "f32[m, n]"', (A2, B2), (A2 @ B2) * 2 + 1),
+    ("y = (a + 1) @ b", 'a = "f32[m, k]", b = "f32[k, n]"', 'y = "f32[m, n]"', (A2, B2), (A2 + 1) @ B2),
+    ("t = b.T\ny = a @ t.T", 'a = "f32[m, k]", b = "f32[k, n]"', 'y = "f32[m, n]"', (A2, B2), A2 @ B2),
+    ("y = a.T @ a", 'a = "f32[m, k]"', 'y = "f32[k, k]"', (A2,), A2.T @ A2),
+    ("y = a.T", 'a = "f32[m, k]"', 'y = "f32[k, m]"', (A2,), A2.T),
+    ("y = i @ j", 'i = "i32[m, k]", j = "i32[k, n]"', 'y = "i32[m, n]"', (I2, J2), I2 @ J2),  # numpy keeps i32
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("body, inputs, outputs, args, expected", MATMUL, ids=[f"{c[0]} {c[1]}" for c in MATMUL])
+def test_matmul_and_transpose_are_numpys(backend, body, inputs, outputs, args, expected):
+    got = np.asarray(kernel(body, inputs, outputs).on(backend)(*args))
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-4)
+
+
+def test_matmul_takes_the_tiled_contraction_for_every_batch():
+    """`a @ b` on f32 matrices is the index-notation contraction the gemm lowering tiles
+    (thousands of straight-line instructions, not a loop of 30), batched or not."""
+    plain = kernel("y = a @ b", 'a = "f32[m, k]", b = "f32[k, n]"', 'y = "f32[m, n]"')
+    gemm = kernel("y[i, j] = sum(a[i, p] * b[p, j], p)", 'a = "f32[m, k]", b = "f32[k, n]"', 'y = "f32[m, n]"')
+    batched = kernel("y = a @ b", 'a = "f32[z, m, k]", b = "f32[z, k, n]"', 'y = "f32[z, m, n]"')
+    shared = kernel("y = a @ b", 'a = "f32[z, m, k]", b = "f32[k, n]"', 'y = "f32[z, m, n]"')
+    loop = kernel("y[q, i, j] = sum(a[q, i, p] * b[q, j, p], p)", 'a = "f32[z, m, k]", b = "f32[z, n, k]"',
+                  'y = "f32[z, m, n]"')  # not a matmul layout: the per-output loop
+    count = {name: k.stats()["O2"].instructions for name, k in
+             (("plain", plain), ("gemm", gemm), ("batched", batched), ("shared", shared), ("loop", loop))}
+    assert count["plain"] == count["gemm"] > 1000 and count["batched"] > 1000 and count["shared"] > 1000
+    assert count["loop"] < 100
+
+
 def test_the_spellings_are_the_same_ir_as_the_dsl_forms():
     assert kernel("y = np.exp(x) / len(x)").emit("ir") == kernel("y = exp(x) / n").emit("ir")
     assert kernel("y = x - x.sum()").emit("ir") == kernel("y = x - sum(x)").emit("ir")
@@ -86,7 +132,12 @@ def test_the_spellings_are_the_same_ir_as_the_dsl_forms():
 
 
 ERRORS = [  # body, inputs, (line, column), message, hint
-    ("y = x.T", None, (1, 5), "'x.T': transposes are not supported yet", "y[i, j] = x[j, i]"),
+    ("y = x + x @ 2.0", None, (1, 9), "an operand of '@' is a scalar", "use '*'"),
+    ("y = a @ b", 'a = "f32[m, k]", b = "f32[j, n]"', (1, 5), "'a' has k columns but 'b' has j rows",
+     "the same shape symbol"),
+    ("y[i] = x[i] @ x[i]", None, (1, 8), "'@' multiplies whole arrays", "sum(a[i, p] * b[p, j], p)"),
+    ("y[i] = x.T[i]", None, (1, 8), "'x.T' cannot be indexed", None),
+    ("y[i] = x[i] + x.T", None, (1, 15), "in index notation: index 'x' itself", "x[j, i]"),
     ("y = x.exp()", None, (1, 5), "only the reductions", "write exp(x)"),
     ("y = x.astype(f64)", None, (1, 5), "only the reductions", "a function of x"),
     ("y = x + x.sum(0)", None, (1, 15), "keyword arguments only", None),
