@@ -43,7 +43,7 @@ from hologram.core.types import Affine, DType
 from hologram.testing import bounds, values
 from hologram.testing.bounds import Val
 from hologram.testing.exprgen import (Builder, Engine, Env, GenConfig, Node, contains, evaluate, infer, literal,
-                                      reachable, reduce_dtype, render, strong, symbol)
+                                      matmul, reachable, reduce_dtype, render, strong, symbol)
 
 __all__ = ["KernelCase", "Param", "Program", "INDEX_TEMPLATES", "kernels", "expression_kernels", "index_kernels", "atlas_kernels",
            "symbol_kernels", "render_document", "runtime_errors"]
@@ -225,6 +225,19 @@ def _symbol(draw: Callable, name: str, arrays: Sequence[Param]) -> Node:
     return symbol(name, None if text == name else text)
 
 
+def _matrix_leaves(draw: Callable, arrays: list[Node]) -> list[Node]:
+    """Sometimes `x.T` of a matrix input, and `a @ b` of two operands (inputs or
+    transposes) whose shapes chain, as numpy's matmul takes them."""
+    symbolic = [a for a in arrays if a.shape and all(d in ("m", "n") for d in a.shape) and len(a.shape) <= 2]
+    transposes = [Node("transpose", a.dtype, a.shape[::-1], (a,)) for a in symbolic if len(a.shape) == 2]
+    out = [t for t in transposes if draw(st.booleans())]
+    operands = symbolic + transposes
+    pairs = [node for a in operands for b in operands if (node := matmul(a, b)) is not None]
+    if pairs and draw(st.booleans()):
+        out.append(draw(st.sampled_from(pairs)))
+    return out
+
+
 def _value(name: str) -> Callable[[Env], np.ndarray]:
     return lambda env: env.names[name].v
 
@@ -240,6 +253,7 @@ def expression_kernels(draw: Callable, cfg: GenConfig = GenConfig()) -> KernelCa
               for k in range(draw(st.integers(1, 4)))]
     sizes = {"n": draw(st.integers(0, cfg.max_n)), "m": draw(st.integers(1, cfg.max_m))}
     leaves = [_leaf(p) for p in inputs]
+    leaves += _matrix_leaves(draw, leaves)  # before the shapes: their results may be outputs
     shapes = reachable([l.shape for l in leaves])
     for p in inputs:  # constant indices that are always in range, and symbols as values
         dims = tuple(map(str, p.dims))

@@ -145,7 +145,8 @@ class GenConfig:
 class Node:
     """An expression tree node.
 
-    op      'input' | 'lit' | 'sym' | 'load' | 'cast' | 'reduce' | 'ireduce' | a VOCABULARY name
+    op      'input' | 'lit' | 'sym' | 'load' | 'cast' | 'reduce' | 'ireduce' | 'transpose' (of an
+            input: `x.T`) | 'matmul' (`a @ b`) | a VOCABULARY name
     dtype   numpy dtype of the value (None for a weak literal; for a weak shape-symbol
             value its kind: int64, or float64 for `n / m`)
     shape   symbolic shape: dims as labels ('n', 'm', '1'); index-notation nodes use the
@@ -198,6 +199,10 @@ def render(node: Node) -> str:
     if node.op == "ireduce":
         kind, names = node.attr
         return f"{kind}({render(node.args[0])}, {', '.join(names)})"
+    if node.op == "transpose":
+        return f"{render(node.args[0])}.T"
+    if node.op == "matmul":
+        return f"({render(node.args[0])} @ {render(node.args[1])})"
     return VOCABULARY[node.op].template.format(*(render(a) for a in node.args))
 
 
@@ -502,6 +507,11 @@ def evaluate(node: Node, env: Env) -> "Val | Literal":
     if node.op == "reduce":
         kind, axis, keepdims = node.attr
         return env.engine.reduce(kind, strong(args[0]), axis, keepdims)
+    if node.op == "transpose":
+        v = strong(args[0])
+        return Val(*(np.transpose(f) for f in (v.v, v.err, v.ulps, v.fuzzy)))
+    if node.op == "matmul":
+        return _matmul(strong(args[0]), strong(args[1]), node.dtype, env.engine)
     if node.op == "ireduce":
         kind, names = node.attr
         val = strong(args[0])
@@ -515,6 +525,29 @@ def evaluate(node: Node, env: Env) -> "Val | Literal":
         return env.engine.apply(node.op, args)
     except OverflowError:
         return env.engine.apply(node.op, _fitted(node, args))
+
+
+def matmul(a: Node, b: Node) -> Node | None:
+    """`a @ b` when the shapes chain (numpy's matmul of 1-D and 2-D operands), else None."""
+    sa, sb = a.shape, b.shape
+    if not sa or not sb or len(sa) > 2 or len(sb) > 2 or sa[-1] != (sb[-2] if len(sb) == 2 else sb[-1]):
+        return None
+    shape = sa[:-1] + (sb[-1:] if len(sb) == 2 else ())
+    return Node("matmul", np.result_type(a.dtype, b.dtype), shape, (a, b))
+
+
+def _matmul(a: Val, b: Val, dtype: np.dtype, engine: "Engine") -> Val:
+    """numpy's matmul with the contract of its sums: the products broadcast over (rows,
+    k, columns), summed over k, cast to the operands' promoted dtype."""
+    m = a.shape[0] if a.v.ndim == 2 else 1
+    n = b.shape[1] if b.v.ndim == 2 else 1
+    k = a.shape[-1]
+    terms = engine.apply("*", [a.reshape((m, k, 1)).broadcast_to((m, k, n)), b.reshape((1, k, n)).broadcast_to((m, k, n))])
+    total = engine.reduce("sum", terms, 1, False)
+    if total.dtype != dtype:
+        total = engine.apply("cast", [total], dtype=dtype)
+    shape = (a.shape[:1] if a.v.ndim == 2 else ()) + (b.shape[1:] if b.v.ndim == 2 else ())
+    return total.reshape(shape)
 
 
 def strong(x: "Val | Literal") -> Val:
