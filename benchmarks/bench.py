@@ -54,7 +54,15 @@ outputs = { w = "f32[n]" }
 body = "w = sqrt(x*x + y*y) * exp(-z)"
 '''
 
-SOURCES = {"axpy": _read("axpy.toml"), "fused": FUSED, "sum": _read("sum.toml"),
+BMM = '''[kernel]
+name = "bmm"
+version = "1.0.0"
+inputs  = { a = "f32[z, m, k]", b = "f32[z, k, n]" }
+outputs = { c = "f32[z, m, n]" }
+body = "c = a @ b"
+'''
+
+SOURCES = {"axpy": _read("axpy.toml"), "fused": FUSED, "sum": _read("sum.toml"), "bmm": BMM,
            "softmax": _read("softmax.toml"), "gemm": _read("gemm.toml"),
            # the same kernel with the opt-in to reassociation: the online max-and-sum
            "softmax_r": _read("softmax.toml").replace('name = "softmax"', 'name = "softmax_r"\nreassociate = true')}
@@ -116,10 +124,11 @@ class Sizes:
     n: int        # elements of the vector benchmarks
     gemm: int     # square gemm side
     launch: int   # elements of the launch-overhead call
+    batch: tuple[int, int] = (8, 512)  # batched matmul: batches, square side
 
 
 FULL = Sizes(20_000_000, 1024, 16)
-QUICK = Sizes(256, 8, 16)
+QUICK = Sizes(256, 8, 16, (2, 8))
 
 # The launch-overhead rows: one 16-element a*x + y (out= given) per way of calling a
 # kernel (docs/api.md, "Calling a kernel"), by row title. Every style takes the same fast
@@ -138,6 +147,8 @@ def make_data(sizes: Sizes) -> dict[str, Any]:
     g = sizes.gemm
     return {"a": np.float32(0.5), "x": vec(), "y": vec(), "z": vec(),
             "A": rng.uniform(-1, 1, (g, g)).astype(np.float32), "B": rng.uniform(-1, 1, (g, g)).astype(np.float32),
+            "BA": rng.uniform(-1, 1, (sizes.batch[0], sizes.batch[1], sizes.batch[1])).astype(np.float32),
+            "BB": rng.uniform(-1, 1, (sizes.batch[0], sizes.batch[1], sizes.batch[1])).astype(np.float32),
             "x16": rng.uniform(-1, 1, sizes.launch).astype(np.float32),
             "y16": rng.uniform(-1, 1, sizes.launch).astype(np.float32)}
 
@@ -153,7 +164,7 @@ def numpy_impls(d: dict[str, Any]) -> dict[str, Callable[[], Any]]:
     launch = lambda: np.add(np.multiply(a, x16), y16, out=out16)  # noqa: E731 - out=, as hologram's calls
     return {"axpy": lambda: a * x + y, "fused": lambda: np.sqrt(x * x + y * y) * np.exp(-z),
             "sum": lambda: x.sum(), "softmax": softmax, "softmax_r": softmax, "gemm": lambda: d["A"] @ d["B"],
-            **dict.fromkeys(CALL_STYLES, launch)}
+            "bmm": lambda: d["BA"] @ d["BB"], **dict.fromkeys(CALL_STYLES, launch)}
 
 
 def numexpr_impls(ne: Any, d: dict[str, Any]) -> dict[str, Callable[[], Any]]:
@@ -249,12 +260,14 @@ def hologram_impls(backend: str, d: dict[str, Any], benches: list[str]) -> dict[
     out = np.empty_like(x)
     total = np.empty((), np.float32)
     c = np.empty_like(d["A"])
+    bc = np.empty_like(d["BA"])
     out16, x16, y16, axpy16 = np.empty_like(d["x16"]), d["x16"], d["y16"], k.get("axpy")
     one = np.float32(1)
     return {"axpy": lambda: k["axpy"](a, x, y, out=(out,)), "fused": lambda: k["fused"](x, y, z, out=(out,)),
             "sum": lambda: k["sum"](x, out=(total,)), "softmax": lambda: k["softmax"](x, out=(out,)),
             "softmax_r": lambda: k["softmax_r"](x, out=(out,)),
             "gemm": lambda: k["gemm"](one, d["A"], d["B"], out=(c,)),
+            "bmm": lambda: k["bmm"](d["BA"], d["BB"], out=(bc,)),
             # CALL_STYLES, each written out so that only the call differs between rows
             "launch": lambda: axpy16(a, x16, y16, out=(out16,)),
             "launch_out": lambda: axpy16(a, x16, y16, out=out16),
@@ -263,12 +276,14 @@ def hologram_impls(backend: str, d: dict[str, Any], benches: list[str]) -> dict[
             "launch_cast": lambda: axpy16(a, x16, y16, out=(out16,), cast=True)}
 
 
-BENCHES = ("axpy", "fused", "sum", "softmax", "softmax_r", "gemm", *CALL_STYLES)
+BENCHES = ("axpy", "fused", "sum", "softmax", "softmax_r", "gemm", "bmm", *CALL_STYLES)
 TITLES = {"axpy": "a*x + y", "fused": "sqrt(x*x + y*y) * exp(-z)", "sum": "sum(x)", "softmax": "softmax(x)",
-          "softmax_r": "softmax(x), reassociate", "gemm": "gemm", **CALL_STYLES}
+          "softmax_r": "softmax(x), reassociate", "gemm": "gemm", "bmm": "a @ b, batched (z x s x s)", **CALL_STYLES}
 
 
 def _elements(bench: str, sizes: Sizes) -> int:
+    if bench == "bmm":
+        return sizes.batch[0] * sizes.batch[1] ** 3
     return sizes.launch if bench in CALL_STYLES else sizes.gemm ** 3 if bench == "gemm" else sizes.n
 
 
@@ -278,7 +293,7 @@ def _agrees(bench: str, got: Any, want: Any) -> bool:
     if got.shape != want.shape:
         return False
     scale = max(float(np.abs(want).max(initial=0)), 1.0)
-    tol = 1e-3 * scale * (np.sqrt(want.size) if bench in ("sum", "gemm") else 1)
+    tol = 1e-3 * scale * (np.sqrt(want.size) if bench in ("sum", "gemm", "bmm") else 1)
     return bool(np.all(np.abs(got - want) <= tol + 1e-5 * np.abs(want)))
 
 
@@ -403,6 +418,8 @@ TARGETS = (
     Target("gemm: >= 1/4 of numpy's GFLOP/s",
            lambda r: (_gflops(r, "hologram") / _gflops(r, "numpy")) if _gflops(r, "hologram") and _gflops(r, "numpy")
            else None, "of numpy's GFLOP/s", lambda v: v >= 0.25),
+    Target("batched a @ b: <= 2x numpy's time", lambda r: (1 / _ratio(r, "bmm", "numpy")) if _ratio(r, "bmm", "numpy")
+           else None, "x numpy's time", lambda v: v <= 2),
     Target("launch overhead <= 3 us", lambda r: (_t(r, "launch", "hologram") or 0) * 1e6 or None, "us",
            lambda v: v <= 3),
     Target("launch overhead <= 3 us, every call style (slowest)", _slowest_call, "us", lambda v: v <= 3),
