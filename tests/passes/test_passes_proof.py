@@ -57,9 +57,9 @@ def wrong_pass(register_plugin):
 
 def test_a_wrong_pass_from_outside_is_caught_at_its_level_and_bisected(wrong_pass, tmp_path):
     assert wrong_pass in resolve("O2").names and wrong_pass not in resolve("O0").names
-    # seed 8: 9 of its 40 examples subtract (one in four generated kernels is a long
+    # seed 9 draws kernels that subtract (one in four generated kernels is a long
     # reduction, whose terms never do)
-    report = run_difftest(["interp"], examples=40, seed=8, kinds=("kernels",), out_dir=str(tmp_path),
+    report = run_difftest(["interp"], examples=40, seed=9, kinds=("kernels",), out_dir=str(tmp_path),
                           opts=("O0", "O2"))
     rows = {r.opt: r for r in report.rows}
     assert rows["O0"].failed == 0 and rows["O0"].reproducer is None
@@ -82,7 +82,7 @@ def test_the_reproducer_passes_once_the_wrong_pass_is_gone(tmp_path):
     plugin = WrongPassPlugin()
     pm.register(plugin, name="test-wrong-pass")
     try:
-        report = run_difftest(["interp"], examples=40, seed=8, kinds=("kernels",), out_dir=str(tmp_path),
+        report = run_difftest(["interp"], examples=40, seed=9, kinds=("kernels",), out_dir=str(tmp_path),
                               opts=("O2",))
     finally:
         pm.unregister(plugin)
