@@ -60,6 +60,7 @@ class Binding:
     origin: str = ""  # where the range came from, for messages
     used: bool = False
     strided: list[tuple[Affine, str, Span]] = attrs.field(factory=list)  # ranges from `x[2*k + 1]`-like uses
+    offset: Affine = Affine.of(0)  # `d in range(a, b)`: d is the IR variable plus a
 
     def note(self, dim: Affine, where: str, span: Span) -> None:
         """This variable indexes a dimension `dim` at a plain position."""
@@ -326,8 +327,11 @@ class _Kernel:
     def name_value(self, node: ast.Name, scope: Scope) -> Val:
         n = node.id
         if n in scope:
-            scope[n].used = True
-            return Val(Expr.idx(scope[n].ir))
+            b = scope[n]
+            b.used = True
+            if b.offset == Affine.of(0):
+                return Val(Expr.idx(b.ir))
+            return apply(BINARY["+"], (Val(Expr.idx(b.ir)), self.eval(_affine_ast(b.offset, node.span), {})), node.span)
         if n in self.visible:
             decl = self.visible[n]
             if decl.kind == "scalar":
@@ -525,7 +529,7 @@ class _Kernel:
         if isinstance(e, ast.Name):
             if e.id in scope:
                 scope[e.id].used = True
-                return Affine.of(scope[e.id].ir)
+                return Affine.of(scope[e.id].ir) + scope[e.id].offset
             if e.id in self.symbols:
                 return Affine.of(e.id)
             if e.id in self.visible:
@@ -607,6 +611,13 @@ class _Kernel:
         inner = dict(scope)
         bindings = []
         for a in named:
+            if isinstance(a, ast.Ranged):
+                self.check_new_variable(a.var, inner)
+                start, stop = self.range_bounds(a)
+                inner[a.var.id] = Binding(a.var.id, self.names.reduction_var(a.var.id), a.var.span, range=stop - start,
+                                          fixed=True, origin=f"range() on line {a.span.line}", offset=start)
+                bindings.append(inner[a.var.id])
+                continue
             if not isinstance(a, ast.Name) or a.id in self.visible or a.id in self.symbols:
                 hint = f"to reduce along an axis write {fn.name}(x, axis=1)"
                 if fn.name in ("min", "max"):
@@ -624,6 +635,25 @@ class _Kernel:
                                    b.span)
             self.require_range(b)
         return reductions.over_vars(fn.op, val, [(b.ir, b.range) for b in bindings], node.span)
+
+    def range_bounds(self, node: ast.Ranged) -> tuple[Affine, Affine]:
+        """(start, stop) of `var in range(stop)` or `range(start, stop)`: affine in the
+        shape symbols; a range that is empty or negative for every size is an error."""
+        over = node.over
+        if not (isinstance(over, ast.Call) and over.func.id == "range" and not over.keywords
+                and 1 <= len(over.args) <= 2):
+            raise CompileError(f"'{node.var.id} in ...' takes range(stop) or range(start, stop)", over.span,
+                               hint=f"sum(x[i + {node.var.id}], {node.var.id} in range(3))")
+        try:
+            bounds = [self.affine(a, {}) for a in over.args]
+        except CompileError as exc:
+            raise CompileError(f"the bounds of range() must be affine in the shape symbols ({exc.message})",
+                               exc.span, hint="like range(3), range(1, n) or range(n - 1)") from None
+        start, stop = (Affine.of(0), bounds[0]) if len(bounds) == 1 else bounds
+        extent = stop - start
+        if extent.is_const and extent.const <= 0:
+            raise CompileError(f"range({', '.join(str(b) for b in bounds)}) is empty", over.span)
+        return start, stop
 
     def constant(self, node: ast.Expr, kind: type, message: str) -> bool | int:
         val = self.eval(node, {})

@@ -65,6 +65,15 @@ class Keyword:
 
 
 @attrs.frozen
+class Ranged:
+    """`var in range(...)`: a reduction variable with its range written out."""
+
+    var: Name
+    over: "Expr"
+    span: Span
+
+
+@attrs.frozen
 class Call:
     """`func(args)`; `np.func(args)` is the same call. `method` marks `x.func(args)`,
     whose first argument is then `x` (the analyzer accepts it for reductions only)."""
@@ -95,7 +104,7 @@ class Binary:
     span: Span
 
 
-Expr = Union[Num, Bool, Name, Subscript, Attribute, Call, Unary, Binary]
+Expr = Union[Num, Bool, Name, Subscript, Attribute, Call, Unary, Binary, Ranged]
 
 
 @attrs.frozen
@@ -130,6 +139,8 @@ def children(node: Expr | Assign | Keyword) -> tuple:
         return (node.left, node.right)
     if isinstance(node, Keyword):
         return (node.value,)
+    if isinstance(node, Ranged):
+        return (node.var, node.over)
     if isinstance(node, Assign):
         return (node.target, *(node.indices or ()), node.value)
     return ()
@@ -171,6 +182,8 @@ def format_expr(e: Expr) -> str:
         parts = [e.func.id, *(format_expr(a) for a in e.args)]
         parts += [f":{k.name} {format_expr(k.value)}" for k in e.keywords]
         return f"({' '.join(parts)})"
+    if isinstance(e, Ranged):
+        return f"(in {e.var.id} {format_expr(e.over)})"
     if isinstance(e, Unary):
         return f"({e.op} {format_expr(e.operand)})"
     if isinstance(e, Binary):

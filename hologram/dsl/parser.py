@@ -122,6 +122,9 @@ class _ToAst(Transformer_NonRecursive):
     def keyword(self, span, c):
         return ast.Keyword(str(c[0]), c[1], span)
 
+    def ranged(self, span, c):
+        return ast.Ranged(self._name(c[0]), c[2], span)
+
     def call(self, span, c, method: bool = False):
         args, keywords = [], []
         for a in c[1:]:
@@ -204,7 +207,7 @@ def _describe_expected(expected: set[str]) -> str:
         rest -= _EXPRESSION_START
     if len(rest & _OPERATORS) >= 3:
         parts.append("an operator")
-        rest -= _OPERATORS | {"LPAR", "LSQB", "DOT"}  # after an operand, '(' '[' '.' only mean a call
+        rest -= _OPERATORS | {"LPAR", "LSQB", "DOT", "IN"}  # after an operand: a call, an attribute, a range
     parts += [_WORDS[t] for t in _ORDER if t in rest]
     parts += sorted(repr(_lark().get_terminal(t).pattern.value) for t in rest if t not in _WORDS)
     if not parts:

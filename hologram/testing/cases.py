@@ -452,9 +452,26 @@ def _rows(k: _Index) -> None:
     k.assign("y", ("i",) if per_row else (), red, k.grids(("i", "m"), ("j", "n")), ("m",) if per_row else ())
 
 
+def _window(k: _Index) -> None:
+    """y[i] = R(f(x[i + d], d), d in range(a, a + K)) over x: T[n + a + K - 1]: a window of
+    K elements starting a after i (a sliding sum, a stencil with explicit ranges)."""
+    draw = k.draw
+    start, width = draw(st.integers(0, 2)), draw(st.integers(1, 3))
+    x = k.input("x", Affine.of("n") + start + width - 1)
+    inner_dom, dom = ("i", "d"), ("i",)
+    inner_leaves = [_load("x[i + d]", x.dtype, inner_dom,
+                          lambda env: _value("x")(env)[env.grids["i"] + env.grids["d"] + start]),
+                    _load("d", np.int64, inner_dom, lambda env: env.grids["d"] + start)]
+    inner = k.body(inner_leaves, inner_dom, inner_leaves[:1], max(k.cfg.max_depth - 1, 1))
+    kind = draw(st.sampled_from(k.cfg.reductions or ("sum",)))
+    spelled = f"d in range({width})" if start == 0 else f"d in range({start}, {start + width})"
+    red = Node("ireduce", reduce_dtype(kind, inner.dtype), dom, (inner,), (kind, ("d",)), text=spelled)
+    k.assign("y", dom, red, _grids([("i", k.sizes["n"]), ("d", width)]), ("n",))
+
+
 INDEX_TEMPLATES: dict[str, Callable[[_Index], None]] = {
     "stencil": _stencil, "strided": _strided, "stencil2d": _stencil2d, "transpose": _transpose,
-    "contract": _contract, "rows": _rows,
+    "contract": _contract, "rows": _rows, "window": _window,
 }
 
 

@@ -198,7 +198,7 @@ def render(node: Node) -> str:
         return f"{kind}({render(node.args[0])}{extra})"
     if node.op == "ireduce":
         kind, names = node.attr
-        return f"{kind}({render(node.args[0])}, {', '.join(names)})"
+        return f"{kind}({render(node.args[0])}, {node.text or ', '.join(names)})"  # text: `d in range(1, 4)`
     if node.op == "transpose":
         return f"{render(node.args[0])}.T"
     if node.op == "matmul":

@@ -125,6 +125,29 @@ def test_matmul_takes_the_tiled_contraction_for_every_batch():
     assert count["loop"] < 100
 
 
+IMG = RNG.standard_normal((9, 11)).astype(np.float32)
+SIG = RNG.standard_normal(20).astype(np.float32)
+RANGES = [  # body, inputs, outputs, arguments, numpy's answer
+    ("y[i, j] = sum(img[i + di, j + dj], di in range(3), dj in range(3)) / 9", 'img = "f32[h, w]"',
+     'y = "f32[h - 2, w - 2]"', (IMG,), sum(IMG[a:a + 7, b:b + 9] for a in range(3) for b in range(3)) / 9),
+    ("y[i] = sum(x[i + d], d in range(1, 4))", 'x = "f32[n]"', 'y = "f32[n - 3]"', (SIG,),
+     SIG[1:18] + SIG[2:19] + SIG[3:20]),
+    ("y[i] = max(x[i + d] * d, d in range(3))", 'x = "f32[n]"', 'y = "f32[n - 2]"', (SIG,),
+     np.max([SIG[d:d + 18] * d for d in range(3)], axis=0)),
+    ("y = sum(x[d], d in range(n - 2))", 'x = "f32[n]"', 'y = "f32"', (SIG,), SIG[:18].sum()),
+    ("y[i] = any(x[i + d] > 1, d in range(2))", 'x = "f32[n]"', 'y = "bool[n - 1]"', (SIG,),
+     (SIG[:19] > 1) | (SIG[1:] > 1)),
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("body, inputs, outputs, args, expected", RANGES, ids=[c[0] for c in RANGES])
+def test_explicit_ranges_make_windows_one_line(backend, body, inputs, outputs, args, expected):
+    got = np.asarray(kernel(body, inputs, outputs).on(backend)(*args))
+    assert got.dtype == np.asarray(expected).dtype and got.shape == np.shape(expected)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
 def test_the_spellings_are_the_same_ir_as_the_dsl_forms():
     assert kernel("y = np.exp(x) / len(x)").emit("ir") == kernel("y = exp(x) / n").emit("ir")
     assert kernel("y = x - x.sum()").emit("ir") == kernel("y = x - sum(x)").emit("ir")
@@ -150,6 +173,10 @@ ERRORS = [  # body, inputs, (line, column), message, hint
     ("y[i] = x[i] * i.shape[0]", None, (1, 15), "'i' is an index variable; it has no shape", None),
     ("y = (x + 1).sum()", None, (1, 12), "unexpected '.'", "follow a name"),
     ("len = x\ny = len", None, (1, 1), "'len' is the name of a function", None),
+    ("y[i] = sum(x[i + d], d in range(0))", None, (1, 27), "range(0) is empty", None),
+    ("y[i] = sum(x[i + d], d in 3)", None, (1, 27), "takes range(stop) or range(start, stop)", "d in range(3)"),
+    ("y[i] = sum(x[i + d], d in range(i))", None, (1, 33), "affine in the shape symbols", "range(1, n)"),
+    ("y[i] = sum(x[i + d], i in range(2))", None, (1, 22), "'i' is already bound", None),
     ("any = x\ny = any", None, (1, 1), "'any' is the name of a function", None),
     ("y = x + any()", None, (1, 9), "any() takes the array to test", None),
 ]
