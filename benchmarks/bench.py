@@ -62,7 +62,15 @@ outputs = { c = "f32[z, m, n]" }
 body = "c = a @ b"
 '''
 
-SOURCES = {"axpy": _read("axpy.toml"), "fused": FUSED, "sum": _read("sum.toml"), "bmm": BMM,
+BLUR = '''[kernel]
+name = "blur"
+version = "1.0.0"
+inputs  = { img = "f32[h, w]" }
+outputs = { y = "f32[h - 2, w - 2]" }
+body = "y[i, j] = sum(img[i + di, j + dj], di in range(3), dj in range(3)) / 9"
+'''
+
+SOURCES = {"axpy": _read("axpy.toml"), "fused": FUSED, "sum": _read("sum.toml"), "bmm": BMM, "blur": BLUR,
            "softmax": _read("softmax.toml"), "gemm": _read("gemm.toml"),
            # the same kernel with the opt-in to reassociation: the online max-and-sum
            "softmax_r": _read("softmax.toml").replace('name = "softmax"', 'name = "softmax_r"\nreassociate = true')}
@@ -125,10 +133,11 @@ class Sizes:
     gemm: int     # square gemm side
     launch: int   # elements of the launch-overhead call
     batch: tuple[int, int] = (8, 512)  # batched matmul: batches, square side
+    image: int = 2048  # the 3x3 blur's square image side
 
 
 FULL = Sizes(20_000_000, 1024, 16)
-QUICK = Sizes(256, 8, 16, (2, 8))
+QUICK = Sizes(256, 8, 16, (2, 8), 16)
 
 # The launch-overhead rows: one 16-element a*x + y (out= given) per way of calling a
 # kernel (docs/api.md, "Calling a kernel"), by row title. Every style takes the same fast
@@ -149,6 +158,7 @@ def make_data(sizes: Sizes) -> dict[str, Any]:
             "A": rng.uniform(-1, 1, (g, g)).astype(np.float32), "B": rng.uniform(-1, 1, (g, g)).astype(np.float32),
             "BA": rng.uniform(-1, 1, (sizes.batch[0], sizes.batch[1], sizes.batch[1])).astype(np.float32),
             "BB": rng.uniform(-1, 1, (sizes.batch[0], sizes.batch[1], sizes.batch[1])).astype(np.float32),
+            "img": rng.uniform(-1, 1, (sizes.image, sizes.image)).astype(np.float32),
             "x16": rng.uniform(-1, 1, sizes.launch).astype(np.float32),
             "y16": rng.uniform(-1, 1, sizes.launch).astype(np.float32)}
 
@@ -162,9 +172,14 @@ def numpy_impls(d: dict[str, Any]) -> dict[str, Callable[[], Any]]:
 
     out16, x16, y16 = np.empty_like(d["x16"]), d["x16"], d["y16"]
     launch = lambda: np.add(np.multiply(a, x16), y16, out=out16)  # noqa: E731 - out=, as hologram's calls
+    img = d["img"]
+    h, w = img.shape
+
+    def blur() -> np.ndarray:  # the numpy user's 3x3 box blur: nine shifted slices
+        return sum(img[a:a + h - 2, b:b + w - 2] for a in range(3) for b in range(3)) / np.float32(9)
     return {"axpy": lambda: a * x + y, "fused": lambda: np.sqrt(x * x + y * y) * np.exp(-z),
             "sum": lambda: x.sum(), "softmax": softmax, "softmax_r": softmax, "gemm": lambda: d["A"] @ d["B"],
-            "bmm": lambda: d["BA"] @ d["BB"], **dict.fromkeys(CALL_STYLES, launch)}
+            "bmm": lambda: d["BA"] @ d["BB"], "blur": blur, **dict.fromkeys(CALL_STYLES, launch)}
 
 
 def numexpr_impls(ne: Any, d: dict[str, Any]) -> dict[str, Callable[[], Any]]:
@@ -261,6 +276,7 @@ def hologram_impls(backend: str, d: dict[str, Any], benches: list[str]) -> dict[
     total = np.empty((), np.float32)
     c = np.empty_like(d["A"])
     bc = np.empty_like(d["BA"])
+    blurred = np.empty((d["img"].shape[0] - 2, d["img"].shape[1] - 2), np.float32)
     out16, x16, y16, axpy16 = np.empty_like(d["x16"]), d["x16"], d["y16"], k.get("axpy")
     one = np.float32(1)
     return {"axpy": lambda: k["axpy"](a, x, y, out=(out,)), "fused": lambda: k["fused"](x, y, z, out=(out,)),
@@ -268,6 +284,7 @@ def hologram_impls(backend: str, d: dict[str, Any], benches: list[str]) -> dict[
             "softmax_r": lambda: k["softmax_r"](x, out=(out,)),
             "gemm": lambda: k["gemm"](one, d["A"], d["B"], out=(c,)),
             "bmm": lambda: k["bmm"](d["BA"], d["BB"], out=(bc,)),
+            "blur": lambda: k["blur"](d["img"], out=(blurred,)),
             # CALL_STYLES, each written out so that only the call differs between rows
             "launch": lambda: axpy16(a, x16, y16, out=(out16,)),
             "launch_out": lambda: axpy16(a, x16, y16, out=out16),
@@ -276,14 +293,17 @@ def hologram_impls(backend: str, d: dict[str, Any], benches: list[str]) -> dict[
             "launch_cast": lambda: axpy16(a, x16, y16, out=(out16,), cast=True)}
 
 
-BENCHES = ("axpy", "fused", "sum", "softmax", "softmax_r", "gemm", "bmm", *CALL_STYLES)
+BENCHES = ("axpy", "fused", "sum", "softmax", "softmax_r", "gemm", "bmm", "blur", *CALL_STYLES)
 TITLES = {"axpy": "a*x + y", "fused": "sqrt(x*x + y*y) * exp(-z)", "sum": "sum(x)", "softmax": "softmax(x)",
-          "softmax_r": "softmax(x), reassociate", "gemm": "gemm", "bmm": "a @ b, batched (z x s x s)", **CALL_STYLES}
+          "softmax_r": "softmax(x), reassociate", "gemm": "gemm", "bmm": "a @ b, batched (z x s x s)",
+          "blur": "3x3 box blur, ranges (s x s)", **CALL_STYLES}
 
 
 def _elements(bench: str, sizes: Sizes) -> int:
     if bench == "bmm":
         return sizes.batch[0] * sizes.batch[1] ** 3
+    if bench == "blur":
+        return 9 * sizes.image ** 2
     return sizes.launch if bench in CALL_STYLES else sizes.gemm ** 3 if bench == "gemm" else sizes.n
 
 
@@ -420,6 +440,8 @@ TARGETS = (
            else None, "of numpy's GFLOP/s", lambda v: v >= 0.25),
     Target("batched a @ b: <= 2x numpy's time", lambda r: (1 / _ratio(r, "bmm", "numpy")) if _ratio(r, "bmm", "numpy")
            else None, "x numpy's time", lambda v: v <= 2),
+    Target("3x3 blur by ranges: <= 0.5x numpy slicing's time", lambda r: (1 / _ratio(r, "blur", "numpy"))
+           if _ratio(r, "blur", "numpy") else None, "x numpy's time", lambda v: v <= 0.5),
     Target("launch overhead <= 3 us", lambda r: (_t(r, "launch", "hologram") or 0) * 1e6 or None, "us",
            lambda v: v <= 3),
     Target("launch overhead <= 3 us, every call style (slowest)", _slowest_call, "us", lambda v: v <= 3),
