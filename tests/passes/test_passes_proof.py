@@ -55,12 +55,21 @@ def wrong_pass(register_plugin):
     return "swap-sub"
 
 
+def _catching(opts: tuple[str, ...], out_dir: str):
+    """The first difftest run (seeds 1, 2, ...) whose O2 row fails: a seed that draws
+    kernels which subtract (one in four generated kernels is a long reduction, whose terms
+    never do). Searched rather than pinned, since any change to the generators moves which
+    seed that is; nearly every seed does (the search stops within a few)."""
+    for seed in range(1, 30):
+        report = run_difftest(["interp"], examples=40, seed=seed, kinds=("kernels",), out_dir=out_dir, opts=opts)
+        if any(r.failed for r in report.rows if r.opt == "O2"):
+            return report
+    raise AssertionError("no seed in 1..29 drew a kernel that subtracts: the generator lost subtraction?")
+
+
 def test_a_wrong_pass_from_outside_is_caught_at_its_level_and_bisected(wrong_pass, tmp_path):
     assert wrong_pass in resolve("O2").names and wrong_pass not in resolve("O0").names
-    # seed 9 draws kernels that subtract (one in four generated kernels is a long
-    # reduction, whose terms never do)
-    report = run_difftest(["interp"], examples=40, seed=9, kinds=("kernels",), out_dir=str(tmp_path),
-                          opts=("O0", "O2"))
+    report = _catching(("O0", "O2"), str(tmp_path))
     rows = {r.opt: r for r in report.rows}
     assert rows["O0"].failed == 0 and rows["O0"].reproducer is None
     bad = rows["O2"]
@@ -82,8 +91,7 @@ def test_the_reproducer_passes_once_the_wrong_pass_is_gone(tmp_path):
     plugin = WrongPassPlugin()
     pm.register(plugin, name="test-wrong-pass")
     try:
-        report = run_difftest(["interp"], examples=40, seed=9, kinds=("kernels",), out_dir=str(tmp_path),
-                              opts=("O2",))
+        report = _catching(("O2",), str(tmp_path))
     finally:
         pm.unregister(plugin)
     path = report.rows[0].reproducer
