@@ -29,7 +29,8 @@ from hologram.dsl import ast, reductions
 from hologram.dsl.document import KernelDef, ParamSpec
 from hologram.dsl.functions import FUNCTIONS, Function
 from hologram.dsl.parser import parse_body
-from hologram.dsl.shapes import ONE, PLACEHOLDER, Val, align, at, axes, broadcast_shapes, broadcasts_to, index_expr
+from hologram.dsl.spellings import LOGICAL_REDUCTIONS, METHODS, NumpySpellings, affine_ast, logical_reduction, plural
+from hologram.dsl.shapes import PLACEHOLDER, Val, align, at, axes, broadcast_shapes, broadcasts_to, index_expr
 from hologram.dsl.typerules import BINARY, UNARY, apply, can_assign, coerce, describe, strengthen
 from hologram.ir import Accumulate, Compute, Expr, KernelIR, Statement, TensorDecl
 
@@ -134,7 +135,7 @@ class _Namer:
         return name
 
 
-class _Kernel:
+class _Kernel(NumpySpellings):
     def __init__(self, kdef: KernelDef, body: ast.Body):
         self.kdef, self.body = kdef, body
         self.params = tuple(_param_decl(p) for p in kdef.inputs)
@@ -229,8 +230,8 @@ class _Kernel:
         name, out = st.target.id, self.outputs.get(st.target.id)
         if out is not None and len(st.indices) != len(out.shape):
             raise CompileError(
-                f"output '{name}' has {_plural(len(out.shape), 'dimension')} ({type_str(out.dtype, out.shape)}) "
-                f"but the target names {_plural(len(st.indices), 'index variable')}", st.target.span)
+                f"output '{name}' has {plural(len(out.shape), 'dimension')} ({type_str(out.dtype, out.shape)}) "
+                f"but the target names {plural(len(st.indices), 'index variable')}", st.target.span)
         scope: dict[str, Binding] = {}
         for k, i in enumerate(st.indices):
             self.check_new_variable(i, scope)
@@ -308,7 +309,7 @@ class _Kernel:
             return self.transposed(node, scope)
         if isinstance(node, ast.Attribute) or isinstance(node, ast.Call) and node.func.id == "len" \
                 and "len" not in FUNCTIONS:
-            return self.eval(_affine_ast(self.shape_value(node, scope), node.span), scope)
+            return self.eval(affine_ast(self.shape_value(node, scope), node.span), scope)
         if isinstance(node, ast.Unary):
             return apply(UNARY[node.op], (self.eval(node.operand, scope),), node.span)
         if isinstance(node, ast.Binary) and node.op == "@":
@@ -331,7 +332,7 @@ class _Kernel:
             b.used = True
             if b.offset == Affine.of(0):
                 return Val(Expr.idx(b.ir))
-            return apply(BINARY["+"], (Val(Expr.idx(b.ir)), self.eval(_affine_ast(b.offset, node.span), {})), node.span)
+            return apply(BINARY["+"], (Val(Expr.idx(b.ir)), self.eval(affine_ast(b.offset, node.span), {})), node.span)
         if n in self.visible:
             decl = self.visible[n]
             if decl.kind == "scalar":
@@ -370,8 +371,8 @@ class _Kernel:
             raise CompileError(f"'{n}' is a scalar (0-dimensional); use it without an index", node.span)
         if len(node.indices) != rank:
             raise CompileError(
-                f"'{n}' has {_plural(rank, 'dimension')} ({type_str(decl.dtype, decl.shape)}) but "
-                f"{_plural(len(node.indices), 'index')} {'is' if len(node.indices) == 1 else 'are'} given", node.span)
+                f"'{n}' has {plural(rank, 'dimension')} ({type_str(decl.dtype, decl.shape)}) but "
+                f"{plural(len(node.indices), 'index')} {'is' if len(node.indices) == 1 else 'are'} given", node.span)
         by_ir = {b.ir: b for b in scope.values()}
         index = []
         for k, e in enumerate(node.indices):
@@ -384,133 +385,6 @@ class _Kernel:
                 raise CompileError("the index is too large for i64", e.span)
             index.append(index_expr(a, by_ir.keys()))
         return Val(Expr.load(n, decl.dtype, tuple(index)), (), False, node.span)
-
-    # ------------------------------------------------------------ shapes as values
-    def shape_value(self, node: ast.Attribute | ast.Call, scope: Scope) -> Affine | tuple[Affine, ...]:
-        """What `len(x)`, `x.shape[k]`, `x.ndim` and `x.size` stand for: a dimension (an
-        affine form in the shape symbols), or for `size` the dimensions to multiply. Each
-        is a weak int where it is used, exactly as a shape symbol is (numpy: a Python int)."""
-        if isinstance(node, ast.Call):  # len(x): numpy's len, the first dimension
-            if node.keywords or len(node.args) != 1 or not isinstance(node.args[0], ast.Name):
-                raise CompileError("len() takes one array name, as in len(x)", node.span)
-            decl = self.shaped(node.args[0], scope)
-            if not decl.shape:
-                raise CompileError(f"len() of '{decl.name}', which has no dimensions (numpy: len() of unsized "
-                                   f"object)", node.span, hint=f"'{decl.name}' is a scalar; its size is 1")
-            return decl.shape[0]
-        decl = self.shaped(node.base, scope)
-        rank = len(decl.shape)
-        if node.attr not in _ATTRIBUTES:
-            raise CompileError(f"arrays have no attribute '{node.attr}'{did_you_mean(node.attr, _ATTRIBUTES)}",
-                               node.span, hint=f"the attributes: {', '.join(_ATTRIBUTES)}")
-        if node.attr == "shape":
-            if node.index is None:
-                raise CompileError(f"'{decl.name}.shape' is a tuple; use one dimension of it", node.span,
-                                   hint=f"{decl.name}.shape[0]" + (f" ... {decl.name}.shape[{rank - 1}]" if rank > 1
-                                                                   else ""))
-            k = self.constant(node.index, int, f"the index of '{decl.name}.shape' must be an integer literal")
-            if not -rank <= k < rank:
-                raise CompileError(f"'{decl.name}' has {_plural(rank, 'dimension')}; {decl.name}.shape[{k}] does not "
-                                   f"exist", node.index.span)
-            return decl.shape[k]
-        if node.index is not None:
-            raise CompileError(f"'{decl.name}.{node.attr}' cannot be indexed", node.span)
-        if node.attr == "ndim":
-            return Affine.of(rank)
-        if node.attr == "size":
-            return tuple(decl.shape)
-        raise CompileError(f"'{decl.name}.T' is an array, not a number", node.span,
-                           hint=f"its dimensions are {decl.name}.shape[k] in reverse")
-
-    def transposed(self, node: ast.Attribute, scope: Scope) -> Val:
-        """`x.T`: x with its axes reversed (numpy's; a 0-d or 1-D array is itself)."""
-        if scope:
-            raise CompileError(f"'{node.base.id}.T' in index notation: index '{node.base.id}' itself", node.span,
-                               hint=f"{node.base.id}[j, i] is the transpose's element [i, j]")
-        decl = self.tensor(node.base, scope)
-        if decl.kind == "scalar":
-            return Val(Expr("SCALAR", decl.dtype, (), decl.name), (), False, node.span)
-        rank = len(decl.shape)
-        return Val(Expr.load(decl.name, decl.dtype, axes(rank)[::-1]), tuple(reversed(decl.shape)), False, node.span)
-
-    # ------------------------------------------------------------ matmul
-    def matmul_statement(self, target: ast.Name, node: ast.Binary) -> ast.Assign:
-        """`target = a @ b` as index notation, numpy's matmul: for 2-D operands
-        `target[i, j] = sum(a[i, p] * b[p, j], p)` (the contraction the tiled gemm lowering
-        takes), a 1-D operand a vector (its dimension dropped from the result), leading
-        dimensions batches, broadcast as numpy does (equal, missing, or 1). Operands that
-        are not array names are first assigned to hidden temporaries. The sum is cast to
-        the operands' promoted dtype, as numpy's matmul keeps it (an i32 product wraps)."""
-        span = node.span
-        a, b = (self.matmul_operand(side, span) for side in (node.left, node.right))
-        A, B = a.shape, b.shape
-        if not A or not B:
-            raise CompileError("matmul: an operand of '@' is a scalar (numpy raises too)", span, hint="use '*'")
-        inner_a, inner_b = A[-1], B[-2] if len(B) >= 2 else B[-1]
-        if inner_a != inner_b:
-            raise CompileError(f"matmul: '{a.name}' has {inner_a} columns but '{b.name}' has {inner_b} rows", span,
-                               hint="declare the contracted dimensions with the same shape symbol")
-        fresh = self.names.fresh
-        p = fresh("mm_p")
-        batch_a, batch_b = A[:-2], B[:-2]
-        width = max(len(batch_a), len(batch_b))
-        target_idx, idx_a, idx_b = [], [], []
-        for k in range(width):
-            da = batch_a[k - width + len(batch_a)] if k - width + len(batch_a) >= 0 else None
-            db = batch_b[k - width + len(batch_b)] if k - width + len(batch_b) >= 0 else None
-            if da is not None and db is not None and da != db and ONE not in (da, db):
-                raise CompileError(f"matmul: batch dimensions {da} of '{a.name}' and {db} of '{b.name}' do not "
-                                   f"broadcast", span, hint="give them the same shape symbol, or make one 1")
-            z = fresh("mm_z")
-            target_idx.append(z)
-            if da is not None:
-                idx_a.append(z if da != ONE or db in (None, ONE) else "0")
-            if db is not None:
-                idx_b.append(z if db != ONE or da in (None, ONE) else "0")
-        if len(A) >= 2:
-            i = fresh("mm_i")
-            target_idx.append(i)
-            idx_a.append(i)
-        idx_a.append(p)
-        idx_b.append(p)
-        if len(B) >= 2:
-            j = fresh("mm_j")
-            target_idx.append(j)
-            idx_b.append(j)
-
-        def ref(decl: TensorDecl, names: list[str]) -> ast.Subscript:
-            return ast.Subscript(ast.Name(decl.name, span), tuple(
-                ast.Num(0, "0", span) if n == "0" else ast.Name(n, span) for n in names), span)
-
-        product = ast.Binary("*", ref(a, idx_a), ref(b, idx_b), span)
-        value: ast.Expr = ast.Call(ast.Name("sum", span), (product, ast.Name(p, span)), (), span)
-        promoted = apply(BINARY["*"], (Val(Expr.load(a.name, a.dtype, ()), ()), Val(Expr.load(b.name, b.dtype, ()), ())),
-                         span).dtype
-        if reductions.result_dtype("sum", promoted) is not promoted:
-            value = ast.Call(ast.Name(promoted.value, span), (value,), (), span)
-        indices = tuple(ast.Name(n, span) for n in target_idx) if target_idx else None
-        return ast.Assign(target, indices, value, span)
-
-    def matmul_operand(self, node: ast.Expr, span: Span) -> TensorDecl:
-        """The array an operand of '@' names, or a hidden temporary holding its value."""
-        if isinstance(node, ast.Name) and node.id in self.visible:
-            return self.visible[node.id]
-        if isinstance(node, ast.Name) and node.id not in self.outputs and node.id not in self.symbols \
-                and node.id not in CONSTANTS:
-            raise self.unknown(node, {})
-        tmp = self.names.fresh("matmul_arg")
-        self.statement(ast.Assign(ast.Name(tmp, span), None, node, span))
-        return self.visible[tmp]
-
-    def shaped(self, node: ast.Name, scope: Scope) -> TensorDecl:
-        """The declaration whose shape `node` asks about: an input, an output (declared,
-        assigned or not) or a temporary already assigned."""
-        if node.id in scope:
-            raise CompileError(f"'{node.id}' is an index variable; it has no shape", node.span)
-        decl = self.visible.get(node.id) or self.outputs.get(node.id)
-        if decl is None:
-            raise self.unknown(node, scope)
-        return decl
 
     def affine(self, e: ast.Expr, scope: Scope) -> Affine:
         """An index expression as an affine form over IR variable names and shape symbols."""
@@ -560,7 +434,7 @@ class _Kernel:
     # ------------------------------------------------------------ calls
     def call(self, node: ast.Call, scope: Scope) -> Val:
         if node.func.id in LOGICAL_REDUCTIONS:
-            return self.eval(_logical_reduction(node), scope)
+            return self.eval(logical_reduction(node), scope)
         fn = FUNCTIONS.get(node.func.id)
         if node.method:
             base = node.args[0]
@@ -568,7 +442,7 @@ class _Kernel:
                 more = ", ..." if fn is not None and len(fn.params) > 1 else ""
                 form = f"{node.func.id}({base.id}{more})" if fn is not None else f"a function of {base.id}"
                 raise CompileError(f"'{base.id}.{node.func.id}()': of numpy's array methods, only the reductions "
-                                   f"({', '.join(_METHODS)}) are accepted", node.span, hint=f"write {form}")
+                                   f"({', '.join(METHODS)}) are accepted", node.span, hint=f"write {form}")
             if len(node.args) > 1:
                 raise CompileError(f"'{base.id}.{node.func.id}()' takes keyword arguments only (axis=, keepdims=)",
                                    node.args[1].span)
@@ -593,7 +467,7 @@ class _Kernel:
         n, want = len(node.args), len(fn.params)
         if n < want or (n > want and not fn.variadic):
             hint = "round() rounds to an integer; it has no decimals argument" if fn.name == "round" else None
-            raise CompileError(f"{fn.name}() takes {_plural(want, 'argument')} ({fn.signature}) but {n} "
+            raise CompileError(f"{fn.name}() takes {plural(want, 'argument')} ({fn.signature}) but {n} "
                                f"{'was' if n == 1 else 'were'} given", node.span, hint=hint or f"usage: {fn.signature}")
 
     def reduction(self, fn: Function, node: ast.Call, scope: Scope) -> Val:
@@ -636,25 +510,6 @@ class _Kernel:
             self.require_range(b)
         return reductions.over_vars(fn.op, val, [(b.ir, b.range) for b in bindings], node.span)
 
-    def range_bounds(self, node: ast.Ranged) -> tuple[Affine, Affine]:
-        """(start, stop) of `var in range(stop)` or `range(start, stop)`: affine in the
-        shape symbols; a range that is empty or negative for every size is an error."""
-        over = node.over
-        if not (isinstance(over, ast.Call) and over.func.id == "range" and not over.keywords
-                and 1 <= len(over.args) <= 2):
-            raise CompileError(f"'{node.var.id} in ...' takes range(stop) or range(start, stop)", over.span,
-                               hint=f"sum(x[i + {node.var.id}], {node.var.id} in range(3))")
-        try:
-            bounds = [self.affine(a, {}) for a in over.args]
-        except CompileError as exc:
-            raise CompileError(f"the bounds of range() must be affine in the shape symbols ({exc.message})",
-                               exc.span, hint="like range(3), range(1, n) or range(n - 1)") from None
-        start, stop = (Affine.of(0), bounds[0]) if len(bounds) == 1 else bounds
-        extent = stop - start
-        if extent.is_const and extent.const <= 0:
-            raise CompileError(f"range({', '.join(str(b) for b in bounds)}) is empty", over.span)
-        return start, stop
-
     def constant(self, node: ast.Expr, kind: type, message: str) -> bool | int:
         val = self.eval(node, {})
         if not val.is_literal or type(val.literal) is not kind:
@@ -681,46 +536,6 @@ class _Kernel:
 
 
 # ------------------------------------------------------------------ declarations
-_ATTRIBUTES = ("shape", "ndim", "size", "T")
-LOGICAL_REDUCTIONS = ("any", "all")
-_METHODS = tuple(sorted([*(n for n, f in FUNCTIONS.items() if f.kind == "reduce"), *LOGICAL_REDUCTIONS]))
-
-
-def _logical_reduction(node: ast.Call) -> ast.Expr:
-    """`any(x, ...)` as `sum(bool(x), ...) != 0` and `all(x, ...)` as `sum(bool(x) == false,
-    ...) == 0`: numpy's any and all (truthiness, so NaN is true; False and True over an
-    empty extent), every form sum takes (axis=, keepdims=, index variables, a method),
-    counting rather than branching, so it vectorizes as a sum does."""
-    if not node.args:
-        raise CompileError(f"{node.func.id}() takes the array to test, as in {node.func.id}(x > 0)", node.span)
-    span = node.span
-    truth: ast.Expr = ast.Call(ast.Name("bool", span), (node.args[0],), (), span)
-    if node.func.id == "all":
-        truth = ast.Binary("==", truth, ast.Bool(False, span), span)
-    count = ast.Call(ast.Name("sum", node.func.span), (truth, *node.args[1:]), node.keywords, span)
-    return ast.Binary("!=" if node.func.id == "any" else "==", count, ast.Num(0, "0", span), span)
-
-
-def _affine_ast(value: Affine | tuple[Affine, ...], span: Span) -> ast.Expr:
-    """`2*n + 1` (or, for a tuple, the product of its dimensions) as body syntax, so it is
-    typed exactly as the same text would be: symbols and literals are weak ints."""
-    if isinstance(value, tuple):
-        product: ast.Expr = ast.Num(1, "1", span)
-        for d in value:
-            product = ast.Binary("*", product, _affine_ast(d, span), span)
-        return product
-    parts: list[ast.Expr] = []
-    for name, coeff in value.terms:
-        term: ast.Expr = ast.Name(name, span)
-        parts.append(term if coeff == 1 else ast.Binary("*", ast.Num(coeff, str(coeff), span), term, span))
-    if value.const or not parts:
-        parts.append(ast.Num(value.const, str(value.const), span))
-    total = parts[0]
-    for part in parts[1:]:
-        total = ast.Binary("+", total, part, span)
-    return total
-
-
 def _param_decl(p: ParamSpec) -> TensorDecl:
     return TensorDecl(p.name, p.dtype, p.shape, "input" if p.shape else "scalar")
 
@@ -744,8 +559,3 @@ def _symbols(kdef: KernelDef) -> tuple[str, ...]:
         if s in names:
             raise CompileError(f"'{s}' is both a shape symbol and a parameter name", p.span)
     return tuple(seen)
-
-
-def _plural(n: int, word: str) -> str:
-    plural = {"index": "indices"}.get(word, word + "s")
-    return f"{n} {word if n == 1 else plural}"
