@@ -29,7 +29,9 @@ from hologram.dsl import ast, reductions
 from hologram.dsl.document import KernelDef, ParamSpec
 from hologram.dsl.functions import FUNCTIONS, Function
 from hologram.dsl.parser import parse_body
-from hologram.dsl.spellings import LOGICAL_REDUCTIONS, METHODS, NumpySpellings, affine_ast, logical_reduction, plural
+from hologram.dsl.spellings import (
+    LOGICAL_REDUCTIONS, METHODS, NUMPY_TYPES, NumpySpellings, affine_ast, logical_reduction, plural,
+)
 from hologram.dsl.shapes import PLACEHOLDER, Val, align, at, axes, broadcast_shapes, broadcasts_to, index_expr
 from hologram.dsl.typerules import BINARY, UNARY, apply, can_assign, coerce, describe, strengthen
 from hologram.ir import Accumulate, Compute, Expr, KernelIR, Statement, TensorDecl
@@ -435,6 +437,9 @@ class _Kernel(NumpySpellings):
     def call(self, node: ast.Call, scope: Scope) -> Val:
         if node.func.id in LOGICAL_REDUCTIONS:
             return self.eval(logical_reduction(node), scope)
+        if node.method and node.func.id == "astype" or not node.method and node.func.id in NUMPY_TYPES \
+                and node.func.id not in FUNCTIONS and node.func.id not in self.visible:
+            return self.eval(self.numpy_cast(node), scope)
         fn = FUNCTIONS.get(node.func.id)
         if node.method:
             base = node.args[0]

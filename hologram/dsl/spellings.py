@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from hologram.core.errors import CompileError, Span, did_you_mean
-from hologram.core.types import Affine
+from hologram.core.types import Affine, DType
 from hologram.dsl import ast, reductions
 from hologram.dsl.functions import FUNCTIONS
 from hologram.dsl.shapes import ONE, Val, axes
@@ -21,6 +21,8 @@ from hologram.dsl.typerules import BINARY, apply
 from hologram.ir import Expr, TensorDecl
 
 Scope = Mapping[str, Any]  # index variable name -> the analyzer's Binding
+# numpy's dtype names (`np.float32(x)`, `x.astype(np.int64)`) -> this language's cast
+NUMPY_TYPES = {**{d.np.name: d.value for d in DType}, "bool_": "bool"}
 
 
 class NumpySpellings:
@@ -150,6 +152,22 @@ class NumpySpellings:
         if decl is None:
             raise self.unknown(node, scope)
         return decl
+
+    def numpy_cast(self, node: ast.Call) -> ast.Call:
+        """`np.float32(x)` and `x.astype(np.float32)` (or `x.astype(f32)`) as `f32(x)`."""
+        if not node.method:
+            return ast.Call(ast.Name(NUMPY_TYPES[node.func.id], node.func.span), node.args, node.keywords, node.span)
+        base = node.args[0]
+        if len(node.args) != 2 or node.keywords:
+            raise CompileError(f"'{base.id}.astype()' takes one type, as in {base.id}.astype(np.float32)", node.span)
+        t = node.args[1]
+        name = t.attr if isinstance(t, ast.Attribute) and t.base.id in ("np", "numpy") and t.index is None else \
+            t.id if isinstance(t, ast.Name) else None
+        name = NUMPY_TYPES.get(name, name)
+        if name not in {d.value for d in DType}:
+            raise CompileError(f"'{base.id}.astype()' takes a type such as np.float32 or f32", t.span,
+                               hint=f"the types: {', '.join(d.value for d in DType)} (or numpy's names)")
+        return ast.Call(ast.Name(name, node.func.span), (base,), (), node.span)
 
     def range_bounds(self, node: ast.Ranged) -> tuple[Affine, Affine]:
         """(start, stop) of `var in range(stop)` or `range(start, stop)`: affine in the

@@ -191,6 +191,10 @@ def render(node: Node) -> str:
     if node.op == "load":
         return node.attr[1]
     if node.op == "cast":
+        if node.text == "np":
+            return f"np.{np.dtype(node.attr).name}({render(node.args[0])})"
+        if node.text == "astype":
+            return f"{render(node.args[0])}.astype(np.{np.dtype(node.attr).name})"
         return f"{DType.from_numpy(node.attr)}({render(node.args[0])})"
     if node.op == "reduce":
         kind, axis, keepdims = node.attr
@@ -324,7 +328,9 @@ class Builder:
         choice = choice[draw(st.integers(0, len(choice) - 1))]
         if choice == "cast" and self.cfg.casts:
             child, dt = self.expr(shape, depth - 1), self._dtype(ALL_KINDS)
-            return Node("cast", dt, child.shape, (child,), dt)
+            # the DSL's `f32(x)`, or numpy's `np.float32(x)` / `x.astype(np.float32)` (of a name)
+            style = self.draw(st.sampled_from(("dsl", "np", "astype") if child.op == "input" else ("dsl", "np")))
+            return Node("cast", dt, child.shape, (child,), dt, text=style)
         if choice == "reduce" and self.cfg.reductions and not self.index_mode:
             return self.reduction(shape, depth)
         if not self.ops:

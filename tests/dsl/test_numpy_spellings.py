@@ -33,6 +33,8 @@ CASES = [  # body, inputs, outputs, arguments, numpy's answer
     ("y = where(x > 0, True, False) * x", None, None, (X,), np.where(X > 0, True, False) * X),
     ("y = np.exp(x) + numpy.abs(x)", None, None, (X,), np.exp(X) + np.abs(X)),
     ("y = x - x.max()", None, None, (X,), X - X.max()),
+    ("y = np.float32(x.astype(np.float16)) + np.float32(x > 0)", None, None, (X,),
+     X.astype(np.float16).astype(np.float32) + np.float32(X > 0)),
     ("y = np.cbrt(x * 8)", None, None, (X,), np.cbrt(X * 8)),  # negative arguments too
     ("y = x - x.mean()", None, None, (X,), X - X.mean()),
     ("y = m / m.size", 'm = "f32[a, b]"', 'y = "f32[a, b]"', (M,), M / M.size),
@@ -162,7 +164,8 @@ ERRORS = [  # body, inputs, (line, column), message, hint
     ("y[i] = x.T[i]", None, (1, 8), "'x.T' cannot be indexed", None),
     ("y[i] = x[i] + x.T", None, (1, 15), "in index notation: index 'x' itself", "x[j, i]"),
     ("y = x.exp()", None, (1, 5), "only the reductions", "write exp(x)"),
-    ("y = x.astype(f64)", None, (1, 5), "only the reductions", "a function of x"),
+    ("y = x.astype(np.float99)", None, (1, 14), "takes a type such as np.float32 or f32", "f32"),
+    ("y = x.astype(f64, copy=False)", None, (1, 5), "takes one type", None),
     ("y = x + x.sum(0)", None, (1, 15), "keyword arguments only", None),
     ("y = x + len(s)", 'x = "f32[n]", s = "f32"', (1, 9), "len() of 's', which has no dimensions", "scalar"),
     ("y = x + len(x + 1)", None, (1, 9), "len() takes one array name", None),
