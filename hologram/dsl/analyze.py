@@ -447,7 +447,7 @@ class _Kernel(NumpySpellings):
                 more = ", ..." if fn is not None and len(fn.params) > 1 else ""
                 form = f"{node.func.id}({base.id}{more})" if fn is not None else f"a function of {base.id}"
                 raise CompileError(f"'{base.id}.{node.func.id}()': of numpy's array methods, only the reductions "
-                                   f"({', '.join(METHODS)}) are accepted", node.span, hint=f"write {form}")
+                                   f"({', '.join(METHODS)}) and astype are accepted", node.span, hint=f"write {form}")
             if len(node.args) > 1:
                 raise CompileError(f"'{base.id}.{node.func.id}()' takes keyword arguments only (axis=, keepdims=)",
                                    node.args[1].span)
