@@ -30,7 +30,7 @@ from hologram.dsl.document import KernelDef, ParamSpec
 from hologram.dsl.functions import FUNCTIONS, Function
 from hologram.dsl.parser import parse_body
 from hologram.dsl.spellings import (
-    LOGICAL_REDUCTIONS, METHODS, NUMPY_TYPES, NumpySpellings, affine_ast, logical_reduction, plural,
+    LOGICAL_REDUCTIONS, METHODS, NUMPY_TYPES, NumpySpellings, affine_ast, asks_shape, logical_reduction, plural,
 )
 from hologram.dsl.shapes import PLACEHOLDER, Val, align, at, axes, broadcast_shapes, broadcasts_to, index_expr
 from hologram.dsl.typerules import BINARY, UNARY, apply, can_assign, coerce, describe, strengthen
@@ -309,8 +309,7 @@ class _Kernel(NumpySpellings):
             return self.subscript(node, scope)
         if isinstance(node, ast.Attribute) and node.attr == "T" and node.index is None:
             return self.transposed(node, scope)
-        if isinstance(node, ast.Attribute) or isinstance(node, ast.Call) and node.func.id == "len" \
-                and "len" not in FUNCTIONS:
+        if asks_shape(node):
             return self.eval(affine_ast(self.shape_value(node, scope), node.span), scope)
         if isinstance(node, ast.Unary):
             return apply(UNARY[node.op], (self.eval(node.operand, scope),), node.span)
@@ -392,7 +391,7 @@ class _Kernel(NumpySpellings):
         """An index expression as an affine form over IR variable names and shape symbols."""
         if isinstance(e, ast.Num) and isinstance(e.value, int):
             return Affine.of(e.value)
-        if isinstance(e, ast.Attribute) or isinstance(e, ast.Call) and e.func.id == "len" and "len" not in FUNCTIONS:
+        if asks_shape(e):
             value = self.shape_value(e, scope)
             if isinstance(value, Affine):
                 return value

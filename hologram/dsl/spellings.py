@@ -229,6 +229,11 @@ def affine_ast(value: Affine | tuple[Affine, ...], span: Span) -> ast.Expr:
     return total
 
 
+def asks_shape(node: ast.Expr) -> bool:
+    """Whether `node` is `len(x)` or an attribute of an array (`x.shape[k]`, `x.size`...)."""
+    return isinstance(node, ast.Attribute) or isinstance(node, ast.Call) and node.func.id == "len" and not node.method
+
+
 def plural(n: int, word: str) -> str:
     """`1 dimension`, `2 dimensions`, `3 indices`."""
     many = {"index": "indices"}.get(word, word + "s")

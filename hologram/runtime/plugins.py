@@ -328,8 +328,7 @@ class HologramPluginManager(pluggy.PluginManager):
         self._registries.clear()
 
     def _assemble(self, nouns: frozenset[str]) -> Registry:
-        accepted = {k.noun: [(by, obj) for by, obj in self._tables.get(k.noun, ())] if k.noun in nouns else []
-                    for k in KINDS}
+        accepted = {k.noun: self._tables.get(k.noun, []) if k.noun in nouns else [] for k in KINDS}
         rows = []
         for name, plugin in list(self.list_name_plugin()):
             if plugin is None:

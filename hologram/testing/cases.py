@@ -213,7 +213,7 @@ def _index(name: str, domain: tuple[str, ...]) -> Node:
 def _symbol(draw: Callable, name: str, arrays: Sequence[Param]) -> Node:
     """A shape symbol used as a value: a weak int, as numpy's `len(x)`; spelled by its
     name or, where an array has it as a dimension, as numpy would: `len(x)` (the first),
-    `x.shape[k]`, `x.shape[k - rank]`."""
+    `x.shape[k]`, `x.shape[k - rank]`, `x.size` (a vector)."""
     spellings = [name]
     for p in arrays:
         dims = [str(d) for d in p.dims]
@@ -221,6 +221,7 @@ def _symbol(draw: Callable, name: str, arrays: Sequence[Param]) -> Node:
             if d == name:
                 spellings += [f"{p.name}.shape[{k}]", f"{p.name}.shape[{k - len(dims)}]"]
                 spellings += [f"len({p.name})"] if k == 0 else []
+                spellings += [f"{p.name}.size"] if len(dims) == 1 else []
     text = draw(st.sampled_from(spellings))
     return symbol(name, None if text == name else text)
 

@@ -68,3 +68,19 @@ def test_shipped_code_outlives_a_change_to_the_verifier(softmax, monkeypatch):
     fresh = CpuLlvmBackend(num_threads=1, cache_dir=False)
     assert fresh.cache_key("p") != before and "verifier edited" in fresh.cache_key("p")
     assert fresh.prepare_native(softmax, [built]) is not None
+
+
+def test_the_os_tells_the_level_features_as_llvm_does():
+    """cpu.py answers from /proc/cpuinfo without loading LLVM; wherever it answers, it must
+    give LLVM's answer, and it leaves to LLVM the features its table does not map."""
+    answered = 0
+    for feature in cpu.X86_64_LEVELS["x86-64-v4"]:
+        said = cpu.has_features([feature])
+        if said is not None:
+            assert said == jit.has_features([feature]), feature
+            answered += 1
+    assert answered == len(cpu.X86_64_LEVELS["x86-64-v4"]) or cpu.fingerprint() is None
+    assert cpu.has_features(["a-feature-no-table-maps"]) is None
+    assert cpu.same_platform(jit.host().triple)
+    other = "aarch64-unknown-linux-gnu" if cpu.arch() != "aarch64" else "x86_64-unknown-linux-gnu"
+    assert not cpu.same_platform(other)
