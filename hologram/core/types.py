@@ -275,7 +275,7 @@ class Affine:
         parts: list[str] = []
         for name, c in self.terms:
             mag = abs(c)
-            term = name if mag == 1 else f"{mag}*{name}"
+            term = name if mag == 1 else f"{mag}*({name})" if _infix(name) else f"{mag}*{name}"
             if not parts:
                 parts.append(term if c > 0 else f"-{term}")
             else:
@@ -286,6 +286,12 @@ class Affine:
             else:
                 parts.append(f"+ {self.const}" if self.const > 0 else f"- {-self.const}")
         return " ".join(parts)
+
+
+def _infix(name: str) -> bool:
+    """A derived symbol written with `//` or `*` (hologram.core.dims): parenthesized under
+    a coefficient, so `2*(n//2)` reads as it is meant."""
+    return ("//" in name or "*" in name) and not name.startswith(("max(", "min("))
 
 
 Shape = tuple[Affine, ...]

@@ -23,6 +23,7 @@ from typing import Mapping
 
 import attrs
 
+from hologram.core.dims import DimAlgebra, derived_closure, is_derived, parse_derived
 from hologram.core.errors import CompileError, Span, did_you_mean
 from hologram.core.types import Affine, DType, Shape, shape_str, type_str
 from hologram.dsl import ast, reductions
@@ -33,6 +34,7 @@ from hologram.dsl.spellings import (
     LOGICAL_REDUCTIONS, METHODS, NUMPY_TYPES, NumpySpellings, affine_ast, asks_shape, logical_reduction, plural,
 )
 from hologram.dsl.shapes import PLACEHOLDER, Val, align, at, axes, broadcast_shapes, broadcasts_to, index_expr
+from hologram.dsl.slicing import NumpyIndexing
 from hologram.dsl.typerules import BINARY, UNARY, apply, can_assign, coerce, describe, strengthen
 from hologram.ir import Accumulate, Compute, Expr, KernelIR, Statement, TensorDecl
 
@@ -137,13 +139,14 @@ class _Namer:
         return name
 
 
-class _Kernel(NumpySpellings):
+class _Kernel(NumpySpellings, NumpyIndexing):
     def __init__(self, kdef: KernelDef, body: ast.Body):
         self.kdef, self.body = kdef, body
         self.params = tuple(_param_decl(p) for p in kdef.inputs)
         self.outputs = {p.name: TensorDecl(p.name, p.dtype, p.shape, "output") for p in kdef.outputs}
         self.specs: dict[str, ParamSpec] = {p.name: p for p in kdef.inputs + kdef.outputs}
         self.symbols = _symbols(kdef)
+        self.dims = DimAlgebra(tuple(d for p in kdef.inputs + kdef.outputs for d in p.shape))
         self.visible: dict[str, TensorDecl] = {d.name: d for d in self.params}  # readable now
         self.temps: list[TensorDecl] = []
         self.statements: list[Statement] = []
@@ -339,7 +342,7 @@ class _Kernel(NumpySpellings):
             if decl.kind == "scalar":
                 return Val(Expr("SCALAR", decl.dtype, (), n))
             return Val(Expr.load(n, decl.dtype, axes(len(decl.shape))), decl.shape)
-        if n in self.symbols:  # a weak int, as len(x) is a Python int in numpy
+        if n in self.symbols or is_derived(n):  # a weak int, as len(x) is a Python int in numpy
             return Val(Expr("SYM", I64, (), n), (), True)
         if n in CONSTANTS and n not in self.assigned_later:
             return Val.of_literal(CONSTANTS[n])
@@ -368,24 +371,27 @@ class _Kernel(NumpySpellings):
         n, rank = decl.name, len(decl.shape)
         if decl.kind == "scalar":
             raise CompileError(f"'{n}' is a scalar parameter; it cannot be indexed", node.span)
-        if rank == 0:
+        plain = not any(isinstance(i, (ast.Slice, ast.NoneIndex, ast.EllipsisIndex)) for i in node.indices)
+        if rank == 0 and plain:
             raise CompileError(f"'{n}' is a scalar (0-dimensional); use it without an index", node.span)
-        if len(node.indices) != rank:
+        if plain and (len(node.indices) > rank or scope and len(node.indices) != rank):
             raise CompileError(
                 f"'{n}' has {plural(rank, 'dimension')} ({type_str(decl.dtype, decl.shape)}) but "
                 f"{plural(len(node.indices), 'index')} {'is' if len(node.indices) == 1 else 'are'} given", node.span)
+        return self.indexed(node, decl, scope)
+
+    def variable_index(self, e: ast.Expr, a: Affine, k: int, decl: TensorDecl, scope: Scope) -> Expr:
+        """The index `a` (affine in index variables and shape symbols) on dimension `k` of
+        `decl`; a variable indexing it plainly (or strided) learns its range from it."""
         by_ir = {b.ir: b for b in scope.values()}
-        index = []
-        for k, e in enumerate(node.indices):
-            a = self.affine(e, scope)
-            if a.const == 0 and len(a.terms) == 1 and a.terms[0][1] == 1 and a.terms[0][0] in by_ir:
-                by_ir[a.terms[0][0]].note(decl.shape[k], f"dimension {k} of '{n}', line {e.span.line}", e.span)
-            elif len(used := [v for v, _ in a.terms if v in by_ir]) == 1:
-                by_ir[used[0]].note_strided(decl.shape[k], a, f"dimension {k} of '{n}', line {e.span.line}", e.span)
-            if any(not I64.min <= c <= I64.max for c in (a.const, *(c for _, c in a.terms))):
-                raise CompileError("the index is too large for i64", e.span)
-            index.append(index_expr(a, by_ir.keys()))
-        return Val(Expr.load(n, decl.dtype, tuple(index)), (), False, node.span)
+        where = f"dimension {k} of '{decl.name}', line {e.span.line}"
+        if a.const == 0 and len(a.terms) == 1 and a.terms[0][1] == 1 and a.terms[0][0] in by_ir:
+            by_ir[a.terms[0][0]].note(decl.shape[k], where, e.span)
+        elif len(used := [v for v, _ in a.terms if v in by_ir]) == 1:
+            by_ir[used[0]].note_strided(decl.shape[k], a, where, e.span)
+        if any(not I64.min <= c <= I64.max for c in (a.const, *(c for _, c in a.terms))):
+            raise CompileError("the index is too large for i64", e.span)
+        return index_expr(a, by_ir.keys())
 
     def affine(self, e: ast.Expr, scope: Scope) -> Affine:
         """An index expression as an affine form over IR variable names and shape symbols."""
@@ -553,8 +559,19 @@ def _symbols(kdef: KernelDef) -> tuple[str, ...]:
             raise CompileError(f"'{p.name}' is declared twice", p.span)
         names.add(p.name)
         for d in p.shape:
+            derived = [s for s in d.symbols if is_derived(s)]
+            if derived and p in kdef.inputs:
+                raise CompileError(f"input '{p.name}' has the dimension {d}, which is not affine; the shape "
+                                   f"symbols are solved from the inputs' dimensions", p.span,
+                                   hint="declare the input with its own symbols (f32[m, n]); products and '//' "
+                                        "are for outputs")
+            for s in derived_closure(derived):
+                for base in parse_derived(s).symbols:
+                    if not is_derived(base):
+                        seen.setdefault(base, p)
             for s in d.symbols:
-                seen.setdefault(s, p)
+                if not is_derived(s):
+                    seen.setdefault(s, p)
     bindable = {d.terms[0][0] for p in kdef.inputs for d in p.shape if len(d.terms) == 1}
     for s, p in seen.items():
         if s not in bindable:

@@ -37,11 +37,35 @@ class Name:
 
 
 @attrs.frozen
+class NoneIndex:
+    """`None` (or `np.newaxis`) in an index: a new axis of length 1."""
+
+    span: Span
+
+
+@attrs.frozen
+class EllipsisIndex:
+    """`...` in an index: as many whole axes as the other indices leave."""
+
+    span: Span
+
+
+@attrs.frozen
+class Slice:
+    """`start:stop:step` in an index, each part optional (None when absent)."""
+
+    start: "Expr | None"
+    stop: "Expr | None"
+    step: "Expr | None"
+    span: Span
+
+
+@attrs.frozen
 class Subscript:
-    """`base[i, j + 1]`: an element of an array in index notation."""
+    """`base[i, j + 1]` (an element, in index notation) or numpy's indexing, `x[1:, None]`."""
 
     base: Name
-    indices: tuple["Expr", ...]
+    indices: tuple["Expr | Slice | EllipsisIndex", ...]
     span: Span
 
 
@@ -104,7 +128,7 @@ class Binary:
     span: Span
 
 
-Expr = Union[Num, Bool, Name, Subscript, Attribute, Call, Unary, Binary, Ranged]
+Expr = Union[Num, Bool, Name, Subscript, Attribute, Call, Unary, Binary, Ranged, NoneIndex]
 
 
 @attrs.frozen
@@ -125,7 +149,7 @@ class Body:
 COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 
 
-def children(node: Expr | Assign | Keyword) -> tuple:
+def children(node: Expr | Assign | Keyword | Slice) -> tuple:
     """The direct sub-expressions of a node, in source order."""
     if isinstance(node, Subscript):
         return (node.base, *node.indices)
@@ -141,6 +165,8 @@ def children(node: Expr | Assign | Keyword) -> tuple:
         return (node.value,)
     if isinstance(node, Ranged):
         return (node.var, node.over)
+    if isinstance(node, Slice):
+        return tuple(p for p in (node.start, node.stop, node.step) if p is not None)
     if isinstance(node, Assign):
         return (node.target, *(node.indices or ()), node.value)
     return ()
@@ -166,7 +192,7 @@ def depth(node: Expr | Assign) -> int:
 
 
 # ------------------------------------------------------------------ text form
-def format_expr(e: Expr) -> str:
+def format_expr(e: Expr | Slice | EllipsisIndex) -> str:
     """Fully parenthesized prefix form: `(* alpha (sum (* a[i, p] b[p, j]) p))`."""
     if isinstance(e, Num):
         return e.text
@@ -176,6 +202,13 @@ def format_expr(e: Expr) -> str:
         return e.id
     if isinstance(e, Subscript):
         return f"{e.base.id}[{', '.join(format_expr(i) for i in e.indices)}]"
+    if isinstance(e, NoneIndex):
+        return "None"
+    if isinstance(e, EllipsisIndex):
+        return "..."
+    if isinstance(e, Slice):
+        parts = ["" if p is None else format_expr(p) for p in (e.start, e.stop, e.step)]
+        return ":".join(parts if e.step is not None else parts[:2])
     if isinstance(e, Attribute):
         return f"{e.base.id}.{e.attr}" + ("" if e.index is None else f"[{format_expr(e.index)}]")
     if isinstance(e, Call):

@@ -119,6 +119,22 @@ class _ToAst(Transformer_NonRecursive):
     def subscript(self, span, c):
         return ast.Subscript(self._name(c[0]), tuple(c[1:]), span)
 
+    def slice(self, span, c):
+        parts: list = [None, None, None]
+        k = 0
+        for child in c:  # the colons say which of start, stop and step each expression is
+            if isinstance(child, Token) and child.type == "COLON":
+                k += 1
+            else:
+                parts[k] = child
+        return ast.Slice(*parts, span)
+
+    def ellipsis(self, span, c):
+        return ast.EllipsisIndex(span)
+
+    def none(self, span, c):
+        return ast.NoneIndex(span)
+
     def keyword(self, span, c):
         return ast.Keyword(str(c[0]), c[1], span)
 
@@ -145,6 +161,8 @@ class _ToAst(Transformer_NonRecursive):
         return self.call(span, [func, base, *c[2:]], method=True)  # x.sum(axis=1) is sum(x, axis=1)
 
     def attribute(self, span, c):
+        if str(c[0]) in NUMPY_PREFIXES and str(c[1]) == "newaxis":  # np.newaxis is None
+            return ast.NoneIndex(span)
         return ast.Attribute(self._name(c[0]), str(c[1]), None, span)
 
     def attribute_subscript(self, span, c):
@@ -193,7 +211,7 @@ _ORDER = ("NAME", "NUMBER", "EQUAL", "LSQB", "LPAR", "COMMA", "RPAR", "RSQB", "_
 _CHAR_HINTS = {
     "!": "use 'not' for logical negation ('!=' compares)",
     ";": "write one statement per line",
-    ":": "slices are not supported; use index notation, e.g. y[i] = x[i + 1]",
+    ":": "a slice start:stop:step is written inside an index, as in x[1:-1]",
     '"': "strings are not part of the body language", "'": "strings are not part of the body language",
     ".": "attributes and methods follow a name: x.shape[0], x.ndim, x.size, x.sum(axis=0), np.exp(x)",
 }

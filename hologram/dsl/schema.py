@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
+from hologram.core.dims import DimAlgebra
 from hologram.core.errors import DocumentError, Span, did_you_mean, shorten
 from hologram.core.types import Affine, DType, Shape
 from hologram.dsl.document import BodyOrigin, KernelDef, ParamSpec
@@ -73,13 +74,14 @@ _DTYPE_ALIASES: Mapping[str, DType] = {
 }
 _DTYPES = ", ".join(d.value for d in DType)
 MAX_RANK = 32  # dimensions of an array (numpy 1's limit; docs/dsl.md, "Limits")
-_DIM_HINT = "a dimension is an integer (4), a shape symbol (n) or an affine expression such as 2*n + 1 or n - 2"
+_DIM_HINT = ("a dimension is an integer (4), a shape symbol (n), an affine expression such as 2*n + 1 or n - 2, "
+             "or, for an output, a product (m*n) or floor division ((n + 1)//2) of those")
 # A dimension's constant and coefficients are 64-bit integers, as the ISA holds them (the
 # verifier refused wider ones, without a position in the document).
 _I64_MIN, _I64_MAX = DType.I64.min, DType.I64.max
 _I64_DIGITS = len(str(_I64_MAX))
 _RANGE_HINT = "the integers of a dimension (its constant and coefficients) lie in -2**63 .. 2**63 - 1"
-_TOKEN = re.compile(r"\s*(?:(?P<int>[0-9]+)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>[][,+*()-])|(?P<bad>\S))")
+_TOKEN = re.compile(r"\s*(?:(?P<int>[0-9]+)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>//|[][,+*()-])|(?P<bad>\S))")
 
 
 @attrs.frozen
@@ -132,8 +134,8 @@ class _TypeParser:
         tok = self.toks[self.k]
         if tok.kind == "bad":
             if tok.text == "/":
-                raise self.fail(f"division is not allowed in a dimension of type {self.text!r}: dimensions "
-                                "are affine", tok.start, tok.end, hint=_DIM_HINT)
+                raise self.fail(f"'/' is not allowed in a dimension of type {self.text!r}: a dimension is an "
+                                "integer; divide with '//'", tok.start, tok.end, hint=_DIM_HINT)
             raise self.fail(f"unexpected character {tok.text!r} in type {self.text!r}", tok.start, tok.end,
                             hint="a type is an element type, optionally with dimensions: f32, f32[n], f32[m, k]")
         self.k += 1
@@ -204,16 +206,21 @@ class _TypeParser:
         return value
 
     def product(self) -> Affine:
+        """Products and floor divisions, as Python reads them (left to right): affine when a
+        factor is a constant, else a derived dimension (hologram.core.dims: `m*n`, `(n + 1)//2`)."""
         start = self.peek().start
         value = self.unary()
-        while self.peek().text == "*":
-            self.take()
+        while self.peek().text in ("*", "//"):
+            op = self.take().text
             rhs = self.unary()
-            if not (value.is_const or rhs.is_const):
-                end = self.toks[self.k - 1].end
-                raise self.fail(f"dimension {self.text[start:end]!r} in type {self.text!r} is not affine: it "
-                                "multiplies shape symbols together", start, end, hint=_DIM_HINT)
-            value = self.in_range(value * rhs.const if rhs.is_const else rhs * value.const, start)
+            if op == "//":
+                if not rhs.is_const or rhs.const <= 0:
+                    end = self.toks[self.k - 1].end
+                    raise self.fail(f"in type {self.text!r}, '//' divides by a positive integer", start, end,
+                                    hint=_DIM_HINT)
+                value = self.in_range(DimAlgebra().floordiv(value, rhs.const), start)
+            else:
+                value = self.in_range(DimAlgebra().mul(value, rhs), start)
         return value
 
     def unary(self) -> Affine:

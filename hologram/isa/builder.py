@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from hologram.core.dims import derived_closure
 from hologram.core.types import Affine, DType
 from hologram.isa.opcodes import OPCODES
 from hologram.isa.program import (Addr, BufferParam, Imm, Init, Instr, Item, Label, MemDecl, Operand, Pred, Program,
@@ -222,8 +223,18 @@ class ProgramBuilder:
         return sb
 
     def build(self) -> Program:
-        return Program(self.name, tuple(self.params), tuple(self.temps), self.symbols,
-                       tuple(s.build() for s in self.stages), reassociate=self.reassociate)
+        """The program; its symbols are the ones given, then every derived symbol
+        (hologram.core.dims) a shape, a domain or an operand uses, each after the ones it
+        reads: a derived symbol needs no declaration of its own."""
+        stages = tuple(s.build() for s in self.stages)
+        used = [n for b in (*self.params, *self.temps) if isinstance(b, BufferParam) for d in b.shape
+                for n in d.symbols]
+        used += [n for st in stages for d in st.domain for n in d.symbols]
+        used += [op.name for st in stages for it in st.body if isinstance(it, Instr) for op in it.srcs
+                 if isinstance(op, Sym)]
+        derived = tuple(n for n in derived_closure(used) if n not in self.symbols)
+        return Program(self.name, tuple(self.params), tuple(self.temps), self.symbols + derived, stages,
+                       reassociate=self.reassociate)
 
 
 __all__ = ["DEFAULT_BLOCKS", "ProgramBuilder", "StageBuilder", "as_operand", "gid", "sym"]

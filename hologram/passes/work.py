@@ -10,6 +10,7 @@ from typing import Mapping
 
 import attrs
 
+from hologram.core.dims import derived_closure, parse_derived
 from hologram.isa.opcodes import OPCODES
 from hologram.isa.program import Imm, Instr, Label, Program, Reg, Special, Stage, Sym, lead_lane_axis
 from hologram.verify.intervals import Poly
@@ -92,6 +93,12 @@ class Formula:
         """Substitute `symbols`; a quotient symbol (`(n + 1023)//1024`) whose numerator
         they make constant is substituted too."""
         values = dict(symbols)
+        derived = derived_closure(n for n in self.symbols if parse_derived(n) is not None)
+        for name in derived:  # `max(n - 1, 0)` (hologram.core.dims): computed once its inputs are known
+            try:
+                values.setdefault(name, parse_derived(name).evaluate(values))
+            except KeyError:
+                pass
         for name in self.symbols:
             if name in QUOTIENTS and name not in values:
                 num, d = QUOTIENTS[name]

@@ -14,6 +14,7 @@ bound binds it (`c*s + k = size`), a dimension whose symbols are all bound check
 from __future__ import annotations
 
 
+import functools
 import math
 import numbers
 import sys
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import attrs
 import numpy as np
 
+from hologram.core.dims import derive, is_derived
 from hologram.core.errors import ArgumentError, EmptyReductionError, did_you_mean, shorten
 from hologram.core.types import Affine, DType, Shape, type_str
 from hologram.verify.intervals import SYMBOL_MAX
@@ -214,6 +216,34 @@ def symbol_value(name: str, value: Any) -> int:
         raise ArgumentError(f"shape symbol '{name}' = {_show(value)} is outside the range a launch may bind "
                             f"a symbol to: {SYMBOL_RANGE} (the verifier's proofs assume it)")
     return value
+
+
+def complete_symbols(names: Sequence[str], bound: Mapping[str, int]) -> Mapping[str, int]:
+    """`bound` (the bound symbols' values) with the value of every derived symbol among
+    `names` (hologram.core.dims: `max(n - 1, 0)`, `(n + 1)//2`, `m*n`), computed in order
+    and held to the launch contract like a bound one; `bound` itself when there is none.
+    A derived value past SYMBOL_MAX (a product of large sizes) is an ArgumentError."""
+    derived = _derived_names(tuple(names))
+    if not derived:
+        return bound
+    try:
+        values = derive(derived, bound)
+    except KeyError as e:
+        raise ArgumentError(f"shape symbol {e.args[0]!r} is not bound") from None
+    for n in derived:
+        v = values[n]
+        if not 0 <= v <= SYMBOL_MAX:
+            vals = ", ".join(f"{k} = {bound[k]}" for k in sorted(bound))
+            raise ArgumentError(f"the dimension {n} is {_show(v)} for {vals}, outside the range a launch allows: "
+                                f"{SYMBOL_RANGE}")
+    return values
+
+
+@functools.lru_cache(maxsize=1024)
+def _derived_names(names: tuple[str, ...]) -> tuple[str, ...]:
+    """The derived symbols of a program's symbol list (cached by the list: a launch asks
+    for every call)."""
+    return tuple(n for n in names if is_derived(n))
 
 
 @attrs.frozen

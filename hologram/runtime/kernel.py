@@ -25,7 +25,7 @@ from hologram.core.types import Affine
 from hologram.isa.encoding import decode, encode
 from hologram.isa.program import BufferParam, Program
 from hologram.runtime.args import (Signature, allocate_outputs, bind_arguments, bind_direct, bind_symbols, check_array,
-                                   check_out, check_reductions, concrete_shape, convert_scalar, unalias)
+                                   check_out, check_reductions, complete_symbols, concrete_shape, convert_scalar, unalias)
 from hologram.runtime.backend import Backend
 from hologram.runtime.driver import Compiled, compile_kdef
 from hologram.runtime.fastcall import MISS, Hit, make_fast, plain_run, program_order
@@ -207,6 +207,7 @@ class Kernel:
         symbols = None if c.binding is None else bind_direct(c.binding, arrays, sig.symbols)
         if symbols is None:
             symbols = bind_symbols(name, sig.inputs, arrays, sig.symbols)
+        symbols = complete_symbols(c.program.symbols, symbols)
         shapes = [concrete_shape(name, p, symbols) for p in sig.outputs]
         check_reductions(name, c.reductions, symbols)
         backend, executable = self._prepare()

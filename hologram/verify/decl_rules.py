@@ -15,6 +15,7 @@ import re
 
 import numpy as np
 
+from hologram.core.dims import is_derived, parse_derived
 from hologram.core.errors import VerifyError, did_you_mean, shorten
 from hologram.core.types import Affine, DType, python_scalar
 from hologram.isa.asm import format_instr
@@ -92,6 +93,8 @@ def check_program(p: Program) -> None:
         raise fail("name", "the program name must be an identifier ([A-Za-z_][A-Za-z0-9_]*)")
     seen: dict[str, str] = {}
     for n in p.symbols:
+        if isinstance(n, str) and is_derived(n):
+            _check_derived(n, seen, fail)
         _declare(seen, n, "symbol", fail)
     for prm in p.params:
         if isinstance(prm, ScalarParam):
@@ -125,8 +128,23 @@ def _check_buffer(p: Program, b: BufferParam, kind: str, roles: tuple[str, ...],
                    "use fewer dimensions that are sums of several symbols")
 
 
+def _check_derived(name: str, seen: dict[str, str], fail) -> None:
+    """A derived symbol (hologram.core.dims): its name is the canonical text of its
+    definition, over symbols declared before it; its value is computed at launch."""
+    d = parse_derived(name)
+    if d is None:
+        raise fail("name", f"symbol name {shorten(name)!r} is neither an identifier nor a derived symbol's "
+                           "definition (max(A, B), min(A, B), P//K, P*Q)")
+    for k in (d.a.const, d.b.const, *(c for _, c in d.a.terms + d.b.terms)):
+        if not I64_MIN <= k <= I64_MAX:
+            raise fail("range", f"derived symbol {name!r} has the integer {shorten(k)}, beyond 64 bits")
+    for s in d.symbols:
+        if seen.get(s) != "symbol":
+            raise fail("symbol", f"derived symbol {name!r} reads {s!r}, which is not a symbol declared before it")
+
+
 def _declare(seen: dict[str, str], name: object, kind: str, fail) -> None:
-    if not _is_name(name):
+    if not (_is_name(name) or kind == "symbol" and isinstance(name, str) and is_derived(name)):
         raise fail("name", f"{kind} name {name!r} is not an identifier ([A-Za-z_][A-Za-z0-9_]*)")
     if name in seen:
         raise fail("duplicate", f"{name!r} is declared twice (as a {seen[name]} and as a {kind})")

@@ -337,9 +337,11 @@ def test_an_access_out_of_bounds_is_an_execution_error():
         k(np.zeros(5, F32))
 
 
-def test_negative_indices_do_not_wrap():
-    with pytest.raises((ExecutionError, CompileError)):
-        kernel("last = x[-1]", {"x": "f32[n]"}, {"last": "f32"})(np.zeros(3, F32))
+def test_negative_literal_indices_count_from_the_end_and_computed_ones_do_not_wrap():
+    x = np.arange(3, dtype=F32)
+    assert kernel("last = x[-1]", {"x": "f32[n]"}, {"last": "f32"})(x) == 2  # numpy's x[-1]
+    with pytest.raises(ExecutionError):  # i - 1 at i = 0 is out of bounds, never x[-1]
+        kernel("y[i] = x[i - 1]", {"x": "f32[n]"}, {"y": "f32[n]"})(x)
 
 
 @pytest.mark.parametrize("body, ins", [

@@ -29,7 +29,7 @@ from hologram.core.types import Affine
 from hologram.isa.asm import format_instr
 from hologram.isa.program import AXES, Instr, Program
 from hologram.passes.work import Formula, lane_work
-from hologram.runtime.args import plain_array, symbol_value, zeroed_temporary
+from hologram.runtime.args import complete_symbols, plain_array, symbol_value, zeroed_temporary
 from hologram.verify.intervals import SYMBOL_MAX
 
 from . import loader, threads
@@ -282,6 +282,7 @@ def bind_symbols(exe: Executable, symbols: Mapping[str, int]) -> tuple[int, ...]
     assumed (the launch contract, `symbol_value`): both `launch` and `make_launcher`
     bind through here, so native code never sees a symbol its proofs did not cover."""
     out = []
+    symbols = complete_symbols(exe.program.symbols, symbols)
     for s in exe.program.symbols:
         v = symbols.get(s)
         if type(v) is not int or not 0 <= v <= SYMBOL_MAX:

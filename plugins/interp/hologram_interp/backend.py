@@ -18,7 +18,7 @@ from hologram.core.errors import ArgumentError
 from hologram.core.lru import LRUCache
 from hologram.core.types import DType
 from hologram.isa.program import BufferParam, Program
-from hologram.runtime.args import plain_array, symbol_value, zeroed_temporary
+from hologram.runtime.args import complete_symbols, plain_array, symbol_value, zeroed_temporary
 from hologram.verify.verifier import verify
 
 # decode, machine and semantics (~3 ms to import) wait for the first program this backend
@@ -77,6 +77,7 @@ class InterpBackend:
         from .machine import run
 
         exe = executable if isinstance(executable, Executable) else self.prepare(executable)
+        symbols = complete_symbols(exe.program.symbols, symbols)
         mem, consts = bind(exe, buffers, scalars, symbols)
         run(exe, mem, consts, symbols)
 
@@ -88,6 +89,7 @@ def bind(exe: Executable, buffers: Mapping[str, np.ndarray], scalars: Mapping[st
     from .decode import const_key
 
     program = exe.program
+    symbols = complete_symbols(program.symbols, symbols)
     consts: dict[tuple[str, str], np.generic] = {}
     for s in program.symbols:  # an integer in the range the verifier assumed (the launch contract)
         consts[const_key(s)] = np.int64(symbol_value(s, symbols.get(s)))
