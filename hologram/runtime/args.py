@@ -140,7 +140,8 @@ def check_array(kernel: str, p: Param, value: Any, cast: bool) -> np.ndarray:
         if value.dtype.kind in "OUSVc":
             raise ArgumentError(f"{where} cannot be converted to {p.type}: got values of dtype {value.dtype}")
     if value.ndim != len(p.shape):
-        raise ArgumentError(f"{where} must have rank {len(p.shape)} ({p.type}), got shape {value.shape}")
+        more = " (or more: leading dimensions are loop dimensions)" if value.ndim < len(p.shape) else ""
+        raise ArgumentError(f"{where} must have rank {len(p.shape)} ({p.type}){more}, got shape {value.shape}")
     want = p.dtype.np
     if cast:
         if value.dtype.kind in "OUSVc":

@@ -30,6 +30,7 @@ from hologram.runtime.backend import Backend
 from hologram.runtime.driver import Compiled, compile_kdef
 from hologram.runtime.fastcall import MISS, Hit, make_fast, plain_run, program_order
 from hologram.runtime.lookups import get_backend
+from hologram.runtime.loops import LoopCall, core_views, loop_call, output_shapes
 
 if TYPE_CHECKING:  # the compiler's values: a kernel from a bundle runs without them
     from hologram.dsl.document import KernelDef
@@ -69,7 +70,7 @@ class Kernel:
     """A compiled kernel. Call it with its inputs (positional or by name, in declared
     order); it returns its output (or a namedtuple of them). See docs/api.md."""
 
-    __slots__ = ("_c", "_backend_name", "_ready", "_family", "_lock", "_fast", "_hit")
+    __slots__ = ("_c", "_backend_name", "_ready", "_family", "_lock", "_fast", "_hit", "_loops")
 
     def __init__(self, compiled: Compiled, backend: str | None = None,
                  _family: dict[str | None, "Kernel"] | None = None):
@@ -83,6 +84,7 @@ class Kernel:
         # [the last fully checked call the fast path matches against, {input shapes: Hit}
         # of recent ones, so alternating shapes does not rebuild launchers]
         self._hit: list = [None, {}]
+        self._loops: dict[tuple, tuple[Any, Any]] = {}  # loop pattern -> (Batched, executable)
 
     # -- what it is ---------------------------------------------------------------
     @property
@@ -197,6 +199,9 @@ class Kernel:
         c.program  # noqa: B018
         sig, name = c.signature, c.signature.name
         values = bind_arguments(sig, args, kwargs)
+        loop = loop_call(sig, values, cast)
+        if loop is not None:
+            return self._call_loops(loop, out, cast)
         arrays: dict[str, np.ndarray] = {}
         scalars: dict[str, np.generic] = {}
         for p in sig.inputs:
@@ -221,6 +226,52 @@ class Kernel:
         if c.result is not None:
             return c.result(*outs)
         return outs[0] if outs else None
+
+    def _call_loops(self, loop: LoopCall, out: Any, cast: bool) -> Any:
+        """A call whose arguments have loop dimensions (hologram.runtime.loops): the
+        kernel over every item, in one launch of its batched program."""
+        c = self._c
+        sig, name = c.signature, c.signature.name
+        arrays: dict[str, np.ndarray] = {}
+        scalars: dict[str, np.generic] = {}
+        for p in sig.inputs:
+            v = loop.values[p.name]
+            if p.name in loop.full or p.name in loop.tabled:
+                arrays[p.name] = v
+            elif p.kind == "scalar":
+                scalars[p.name] = convert_scalar(name, p, v, cast)
+            else:
+                arrays[p.name] = check_array(name, p, v, cast)
+        symbols = bind_symbols(name, sig.inputs, core_views(sig, loop), sig.symbols)
+        core = complete_symbols(c.program.symbols, symbols)
+        check_reductions(name, c.reductions, core)
+        shapes = output_shapes(loop, [concrete_shape(name, p, core) for p in sig.outputs])
+        backend, batched, executable = self._prepare_loops(loop.pattern())
+        symbols = {**symbols, batched.count: loop.count}
+        for param, table in batched.tables:
+            arrays[table], symbols[dict(batched.items)[param]] = loop.tabled[param]
+        if out is None:
+            outs = allocate_outputs(name, sig.outputs, shapes, symbols, backend.allocate)
+        else:
+            outs = check_out(name, sig.outputs, out, shapes)
+            arrays = unalias(arrays, outs)
+        backend.launch(executable, {**arrays, **dict(zip(sig.output_names, outs))}, scalars, symbols)
+        if c.result is not None:
+            return c.result(*outs)
+        return outs[0] if outs else None
+
+    def _prepare_loops(self, pattern: tuple[frozenset[str], frozenset[str]]) -> tuple[Backend, Any, Any]:
+        """The batched program for one pattern of loop dimensions, prepared on this
+        kernel's backend (once per pattern)."""
+        backend, _ = self._prepare()
+        found = self._loops.get(pattern)
+        if found is None:
+            from hologram.runtime.batch import batched  # the rewrite: only for calls that map
+
+            with self._lock:
+                b = batched(self._c.program, *pattern)
+                found = self._loops[pattern] = (b, backend.prepare(b.program))
+        return backend, found[0], found[1]
 
     def _remember(self, arrays: Mapping[str, np.ndarray], out_shapes: tuple, symbols: Mapping[str, int]) -> None:
         """Make the call just checked the fast path's reference: same input shapes, same

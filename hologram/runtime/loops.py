@@ -1,0 +1,138 @@
+"""Calls with loop dimensions: a kernel maps over its arguments' leading dimensions.
+
+A kernel declared on `f32[n]` called with an array of shape `(4, 7, n)` computes every
+one of the 28 items, as a numpy gufunc with core signature `(n)->(n)` does: an
+argument's dimensions beyond its declared rank are its *loop dimensions*; those of all
+arguments broadcast together (numpy's rules) into the call's loop shape, which leads
+every output's shape. A scalar parameter given an array takes its dimensions as loop
+dimensions too. The whole batch runs in one launch of the kernel's program rewritten by
+hologram.runtime.batch, prepared once per pattern (which arguments carry which loop
+dimensions) and backend.
+
+Nothing is copied: an argument with the whole loop shape is read where it lies, one with
+a broadcast part of it through a small table of item numbers (numpy's broadcasting,
+without materializing it), one with none is shared by every item.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+import attrs
+import numpy as np
+
+from hologram.core.errors import ArgumentError
+from hologram.runtime.args import CAST_HINT, Param, Signature, plain_array
+
+
+@attrs.frozen
+class LoopCall:
+    """What one call with loop dimensions binds: the loop shape, each input's core value
+    (for binding the shape symbols), and the program's pattern: inputs with the whole
+    loop shape (`full`), with a broadcast part of it (`tabled`, with their item tables)."""
+
+    shape: tuple[int, ...]
+    values: Mapping[str, Any]
+    full: frozenset[str]
+    tabled: Mapping[str, tuple[np.ndarray, int]]  # name -> (its item per batch index, its item count)
+
+    @property
+    def count(self) -> int:
+        return math.prod(self.shape)
+
+    def pattern(self) -> tuple[frozenset[str], frozenset[str]]:
+        return self.full, frozenset(self.tabled)
+
+
+@attrs.frozen
+class Core:
+    """An argument seen through its declared (core) dimensions, for binding symbols."""
+
+    shape: tuple[int, ...]
+
+
+def loop_rank(p: Param, value: Any) -> int:
+    """How many loop dimensions `value` brings to input `p` (0 when none, or when it is no
+    array: the usual checks then judge it)."""
+    if not isinstance(value, np.ndarray):
+        return 0
+    return max(value.ndim - len(p.shape), 0) if p.kind == "array" else value.ndim
+
+
+def loop_call(sig: Signature, values: Mapping[str, Any], cast: bool) -> LoopCall | None:
+    """The call's loop dimensions, or None when no argument has any (the ordinary call)."""
+    ranks = {p.name: loop_rank(p, values[p.name]) for p in sig.inputs}
+    if not any(ranks.values()):
+        return None
+    name = sig.name
+    checked: dict[str, np.ndarray] = {}
+    shapes: dict[str, tuple[int, ...]] = {}
+    for p in sig.inputs:
+        if not ranks[p.name]:
+            continue
+        checked[p.name] = a = _array(name, p, values[p.name], cast)
+        shapes[p.name] = a.shape[:ranks[p.name]]
+    try:
+        shape = np.broadcast_shapes(*shapes.values())
+    except ValueError:
+        listed = ", ".join(f"{n!r} {s}" for n, s in shapes.items())
+        raise ArgumentError(f"{name}(): the loop dimensions of the arguments do not broadcast: {listed}",
+                            hint="loop dimensions (those before each argument's declared ones) follow numpy's "
+                                 "broadcasting: equal, 1, or missing") from None
+    full, tabled = set(), {}
+    out = dict(values)
+    out.update(checked)
+    for n, own in shapes.items():
+        padded = (1,) * (len(shape) - len(own)) + own
+        if padded == shape:
+            full.add(n)
+        elif math.prod(own) == 1:  # loop dimensions of 1: one item, shared by all
+            out[n] = checked[n].reshape(checked[n].shape[ranks[n]:])
+        else:
+            items = np.arange(math.prod(own), dtype=np.int64).reshape(padded)
+            tabled[n] = (np.ascontiguousarray(np.broadcast_to(items, shape)).reshape(-1), math.prod(own))
+    return LoopCall(tuple(int(d) for d in shape), out, frozenset(full), tabled)
+
+
+def _array(kernel: str, p: Param, value: np.ndarray, cast: bool) -> np.ndarray:
+    """An argument with loop dimensions, checked as `check_array` checks an input (dtype,
+    C-contiguity; `cast=True` makes one converted copy); a scalar parameter's array is an
+    array of that dtype."""
+    where = f"{kernel}(): argument {p.name!r}"
+    if type(value) is not np.ndarray:
+        value = plain_array(where, value)
+    want = p.dtype.np
+    if cast:
+        if value.dtype.kind in "OUSVc":
+            raise ArgumentError(f"{where} cannot be converted to {p.type}: got values of dtype {value.dtype}")
+        if value.dtype != want or not value.flags.c_contiguous:
+            with np.errstate(all="ignore"):
+                value = np.ascontiguousarray(value, dtype=want)
+        return value
+    if value.dtype != want:
+        what = "the scalar parameter's values" if p.kind == "scalar" else "it"
+        raise ArgumentError(f"{where} must have dtype {p.dtype} ({want}) for {what}, got {value.dtype}",
+                            hint=CAST_HINT)
+    if not value.flags.c_contiguous:
+        raise ArgumentError(f"{where} must be C-contiguous, got a strided view of shape {value.shape}",
+                            hint=f"{CAST_HINT}, or use np.ascontiguousarray")
+    return value
+
+
+def core_views(sig: Signature, call: LoopCall) -> dict[str, Any]:
+    """Each array input as its core shape (what binds the shape symbols)."""
+    out: dict[str, Any] = {}
+    for p in sig.inputs:
+        if p.kind != "array":
+            continue
+        v = call.values[p.name]
+        if isinstance(v, np.ndarray):
+            out[p.name] = Core(v.shape[v.ndim - len(p.shape):]) if v.ndim >= len(p.shape) else v
+        else:
+            out[p.name] = v
+    return out
+
+
+def output_shapes(call: LoopCall, cores: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    return [call.shape + c for c in cores]
