@@ -38,6 +38,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from hologram.core import errors
+from hologram.core.dims import derive, derived_closure
 from hologram.core.errors import ArgumentError, ExecutionError, HologramError
 from hologram.core.types import Affine, DType
 from hologram.testing import bounds, values
@@ -65,6 +66,9 @@ class Param:
         return f"{d}[{', '.join(map(str, self.dims))}]" if self.dims else str(d)
 
     def concrete(self, sizes: Mapping[str, int]) -> tuple[int, ...]:
+        """The shape at these sizes (a derived dimension, `(n + 1)//2`, computed from them)."""
+        names = [s for dim in self.dims for s in dim.symbols]
+        sizes = derive(derived_closure(names), sizes)
         return tuple(dim.evaluate(sizes) for dim in self.dims)
 
 
@@ -155,11 +159,13 @@ def _evaluate(statements: Sequence[Statement], outputs: Sequence[Param], sizes: 
 
 
 def _finish(draw: Callable, sizes: dict[str, int], inputs: Sequence[Param], statements: Sequence[Statement],
-            outputs: Sequence[Param]) -> KernelCase:
-    """Draw input values, evaluate the statements in order, and assemble the case."""
-    given: dict[str, Any] = {}
+            outputs: Sequence[Param], given: Mapping[str, Any] | None = None) -> KernelCase:
+    """Draw input values (those not `given`), evaluate the statements in order, and
+    assemble the case."""
+    given = dict(given or {})
     for p in inputs:
-        given[p.name] = draw(values.arrays(p.dtype, p.concrete(sizes)) if p.dims else values.scalars(p.dtype))
+        if p.name not in given:
+            given[p.name] = draw(values.arrays(p.dtype, p.concrete(sizes)) if p.dims else values.scalars(p.dtype))
     source = render_document("generated", inputs, outputs, [line for _, line, _ in statements])
     ins = tuple((p.name, given[p.name]) for p in inputs)
     program = Program(dict(sizes), tuple(statements), tuple(outputs))

@@ -36,7 +36,7 @@ f32 cases have one input, m = k = 1 and no contraction):
 
 The reference interpreter runs ~1e5 lanes a second, so the differential harness runs a
 case whose inputs hold more than `difftest.INTERP_MAX_ELEMENTS` elements (the f32 ones)
-on the other backends only. `kernels_with_long_reductions(cfg)` is `cases.kernels(cfg)`
+on the other backends only. `kernels_with_long_reductions(cfg)` is `generated.kernels(cfg)`
 with one case in `LONG_EVERY` drawn here, what `hologram diff-test` generates.
 """
 
@@ -51,9 +51,10 @@ from hypothesis import strategies as st
 from hologram.core.types import Affine
 from hologram.testing import bounds
 from hologram.testing.cases import (KernelCase, Param, Program, Statement, _evaluate, _grids, _indexed, _leaf, _load,
-                                    _value, kernels, render_document)
+                                    _value, render_document)
 from hologram.testing.contract import reduction_tolerance, spacing
 from hologram.testing.exprgen import Builder, Env, GenConfig, Node, contains, evaluate, reduce_dtype, render
+from hologram.testing.generated import kernels
 
 __all__ = ["LONG_EVERY", "TERM_OPS", "long_reduction_kernels", "kernels_with_long_reductions"]
 
@@ -321,7 +322,7 @@ def long_reduction_kernels(draw: Callable, cfg: GenConfig = GenConfig()) -> Kern
 
 @st.composite
 def kernels_with_long_reductions(draw: Callable, cfg: GenConfig = GenConfig()) -> KernelCase:
-    """`cases.kernels(cfg)`, with about one case in LONG_EVERY a long reduction. (Not
+    """`generated.kernels(cfg)`, with about one case in LONG_EVERY a long reduction. (Not
     `st.one_of` with `kernels` repeated: one_of flattens its branches and drops repeats.)"""
     if draw(st.integers(0, LONG_EVERY - 1)) == 0:
         return draw(long_reduction_kernels(cfg))
