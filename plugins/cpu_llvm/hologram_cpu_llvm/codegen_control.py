@@ -102,6 +102,15 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators):
     def new_block(self, name: str) -> ir.Block:
         return self.fn.append_basic_block(name)
 
+    def size_of(self, name: str) -> ir.Value:
+        """The element count of a global buffer at this launch."""
+        if name in self.sizes:
+            return self.sizes[name]
+        v = i64(1)
+        for d in self.buffers[name].shape:
+            v = self.b.mul(v, _affine(self.b, d, self.syms))
+        return v
+
     def alloca(self, ty: ir.Type, name: str, count: int | None = None) -> ir.Value:
         with self.b.goto_block(self.entry):
             if count is None:
