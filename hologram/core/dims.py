@@ -221,6 +221,30 @@ def derived_closure(names: Iterable[str]) -> list[str]:
     return order
 
 
+def substitute(a: Affine, values: Mapping[str, Affine]) -> Affine:
+    """`a` with each symbol in `values` replaced by its affine value."""
+    if not any(n in values for n, _ in a.terms):
+        return a
+    out = Affine.of(a.const)
+    for name, c in a.terms:
+        out = out + (values[name] * c if name in values else Affine.of(name) * c)
+    return out
+
+
+def within_lanes(domain: Sequence[Affine]) -> dict[str, Affine]:
+    """What a stage's lanes may assume of its domain's derived extents: a lane exists only
+    where every extent is >= 1, and an extent `max(A, 0)` that is >= 1 is `A` (`x[1:]`'s
+    `max(n - 1, 0)` is `n - 1` inside its lanes). Sound for code that runs per lane, not
+    for a stage's `.init`s, which run even when the domain is empty."""
+    out: dict[str, Affine] = {}
+    for d in domain:
+        if d.const == 0 and len(d.terms) == 1 and d.terms[0][1] == 1:
+            found = parse_derived(d.terms[0][0])
+            if found is not None and found.op == "max" and found.b == Affine.of(0):
+                out[d.terms[0][0]] = found.a
+    return out
+
+
 # ---------------------------------------------------------------------- the algebra
 @attrs.frozen
 class DimAlgebra:

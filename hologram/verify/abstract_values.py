@@ -18,11 +18,11 @@ exact interval.
 
 from __future__ import annotations
 
-from typing import NamedTuple, Union
+from typing import Mapping, NamedTuple, Union
 
 import attrs
 
-from hologram.core.types import DType
+from hologram.core.types import Affine, DType
 from hologram.isa.program import Imm, Instr, Operand, Reg, Special, Stage, Sym
 from hologram.verify.intervals import Domain, Interval, Poly
 
@@ -80,8 +80,10 @@ class Evaluator:
     """The abstract values of operands and instruction results in one stage: its register
     `types`, its launch geometry, the program's shape `symbols` and the stage's pools."""
 
-    def __init__(self, stage: Stage, symbols: tuple[str, ...], types: dict[str, DType]):
+    def __init__(self, stage: Stage, symbols: tuple[str, ...], types: dict[str, DType],
+                 inside: Mapping[str, Affine] | None = None):
         self.symbols, self.types = symbols, types
+        self.inside = dict(inside or {})  # derived symbols' values within the stage's lanes
         self.specials = launch_intervals(stage)
         self.pool_sizes = {m.name: m.size for m in stage.pools}
 
@@ -96,7 +98,7 @@ class Evaluator:
         if isinstance(o, Special):
             return self.specials[o.name]
         if isinstance(o, Sym) and o.name in self.symbols:
-            return Interval.point(Poly.sym(o.name))
+            return Interval.point(Poly.of(self.inside[o.name]) if o.name in self.inside else Poly.sym(o.name))
         return Interval.top(t)
 
     def result(self, ins: Instr, s: State, d: Domain) -> AVal:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import attrs
 
+from hologram.core.dims import substitute, within_lanes
 from hologram.core.types import DType
 from hologram.isa.opcodes import OPCODES
 from hologram.isa.program import Addr, Instr, Label, Program, Reg, Stage, Sym
@@ -68,18 +69,22 @@ class StageAnalysis:
         self.tracked = {name for name, t in self.types.items() if t.is_int or t is DType.BOOL}
         self.labels = {it.name: k for k, it in enumerate(self.body) if isinstance(it, Label)}
         buffers = program.buffers()
-        dims = [d for b in buffers.values() for d in b.shape]
-        self.base = self.dom = Domain.from_dims(dims, stage.domain, self.meter)
+        # a lane exists only where the domain is not empty: a derived extent max(A, 0) is A
+        # in every lane (hologram.core.dims.within_lanes), everywhere it appears
+        inside = within_lanes(stage.domain)
+        lane_stage = attrs.evolve(stage, domain=tuple(substitute(d, inside) for d in stage.domain))
+        dims = [substitute(d, inside) for b in buffers.values() for d in b.shape]
+        self.base = self.dom = Domain.from_dims(dims, lane_stage.domain, self.meter)
         self.domains: dict[tuple, Domain] = {(): self.base}
         self.sizes: dict[tuple[str, str], Poly] = {}
         for name, b in buffers.items():
             size = Poly.const(1)
             for d in b.shape:
-                size = size * Poly.of(d)
+                size = size * Poly.of(substitute(d, inside))
             self.sizes["global", name] = size
         self.sizes.update({("shared", m.name): Poly.const(m.size) for m in stage.shared})
         self.sizes.update({("pool", m.name): Poly.const(m.size) for m in stage.pools})
-        self.values = Evaluator(stage, program.symbols, self.types)
+        self.values = Evaluator(lane_stage, program.symbols, self.types, inside)
         self.preds: dict[int, list[tuple[int, str]]] = {}
         for pc in range(len(self.body)):
             for nxt, kind in successors(self.body, self.labels, pc):

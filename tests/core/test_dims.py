@@ -157,3 +157,24 @@ def test_a_definition_is_a_value():
     assert Derived("max", N - 1, Affine.of(0)).name == "max(n - 1, 0)"
     assert Derived("mul", M, N).evaluate({"m": 3, "n": 4}) == 12
     assert derived_closure(["max(n//2 - 1, 0)"]) == ["n//2", "max(n//2 - 1, 0)"]
+
+
+def test_lanes_may_assume_a_clamped_extent_is_its_argument():
+    """A lane of a stage over `max(n - 1, 0)` exists only when n >= 2... so x[i + 1] is in
+    bounds unchecked; an .init (which runs with no lane) gets no such licence."""
+    d = DimAlgebra().clamp0(N - 1)
+    pb = ProgramBuilder("p", symbols=("n",))
+    pb.buffer("x", DType.F32, ("n",), "in")
+    pb.buffer("y", DType.F32, (d,), "out")
+    s = pb.stage("y", (d,))
+    i = s.mov(DType.I64, gid("x"), hint="i")
+    s.stg(DType.F32, "y", s.ldg(DType.F32, "x", i, offset=1), i)
+    verify(pb.build())
+    pb = ProgramBuilder("q", symbols=("n",))
+    pb.buffer("x", DType.F32, ("n",), "in")
+    pb.temp("t", DType.F32, (d,))
+    s = pb.stage("t", (d,))
+    s.init("t", 0.0)
+    s.stg(DType.F32, "t", 1.0, s.mov(DType.I64, gid("x")))
+    with pytest.raises(VerifyError, match="inits run even when the domain is empty"):
+        verify(pb.build())
