@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
-from hologram.core.dims import DimAlgebra
+from hologram.core.dims import DimAlgebra, is_derived
 from hologram.core.errors import DocumentError, Span, did_you_mean, shorten
 from hologram.core.types import Affine, DType, Shape
 from hologram.dsl.document import BodyOrigin, KernelDef, ParamSpec
@@ -74,6 +74,8 @@ _DTYPE_ALIASES: Mapping[str, DType] = {
 }
 _DTYPES = ", ".join(d.value for d in DType)
 MAX_RANK = 32  # dimensions of an array (numpy 1's limit; docs/dsl.md, "Limits")
+_INPUT_HINT = ("an input's dimensions are affine, such as 2*n + 1 or n - 2: the call solves the shape symbols "
+               "from them (an output may use products and '//')")
 _DIM_HINT = ("a dimension is an integer (4), a shape symbol (n), an affine expression such as 2*n + 1 or n - 2, "
              "or, for an output, a product (m*n) or floor division ((n + 1)//2) of those")
 # A dimension's constant and coefficients are 64-bit integers, as the ISA holds them (the
@@ -96,12 +98,13 @@ class _Tok:
 
 
 def parse_type(text: str, span: Span | None = None,
-               locate: Callable[[int, int], Span] | None = None) -> tuple[DType, Shape]:
+               locate: Callable[[int, int], Span] | None = None, affine_only: bool = False) -> tuple[DType, Shape]:
     """`"f32[m, 2*n + 1]"` -> `(DType.F32, (Affine m, Affine 2n+1))`; a scalar has shape ().
 
     `span` is where `text` sits in its document; `locate(start, end)`, when given, maps a
     character range of `text` to its exact span, so errors underline the bad dimension.
-    Without either, errors point into `text` itself. Raises DocumentError.
+    Without either, errors point into `text` itself. `affine_only` (an input's type)
+    refuses products of symbols and `//`, which an output may use. Raises DocumentError.
     """
     if locate is None:
         def locate(start: int, end: int) -> Span:
@@ -109,7 +112,7 @@ def parse_type(text: str, span: Span | None = None,
                 return span
             return Span("<type>", 1, start + 1, 1, max(end, start + 1) + 1, source=text)
     try:
-        return _TypeParser(text, locate).parse()
+        return _TypeParser(text, locate, affine_only).parse()
     except RecursionError:
         raise DocumentError(f"type {text!r} is nested too deeply", locate(0, len(text))) from None
 
@@ -117,8 +120,8 @@ def parse_type(text: str, span: Span | None = None,
 class _TypeParser:
     """Recursive descent over `dtype [ '[' dim (',' dim)* ']' ]`, dims as affine sums."""
 
-    def __init__(self, text: str, locate: Callable[[int, int], Span]):
-        self.text, self.locate = text, locate
+    def __init__(self, text: str, locate: Callable[[int, int], Span], affine_only: bool = False):
+        self.text, self.locate, self.affine_only = text, locate, affine_only
         self.toks = [_Tok(m.lastgroup or "bad", m.group(m.lastgroup or "bad"), m.start(m.lastgroup), m.end(m.lastgroup))
                      for m in _TOKEN.finditer(text) if m.lastgroup]
         self.toks.append(_Tok("end", "", len(text.rstrip()), len(text.rstrip())))
@@ -213,14 +216,19 @@ class _TypeParser:
         while self.peek().text in ("*", "//"):
             op = self.take().text
             rhs = self.unary()
+            end = self.toks[self.k - 1].end
             if op == "//":
                 if not rhs.is_const or rhs.const <= 0:
-                    end = self.toks[self.k - 1].end
                     raise self.fail(f"in type {self.text!r}, '//' divides by a positive integer", start, end,
                                     hint=_DIM_HINT)
-                value = self.in_range(DimAlgebra().floordiv(value, rhs.const), start)
+                result = DimAlgebra().floordiv(value, rhs.const)
             else:
-                value = self.in_range(DimAlgebra().mul(value, rhs), start)
+                result = DimAlgebra().mul(value, rhs)
+            if self.affine_only and any(is_derived(n) for n in result.symbols):
+                what = "divides" if op == "//" else "multiplies shape symbols together"
+                raise self.fail(f"dimension {self.text[start:end]!r} in type {self.text!r} is not affine: it {what}",
+                                start, end, hint=_INPUT_HINT)
+            value = self.in_range(result, start)
         return value
 
     def unary(self) -> Affine:
@@ -403,7 +411,7 @@ def _params(table: Located, role: str, where: str, words: _Words) -> tuple[Param
         if not value.is_string:
             raise DocumentError(f"the type of {role} {name!r} must be a string such as \"f32[n]\", got "
                                 f"{_a(value.kind)}", value.span)
-        dtype, shape = parse_type(value.value, value.span, value.sub_span)
+        dtype, shape = parse_type(value.value, value.span, value.sub_span, affine_only=role == "input")
         specs.append(ParamSpec(name, dtype, shape, _join(key, value.span)))
     return tuple(specs)
 

@@ -140,8 +140,9 @@ def check_array(kernel: str, p: Param, value: Any, cast: bool) -> np.ndarray:
         if value.dtype.kind in "OUSVc":
             raise ArgumentError(f"{where} cannot be converted to {p.type}: got values of dtype {value.dtype}")
     if value.ndim != len(p.shape):
-        more = " (or more: leading dimensions are loop dimensions)" if value.ndim < len(p.shape) else ""
-        raise ArgumentError(f"{where} must have rank {len(p.shape)} ({p.type}){more}, got shape {value.shape}")
+        hint = f"to map the kernel over leading dimensions, call {kernel}.map(...)" \
+            if value.ndim > len(p.shape) else None
+        raise ArgumentError(f"{where} must have rank {len(p.shape)} ({p.type}), got shape {value.shape}", hint=hint)
     want = p.dtype.np
     if cast:
         if value.dtype.kind in "OUSVc":
@@ -168,7 +169,9 @@ def convert_scalar(kernel: str, p: Param, value: Any, cast: bool) -> np.generic:
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
     if isinstance(value, (complex, np.complexfloating)) or not isinstance(value, (numbers.Number, np.bool_)):
-        raise ArgumentError(f"{where} must be a number ({p.type}), got {type(value).__name__}")
+        hint = f"to map the kernel over an array of them, call {kernel}.map(...)" \
+            if isinstance(value, np.ndarray) else None
+        raise ArgumentError(f"{where} must be a number ({p.type}), got {type(value).__name__}", hint=hint)
     d = p.dtype
     if d.is_float:
         try:

@@ -199,9 +199,6 @@ class Kernel:
         c.program  # noqa: B018
         sig, name = c.signature, c.signature.name
         values = bind_arguments(sig, args, kwargs)
-        loop = loop_call(sig, values, cast)
-        if loop is not None:
-            return self._call_loops(loop, out, cast)
         arrays: dict[str, np.ndarray] = {}
         scalars: dict[str, np.generic] = {}
         for p in sig.inputs:
@@ -226,6 +223,20 @@ class Kernel:
         if c.result is not None:
             return c.result(*outs)
         return outs[0] if outs else None
+
+    def map(self, /, *args: Any, out: Any = None, cast: bool = False, **kwargs: Any) -> Any:
+        """The kernel mapped over its arguments' leading (loop) dimensions, as a numpy
+        gufunc: `softmax.map(x)` with `x` of shape `(4, 7, n)` is the 28 rows' softmaxes,
+        in one launch (docs/api.md, "Loop dimensions"). Arguments without extra
+        dimensions are shared by every item; with none anywhere, it is a plain call."""
+        c = self._c
+        c.program  # noqa: B018 - a bundle's program is verified before its signature is trusted
+        sig = c.signature
+        values = bind_arguments(sig, args, kwargs)
+        loop = loop_call(sig, values, cast)
+        if loop is None:
+            return self._call(args, out, cast, kwargs)
+        return self._call_loops(loop, out, cast)
 
     def _call_loops(self, loop: LoopCall, out: Any, cast: bool) -> Any:
         """A call whose arguments have loop dimensions (hologram.runtime.loops): the

@@ -89,6 +89,7 @@ class KernelCase:
     inputs     (name, value) in declaration order: arrays, or numpy scalars for scalar params
     expected   (name, Val) per output in declaration order; empty when `error` is set
     error      HologramError subclasses one of which running the kernel must raise
+    mapped     the kernel is called with `.map` (loop dimensions, hologram.testing.view_cases)
     """
 
     source: str
@@ -96,6 +97,7 @@ class KernelCase:
     expected: tuple[tuple[str, Val], ...]
     error: tuple[type[HologramError], ...] = ()
     program: "Program | None" = attrs.field(default=None, repr=False)
+    mapped: bool = False  # called as `kernel.map(...)`: the inputs have loop dimensions
 
     @property
     def args(self) -> dict[str, Any]:

@@ -262,6 +262,7 @@ def _write_kernel(case: KernelCase, backend: str, opt: str, message: str, out_di
     for name, val in case.expected:
         arrays.update({f"expected/{name}/{f}": np.asarray(getattr(val, f)) for f in ("v", "err", "ulps", "fuzzy")})
     arrays["meta/errors"] = np.array([e.__name__ for e in case.error], dtype=str)
+    arrays["meta/mapped"] = np.array(case.mapped)
     arrays["meta/backend"] = np.array(backend)
     arrays["meta/opt"] = np.array(opt)
     with open(stem + ".toml", "w", encoding="utf-8") as f:
@@ -317,7 +318,7 @@ def _kernel_from_files(path: str) -> KernelCase:
     names = list(dict.fromkeys(k.rsplit("/", 1)[0] for k in fields))
     expected = tuple((n, Val(*(fields[f"{n}/{f}"] for f in ("v", "err", "ulps", "fuzzy")))) for n in names)
     error = tuple(getattr(errors, str(e)) for e in data.get("meta/errors", ()))
-    return KernelCase(source, inputs, expected, error)
+    return KernelCase(source, inputs, expected, error, mapped=bool(data.get("meta/mapped", False)))
 
 
 def _program_from_files(path: str) -> ProgramCase:

@@ -21,13 +21,14 @@ __all__ = ["run_kernel_text", "check_case"]
 
 def run_kernel_text(text: str, inputs: Mapping[str, Any] | Sequence[Any], backend: str | None = "interp",
                     format: str = "toml", opt: str | None = None,
-                    passes: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+                    passes: Sequence[str] | None = None, mapped: bool = False) -> dict[str, np.ndarray]:
     """Compile the one-kernel document `text`, run it on `backend`, return its outputs by name.
 
     inputs   by name, or positionally in declaration order
     backend  a registered backend name; None lets the runtime choose
     opt      the optimization level ("O0", "O1", "O2"); None: the default
     passes   run exactly these passes instead (see hologram.compile)
+    mapped   call `kernel.map` (over the inputs' loop dimensions) instead of the kernel
     """
     import hologram
 
@@ -37,7 +38,8 @@ def run_kernel_text(text: str, inputs: Mapping[str, Any] | Sequence[Any], backen
                             f"{', '.join(kernel)}")
     if backend is not None:
         kernel = kernel.on(backend)
-    result = kernel(**inputs) if isinstance(inputs, Mapping) else kernel(*inputs)
+    call = kernel.map if mapped else kernel
+    result = call(**inputs) if isinstance(inputs, Mapping) else call(*inputs)
     names = [p.name for p in kernel.signature.outputs]
     results = (result,) if len(names) == 1 else tuple(result)
     return {name: np.asarray(r) for name, r in zip(names, results)}
@@ -50,7 +52,7 @@ def check_case(case: KernelCase, backend: str | None = "interp", opt: str | None
     for wrong values) describing the kernel and its inputs; returns the outputs (None
     when the case expects an error)."""
     try:
-        outputs = run_kernel_text(case.source, case.args, backend, opt=opt, passes=passes)
+        outputs = run_kernel_text(case.source, case.args, backend, opt=opt, passes=passes, mapped=case.mapped)
     except case.error or ():
         return None
     except HologramError as exc:

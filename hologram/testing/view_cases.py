@@ -6,7 +6,7 @@
                            index arrays with negative entries and repeats (`x[idx]`,
                            `a[:, idx]`); outputs declared `n - 1`, `(n + 1) // 2`; `n` may
                            be 0, where numpy's slices are empty (a reduction of one is 0)
-    looped(cases)          any generated case called with loop dimensions: some inputs
+    looped(cases)          any generated case called with loop dimensions (`kernel.map`): some inputs
                            (scalar parameters too) get the whole loop shape, some a
                            broadcast part of it, some none; the oracle is the kernel's
                            own oracle per item, as a numpy gufunc is defined
@@ -141,12 +141,13 @@ def looped(draw: Callable, cases: st.SearchStrategy[KernelCase]) -> KernelCase:
         try:
             results = _evaluate(program.statements, program.outputs, program.sizes, given, _bounds())
         except ExecutionError:
-            return attrs.evolve(case, inputs=tuple(inputs), expected=(), error=runtime_errors(), program=None)
+            return attrs.evolve(case, inputs=tuple(inputs), expected=(), error=runtime_errors(), program=None,
+                                mapped=True)
         for name, val in results.items():
             expected[name].append(val)
     stacked = tuple((p.name, _stack(expected[p.name], shape, p.concrete(program.sizes), p.dtype))
                     for p in program.outputs)
-    return attrs.evolve(case, inputs=tuple(inputs), expected=stacked, program=None)
+    return attrs.evolve(case, inputs=tuple(inputs), expected=stacked, program=None, mapped=True)
 
 
 def _bounds():

@@ -375,7 +375,9 @@ ERRORS = [
      "is n - 9223372036854775809, beyond 64 bits"),
     ("toml", edit('"f32[n]" }', '"f32[-(-9223372036854775807 - 1)]" }'), 5, "-(-9223372036854775807 - 1)",
      "is 9223372036854775808, beyond 64 bits"),
-    ("toml", edit('"f32[n]" }', '"f32[n/2]" }'), 5, "/", "division is not allowed in a dimension"),
+    ("toml", edit('"f32[n]" }', '"f32[n/2]" }'), 5, "/", "'/' is not allowed in a dimension"),
+    ("toml", edit('"f32[n]" }', '"f32[n // 2]" }'), 5, "n // 2", "dimension 'n // 2' in type 'f32[n // 2]' is not affine"),
+    ("toml", edit('{ y = "f32[n]" }', '{ y = "f32[n // 0]" }'), 6, "n // 0", "'//' divides by a positive integer"),
     ("toml", edit('"f32[n]" }', '"f32[n]x" }'), (5, 38), "x", "unexpected 'x' after ']'"),
     ("toml", edit('"f32[n]" }', '"f32 n" }'), (5, 36), "n", "unexpected 'n' after the element type"),
     ("toml", edit('"f32[n]" }', '"[n]" }'), 5, "[", "must start with an element type"),
@@ -384,7 +386,7 @@ ERRORS = [
     ("toml", edit('"f32[n]" }', '"" }'), (5, 32), '"', "empty type"),
     ("toml", edit('"f32[n]" }', '"f32[sum]" }'), 5, "sum", "shape symbol 'sum' in type 'f32[sum]' is reserved"),
     ("toml", edit('"f32[n]" }', "'f32[n * m]' }"), 5, "n * m", "is not affine"),
-    ("yaml", SOFTMAX_YAML.replace("y: f32[n]", "y: f32[n*m]"), 7, "n*m", "is not affine"),
+    ("yaml", SOFTMAX_YAML.replace('{x: "f32[n]"}', '{x: "f32[n*m]"}'), 5, "n*m", "is not affine"),
     ("yaml", SOFTMAX_YAML.replace('"f32[n]"', "'f32[n,,]'"), (5, 22), ",", "expected a dimension"),
     ("json", SOFTMAX_JSON.replace('{"x": "f32[n]"}', '{"x": "f32[\\u006e*m]"}'), 5, "\\u006e*m", "is not affine"),
     ("toml", MULTI_TOML.replace("u8[4, n - 2]", "u8[4, n - two*m]"), 11, "two*m", "dimension 'two*m'"),
@@ -461,7 +463,7 @@ def test_text_must_be_a_string():
 
 def test_parse_type_without_a_document_points_into_the_type():
     with pytest.raises(DocumentError) as info:
-        parse_type("f32[m, n*k]")
+        parse_type("f32[m, n*k]", affine_only=True)
     span = info.value.span
     assert (span.col, span.end_col, underlined(span)) == (8, 11, "n*k")
 

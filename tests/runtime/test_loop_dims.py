@@ -1,7 +1,7 @@
-"""Loop dimensions (issue 14, point 8; docs/api.md, "Loop dimensions"): a kernel declared
-on core shapes maps over its arguments' leading dimensions as a numpy gufunc does, the
-loop shapes broadcasting together, in one launch of a batched program (one more launch
-axis), on every backend; against numpy applied item by item."""
+"""Loop dimensions (issue 14, point 8; docs/api.md, "Loop dimensions"): `kernel.map`
+maps a kernel declared on core shapes over its arguments' leading dimensions as a numpy
+gufunc does, the loop shapes broadcasting together, in one launch of a batched program
+(one more launch axis), on every backend; against the kernel applied item by item."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def check(k: hg.Kernel, args: list, loop: tuple[int, ...], ranks: list[int], bac
           atol: float = 1e-6) -> None:
     """`k` on `backend` against the interpreter item by item (`atol`: for sums whose order
     may differ, a bound on their rounding)."""
-    got = k.on(backend)(*args)
+    got = k.on(backend).map(*args)
     got = list(got) if isinstance(got, tuple) else [got]
     want = per_item(k, args, loop, ranks)
     for g, w in zip(got, want):
@@ -59,7 +59,7 @@ def stdlib(name: str) -> hg.Kernel:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_softmax_over_leading_dimensions(backend):
     x = RNG.standard_normal((4, 7, 10)).astype(np.float32)
-    y = stdlib("softmax").on(backend)(x)
+    y = stdlib("softmax").on(backend).map(x)
     e = np.exp(x - x.max(-1, keepdims=True))
     np.testing.assert_allclose(y, e / e.sum(-1, keepdims=True), rtol=1e-6)
 
@@ -103,32 +103,35 @@ def test_out_arrays_and_zero_items(backend):
     k = stdlib("softmax").on(backend)
     x = RNG.standard_normal((2, 3, 5)).astype(np.float32)
     out = np.empty_like(x)
-    assert k(x, out=out) is out
-    np.testing.assert_allclose(out, k(x))
+    assert k.map(x, out=out) is out
+    np.testing.assert_allclose(out, k.map(x))
     with pytest.raises(ArgumentError, match=r"must have shape \(2, 3, 5\)"):
-        k(x, out=np.empty((3, 5), np.float32))
-    assert k(np.zeros((0, 5), np.float32)).shape == (0, 5)
+        k.map(x, out=np.empty((3, 5), np.float32))
+    assert k.map(np.zeros((0, 5), np.float32)).shape == (0, 5)
+    np.testing.assert_array_equal(k.map(x[0, 0]), k(x[0, 0]))  # no loop dimensions: a plain call
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_an_item_out_of_bounds_raises_instead_of_reading_its_neighbour(backend):
     k = kernel("y[i] = x[i + 1]", 'x = "f32[n]"', 'y = "f32[n]"').on(backend)
     with pytest.raises(ExecutionError):
-        k(np.zeros((3, 4), np.float32))  # the last element of item 0 would be item 1's first
+        k.map(np.zeros((3, 4), np.float32))  # the last element of item 0 would be item 1's first
 
 
 def test_loop_dimensions_that_do_not_broadcast_are_an_argument_error():
     k = stdlib("vadd")
     with pytest.raises(ArgumentError, match=r"loop dimensions of the arguments do not broadcast"):
-        k(np.zeros((3, 4), np.float32), np.zeros((2, 4), np.float32))
+        k.map(np.zeros((3, 4), np.float32), np.zeros((2, 4), np.float32))
     with pytest.raises(ArgumentError, match=r"must have dtype f32"):
-        k(np.zeros((3, 4), np.float64), np.zeros((3, 4), np.float32))
+        k.map(np.zeros((3, 4), np.float64), np.zeros((3, 4), np.float32))
+    with pytest.raises(ArgumentError, match=r"call vadd.map"):  # a plain call keeps the declared rank
+        k(np.zeros((3, 4), np.float32), np.zeros((3, 4), np.float32))
 
 
 def test_the_batched_program_keeps_the_proofs_and_is_made_once():
     k = stdlib("softmax").on(BACKENDS[-1])
-    k(np.zeros((2, 4), np.float32))
-    k(np.zeros((5, 3), np.float32))
+    k.map(np.zeros((2, 4), np.float32))
+    k.map(np.zeros((5, 3), np.float32))
     (batched, _), = k._loops.values()
     text = format_program(batched.program)
     assert "[x + " in text and "LDG.f32.chk" not in text  # proven in bounds, item by item
@@ -145,6 +148,6 @@ def test_batched_full_sums_keep_the_accuracy_contract(backend):
     n = 300_000 if backend != "interp" else 3_000
     x = RNG.random((3, n)).astype(np.float32)
     want = x.astype(np.float64).sum(-1)
-    got = k(x).astype(np.float64)
+    got = k.map(x).astype(np.float64)
     bound = 2 * (np.log2(n) + 1) * np.finfo(np.float32).eps * np.abs(x).astype(np.float64).sum(-1)
     assert (np.abs(got - want) <= bound).all(), (got - want) / bound
