@@ -28,11 +28,14 @@ from hologram.core.types import Affine, DType, Shape, shape_str, type_str
 from hologram.dsl import ast, reductions
 from hologram.dsl.document import KernelDef, ParamSpec
 from hologram.dsl.functions import FUNCTIONS, Function
+from hologram.dsl.gathers import Gathers
+from hologram.dsl.indexing import affine_index
 from hologram.dsl.parser import parse_body
+from hologram.dsl.scatters import Scatters
 from hologram.dsl.spellings import (
     LOGICAL_REDUCTIONS, METHODS, NUMPY_TYPES, NumpySpellings, affine_ast, asks_shape, logical_reduction, plural,
 )
-from hologram.dsl.shapes import PLACEHOLDER, Val, align, at, axes, broadcast_shapes, broadcasts_to, index_expr
+from hologram.dsl.shapes import PLACEHOLDER, Val, align, at, axes, broadcast_shapes, broadcasts_to
 from hologram.dsl.typerules import BINARY, UNARY, apply, can_assign, coerce, describe, strengthen
 from hologram.ir import Accumulate, Compute, Expr, KernelIR, Statement, TensorDecl
 
@@ -137,7 +140,7 @@ class _Namer:
         return name
 
 
-class _Kernel(NumpySpellings):
+class _Kernel(NumpySpellings, Gathers, Scatters):
     def __init__(self, kdef: KernelDef, body: ast.Body):
         self.kdef, self.body = kdef, body
         self.params = tuple(_param_decl(p) for p in kdef.inputs)
@@ -153,8 +156,11 @@ class _Kernel(NumpySpellings):
         for st in body.statements:
             self.assigned_later.setdefault(st.target.id, st.span.line)
         names = {n.id for st in body.statements for n in ast.walk(st) if isinstance(n, ast.Name)}
-        target_vars = {i.id for st in body.statements for i in st.indices or ()}
+        target_vars = {n.id for st in body.statements for i in st.indices or () for n in ast.walk(i)
+                       if isinstance(n, ast.Name)}
         self.names = _Namer(names | set(self.specs) | set(self.symbols), target_vars)
+        self.sites: dict = {}  # Site -> its index in KernelIR.sites (gathers.py)
+        self.accesses: list = []
 
     # ------------------------------------------------------------ kernel
     def build(self) -> KernelIR:
@@ -165,14 +171,18 @@ class _Kernel(NumpySpellings):
                 raise CompileError(f"output '{name}' is never assigned", self.specs[name].span,
                                    hint=f"add a statement `{name} = ...` to the body")
         return KernelIR(self.kdef.name, self.kdef.version, self.params, tuple(self.outputs.values()),
-                        tuple(self.temps), tuple(self.statements), self.symbols, self.kdef.reassociate)
+                        tuple(self.temps), tuple(self.statements), self.symbols, self.kdef.reassociate,
+                        tuple(self.sites))
 
-    def statement(self, st: ast.Assign) -> None:
+    def statement(self, st: ast.Statement) -> None:
         name = st.target.id
         self.check_target(st)
+        self.start_statement()
         if st.indices is None and isinstance(st.value, ast.Binary) and st.value.op == "@":
             st = self.matmul_statement(st.target, st.value)  # `y = a @ b`: the contraction straight into y
-        if st.indices is None:
+        if isinstance(st, ast.AugAssign):
+            stmt = self.scatter_statement(st, Binding)
+        elif st.indices is None:
             stmt = self.accumulate_statement(st) or self.whole_array(st)
         else:
             stmt = self.index_notation(st)
@@ -251,6 +261,8 @@ class _Kernel(NumpySpellings):
                                    b.span, hint="every target index variable must appear in the expression")
             self.require_range(b)
         shape = out.shape if out is not None else tuple(b.range for b in scope.values())
+        if out is not None:
+            self.warn_out_of_bounds(st, out)
         return Compute(name, tuple(i.id for i in st.indices), self.finish(st, val, shape))
 
     # ------------------------------------------------------------ resonance
@@ -289,7 +301,8 @@ class _Kernel(NumpySpellings):
         def element(v: Val, d: DType) -> Expr:
             return at(Val(align(Val(coerce(v, d), v.shape), shape), shape), index)
 
-        return dtype, Accumulate("", variables, shape, element(classes, I64), element(values, dtype))
+        return dtype, Accumulate("", variables, shape, element(classes, I64), element(values, dtype), resonance=True,
+                                 site=self.site(call.span))
 
     def resonance_value(self, call: ast.Call, scope: Scope) -> Val:
         """A resonance inside a larger expression: computed into a hidden temporary first."""
@@ -364,7 +377,9 @@ class _Kernel(NumpySpellings):
         return CompileError(f"unknown name '{n}'{did_you_mean(n, candidates)}", node.span)
 
     def subscript(self, node: ast.Subscript, scope: Scope) -> Val:
-        decl = self.tensor(node.base, scope)
+        return self.element(self.tensor(node.base, scope), node, scope)
+
+    def element(self, decl: TensorDecl, node: ast.Subscript, scope: Scope) -> Val:
         n, rank = decl.name, len(decl.shape)
         if decl.kind == "scalar":
             raise CompileError(f"'{n}' is a scalar parameter; it cannot be indexed", node.span)
@@ -377,6 +392,9 @@ class _Kernel(NumpySpellings):
         by_ir = {b.ir: b for b in scope.values()}
         index = []
         for k, e in enumerate(node.indices):
+            if not self.is_affine_index(e, scope):  # a gather: numpy's integer-array index
+                index.append(self.gather_index(e, decl, k, scope))
+                continue
             a = self.affine(e, scope)
             if a.const == 0 and len(a.terms) == 1 and a.terms[0][1] == 1 and a.terms[0][0] in by_ir:
                 by_ir[a.terms[0][0]].note(decl.shape[k], f"dimension {k} of '{n}', line {e.span.line}", e.span)
@@ -384,8 +402,9 @@ class _Kernel(NumpySpellings):
                 by_ir[used[0]].note_strided(decl.shape[k], a, f"dimension {k} of '{n}', line {e.span.line}", e.span)
             if any(not I64.min <= c <= I64.max for c in (a.const, *(c for _, c in a.terms))):
                 raise CompileError("the index is too large for i64", e.span)
-            index.append(index_expr(a, by_ir.keys()))
-        return Val(Expr.load(n, decl.dtype, tuple(index)), (), False, node.span)
+            self.note_access(decl, k, a, {v: b for v, b in by_ir.items() if v in a.symbols}, e.span)
+            index.append(affine_index(a, decl.shape[k], by_ir.keys()).expr)
+        return Val(Expr.load(n, decl.dtype, tuple(index), self.site(node.span)), (), False, node.span)
 
     def affine(self, e: ast.Expr, scope: Scope) -> Affine:
         """An index expression as an affine form over IR variable names and shape symbols."""
