@@ -100,8 +100,8 @@ def _at(a: Access, variables: Sequence[tuple[str, int]], ranges: Mapping[str, Af
 def _past_end(a: Access, variables: Sequence[tuple[str, int]], ranges: Mapping[str, Affine], over: Affine,
               target: Target) -> CompileWarning:
     hint = "guard the access with where(...), or make the output smaller"
-    positive = [(v, c) for v, c in variables if c > 0]
-    if len(positive) == 1 and positive[0][0] in target.vars:
+    positive = [(v, c) for v, c in variables if c > 0 and v in target.vars]
+    if len(positive) == 1:  # fewer values of that target variable: the others stay at their largest
         v, c = positive[0]
         fewer = (over + c).floordiv(c)  # the last `fewer` values of v read past the end
         if fewer is not None:

@@ -20,6 +20,8 @@ on a backend and checks it; a new backend is tested by running these strategies 
                              whole-array statement
     atlas_kernels(cfg)       the Atlas functions, including resonance's 96-bin scatter-add
                              (with classes that may fall outside 0..95: a runtime error)
+    gather_kernels(cfg), scatter_kernels(cfg)   (hologram.testing.gather_cases) gathers
+                             `x[idx[i]]` and scatter-adds `h[b[i]] += w[i]`
     symbol_kernels(cfg)      shape symbols used as values (weak ints, numpy's len(x)) in
                              arithmetic, comparisons and where() with one dtype, every
                              dtype: `x - s / n` and the like, symbol-only parts (`n // m`,
@@ -155,11 +157,12 @@ def _evaluate(statements: Sequence[Statement], outputs: Sequence[Param], sizes: 
 
 
 def _finish(draw: Callable, sizes: dict[str, int], inputs: Sequence[Param], statements: Sequence[Statement],
-            outputs: Sequence[Param]) -> KernelCase:
-    """Draw input values, evaluate the statements in order, and assemble the case."""
-    given: dict[str, Any] = {}
+            outputs: Sequence[Param], given: Mapping[str, Any] | None = None) -> KernelCase:
+    """Draw the input values not `given`, evaluate the statements in order, and assemble the case."""
+    given = dict(given or {})
     for p in inputs:
-        given[p.name] = draw(values.arrays(p.dtype, p.concrete(sizes)) if p.dims else values.scalars(p.dtype))
+        if p.name not in given:
+            given[p.name] = draw(values.arrays(p.dtype, p.concrete(sizes)) if p.dims else values.scalars(p.dtype))
     source = render_document("generated", inputs, outputs, [line for _, line, _ in statements])
     ins = tuple((p.name, given[p.name]) for p in inputs)
     program = Program(dict(sizes), tuple(statements), tuple(outputs))
@@ -537,8 +540,14 @@ def atlas_kernels(draw: Callable, cfg: GenConfig = GenConfig()) -> KernelCase:
     return _finish(draw, sizes, inputs, statements, outputs)
 
 
+# More families of generated kernels, `cfg -> strategy`, added by the modules that build
+# them on this one (gather_cases: gathers and scatter-adds), which the package's
+# __init__ imports: `kernels()` draws from them too.
+FAMILIES: list[Callable[[GenConfig], st.SearchStrategy[KernelCase]]] = []
+
+
 def kernels(cfg: GenConfig = GenConfig()) -> st.SearchStrategy[KernelCase]:
-    """Any generated kernel: mostly whole-array expressions, then index notation, Atlas and
-    shape symbols as values."""
+    """Any generated kernel: mostly whole-array expressions, then index notation, Atlas,
+    shape symbols as values, and the FAMILIES (gathers and scatter-adds)."""
     return st.one_of(expression_kernels(cfg), expression_kernels(cfg), index_kernels(cfg), atlas_kernels(cfg),
-                     symbol_kernels(cfg))
+                     symbol_kernels(cfg), *(family(cfg) for family in FAMILIES))

@@ -410,8 +410,9 @@ def _outcome(kernel, args: dict) -> object:
 def test_generated_kernels_run_the_same_from_a_bundle(case):
     """Any kernel the generators draw (every dtype, shapes in several symbols, reductions
     whose extents the manifest must spell and parse back) survives the trip: the same
-    program, the same interface, bit for bit the same results or the same error."""
-    compiled = hg.compile(case.source, backend="interp")
+    program, the same interface, bit for bit the same results or the same error. (The
+    document is compiled under the bundle's member name, which the program's sites name.)"""
+    compiled = hg.compile(case.source, backend="interp", file="sources/case.toml")
     with tempfile.TemporaryDirectory() as folder:
         doc = Path(folder) / "case.toml"
         doc.write_text(case.source)
