@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -134,6 +135,35 @@ def test_builds_in_different_folders_and_times_are_equal_bytes(tmp_path, monkeyp
     assert infos[0].filename == MANIFEST and infos[-1].filename == archive.RECORD
     assert {i.date_time for i in infos} == {(1980, 1, 1, 0, 0, 0)}
     assert not any(i.filename.startswith("/") or str(tmp_path) in i.filename for i in infos)
+
+
+GATHER = '''[kernel]
+name = "gather"
+version = "1.0.0"
+inputs = { x = "f32[n]", idx = "i32[k]" }
+outputs = { y = "f32[k]" }
+body = """
+y[i] = x[idx[i]]
+y2 = xx
+"""
+'''
+
+
+def test_run_time_errors_of_a_bundled_kernel_name_its_member_never_a_path(tmp_path):
+    """The sites a program keeps for run-time errors name the bundle's member, so two
+    checkouts build the same bytes; build-time messages still name the file as given."""
+    src = tmp_path / "deep" / "src"
+    src.mkdir(parents=True)
+    (src / "g.toml").write_text(GATHER.replace("y2 = xx\n", ""))
+    data = build([src], "g", "1.0.0", cache_dir=False, jobs=1, native="none").data
+    assert str(tmp_path).encode() not in data
+    k = library(read_bundle(data), backend="interp")["gather"]
+    with pytest.raises(hg.errors.ExecutionError) as info:
+        k(np.zeros(3, np.float32), np.array([0, 3], np.int32))
+    assert str(info.value).startswith("sources/g.toml:7:8: error:"), str(info.value)
+    (src / "g.toml").write_text(GATHER)  # xx is unknown: a compile error at build time
+    with pytest.raises(hg.errors.HologramError, match=re.escape(f"{src / 'g.toml'}:8:6: error: unknown name 'xx'")):
+        build([src], "g", "1.0.0", cache_dir=False, jobs=1, native="none")
 
 
 def test_the_build_cache_compiles_only_what_changed(tmp_path):

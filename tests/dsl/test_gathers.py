@@ -17,19 +17,13 @@ from hologram.dsl.indexing import Check, constant_index, numpy_index
 from hologram.core.types import Affine, DType
 from hologram.ir import Expr
 
-from dsl_helpers import compile_ir, statements
+from dsl_helpers import compile_ir, document, statements
 
 BACKENDS = ("interp", "cpu_llvm")
 
 
-def doc(body: str, inputs: dict[str, str], outputs: dict[str, str]) -> str:
-    table = lambda d: "{ " + ", ".join(f'{k} = "{v}"' for k, v in d.items()) + " }"  # noqa: E731
-    return (f'[kernel]\nname = "k"\nversion = "1.0.0"\ninputs = {table(inputs)}\noutputs = {table(outputs)}\n'
-            f'body = """\n{body}\n"""\n')
-
-
 def kernel(body: str, inputs: dict[str, str], outputs: dict[str, str], backend: str):
-    return hg.compile(doc(body, inputs, outputs), file="kernels/g.toml").on(backend)
+    return hg.compile(document(body, inputs, outputs), file="kernels/g.toml").on(backend)
 
 
 # ------------------------------------------------------------------ semantics

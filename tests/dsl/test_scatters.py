@@ -12,19 +12,13 @@ from hologram.core.errors import CompileError, ExecutionError
 from hologram.core.types import DType
 from hologram.ir import Accumulate
 
-from dsl_helpers import compile_ir, statements
+from dsl_helpers import compile_ir, document, statements
 
 BACKENDS = ("interp", "cpu_llvm")
 
 
-def doc(body: str, inputs: dict[str, str], outputs: dict[str, str]) -> str:
-    table = lambda d: "{ " + ", ".join(f'{k} = "{v}"' for k, v in d.items()) + " }"  # noqa: E731
-    return (f'[kernel]\nname = "k"\nversion = "1.0.0"\ninputs = {table(inputs)}\noutputs = {table(outputs)}\n'
-            f'body = """\n{body}\n"""\n')
-
-
 def kernel(body: str, inputs: dict[str, str], outputs: dict[str, str], backend: str):
-    return hg.compile(doc(body, inputs, outputs), file="kernels/s.toml").on(backend)
+    return hg.compile(document(body, inputs, outputs), file="kernels/s.toml").on(backend)
 
 
 def add_at(shape, dtype, index, values) -> np.ndarray:
