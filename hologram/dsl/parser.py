@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-
-import attrs
 from typing import Iterator
 
+import attrs
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.visitors import Transformer_NonRecursive

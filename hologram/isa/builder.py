@@ -24,9 +24,9 @@ import attrs
 from hologram.core.errors import Site
 from hologram.core.types import Affine, DType
 from hologram.isa.opcodes import OPCODES
-from hologram.isa.structure import structure_problem
 from hologram.isa.program import (Addr, BufferParam, Imm, Init, Instr, Item, Label, MemDecl, Operand, Pred, Program,
                                   Reg, RegDecl, ScalarParam, Special, Stage, Sym)
+from hologram.isa.structure import structure_problem
 
 # Lanes per block by domain rank: 256 lanes, x widest (it walks the contiguous last dim).
 DEFAULT_BLOCKS: dict[int, tuple[int, ...]] = {1: (256,), 2: (16, 16), 3: (8, 8, 4)}

@@ -38,7 +38,6 @@ from hologram.lower.online import online_max_sum_stages
 from hologram.lower.plan import I64, Plan, make_plan
 
 
-
 def lower(kir: KernelIR) -> Program:
     """The program computing `kir`: params in the order `kir.params` then `kir.outputs`
     (inputs role 'in', outputs 'out', 0-d outputs as shape-() buffers), a 'temp' buffer
