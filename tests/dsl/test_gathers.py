@@ -215,3 +215,13 @@ def test_a_warned_kernel_still_runs_where_nothing_is_read():
     with pytest.warns(CompileWarning):
         k = kernel("y[i] = x[i + 1]", {"x": "f32[n]"}, {"y": "f32[n]"}, "interp")
     assert k(np.zeros(0, np.float32)).shape == (0,)
+
+
+@pytest.mark.parametrize("opt", ["O0", "O2"])
+def test_a_fused_temporary_read_out_of_range_names_the_reading_line(opt):
+    """At O2 `t` is computed inside `y` (the fuse pass): the failing read is `t[idx[i]]`,
+    on line 8, not `x` on line 7."""
+    k = hg.compile(document("t = x * 2\ny[i] = t[idx[i]]", {"x": "f32[n]", "idx": "i32[k]"}, {"y": "f32[k]"}),
+                   file="kernels/g.toml", opt=opt).on("cpu_llvm")
+    with pytest.raises(ExecutionError, match=r"^kernels/g.toml:8:8: error"):
+        k(np.zeros(3, np.float32), np.array([5], np.int32))
