@@ -4,7 +4,9 @@
 checks and broadcasts shapes, and writes every statement as `Compute(target, vars,
 body)` with one index variable per target dimension: `y = exp(x - m)` becomes
 `y[i0] = exp(x[i0] - m)`, `c[i, j] = sum(a[i, p] * b[p, j], p)` keeps its variables,
-and `resonance(...)` becomes an `Accumulate`. Nothing is fused or optimized here.
+and `resonance(...)` and a scatter-add `h[b[i]] += w[i]` (scatters.py) become an
+`Accumulate`. An index that is not affine is a gather (gathers.py, indexing.py). Nothing
+is fused or optimized here.
 
 Index variables are introduced by an index-notation target (`y[i, j] = ...`) or by a
 reduction (`sum(x[k], k)`). A declared output gives its target variables their ranges;

@@ -34,7 +34,7 @@ class Gathers:
     """The analyzer's methods for gathers, sites and bounds warnings (module docstring)."""
 
     sites: dict[Site, int]
-    accesses: list[Access]
+    accesses: list[tuple[TensorDecl, int, Affine, dict[str, Any], Span]]  # note_access's, this statement's
 
     # ------------------------------------------------------------ gathers
     def is_affine_index(self, e: ast.Expr, scope: Scope) -> bool:
@@ -44,7 +44,7 @@ class Gathers:
         if isinstance(e, ast.Num) or asks_shape(e):
             return True
         if isinstance(e, ast.Name):
-            return e.id in scope or e.id in self.symbols or e.id not in self.visible and e.id not in _VALUE_NAMES
+            return e.id in scope or e.id in self.symbols or e.id not in self.visible and e.id not in CONSTANT_NAMES
         if isinstance(e, ast.Unary) and e.op in "+-":
             return self.is_affine_index(e.operand, scope)
         if isinstance(e, ast.Binary) and e.op in ("+", "-"):
@@ -96,7 +96,7 @@ class Gathers:
         self.accesses = []
 
 
-_VALUE_NAMES = frozenset({"pi", "e", "inf", "nan"})  # the constants: float values, not index variables
+CONSTANT_NAMES = frozenset({"pi", "e", "inf", "nan"})  # the constants: float values, never index variables
 
 
 def _literal(e: ast.Expr) -> bool:

@@ -24,16 +24,14 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from hologram.core.errors import CompileError
-from hologram.core.types import type_str
+from hologram.core.types import shape_str, type_str
 from hologram.dsl import ast
 from hologram.dsl.functions import FUNCTIONS
+from hologram.dsl.gathers import CONSTANT_NAMES
 from hologram.dsl.indexing import flat_key
 from hologram.dsl.spellings import LOGICAL_REDUCTIONS, plural
 from hologram.dsl.typerules import can_assign, coerce, describe
 from hologram.ir import Accumulate
-
-CONSTANTS = frozenset({"pi", "e", "inf", "nan"})
-
 
 class Scatters:
     """The analyzer's `+=` statement (see the module docstring)."""
@@ -55,12 +53,12 @@ class Scatters:
                                f"({type_str(out.dtype, out.shape)}) but the target has "
                                f"{plural(len(st.indices), 'index')}", st.target.span)
         scope = {v.id: binding(v.id, v.id, v.span) for v in self.domain_variables(st.indices)}
-        target = ast.Subscript(st.target, st.indices, _target_span(st))
+        target = ast.Subscript(st.target, st.indices, st.target_span)
         load = self.element(out, target, scope).expr
         val = self.eval(st.value, scope)
         if val.shape:
             raise CompileError(f"the right-hand side of '+=' must be one value per point; it has shape "
-                               f"{list(map(str, val.shape))}", st.value.span,
+                               f"{shape_str(val.shape)}", st.value.span,
                                hint="index every array, e.g. h[b[i]] += w[i]")
         for b in scope.values():
             self.require_range(b)
@@ -102,14 +100,7 @@ class Scatters:
 
     def names_something(self, n: str) -> bool:
         return (n in self.visible or n in self.outputs or n in self.symbols or n in self.assigned_later
-                or n in CONSTANTS or n in FUNCTIONS)
-
-
-def _target_span(st: ast.AugAssign):
-    """From the target's name to the end of its last index (the `h[b[i]]` of the line)."""
-    start, end = st.target.span, st.indices[-1].span
-    return type(start)(start.file, start.line, start.col, end.end_line or end.line,
-                       (end.end_col or end.col) + 1, source=start.source)
+                or n in CONSTANT_NAMES or n in FUNCTIONS)
 
 
 __all__ = ["Scatters"]

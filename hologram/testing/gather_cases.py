@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 from hologram.core.errors import ExecutionError
 from hologram.core.types import Affine
 from hologram.testing import values
+from hologram.testing.bounds import Val
 from hologram.testing.cases import (FAMILIES, KernelCase, Param, Statement, _finish, _grids, _indexed, _load,
                                     _out_dtype, _value)
 from hologram.testing.exprgen import Builder, Env, GenConfig, Node, evaluate, infer, literal, render, strong, symbol
@@ -40,14 +41,14 @@ __all__ = ["OUT_OF_RANGE_EVERY", "gather_kernels", "scatter_kernels", "numpy_pos
 
 OUT_OF_RANGE_EVERY = 10
 INT_KINDS = "iu"
-# How the index array's value s becomes the index: (DSL text with {s} and {n}, the stored
-# value for a wanted index v, or None when any stored value will do (a remainder)).
-FORMS: dict[str, tuple[str, Callable[[int, int], int] | None]] = {
-    "plain": ("{s}", lambda v, n: v),
-    "plus": ("{s} + 1", lambda v, n: v - 1),
-    "minus": ("{s} - 2", lambda v, n: v + 2),
-    "reversed": ("{n} - 1 - {s}", lambda v, n: n - 1 - v),
-    "remainder": ("{s} % {n}", None),
+# How the index array's value s becomes the index (`_index_node` writes it): by form, the
+# s to store for a wanted index v in a dimension n, or None when any s will do.
+FORMS: dict[str, Callable[[int, int], int] | None] = {
+    "plain": lambda v, n: v,                 # idx[i]
+    "plus": lambda v, n: v - 1,              # idx[i] + 1
+    "minus": lambda v, n: v + 2,             # idx[i] - 2
+    "reversed": lambda v, n: n - 1 - v,      # n - 1 - idx[i]
+    "remainder": None,                       # idx[i] % n
 }
 
 
@@ -94,7 +95,8 @@ class _Indexed:
         dt = self.dtype(INT_KINDS)
         self.input(array, length, dtype=dt)
         count = self.sizes[length]
-        text, stored = FORMS[draw(st.sampled_from(sorted(FORMS)))]
+        form = draw(st.sampled_from(sorted(FORMS)))
+        stored = FORMS[form]
         info = np.iinfo(dt)
         lo = -dim if dt.kind == "i" else 0
         if stored is None:  # a remainder: any value of the dtype lands inside, edges included
@@ -105,13 +107,13 @@ class _Indexed:
                                    max_size=count))
             raw = [stored(v, dim) for v in wanted]
             if not all(info.min <= r <= info.max for r in raw):  # the form does not fit the dtype here
-                text, raw = "{s}", wanted
+                form, raw = "plain", wanted
             data = np.array(raw, dtype=np.int64).astype(dt)
         if count and draw(st.integers(0, OUT_OF_RANGE_EVERY - 1)) == 0:  # the error path
             data[draw(st.integers(0, count - 1))] = info.max if dt == np.uint64 else min(info.max, dim + 2)
         self.given[array] = data
         load = _load(f"{array}[{var}]", dt, dom, lambda env: _value(array)(env)[env.grids[var]])
-        return _index_node(text, load, dim_text)
+        return _index_node(form, load, dim_text)
 
     def assign(self, target: str, lhs: str, node: Node, grids: dict[str, np.ndarray], vars_: tuple[str, ...],
                dims: tuple[Affine | str | int, ...]) -> None:
@@ -122,16 +124,16 @@ class _Indexed:
         return _finish(self.draw, self.sizes, self.inputs, self.statements, self.outputs, self.given)
 
 
-def _index_node(text: str, load: Node, dim_text: str) -> Node:
-    """`text` (a FORMS spelling) over the index load, typed by numpy's rules."""
-    if text == "{s}":
+def _index_node(form: str, load: Node, dim_text: str) -> Node:
+    """The index of FORMS' `form` over the index load, typed by numpy's rules."""
+    if form == "plain":
         return load
-    if text == "{s} + 1":
+    if form == "plus":
         return Node("+", infer("+", [load, literal(1)]), load.shape, (load, literal(1)))
-    if text == "{s} - 2":
+    if form == "minus":
         return Node("-", infer("-", [load, literal(2)]), load.shape, (load, literal(2)))
     dim = symbol(dim_text) if not dim_text.isdigit() else literal(int(dim_text))
-    if text == "{s} % {n}":
+    if form == "remainder":
         return Node("%", infer("%", [load, dim]), load.shape, (load, dim))
     first = Node("-", np.dtype(np.int64), (), (dim, literal(1)), weak=True) if dim.op == "sym" else literal(
         int(dim_text) - 1)
@@ -235,7 +237,7 @@ def scatter_kernels(draw: Callable, cfg: GenConfig = GenConfig()) -> KernelCase:
             if two_d:
                 keys.append(strong(env.grids["j"]).broadcast_to(full))
             val = evaluate(value, env)
-            val = val if not hasattr(val, "v") else val.broadcast_to(full)
+            val = val.broadcast_to(full) if isinstance(val, Val) else val  # a literal stays weak
             return env.engine.scatter_add(shape, dtype, tuple(keys), val)
         finally:
             env.grids = {}
@@ -251,8 +253,7 @@ def _target_dtype(draw: Callable, value: Node) -> np.dtype:
         v = value.attr[0]
         picks = ["f16", "f32", "f64"] + ([] if isinstance(v, float) else ["i8", "i32", "i64"] + (["u8"] if v >= 0 else []))
         return values.as_dtype(draw(st.sampled_from(picks)))
-    dt = np.dtype(np.int64) if value.dtype.kind == "b" else value.dtype
-    return _out_dtype(draw, dt) if dt.kind != "b" else dt
+    return _out_dtype(draw, np.dtype(np.int64) if value.dtype.kind == "b" else value.dtype)
 
 
 FAMILIES.extend((gather_kernels, scatter_kernels))  # cases.kernels() draws these too

@@ -122,7 +122,7 @@ def test_a_row_index_out_of_range_never_adds_into_another_row(backend):
     ("h[b[i]] += 1", {"h": "bool[4]"}, r"cannot scatter-add into 'h' of type bool"),
     ("h[b[i], j] += 1", {"h": "i64[4]"}, r"output 'h' has 1 dimension \(i64\[4\]\) but the target has 2 indices"),
     ("h[b[i]] += w[i]", {"h": "i32[4]"}, r"cannot add a f32 value into output 'h' of type i32"),
-    ("h[b[i]] += w", {"h": "f32[4]"}, r"one value per point; it has shape \['n'\]"),
+    ("h[b[i]] += w", {"h": "f32[4]"}, r"one value per point; it has shape \[n\]"),
     ("h[b[i]] += 1\nh[b[i]] += 1", {"h": "i64[4]"}, r"'h' is assigned twice"),
     ("h = 1\nh[b[i]] += 1", {"h": "i64[4]"}, r"'h' is assigned twice"),
     ("h[b[i] > 0] += 1", {"h": "i64[4]"}, r"an index must be an integer; this one is a bool"),
