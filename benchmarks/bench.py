@@ -70,7 +70,24 @@ outputs = { y = "f32[h - 2, w - 2]" }
 body = "y[i, j] = sum(img[i + di, j + dj], di in range(3), dj in range(3)) / 9"
 '''
 
+GATHER = '''[kernel]
+name = "gather"
+version = "1.0.0"
+inputs  = { x = "f32[n]", idx = "i64[m]" }
+outputs = { y = "f32[m]" }
+body = "y[i] = x[idx[i]]"
+'''
+
+HISTOGRAM = '''[kernel]
+name = "histogram"
+version = "1.0.0"
+inputs  = { b = "i32[n]" }
+outputs = { h = "i64[256]" }
+body = "h[b[i]] += 1"
+'''
+
 SOURCES = {"axpy": _read("axpy.toml"), "fused": FUSED, "sum": _read("sum.toml"), "bmm": BMM, "blur": BLUR,
+           "gather": GATHER, "histogram": HISTOGRAM,
            "softmax": _read("softmax.toml"), "gemm": _read("gemm.toml"),
            # the same kernel with the opt-in to reassociation: the online max-and-sum
            "softmax_r": _read("softmax.toml").replace('name = "softmax"', 'name = "softmax_r"\nreassociate = true')}
@@ -134,10 +151,11 @@ class Sizes:
     launch: int   # elements of the launch-overhead call
     batch: tuple[int, int] = (8, 512)  # batched matmul: batches, square side
     image: int = 2048  # the 3x3 blur's square image side
+    indexed: int = 10_000_000  # the gather's and the histogram's elements (issue 14: 1e6-1e7)
 
 
 FULL = Sizes(20_000_000, 1024, 16)
-QUICK = Sizes(256, 8, 16, (2, 8), 16)
+QUICK = Sizes(256, 8, 16, (2, 8), 16, 256)
 
 # The launch-overhead rows: one 16-element a*x + y (out= given) per way of calling a
 # kernel (docs/api.md, "Calling a kernel"), by row title. Every style takes the same fast
@@ -159,6 +177,9 @@ def make_data(sizes: Sizes) -> dict[str, Any]:
             "BA": rng.uniform(-1, 1, (sizes.batch[0], sizes.batch[1], sizes.batch[1])).astype(np.float32),
             "BB": rng.uniform(-1, 1, (sizes.batch[0], sizes.batch[1], sizes.batch[1])).astype(np.float32),
             "img": rng.uniform(-1, 1, (sizes.image, sizes.image)).astype(np.float32),
+            "gx": rng.uniform(-1, 1, sizes.indexed).astype(np.float32),
+            "idx": rng.integers(0, sizes.indexed, sizes.indexed),  # numpy's default integers: int64
+            "bins": rng.integers(0, 256, sizes.indexed).astype(np.int32),
             "x16": rng.uniform(-1, 1, sizes.launch).astype(np.float32),
             "y16": rng.uniform(-1, 1, sizes.launch).astype(np.float32)}
 
@@ -179,7 +200,8 @@ def numpy_impls(d: dict[str, Any]) -> dict[str, Callable[[], Any]]:
         return sum(img[a:a + h - 2, b:b + w - 2] for a in range(3) for b in range(3)) / np.float32(9)
     return {"axpy": lambda: a * x + y, "fused": lambda: np.sqrt(x * x + y * y) * np.exp(-z),
             "sum": lambda: x.sum(), "softmax": softmax, "softmax_r": softmax, "gemm": lambda: d["A"] @ d["B"],
-            "bmm": lambda: d["BA"] @ d["BB"], "blur": blur, **dict.fromkeys(CALL_STYLES, launch)}
+            "bmm": lambda: d["BA"] @ d["BB"], "blur": blur, "gather": lambda: d["gx"][d["idx"]],
+            "histogram": lambda: np.bincount(d["bins"], minlength=256), **dict.fromkeys(CALL_STYLES, launch)}
 
 
 def numexpr_impls(ne: Any, d: dict[str, Any]) -> dict[str, Callable[[], Any]]:
@@ -249,17 +271,34 @@ def numba_functions(numba: Any) -> dict[str, Any]:
                     c[i, j] += aip * b[p, j]
         return c
 
-    return {"axpy": axpy, "fused": fused, "sum": total, "softmax": softmax, "gemm": gemm}
+    @njit(parallel=True)
+    def gather(x, idx, out):
+        for i in prange(idx.size):
+            out[i] = x[idx[i]]
+        return out
+
+    @njit  # a parallel loop would race on the bins
+    def histogram(b, h):
+        h[:] = 0
+        for i in range(b.size):
+            h[b[i]] += 1
+        return h
+
+    return {"axpy": axpy, "fused": fused, "sum": total, "softmax": softmax, "gemm": gemm, "gather": gather,
+            "histogram": histogram}
 
 
 def numba_impls(fns: dict[str, Any], d: dict[str, Any]) -> dict[str, Callable[[], Any]]:
     a, x, y, z = d["a"], d["x"], d["y"], d["z"]
     out, c, out16 = np.empty_like(x), np.empty_like(d["A"]), np.empty_like(d["x16"])
+    gathered, hist = np.empty_like(d["gx"]), np.empty(256, np.int64)
     axpy, x16, y16 = fns["axpy"], d["x16"], d["y16"]
     return {"axpy": lambda: fns["axpy"](a, x, y, out), "fused": lambda: fns["fused"](x, y, z, out),
             "sum": lambda: fns["sum"](x), "softmax": lambda: fns["softmax"](x, out),
             "softmax_r": lambda: fns["softmax"](x, out),
             "gemm": lambda: fns["gemm"](d["A"], d["B"], c),
+            "gather": lambda: fns["gather"](d["gx"], d["idx"], gathered),
+            "histogram": lambda: fns["histogram"](d["bins"], hist),
             **dict.fromkeys(CALL_STYLES, lambda: axpy(a, x16, y16, out16))}
 
 
@@ -277,6 +316,7 @@ def hologram_impls(backend: str, d: dict[str, Any], benches: list[str]) -> dict[
     c = np.empty_like(d["A"])
     bc = np.empty_like(d["BA"])
     blurred = np.empty((d["img"].shape[0] - 2, d["img"].shape[1] - 2), np.float32)
+    gathered, hist = np.empty_like(d["gx"]), np.empty(256, np.int64)
     out16, x16, y16, axpy16 = np.empty_like(d["x16"]), d["x16"], d["y16"], k.get("axpy")
     one = np.float32(1)
     return {"axpy": lambda: k["axpy"](a, x, y, out=(out,)), "fused": lambda: k["fused"](x, y, z, out=(out,)),
@@ -285,6 +325,8 @@ def hologram_impls(backend: str, d: dict[str, Any], benches: list[str]) -> dict[
             "gemm": lambda: k["gemm"](one, d["A"], d["B"], out=(c,)),
             "bmm": lambda: k["bmm"](d["BA"], d["BB"], out=(bc,)),
             "blur": lambda: k["blur"](d["img"], out=(blurred,)),
+            "gather": lambda: k["gather"](d["gx"], d["idx"], out=(gathered,)),
+            "histogram": lambda: k["histogram"](d["bins"], out=(hist,)),
             # CALL_STYLES, each written out so that only the call differs between rows
             "launch": lambda: axpy16(a, x16, y16, out=(out16,)),
             "launch_out": lambda: axpy16(a, x16, y16, out=out16),
@@ -293,10 +335,11 @@ def hologram_impls(backend: str, d: dict[str, Any], benches: list[str]) -> dict[
             "launch_cast": lambda: axpy16(a, x16, y16, out=(out16,), cast=True)}
 
 
-BENCHES = ("axpy", "fused", "sum", "softmax", "softmax_r", "gemm", "bmm", "blur", *CALL_STYLES)
+BENCHES = ("axpy", "fused", "sum", "softmax", "softmax_r", "gemm", "bmm", "blur", "gather", "histogram", *CALL_STYLES)
 TITLES = {"axpy": "a*x + y", "fused": "sqrt(x*x + y*y) * exp(-z)", "sum": "sum(x)", "softmax": "softmax(x)",
           "softmax_r": "softmax(x), reassociate", "gemm": "gemm", "bmm": "a @ b, batched (z x s x s)",
-          "blur": "3x3 box blur, ranges (s x s)", **CALL_STYLES}
+          "blur": "3x3 box blur, ranges (s x s)", "gather": "gather y[i] = x[idx[i]]",
+          "histogram": "256-bin histogram h[b[i]] += 1", **CALL_STYLES}
 
 
 def _elements(bench: str, sizes: Sizes) -> int:
@@ -304,6 +347,8 @@ def _elements(bench: str, sizes: Sizes) -> int:
         return sizes.batch[0] * sizes.batch[1] ** 3
     if bench == "blur":
         return 9 * sizes.image ** 2
+    if bench in ("gather", "histogram"):
+        return sizes.indexed
     return sizes.launch if bench in CALL_STYLES else sizes.gemm ** 3 if bench == "gemm" else sizes.n
 
 
@@ -442,6 +487,11 @@ TARGETS = (
            else None, "x numpy's time", lambda v: v <= 2),
     Target("3x3 blur by ranges: <= 0.5x numpy slicing's time", lambda r: (1 / _ratio(r, "blur", "numpy"))
            if _ratio(r, "blur", "numpy") else None, "x numpy's time", lambda v: v <= 0.5),
+    Target("gather x[idx[i]]: <= 1.0x numpy fancy indexing's time", lambda r: (1 / _ratio(r, "gather", "numpy"))
+           if _ratio(r, "gather", "numpy") else None, "x numpy's time", lambda v: v <= 1.0),
+    Target("256-bin histogram by scatter-add: <= 0.5x np.bincount's time",
+           lambda r: (1 / _ratio(r, "histogram", "numpy")) if _ratio(r, "histogram", "numpy") else None,
+           "x numpy's time", lambda v: v <= 0.5),
     Target("launch overhead <= 3 us", lambda r: (_t(r, "launch", "hologram") or 0) * 1e6 or None, "us",
            lambda v: v <= 3),
     Target("launch overhead <= 3 us, every call style (slowest)", _slowest_call, "us", lambda v: v <= 3),
@@ -576,13 +626,14 @@ def report(console: Any, results: dict) -> None:
     times = results["times"]
     cols = list(next(iter(times.values()))) if times else []
     sizes = results["sizes"]
-    t = Table(title=f"median times (n = {sizes['n']:,} f32; gemm {sizes['gemm']}²; launch on {sizes['launch']})",
+    t = Table(title=f"median times (n = {sizes['n']:,} f32; gemm {sizes['gemm']}²; launch on {sizes['launch']}; "
+                    f"gather and histogram on {sizes.get('indexed', 0):,})",
               title_justify="left")
     t.add_column("benchmark")
     for c in cols:
         t.add_column(escape(f"{c} ({results['default_backend']})" if c == "hologram" else c), justify="right")
     for bench, row in times.items():
-        t.add_row(TITLES[bench], *(_fmt_time(row[c]) for c in cols))
+        t.add_row(escape(TITLES[bench]), *(_fmt_time(row[c]) for c in cols))
     console.print(t)
 
     jit = results.get("jit", {})
@@ -605,7 +656,7 @@ def report(console: Any, results: dict) -> None:
     for row in results["targets"]:
         v = row["value"]
         met = "[dim]n/a[/dim]" if row["met"] is None else "[green]met[/green]" if row["met"] else "[bold red]not met[/bold red]"
-        tt.add_row(row["target"], "-" if v is None else f"{v:.3g} {row['unit']}", met)
+        tt.add_row(escape(row["target"]), "-" if v is None else f"{v:.3g} {row['unit']}", met)
     console.print(tt)
     blas = results["blas"]
     console.print(escape(f"numpy BLAS: {', '.join(f'{k}={v}' for k, v in blas.items())}"))

@@ -40,6 +40,7 @@ from typing import Any, Callable, Iterator
 
 import attrs
 
+from hologram.core.errors import Site
 from hologram.core.types import Affine, DType, Shape, type_str
 
 UNARY_OPS = frozenset(
@@ -71,6 +72,10 @@ class Expr:
     dtype: DType
     srcs: tuple["Expr", ...] = ()
     arg: Any = attrs.field(default=None, eq=_arg_key)
+    # LOAD: the index of the access's source location in `KernelIR.sites` (the lowering puts
+    # it on the checked instruction, so a run-time error names the document line). Not part
+    # of equality: equal loads from two lines may be merged, and either line is a true answer.
+    site: int | None = attrs.field(default=None, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if self.op not in OPS:
@@ -86,8 +91,8 @@ class Expr:
         return Expr("IDX", DType.I64, (), var)
 
     @staticmethod
-    def load(tensor: str, dtype: DType, index: tuple["Expr", ...]) -> "Expr":
-        return Expr("LOAD", dtype, tuple(index), tensor)
+    def load(tensor: str, dtype: DType, index: tuple["Expr", ...], site: int | None = None) -> "Expr":
+        return Expr("LOAD", dtype, tuple(index), tensor, site)
 
     # -- traversal --------------------------------------------------------
     def walk(self) -> Iterator["Expr"]:
@@ -204,6 +209,7 @@ def format_statement(st: "Statement") -> str:
     else:
         dom = ", ".join(f"{v}<{e}" for v, e in zip(st.vars, st.extents))
         head = f"{st.target}[{format_expr(st.key, names)}] += {format_expr(st.value, names)}  for {dom}"
+        head += "  (resonance)" if st.resonance else ""
     return "\n".join([head, *lets])
 
 
@@ -236,11 +242,18 @@ class Compute:
 
 @attrs.frozen
 class Accumulate:
+    """`target[key] += value` over the domain `vars x extents`; `key` is the flat element
+    index, which the lowering checks (a per-dimension miss is already -1 in it). `resonance`
+    marks the Atlas's 96-bin form, whose key is a class (ResAccum); `site` is the index in
+    `KernelIR.sites` of the statement's target, for run-time errors."""
+
     target: str
     vars: tuple[str, ...]
     extents: tuple[Affine, ...]
     key: Expr
     value: Expr
+    resonance: bool = False
+    site: int | None = attrs.field(default=None, eq=False, repr=False)
 
     def __str__(self) -> str:
         return format_statement(self)
@@ -292,7 +305,8 @@ class KernelIR:
     `outputs` in declaration order; `temps` internal arrays; `body` in execution order.
     `symbols` are the shape symbols, each bound at call time from some param's shape.
     `reassociate` is the kernel's opt-in to reordering float sums, products, minima and
-    maxima (docs/dsl.md, "Opting in to reassociation")."""
+    maxima (docs/dsl.md, "Opting in to reassociation"). `sites` are where its accesses
+    are written (the text form leaves them out)."""
 
     name: str
     version: str
@@ -302,6 +316,9 @@ class KernelIR:
     body: tuple[Statement, ...]
     symbols: tuple[str, ...] = ()
     reassociate: bool = False
+    # source locations of accesses (`Expr.site`, `Accumulate.site` index it). Part of
+    # equality, so a cache keyed by the IR never hands one file's locations to another.
+    sites: tuple[Site, ...] = ()
 
     def decl(self, name: str) -> TensorDecl:
         for d in self.params + self.outputs + self.temps:

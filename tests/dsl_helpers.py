@@ -87,3 +87,10 @@ inputs  = { a = "f64", x = "f64[n]" }
 outputs = { y = "f64[n]" }
 body = "y = a * x"
 '''
+
+
+def document(body: str, inputs: Mapping[str, str], outputs: Mapping[str, str], name: str = "k") -> str:
+    """A one-kernel TOML document; the body starts on file line 7."""
+    table = lambda d: "{ " + ", ".join(f'{k} = "{v}"' for k, v in d.items()) + " }"  # noqa: E731
+    return (f'[kernel]\nname = "{name}"\nversion = "1.0.0"\ninputs = {table(inputs)}\noutputs = {table(outputs)}\n'
+            f'body = """\n{body}\n"""\n')

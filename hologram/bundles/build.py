@@ -20,6 +20,7 @@ import multiprocessing
 import os
 import tempfile
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -30,10 +31,10 @@ from hologram.bundles.manifest import (
     MANIFEST, NAME, SEMVER, Entry, Manifest, NativeTarget, Port, parse, read_index, to_toml, write_index,
 )
 from hologram.core.distribution import hologram_version
-from hologram.core.errors import BundleError
+from hologram.core.errors import BundleError, HologramError
 from hologram.core.files import cache_root, read_regular_file
 from hologram.core.types import type_str
-from hologram.dsl.document import DSL_VERSION
+from hologram.dsl.document import DSL_VERSION, KernelDef
 from hologram.isa.encoding import SUPPORTED_ISA_VERSIONS, encode
 from hologram.isa.program import ISA_VERSION
 from hologram.passes.manager import Pipeline
@@ -209,7 +210,7 @@ def compile_source(member: str, path: str, text: str, opt: str | None, passes: S
     out = []
     for kdef in kdefs:
         start = time.perf_counter()
-        c = compile_kdef(kdef, pipeline)
+        c = _compile_as_member(kdef, member, pipeline)
         k = _kernel_build(c, member, text, o0)
         out.append(attrs.evolve(k, natives=_native_code(c, plan), seconds=time.perf_counter() - start))
     return out
@@ -282,6 +283,24 @@ def native_section(kernels: Sequence[KernelBuild]) -> tuple[tuple[NativeTarget, 
         members.update((nt.object(name), n.object) for name, n in codes)
         targets.append(nt)
     return tuple(targets), members
+
+
+def _compile_as_member(kdef: KernelDef, member: str, pipeline: Pipeline) -> Compiled:
+    """`kdef` compiled with its body's file named `member`: the source locations a program
+    keeps for run-time errors (hologram.core.errors.Site) name the bundle's member, never
+    a path that differs between checkouts. Errors and warnings name the file as given
+    (the document is compiled again under that name when there are any)."""
+    relocated = attrs.evolve(kdef, origin=attrs.evolve(kdef.origin, file=member))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            c = compile_kdef(relocated, pipeline)
+        except HologramError:
+            c = None
+    if c is None or caught:
+        compile_kdef(kdef, pipeline)  # raises or warns as the caller named the file
+    assert c is not None
+    return c
 
 
 def _kernel_build(c: Compiled, member: str, text: str, o0: Pipeline) -> KernelBuild:

@@ -45,6 +45,48 @@ class Span:
         return f"{gutter}{text}\n{pad}{' ' * (self.col - 1)}{'^' * width}"
 
 
+@attrs.frozen
+class Site:
+    """Where in a kernel document a run-time check comes from: the access's file, line
+    and columns (`end_col` exclusive, on `line`) and the text of that line, so an
+    ExecutionError can point at the document as a compile error does without the
+    document at hand. `file` is the name the document was compiled under (a bundle
+    stores its member name, never an absolute path)."""
+
+    file: str
+    line: int
+    col: int
+    end_col: int
+    text: str
+
+    MAX_TEXT = 500  # of a line; a JSON document's body is one (long) line
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+    @staticmethod
+    def of(span: Span) -> "Site":
+        """The site of `span` (its first line, when it spans several)."""
+        lines = span.source.splitlines() if span.source is not None else []
+        text = lines[span.line - 1][:Site.MAX_TEXT] if 1 <= span.line <= len(lines) else ""
+        end = span.end_col if span.end_line in (None, span.line) and span.end_col else len(text) + 1
+        return Site(span.file, span.line, span.col, max(end, span.col + 1), text)
+
+    def span(self) -> Span:
+        """A span that renders this site's line with the access underlined."""
+        return Span(self.file, self.line, self.col, self.line, self.end_col, source="\n" * (self.line - 1) + self.text)
+
+
+def render(message: str, span: Span | None, hint: str | None, kind: str) -> str:
+    """`file:line:col: <kind>: message`, the source line underlined, then the hint."""
+    parts = [f"{span}: {kind}: {message}" if span else message]
+    if span is not None and (ex := span.excerpt()):
+        parts.append(ex)
+    if hint:
+        parts.append(f"  hint: {hint}")
+    return "\n".join(parts)
+
+
 class HologramError(Exception):
     """Base of every error Hologram reports to a user."""
 
@@ -55,15 +97,23 @@ class HologramError(Exception):
         super().__init__(self.render())
 
     def render(self) -> str:
-        head = f"{self.span}: error: {self.message}" if self.span else self.message
-        parts = [head]
-        if self.span is not None:
-            ex = self.span.excerpt()
-            if ex:
-                parts.append(ex)
-        if self.hint:
-            parts.append(f"  hint: {self.hint}")
-        return "\n".join(parts)
+        return render(self.message, self.span, self.hint, "error")
+
+
+class HologramWarning(UserWarning):
+    """Base of Hologram's warnings: rendered like errors, with a span when there is one."""
+
+    def __init__(self, message: str, span: Span | None = None, hint: str | None = None):
+        self.message, self.span, self.hint = message, span, hint
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        return render(self.message, self.span, self.hint, "warning")
+
+
+class CompileWarning(HologramWarning):
+    """A kernel compiles but something in it is almost surely wrong: an access out of
+    bounds at every size the statement runs at (docs/dsl.md, decision 15)."""
 
 
 class DocumentError(HologramError):
@@ -84,6 +134,12 @@ class VerifyError(HologramError):
 
 class ExecutionError(HologramError):
     """A program failed while running: a guarded access out of bounds, a bad pool handle."""
+
+    @classmethod
+    def at(cls, site: Site | None, message: str) -> "ExecutionError":
+        """The error of a failed run-time check, pointing at the document line `site`
+        (the instruction's) when the program knows it."""
+        return cls(message, None if site is None else site.span())
 
 
 class ArgumentError(HologramError, TypeError):

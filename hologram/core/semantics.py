@@ -43,7 +43,7 @@ import numpy as np
 from hologram.core import atlas
 from hologram.core.errors import ExecutionError
 
-__all__ = ["ORACLE", "cast", "reduce", "fma", "resonance", "REDUCTIONS"]
+__all__ = ["ORACLE", "cast", "reduce", "fma", "resonance", "add_at", "REDUCTIONS"]
 
 Arg = Any  # np.ndarray | np.generic | bool | int | float (Python scalars are weak)
 
@@ -261,17 +261,43 @@ def bound_map(c: Arg, page: Arg, byte: Arg) -> np.ndarray:
 def resonance(classes: Arg, values: Arg) -> np.ndarray:
     """96 bins; bin c holds the sum of the values whose class is c (dtype: numpy's sum of values)."""
     c, v = np.broadcast_arrays(_ints(classes), np.asarray(values))
-    dt = np.sum(np.zeros(0, v.dtype)).dtype
     bad = ~_valid(c)
     if bad.any():
         first = tuple(int(i) for i in np.argwhere(bad)[0])
         raise ExecutionError(f"resonance: class {int(c[first])} at index {first} is outside 0..95")
-    if dt.kind == "f":  # numpy's add.at adds in dt one value at a time: an f16 bin stalls at 2048
-        wide = np.bincount(c.ravel(), weights=v.astype(dt).astype(np.float64).ravel(), minlength=atlas.NUM_CLASSES)
-        return wide.astype(dt)
-    out = np.zeros(atlas.NUM_CLASSES, dt)
-    np.add.at(out, c.ravel(), v.astype(dt).ravel())
-    return out
+    return add_at((atlas.NUM_CLASSES,), np.sum(np.zeros(0, v.dtype)).dtype, (c,), v)
+
+
+def add_at(shape: tuple[int, ...], dtype: np.dtype, index: tuple[Arg, ...], values: Arg) -> np.ndarray:
+    """The DSL's scatter-add `h[index] += values` into `h = zeros(shape, dtype)`:
+    `np.add.at` with numpy's integer-array indexing (negative indices count from the
+    end; one outside raises ExecutionError), duplicates accumulating. Values are cast to
+    `dtype` first; integers wrap; floats are the exact sum in f64 of the cast terms,
+    rounded once (numpy's add.at adds in dtype one value at a time: an f16 bin stalls at 2048)."""
+    dtype = np.dtype(dtype)
+    ix = tuple(np.asarray(i) for i in index)
+    arrays = np.broadcast_arrays(*ix, np.asarray(values))
+    ix, v = tuple(a.ravel() for a in arrays[:-1]), arrays[-1].ravel()
+    for k, (i, dim) in enumerate(zip(ix, shape)):
+        if i.dtype.kind not in "iu":
+            raise TypeError(f"scatter indices are integers, got {i.dtype}")
+        if i.dtype == np.uint64 and i.size and int(i.max()) > np.iinfo(np.int64).max:
+            bad = int(i.max())
+        else:
+            wide = i.astype(np.int64)
+            outside = (wide < -dim) | (wide >= dim)
+            bad = int(wide[outside][0]) if outside.any() else None
+        if bad is not None:
+            raise ExecutionError(f"scatter: index {bad} is out of bounds for dimension {k} of size {dim}")
+    with np.errstate(all="ignore"):
+        terms = v.astype(dtype)
+        if dtype.kind == "f":
+            wide_out = np.zeros(shape, np.float64)
+            np.add.at(wide_out, tuple(i.astype(np.int64) for i in ix), terms.astype(np.float64))
+            return wide_out.astype(dtype)
+        out = np.zeros(shape, dtype)
+        np.add.at(out, tuple(i.astype(np.int64) for i in ix), terms)
+        return out
 
 
 # ------------------------------------------------------------------------- reductions

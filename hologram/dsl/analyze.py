@@ -4,7 +4,9 @@
 checks and broadcasts shapes, and writes every statement as `Compute(target, vars,
 body)` with one index variable per target dimension: `y = exp(x - m)` becomes
 `y[i0] = exp(x[i0] - m)`, `c[i, j] = sum(a[i, p] * b[p, j], p)` keeps its variables,
-and `resonance(...)` becomes an `Accumulate`. Nothing is fused or optimized here.
+and `resonance(...)` and a scatter-add `h[b[i]] += w[i]` (scatters.py) become an
+`Accumulate`. An index that is not affine is a gather (gathers.py, indexing.py). Nothing
+is fused or optimized here.
 
 Index variables are introduced by an index-notation target (`y[i, j] = ...`) or by a
 reduction (`sum(x[k], k)`). A declared output gives its target variables their ranges;
@@ -29,11 +31,13 @@ from hologram.core.types import Affine, DType, Shape, shape_str, type_str
 from hologram.dsl import ast, reductions
 from hologram.dsl.document import KernelDef, ParamSpec
 from hologram.dsl.functions import FUNCTIONS, Function
+from hologram.dsl.gathers import Gathers
 from hologram.dsl.parser import parse_body
+from hologram.dsl.scatters import Scatters
 from hologram.dsl.spellings import (
     LOGICAL_REDUCTIONS, METHODS, NUMPY_TYPES, NumpySpellings, affine_ast, asks_shape, logical_reduction, plural,
 )
-from hologram.dsl.shapes import PLACEHOLDER, Val, align, at, axes, broadcast_shapes, broadcasts_to, index_expr
+from hologram.dsl.shapes import PLACEHOLDER, Val, align, at, axes, broadcast_shapes, broadcasts_to
 from hologram.dsl.slicing import NumpyIndexing
 from hologram.dsl.typerules import BINARY, UNARY, apply, can_assign, coerce, describe, strengthen
 from hologram.ir import Accumulate, Compute, Expr, KernelIR, Statement, TensorDecl
@@ -139,7 +143,7 @@ class _Namer:
         return name
 
 
-class _Kernel(NumpySpellings, NumpyIndexing):
+class _Kernel(NumpySpellings, NumpyIndexing, Gathers, Scatters):
     def __init__(self, kdef: KernelDef, body: ast.Body):
         self.kdef, self.body = kdef, body
         self.params = tuple(_param_decl(p) for p in kdef.inputs)
@@ -156,8 +160,11 @@ class _Kernel(NumpySpellings, NumpyIndexing):
         for st in body.statements:
             self.assigned_later.setdefault(st.target.id, st.span.line)
         names = {n.id for st in body.statements for n in ast.walk(st) if isinstance(n, ast.Name)}
-        target_vars = {i.id for st in body.statements for i in st.indices or ()}
+        target_vars = {n.id for st in body.statements for i in st.indices or () for n in ast.walk(i)
+                       if isinstance(n, ast.Name)}
         self.names = _Namer(names | set(self.specs) | set(self.symbols), target_vars)
+        self.sites: dict = {}  # Site -> its index in KernelIR.sites (gathers.py)
+        self.accesses: list = []
 
     # ------------------------------------------------------------ kernel
     def build(self) -> KernelIR:
@@ -168,14 +175,18 @@ class _Kernel(NumpySpellings, NumpyIndexing):
                 raise CompileError(f"output '{name}' is never assigned", self.specs[name].span,
                                    hint=f"add a statement `{name} = ...` to the body")
         return KernelIR(self.kdef.name, self.kdef.version, self.params, tuple(self.outputs.values()),
-                        tuple(self.temps), tuple(self.statements), self.symbols, self.kdef.reassociate)
+                        tuple(self.temps), tuple(self.statements), self.symbols, self.kdef.reassociate,
+                        tuple(self.sites))
 
-    def statement(self, st: ast.Assign) -> None:
+    def statement(self, st: ast.Statement) -> None:
         name = st.target.id
         self.check_target(st)
+        self.start_statement()
         if st.indices is None and isinstance(st.value, ast.Binary) and st.value.op == "@":
             st = self.matmul_statement(st.target, st.value)  # `y = a @ b`: the contraction straight into y
-        if st.indices is None:
+        if isinstance(st, ast.AugAssign):
+            stmt = self.scatter_statement(st, Binding)
+        elif st.indices is None:
             stmt = self.accumulate_statement(st) or self.whole_array(st)
         else:
             stmt = self.index_notation(st)
@@ -254,6 +265,8 @@ class _Kernel(NumpySpellings, NumpyIndexing):
                                    b.span, hint="every target index variable must appear in the expression")
             self.require_range(b)
         shape = out.shape if out is not None else tuple(b.range for b in scope.values())
+        if out is not None:
+            self.warn_out_of_bounds(st, out)
         return Compute(name, tuple(i.id for i in st.indices), self.finish(st, val, shape))
 
     # ------------------------------------------------------------ resonance
@@ -292,7 +305,8 @@ class _Kernel(NumpySpellings, NumpyIndexing):
         def element(v: Val, d: DType) -> Expr:
             return at(Val(align(Val(coerce(v, d), v.shape), shape), shape), index)
 
-        return dtype, Accumulate("", variables, shape, element(classes, I64), element(values, dtype))
+        return dtype, Accumulate("", variables, shape, element(classes, I64), element(values, dtype), resonance=True,
+                                 site=self.site(call.span))
 
     def resonance_value(self, call: ast.Call, scope: Scope) -> Val:
         """A resonance inside a larger expression: computed into a hidden temporary first."""
@@ -367,7 +381,9 @@ class _Kernel(NumpySpellings, NumpyIndexing):
         return CompileError(f"unknown name '{n}'{did_you_mean(n, candidates)}", node.span)
 
     def subscript(self, node: ast.Subscript, scope: Scope) -> Val:
-        decl = self.tensor(node.base, scope)
+        return self.element(self.tensor(node.base, scope), node, scope)
+
+    def element(self, decl: TensorDecl, node: ast.Subscript, scope: Scope) -> Val:
         n, rank = decl.name, len(decl.shape)
         if decl.kind == "scalar":
             raise CompileError(f"'{n}' is a scalar parameter; it cannot be indexed", node.span)
@@ -379,19 +395,6 @@ class _Kernel(NumpySpellings, NumpyIndexing):
                 f"'{n}' has {plural(rank, 'dimension')} ({type_str(decl.dtype, decl.shape)}) but "
                 f"{plural(len(node.indices), 'index')} {'is' if len(node.indices) == 1 else 'are'} given", node.span)
         return self.indexed(node, decl, scope)
-
-    def variable_index(self, e: ast.Expr, a: Affine, k: int, decl: TensorDecl, scope: Scope) -> Expr:
-        """The index `a` (affine in index variables and shape symbols) on dimension `k` of
-        `decl`; a variable indexing it plainly (or strided) learns its range from it."""
-        by_ir = {b.ir: b for b in scope.values()}
-        where = f"dimension {k} of '{decl.name}', line {e.span.line}"
-        if a.const == 0 and len(a.terms) == 1 and a.terms[0][1] == 1 and a.terms[0][0] in by_ir:
-            by_ir[a.terms[0][0]].note(decl.shape[k], where, e.span)
-        elif len(used := [v for v, _ in a.terms if v in by_ir]) == 1:
-            by_ir[used[0]].note_strided(decl.shape[k], a, where, e.span)
-        if any(not I64.min <= c <= I64.max for c in (a.const, *(c for _, c in a.terms))):
-            raise CompileError("the index is too large for i64", e.span)
-        return index_expr(a, by_ir.keys())
 
     def affine(self, e: ast.Expr, scope: Scope) -> Affine:
         """An index expression as an affine form over IR variable names and shape symbols."""

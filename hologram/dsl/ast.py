@@ -142,14 +142,30 @@ class Assign:
 
 
 @attrs.frozen
+class AugAssign:
+    """`target[indices] += value`: a scatter-add (np.add.at); each index is any index
+    expression. `target_span` covers `target[indices]`, which run-time errors point at."""
+
+    target: Name
+    indices: tuple[Expr, ...]
+    op: str
+    value: Expr
+    span: Span
+    target_span: Span
+
+
+Statement = Union[Assign, AugAssign]
+
+
+@attrs.frozen
 class Body:
-    statements: tuple[Assign, ...]
+    statements: tuple[Statement, ...]
 
 
 COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 
 
-def children(node: Expr | Assign | Keyword | Slice) -> tuple:
+def children(node: Expr | Statement | Keyword | Slice) -> tuple:
     """The direct sub-expressions of a node, in source order."""
     if isinstance(node, Subscript):
         return (node.base, *node.indices)
@@ -167,12 +183,12 @@ def children(node: Expr | Assign | Keyword | Slice) -> tuple:
         return (node.var, node.over)
     if isinstance(node, Slice):
         return tuple(p for p in (node.start, node.stop, node.step) if p is not None)
-    if isinstance(node, Assign):
+    if isinstance(node, (Assign, AugAssign)):
         return (node.target, *(node.indices or ()), node.value)
     return ()
 
 
-def walk(node: Expr | Assign) -> Iterator[Expr]:
+def walk(node: Expr | Statement) -> Iterator[Expr]:
     """Every node below (and including) `node`, parents first; iterative, so deep trees are fine."""
     stack = [node]
     while stack:
@@ -181,7 +197,7 @@ def walk(node: Expr | Assign) -> Iterator[Expr]:
         stack.extend(reversed(children(n)))
 
 
-def depth(node: Expr | Assign) -> int:
+def depth(node: Expr | Statement) -> int:
     """Nesting depth of an expression tree (a leaf has depth 1)."""
     best, stack = 0, [(node, 1)]
     while stack:
@@ -224,7 +240,9 @@ def format_expr(e: Expr | Slice | EllipsisIndex) -> str:
     raise TypeError(f"not an AST expression: {e!r}")
 
 
-def format_statement(s: Assign) -> str:
+def format_statement(s: Statement) -> str:
+    if isinstance(s, AugAssign):
+        return f"({s.op}= {s.target.id}[{', '.join(format_expr(i) for i in s.indices)}] {format_expr(s.value)})"
     target = s.target.id if s.indices is None else f"{s.target.id}[{', '.join(i.id for i in s.indices)}]"
     return f"(= {target} {format_expr(s.value)})"
 

@@ -13,6 +13,7 @@ import functools
 from pathlib import Path
 from typing import Iterator
 
+import attrs
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.visitors import Transformer_NonRecursive
@@ -81,7 +82,11 @@ class _ToAst(Transformer_NonRecursive):
         # every rule method gets the node's span and its children without brackets;
         # overriding this hook also lets our CompileErrors through unwrapped
         children = tree.children if new_children is None else new_children
-        return getattr(self, tree.data)(self._span(tree), [c for c in children if not _is_punct(c)])
+        kept = [c for c in children if not _is_punct(c)]
+        if tree.data == "accumulate_indexed":  # its target's span ends at the target's own ']'
+            close = next(c for c in children if isinstance(c, Token) and c.type == "RSQB")
+            return self.accumulate_indexed(self._span(tree), kept, close)
+        return getattr(self, tree.data)(self._span(tree), kept)
 
     # statements
     def start(self, span, children):
@@ -99,6 +104,13 @@ class _ToAst(Transformer_NonRecursive):
                                    i.span, hint="shifted or computed indices can only appear on the right-hand side")
             names.append(i)
         return ast.Assign(self._name(target), tuple(names), value, span)
+
+    def accumulate_indexed(self, span, c, close: Token):
+        target, *indices, op, value = c
+        name = self._name(target)
+        end = self.origin.span(close.line, close.column, close.end_column, close.end_line)
+        target_span = attrs.evolve(name.span, end_line=end.end_line, end_col=end.end_col)
+        return ast.AugAssign(name, tuple(indices), str(op)[:-1], value, span, target_span)
 
     # expressions
     def name(self, span, c):
@@ -316,8 +328,11 @@ def _python_hint(text: str, tok: Token) -> str | None:
         return _STATEMENT_HINTS[first]
     if tok.type == "NAME" and tok.value == "if":  # `a if c else b`
         return "a conditional expression is where(condition, a, b)"
+    if tok.type == "PLUS_ASSIGN":  # `y += x` on a whole array (index notation has `h[b[i]] += w[i]`)
+        return ("there is no '+=' on whole arrays: each name is assigned once; write a new name (y2 = y + x), or "
+                "scatter-add in index notation, h[b[i]] += w[i] (numpy's np.add.at)")
     if tok.type in ("PLUS", "MINUS", "STAR", "SLASH", "DSLASH", "PERCENT", "POW", "BAR", "AMP", "CARET", "SHL", "SHR") \
-            and text.startswith("=", tok.end_pos or 0):  # `y += x`
+            and text.startswith("=", tok.end_pos or 0):  # `y -= x`
         return (f"there is no '{tok.value}=': each name is assigned once; write a new name (y2 = y {tok.value} x), "
                 "or the whole expression at once")
     return None
@@ -343,4 +358,8 @@ def parse_body(kdef: KernelDef) -> ast.Body:
         if st.indices is not None and len(st.indices) > MAX_RANK:
             raise CompileError(f"{st.target.id!r} has {len(st.indices)} index variables; an array has at most "
                                f"{MAX_RANK} dimensions", st.indices[MAX_RANK].span)
+        for index in st.indices if isinstance(st, ast.AugAssign) else ():
+            if ast.depth(index) > MAX_DEPTH:
+                raise CompileError(f"the index is nested too deeply (more than {MAX_DEPTH} levels)", index.span,
+                                   hint="compute it in a statement of its own")
     return body

@@ -28,6 +28,7 @@ from hologram.core.dims import DimAlgebra
 from hologram.core.errors import CompileError
 from hologram.core.types import Affine, DType, Shape, shape_str
 from hologram.dsl import ast
+from hologram.dsl.indexing import affine_index, numpy_index
 from hologram.dsl.shapes import Val, align, axis, broadcast_shapes, index_expr
 from hologram.dsl.typerules import coerce
 from hologram.ir import Expr, TensorDecl
@@ -99,8 +100,9 @@ class NumpyIndexing:
                 _, k, val = p
                 entries = align(Val(coerce(val, val.dtype), val.shape), block)
                 moved = {axis(t): Expr.idx(axis(block_at + t)) for t in range(len(block)) if block_at}
-                index[k] = normalized(_reindex(entries, moved), decl.shape[k])
-        return Val(Expr.load(decl.name, decl.dtype, tuple(index)), tuple(shape), False, node.span)
+                index[k] = numpy_index(_reindex(entries, moved), decl.shape[k], node.span).expr
+        return Val(Expr.load(decl.name, decl.dtype, tuple(index), self.site(node.span)), tuple(shape), False,
+                   node.span)
 
     def expand(self, node: ast.Subscript, decl: TensorDecl) -> list:
         """The indices with `...` (or the dimensions left over) as whole slices."""
@@ -181,38 +183,51 @@ class NumpyIndexing:
     def index_item(self, e: ast.Expr, dim: Affine, k: int, decl: TensorDecl, scope: Scope) -> tuple[str, Any]:
         """One non-slice index on dimension `k`: ('int', index expression) for a number
         (an index variable's affine form; an integer known at launch or computed from the
-        data, a negative one counting from the end), ('array', Val) for an integer array,
-        whose entries are normalized where they are read."""
-        try:
+        data, a negative one counting from the end: hologram.dsl.indexing), ('array', Val)
+        for an integer array, whose entries are normalized where they are read."""
+        if self.is_affine_index(e, scope):
             a = self.affine(e, scope)
-        except CompileError as not_affine:
-            a, why = None, not_affine
-        if a is not None:
             if any(n in {b.ir for b in scope.values()} for n, _ in a.terms):
                 return "int", self.variable_index(e, a, k, decl, scope)
-            if a.is_const and a.const < 0:
-                a = dim + a
-            if a.is_const and dim.is_const and not 0 <= a.const < dim.const:
-                raise CompileError(f"index {a.const if a.const >= 0 else a.const - dim.const} is out of bounds for "
-                                   f"axis {k} of '{decl.name}' with size {dim.const}", e.span)
+            if a.is_const and dim.is_const and not -dim.const <= a.const < dim.const:
+                raise CompileError(f"index {a.const} is out of bounds for axis {k} of '{decl.name}' with size "
+                                   f"{dim.const}", e.span)
             # `x[n - 1]`: negative only when the axis is empty, where nothing is in bounds
             if a.is_const or self.dims.nonneg(a) or a + 1 == dim:
-                return "int", index_expr(a, frozenset())
-            return "int", normalized(index_expr(a, frozenset()), dim)
-        try:
-            val = self.eval(e, scope)
-        except CompileError as exc:  # an unknown name: the index's own message says more
-            raise why if exc.message.startswith("unknown name") else exc from None
+                return "int", affine_index(a, dim, ()).expr
+            return "int", numpy_index(index_expr(a, frozenset()), dim, e.span).expr  # its sign is known at launch
+        val = self.eval(e, scope)
+        if not val.shape:
+            if val.is_literal and not I64.min <= val.literal <= I64.max:
+                raise CompileError(f"the index {val.literal} is too large for i64", e.span)
+            return "int", numpy_index(val.expr if val.is_literal else coerce(val, val.dtype), dim, e.span).expr
+        if scope:  # index notation: one element per point
+            if isinstance(e, ast.Name):
+                raise CompileError(f"'{e.id}' is an array ({shape_str(val.shape)}); an index is one integer per "
+                                   f"point", e.span, hint=f"index it too, as in y[i] = {decl.name}[{e.id}[i]]")
+            raise CompileError(f"an index is one integer per point; this one has shape {shape_str(val.shape)}",
+                               e.span, hint="index the arrays in it, as in y[i] = x[idx[i]]")
         if val.dtype.is_bool:
             raise CompileError(f"'{decl.name}' is indexed by a bool array: boolean masks give a shape known only "
                                "from the data", e.span, hint="select with where(mask, x, 0), or count with sum(mask)")
         if not val.dtype.is_int:
             raise CompileError(f"array indices must be integers; this index is {val.dtype}", e.span)
-        if not val.shape:
-            if val.is_literal and not I64.min <= val.literal <= I64.max:
-                raise CompileError(f"the index {val.literal} is too large for i64", e.span)
-            return "int", normalized(coerce(val, val.dtype), dim)
         return "array", val
+
+    def variable_index(self, e: ast.Expr, a: Affine, k: int, decl: TensorDecl, scope: Scope) -> Expr:
+        """The index `a` (affine in index variables and shape symbols) on dimension `k` of
+        `decl`; a variable indexing it plainly (or strided) learns its range from it, and
+        the access is noted for the always-out-of-bounds warning (hologram.dsl.gathers)."""
+        by_ir = {b.ir: b for b in scope.values()}
+        where = f"dimension {k} of '{decl.name}', line {e.span.line}"
+        if a.const == 0 and len(a.terms) == 1 and a.terms[0][1] == 1 and a.terms[0][0] in by_ir:
+            by_ir[a.terms[0][0]].note(decl.shape[k], where, e.span)
+        elif len(used := [v for v, _ in a.terms if v in by_ir]) == 1:
+            by_ir[used[0]].note_strided(decl.shape[k], a, where, e.span)
+        if any(not I64.min <= c <= I64.max for c in (a.const, *(c for _, c in a.terms))):
+            raise CompileError("the index is too large for i64", e.span)
+        self.note_access(decl, k, a, {v: b for v, b in by_ir.items() if v in a.symbols}, e.span)
+        return affine_index(a, decl.shape[k], by_ir.keys()).expr
 
 
 def _literal_nonneg(a: Affine) -> bool:
@@ -223,14 +238,3 @@ def _reindex(e: Expr, mapping: Mapping[str, Expr]) -> Expr:
     if not mapping:
         return e
     return e.replace(lambda n: mapping.get(n.arg) if n.op == "IDX" else None)
-
-
-def normalized(value: Expr, dim: Affine) -> Expr:
-    """An integer index value as numpy reads it along `dim`: a negative one counts from
-    the end (`v + dim`); one still outside `0 .. dim-1` is left for the bounds check."""
-    v = value if value.dtype is I64 else Expr("CAST", I64, (value,))
-    if value.dtype.is_unsigned:  # never negative; a u64 past i64 becomes negative, and out of bounds
-        return v
-    size = index_expr(dim, frozenset())
-    wrapped = Expr("ADD", I64, (v, size))
-    return Expr("WHERE", I64, (Expr("CMPLT", DType.BOOL, (v, Expr.const(0, I64))), wrapped, v))

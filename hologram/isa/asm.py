@@ -33,7 +33,7 @@ from typing import Iterator
 
 import attrs
 
-from hologram.core.errors import ISAError, Span, did_you_mean
+from hologram.core.errors import ISAError, Site, Span, did_you_mean
 from hologram.core.types import Affine, DType, python_scalar
 from hologram.isa.asm_lexer import DTYPES, QNAN_BITS, LineReader
 from hologram.isa.opcodes import OPCODES
@@ -139,7 +139,14 @@ def format_instr(ins: Instr, align: bool = True) -> str:
 
 
 def _format_item(item: Item) -> str:
-    return f"{format_name(item.name)}:" if isinstance(item, Label) else "    " + format_instr(item)
+    if isinstance(item, Label):
+        return f"{format_name(item.name)}:"
+    return "    " + format_instr(item) + ("" if item.site is None else f" site {item.site}")
+
+
+def format_site(k: int, s: Site) -> str:
+    """`.site 0 "kernels/g.toml" 5:8-17 "y[i] = x[idx[i]]"`: file, line:col-end_col, the line."""
+    return f".site {k} {json.dumps(s.file)} {s.line}:{s.col}-{s.end_col} {json.dumps(s.text)}"
 
 
 def _format_buffer(directive: str, b: BufferParam, default_role: str | None) -> str:
@@ -180,6 +187,7 @@ def format_program(p: Program) -> str:
         else:
             lines.append(_format_buffer(".param", prm, None))
     lines.extend(_format_buffer(".temp", t, "temp") for t in p.temps)
+    lines.extend(format_site(k, site) for k, site in enumerate(p.sites))
     for s in p.stages:
         lines.append("")
         lines.extend(_format_stage(s))
@@ -188,7 +196,7 @@ def format_program(p: Program) -> str:
 
 # ============================================================================ parser
 _STAGE_DIRECTIVES = (".reg", ".shared", ".pool", ".init")
-_HEADER_DIRECTIVES = (".program", ".isa", ".symbols", ".reassociate", ".param", ".temp")
+_HEADER_DIRECTIVES = (".program", ".isa", ".symbols", ".reassociate", ".param", ".temp", ".site")
 
 
 @attrs.define
@@ -218,6 +226,7 @@ def parse_program(text: str, file: str = "<asm>") -> Program:
     reassociate = False
     params: list[BufferParam | ScalarParam] = []
     temps: list[BufferParam] = []
+    sites: list[Site] = []
     stages: list[_StageBuilder] = []
     for lineno, raw in enumerate(text.split("\n"), 1):
         ln = LineReader(raw, lineno, file, text)
@@ -251,6 +260,8 @@ def parse_program(text: str, file: str = "<asm>") -> Program:
                 reassociate = True
             elif d in (".param", ".temp"):
                 _parse_param(ln, d, params, temps)
+            elif d == ".site":
+                sites.append(_parse_site(ln, len(sites)))
             elif d == ".stage":
                 if name is None:
                     raise ISAError("a program starts with '.program <name>'", ln.span(first.col, first.end))
@@ -298,7 +309,21 @@ def parse_program(text: str, file: str = "<asm>") -> Program:
     if name is None:
         raise ISAError("empty program: expected '.program <name>'", Span(file, 1, 1, source=text))
     return Program(name, tuple(params), tuple(temps), tuple(symbols), tuple(s.build() for s in stages), isa,
-                   reassociate)
+                   reassociate, tuple(sites))
+
+
+def _parse_site(ln: LineReader, k: int) -> Site:
+    """`.site K "file" line:col-end "text"`, numbered 0, 1, 2... in order."""
+    t = ln.peek()
+    if ln.int("the site's number") != k:
+        raise ISAError(f"sites are numbered in order: expected .site {k}", ln.span(t.col, t.end) if t else ln.span(1))
+    file = ln.string("the site's file name (a string)")
+    line = ln.int("the line number")
+    ln.punct(":")
+    col = ln.int("the column")
+    ln.punct("-")
+    end = ln.int("the end column")
+    return Site(file, line, col, end, ln.string("the text of the line (a string)"))
 
 
 def _parse_param(ln: LineReader, d: str, params: list, temps: list) -> None:
@@ -379,10 +404,15 @@ def _parse_instr(ln: LineReader) -> Instr:
             fields["target"] = ln.name(f"a {_KIND_NAMES[kind]}")
         else:
             fields["count"] = ln.int("an element count")
+    site = None
+    if ln.at("word", "site"):
+        ln.i += 1
+        site = ln.int("the site number")
     if ln.peek() is not None:
-        raise ln.error(f"end of instruction ({op} takes {_form_text(spec.form) or 'no operands'})", rest=True)
+        raise ln.error(f"end of instruction ({op} takes {_form_text(spec.form) or 'no operands'}, then "
+                       f"optionally `site N`)", rest=True)
     return Instr(op, dtypes[0] if dtypes else None, fields["dst"], tuple(srcs), fields["addr"], fields["target"],
-                 mod, dtypes[1] if len(dtypes) > 1 else None, fields["count"], pred, checked)
+                 mod, dtypes[1] if len(dtypes) > 1 else None, fields["count"], pred, checked, site)
 
 
 def _form_text(form: str) -> str:

@@ -113,6 +113,14 @@ class LineReader:
         self.i += 1
         return self._string(t)
 
+    def string(self, what: str) -> str:
+        """A JSON string literal (any text, not only a name)."""
+        t = self.peek()
+        if t is None or t.kind != "str":
+            raise self.error(what)
+        self.i += 1
+        return self._string(t)
+
     def _string(self, t: Tok) -> str:
         try:
             return _unquote(t.text)

@@ -19,11 +19,15 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import attrs
+
 from hologram.core.dims import derived_closure
+from hologram.core.errors import Site
 from hologram.core.types import Affine, DType
 from hologram.isa.opcodes import OPCODES
 from hologram.isa.program import (Addr, BufferParam, Imm, Init, Instr, Item, Label, MemDecl, Operand, Pred, Program,
                                   Reg, RegDecl, ScalarParam, Special, Stage, Sym)
+from hologram.isa.structure import structure_problem
 
 # Lanes per block by domain rank: 256 lanes, x widest (it walks the contiguous last dim).
 DEFAULT_BLOCKS: dict[int, tuple[int, ...]] = {1: (256,), 2: (16, 16), 3: (8, 8, 4)}
@@ -110,7 +114,7 @@ class StageBuilder:
     def emit(self, op: str, dtype: DType | None = None, *srcs: OperandLike, dst: Reg | None = None,
              addr: Addr | None = None, target: str | None = None, mod: str | None = None,
              dtype2: DType | None = None, count: int | None = None, pred: Pred | None = None,
-             checked: bool = False, hint: str | None = None) -> Reg | None:
+             checked: bool = False, hint: str | None = None, site: int | None = None) -> Reg | None:
         """Append one instruction; returns its destination register, fresh unless `dst` is
         given, typed by the opcode's result rule (same as `dtype`, bool, or i64)."""
         spec = OPCODES.get(op)
@@ -122,7 +126,7 @@ class StageBuilder:
                 raise ValueError(f"{op} needs a dtype to type its destination")
             dst = self.reg(rtype, hint)
         self.body.append(Instr(op, dtype, dst, tuple(as_operand(s) for s in srcs), addr, target, mod,
-                               dtype2, count, pred, checked))
+                               dtype2, count, pred, checked, site))
         return dst
 
     def alu(self, op: str, dtype: DType, *srcs: OperandLike, dst: Reg | None = None,
@@ -152,19 +156,23 @@ class StageBuilder:
         return self.alu("SEL", dtype, p, a, b, dst=dst)
 
     def ldg(self, dtype: DType, buffer: str, index: Reg | None = None, offset: int = 0,
-            checked: bool = False, hint: str | None = None) -> Reg:
-        out = self.emit("LDG", dtype, addr=Addr(buffer, index, offset), checked=checked, hint=hint)
+            checked: bool = False, hint: str | None = None, site: int | None = None) -> Reg:
+        """A global load; `site` (an index into the builder's site table) only on a checked one."""
+        out = self.emit("LDG", dtype, addr=Addr(buffer, index, offset), checked=checked, hint=hint,
+                        site=site if checked else None)
         assert out is not None
         return out
 
     def stg(self, dtype: DType, buffer: str, value: OperandLike, index: Reg | None = None, offset: int = 0,
-            checked: bool = False) -> None:
-        self.emit("STG", dtype, value, addr=Addr(buffer, index, offset), checked=checked)
+            checked: bool = False, site: int | None = None) -> None:
+        self.emit("STG", dtype, value, addr=Addr(buffer, index, offset), checked=checked,
+                  site=site if checked else None)
 
     def reduce(self, op: str, dtype: DType, buffer: str, value: OperandLike, index: Reg | None = None,
-               offset: int = 0, checked: bool = False) -> None:
+               offset: int = 0, checked: bool = False, site: int | None = None) -> None:
         """A cross-lane contribution: op in ReduceAdd ReduceMul ReduceMin ReduceMax ResAccum."""
-        self.emit(op, dtype, value, addr=Addr(buffer, index, offset), checked=checked)
+        self.emit(op, dtype, value, addr=Addr(buffer, index, offset), checked=checked,
+                  site=site if checked else None)
 
     def bra(self, label: str, pred: Reg | None = None, negate: bool = False) -> None:
         """Jump forward to `label`, if `pred` (or its negation) holds when given."""
@@ -192,12 +200,16 @@ class StageBuilder:
 
 
 class ProgramBuilder:
-    """Accumulates a program: its signature, temporaries and stages in order."""
+    """Accumulates a program: its signature, temporaries and stages in order. `sites` is
+    the table instructions' `site` fields index while building (the lowering passes the
+    kernel IR's); the program keeps only the sites its instructions use."""
 
-    def __init__(self, name: str, symbols: Sequence[str] = (), reassociate: bool = False):
+    def __init__(self, name: str, symbols: Sequence[str] = (), reassociate: bool = False,
+                 sites: Sequence[Site] = ()):
         self.name = name
         self.symbols = tuple(symbols)
         self.reassociate = reassociate
+        self.sites = tuple(sites)
         self.params: list[BufferParam | ScalarParam] = []
         self.temps: list[BufferParam] = []
         self.stages: list[StageBuilder] = []
@@ -225,7 +237,8 @@ class ProgramBuilder:
     def build(self) -> Program:
         """The program; its symbols are the ones given, then every derived symbol
         (hologram.core.dims) a shape, a domain or an operand uses, each after the ones it
-        reads: a derived symbol needs no declaration of its own."""
+        reads: a derived symbol needs no declaration of its own. Only the sites its
+        instructions name are kept (`compact_sites`)."""
         stages = tuple(s.build() for s in self.stages)
         used = [n for b in (*self.params, *self.temps) if isinstance(b, BufferParam) for d in b.shape
                 for n in d.symbols]
@@ -233,8 +246,30 @@ class ProgramBuilder:
         used += [op.name for st in stages for it in st.body if isinstance(it, Instr) for op in it.srcs
                  if isinstance(op, Sym)]
         derived = tuple(n for n in derived_closure(used) if n not in self.symbols)
-        return Program(self.name, tuple(self.params), tuple(self.temps), self.symbols + derived, stages,
-                       reassociate=self.reassociate)
+        return compact_sites(Program(self.name, tuple(self.params), tuple(self.temps), self.symbols + derived,
+                                     stages, reassociate=self.reassociate, sites=self.sites))
 
 
-__all__ = ["DEFAULT_BLOCKS", "ProgramBuilder", "StageBuilder", "as_operand", "gid", "sym"]
+def compact_sites(p: Program) -> Program:
+    """`p` with only the sites its instructions name, numbered in order of first use
+    (`p` itself when that is what it has), so a program does not change with the
+    locations of accesses a pass proved safe."""
+    if structure_problem(p) is not None:
+        return p  # the verifier says what is wrong
+    used: dict[int, int] = {}  # old index -> new, in order of first use
+    for s in p.stages:
+        for it in s.body:
+            if isinstance(it, Instr) and it.site is not None:
+                used.setdefault(it.site, len(used))
+    if list(used) == list(range(len(p.sites))):
+        return p
+    if any(not 0 <= k < len(p.sites) for k in used):
+        return p  # the verifier says what is wrong
+    stages = tuple(attrs.evolve(s, body=tuple(
+        attrs.evolve(it, site=used[it.site]) if isinstance(it, Instr) and it.site is not None else it
+        for it in s.body)) if any(isinstance(it, Instr) and it.site is not None for it in s.body) else s
+        for s in p.stages)
+    return attrs.evolve(p, stages=stages, sites=tuple(p.sites[k] for k in used))
+
+
+__all__ = ["DEFAULT_BLOCKS", "ProgramBuilder", "StageBuilder", "as_operand", "compact_sites", "gid", "sym"]

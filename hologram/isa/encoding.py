@@ -24,7 +24,7 @@ from typing import Callable, Sequence, TypeVar
 
 import numpy as np
 
-from hologram.core.errors import ISAError
+from hologram.core.errors import ISAError, Site
 from hologram.core.types import Affine, DType
 from hologram.isa.program import (ISA_VERSION, SPECIALS, Addr, BufferParam, Imm, Init, Instr, Label, MemDecl, Operand,
                                   Pred, Program, Reg, RegDecl, ScalarParam, Special, Stage, Sym)
@@ -32,9 +32,11 @@ from hologram.isa.structure import built_well_typed, structure_problem
 
 MAGIC = b"\x89HBC"
 # Format 2 adds one field, the program flags; a program without flags is written in
-# format 1, so every encoding (and hash) from before format 2 is unchanged.
-FORMAT_VERSION = 2
-FORMAT_VERSIONS = (1, 2)
+# format 1, so every encoding (and hash) from before format 2 is unchanged. Format 3 adds
+# the source-site table (after the temporaries) and an instruction's site (F_SITE), and
+# always writes the flags; a program without sites is written in format 1 or 2 as before.
+FORMAT_VERSION = 3
+FORMAT_VERSIONS = (1, 2, 3)
 PROGRAM_REASSOCIATE = 1 << 0
 _PROGRAM_FLAGS_ALL = PROGRAM_REASSOCIATE
 SUPPORTED_ISA_VERSIONS = (ISA_VERSION,)
@@ -51,9 +53,9 @@ OP_REG, OP_SPECIAL, OP_SYM, V_FALSE, V_TRUE, V_INT, V_FLOAT = range(7)
 PARAM_BUFFER, PARAM_SCALAR = 0, 1
 ITEM_LABEL, ITEM_INSTR = 0, 1
 # Instruction field-presence flags, in the order the fields follow.
-F_DTYPE, F_DTYPE2, F_MOD, F_DST, F_ADDR, F_INDEX, F_TARGET, F_COUNT, F_PRED, F_NEGATE, F_CHECKED = (
-    1 << k for k in range(11))
-_FLAGS_ALL = (1 << 11) - 1
+F_DTYPE, F_DTYPE2, F_MOD, F_DST, F_ADDR, F_INDEX, F_TARGET, F_COUNT, F_PRED, F_NEGATE, F_CHECKED, F_SITE = (
+    1 << k for k in range(12))
+_FLAGS_ALL = (1 << 12) - 1
 _MAX_VARINT_BYTES = 1024  # room for any integer a program can sensibly hold (7168 bits)
 _HEADER_MIN = len(MAGIC) + 1 + 1 + 1 + 4
 
@@ -142,7 +144,7 @@ class _Writer:
                  | (F_ADDR | (F_INDEX if a.index is not None else 0) if a is not None else 0)
                  | (F_TARGET if i.target is not None else 0) | (F_COUNT if i.count is not None else 0)
                  | (F_PRED | (F_NEGATE if pred.negate else 0) if pred is not None else 0)
-                 | (F_CHECKED if i.checked else 0))
+                 | (F_CHECKED if i.checked else 0) | (F_SITE if i.site is not None else 0))
         self.str(i.op)
         self.uvarint(flags)
         if i.dtype is not None:
@@ -165,6 +167,15 @@ class _Writer:
             self.svarint(i.count)
         if i.pred is not None:
             self.str(i.pred.reg.name)
+        if i.site is not None:
+            self.svarint(i.site)
+
+    def site(self, s: Site) -> None:
+        self.str(s.file)
+        self.svarint(s.line)
+        self.svarint(s.col)
+        self.svarint(s.end_col)
+        self.str(s.text)
 
     def item(self, it: Instr | Label) -> None:
         if isinstance(it, Label):
@@ -194,13 +205,16 @@ def encode(p: Program) -> bytes:
     if bad is not None:
         raise ISAError(f"cannot encode a malformed program: {bad}")
     flags = PROGRAM_REASSOCIATE if p.reassociate else 0
+    fmt = 3 if _has_sites(p) else 2 if flags else 1
     body = _Writer()
     body.str(p.name)
     body.seq(p.symbols, body.str)
-    if flags:
+    if fmt >= 2:
         body.uvarint(flags)
     body.seq(p.params, body.param)
     body.seq(p.temps, body.buffer)
+    if fmt >= 3:
+        body.seq(p.sites, body.site)
     body.seq(p.stages, body.stage)
     payload = _Writer()
     payload.seq(list(body.strings), lambda s: (payload.uvarint(len(b := s.encode("utf-8", "surrogatepass"))),
@@ -208,11 +222,15 @@ def encode(p: Program) -> bytes:
     payload.out += body.out
     head = _Writer()
     head.out += MAGIC
-    head.out.append(2 if flags else 1)
+    head.out.append(fmt)
     head.svarint(p.isa_version)
     head.uvarint(len(payload.out))
     data = bytes(head.out + payload.out)
     return data + struct.pack("<I", zlib.crc32(data))
+
+
+def _has_sites(p: Program) -> bool:
+    return bool(p.sites) or any(isinstance(it, Instr) and it.site is not None for s in p.stages for it in s.body)
 
 
 # program -> its hash, by identity (a Program is immutable): `decode` has the bytes, and a
@@ -241,6 +259,7 @@ class _Reader:
     def __init__(self, data: bytes, pos: int, end: int):
         self.data, self.pos, self.end = data, pos, end
         self.strings: list[str] = []
+        self.format = data[4]
 
     def fail(self, why: str) -> ISAError:
         return ISAError(f"corrupt program encoding at byte {self.pos}: {why}")
@@ -339,7 +358,8 @@ class _Reader:
     def instr(self) -> Instr:
         op = self.str()
         flags = self.uvarint()
-        if flags & ~_FLAGS_ALL or (flags & F_INDEX and not flags & F_ADDR) or (flags & F_NEGATE and not flags & F_PRED):
+        if flags & ~_FLAGS_ALL or (flags & F_INDEX and not flags & F_ADDR) or (flags & F_NEGATE and not flags & F_PRED) \
+                or (flags & F_SITE and self.format < 3):
             raise self.fail(f"invalid instruction flags 0x{flags:x}")
         opt = lambda bit, get: get() if flags & bit else None  # noqa: E731
         dtype, dtype2, mod = opt(F_DTYPE, self.dtype), opt(F_DTYPE2, self.dtype), opt(F_MOD, self.str)
@@ -348,7 +368,11 @@ class _Reader:
         addr = opt(F_ADDR, lambda: Addr(self.str(), opt(F_INDEX, lambda: Reg(self.str())), self.svarint()))
         target, count = opt(F_TARGET, self.str), opt(F_COUNT, self.svarint)
         pred = opt(F_PRED, lambda: Pred(Reg(self.str()), bool(flags & F_NEGATE)))
-        return Instr(op, dtype, dst, srcs, addr, target, mod, dtype2, count, pred, bool(flags & F_CHECKED))
+        site = opt(F_SITE, self.svarint)
+        return Instr(op, dtype, dst, srcs, addr, target, mod, dtype2, count, pred, bool(flags & F_CHECKED), site)
+
+    def site(self) -> Site:
+        return Site(self.str(), self.svarint(), self.svarint(), self.svarint(), self.str())
 
     def item(self) -> Instr | Label:
         tag = self.byte()
@@ -398,12 +422,13 @@ def decode(data: bytes) -> Program:
     flags = r.uvarint() if data[4] >= 2 else 0
     if flags & ~_PROGRAM_FLAGS_ALL:
         raise r.fail(f"unknown program flags 0x{flags & ~_PROGRAM_FLAGS_ALL:x}")
-    if data[4] >= 2 and not flags:
+    if data[4] == 2 and not flags:
         raise r.fail("format 2 with no program flags (a program without flags is written in format 1)")
     params = r.seq(r.param)
     temps = r.seq(r.buffer)
+    sites = r.seq(r.site) if data[4] >= 3 else ()
     prog = built_well_typed(Program(name, params, temps, symbols, r.seq(r.stage), isa,
-                                    bool(flags & PROGRAM_REASSOCIATE)))
+                                    bool(flags & PROGRAM_REASSOCIATE), sites))
     if r.pos != body:
         raise r.fail(f"{body - r.pos} unexpected bytes after the program")
     if encode(prog) != data:  # one program, one encoding: hashes of equal programs agree

@@ -17,6 +17,7 @@ from typing import Union
 import attrs
 import numpy as np
 
+from hologram.core.errors import Site
 from hologram.core.types import Affine, DType, Shape, python_int, python_ints, python_scalar
 
 ISA_VERSION = 1
@@ -148,6 +149,8 @@ class Instr:
     pred    BRA only: optional guard predicate
     checked memory access is bounds-checked at run time (`.chk`); an unchecked access
             must be proven in bounds by the verifier
+    site    index into `Program.sites`: the document line the instruction's check comes
+            from, which a failed check names
     """
 
     op: str
@@ -161,6 +164,7 @@ class Instr:
     count: int | None = attrs.field(default=None, converter=python_int)
     pred: Pred | None = None
     checked: bool = False
+    site: int | None = attrs.field(default=None, converter=python_int)
 
 
 Item = Union[Instr, Label]
@@ -252,7 +256,8 @@ class Program:
     """A whole program. `reassociate` (`.reassociate` in the text) is the kernel's licence
     to reorder float arithmetic: a backend may evaluate float ADD/SUB/MUL in another
     association and resolve a MIN/MAX tie of -0.0 and +0.0 either way (docs/isa.md,
-    "Program flags"). A licence, not an obligation: the interpreter ignores it."""
+    "Program flags"). A licence, not an obligation: the interpreter ignores it. `sites`
+    are the source locations instructions point at (`Instr.site`), for run-time errors."""
 
     name: str
     params: tuple[BufferParam | ScalarParam, ...]
@@ -261,6 +266,7 @@ class Program:
     stages: tuple[Stage, ...] = ()
     isa_version: int = attrs.field(default=ISA_VERSION, converter=python_int)
     reassociate: bool = False
+    sites: tuple[Site, ...] = ()
 
     def buffers(self) -> dict[str, BufferParam]:
         out = {p.name: p for p in self.params if isinstance(p, BufferParam)}

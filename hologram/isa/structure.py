@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from hologram.core.errors import Site
 from hologram.core.types import Affine, DType
 from hologram.isa.program import (Addr, BufferParam, Imm, Init, Instr, Label, MemDecl, Pred, Program, Reg, RegDecl,
                                   ScalarParam, Special, Stage, Sym)
@@ -32,7 +33,9 @@ def _seq(spec: Any) -> tuple:
 OPERAND = (Reg, Special, Imm, Sym)
 SCHEMA: dict[type, dict[str, Any]] = {
     Program: {"name": str, "params": _seq((BufferParam, ScalarParam)), "temps": _seq(BufferParam),
-              "symbols": _seq(str), "stages": _seq(Stage), "isa_version": INT, "reassociate": bool},
+              "symbols": _seq(str), "stages": _seq(Stage), "isa_version": INT, "reassociate": bool,
+              "sites": _seq(Site)},
+    Site: {"file": str, "line": INT, "col": INT, "end_col": INT, "text": str},
     BufferParam: {"name": str, "dtype": DType, "shape": _seq(Affine), "role": str},
     ScalarParam: {"name": str, "dtype": DType},
     Affine: {"const": INT, "terms": _seq(("pair", str, INT))},
@@ -44,7 +47,7 @@ SCHEMA: dict[type, dict[str, Any]] = {
     Label: {"name": str},
     Instr: {"op": str, "dtype": (DType, None), "dst": (Reg, None), "srcs": _seq(OPERAND), "addr": (Addr, None),
             "target": (str, None), "mod": (str, None), "dtype2": (DType, None), "count": (INT, None),
-            "pred": (Pred, None), "checked": bool},
+            "pred": (Pred, None), "checked": bool, "site": (INT, None)},
     Reg: {"name": str}, Special: {"name": str}, Sym: {"name": str}, Imm: {"value": VALUE},
     Addr: {"buffer": str, "index": (Reg, None), "offset": INT},
     Pred: {"reg": Reg, "negate": bool},

@@ -41,6 +41,11 @@ def imm(x: Operand | Number, dtype: DType) -> Operand:
     return Imm(convert_const(x, dtype)) if isinstance(x, (bool, int, float)) else x
 
 
+def _from_data(ix: Expr) -> bool:
+    """Does index `ix` depend on array or scalar-parameter values (so it may be any i64)?"""
+    return any(n.op in ("LOAD", "SCALAR") for n in ix.walk())
+
+
 class ExprGen:
     """Codegen state for one stage.
 
@@ -208,7 +213,9 @@ class ExprGen:
 
         Only the flat index is bounds-checked at run time, so when an index on an inner
         dim is not provably in range (`x[i, j + 1]`) the flat index is replaced by -1 on a
-        per-dim miss: out-of-range accesses raise, they never wrap into the next row."""
+        per-dim miss: out-of-range accesses raise, they never wrap into the next row. An
+        index computed from data (a gather, `x[idx[i], j]`) is checked against its own
+        dimension on dim 0 too: it may be large enough that the flat index overflows."""
         if len(index) != len(decl.shape):
             raise CompileError(f"'{decl.name}' has {len(decl.shape)} dims but is indexed with {len(index)}")
         if (self.direct and len(index) == 1 and index[0].op == "IDX" and index[0].arg == self.direct[0]
@@ -216,7 +223,7 @@ class ExprGen:
             return self.env[self.direct[0]], 0, False
         flat = flat_index(index, decl.shape)
         unsafe = [k for k, (ix, dim) in enumerate(zip(index, decl.shape)) if not self.in_range(ix, dim)]
-        if unsafe and unsafe != [0]:
+        if unsafe and (unsafe != [0] or len(index) > 1 and _from_data(index[0])):
             ok: Operand = Imm(True)
             for k in unsafe:
                 ix = self.value_as(index[k], I64)
@@ -236,7 +243,7 @@ class ExprGen:
         if d.kind == "scalar":
             return self.convert(Sym(d.name), d.dtype, e.dtype)
         idx, off, chk = self.address(d, e.srcs)
-        return self.convert(self.sb.ldg(d.dtype, d.name, idx, off, checked=chk), d.dtype, e.dtype)
+        return self.convert(self.sb.ldg(d.dtype, d.name, idx, off, checked=chk, site=e.site), d.dtype, e.dtype)
 
     def store(self, decl: TensorDecl, index: Sequence[Expr], value: Operand) -> None:
         idx, off, chk = self.address(decl, index)

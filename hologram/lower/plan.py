@@ -298,7 +298,7 @@ def _widen(st: Statement, decls: dict[str, TensorDecl], names: Names) -> list[St
         acc = names.temp(f"{st.target}_acc", wide, decl.shape)
         zs = tuple(f"z{k}" for k in range(len(decl.shape)))
         rounded = Expr("CAST", decl.dtype, (Expr.load(acc.name, wide, tuple(Expr.idx(z) for z in zs)),))
-        return [Accumulate(acc.name, st.vars, st.extents, st.key, Expr("CAST", wide, (st.value,))),
+        return [attrs.evolve(st, target=acc.name, value=Expr("CAST", wide, (st.value,))),
                 Compute(st.target, zs, rounded)]
     if not (isinstance(st, Compute) and not st.vars and st.body.op == "REDUCE"):
         return [st]

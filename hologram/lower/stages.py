@@ -10,8 +10,9 @@ planned statement into stages:
     Compute t = REDUCE(...)    (0-d, sum/prod/min/max) one stage over the reduction's
                                extents, each lane contributing with Reduce* to t, which the
                                stage's `.init` seeds with the identity
-    Accumulate t[key] += v     a stage zeroing t, then one scattering with ResAccum (a
-                               96-bin target, the Atlas resonance) or ReduceAdd
+    Accumulate t[key] += v     a stage zeroing t, then one scattering with ResAccum (the
+                               Atlas resonance) or ReduceAdd (a scatter-add), checked,
+                               its site the statement's target
     OnlineMaxSum m, s          a stage of per-chunk maxima and sums, one combining them
                                (online.py)
 
@@ -36,8 +37,6 @@ from hologram.lower.loops import CROSS_LANE, identity, loop_nest, reduce_in_lane
 from hologram.lower.online import online_max_sum_stages
 from hologram.lower.plan import I64, Plan, make_plan
 
-RESONANCE_BINS = Affine(96)
-
 
 def lower(kir: KernelIR) -> Program:
     """The program computing `kir`: params in the order `kir.params` then `kir.outputs`
@@ -46,7 +45,7 @@ def lower(kir: KernelIR) -> Program:
     cannot lower (an op on a type the ISA has no instruction for)."""
     try:
         plan = make_plan(kir)
-        pb = ProgramBuilder(kir.name, kir.symbols, kir.reassociate)
+        pb = ProgramBuilder(kir.name, kir.symbols, kir.reassociate, kir.sites)
         for d in kir.params:
             if d.kind == "scalar":
                 pb.scalar(d.name, d.dtype)
@@ -138,11 +137,12 @@ class _Stages:
         zero_vars = tuple(f"z{k}" for k in range(len(decl.shape)))
         self.compute(Compute(decl.name, zero_vars, Expr.const(0, decl.dtype)), f"{st.target}_zero")
         sb, gen, lead = self.lanes(f"{st.target}_accum", st.vars, st.extents)
-        op = "ResAccum" if decl.shape == (RESONANCE_BINS,) else "ReduceAdd"
+        op = "ResAccum" if st.resonance else "ReduceAdd"
 
         def scatter() -> None:
             key = gen.reg(gen.value_as(st.key, I64), I64)
-            sb.reduce(op, decl.dtype, decl.name, gen.value_as(st.value, decl.dtype), index=key, checked=True)
+            sb.reduce(op, decl.dtype, decl.name, gen.value_as(st.value, decl.dtype), index=key, checked=True,
+                      site=st.site)
 
         if lead:
             loop_nest(gen, lead, scatter, (st.key, st.value))

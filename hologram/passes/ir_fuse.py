@@ -64,10 +64,11 @@ def inline_elementwise(body: Sequence[Statement], decls: dict[str, TensorDecl]) 
         d = inline[load.arg]
         if all(s.op == "IDX" and s.arg == v for s, v in zip(load.srcs, d.vars)):
             return d.body
-        key = (load.arg, tuple(map(id, load.srcs)))
+        key = (load.arg, tuple(map(id, load.srcs)), load.site)
         if key not in renamed:  # the indices are kept alive with it, so their ids stay theirs
             env = dict(zip(d.vars, load.srcs))
-            renamed[key] = load.srcs, d.body.replace(lambda n: env.get(n.arg) if n.op == "IDX" else None)
+            body = d.body if load.site is None else _at_site(d.body, frozenset(d.vars), load.site)
+            renamed[key] = load.srcs, body.replace(lambda n: env.get(n.arg) if n.op == "IDX" else None)
         return renamed[key][1]
 
     out: list[Statement] = []
@@ -94,6 +95,21 @@ def inline_elementwise(body: Sequence[Statement], decls: dict[str, TensorDecl]) 
         else:
             out.append(st)
     return out
+
+
+def _at_site(body: Expr, variables: frozenset[str], site: int) -> Expr:
+    """`body` with the loads indexed by `variables` pointing at `site`: a temporary
+    substituted at another load's indices (`t[idx[i]]`) reads where that load read, so a
+    failed check there is that load's, on its line (docs/isa.md, "Sites")."""
+    uses: dict[int, bool] = {}  # by identity: `replace` keeps every node it passes alive
+
+    def mark(n: Expr) -> Expr | None:
+        used = n.op == "IDX" and n.arg in variables or any(uses.get(id(s), False) for s in n.srcs)
+        out = attrs.evolve(n, site=site) if used and n.op == "LOAD" and n.site != site else None
+        uses[id(n)] = uses[id(out if out is not None else n)] = used
+        return out
+
+    return body.replace(mark)
 
 
 def fuse(kir: KernelIR) -> KernelIR:

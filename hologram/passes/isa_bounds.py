@@ -26,8 +26,8 @@ def _rewrite_stage(program: Program, stage: Stage) -> Stage:
     if not checked:
         return stage
     body = list(stage.body)
-    for pc in checked:
-        body[pc] = attrs.evolve(body[pc], checked=False)
+    for pc in checked:  # an access that cannot fail needs no site to name
+        body[pc] = attrs.evolve(body[pc], checked=False, site=None)
     trial = attrs.evolve(stage, body=tuple(body))
     try:
         problems = StageAnalysis(program, trial).run()

@@ -26,6 +26,7 @@ import attrs
 from hologram.core.errors import CompileError, HologramError, PluginError, VerifyError, did_you_mean
 from hologram.core.lru import LRUCache
 from hologram.ir import KernelIR
+from hologram.isa.builder import compact_sites
 from hologram.isa.encoding import program_hash
 from hologram.isa.program import Program
 from hologram.passes.api import LEVELS, Pass
@@ -159,6 +160,7 @@ class Pipeline:
             out = program
             for p in passes:
                 out = _apply(p, out, Program)
+            out = compact_sites(out)  # drop the sites of checks the passes proved away
             try:
                 verify(out)
             except VerifyError as exc:

@@ -48,7 +48,8 @@ from hologram.core import semantics as oracle
 from hologram.testing.contract import assert_close, reduction_tolerance, spacing, ulp_step
 from hologram.testing.values import DTypeLike, as_dtype
 
-__all__ = ["Val", "OP_ULPS", "CONTRACT_ULPS", "TRANSCENDENTAL", "apply", "reduce", "resonance", "lift", "gelu_steps"]
+__all__ = ["Val", "OP_ULPS", "CONTRACT_ULPS", "TRANSCENDENTAL", "apply", "reduce", "resonance", "scatter_add", "lift",
+           "gelu_steps"]
 
 CONTRACT_ULPS = 4  # transcendentals, per DESIGN.md
 
@@ -379,26 +380,42 @@ def reduce(kind: str, a: Val, axis: int | Sequence[int] | None = None, keepdims:
 def resonance(classes: Val, values: "Val | Scalar") -> Val:
     """The oracle's resonance (96-bin scatter-add) with its contract: per bin a sum."""
     raw = values.v if isinstance(values, Val) else values
-    v = oracle.ORACLE["resonance"](classes.v, raw)
-    values = lift(values, np.asarray(raw).dtype)
-    c, val = np.broadcast_arrays(classes.v.astype(np.int64), values.v)
-    fz = np.zeros(v.shape, bool)
-    fz |= bool(np.any(classes.fuzzy))
-    np.logical_or.at(fz, c.ravel(), np.broadcast_to(values.fuzzy, c.shape).ravel())
+    oracle.ORACLE["resonance"](classes.v, raw)  # raises for a class outside 0..95
+    dtype = np.sum(np.zeros(0, np.asarray(raw).dtype)).dtype
+    return scatter_add((96,), dtype, (classes,), values)
+
+
+def scatter_add(shape: tuple[int, ...], dtype: np.dtype, index: "tuple[Val, ...]", values: "Val | Scalar") -> Val:
+    """The oracle's `h[index] += values` into zeros of `shape` and `dtype` (numpy's
+    np.add.at; hologram.core.semantics.add_at) with its contract: per element a sum of
+    the values cast to `dtype`. Raises ExecutionError for an index out of range."""
+    raw = values.v if isinstance(values, Val) else values
+    v = oracle.add_at(shape, dtype, tuple(i.v for i in index), raw)
+    terms = apply("cast", [values], dtype=dtype) if isinstance(values, Val) else lift(values, np.dtype(dtype))
+    arrays = np.broadcast_arrays(*(i.v.astype(np.int64) for i in index), terms.v)
+    every = arrays[-1].shape
+    # the flat element of each term (a negative index counts from the end, as numpy's)
+    c = np.ravel_multi_index(tuple(np.where(a < 0, a + d, a).ravel() for a, d in zip(arrays[:-1], shape)), shape) \
+        if arrays[-1].size else np.zeros(0, np.int64)
+    size = int(np.prod(shape))
+    fz = np.zeros(size, bool)
+    fz |= bool(any(np.any(i.fuzzy) for i in index))
+    np.logical_or.at(fz, c, np.broadcast_to(terms.fuzzy, every).ravel())
     if v.dtype.kind != "f":
-        return Val(v, np.zeros(v.shape), np.zeros(v.shape, np.int64), fz)
-    lo, hi = (np.broadcast_to(s, c.shape) for s in _span(values))
-    x = val.astype(np.float64)
+        return Val(v, np.zeros(v.shape), np.zeros(v.shape, np.int64), fz.reshape(v.shape))
+    lo, hi = (np.broadcast_to(b, every).ravel() for b in _span(terms))
+    x = np.broadcast_to(terms.v, every).ravel().astype(np.float64)
     with np.errstate(all="ignore"):
         e = _width(x, lo, hi)
         fin = np.isfinite(x)
         shaky = np.isinf(e) | (~fin & (e > 0))  # an infinity that may turn finite, or back
-        mag, esum, count, nan, wobbly = (np.zeros(v.shape) for _ in range(5))
+        mag, esum, count, nan, wobbly = (np.zeros(size) for _ in range(5))
         for acc, part in ((mag, np.where(fin, np.abs(x) + e, 0.0)), (esum, np.where(fin, e, 0.0)),
                           (count, np.ones(x.shape)), (nan, np.isnan(x)), (wobbly, shaky)):
-            np.add.at(acc, c.ravel(), part.ravel().astype(np.float64))
+            np.add.at(acc, c, part.astype(np.float64))
         big = float(np.finfo(v.dtype).max)
         tol = np.array([reduction_tolerance(max(int(k), 1), v.dtype) for k in count])
-        err = esum + tol * mag + spacing(np.where(np.isfinite(v), v, 0.0), v.dtype)
+        flat_v = v.ravel()
+        err = esum + tol * mag + spacing(np.where(np.isfinite(flat_v), flat_v, 0.0), v.dtype)
         unsure = (nan == 0) & ((mag > big) | (wobbly > 0))
-    return Val.settled(v, err, np.zeros(v.shape, np.int64), fz | unsure)
+    return Val.settled(v, err.reshape(v.shape), np.zeros(v.shape, np.int64), (fz | unsure).reshape(v.shape))

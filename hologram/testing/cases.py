@@ -20,6 +20,8 @@ on a backend and checks it; a new backend is tested by running these strategies 
                              whole-array statement
     atlas_kernels(cfg)       the Atlas functions, including resonance's 96-bin scatter-add
                              (with classes that may fall outside 0..95: a runtime error)
+    gather_kernels(cfg), scatter_kernels(cfg)   (hologram.testing.gather_cases) gathers
+                             `x[idx[i]]` and scatter-adds `h[b[i]] += w[i]`
     symbol_kernels(cfg)      shape symbols used as values (weak ints, numpy's len(x)) in
                              arithmetic, comparisons and where() with one dtype, every
                              dtype: `x - s / n` and the like, symbol-only parts (`n // m`,
@@ -546,7 +548,8 @@ def atlas_kernels(draw: Callable, cfg: GenConfig = GenConfig()) -> KernelCase:
 
 
 def kernels(cfg: GenConfig = GenConfig()) -> st.SearchStrategy[KernelCase]:
-    """Any generated kernel: mostly whole-array expressions, then index notation, Atlas and
-    shape symbols as values."""
+    """A kernel of this module's families: mostly whole-array expressions, then index
+    notation, Atlas and shape symbols as values (hologram.testing.generated mixes in the
+    other modules' families)."""
     return st.one_of(expression_kernels(cfg), expression_kernels(cfg), index_kernels(cfg), atlas_kernels(cfg),
                      symbol_kernels(cfg))

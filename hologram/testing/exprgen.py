@@ -486,6 +486,9 @@ class Engine(Protocol):
 
     def resonance(self, classes: Val, values: "Val | Literal") -> Val: ...
 
+    def scatter_add(self, shape: tuple[int, ...], dtype: Any, index: tuple[Val, ...], values: "Val | Literal") -> Val:
+        ...
+
 
 class Env:
     """Concrete values for evaluation: inputs and temporaries by name (as Vals), the

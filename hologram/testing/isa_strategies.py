@@ -12,7 +12,8 @@ backend, so they serve round-trip tests (text, binary) and differential backend 
 - unchecked accesses are provable; `.chk` accesses are in range too, so a launch with
   every symbol >= 1 never raises;
 - immediates include each type's edge values (min, max, -0.0, NaN, infinities,
-  subnormals).
+  subnormals);
+- one program in three has a table of source sites that some checked instructions name.
 
 What a program needs at launch: symbols `n` (and `m` for 2-D), all >= 1; buffer params
 named by `Program.params` (`x` in, `y` out, optionally `hist` inout with 96 elements,
@@ -24,9 +25,11 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+import attrs
 import numpy as np
 from hypothesis import strategies as st
 
+from hologram.core.errors import Site
 from hologram.core.types import Affine, DType
 from hologram.isa.program import (Addr, BufferParam, Imm, Init, Instr, Label, MemDecl, Pred, Program, Reg, RegDecl,
                                   ScalarParam, Special, Stage, Sym)
@@ -361,4 +364,25 @@ def programs(draw: Callable, max_stages: int = 2, max_instructions: int = 40) ->
     n = draw(st.integers(1, max_stages))
     stages = tuple(pg.stage(k, n, max_instructions) for k in range(n))
     temps = (BufferParam("t", pg.t, pg.shape, "temp"),) if n > 1 else ()
-    return Program(draw(st.sampled_from(["prog", "kernel_1", "k"])), pg.params(), temps, pg.symbols, stages)
+    program = Program(draw(st.sampled_from(["prog", "kernel_1", "k"])), pg.params(), temps, pg.symbols, stages)
+    return draw(with_sites(program)) if draw(st.integers(0, 2)) == 0 else program
+
+
+SITE_TEXTS = ("y[i] = x[idx[i]]", 'h[b[i]] += w["q"]', "é ☃ \\ \t", "")
+
+
+@st.composite
+def with_sites(draw: Callable, p: Program) -> Program:
+    """`p` with a table of source sites, named by some of its checked instructions
+    (docs/isa.md, "Sites"): a site changes nothing the program does."""
+    sites = tuple(Site(draw(st.sampled_from(("kernels/g.toml", "sources/a b.yaml", "<string>"))),
+                       draw(st.integers(1, 10**6)), col := draw(st.integers(1, 200)), col + draw(st.integers(1, 40)),
+                       draw(st.sampled_from(SITE_TEXTS)))
+                  for _ in range(draw(st.integers(1, 3))))
+
+    def mark(it):
+        if isinstance(it, Instr) and it.checked and draw(st.booleans()):
+            return attrs.evolve(it, site=draw(st.integers(0, len(sites) - 1)))
+        return it
+    stages = tuple(attrs.evolve(s, body=tuple(mark(it) for it in s.body)) for s in p.stages)
+    return attrs.evolve(p, stages=stages, sites=sites)

@@ -33,6 +33,7 @@ f32 cases have one input, m = k = 1 and no contraction):
     named     y = R(e(x[i, j]), i, j)  or  y[i] = R(e(x[i, j]), j)      x: T[m, n]
     contract  c[i, j] = R(e(a[i, p], b[p, j]), p)                       a: T[m, n], b: T[n, k]
     scatter   h = resonance(c, e(x))              c: u8[n] in one to three classes (sums)
+    add_at    h[c[i]] += e(x[i])                  c: i32[n] in -2..1 or -1..0, h: f16[2] or [1] (f16 sums)
 
 The reference interpreter runs ~1e5 lanes a second, so the differential harness runs a
 case whose inputs hold more than `difftest.INTERP_MAX_ELEMENTS` elements (the f32 ones)
@@ -64,7 +65,7 @@ F16_TERMS = (8192, 12288)
 F32_TERMS = (1 << 24, (1 << 24) + 64)
 # how often each form is drawn: the whole-array and all-variable ones reduce across lanes,
 # where a backend picks the combination order (and an f16 one once stalled)
-FORMS = {"whole": 3, "named": 2, "axis": 1, "contract": 1, "scatter": 1}
+FORMS = {"whole": 3, "named": 2, "axis": 1, "contract": 1, "scatter": 1, "add_at": 1}
 _EXTREMES = ("min", "max", "argmin", "argmax")
 
 
@@ -200,7 +201,7 @@ class _Long:
         self.dtype = np.dtype(np.float32 if draw(st.integers(0, 3)) == 0 else np.float16)
         wide = self.dtype == np.float32
         forms = [f for f, weight in FORMS.items() for _ in range(weight)
-                 if not (wide and f == "contract") and (f != "scatter" or self.kind == "sum")]
+                 if not (wide and f in ("contract", "add_at")) and (f not in ("scatter", "add_at") or self.kind == "sum")]
         self.form = draw(st.sampled_from(forms))
         lo, hi = F32_TERMS if wide else F16_TERMS
         side = 1 if wide else 2  # an f16 case's inputs hold at most 4 * 12288 elements
@@ -282,6 +283,26 @@ class _Long:
             grids = _grids([("i", self.sizes["m"]), ("j", self.sizes["k"]), ("p", self.sizes["n"])])
             statements = [("c", f"c[i, j] = {render(node)}", _indexed(node, grids, ("i", "j")))]
             outputs = [Param("c", node.dtype, (Affine.of("m"), Affine.of("k")))]
+        elif self.form == "add_at":
+            bins = draw(st.integers(1, 2))  # 4096+ terms a bin: an f16 running sum would stall
+            seed = self.fill.seed
+            self.input("c", "n", dtype=np.dtype(np.int32),
+                       values=lambda shape: np.random.default_rng(seed).integers(-bins, bins, shape).astype(np.int32))
+            self.input("x", "n")
+            dom = ("i",)
+            x = _load("x[i]", self.dtype, dom, lambda env: _value("x")(env)[env.grids["i"]])
+            c = _load("c[i]", np.dtype(np.int32), dom, lambda env: _value("c")(env)[env.grids["i"]])
+            terms = self.terms([x], dom)
+            grids = _grids([("i", self.sizes["n"])])
+
+            def scatter(env: Env) -> bounds.Val:
+                env.grids = grids
+                try:
+                    return env.engine.scatter_add((bins,), terms.dtype, (evaluate(c, env),), evaluate(terms, env))
+                finally:
+                    env.grids = {}
+            statements = [("h", f"h[c[i]] += {render(terms)}", scatter)]
+            outputs = [Param("h", terms.dtype, (Affine.of(bins),))]
         else:  # scatter
             classes = draw(st.lists(st.integers(0, 95), min_size=1, max_size=3, unique=True))
             seed = self.fill.seed

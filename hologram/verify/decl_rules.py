@@ -110,6 +110,23 @@ def check_program(p: Program) -> None:
         if s.name in stage_names:
             raise fail("duplicate", f"two stages are named {s.name!r}")
         stage_names.add(s.name)
+    _check_sites(p)
+
+
+def _check_sites(p: Program) -> None:
+    """Rule `site`: each site a position in a document (line, columns >= 1, the end after
+    the start), each instruction's site an index into the table."""
+    for k, site in enumerate(p.sites):
+        if not (1 <= site.line <= I64_MAX and 1 <= site.col < site.end_col <= I64_MAX):
+            raise verify_error("site", f"program {p.name!r}: site {k} ({shorten(site.line)}:{shorten(site.col)}-"
+                                       f"{shorten(site.end_col)}) is not a position in a document (line >= 1, "
+                                       f"1 <= col < end col)")
+    for s in p.stages:
+        for pc, it in enumerate(s.body):
+            if isinstance(it, Instr) and it.site is not None and not 0 <= it.site < len(p.sites):
+                raise verify_error("site", f"stage '{s.name}': instruction {pc} `{_instr_text(it)}`: site "
+                                           f"{shorten(it.site)} is not among the program's {len(p.sites)} site(s)",
+                                   stage=s.name, index=pc)
 
 
 def _check_buffer(p: Program, b: BufferParam, kind: str, roles: tuple[str, ...], seen: dict, fail) -> None:

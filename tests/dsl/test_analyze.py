@@ -117,7 +117,7 @@ INDEXED = [
     ("t[j, i] = a[i, j]", {"a": "f32[m, n]"}, {"t": "f32[n, m]"}, "t[j, i] = a[i, j]"),
     ("y[i] = x[n - 1 - i]", {"x": "f32[n]"}, {"y": "f32[n]"}, "y[i] = x[sub(sub(n, i):i64, 1:i64):i64]"),
     ("y[i] = a[2*i]", {"a": "f32[2*n]"}, {"y": "f32[n]"}, "y[i] = a[mul(2:i64, i):i64]"),
-    ("y[i] = a[-i + n]", {"a": "f32[n]"}, {"y": "f32[n]"}, "y[i] = a[sub(n, i):i64]"),
+    ("y[i] = a[-i + n]", {"a": "f32[n + 1]"}, {"y": "f32[n]"}, "y[i] = a[sub(n, i):i64]"),
     ("y[i] = a[0 - i]", {"a": "f32[n]"}, {"y": "f32[n]"}, "y[i] = a[neg(i):i64]"),
     ("y[i] = x[i] + x[i + 1]", {"x": "f32[n]"}, {"y": "f32[n - 1]"}, "y[i] = add(x[i], x[add(i, 1:i64):i64]):f32"),
     ("d[i] = a[i, i]", {"a": "f32[n, n]"}, {"d": "f32[n]"}, "d[i] = a[i, i]"),
@@ -173,11 +173,13 @@ def test_a_variable_without_plain_uses_takes_the_largest_in_bounds_range(index, 
     ("y[i] = s[i]", {"x": "f32[n]", "s": "f32"}, 1, 8, r"'s' is a scalar parameter; it cannot be indexed"),
     ("m = max(x)\ny[i] = m[i]", {"x": "f32[n]"}, 2, 8, r"'m' is a scalar \(0-dimensional\)"),
     ("y[i] = x[1.5]", {"x": "f32[n]"}, 1, 10, r"array indices must be integers"),
-    ("y[i] = x[w]", {"x": "f32[n]", "w": "i32[n]"}, 1, 8, r"one value per point; it has shape \[n\]"),
-    ("y[i] = x[w[i]]", {"x": "f32[n]", "w": "f32[n]"}, 1, 10, r"array indices must be integers; this index is f32"),
+    ("y[i] = x[w[i] * 0.5]", {"x": "f32[n]", "w": "i32[n]"}, 1, 10, r"an index must be an integer; this one is f64"),
+    ("y[i] = x[w[i] > 0]", {"x": "f32[n]", "w": "i32[n]"}, 1, 10, r"an index must be an integer; this one is a bool"),
+    ("y[i] = x[w]", {"x": "f32[n]", "w": "i32[n]"}, 1, 10, r"'w' is an array \(\[n\]\); an index is one integer"),
+    ("y[i] = x[w + 1]", {"x": "f32[n]", "w": "i32[n]"}, 1, 10, r"an index is one integer per point; this one has"),
     ("y[i] = x[i][0]", {"x": "f32[n]"}, 1, 12, r"unexpected '\['"),
     ("y[i] = i[0]", {"x": "f32[n]"}, 1, 8, r"'i' is an index variable; it cannot be indexed"),
-    ("y[i] = x[10**30]", {"x": "f32[n]"}, 1, 10, r"too large for i64"),
+    ("y[i] = x[10**30]", {"x": "f32[n]"}, 1, 10, r"the index 10{30} is too large for i64"),
     ("y[i] = x[i + 100000000000000000000]", {"x": "f32[n]"}, 1, 10, r"too large for i64"),
 ])
 def test_index_errors(body, ins, line, col, message):
@@ -565,8 +567,8 @@ def test_resonance_is_an_accumulate():
                      {"h": "i64[96]", "w": "f32[96]"})
     h, w = kir.body[1], kir.body[2]
     assert isinstance(h, Accumulate) and h.target == "h" and h.extents == (Affine.of("n"),)
-    assert str(h) == "h[i64(c[i0])] += 1:i64  for i0<n"
-    assert str(w) == "w[i64(c[i0])] += v[i0]  for i0<n"
+    assert str(h) == "h[i64(c[i0])] += 1:i64  for i0<n  (resonance)"
+    assert str(w) == "w[i64(c[i0])] += v[i0]  for i0<n  (resonance)"
     assert kir.temps == (kir.decl("c"),)
 
 

@@ -21,8 +21,8 @@ from hypothesis.extra import numpy as hnp
 
 import hologram as hg
 from hologram.core import atlas as A
-from hologram.core.errors import (ArgumentError, CompileError, DocumentError, EmptyReductionError, ExecutionError,
-                                  HologramError)
+from hologram.core.errors import (ArgumentError, CompileError, CompileWarning, DocumentError, EmptyReductionError,
+                                  ExecutionError, HologramError)
 from hologram.core.types import DType
 from hologram.testing import assert_close
 from erf_reference import ERF, ERFC
@@ -332,16 +332,23 @@ def test_index_notation_matches_numpy(body, ins, outs, args, expected):
 
 
 def test_an_access_out_of_bounds_is_an_execution_error():
-    k = kernel("y[i] = x[i + 1]", {"x": "f32[n]"}, {"y": "f32[n]"})
+    with pytest.warns(CompileWarning, match="declare y: f32\\[n - 1\\]"):
+        k = kernel("y[i] = x[i + 1]", {"x": "f32[n]"}, {"y": "f32[n]"})
     with pytest.raises(ExecutionError):
         k(np.zeros(5, F32))
 
 
-def test_negative_literal_indices_count_from_the_end_and_computed_ones_do_not_wrap():
+def test_a_negative_constant_index_counts_from_the_end():
     x = np.arange(3, dtype=F32)
-    assert kernel("last = x[-1]", {"x": "f32[n]"}, {"last": "f32"})(x) == 2  # numpy's x[-1]
-    with pytest.raises(ExecutionError):  # i - 1 at i = 0 is out of bounds, never x[-1]
-        kernel("y[i] = x[i - 1]", {"x": "f32[n]"}, {"y": "f32[n]"})(x)
+    k = kernel("last = x[-1]\nfirst = x[-3]", {"x": "f32[n]"}, {"last": "f32", "first": "f32"})
+    assert k(x) == (x[-1], x[-3])
+    with pytest.raises(ExecutionError, match="out of bounds"):  # numpy: x[-3] of 2 elements is an IndexError
+        k(x[:2])
+
+
+def test_an_index_with_variables_never_wraps():
+    with pytest.raises(ExecutionError), pytest.warns(CompileWarning, match="before its start"):
+        kernel("y[i] = x[i - 1]", {"x": "f32[n]"}, {"y": "f32[n]"})(np.zeros(3, F32))
 
 
 @pytest.mark.parametrize("body, ins", [

@@ -12,7 +12,7 @@ from hypothesis.extra import numpy as hnp
 
 from dsl_helpers import make_def
 from hologram.core import atlas
-from hologram.core.errors import CompileError, ExecutionError, HologramError
+from hologram.core.errors import CompileError, CompileWarning, ExecutionError, HologramError
 from hologram.core.types import DType
 from hologram.dsl.analyze import to_ir
 from hologram.lower.stages import lower
@@ -149,9 +149,11 @@ def test_atlas_and_resonance():
     assert out["z"] == 256.0
 
 
-def test_out_of_range_access_is_a_runtime_error():
-    with pytest.raises(ExecutionError):
+def test_out_of_range_access_is_a_runtime_error_naming_the_line():
+    with pytest.raises(ExecutionError, match=r"^<test>:1:8: error: stage .* out of bounds") as info, \
+            pytest.warns(CompileWarning, match="indexed past its end"):
         run1("y[i] = x[i + 1]", {"x": ("f32[n]", X)}, {"y": "f32[n]"})
+    assert "   1 | y[i] = x[i + 1]\n     |        ^^^^^^^^" in str(info.value)
 
 
 # ----------------------------------------------------------------------- differential

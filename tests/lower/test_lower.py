@@ -474,7 +474,7 @@ def test_unused_reduction_temp_is_dropped():
 def test_resonance_accumulate_zeroes_then_scatters():
     cls = E("ATLAS_CLASS", I32, L("b", U8, V("i")))
     k = kernel([T("b", U8, "n"), T("v", F32, "n")], [T("r", F32, 96, kind="output")],
-               [Accumulate("r", ("i",), (Affine.of("n"),), cls, L("v", F32, V("i")))], symbols=["n"])
+               [Accumulate("r", ("i",), (Affine.of("n"),), cls, L("v", F32, V("i")), resonance=True)], symbols=["n"])
     prog = lower(k)
     # an f32 scatter-add accumulates in an f64 temp (lower_plan.WIDE_SCATTER), then rounds
     assert len(prog.stages) == 3 and "STG" in ops(prog, 0) and "ResAccum" in ops(prog, 1)

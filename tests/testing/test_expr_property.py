@@ -159,6 +159,12 @@ class ConformingBackend:
         order = self.rng.permutation(c.size)
         return Val.exact(oracle.resonance(c.ravel()[order], w.ravel()[order]))
 
+    def scatter_add(self, shape, dtype, index, values) -> Val:
+        raw = values.v if isinstance(values, Val) else values
+        *ix, w = np.broadcast_arrays(*(i.v for i in index), raw)
+        order = self.rng.permutation(w.size)  # another order of the same additions
+        return Val.exact(oracle.add_at(shape, dtype, tuple(i.ravel()[order] for i in ix), w.ravel()[order]))
+
 
 @given(kernels(), st.integers(0, 2**32 - 1))
 def test_contract_admits_a_conforming_backend(case: KernelCase, seed: int) -> None:

@@ -443,17 +443,20 @@ def execution_error(exe: Executable, record: tuple[int, ...], arrays: Sequence[n
                               f"{stage_index}, instruction {k} (value {value})")
     stage, ins = program.stages[stage_index], body[k]
     where = f"stage '{stage.name}': instruction {k} `{format_instr(ins, align=False)}`"
+    site = program.sites[ins.site] if ins.site is not None and 0 <= ins.site < len(program.sites) else None
     name = ins.addr.buffer if ins.addr is not None else None
     if code == ERR_OOB_GLOBAL and name is not None:
         size = next((a.size for a, b in zip(arrays, exe.buffers) if b.name == name), "?")
-        return ExecutionError(f"{where}: index {value} is out of bounds for global buffer '{name}' of {size} elements")
+        return ExecutionError.at(site, f"{where}: index {value} is out of bounds for global buffer '{name}' of "
+                                       f"{size} elements")
     if code == ERR_OOB_SHARED and name is not None:
         size = next((m.size for m in stage.shared if m.name == name), "?")
-        return ExecutionError(f"{where}: index {value} is out of bounds for shared array '{name}' of {size} elements")
+        return ExecutionError.at(site, f"{where}: index {value} is out of bounds for shared array '{name}' of "
+                                       f"{size} elements")
     if code == ERR_OOB_POOL and name is not None:
         return ExecutionError(f"{where}: index {value} is out of bounds for the allocated part of pool '{name}'")
     if code == ERR_CLASS:
-        return ExecutionError(f"{where}: {value} is not an Atlas class (0..{NUM_CLASSES - 1})")
+        return ExecutionError.at(site, f"{where}: {value} is not an Atlas class (0..{NUM_CLASSES - 1})")
     if code == ERR_POOL_FULL:
         size = next((m.size for m in stage.pools if m.name == ins.target), "?")
         return ExecutionError(f"{where}: pool '{ins.target}' of {size} elements cannot allocate {ins.count} more "

@@ -24,7 +24,7 @@ import attrs
 import numpy as np
 
 from hologram.core import atlas
-from hologram.core.errors import ExecutionError, VerifyError
+from hologram.core.errors import ExecutionError, Site, VerifyError
 from hologram.core.types import Affine, DType
 from hologram.isa.asm import format_instr
 from hologram.isa.opcodes import OPCODES
@@ -81,8 +81,8 @@ class Executable:
 _SPACE_NAMES = {"global": "global buffer", "shared": "shared array", "pool": "the allocated part of pool"}
 
 
-def oob(lane: "Lane", where: str, space: str, name: str, index: int, size: int) -> ExecutionError:
-    return ExecutionError(f"{where} (lane gid={lane.gid}): index {index} is out of bounds for "
+def oob(lane: "Lane", where: str, site: Site | None, space: str, name: str, index: int, size: int) -> ExecutionError:
+    return ExecutionError.at(site, f"{where} (lane gid={lane.gid}): index {index} is out of bounds for "
                           f"{_SPACE_NAMES[space]} '{name}' of {size} elements")
 
 
@@ -110,6 +110,12 @@ class _StageDecoder:
     @property
     def where(self) -> str:
         return f"stage '{self.stage.name}': instruction {self.k} `{format_instr(self.ins, align=False)}`"
+
+    @property
+    def site(self) -> Site | None:
+        """The document position of the current instruction's check, if the program has it."""
+        k = self.ins.site
+        return self.program.sites[k] if k is not None and 0 <= k < len(self.program.sites) else None
 
     def fail(self, message: str) -> VerifyError:
         return VerifyError(f"interp: {self.where}: {message}")
@@ -295,14 +301,14 @@ class _StageDecoder:
         name, decl, index = self.address(space)
         key, to_dst = self.dst(t)
         conv = _chain(None if decl.dtype is t else (lambda v: sem.convert(v, t)), to_dst)
-        where, memory = self.where, _MEMORY[space]
+        where, site, memory = self.where, self.site, _MEMORY[space]
 
         def load(lane):
             r = lane.regs
             mem = memory(lane, name)
             i = index(r)
             if not 0 <= i < len(mem):
-                raise oob(lane, where, space, name, i, len(mem))
+                raise oob(lane, where, site, space, name, i, len(mem))
             r[key] = mem[i] if conv is None else conv(mem[i])
         return load
 
@@ -315,14 +321,14 @@ class _StageDecoder:
             value = lambda r: sem.convert(raw(r), bt)  # noqa: E731
         if space == "global":
             self.writes.add(name)
-        where, memory = self.where, _MEMORY[space]
+        where, site, memory = self.where, self.site, _MEMORY[space]
 
         def store(lane):
             r = lane.regs
             mem = memory(lane, name)
             i = index(r)
             if not 0 <= i < len(mem):
-                raise oob(lane, where, space, name, i, len(mem))
+                raise oob(lane, where, site, space, name, i, len(mem))
             mem[i] = value(r)
         return store
 
@@ -330,7 +336,7 @@ class _StageDecoder:
         name, decl, index = self.address("global")
         value = self.read(ins.srcs[0], t)
         self.writes.add(name)
-        op, where, cls = ins.op, self.where, None
+        op, where, site, cls = ins.op, self.where, self.site, None
         if op == "ResAccum":
             if ins.addr.index is None:
                 raise self.fail("ResAccum needs an index register holding the Atlas class")
@@ -339,11 +345,11 @@ class _StageDecoder:
         def reduce(lane):
             r = lane.regs
             if cls is not None and not 0 <= cls(r) < atlas.NUM_CLASSES:
-                raise ExecutionError(f"{where} (lane gid={lane.gid}): {cls(r)} is not an Atlas class (0..95)")
+                raise ExecutionError.at(site, f"{where} (lane gid={lane.gid}): {cls(r)} is not an Atlas class (0..95)")
             i = index(r)
             size = len(lane.mem[name])
             if not 0 <= i < size:
-                raise oob(lane, where, "global", name, i, size)
+                raise oob(lane, where, site, "global", name, i, size)
             lane.reductions.setdefault((op, name, i), []).append(value(r))
         return reduce
 
