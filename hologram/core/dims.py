@@ -238,10 +238,9 @@ def within_lanes(domain: Sequence[Affine]) -> dict[str, Affine]:
     for a stage's `.init`s, which run even when the domain is empty."""
     out: dict[str, Affine] = {}
     for d in domain:
-        if d.const == 0 and len(d.terms) == 1 and d.terms[0][1] == 1:
-            found = parse_derived(d.terms[0][0])
-            if found is not None and found.op == "max" and found.b == Affine.of(0):
-                out[d.terms[0][0]] = found.a
+        inner = _clamped(d)
+        if inner is not None:
+            out[d.terms[0][0]] = inner
     return out
 
 
@@ -284,10 +283,8 @@ class DimAlgebra:
 
     def clamp0(self, a: Affine) -> Affine:
         """max(a, 0); `max(max(A, 0) - c, 0)` is `max(A - c, 0)` for c >= 0."""
-        if len(a.terms) == 1 and a.terms[0][1] == 1 and a.const <= 0:
-            inner = parse_derived(a.terms[0][0])
-            if inner is not None and inner.op == "max" and inner.b == Affine.of(0):
-                return self.clamp0(inner.a + a.const)
+        if a.const <= 0 and (inner := _clamped(a - a.const)) is not None:
+            return self.clamp0(inner + a.const)
         return self.max(a, Affine.of(0))
 
     def floordiv(self, a: Affine, k: int) -> Affine:
@@ -305,6 +302,9 @@ class DimAlgebra:
         a = self.difference(a)
         if k == 1:
             return self.clamp0(a)
+        inner = _clamped(a)  # ceil(max(A, 0) / k) is (A + k - 1)//k when A >= 1 - k
+        if inner is not None and self.nonneg(inner + (k - 1)):
+            a = inner
         if self.nonneg(a + (k - 1)):
             return self.floordiv(a + (k - 1), k)
         return self.floordiv(self.clamp0(a) + (k - 1), k)
@@ -366,6 +366,15 @@ def _bounded(a: Affine) -> list[Affine]:
         if len(out) > 64:
             break
     return out
+
+
+def _clamped(a: Affine) -> Affine | None:
+    """`A` when `a` is exactly `max(A, 0)`, else None."""
+    if a.const == 0 and len(a.terms) == 1 and a.terms[0][1] == 1:
+        d = parse_derived(a.terms[0][0])
+        if d is not None and d.op == "max" and d.b == Affine.of(0):
+            return d.a
+    return None
 
 
 def _plainly_nonneg(a: Affine) -> bool:

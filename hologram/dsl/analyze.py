@@ -381,7 +381,9 @@ class _Kernel(NumpySpellings, NumpyIndexing, Gathers, Scatters):
         return CompileError(f"unknown name '{n}'{did_you_mean(n, candidates)}", node.span)
 
     def subscript(self, node: ast.Subscript, scope: Scope) -> Val:
-        return self.element(self.tensor(node.base, scope), node, scope)
+        if isinstance(node.base, ast.Name):
+            return self.element(self.tensor(node.base, scope), node, scope)
+        return self.indexed(node, None, scope, self.eval(node.base, scope))  # (a + b)[1:], x[::2][1:]
 
     def element(self, decl: TensorDecl, node: ast.Subscript, scope: Scope) -> Val:
         n, rank = decl.name, len(decl.shape)
@@ -450,14 +452,14 @@ class _Kernel(NumpySpellings, NumpyIndexing, Gathers, Scatters):
             return self.eval(self.numpy_cast(node), scope)
         fn = FUNCTIONS.get(node.func.id)
         if node.method:
-            base = node.args[0]
+            base = ast.spelling(node.args[0])
             if fn is None or fn.kind != "reduce":
                 more = ", ..." if fn is not None and len(fn.params) > 1 else ""
-                form = f"{node.func.id}({base.id}{more})" if fn is not None else f"a function of {base.id}"
-                raise CompileError(f"'{base.id}.{node.func.id}()': of numpy's array methods, only the reductions "
+                form = f"{node.func.id}({base}{more})" if fn is not None else f"a function of {base}"
+                raise CompileError(f"'{base}.{node.func.id}()': of numpy's array methods, only the reductions "
                                    f"({', '.join(METHODS)}) and astype are accepted", node.span, hint=f"write {form}")
             if len(node.args) > 1:
-                raise CompileError(f"'{base.id}.{node.func.id}()' takes keyword arguments only (axis=, keepdims=)",
+                raise CompileError(f"'{base}.{node.func.id}()' takes keyword arguments only (axis=, keepdims=)",
                                    node.args[1].span)
         if fn is None:
             n = node.func.id

@@ -62,18 +62,19 @@ class Slice:
 
 @attrs.frozen
 class Subscript:
-    """`base[i, j + 1]` (an element, in index notation) or numpy's indexing, `x[1:, None]`."""
+    """`base[i, j + 1]` (an element, in index notation) or numpy's indexing, `x[1:, None]`,
+    of an array name or of any value (`(a + b)[1:]`, `x[::2][1:]`)."""
 
-    base: Name
+    base: "Expr"
     indices: tuple["Expr | Slice | EllipsisIndex", ...]
     span: Span
 
 
 @attrs.frozen
 class Attribute:
-    """`base.attr` or `base.attr[index]`: `x.shape[0]`, `x.ndim`, `x.size`."""
+    """`base.attr` or `base.attr[index]`: `x.shape[0]`, `x.ndim`, `x.size`, `(a @ b).T`."""
 
-    base: Name
+    base: "Expr"
     attr: str
     index: "Expr | None"
     span: Span
@@ -217,7 +218,7 @@ def format_expr(e: Expr | Slice | EllipsisIndex) -> str:
     if isinstance(e, Name):
         return e.id
     if isinstance(e, Subscript):
-        return f"{e.base.id}[{', '.join(format_expr(i) for i in e.indices)}]"
+        return f"{format_expr(e.base)}[{', '.join(format_expr(i) for i in e.indices)}]"
     if isinstance(e, NoneIndex):
         return "None"
     if isinstance(e, EllipsisIndex):
@@ -226,7 +227,7 @@ def format_expr(e: Expr | Slice | EllipsisIndex) -> str:
         parts = ["" if p is None else format_expr(p) for p in (e.start, e.stop, e.step)]
         return ":".join(parts if e.step is not None else parts[:2])
     if isinstance(e, Attribute):
-        return f"{e.base.id}.{e.attr}" + ("" if e.index is None else f"[{format_expr(e.index)}]")
+        return f"{format_expr(e.base)}.{e.attr}" + ("" if e.index is None else f"[{format_expr(e.index)}]")
     if isinstance(e, Call):
         parts = [e.func.id, *(format_expr(a) for a in e.args)]
         parts += [f":{k.name} {format_expr(k.value)}" for k in e.keywords]
@@ -238,6 +239,20 @@ def format_expr(e: Expr | Slice | EllipsisIndex) -> str:
     if isinstance(e, Binary):
         return f"({e.op} {format_expr(e.left)} {format_expr(e.right)})"
     raise TypeError(f"not an AST expression: {e!r}")
+
+
+def spelling(node: Expr) -> str:
+    """How `node` reads in the document, for messages: a name, or its source text when
+    it is on one line, else `(...)`."""
+    if isinstance(node, Name):
+        return node.id
+    s = node.span
+    if s is not None and s.source is not None and s.end_col and s.end_line in (None, s.line):
+        lines = s.source.splitlines()
+        if 1 <= s.line <= len(lines):
+            text = lines[s.line - 1][s.col - 1:s.end_col - 1]
+            return f"({text})" if isinstance(node, (Binary, Unary)) else text
+    return "(...)"
 
 
 def format_statement(s: Statement) -> str:

@@ -29,6 +29,7 @@ MAX_STATEMENTS = 4096
 
 _OPEN = {"LPAR": "RPAR", "LSQB": "RSQB"}
 NUMPY_PREFIXES = frozenset({"np", "numpy"})  # `np.exp(x)` means `exp(x)` (docs/dsl.md, "numpy spellings")
+NUMPY_CONSTANTS = frozenset({"pi", "e", "inf", "nan"})  # `np.pi` means `pi`
 _CLOSE = frozenset(_OPEN.values())
 
 
@@ -129,7 +130,11 @@ class _ToAst(Transformer_NonRecursive):
         return c[0]
 
     def subscript(self, span, c):
-        return ast.Subscript(self._name(c[0]), tuple(c[1:]), span)
+        base = self._name(c[0]) if isinstance(c[0], Token) else c[0]
+        if isinstance(base, ast.Attribute) and base.attr == "shape" and base.index is None and len(c) == 2 \
+                and not isinstance(c[1], (ast.Slice, ast.EllipsisIndex, ast.NoneIndex)):
+            return ast.Attribute(base.base, "shape", c[1], span)  # x.shape[0]: a dimension
+        return ast.Subscript(base, tuple(c[1:]), span)
 
     def slice(self, span, c):
         parts: list = [None, None, None]
@@ -167,18 +172,19 @@ class _ToAst(Transformer_NonRecursive):
         return ast.Call(self._name(c[0]), tuple(args), tuple(keywords), span, method)
 
     def dotted_call(self, span, c):
-        base, func = self._name(c[0]), self._name(c[1])
-        if base.id in NUMPY_PREFIXES:  # np.exp(x) is exp(x): numpy's spelling, accepted
+        base, func = (self._name(c[0]) if isinstance(c[0], Token) else c[0]), self._name(c[1])
+        if isinstance(base, ast.Name) and base.id in NUMPY_PREFIXES:  # np.exp(x) is exp(x): accepted
             return self.call(span, [func, *c[2:]])
         return self.call(span, [func, base, *c[2:]], method=True)  # x.sum(axis=1) is sum(x, axis=1)
 
     def attribute(self, span, c):
-        if str(c[0]) in NUMPY_PREFIXES and str(c[1]) == "newaxis":  # np.newaxis is None
-            return ast.NoneIndex(span)
-        return ast.Attribute(self._name(c[0]), str(c[1]), None, span)
-
-    def attribute_subscript(self, span, c):
-        return ast.Attribute(self._name(c[0]), str(c[1]), c[2], span)
+        base = self._name(c[0]) if isinstance(c[0], Token) else c[0]
+        if isinstance(base, ast.Name) and base.id in NUMPY_PREFIXES:
+            if str(c[1]) == "newaxis":  # np.newaxis is None
+                return ast.NoneIndex(span)
+            if str(c[1]) in NUMPY_CONSTANTS:  # np.pi is pi
+                return ast.Name(str(c[1]), span)
+        return ast.Attribute(base, str(c[1]), None, span)
 
     def unary(self, span, c):
         return ast.Unary(str(c[0]), c[1], span)
@@ -225,7 +231,7 @@ _CHAR_HINTS = {
     ";": "write one statement per line",
     ":": "a slice start:stop:step is written inside an index, as in x[1:-1]",
     '"': "strings are not part of the body language", "'": "strings are not part of the body language",
-    ".": "attributes and methods follow a name: x.shape[0], x.ndim, x.size, x.sum(axis=0), np.exp(x)",
+    ".": "attributes and methods follow a value: x.shape[0], x.T, x[1:].sum(axis=0), (x - m).max(), np.exp(x)",
 }
 
 
@@ -296,7 +302,7 @@ def _syntax_error(exc: UnexpectedInput, text: str, kdef: KernelDef) -> CompileEr
         hint = f"the '{opener}' at line {kdef.origin.span(opener.line, opener.column).line}, " \
                f"column {kdef.origin.span(opener.line, opener.column).col} is never closed with '{closer}'"
     elif tok.type == "DOT":
-        hint = "attributes and methods follow a name: x.shape[0], x.ndim, x.size, x.sum(axis=0), np.exp(x)"
+        hint = "attributes and methods follow a value: x.shape[0], x.T, x[1:].sum(axis=0), (x - m).max(), np.exp(x)"
     elif tok.type == "EQUAL" and "EQ" in expected:
         hint = "'=' assigns and only once per line; compare with '=='"
     elif "EQUAL" in expected and tok.type != "EQUAL" and len(expected) <= 2:

@@ -50,7 +50,10 @@ class NumpyIndexing:
 
     dims: DimAlgebra
 
-    def indexed(self, node: ast.Subscript, decl: TensorDecl, scope: Scope) -> Val:
+    def indexed(self, node: ast.Subscript, decl: TensorDecl | None, scope: Scope, value: Val | None = None) -> Val:
+        """`node` applied to the array `decl`, or to `value` (any array value: `(a + b)[1:]`)."""
+        if value is not None:
+            decl = TensorDecl(ast.spelling(node.base), value.dtype, value.shape, "value")
         items = self.expand(node, decl)
         parts: list[tuple] = []  # per item: ("none",), ("slice", k, length, first, step), (kind, k, value)
         k = 0
@@ -61,8 +64,8 @@ class NumpyIndexing:
             if isinstance(item, ast.Slice):
                 parts.append(("slice", k, *self.slice_axis(item, decl.shape[k])))
             else:
-                kind, value = self.index_item(item, decl.shape[k], k, decl, scope)
-                parts.append((kind, k, value))
+                kind, found = self.index_item(item, decl.shape[k], k, decl, scope)
+                parts.append((kind, k, found))
             k += 1
         arrays = [p[2] for p in parts if p[0] == "array"]
         block: Shape = ()
@@ -101,6 +104,9 @@ class NumpyIndexing:
                 entries = align(Val(coerce(val, val.dtype), val.shape), block)
                 moved = {axis(t): Expr.idx(axis(block_at + t)) for t in range(len(block)) if block_at}
                 index[k] = numpy_index(_reindex(entries, moved), decl.shape[k], node.span).expr
+        if value is not None:  # the value's own axes become the indices
+            return Val(_reindex(value.expr, {axis(k): ix for k, ix in enumerate(index)}), tuple(shape), False,
+                       node.span)
         return Val(Expr.load(decl.name, decl.dtype, tuple(index), self.site(node.span)), tuple(shape), False,
                    node.span)
 
@@ -226,7 +232,8 @@ class NumpyIndexing:
             by_ir[used[0]].note_strided(decl.shape[k], a, where, e.span)
         if any(not I64.min <= c <= I64.max for c in (a.const, *(c for _, c in a.terms))):
             raise CompileError("the index is too large for i64", e.span)
-        self.note_access(decl, k, a, {v: b for v, b in by_ir.items() if v in a.symbols}, e.span)
+        if decl.kind != "value":  # a named array's access, for the always-out-of-bounds warning
+            self.note_access(decl, k, a, {v: b for v, b in by_ir.items() if v in a.symbols}, e.span)
         return affine_index(a, decl.shape[k], by_ir.keys()).expr
 
 

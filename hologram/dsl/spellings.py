@@ -16,7 +16,7 @@ from hologram.core.errors import CompileError, Span, did_you_mean
 from hologram.core.types import Affine, DType
 from hologram.dsl import ast, reductions
 from hologram.dsl.functions import FUNCTIONS
-from hologram.dsl.shapes import ONE, Val, axes
+from hologram.dsl.shapes import ONE, Val, axes, axis, reindex
 from hologram.dsl.typerules import BINARY, apply
 from hologram.ir import Expr, TensorDecl
 
@@ -34,8 +34,8 @@ class NumpySpellings:
         affine form in the shape symbols), or for `size` the dimensions to multiply. Each
         is a weak int where it is used, exactly as a shape symbol is (numpy: a Python int)."""
         if isinstance(node, ast.Call):  # len(x): numpy's len, the first dimension
-            if node.keywords or len(node.args) != 1 or not isinstance(node.args[0], ast.Name):
-                raise CompileError("len() takes one array name, as in len(x)", node.span)
+            if node.keywords or len(node.args) != 1:
+                raise CompileError("len() takes one array, as in len(x)", node.span)
             decl = self.shaped(node.args[0], scope)
             if not decl.shape:
                 raise CompileError(f"len() of '{decl.name}', which has no dimensions (numpy: len() of unsized "
@@ -66,10 +66,16 @@ class NumpySpellings:
                            hint=f"its dimensions are {decl.name}.shape[k] in reverse")
 
     def transposed(self, node: ast.Attribute, scope: Scope) -> Val:
-        """`x.T`: x with its axes reversed (numpy's; a 0-d or 1-D array is itself)."""
+        """`x.T`: x with its axes reversed (numpy's; a 0-d or 1-D array is itself); of an
+        array name or of any value (`(a @ b).T`, `x[:, 1:].T`)."""
+        base = ast.spelling(node.base)
         if scope:
-            raise CompileError(f"'{node.base.id}.T' in index notation: index '{node.base.id}' itself", node.span,
-                               hint=f"{node.base.id}[j, i] is the transpose's element [i, j]")
+            raise CompileError(f"'{base}.T' in index notation: index '{base}' itself", node.span,
+                               hint=f"{base}[j, i] is the transpose's element [i, j]")
+        if not isinstance(node.base, ast.Name):
+            val = self.eval(node.base, scope)
+            flip = {axis(k): Expr.idx(axis(val.rank - 1 - k)) for k in range(val.rank)}
+            return Val(reindex(val.expr, flip), tuple(reversed(val.shape)), val.weak, node.span)
         decl = self.tensor(node.base, scope)
         if decl.kind == "scalar":
             return Val(Expr("SCALAR", decl.dtype, (), decl.name), (), False, node.span)
@@ -143,9 +149,13 @@ class NumpySpellings:
         self.statement(ast.Assign(ast.Name(tmp, span), None, node, span))
         return self.visible[tmp]
 
-    def shaped(self, node: ast.Name, scope: Scope) -> TensorDecl:
+    def shaped(self, node: ast.Expr, scope: Scope) -> TensorDecl:
         """The declaration whose shape `node` asks about: an input, an output (declared,
-        assigned or not) or a temporary already assigned."""
+        assigned or not) or a temporary already assigned; or a value's (`x[1:].shape[0]`,
+        `len(a @ b)`) as a declaration named as it is written."""
+        if not isinstance(node, ast.Name):
+            val = self.eval(node, scope)
+            return TensorDecl(ast.spelling(node), val.dtype, val.shape, "value")
         if node.id in scope:
             raise CompileError(f"'{node.id}' is an index variable; it has no shape", node.span)
         decl = self.visible.get(node.id) or self.outputs.get(node.id)
@@ -158,14 +168,15 @@ class NumpySpellings:
         if not node.method:
             return ast.Call(ast.Name(NUMPY_TYPES[node.func.id], node.func.span), node.args, node.keywords, node.span)
         base = node.args[0]
+        text = ast.spelling(base)
         if len(node.args) != 2 or node.keywords:
-            raise CompileError(f"'{base.id}.astype()' takes one type, as in {base.id}.astype(np.float32)", node.span)
+            raise CompileError(f"'{text}.astype()' takes one type, as in {text}.astype(np.float32)", node.span)
         t = node.args[1]
-        name = t.attr if isinstance(t, ast.Attribute) and t.base.id in ("np", "numpy") and t.index is None else \
-            t.id if isinstance(t, ast.Name) else None
+        prefixed = isinstance(t, ast.Attribute) and isinstance(t.base, ast.Name) and t.base.id in ("np", "numpy")
+        name = t.attr if prefixed and t.index is None else t.id if isinstance(t, ast.Name) else None
         name = NUMPY_TYPES.get(name, name)
         if name not in {d.value for d in DType}:
-            raise CompileError(f"'{base.id}.astype()' takes a type such as np.float32 or f32", t.span,
+            raise CompileError(f"'{text}.astype()' takes a type such as np.float32 or f32", t.span,
                                hint=f"the types: {', '.join(d.value for d in DType)} (or numpy's names)")
         return ast.Call(ast.Name(name, node.func.span), (base,), (), node.span)
 

@@ -35,7 +35,7 @@ __all__ = ["view_kernels", "looped"]
 
 # shape labels of slices, and the dimension each stands for (an output declares it)
 DIMS = {"n": Affine.of("n"), "m": Affine.of("m"), "k": Affine.of("k"), "1": Affine.of(1),
-        "n1": Affine.of("n") - 1, "h": Affine.of("(n + 1)//2")}
+        "n1": Affine.of("n") - 1, "h": Affine.of("(n + 1)//2"), "n2": Affine.of("n//2")}
 
 
 def _get(name: str) -> Callable[[Any], np.ndarray]:
@@ -57,6 +57,10 @@ def _views(x: Param, a: Param, idx: Param, ia: Param) -> list[tuple[str, tuple[s
         ("x[idx]", ("k",), lambda e: X(e)[I(e)]), ("a[ia]", ("k", "n"), lambda e: A(e)[J(e)]),
         ("a[:, idx]", ("m", "k"), lambda e: A(e)[:, I(e)]), ("a[ia, idx]", ("k",), lambda e: A(e)[J(e), I(e)]),
         ("a[ia, 1:]", ("k", "n1"), lambda e: A(e)[J(e), 1:]),
+        # chained, and indices of values
+        ("x[1:][::2]", ("n2",), lambda e: X(e)[1:][::2]), ("x[::-1][1:]", ("n1",), lambda e: X(e)[::-1][1:]),
+        ("a[:, ::-1].T", ("n", "m"), lambda e: A(e)[:, ::-1].T), ("(x + x)[:-1]", ("n1",), lambda e: (X(e) + X(e))[:-1]),
+        ("a.T[::2].T", ("m", "h"), lambda e: A(e).T[::2].T),
     ]
 
 
@@ -92,7 +96,7 @@ def view_kernels(draw: Callable, cfg: GenConfig = GenConfig()) -> KernelCase:
 
 
 def p_dtype(text: str, x: Param, a: Param) -> np.dtype:
-    return x.dtype if text.startswith("x") else a.dtype
+    return x.dtype if text.lstrip("(").startswith("x") else a.dtype
 
 
 def _indices(draw: Callable, dtype: np.dtype, count: int, extent: int) -> np.ndarray:

@@ -169,7 +169,7 @@ def test_error_positions_follow_the_origin():
     ("exp(x)", r"each statement is `name = expression`"),
     ("y = a ; z = b", r"one statement per line"),
     ("y = x;", r"one statement per line"),
-    ("y = (x + 1).sum()", r"attributes and methods follow a name"),
+    ("y = x..sum()", r"attributes and methods follow a value"),
     ("for i in range(n):\n    y[i] = x[i]", r"there are no loops"),
     ("if x > 0:\n    y = x", r"where\(condition, a, b\)"),
     ("y = x if x > 0 else 0.0", r"a conditional expression is where"),
