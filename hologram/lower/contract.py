@@ -51,7 +51,7 @@ from hologram.ir import Compute, Expr, TensorDecl
 from hologram.isa.builder import ProgramBuilder, StageBuilder
 from hologram.isa.program import Operand, Reg, Special
 from hologram.lower.expr import ExprGen
-from hologram.lower.loops import reduce_in_lane
+from hologram.lower.loops import loop_nest, reduce_in_lane
 from hologram.lower.plan import I64, affine_expr
 
 TILE_ROWS = 6
@@ -129,13 +129,16 @@ def contraction_stage(pb: ProgramBuilder, name: str, st: Compute, decls: Mapping
     # z (a batched contraction) walks the batches, one matrix product each
     sb = pb.stage(name, (m_dim, n_dim, *z_dims), (TILE_ROWS, TILE_COLS, *(1 for _ in z_dims)))
     gen = ExprGen(sb, decls, reduce_in_lane)
+    end = sb.label("end")
+    # A block is a tile and its first lane computes all of it; the other lanes leave at
+    # once, before anything else, so a backend may skip them (isa.program.lead_lane_axes)
+    for axis in "xy":
+        sb.bra(end, pred=sb.setp("ne", I64, Special(f"tid.{axis}"), 0))
     m, n, k = (gen.value(affine_expr(d)) for d in (m_dim, n_dim, c.k))
     zb = sb.mov(I64, Special("gid.z"), hint=c.batch) if c.batch is not None else None
-    small, end = sb.label("small"), sb.label("end")
+    small = sb.label("small")
     sb.bra(small, pred=sb.setp("lt", I64, m, TILE_ROWS))
     sb.bra(small, pred=sb.setp("lt", I64, n, TILE_COLS))
-    first = [sb.setp("ne", I64, Special(f"tid.{axis}"), 0) for axis in "xy"]
-    sb.bra(end, pred=sb.alu("OR", DType.BOOL, *first))
     # The lead lane's indices are the tile's origin; a tile that would stick out of the
     # matrix moves back inside it (and overlaps its neighbour, recomputing equal values)
     i0 = sb.alu("MIN", I64, Special("gid.x"), sb.alu("SUB", I64, m, TILE_ROWS), hint="i0")
@@ -143,14 +146,37 @@ def contraction_stage(pb: ProgramBuilder, name: str, st: Compute, decls: Mapping
     _Tile(gen, st, target, c, (m, n, k), i0, j0, zb).emit()
     sb.bra(end)
     sb.place(small)
-    gen.push()
-    for axis, var, ext in (("x", st.vars[-2], m_dim), ("y", st.vars[-1], n_dim)):
-        gen.bind(var, sb.mov(I64, Special(f"gid.{axis}"), hint=var), ext)
-    if zb is not None:
-        gen.bind(st.vars[0], zb, z_dims[0])
-    element(sb, gen)
-    gen.pop()
+    _small_block(gen, st, (m, n), (m_dim, n_dim, *z_dims), zb, element)
     sb.place(end)
+
+
+def _small_block(gen: ExprGen, st: Compute, mn: tuple[Operand, Operand], dims: tuple[Affine, ...],
+                 zb: Reg | None, element: Callable[[StageBuilder, ExprGen], None]) -> None:
+    """A matrix smaller than a tile: the lead lane computes its block's outputs inside the
+    matrix one at a time, each with the in-lane sum (loops.py)."""
+    sb = gen.sb
+    *batch, i, j = st.vars
+    m_dim, n_dim, *z_dims = dims
+    at = f"{i}_{j}_tile"  # the statement's names are distinct; this one is too
+
+    def output() -> None:
+        skip = sb.label("outside")
+        # one loop over the block's outputs, not two: a stage of more LOOPs is compiled
+        # at a lower optimization level (cpu_llvm's jit.DEEP_NEST_LOOPS), slowing the tile
+        row = sb.alu("ADD", I64, Special("gid.x"), sb.alu("DIV", I64, gen.env[at], TILE_COLS), hint=i)
+        col = sb.alu("ADD", I64, Special("gid.y"), sb.alu("REM", I64, gen.env[at], TILE_COLS), hint=j)
+        sb.bra(skip, pred=sb.setp("ge", I64, row, mn[0]))
+        sb.bra(skip, pred=sb.setp("ge", I64, col, mn[1]))
+        gen.push()
+        gen.bind(i, row, m_dim)
+        gen.bind(j, col, n_dim)
+        if zb is not None:
+            gen.bind(batch[0], zb, z_dims[0])
+        element(sb, gen)
+        gen.pop()
+        sb.place(skip)
+
+    loop_nest(gen, ((at, Affine(TILE_ROWS * TILE_COLS)),), output)
 
 
 class _Tile:
