@@ -58,6 +58,7 @@ from hologram.ir import LEAF_OPS, Expr
 from hologram.isa.program import REASSOC, Operand
 from hologram.lower.expr import ExprGen
 from hologram.lower.plan import I64, affine_expr
+from hologram.lower.window import unrolled_reduce, window_points
 
 ACCUMULATE = {"sum": "ADD", "prod": "MUL", "min": "MIN", "max": "MAX"}
 UNROLL = 8  # Kahan accumulators of an in-lane f64 sum
@@ -164,7 +165,11 @@ def unrolled_loop_nest(gen: ExprGen, axes: Sequence[tuple[str, Affine]], body: C
 
 
 def reduce_in_lane(gen: ExprGen, e: Expr) -> Operand:
-    """A REDUCE computed by one lane: a loop nest folding into an accumulator."""
+    """A REDUCE computed by one lane: a loop nest folding into an accumulator, or, over
+    a small window of constant extents, straight-line code (window.py)."""
+    points = window_points(e)
+    if points is not None:
+        return unrolled_reduce(gen, e, points)
     kind, axes = e.arg
     return (_arg_extreme if kind in ("argmin", "argmax") else _fold)(gen, kind, tuple(axes), e.srcs[0], e.dtype)
 
