@@ -200,3 +200,29 @@ def test_the_tile_step_becomes_vector_fmas_on_cpu():
     vector_fmas = [line for line in optimized[0].splitlines()
                    if "@llvm.fma.v" in line and "f32(" in line and " call " in line]
     assert len(vector_fmas) >= TILE_ROWS
+
+
+BMM = {shared: f'''[kernel]
+name = "bmm"
+version = "1.0.0"
+inputs  = {{ a = "{'f32[m, k]' if shared == 'a' else 'f32[z, m, k]'}", b = "{'f32[k, n]' if shared == 'b' else 'f32[z, k, n]'}" }}
+outputs = {{ c = "f32[z, m, n]" }}
+body = "c = a @ b"
+''' for shared in ("", "a", "b")}
+
+
+@settings(max_examples=20, deadline=None)
+@given(m=SIDES, n=SIDES, k=DEPTHS, z=st.integers(1, 3), shared=st.sampled_from(sorted(BMM)),
+       seed=st.integers(0, 2**32 - 1))
+def test_batched_matmul_matches_numpy_on_every_shape(m, n, k, z, shared, seed):
+    """Every batch takes the tile (or, smaller than a tile, the lead lane's one output at a
+    time), one matrix shared by all batches or not; both backends agree bit for bit."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k) if shared == "a" else (z, m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n) if shared == "b" else (z, k, n)).astype(np.float32)
+    a64, b64 = (np.broadcast_to(x, (z,) + x.shape[-2:]).astype(np.float64) for x in (a, b))
+    want64 = np.einsum("zik,zkj->zij", a64, b64)  # einsum's own loop, not BLAS
+    mag = np.abs(a64) @ np.abs(b64)
+    outs = [kernel(BMM[shared], be)(a, b) for be in BACKENDS]
+    same_bits(*outs)
+    assert_close(outs[0], want64.astype(np.float32), ulps=1, reduction_n=k, magnitude=mag)
