@@ -10,14 +10,16 @@ on a backend and checks it; a new backend is tested by running these strategies 
                              weak literals, broadcasting ((m, n) with (1, n), (m, 1), (1,),
                              rank 3 and scalar parameters), full and axis reductions
                              (keepdims, negative axes), constant indices, shape symbols as
-                             values, temporaries, output casts and broadcasts
+                             values, `x.T` and `a @ b` (stacks of matrices too),
+                             temporaries, output casts and broadcasts
     index_kernels(cfg)       index notation (INDEX_TEMPLATES): 1-D and 2-D stencils with
                              affine offsets, reversed, strided and constant indices,
                              transposes, outer products and diagonals, index variables and
                              symbols as values, whole-array reductions inside index
                              notation, contractions and reductions over named index
-                             variables, an index-notation temporary consumed by a
-                             whole-array statement
+                             variables, 1-D and 2-D windows with explicit ranges, `a @ b`
+                             over stacks of matrices at the register tile's sizes, an
+                             index-notation temporary consumed by a whole-array statement
     atlas_kernels(cfg)       the Atlas functions, including resonance's 96-bin scatter-add
                              (with classes that may fall outside 0..95: a runtime error)
     symbol_kernels(cfg)      shape symbols used as values (weak ints, numpy's len(x)) in
