@@ -53,9 +53,9 @@ import attrs
 from hologram.core.types import Affine, DType
 from hologram.ir import Compute, Expr, TensorDecl
 from hologram.isa.builder import ProgramBuilder, StageBuilder
-from hologram.isa.program import Operand, Reg, Special
+from hologram.isa.program import Imm, Operand, Reg, Special
 from hologram.lower.expr import ExprGen
-from hologram.lower.loops import loop_nest, reduce_in_lane
+from hologram.lower.loops import loop_nest, reduce_in_lane, zero_trip
 from hologram.lower.plan import I64, affine_expr
 
 TILE_ROWS = 6
@@ -187,6 +187,12 @@ def _small_block(gen: ExprGen, st: Compute, mn: tuple[Operand, Operand], dims: t
         gen.pop()
         sb.place(skip)
 
+    # the zero-trip guards of the sums' loops are the same for every output: computed
+    # once here, where the loops inside find them (value numbering)
+    for red in (e for e in st.body.walk() if e.op == "REDUCE"):
+        for _, ext in red.arg[1]:
+            if not ext.is_const:
+                gen.value(zero_trip(ext))
     loop_nest(gen, ((at, Affine(TILE_ROWS * TILE_COLS)),), output)
 
 
@@ -256,9 +262,11 @@ class _Tile:
     def groups(self) -> Reg:
         """Blocks per f32 group for this k (module docstring, LONG_GROUPS)."""
         sb = self.sb
-        groups = sb.mov(I64, GROUP, hint="groups")
+        groups: Operand = Imm(GROUP)
         for above, blocks in LONG_GROUPS:
-            sb.sel(I64, sb.setp("gt", I64, self.k, above), blocks, groups, dst=groups)
+            groups = sb.sel(I64, sb.setp("gt", I64, self.k, above), blocks, groups,
+                            dst=groups if isinstance(groups, Reg) else None)
+        assert isinstance(groups, Reg)
         return groups
 
     def _step(self, p: Reg, a_rows: Sequence[Reg], part: list[list[Reg]]) -> None:

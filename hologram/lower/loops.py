@@ -88,10 +88,10 @@ def loop_nest(gen: ExprGen, axes: Sequence[tuple[str, Affine]], body: Callable[[
         return  # statically empty: the body never runs
     counts: list[Operand] = [gen.value(affine_expr(ext)) for _, ext in axes]
     gen.extents.update(axes)  # known before the registers exist, for in-range proofs
-    done = sb.label("done")
-    for (_, ext), n in zip(axes, counts):
-        if not ext.is_const:
-            sb.bra(done, pred=gen.setp("le", I64, n, 0))
+    guards = [gen.reg(gen.value(zero_trip(ext)), DType.BOOL) for _, ext in axes if not ext.is_const]
+    done = sb.label("done") if guards else None
+    for p in guards:
+        sb.bra(done, pred=p)
     gen.push()
 
     def level(k: int) -> None:
@@ -117,7 +117,15 @@ def loop_nest(gen: ExprGen, axes: Sequence[tuple[str, Affine]], body: Callable[[
 
     level(0)
     gen.pop()
-    sb.place(done)
+    if done is not None:
+        sb.place(done)
+
+
+def zero_trip(extent: Affine) -> Expr:
+    """`extent <= 0`, the guard of a loop over `extent`: an expression, so value
+    numbering shares it between loops and code around a loop may compute it first
+    (contract.py does, so no guard is left in its loop for an optimizer to hoist)."""
+    return Expr("CMPLE", DType.BOOL, (affine_expr(extent), Expr.const(0, I64)))
 
 
 def unrolled_loop_nest(gen: ExprGen, axes: Sequence[tuple[str, Affine]], body: Callable[[int], None], k: int,
