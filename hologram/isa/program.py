@@ -228,27 +228,35 @@ class Stage:
         return {r.name: r.dtype for r in self.regs}
 
 
-def lead_lane_axis(stage: Stage) -> int | None:
-    """The axis along which every lane but the first of each block does nothing, when the
-    stage opens with `SET.ne %p, %tid.<axis>, 0 ; @%p BRA L` and L is at an EXIT (or the
-    end): one lane per block does the block's work (lower/online.py's chunks). A backend
-    may skip those lanes; stats count one lane per block."""
+def lead_lane_axes(stage: Stage) -> tuple[int, ...]:
+    """The axes along which every lane but the first of each block does nothing: the
+    stage opens with one or more `SET.ne %p, %tid.<axis>, 0 ; @%p BRA L` pairs, all to
+    one L at an EXIT (or the end). One lane per block does the block's work (the chunks
+    of lower/online.py on x, a matrix tile of lower/contract.py on x and y). A backend
+    may skip the other lanes; stats count one lane per block along those axes."""
     body = [it for it in stage.body if not isinstance(it, Label)]
-    if len(body) < 2:
-        return None
-    test, bra = body[0], body[1]
-    if not (test.op == "SET" and test.mod == "ne" and test.dst is not None and len(test.srcs) == 2
-            and isinstance(test.srcs[0], Special) and test.srcs[0].name.startswith("tid.")
-            and test.srcs[1] == Imm(0)):
-        return None
-    if not (bra.op == "BRA" and bra.pred is not None and not bra.pred.negate and bra.pred.reg == test.dst):
-        return None
-    at = [k for k, it in enumerate(stage.body) if isinstance(it, Label) and it.name == bra.target]
+    axes: list[int] = []
+    target = None
+    for test, bra in zip(body[0::2], body[1::2]):
+        if not (test.op == "SET" and test.mod == "ne" and test.dst is not None and len(test.srcs) == 2
+                and isinstance(test.srcs[0], Special) and test.srcs[0].name.startswith("tid.")
+                and test.srcs[1] == Imm(0)):
+            break
+        if not (bra.op == "BRA" and bra.pred is not None and not bra.pred.negate and bra.pred.reg == test.dst
+                and bra.target == (target or bra.target)):
+            break
+        axis = AXES.index(test.srcs[0].name[4:])
+        if axis >= len(stage.domain) or axis in axes:
+            break
+        target = bra.target
+        axes.append(axis)
+    if not axes:
+        return ()
+    at = [k for k, it in enumerate(stage.body) if isinstance(it, Label) and it.name == target]
     after = [it for it in stage.body[at[0]:] if isinstance(it, Instr)] if at else None
     if after is None or not (after == [] or after[0].op == "EXIT" and after[0].pred is None):
-        return None
-    axis = AXES.index(test.srcs[0].name[4:])
-    return axis if axis < len(stage.domain) else None
+        return ()
+    return tuple(axes)
 
 
 @attrs.frozen

@@ -15,15 +15,19 @@ inner loop is one dependent chain.
 Accuracy. A sequential f32 loop errs by up to `n u sum|x|` (u = 2**-24), beyond the
 contract's pairwise bound. Here the products of an output are summed in three levels:
 blocks of `BLOCK` (8) consecutive `p` in f32 (one FMA, so one rounding, per product; at
-most `8 u sum|block|`), groups of `GROUP` (4) block sums in f32 (at most `3 u
+most `8 u sum|block|`), groups of `G` block sums in f32 (at most `(G - 1) u
 sum|group|`), then the group sums in f64 (less than `n 2**-53 sum|x|`) and one rounding
-to f32. An output of `n` terms errs by at most `n u` (n <= 8), `9 u` (n <= 16), `11 u`
-(n <= 32) or `12 u sum|x|` (more): within the pairwise bound `2 (ceil(log2 n) + 1) u
-sum|x|` for every n.
+to f32: at most `(8 + G) u sum|x|` in all. The bound `2 (ceil(log2 n) + 1) u sum|x|`
+grows by 2u per doubling of n, so G grows with k (`groups`): `GROUP` (4) blocks up to
+k = 32 (an output errs by at most `n u` for n <= 8, `9 u` for n <= 16, `11 u` for n <=
+32, `12 u` beyond), and `2e - 5` blocks for k > 2**e (e = 5..10: 5 blocks for k > 32,
+11 for k > 256, 15 for k > 1024), one u inside the bound. Longer groups mean fewer f64
+conversions of the tile's 192 sums: 1 per 88 steps instead of 32 at k = 512 made batched
+`a @ b` (8 x 512^2) about 7% faster.
 
 inf and NaN: NaN and infinite inputs give the NaN/inf numpy gives, and so do block and
 group sums that overflow f32. Group sums are added in f64, so a running total that
-exceeds the f32 range only *between* groups of 32 products and comes back (`2e38 + 2e38 -
+exceeds the f32 range only *between* groups (of 8G products) and comes back (`2e38 + 2e38 -
 3e38`, one per group) gives the finite value where an f32 loop gives inf; such a sum's
 f32 value depends on the summation order anyway (numpy's BLAS picks its own). The sum is
 rounded to f32 before `f` is applied, as the IR says.
@@ -49,15 +53,16 @@ import attrs
 from hologram.core.types import Affine, DType
 from hologram.ir import Compute, Expr, TensorDecl
 from hologram.isa.builder import ProgramBuilder, StageBuilder
-from hologram.isa.program import Operand, Reg, Special
+from hologram.isa.program import Imm, Operand, Reg, Special
 from hologram.lower.expr import ExprGen
-from hologram.lower.loops import reduce_in_lane
+from hologram.lower.loops import loop_nest, reduce_in_lane, zero_trip
 from hologram.lower.plan import I64, affine_expr
 
 TILE_ROWS = 6
 TILE_COLS = 32
 BLOCK = 8
-GROUP = 4
+GROUP = 4  # block sums per f32 group for k <= 32; longer sums take longer groups (groups)
+LONG_GROUPS = tuple((1 << e, 2 * e - 5) for e in range(5, 11))  # (k above, blocks per group)
 F32, F64 = DType.F32, DType.F64
 
 
@@ -118,6 +123,12 @@ def _load(e: Expr, decls: Mapping[str, TensorDecl], vars_: tuple[str, str],
             and tuple((s.op, s.arg) for s in e.srcs) == tuple(("IDX", v) for v in vars_))
 
 
+def group_blocks(k: int) -> int:
+    """Blocks per f32 group of a contraction over k terms: what the tile computes at run
+    time (`_Tile.groups`)."""
+    return max([GROUP] + [blocks for above, blocks in LONG_GROUPS if k > above])
+
+
 def contraction_stage(pb: ProgramBuilder, name: str, st: Compute, decls: Mapping[str, TensorDecl],
                       c: Contraction, element: Callable[[StageBuilder, ExprGen], None]) -> None:
     """One stage computing `st` a tile per block (module docstring). `element(sb, gen)`
@@ -129,13 +140,16 @@ def contraction_stage(pb: ProgramBuilder, name: str, st: Compute, decls: Mapping
     # z (a batched contraction) walks the batches, one matrix product each
     sb = pb.stage(name, (m_dim, n_dim, *z_dims), (TILE_ROWS, TILE_COLS, *(1 for _ in z_dims)))
     gen = ExprGen(sb, decls, reduce_in_lane)
+    end = sb.label("end")
+    # A block is a tile and its first lane computes all of it; the other lanes leave at
+    # once, before anything else, so a backend may skip them (isa.program.lead_lane_axes)
+    for axis in "xy":
+        sb.bra(end, pred=sb.setp("ne", I64, Special(f"tid.{axis}"), 0))
     m, n, k = (gen.value(affine_expr(d)) for d in (m_dim, n_dim, c.k))
     zb = sb.mov(I64, Special("gid.z"), hint=c.batch) if c.batch is not None else None
-    small, end = sb.label("small"), sb.label("end")
+    small = sb.label("small")
     sb.bra(small, pred=sb.setp("lt", I64, m, TILE_ROWS))
     sb.bra(small, pred=sb.setp("lt", I64, n, TILE_COLS))
-    first = [sb.setp("ne", I64, Special(f"tid.{axis}"), 0) for axis in "xy"]
-    sb.bra(end, pred=sb.alu("OR", DType.BOOL, *first))
     # The lead lane's indices are the tile's origin; a tile that would stick out of the
     # matrix moves back inside it (and overlaps its neighbour, recomputing equal values)
     i0 = sb.alu("MIN", I64, Special("gid.x"), sb.alu("SUB", I64, m, TILE_ROWS), hint="i0")
@@ -143,14 +157,43 @@ def contraction_stage(pb: ProgramBuilder, name: str, st: Compute, decls: Mapping
     _Tile(gen, st, target, c, (m, n, k), i0, j0, zb).emit()
     sb.bra(end)
     sb.place(small)
-    gen.push()
-    for axis, var, ext in (("x", st.vars[-2], m_dim), ("y", st.vars[-1], n_dim)):
-        gen.bind(var, sb.mov(I64, Special(f"gid.{axis}"), hint=var), ext)
-    if zb is not None:
-        gen.bind(st.vars[0], zb, z_dims[0])
-    element(sb, gen)
-    gen.pop()
+    _small_block(gen, st, (m, n), (m_dim, n_dim, *z_dims), zb, element)
     sb.place(end)
+
+
+def _small_block(gen: ExprGen, st: Compute, mn: tuple[Operand, Operand], dims: tuple[Affine, ...],
+                 zb: Reg | None, element: Callable[[StageBuilder, ExprGen], None]) -> None:
+    """A matrix smaller than a tile: the lead lane computes its block's outputs inside the
+    matrix one at a time, each with the in-lane sum (loops.py)."""
+    sb = gen.sb
+    *batch, i, j = st.vars
+    m_dim, n_dim, *z_dims = dims
+    at = f"{i}_{j}_tile"  # the statement's names are distinct; this one is too
+
+    def output() -> None:
+        skip = sb.label("outside")
+        # one loop over the block's outputs, not two: a stage of more LOOPs is compiled
+        # at a lower optimization level (cpu_llvm's jit.DEEP_NEST_LOOPS), slowing the tile
+        row = sb.alu("ADD", I64, Special("gid.x"), sb.alu("DIV", I64, gen.env[at], TILE_COLS), hint=i)
+        col = sb.alu("ADD", I64, Special("gid.y"), sb.alu("REM", I64, gen.env[at], TILE_COLS), hint=j)
+        sb.bra(skip, pred=sb.setp("ge", I64, row, mn[0]))
+        sb.bra(skip, pred=sb.setp("ge", I64, col, mn[1]))
+        gen.push()
+        gen.bind(i, row, m_dim)
+        gen.bind(j, col, n_dim)
+        if zb is not None:
+            gen.bind(batch[0], zb, z_dims[0])
+        element(sb, gen)
+        gen.pop()
+        sb.place(skip)
+
+    # the zero-trip guards of the sums' loops are the same for every output: computed
+    # once here, where the loops inside find them (value numbering)
+    for red in (e for e in st.body.walk() if e.op == "REDUCE"):
+        for _, ext in red.arg[1]:
+            if not ext.is_const:
+                gen.value(zero_trip(ext))
+    loop_nest(gen, ((at, Affine(TILE_ROWS * TILE_COLS)),), output)
 
 
 class _Tile:
@@ -184,7 +227,8 @@ class _Tile:
         done, same_group = sb.label("kdone"), sb.label("kgroup")
         pb = sb.mov(I64, 0, hint="pb")
         blocks = sb.mov(I64, k, hint="pb_n")
-        left = sb.mov(I64, GROUP, hint="left")
+        groups = self.groups()
+        left = sb.mov(I64, groups, hint="left")
         outer = sb.label("kblock")
         sb.place(outer)
         sb.bra(done, pred=sb.setp("ge", I64, pb, k))
@@ -208,12 +252,21 @@ class _Tile:
         wide = sb.reg(F64, hint="wide")  # one scratch register: fewer registers, faster verify
         _each(lambda t, m: sb.alu("ADD", F64, t, sb.emit("CVT", F64, m, dtype2=F32, dst=wide), dst=t), total, mid)
         _each(lambda m: sb.mov(F32, 0.0, dst=m), mid)
-        sb.mov(I64, GROUP, dst=left)
+        sb.mov(I64, groups, dst=left)
         sb.place(same_group)
         sb.alu("ADD", I64, pb, BLOCK, dst=pb)
         sb.loop(blocks, outer)
         sb.place(done)
         self._store(total)
+
+    def groups(self) -> Operand:
+        """Blocks per f32 group for this k (module docstring, LONG_GROUPS)."""
+        sb = self.sb
+        groups: Operand = Imm(GROUP)
+        for above, blocks in LONG_GROUPS:
+            groups = sb.sel(I64, sb.setp("gt", I64, self.k, above), blocks, groups,
+                            dst=groups if isinstance(groups, Reg) else None)
+        return groups
 
     def _step(self, p: Reg, a_rows: Sequence[Reg], part: list[list[Reg]]) -> None:
         sb = self.sb
@@ -272,4 +325,5 @@ def _outer_vars(body: Expr) -> set[str]:
     return out
 
 
-__all__ = ["BLOCK", "TILE_COLS", "TILE_ROWS", "Contraction", "contraction_stage", "match_contraction"]
+__all__ = ["BLOCK", "GROUP", "LONG_GROUPS", "TILE_COLS", "TILE_ROWS", "Contraction", "contraction_stage",
+           "group_blocks", "match_contraction"]

@@ -202,11 +202,29 @@ class ExprGen:
         return self.decls[name]
 
     def in_range(self, ix: Expr, dim: Affine, extents: Mapping[str, Affine] | None = None) -> bool:
-        """Is index `ix` provably inside [0, dim)? (a variable ranging over exactly `dim`,
-        or a constant below a constant dim: everything broadcasting and plain indexing make)"""
-        if ix.op == "IDX":
-            return (extents or self.extents).get(ix.arg) == dim
-        return ix.op == "CONST" and dim.is_const and 0 <= ix.arg < dim.const
+        """Is index `ix` provably inside [0, dim)? A variable ranging over exactly `dim`, a
+        constant below a constant dim (everything broadcasting and plain indexing make), or
+        a sum of variables and non-negative constants whose largest value is below `dim`
+        for every value of the symbols: a window's `img[i + di, j + 2]` on a target of
+        `h - 2` rows (`(h - 3) + 2 <= h - 1`)."""
+        extents = extents or self.extents
+        if ix.op == "IDX" and extents.get(ix.arg) == dim:
+            return True
+        if ix.op == "CONST":
+            return dim.is_const and 0 <= ix.arg < dim.const
+        top, stack = Affine(0), [ix]  # the largest value of the sum
+        while stack:
+            n = stack.pop()
+            if n.op == "ADD" and n.dtype is I64:
+                stack.extend(n.srcs)
+            elif n.op == "IDX" and n.arg in extents:
+                top = top + extents[n.arg] - 1
+            elif n.op == "CONST" and n.dtype is I64 and n.arg >= 0:
+                top = top + n.arg
+            else:
+                return False
+        slack = dim - 1 - top  # >= 0 for all symbols >= 0 when no coefficient is negative
+        return slack.const >= 0 and all(c >= 0 for _, c in slack.terms)
 
     def address(self, decl: TensorDecl, index: Sequence[Expr]) -> tuple[Reg | None, int, bool]:
         """(index register, constant offset, checked) of element `decl[index...]`.

@@ -58,6 +58,7 @@ from hologram.ir import LEAF_OPS, Expr
 from hologram.isa.program import REASSOC, Operand
 from hologram.lower.expr import ExprGen
 from hologram.lower.plan import I64, affine_expr
+from hologram.lower.window import unrolled_reduce, window_points
 
 ACCUMULATE = {"sum": "ADD", "prod": "MUL", "min": "MIN", "max": "MAX"}
 UNROLL = 8  # Kahan accumulators of an in-lane f64 sum
@@ -87,10 +88,10 @@ def loop_nest(gen: ExprGen, axes: Sequence[tuple[str, Affine]], body: Callable[[
         return  # statically empty: the body never runs
     counts: list[Operand] = [gen.value(affine_expr(ext)) for _, ext in axes]
     gen.extents.update(axes)  # known before the registers exist, for in-range proofs
-    done = sb.label("done")
-    for (_, ext), n in zip(axes, counts):
-        if not ext.is_const:
-            sb.bra(done, pred=gen.setp("le", I64, n, 0))
+    guards = [gen.reg(gen.value(zero_trip(ext)), DType.BOOL) for _, ext in axes if not ext.is_const]
+    done = sb.label("done") if guards else None
+    for p in guards:
+        sb.bra(done, pred=p)
     gen.push()
 
     def level(k: int) -> None:
@@ -116,7 +117,15 @@ def loop_nest(gen: ExprGen, axes: Sequence[tuple[str, Affine]], body: Callable[[
 
     level(0)
     gen.pop()
-    sb.place(done)
+    if done is not None:
+        sb.place(done)
+
+
+def zero_trip(extent: Affine) -> Expr:
+    """`extent <= 0`, the guard of a loop over `extent`: an expression, so value
+    numbering shares it between loops and code around a loop may compute it first
+    (contract.py does, so no guard is left in its loop for an optimizer to hoist)."""
+    return Expr("CMPLE", DType.BOOL, (affine_expr(extent), Expr.const(0, I64)))
 
 
 def unrolled_loop_nest(gen: ExprGen, axes: Sequence[tuple[str, Affine]], body: Callable[[int], None], k: int,
@@ -164,7 +173,11 @@ def unrolled_loop_nest(gen: ExprGen, axes: Sequence[tuple[str, Affine]], body: C
 
 
 def reduce_in_lane(gen: ExprGen, e: Expr) -> Operand:
-    """A REDUCE computed by one lane: a loop nest folding into an accumulator."""
+    """A REDUCE computed by one lane: a loop nest folding into an accumulator, or, over
+    a small window of constant extents, straight-line code (window.py)."""
+    points = window_points(e)
+    if points is not None:
+        return unrolled_reduce(gen, e, points)
     kind, axes = e.arg
     return (_arg_extreme if kind in ("argmin", "argmax") else _fold)(gen, kind, tuple(axes), e.srcs[0], e.dtype)
 

@@ -99,7 +99,12 @@ def flat_index(index: Sequence[Expr], shape: Sequence[Affine]) -> Expr:
         return const(0)
     out = index[0]
     for ix, dim in zip(index[1:], shape[1:]):
-        out = add(mul(out, affine_expr(dim)), ix)
+        if ix.op == "ADD" and ix.dtype is I64 and "CONST" in (ix.srcs[0].op, ix.srcs[1].op):
+            # `x[i, j + 1]`: the constant goes last, where an address takes it as its offset
+            var, c = sorted(ix.srcs, key=lambda s: s.op == "CONST")
+            out = add(add(mul(out, affine_expr(dim)), var), c)
+        else:
+            out = add(mul(out, affine_expr(dim)), ix)
     return out
 
 

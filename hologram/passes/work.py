@@ -12,7 +12,7 @@ import attrs
 
 from hologram.core.dims import derived_closure, parse_derived
 from hologram.isa.opcodes import OPCODES
-from hologram.isa.program import Imm, Instr, Label, Program, Reg, Special, Stage, Sym, lead_lane_axis
+from hologram.isa.program import Imm, Instr, Label, Program, Reg, Special, Stage, Sym, lead_lane_axes
 from hologram.verify.intervals import Poly
 
 __all__ = ["Poly", "Formula", "Term", "QUOTIENTS", "lane_work", "quotient", "stage_traffic"]
@@ -171,11 +171,11 @@ def stage_traffic(stage: Stage, program: Program) -> tuple[Formula, Formula, boo
     body = stage.body
     labels = {it.name: k for k, it in enumerate(body) if isinstance(it, Label)}
     handled = set()  # branches whose skipped code carries its condition: the count stays exact
-    lead = lead_lane_axis(stage)
-    if lead is not None:  # one lane per block works: the lane count along `lead` is the block count
-        block = stage.block[lead]
-        lanes = lanes[:lead] + (quotient(lanes[lead] + (block - 1), block),) + lanes[lead + 1:]
-        handled.add(next(k for k, it in enumerate(body) if isinstance(it, Instr) and it.op == "BRA"))
+    lead = lead_lane_axes(stage)
+    for axis in lead:  # one lane per block works: the lane count along `axis` is the block count
+        block = stage.block[axis]
+        lanes = lanes[:axis] + (quotient(lanes[axis] + (block - 1), block),) + lanes[axis + 1:]
+    handled.update([k for k, it in enumerate(body) if isinstance(it, Instr) and it.op == "BRA"][:len(lead)])
     counts, guards = _trip_counts(stage, labels)
     varying = _lane_varying(stage, labels)
     spans = _loop_spans(body, labels, counts)

@@ -10,14 +10,16 @@ on a backend and checks it; a new backend is tested by running these strategies 
                              weak literals, broadcasting ((m, n) with (1, n), (m, 1), (1,),
                              rank 3 and scalar parameters), full and axis reductions
                              (keepdims, negative axes), constant indices, shape symbols as
-                             values, temporaries, output casts and broadcasts
+                             values, `x.T` and `a @ b` (stacks of matrices too),
+                             temporaries, output casts and broadcasts
     index_kernels(cfg)       index notation (INDEX_TEMPLATES): 1-D and 2-D stencils with
                              affine offsets, reversed, strided and constant indices,
                              transposes, outer products and diagonals, index variables and
                              symbols as values, whole-array reductions inside index
                              notation, contractions and reductions over named index
-                             variables, an index-notation temporary consumed by a
-                             whole-array statement
+                             variables, 1-D and 2-D windows with explicit ranges, `a @ b`
+                             over stacks of matrices at the register tile's sizes, an
+                             index-notation temporary consumed by a whole-array statement
     atlas_kernels(cfg)       the Atlas functions, including resonance's 96-bin scatter-add
                              (with classes that may fall outside 0..95: a runtime error)
     gather_kernels(cfg), scatter_kernels(cfg)   (hologram.testing.gather_cases) gathers
@@ -43,6 +45,7 @@ from hologram.core import errors
 from hologram.core.dims import derive, derived_closure
 from hologram.core.errors import ArgumentError, ExecutionError, HologramError
 from hologram.core.types import Affine, DType
+from hologram.lower.contract import BLOCK, GROUP, TILE_COLS, TILE_ROWS
 from hologram.testing import bounds, values
 from hologram.testing.bounds import Val
 from hologram.testing.exprgen import (Builder, Engine, Env, GenConfig, Node, contains, evaluate, infer, literal,
@@ -238,11 +241,13 @@ def _symbol(draw: Callable, name: str, arrays: Sequence[Param]) -> Node:
 
 def _matrix_leaves(draw: Callable, arrays: list[Node]) -> list[Node]:
     """Sometimes `x.T` of a matrix input, and `a @ b` of two operands (inputs or
-    transposes) whose shapes chain, as numpy's matmul takes them."""
+    transposes) whose shapes chain, as numpy's matmul takes them: a stack of matrices
+    `(2, m, n)` multiplies batch by batch, or every batch by one matrix."""
     symbolic = [a for a in arrays if a.shape and all(d in ("m", "n") for d in a.shape) and len(a.shape) <= 2]
     transposes = [Node("transpose", a.dtype, a.shape[::-1], (a,)) for a in symbolic if len(a.shape) == 2]
     out = [t for t in transposes if draw(st.booleans())]
-    operands = symbolic + transposes
+    stacks = [a for a in arrays if len(a.shape) == 3 and all(d in ("m", "n") for d in a.shape[1:])]
+    operands = symbolic + transposes + stacks
     pairs = [node for a in operands for b in operands if (node := matmul(a, b)) is not None]
     if pairs and draw(st.booleans()):
         out.append(draw(st.sampled_from(pairs)))
@@ -480,9 +485,59 @@ def _window(k: _Index) -> None:
     k.assign("y", dom, red, _grids([("i", k.sizes["n"]), ("d", width)]), ("n",))
 
 
+def _window2d(k: _Index) -> None:
+    """y[i, j] = R(f(x[i + di, j + dj], di, dj), di in range(a, a + K), dj in range(b, b +
+    L)) over x: T[m + a + K - 1, n + b + L - 1]: a 2-D window with explicit ranges (a box
+    blur). The lowering unrolls a window of up to WINDOW_POINTS points into straight-line
+    code; a wider one (dj over 12 values, 3 rows) stays a loop."""
+    draw = k.draw
+    (a, rows), (b, cols) = ((draw(st.integers(0, 2)), draw(st.integers(1, 3))),
+                            (draw(st.integers(0, 1)), draw(st.sampled_from([1, 2, 3, 3, 12]))))
+    x = k.input("x", Affine.of("m") + a + rows - 1, Affine.of("n") + b + cols - 1)
+    inner_dom, dom = ("i", "j", "di", "dj"), ("i", "j")
+    g = lambda env, v: env.grids[v]  # noqa: E731
+    inner_leaves = [_load("x[i + di, j + dj]", x.dtype, inner_dom,
+                          lambda env: _value("x")(env)[g(env, "i") + g(env, "di") + a, g(env, "j") + g(env, "dj") + b]),
+                    _load("di", np.int64, inner_dom, lambda env: g(env, "di") + a),
+                    _load("dj", np.int64, inner_dom, lambda env: g(env, "dj") + b)]
+    inner = k.body(inner_leaves, inner_dom, inner_leaves[:1], max(k.cfg.max_depth - 1, 1))
+    kind = draw(st.sampled_from(k.cfg.reductions or ("sum",)))
+    spelled = ", ".join(f"{v} in range({w})" if s == 0 else f"{v} in range({s}, {s + w})"
+                        for v, s, w in (("di", a, rows), ("dj", b, cols)))
+    red = Node("ireduce", reduce_dtype(kind, inner.dtype), dom, (inner,), (kind, ("di", "dj")), text=spelled)
+    outer = k.body([red, red] + k.extras(dom, [x]), dom, [red], 1) if draw(st.booleans()) else red
+    k.assign("y", dom, outer, _grids([("i", k.sizes["m"]), ("j", k.sizes["n"]), ("di", rows), ("dj", cols)]),
+             ("m", "n"))
+
+
+def _matmul_tiles(k: _Index) -> None:
+    """c = f(a @ b) over a: T[B, m, k] and b: T[B, k, n] (either may be one matrix every
+    batch shares) at sizes around the register tile of f32 contractions (lower/contract.py:
+    TILE_ROWS x TILE_COLS outputs per tile, edge tiles moved back inside, sums in blocks
+    of BLOCK and groups of GROUP), mostly in f32, which takes that path."""
+    draw = k.draw
+    k.sizes.update(m=draw(st.sampled_from([1, TILE_ROWS - 1, TILE_ROWS, TILE_ROWS + 1, 2 * TILE_ROWS + 1])),
+                   n=draw(st.sampled_from([1, TILE_COLS - 1, TILE_COLS, TILE_COLS + 1, TILE_COLS + 7])),
+                   k=draw(st.sampled_from([0, 1, BLOCK - 1, BLOCK, BLOCK + 1, BLOCK * GROUP + 1])))
+    batches = draw(st.sampled_from(["1", "2", "3"]))
+    shared = draw(st.sampled_from(["", "", "a", "b"]))
+    f32 = "f32" in k.cfg.dtypes and draw(st.integers(0, 3)) > 0
+    dt = lambda: values.as_dtype("f32") if f32 else _dtype(draw, k.cfg)  # noqa: E731
+    a = k.input("a", *(() if shared == "a" else (int(batches),)), "m", "k", dtype=dt())
+    b = k.input("b", *(() if shared == "b" else (int(batches),)), "k", "n", dtype=dt())
+    product = matmul(_leaf(a), _leaf(b))
+    assert product is not None
+    node = product
+    if draw(st.booleans()):  # an expression around the product: fused into the tile's stores
+        builder = Builder(draw, k.cfg, [product, product] + [_leaf(k.input("s"))])
+        node = builder.require(builder.expr(product.shape, 1), product)
+    k.statements.append(("c", f"c = {render(node)}", node))
+    k.outputs.append(Param("c", _out_dtype(draw, node.dtype), _dims(node.shape)))
+
+
 INDEX_TEMPLATES: dict[str, Callable[[_Index], None]] = {
     "stencil": _stencil, "strided": _strided, "stencil2d": _stencil2d, "transpose": _transpose,
-    "contract": _contract, "rows": _rows, "window": _window,
+    "contract": _contract, "rows": _rows, "window": _window, "window2d": _window2d, "matmul": _matmul_tiles,
 }
 
 

@@ -537,25 +537,41 @@ def evaluate(node: Node, env: Env) -> "Val | Literal":
 
 
 def matmul(a: Node, b: Node) -> Node | None:
-    """`a @ b` when the shapes chain (numpy's matmul of 1-D and 2-D operands), else None."""
+    """`a @ b` when the shapes chain, as numpy's matmul takes them: 1-D and 2-D operands,
+    and leading batch dimensions that broadcast (`(2, m, n) @ (n, m)`), else None."""
     sa, sb = a.shape, b.shape
-    if not sa or not sb or len(sa) > 2 or len(sb) > 2 or sa[-1] != (sb[-2] if len(sb) == 2 else sb[-1]):
+    if not sa or not sb or sa[-1] != (sb[-2] if len(sb) >= 2 else sb[-1]):
         return None
-    shape = sa[:-1] + (sb[-1:] if len(sb) == 2 else ())
+    batch = _broadcast(sa[:-2], sb[:-2])
+    if batch is None:
+        return None
+    shape = batch + (sa[-2:-1] if len(sa) >= 2 else ()) + (sb[-1:] if len(sb) >= 2 else ())
     return Node("matmul", np.result_type(a.dtype, b.dtype), shape, (a, b))
 
 
 def _matmul(a: Val, b: Val, dtype: np.dtype, engine: "Engine") -> Val:
-    """numpy's matmul with the contract of its sums: the products broadcast over (rows,
-    k, columns), summed over k, cast to the operands' promoted dtype."""
-    m = a.shape[0] if a.v.ndim == 2 else 1
-    n = b.shape[1] if b.v.ndim == 2 else 1
-    k = a.shape[-1]
-    terms = engine.apply("*", [a.reshape((m, k, 1)).broadcast_to((m, k, n)), b.reshape((1, k, n)).broadcast_to((m, k, n))])
-    total = engine.reduce("sum", terms, 1, False)
+    """numpy's matmul with the contract of its sums: the products broadcast over (batches,
+    rows, k, columns), summed over k, cast to the operands' promoted dtype; a 1-D operand's
+    dimension is dropped from the result."""
+    av = a if a.v.ndim >= 2 else a.reshape((1,) + a.shape)
+    bv = b if b.v.ndim >= 2 else b.reshape(b.shape + (1,))
+    batch = np.broadcast_shapes(av.shape[:-2], bv.shape[:-2])
+    (m, k), n = av.shape[-2:], bv.shape[-1]
+    full = batch + (m, k, n)
+    factors = [av.reshape(av.shape + (1,)).broadcast_to(full),
+               bv.reshape(bv.shape[:-2] + (1,) + bv.shape[-2:]).broadcast_to(full)]
+    terms = engine.apply("*", factors)
+    total = engine.reduce("sum", terms, len(batch) + 1, False)
+    if terms.dtype.kind == "f":
+        # A product of finite factors that overflows the type: a fused multiply-add (the
+        # tiled f32 contraction's, as BLAS's) keeps it exact, so `inf + -inf` need not
+        # happen and the sum's inf or NaN is not pinned down (docs/decisions.md)
+        with np.errstate(invalid="ignore"):
+            kept = np.isinf(terms.v) & np.isfinite(factors[0].v) & np.isfinite(factors[1].v)
+        total = Val(total.v, total.err, total.ulps, total.fuzzy | np.any(kept, axis=len(batch) + 1))
     if total.dtype != dtype:
         total = engine.apply("cast", [total], dtype=dtype)
-    shape = (a.shape[:1] if a.v.ndim == 2 else ()) + (b.shape[1:] if b.v.ndim == 2 else ())
+    shape = batch + ((m,) if a.v.ndim >= 2 else ()) + ((n,) if b.v.ndim >= 2 else ())
     return total.reshape(shape)
 
 

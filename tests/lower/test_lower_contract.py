@@ -12,7 +12,8 @@ import hologram as hg
 from hologram.core.types import DType
 from hologram.ir import Compute
 from hologram.isa.program import Instr, Label
-from hologram.lower.contract import BLOCK, GROUP, TILE_COLS, TILE_ROWS, match_contraction
+from hologram.lower.contract import (BLOCK, GROUP, LONG_GROUPS, TILE_COLS, TILE_ROWS, group_blocks,
+                                     match_contraction)
 from hologram.lower.plan import make_plan
 from hologram.lower.stages import lower
 from hologram.testing.contract import assert_close
@@ -150,11 +151,14 @@ def test_gemm_nan_and_inf_as_numpy(m, n, k, seed):
     check_gemm(np.float32(1.0), a, b)
 
 
-def test_products_and_group_partials_overflow_like_f32_but_group_totals_are_f64():
-    m, n, k = TILE_ROWS, TILE_COLS, 3 * BLOCK * GROUP
+@pytest.mark.parametrize("k", [120, 200])  # groups of 7 blocks (k = 120), of 9 (k = 200)
+def test_products_and_group_partials_overflow_like_f32_but_group_totals_are_f64(k):
+    m, n = TILE_ROWS, TILE_COLS
+    step = BLOCK * group_blocks(k)  # products per group
+    assert k > 2 * step
     a = np.ones((m, k), np.float32)
     b = np.zeros((k, n), np.float32)
-    b[0], b[BLOCK * GROUP], b[2 * BLOCK * GROUP] = 2e38, 2e38, -3e38  # one per group
+    b[0], b[step], b[2 * step] = 2e38, 2e38, -3e38  # one per group
     b[1:3, 0] = 3e38  # column 0: two in one group overflow f32 there, as in numpy
     b[3, 1] = 1e20
     a[:, 3] = 1e20  # column 1: a product beyond f32 is inf, as in numpy
@@ -200,3 +204,44 @@ def test_the_tile_step_becomes_vector_fmas_on_cpu():
     vector_fmas = [line for line in optimized[0].splitlines()
                    if "@llvm.fma.v" in line and "f32(" in line and " call " in line]
     assert len(vector_fmas) >= TILE_ROWS
+
+
+BMM = {shared: f'''[kernel]
+name = "bmm"
+version = "1.0.0"
+inputs  = {{ a = "{'f32[m, k]' if shared == 'a' else 'f32[z, m, k]'}", b = "{'f32[k, n]' if shared == 'b' else 'f32[z, k, n]'}" }}
+outputs = {{ c = "f32[z, m, n]" }}
+body = "c = a @ b"
+''' for shared in ("", "a", "b")}
+
+
+@settings(max_examples=20, deadline=None)
+@given(m=SIDES, n=SIDES, k=DEPTHS, z=st.integers(1, 3), shared=st.sampled_from(sorted(BMM)),
+       seed=st.integers(0, 2**32 - 1))
+def test_batched_matmul_matches_numpy_on_every_shape(m, n, k, z, shared, seed):
+    """Every batch takes the tile (or, smaller than a tile, the lead lane's one output at a
+    time), one matrix shared by all batches or not; both backends agree bit for bit."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k) if shared == "a" else (z, m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n) if shared == "b" else (z, k, n)).astype(np.float32)
+    a64, b64 = (np.broadcast_to(x, (z,) + x.shape[-2:]).astype(np.float64) for x in (a, b))
+    want64 = np.einsum("zik,zkj->zij", a64, b64)  # einsum's own loop, not BLAS
+    mag = np.abs(a64) @ np.abs(b64)
+    outs = [kernel(BMM[shared], be)(a, b) for be in BACKENDS]
+    same_bits(*outs)
+    assert_close(outs[0], want64.astype(np.float32), ulps=1, reduction_n=k, magnitude=mag)
+
+
+def test_long_sums_take_longer_groups_within_the_bound():
+    """k > 2**e takes groups of 2e - 5 blocks: (8 + G) u stays below the pairwise bound
+    2 (ceil(log2 k) + 1) u for every k, one u to spare."""
+    for above, blocks in LONG_GROUPS:
+        for k in (above + 1, 2 * above):
+            bound = 2 * (np.ceil(np.log2(k)) + 1)
+            assert BLOCK + blocks <= bound - 1
+    assert BLOCK + GROUP <= 2 * (np.ceil(np.log2(BLOCK * GROUP + 1)) + 1)
+    rng = np.random.default_rng(3)
+    for k in (LONG_GROUPS[0][0] + 1, LONG_GROUPS[3][0] + 3, 1100):
+        a = rng.standard_normal((TILE_ROWS + 1, k)).astype(np.float32)
+        b = (rng.standard_normal((k, TILE_COLS + 2)) * rng.choice([1e-3, 1.0, 1e3], (k, 1))).astype(np.float32)
+        check_gemm(np.float32(1.0), a, b)

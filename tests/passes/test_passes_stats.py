@@ -360,3 +360,24 @@ def test_lane_work_counts_nested_loop_iterations():
     assert work.evaluate({"n": 10, symbols[1]: 2}) == 1 + 10 + 30 + 2
     flat = parse_program(".program p\n.stage s domain [4] block [4]\n    EXIT\n").stages[0]
     assert str(lane_work(flat)) == "1"
+
+
+def test_lead_lanes_on_two_axes_count_one_lane_per_block():
+    s = traffic(HEAD.replace(".param out y: f32[n]", ".param out y: f32[m, n]") + """
+.stage s domain [n, m] block [4, 2]
+    .reg %p: bool
+    .reg %i, %j: i64
+    .reg %a: f32
+    SET.ne.i64 %p, %tid.x, 0
+    @%p BRA done
+    SET.ne.i64 %p, %tid.y, 0
+    @%p BRA done
+    MOV.i64 %i, %gid.x
+    MOV.i64 %j, %gid.y
+    LDG.f32.chk %a, [x + %i]
+    STG.f32.chk [y + %i], %a
+done:
+    EXIT
+""")
+    # ceil(n / 4) * ceil(m / 2) lanes work, 4 bytes read each
+    assert s.bind(n=9, m=5).bytes_read.evaluate({}) == 4 * 3 * 3

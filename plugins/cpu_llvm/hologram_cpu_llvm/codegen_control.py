@@ -24,7 +24,7 @@ from llvmlite import ir
 from hologram.core.errors import VerifyError
 from hologram.core.types import Affine, DType
 from hologram.isa.opcodes import OPCODES
-from hologram.isa.program import AXES, REASSOC, Imm, Instr, Label, Program, Reg, Special, Sym, lead_lane_axis
+from hologram.isa.program import AXES, REASSOC, Imm, Instr, Label, Program, Reg, Special, Sym, lead_lane_axes
 
 from .codegen_barriers import MAX_BLOCKS, BarrierLayouts, Ctx
 from .codegen_blocks import BlockAccumulators
@@ -239,7 +239,7 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators):
         heads = []
         # lanes that only leave are not run at all: a lane loop of 1024 iterations that
         # only test and exit costs about as much as the one lane's work
-        lead = lead_lane_axis(self.stage)
+        lead = lead_lane_axes(self.stage)
         for a in reversed(range(3)):
             if a >= self.rank:
                 continue
@@ -248,7 +248,7 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators):
                 self.new_block(f"lane.{AXES[a]}.latch")
             b.branch(head)
             b.position_at_end(head)
-            count = self.counts[a] if a != lead else b.select(
+            count = self.counts[a] if a not in lead else b.select(
                 b.icmp_signed("<", self.counts[a], i64(1)), self.counts[a], i64(1))
             b.cbranch(b.icmp_signed("<", b.load(counters[a]), count), body, outer_latch)
             b.position_at_end(latch)

@@ -32,6 +32,19 @@ def test_o3_pipeline_vectorizes_for_the_host():
     assert obj and "x float>" in optimized[0]  # a vector loop: <4 x float>, <8 x float>, ...
 
 
+def test_avx512_hosts_get_512_bit_vectors():
+    """LLVM tunes its AVX-512 Intel models to prefer 256-bit vectors; jit.TUNING lifts
+    that, so the tiled contraction's FMAs are <16 x float> where the CPU has them."""
+    gemm = hg.compile_file(KERNELS / "gemm.toml").program
+    optimized: list[str] = []
+    jit.compile_object(compile_program(gemm).module_ir, optimized)
+    widths = {"<16 x float>" in optimized[0], "<8 x float>" in optimized[0]}
+    if "avx512f" in jit.host_features():
+        assert "@llvm.fma.v16f32" in optimized[0]
+    else:
+        assert True in widths  # still vectorized, at the width the CPU has
+
+
 def test_text_forms_show_each_step_of_the_native_compile(tmp_path):
     b = CpuLlvmBackend(cache_dir=tmp_path)
     program = hg.compile(AXPY, format="toml").program
