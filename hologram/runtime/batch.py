@@ -36,7 +36,7 @@ from hologram.core.errors import ArgumentError, VerifyError
 from hologram.core.types import Affine, DType
 from hologram.isa.builder import StageBuilder
 from hologram.isa.program import (AXES, Addr, BufferParam, Imm, Instr, Label, Operand, Program, RegDecl,
-                                  ScalarParam, Special, Stage, Sym, lead_lane_axis)
+                                  ScalarParam, Special, Stage, Sym, lead_lane_axes)
 from hologram.verify.verifier import verify
 
 I64 = DType.I64
@@ -135,8 +135,8 @@ class _Batcher:
         sb.regs.update({r.name: r.dtype for r in st.regs})
         sb.labels.update(it.name for it in st.body if isinstance(it, Label))
         body = list(st.body)
-        head = body[:2] if lead_lane_axis(st) is not None and all(isinstance(i, Instr) for i in body[:2]) else []
-        # (a lead-lane test stays first, where backends recognise it)
+        lead = 2 * len(lead_lane_axes(st))  # the lead-lane tests stay first, where backends recognise them
+        head = body[:lead] if all(isinstance(i, Instr) for i in body[:lead]) else []
         sb.body.extend(head)
         remap = self.prologue(sb, st, folded)
         bases = {name: self.base(sb, name, remap) for name in self.accessed(st)}
