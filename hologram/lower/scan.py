@@ -85,7 +85,7 @@ def _row_stage(pb: ProgramBuilder, st: Scan, decls: dict[str, TensorDecl], name:
     """A constant extent of at most CHUNK: one lane per row scans it in order."""
     sb, gen, lead = _row_lanes(pb, decls, name, rows)
     n = gen.value(affine_expr(extent))
-    _per_row(gen, lead, st, lambda: _rescan(gen, st, decls, Imm(0), n, None))
+    _per_row(gen, lead, lambda: _rescan(gen, st, decls, Imm(0), n, None))
 
 
 def _chunk_stage(pb: ProgramBuilder, st: Scan, decls: dict[str, TensorDecl], name: str, rows: Axes,
@@ -111,8 +111,7 @@ def _chunk_stage(pb: ProgramBuilder, st: Scan, decls: dict[str, TensorDecl], nam
             offset = _load_slot(gen, st, scratch, prev, extent)
             first = gen.setp("eq", I64, chunk, 0)
             init = gen.sel(scratch.dtype, first, _identity(st.kind, scratch.dtype), offset)
-            count = sb.alu("MIN", I64, sb.alu("SUB", I64, n, start), CHUNK, hint="count")
-            _rescan(gen, st, decls, start, count, init)
+            _rescan(gen, st, decls, start, Imm(CHUNK), init, masked=True)
         else:
             # the last chunk's total is never needed: no offset comes after it
             sb.bra(done, pred=gen.setp("ge", I64, sb.alu("ADD", I64, start, CHUNK), n))
@@ -127,7 +126,7 @@ def _chunk_stage(pb: ProgramBuilder, st: Scan, decls: dict[str, TensorDecl], nam
         gen.pop()
         sb.place(done)
 
-    _per_row(gen, lead, st, row)
+    _per_row(gen, lead, row)
     sb.place(end)
 
 
@@ -155,7 +154,7 @@ def _offsets_stage(pb: ProgramBuilder, st: Scan, decls: dict[str, TensorDecl], n
         sb.loop(left, top)
         sb.place(done)
 
-    _per_row(gen, lead, st, row)
+    _per_row(gen, lead, row)
 
 
 # ------------------------------------------------------------------------ lanes and rows
@@ -179,35 +178,43 @@ def _bind(gen: ExprGen, lane: Axes, axes: tuple[str, ...]) -> None:
         gen.bind(var, gen.sb.mov(I64, gid(axis), hint=var), ext)
 
 
-def _per_row(gen: ExprGen, lead: Axes, st: Scan, row: Callable[[], None]) -> None:
+def _per_row(gen: ExprGen, lead: Axes, row: Callable[[], None]) -> None:
     """`row()` for the lane's row, or for each of them when leading row variables loop."""
-    if lead:
-        loop_nest(gen, lead, row, (st.value,))
+    if lead:  # nothing hoisted here: the value also varies along the scanned variable, bound later
+        loop_nest(gen, lead, row)
     else:
         row()
 
 
 # ------------------------------------------------------------------------ loops
 def _rescan(gen: ExprGen, st: Scan, decls: dict[str, TensorDecl], start: Operand, count: Operand,
-            init: Operand | None) -> None:
+            init: Operand | None, masked: bool = False) -> None:
     """Store the running sum (product) of the `count` values from `start` along the
     scanned variable into the target, starting from `init` (None: the identity). One
-    dependent chain; `count` is at least 1 here."""
+    dependent chain; `count` is at least 1 here. `masked`: values past the extent (the
+    last chunk is shorter than the constant count) fold in the identity instead, so the
+    last element is stored again with the same value (a constant trip count keeps the
+    stage's work known to the runtime, which decides from it whether to use threads)."""
     sb = gen.sb
     decl = decls[st.target]
     t, acc_t = decl.dtype, accumulator(decl.dtype)
     extent = dict(zip(st.vars, decl.shape))[st.var]
-    last = gen.isa("SUB", I64, gen.value(affine_expr(extent)), 1)
+    n = gen.value(affine_expr(extent))
+    last = gen.isa("SUB", I64, n, 1)
     gen.prefetch(st.value, {st.var})  # what does not vary along the row, once
     running = _Running(gen, st.kind, t, acc_t, init)
     k, left = sb.mov(I64, 0, hint="k"), sb.mov(I64, count, hint="k_n")
     top = sb.label("scan")
     sb.place(top)
     gen.push()
-    # = start + k (k < count); the clamp proves the index inside the extent to the verifier
-    at = sb.alu("MAX", I64, sb.alu("MIN", I64, sb.alu("ADD", I64, start, k), last), 0, hint=st.var)
+    pos = sb.alu("ADD", I64, start, k, hint="pos")
+    # = pos inside the extent; the clamp proves the index in bounds to the verifier
+    at = sb.alu("MAX", I64, sb.alu("MIN", I64, pos, last), 0, hint=st.var)
     gen.bind(st.var, at, extent)
-    running.add(gen.value_as(st.value, t))
+    value = gen.value_as(st.value, t)
+    if masked:
+        value = gen.sel(t, gen.setp("lt", I64, pos, n), value, _identity(st.kind, t))
+    running.add(value)
     gen.store(decl, [Expr.idx(v) for v in st.vars], gen.convert(running.value(), acc_t, t))
     gen.pop()
     sb.alu("ADD", I64, k, 1, dst=k)
