@@ -70,7 +70,16 @@ outputs = { y = "f32[h - 2, w - 2]" }
 body = "y[i, j] = sum(img[i + di, j + dj], di in range(3), dj in range(3)) / 9"
 '''
 
+CUMSUM = '''[kernel]
+name = "cumsum"
+version = "1.0.0"
+inputs  = { x = "f32[n]" }
+outputs = { y = "f32[n]" }
+body = "y = cumsum(x)"
+'''
+
 SOURCES = {"axpy": _read("axpy.toml"), "fused": FUSED, "sum": _read("sum.toml"), "bmm": BMM, "blur": BLUR,
+           "cumsum": CUMSUM,
            "softmax": _read("softmax.toml"), "gemm": _read("gemm.toml"),
            # the same kernel with the opt-in to reassociation: the online max-and-sum
            "softmax_r": _read("softmax.toml").replace('name = "softmax"', 'name = "softmax_r"\nreassociate = true')}
@@ -134,10 +143,13 @@ class Sizes:
     launch: int   # elements of the launch-overhead call
     batch: tuple[int, int] = (8, 512)  # batched matmul: batches, square side
     image: int = 2048  # the 3x3 blur's square image side
+    scans: tuple[int, int, int] = (1_000, 1_000_000, 10_000_000)  # the cumsum rows' f32 vectors
 
 
 FULL = Sizes(20_000_000, 1024, 16)
-QUICK = Sizes(256, 8, 16, (2, 8), 16)
+QUICK = Sizes(256, 8, 16, (2, 8), 16, (10, 100, 3000))
+# the cumsum rows, by the index of their size in Sizes.scans
+SCAN_ROWS = {"cumsum_1k": 0, "cumsum_1m": 1, "cumsum_10m": 2}
 
 # The launch-overhead rows: one 16-element a*x + y (out= given) per way of calling a
 # kernel (docs/api.md, "Calling a kernel"), by row title. Every style takes the same fast
@@ -160,7 +172,8 @@ def make_data(sizes: Sizes) -> dict[str, Any]:
             "BB": rng.uniform(-1, 1, (sizes.batch[0], sizes.batch[1], sizes.batch[1])).astype(np.float32),
             "img": rng.uniform(-1, 1, (sizes.image, sizes.image)).astype(np.float32),
             "x16": rng.uniform(-1, 1, sizes.launch).astype(np.float32),
-            "y16": rng.uniform(-1, 1, sizes.launch).astype(np.float32)}
+            "y16": rng.uniform(-1, 1, sizes.launch).astype(np.float32),
+            **{row: rng.uniform(-1, 1, sizes.scans[k]).astype(np.float32) for row, k in SCAN_ROWS.items()}}
 
 
 def numpy_impls(d: dict[str, Any]) -> dict[str, Callable[[], Any]]:
@@ -179,7 +192,8 @@ def numpy_impls(d: dict[str, Any]) -> dict[str, Callable[[], Any]]:
         return sum(img[a:a + h - 2, b:b + w - 2] for a in range(3) for b in range(3)) / np.float32(9)
     return {"axpy": lambda: a * x + y, "fused": lambda: np.sqrt(x * x + y * y) * np.exp(-z),
             "sum": lambda: x.sum(), "softmax": softmax, "softmax_r": softmax, "gemm": lambda: d["A"] @ d["B"],
-            "bmm": lambda: d["BA"] @ d["BB"], "blur": blur, **dict.fromkeys(CALL_STYLES, launch)}
+            "bmm": lambda: d["BA"] @ d["BB"], "blur": blur, **dict.fromkeys(CALL_STYLES, launch),
+            **{row: (lambda v=d[row]: np.cumsum(v)) for row in SCAN_ROWS}}
 
 
 def numexpr_impls(ne: Any, d: dict[str, Any]) -> dict[str, Callable[[], Any]]:
@@ -249,7 +263,15 @@ def numba_functions(numba: Any) -> dict[str, Any]:
                     c[i, j] += aip * b[p, j]
         return c
 
-    return {"axpy": axpy, "fused": fused, "sum": total, "softmax": softmax, "gemm": gemm}
+    @njit
+    def cumsum(x, out):  # a running sum is one dependent chain: no prange
+        acc = np.float32(0)
+        for i in range(x.size):
+            acc += x[i]
+            out[i] = acc
+        return out
+
+    return {"axpy": axpy, "fused": fused, "sum": total, "softmax": softmax, "gemm": gemm, "cumsum": cumsum}
 
 
 def numba_impls(fns: dict[str, Any], d: dict[str, Any]) -> dict[str, Callable[[], Any]]:
@@ -260,13 +282,14 @@ def numba_impls(fns: dict[str, Any], d: dict[str, Any]) -> dict[str, Callable[[]
             "sum": lambda: fns["sum"](x), "softmax": lambda: fns["softmax"](x, out),
             "softmax_r": lambda: fns["softmax"](x, out),
             "gemm": lambda: fns["gemm"](d["A"], d["B"], c),
-            **dict.fromkeys(CALL_STYLES, lambda: axpy(a, x16, y16, out16))}
+            **dict.fromkeys(CALL_STYLES, lambda: axpy(a, x16, y16, out16)),
+            **{row: (lambda v=d[row], o=np.empty_like(d[row]): fns["cumsum"](v, o)) for row in SCAN_ROWS}}
 
 
 def hologram_impls(backend: str, d: dict[str, Any], benches: list[str]) -> dict[str, Callable[[], Any]]:
     """Kernels compiled (and prepared) once, only those `benches` use; outputs preallocated
     and passed with out= (zero-copy), as a user who cares about speed calls them."""
-    wanted = dict.fromkeys(CALL_STYLES, "axpy")
+    wanted = dict.fromkeys(CALL_STYLES, "axpy") | dict.fromkeys(SCAN_ROWS, "cumsum")
     k = {}
     for b in benches:
         name = wanted.get(b, b)
@@ -290,13 +313,16 @@ def hologram_impls(backend: str, d: dict[str, Any], benches: list[str]) -> dict[
             "launch_out": lambda: axpy16(a, x16, y16, out=out16),
             "launch_kw": lambda: axpy16(alpha=a, x=x16, y=y16, out=(out16,)),
             "launch_mixed": lambda: axpy16(a, x16, y=y16, out=(out16,)),
-            "launch_cast": lambda: axpy16(a, x16, y16, out=(out16,), cast=True)}
+            "launch_cast": lambda: axpy16(a, x16, y16, out=(out16,), cast=True),
+            **{row: (lambda v=d[row], o=np.empty_like(d[row]): k["cumsum"](v, out=(o,)))
+               for row in SCAN_ROWS if row in benches}}
 
 
-BENCHES = ("axpy", "fused", "sum", "softmax", "softmax_r", "gemm", "bmm", "blur", *CALL_STYLES)
+BENCHES = ("axpy", "fused", "sum", "softmax", "softmax_r", "gemm", "bmm", "blur", *SCAN_ROWS, *CALL_STYLES)
 TITLES = {"axpy": "a*x + y", "fused": "sqrt(x*x + y*y) * exp(-z)", "sum": "sum(x)", "softmax": "softmax(x)",
           "softmax_r": "softmax(x), reassociate", "gemm": "gemm", "bmm": "a @ b, batched (z x s x s)",
-          "blur": "3x3 box blur, ranges (s x s)", **CALL_STYLES}
+          "blur": "3x3 box blur, ranges (s x s)", "cumsum_1k": "cumsum(x), 1e3 f32",
+          "cumsum_1m": "cumsum(x), 1e6 f32", "cumsum_10m": "cumsum(x), 1e7 f32", **CALL_STYLES}
 
 
 def _elements(bench: str, sizes: Sizes) -> int:
@@ -304,6 +330,8 @@ def _elements(bench: str, sizes: Sizes) -> int:
         return sizes.batch[0] * sizes.batch[1] ** 3
     if bench == "blur":
         return 9 * sizes.image ** 2
+    if bench in SCAN_ROWS:
+        return sizes.scans[SCAN_ROWS[bench]]
     return sizes.launch if bench in CALL_STYLES else sizes.gemm ** 3 if bench == "gemm" else sizes.n
 
 
@@ -375,11 +403,12 @@ def numba_first_call(numba: Any, d: dict[str, Any]) -> dict[str, float]:
     """Seconds of each numba function's first call (its JIT), minus one steady call."""
     fns = numba_functions(numba)
     small = {"x": d["x16"], "y": d["y16"], "z": d["x16"], "a": d["a"], "x16": d["x16"], "y16": d["y16"],
-             "A": d["A"][:4, :4].copy(), "B": d["B"][:4, :4].copy()}
+             "A": d["A"][:4, :4].copy(), "B": d["B"][:4, :4].copy(), **dict.fromkeys(SCAN_ROWS, d["x16"])}
     out = {}
     for name, call in numba_impls(fns, small).items():
-        if name in CALL_STYLES or name == "softmax_r":  # the same numba functions as axpy and softmax
+        if name in CALL_STYLES or name in ("softmax_r", "cumsum_1m", "cumsum_10m"):  # functions timed in another row
             continue
+        name = "cumsum" if name == "cumsum_1k" else name
         t0 = time.perf_counter()
         call()
         t1 = time.perf_counter()
@@ -442,6 +471,10 @@ TARGETS = (
            else None, "x numpy's time", lambda v: v <= 2),
     Target("3x3 blur by ranges: <= 0.5x numpy slicing's time", lambda r: (1 / _ratio(r, "blur", "numpy"))
            if _ratio(r, "blur", "numpy") else None, "x numpy's time", lambda v: v <= 0.5),
+    Target("cumsum, 1e6 f32: <= 1.0x numpy's time", lambda r: (1 / _ratio(r, "cumsum_1m", "numpy"))
+           if _ratio(r, "cumsum_1m", "numpy") else None, "x numpy's time", lambda v: v <= 1),
+    Target("cumsum, 1e7 f32: <= 1.0x numpy's time", lambda r: (1 / _ratio(r, "cumsum_10m", "numpy"))
+           if _ratio(r, "cumsum_10m", "numpy") else None, "x numpy's time", lambda v: v <= 1),
     Target("launch overhead <= 3 us", lambda r: (_t(r, "launch", "hologram") or 0) * 1e6 or None, "us",
            lambda v: v <= 3),
     Target("launch overhead <= 3 us, every call style (slowest)", _slowest_call, "us", lambda v: v <= 3),
