@@ -51,6 +51,7 @@ from hologram.lower.plan import I64, Names, affine_expr
 
 CHUNK = 1024  # elements per chunk: the ISA's largest block, one working lane each
 KAHAN_WAYS = 8  # independent compensated accumulators of an f64 chunk total (CHUNK is a multiple)
+RESCAN_WAYS = 4  # values per step of a rescan: its dependent chain is one operation per block
 F16, F32, F64 = DType.F16, DType.F32, DType.F64
 Axes = tuple[tuple[str, Affine], ...]
 
@@ -111,7 +112,7 @@ def _chunk_stage(pb: ProgramBuilder, st: Scan, decls: dict[str, TensorDecl], nam
             offset = _load_slot(gen, st, scratch, prev, extent)
             first = gen.setp("eq", I64, chunk, 0)
             init = gen.sel(scratch.dtype, first, _identity(st.kind, scratch.dtype), offset)
-            _rescan(gen, st, decls, start, Imm(CHUNK), init, masked=True)
+            _rescan(gen, st, decls, start, Imm(CHUNK), init)
         else:
             # the last chunk's total is never needed: no offset comes after it
             sb.bra(done, pred=gen.setp("ge", I64, sb.alu("ADD", I64, start, CHUNK), n))
@@ -188,35 +189,58 @@ def _per_row(gen: ExprGen, lead: Axes, row: Callable[[], None]) -> None:
 
 # ------------------------------------------------------------------------ loops
 def _rescan(gen: ExprGen, st: Scan, decls: dict[str, TensorDecl], start: Operand, count: Operand,
-            init: Operand | None, masked: bool = False) -> None:
+            init: Operand | None) -> None:
     """Store the running sum (product) of the `count` values from `start` along the
-    scanned variable into the target, starting from `init` (None: the identity). One
-    dependent chain; `count` is at least 1 here. `masked`: values past the extent (the
-    last chunk is shorter than the constant count) fold in the identity instead, so the
-    last element is stored again with the same value (a constant trip count keeps the
-    stage's work known to the runtime, which decides from it whether to use threads)."""
+    scanned variable into the target, starting from `init` (None: the identity).
+
+    A dependent chain, in blocks of RESCAN_WAYS values: the block's own prefixes are
+    summed first, off the chain, then each is added to the running value, so the chain
+    is one addition per block rather than one per value (f64 sums, compensated, and
+    f64 products go one value at a time). Values past the extent (a short last chunk or
+    block) fold in the identity and store the last element again, unchanged; so the
+    trip count is a constant for a chunk, which keeps the stage's work known to the
+    runtime (it decides from it whether to use threads)."""
     sb = gen.sb
     decl = decls[st.target]
     t, acc_t = decl.dtype, accumulator(decl.dtype)
     extent = dict(zip(st.vars, decl.shape))[st.var]
+    ways = 1 if _compensated(st.kind, t) or (st.kind == "prod" and t is F64) else RESCAN_WAYS
     n = gen.value(affine_expr(extent))
     last = gen.isa("SUB", I64, n, 1)
     gen.prefetch(st.value, {st.var})  # what does not vary along the row, once
     running = _Running(gen, st.kind, t, acc_t, init)
-    k, left = sb.mov(I64, 0, hint="k"), sb.mov(I64, count, hint="k_n")
+    blocks = Imm(-(-count.value // ways)) if isinstance(count, Imm) else \
+        sb.alu("DIV", I64, sb.alu("ADD", I64, count, ways - 1), ways)
+    k, left = sb.mov(I64, 0, hint="k"), sb.mov(I64, blocks, hint="k_n")
     top = sb.label("scan")
     sb.place(top)
-    gen.push()
-    pos = sb.alu("ADD", I64, start, k, hint="pos")
-    # = pos inside the extent; the clamp proves the index in bounds to the verifier
-    at = sb.alu("MAX", I64, sb.alu("MIN", I64, pos, last), 0, hint=st.var)
-    gen.bind(st.var, at, extent)
-    value = gen.value_as(st.value, t)
-    if masked:
-        value = gen.sel(t, gen.setp("lt", I64, pos, n), value, _identity(st.kind, t))
-    running.add(value)
-    gen.store(decl, [Expr.idx(v) for v in st.vars], gen.convert(running.value(), acc_t, t))
-    gen.pop()
+    first = sb.alu("ADD", I64, start, sb.alu("MUL", I64, k, ways) if ways > 1 else k, hint="pos")
+    places, values = [], []
+    for slot in range(ways):
+        gen.push()
+        pos = sb.alu("ADD", I64, first, slot, hint="pos") if slot else first
+        # = pos inside the extent; the clamp proves the index in bounds to the verifier
+        at = sb.alu("MAX", I64, sb.alu("MIN", I64, pos, last), 0, hint=st.var)
+        gen.bind(st.var, at, extent)
+        value = gen.sel(t, gen.setp("lt", I64, pos, n), gen.value_as(st.value, t), _identity(st.kind, t))
+        places.append(at)
+        values.append(gen.convert(value, t, acc_t))
+        gen.pop()
+    if ways == 1:
+        running.add(values[0], converted=True)
+        outs = [running.value()]
+    else:
+        op = "MUL" if st.kind == "prod" else "ADD"
+        prefix = [values[0]]
+        for v in values[1:]:
+            prefix.append(gen.isa(op, acc_t, prefix[-1], v))
+        outs = [gen.isa(op, acc_t, running.acc, p) for p in prefix]
+        sb.mov(acc_t, outs[-1], dst=running.acc)
+    for at, out in zip(places, outs):
+        gen.push()
+        gen.bind(st.var, at, extent)
+        gen.store(decl, [Expr.idx(v) for v in st.vars], gen.convert(out, acc_t, t))
+        gen.pop()
     sb.alu("ADD", I64, k, 1, dst=k)
     sb.loop(left, top)
 
@@ -293,10 +317,10 @@ class _Running:
             self.comp = gen.sb.mov(F64, 0.0, hint="comp")
             self.plain = gen.sb.mov(F64, self.acc, hint="plain")
 
-    def add(self, x: Operand) -> None:
-        """Fold `x` (a `t` value) in."""
+    def add(self, x: Operand, converted: bool = False) -> None:
+        """Fold `x` (a `t` value, or already an `acc_t` one) in."""
         gen, F = self.gen, self.acc_t
-        x = gen.convert(x, self.t, F)
+        x = x if converted else gen.convert(x, self.t, F)
         if self.kind == "prod":
             gen.isa("MUL", F, self.acc, x, dst=self.acc)
         elif not self.compensated:
