@@ -21,8 +21,8 @@ elements of each row's axis are used):
 The total of a full chunk is a loop of exactly CHUNK iterations whose loads the verifier
 proves in bounds (its start is clamped to E - CHUNK, which changes nothing for a chunk
 that is not the last), so the backend vectorizes it like an in-lane reduction; the
-rescan is one dependent chain per chunk, and the chunks run side by side on the
-thread pool. The lead lane test opens the chunk stages (`isa.program.lead_lane_axis`),
+rescan is one dependent chain per chunk (one operation per block of RESCAN_WAYS values),
+and the chunks run side by side on the thread pool. The lead lane test opens the chunk stages (`isa.program.lead_lane_axis`),
 so a backend skips the other lanes of a block; rows beyond two more axes loop inside
 each lane.
 
@@ -103,8 +103,9 @@ def _chunk_stage(pb: ProgramBuilder, st: Scan, decls: dict[str, TensorDecl], nam
     chunk = Special("ctaid.x")
 
     def row() -> None:
-        short, done = sb.label("short"), sb.label("done")
-        sb.bra(short if not rescan else done, pred=gen.setp("le", I64, n, CHUNK))
+        done = sb.label("done")
+        short = done if rescan else sb.label("short")  # a row of one chunk: the first stage did it all
+        sb.bra(short, pred=gen.setp("le", I64, n, CHUNK))
         gen.push()  # values of this path stay in it
         start = sb.alu("MUL", I64, chunk, CHUNK, hint="start")
         if rescan:
