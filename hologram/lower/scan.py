@@ -18,6 +18,9 @@ elements of each row's axis are used):
         E > CHUNK:   chunk b scans its values in order from chunks[.., b - 1] (the
                      identity for b = 0) and stores every prefix into t
 
+(A scan down columns, along an axis other than the last, has chunks of COLUMN_CHUNK and
+blocks of [COLUMN_CHUNK, COLUMNS]: a lead lane per column, neighbours in one block.)
+
 The total of a full chunk is a loop of exactly CHUNK iterations whose loads the verifier
 proves in bounds (its start is clamped to E - CHUNK, which changes nothing for a chunk
 that is not the last), so the backend vectorizes it like an in-lane reduction; the
@@ -50,7 +53,12 @@ from hologram.lower.loops import loop_nest, reduce_in_lane
 from hologram.lower.plan import I64, Names, affine_expr
 
 CHUNK = 1024  # elements per chunk: the ISA's largest block, one working lane each
-KAHAN_WAYS = 8  # independent compensated accumulators of an f64 chunk total (CHUNK is a multiple)
+# A scan along an axis that is not the last (down the columns of a matrix) reads values a
+# row apart: its chunks are COLUMN_CHUNK long and a block holds COLUMNS neighbouring
+# columns' chunks (COLUMN_CHUNK x COLUMNS lanes, the ISA's largest block; a lead lane
+# each), so the lanes one thread runs in turn share every cache line they read.
+COLUMN_CHUNK, COLUMNS = 64, 16
+KAHAN_WAYS = 8  # independent compensated accumulators of an f64 chunk total (chunks are multiples)
 RESCAN_WAYS = 4  # values per step of a rescan: its dependent chain is one operation per block
 F16, F32, F64 = DType.F16, DType.F32, DType.F64
 Axes = tuple[tuple[str, Affine], ...]
@@ -75,9 +83,11 @@ def scan_stages(pb: ProgramBuilder, st: Scan, decls: dict[str, TensorDecl],
     acc_t = accumulator(decl.dtype)
     scratch = Names(decls).temp(f"{st.target}_chunks", acc_t, decl.shape)
     pb.temp(scratch.name, scratch.dtype, scratch.shape)
-    _chunk_stage(pb, st, decls, stage_name(f"{st.target}_totals"), rows, extent, scratch, rescan=False)
-    _offsets_stage(pb, st, decls, stage_name(f"{st.target}_offsets"), rows, extent, scratch)
-    _chunk_stage(pb, st, decls, stage_name(st.target), rows, extent, scratch, rescan=True)
+    columns = bool(rows) and st.vars[-1] != st.var  # the last (contiguous) variable is a row's
+    chunk = COLUMN_CHUNK if columns else CHUNK
+    _chunk_stage(pb, st, decls, stage_name(f"{st.target}_totals"), rows, extent, scratch, chunk, rescan=False)
+    _offsets_stage(pb, st, decls, stage_name(f"{st.target}_offsets"), rows, extent, scratch, chunk)
+    _chunk_stage(pb, st, decls, stage_name(st.target), rows, extent, scratch, chunk, rescan=True)
 
 
 # ------------------------------------------------------------------------ stages
@@ -90,36 +100,38 @@ def _row_stage(pb: ProgramBuilder, st: Scan, decls: dict[str, TensorDecl], name:
 
 
 def _chunk_stage(pb: ProgramBuilder, st: Scan, decls: dict[str, TensorDecl], name: str, rows: Axes,
-                 extent: Affine, scratch: TensorDecl, rescan: bool) -> None:
+                 extent: Affine, scratch: TensorDecl, chunk: int, rescan: bool) -> None:
     """The first stage (chunk totals, or a short row scanned whole) or, with `rescan`,
-    the last (each chunk scanned from its offset)."""
+    the last (each chunk scanned from its offset). Chunks of `chunk` values; COLUMNS
+    rows a block when chunks are COLUMN_CHUNK long."""
     lane, lead = rows[-2:], rows[:-2]
-    sb = pb.stage(name, (extent, *(e for _, e in reversed(lane))), (CHUNK,) + (1,) * len(lane))
+    block = (chunk,) + tuple(COLUMNS if k == 0 and chunk == COLUMN_CHUNK else 1 for k in range(len(lane)))
+    sb = pb.stage(name, (extent, *(e for _, e in reversed(lane))), block)
     gen = ExprGen(sb, decls, reduce_in_lane)
     end = sb.label("end")
     sb.bra(end, pred=sb.setp("ne", I64, Special("tid.x"), 0))  # first: the lead lane test
     _bind(gen, lane, AXES[1:])
     n = gen.value(affine_expr(extent))
-    chunk = Special("ctaid.x")
+    b = Special("ctaid.x")
 
     def row() -> None:
         done = sb.label("done")
         short = done if rescan else sb.label("short")  # a row of one chunk: the first stage did it all
-        sb.bra(short, pred=gen.setp("le", I64, n, CHUNK))
+        sb.bra(short, pred=gen.setp("le", I64, n, chunk))
         gen.push()  # values of this path stay in it
-        start = sb.alu("MUL", I64, chunk, CHUNK, hint="start")
+        start = sb.alu("MUL", I64, b, chunk, hint="start")
         if rescan:
-            prev = sb.alu("MAX", I64, sb.alu("SUB", I64, chunk, 1), 0, hint="prev")
+            prev = sb.alu("MAX", I64, sb.alu("SUB", I64, b, 1), 0, hint="prev")
             offset = _load_slot(gen, st, scratch, prev, extent)
-            first = gen.setp("eq", I64, chunk, 0)
+            first = gen.setp("eq", I64, b, 0)
             init = gen.sel(scratch.dtype, first, _identity(st.kind, scratch.dtype), offset)
-            _rescan(gen, st, decls, start, Imm(CHUNK), init)
+            _rescan(gen, st, decls, start, Imm(chunk), init)
         else:
             # the last chunk's total is never needed: no offset comes after it
-            sb.bra(done, pred=gen.setp("ge", I64, sb.alu("ADD", I64, start, CHUNK), n))
-            base = sb.alu("MAX", I64, sb.alu("MIN", I64, start, sb.alu("SUB", I64, n, CHUNK)), 0, hint="base")
-            total = _chunk_total(gen, st, decls, base, extent)
-            _store_slot(gen, st, scratch, gen.reg(chunk, I64), extent, total)
+            sb.bra(done, pred=gen.setp("ge", I64, sb.alu("ADD", I64, start, chunk), n))
+            base = sb.alu("MAX", I64, sb.alu("MIN", I64, start, sb.alu("SUB", I64, n, chunk)), 0, hint="base")
+            total = _chunk_total(gen, st, decls, base, extent, chunk)
+            _store_slot(gen, st, scratch, gen.reg(b, I64), extent, total)
             gen.pop()
             sb.bra(done)
             sb.place(short)
@@ -133,7 +145,7 @@ def _chunk_stage(pb: ProgramBuilder, st: Scan, decls: dict[str, TensorDecl], nam
 
 
 def _offsets_stage(pb: ProgramBuilder, st: Scan, decls: dict[str, TensorDecl], name: str, rows: Axes,
-                   extent: Affine, scratch: TensorDecl) -> None:
+                   extent: Affine, scratch: TensorDecl, chunk: int) -> None:
     """One lane per row turns the totals of chunks 0 .. last - 1 into their running
     totals in place: slot b then holds the offset of chunk b + 1."""
     sb, gen, lead = _row_lanes(pb, decls, name, rows)
@@ -142,9 +154,9 @@ def _offsets_stage(pb: ProgramBuilder, st: Scan, decls: dict[str, TensorDecl], n
 
     def row() -> None:
         done = sb.label("done")
-        sb.bra(done, pred=gen.setp("le", I64, n, CHUNK))
+        sb.bra(done, pred=gen.setp("le", I64, n, chunk))
         slot = sb.mov(I64, 0, hint="slot")
-        left = sb.alu("DIV", I64, sb.alu("SUB", I64, n, 1), CHUNK, hint="slots")  # chunks - 1 >= 1
+        left = sb.alu("DIV", I64, sb.alu("SUB", I64, n, 1), chunk, hint="slots")  # chunks - 1 >= 1
         running = _Running(gen, st.kind, acc_t, acc_t, None)
         top = sb.label("offsets")
         sb.place(top)
@@ -246,17 +258,18 @@ def _rescan(gen: ExprGen, st: Scan, decls: dict[str, TensorDecl], start: Operand
     sb.loop(left, top)
 
 
-def _chunk_total(gen: ExprGen, st: Scan, decls: dict[str, TensorDecl], base: Reg, extent: Affine) -> Operand:
-    """The sum (product) of the CHUNK values from `base` (at most E - CHUNK), in the
-    accumulator type: a loop of a constant CHUNK iterations, proven in bounds; an f64 sum
-    in KAHAN_WAYS compensated accumulators side by side."""
+def _chunk_total(gen: ExprGen, st: Scan, decls: dict[str, TensorDecl], base: Reg, extent: Affine,
+                 chunk: int) -> Operand:
+    """The sum (product) of the `chunk` values from `base` (at most E - chunk), in the
+    accumulator type: a loop of a constant count, proven in bounds; an f64 sum in
+    KAHAN_WAYS compensated accumulators side by side."""
     sb = gen.sb
     t = decls[st.target].dtype
     acc_t = accumulator(t)
     ways = KAHAN_WAYS if _compensated(st.kind, t) else 1
     parts = [_Running(gen, st.kind, t, acc_t, None, reassociate=True) for _ in range(ways)]
     gen.prefetch(st.value, {st.var})
-    j, left = sb.mov(I64, 0, hint="j"), sb.mov(I64, CHUNK // ways, hint="j_n")
+    j, left = sb.mov(I64, 0, hint="j"), sb.mov(I64, chunk // ways, hint="j_n")
     top = sb.label("total")
     sb.place(top)
     at = sb.alu("ADD", I64, base, sb.alu("MUL", I64, j, ways) if ways > 1 else j, hint="at")

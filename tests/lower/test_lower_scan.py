@@ -72,6 +72,13 @@ def test_a_constant_extent_up_to_a_chunk_is_one_stage_of_rows(shape, axis, stage
     verify(p)
 
 
+def test_a_scan_down_columns_takes_sixteen_neighbouring_columns_a_block():
+    p = kernel("y = cumsum(x, axis=0)", 'x = "f32[m, n]"', 'y = "f32[m, n]"').program
+    assert [s.block for s in p.stages] == [(64, 16), (256,), (64, 16)]
+    p = kernel("y = cumsum(x, axis=1)", 'x = "f32[m, n]"', 'y = "f32[m, n]"').program
+    assert [s.block for s in p.stages] == [(CHUNK, 1), (256,), (CHUNK, 1)]
+
+
 def test_fusion_computes_an_elementwise_producer_inside_the_scan():
     k = kernel("t = exp(x) * 2\ny = cumsum(t)")
     (st,) = k.ir.body
