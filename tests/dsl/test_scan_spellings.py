@@ -44,7 +44,9 @@ def test_a_flattened_matrix_is_read_in_row_major_order():
 
 def test_a_scalar_is_one_element():
     (st,) = compile_ir("y = cumsum(s)", {"s": "i8"}, {"y": "i64[1]"}).body
-    assert str(st) == "y[i0] = cumsum[i0](i64($s))" and compile_ir("y = cumsum(3)", {}, {"y": "i64[1]"})
+    assert str(st) == "y[i0] = cumsum[i0](i64($s))"
+    (st,) = compile_ir("y = cumprod(3)", {"x": "f32[n]"}, {"y": "i64[1]"}).body  # a literal: numpy's int64
+    assert str(st) == "y[i0] = cumprod[i0](3:i64)"
 
 
 @pytest.mark.parametrize("dtype", TYPES)
