@@ -23,7 +23,8 @@ blocks of [COLUMN_CHUNK, COLUMNS]: a lead lane per column, neighbours in one blo
 
 The total of a full chunk is a loop of exactly CHUNK iterations whose loads the verifier
 proves in bounds (its start is clamped to E - CHUNK, which changes nothing for a chunk
-that is not the last), so the backend vectorizes it like an in-lane reduction; the
+that is not the last), so the backend vectorizes it like an in-lane reduction; a full
+chunk's rescan starts there too (the last chunk's clamps and masks each index); the
 rescan is one dependent chain per chunk (one operation per block of RESCAN_WAYS values),
 and the chunks run side by side on the thread pool. The lead lane test opens the chunk stages (`isa.program.lead_lane_axis`),
 so a backend skips the other lanes of a block; rows beyond two more axes loop inside
@@ -125,7 +126,19 @@ def _chunk_stage(pb: ProgramBuilder, st: Scan, decls: dict[str, TensorDecl], nam
             offset = _load_slot(gen, st, scratch, prev, extent)
             first = gen.setp("eq", I64, b, 0)
             init = gen.sel(scratch.dtype, first, _identity(st.kind, scratch.dtype), offset)
+            # a full chunk needs no clamps or masks: its start is proven at most E - chunk
+            last, end = sb.label("last"), sb.label("rescanned")
+            sb.bra(last, pred=gen.setp("gt", I64, sb.alu("ADD", I64, start, chunk), n))
+            base = sb.alu("MAX", I64, sb.alu("MIN", I64, start, sb.alu("SUB", I64, n, chunk)), 0, hint="base")
+            gen.push()
+            _rescan(gen, st, decls, base, Imm(chunk), init, full=True)
+            gen.pop()
+            sb.bra(end)
+            sb.place(last)
+            gen.push()
             _rescan(gen, st, decls, start, Imm(chunk), init)
+            gen.pop()
+            sb.place(end)
         else:
             # the last chunk's total is never needed: no offset comes after it
             sb.bra(done, pred=gen.setp("ge", I64, sb.alu("ADD", I64, start, chunk), n))
@@ -202,9 +215,11 @@ def _per_row(gen: ExprGen, lead: Axes, row: Callable[[], None]) -> None:
 
 # ------------------------------------------------------------------------ loops
 def _rescan(gen: ExprGen, st: Scan, decls: dict[str, TensorDecl], start: Operand, count: Operand,
-            init: Operand | None) -> None:
+            init: Operand | None, full: bool = False) -> None:
     """Store the running sum (product) of the `count` values from `start` along the
-    scanned variable into the target, starting from `init` (None: the identity).
+    scanned variable into the target, starting from `init` (None: the identity). `full`:
+    the values are all inside the extent (`start` is at most E - count), which the
+    verifier proves, so there is nothing to clamp or mask.
 
     A dependent chain, in blocks of RESCAN_WAYS values: the block's own prefixes are
     summed first, off the chain, then each is added to the running value, so the chain
@@ -233,9 +248,11 @@ def _rescan(gen: ExprGen, st: Scan, decls: dict[str, TensorDecl], start: Operand
         gen.push()
         pos = sb.alu("ADD", I64, first, slot, hint="pos") if slot else first
         # = pos inside the extent; the clamp proves the index in bounds to the verifier
-        at = sb.alu("MAX", I64, sb.alu("MIN", I64, pos, last), 0, hint=st.var)
+        at = pos if full else sb.alu("MAX", I64, sb.alu("MIN", I64, pos, last), 0, hint=st.var)
         gen.bind(st.var, at, extent)
-        value = gen.sel(t, gen.setp("lt", I64, pos, n), gen.value_as(st.value, t), _identity(st.kind, t))
+        value = gen.value_as(st.value, t)
+        if not full:
+            value = gen.sel(t, gen.setp("lt", I64, pos, n), value, _identity(st.kind, t))
         places.append(at)
         values.append(gen.convert(value, t, acc_t))
         gen.pop()
