@@ -86,8 +86,24 @@ outputs = { h = "i64[256]" }
 body = "h[b[i]] += 1"
 '''
 
+CUMSUM = '''[kernel]
+name = "cumsum"
+version = "1.0.0"
+inputs  = { x = "f32[n]" }
+outputs = { y = "f32[n]" }
+body = "y = cumsum(x)"
+'''
+
+DIFF = '''[kernel]
+name = "diff"
+version = "1.0.0"
+inputs  = { x = "f32[n]" }
+outputs = { y = "f32[n - 1]" }
+body = "y = x[1:] - x[:-1]"
+'''
+
 SOURCES = {"axpy": _read("axpy.toml"), "fused": FUSED, "sum": _read("sum.toml"), "bmm": BMM, "blur": BLUR,
-           "gather": GATHER, "histogram": HISTOGRAM,
+           "gather": GATHER, "histogram": HISTOGRAM, "cumsum": CUMSUM, "diff": DIFF,
            "softmax": _read("softmax.toml"), "gemm": _read("gemm.toml"),
            # the same kernel with the opt-in to reassociation: the online max-and-sum
            "softmax_r": _read("softmax.toml").replace('name = "softmax"', 'name = "softmax_r"\nreassociate = true')}
@@ -151,11 +167,14 @@ class Sizes:
     launch: int   # elements of the launch-overhead call
     batch: tuple[int, int] = (8, 512)  # batched matmul: batches, square side
     image: int = 2048  # the 3x3 blur's square image side
-    indexed: int = 10_000_000  # the gather's and the histogram's elements (issue 14: 1e6-1e7)
+    indexed: int = 10_000_000  # the gather's, the histogram's and np.diff's elements (issue 14: 1e6-1e7)
+    scans: tuple[int, int, int] = (1_000, 1_000_000, 10_000_000)  # the cumsum rows' f32 vectors
 
 
 FULL = Sizes(20_000_000, 1024, 16)
-QUICK = Sizes(256, 8, 16, (2, 8), 16, 256)
+QUICK = Sizes(256, 8, 16, (2, 8), 16, 256, (10, 100, 3000))
+# the cumsum rows, by the index of their size in Sizes.scans
+SCAN_ROWS = {"cumsum_1k": 0, "cumsum_1m": 1, "cumsum_10m": 2}
 
 # The launch-overhead rows: one 16-element a*x + y (out= given) per way of calling a
 # kernel (docs/api.md, "Calling a kernel"), by row title. Every style takes the same fast
@@ -181,7 +200,8 @@ def make_data(sizes: Sizes) -> dict[str, Any]:
             "idx": rng.integers(0, sizes.indexed, sizes.indexed),  # numpy's default integers: int64
             "bins": rng.integers(0, 256, sizes.indexed).astype(np.int32),
             "x16": rng.uniform(-1, 1, sizes.launch).astype(np.float32),
-            "y16": rng.uniform(-1, 1, sizes.launch).astype(np.float32)}
+            "y16": rng.uniform(-1, 1, sizes.launch).astype(np.float32),
+            **{row: rng.uniform(-1, 1, sizes.scans[k]).astype(np.float32) for row, k in SCAN_ROWS.items()}}
 
 
 def numpy_impls(d: dict[str, Any]) -> dict[str, Callable[[], Any]]:
@@ -201,7 +221,8 @@ def numpy_impls(d: dict[str, Any]) -> dict[str, Callable[[], Any]]:
     return {"axpy": lambda: a * x + y, "fused": lambda: np.sqrt(x * x + y * y) * np.exp(-z),
             "sum": lambda: x.sum(), "softmax": softmax, "softmax_r": softmax, "gemm": lambda: d["A"] @ d["B"],
             "bmm": lambda: d["BA"] @ d["BB"], "blur": blur, "gather": lambda: d["gx"][d["idx"]],
-            "histogram": lambda: np.bincount(d["bins"], minlength=256), **dict.fromkeys(CALL_STYLES, launch)}
+            "histogram": lambda: np.bincount(d["bins"], minlength=256), "diff": lambda: np.diff(d["gx"]),
+            **dict.fromkeys(CALL_STYLES, launch), **{row: (lambda v=d[row]: np.cumsum(v)) for row in SCAN_ROWS}}
 
 
 def numexpr_impls(ne: Any, d: dict[str, Any]) -> dict[str, Callable[[], Any]]:
@@ -284,14 +305,28 @@ def numba_functions(numba: Any) -> dict[str, Any]:
             h[b[i]] += 1
         return h
 
+    @njit(parallel=True)
+    def diff(x, out):
+        for i in prange(out.size):
+            out[i] = x[i + 1] - x[i]
+        return out
+
+    @njit
+    def cumsum(x, out):  # a running sum is one dependent chain: no prange
+        acc = np.float32(0)
+        for i in range(x.size):
+            acc += x[i]
+            out[i] = acc
+        return out
+
     return {"axpy": axpy, "fused": fused, "sum": total, "softmax": softmax, "gemm": gemm, "gather": gather,
-            "histogram": histogram}
+            "histogram": histogram, "diff": diff, "cumsum": cumsum}
 
 
 def numba_impls(fns: dict[str, Any], d: dict[str, Any]) -> dict[str, Callable[[], Any]]:
     a, x, y, z = d["a"], d["x"], d["y"], d["z"]
     out, c, out16 = np.empty_like(x), np.empty_like(d["A"]), np.empty_like(d["x16"])
-    gathered, hist = np.empty_like(d["gx"]), np.empty(256, np.int64)
+    gathered, hist, diffed = np.empty_like(d["gx"]), np.empty(256, np.int64), np.empty_like(d["gx"][1:])
     axpy, x16, y16 = fns["axpy"], d["x16"], d["y16"]
     return {"axpy": lambda: fns["axpy"](a, x, y, out), "fused": lambda: fns["fused"](x, y, z, out),
             "sum": lambda: fns["sum"](x), "softmax": lambda: fns["softmax"](x, out),
@@ -299,13 +334,15 @@ def numba_impls(fns: dict[str, Any], d: dict[str, Any]) -> dict[str, Callable[[]
             "gemm": lambda: fns["gemm"](d["A"], d["B"], c),
             "gather": lambda: fns["gather"](d["gx"], d["idx"], gathered),
             "histogram": lambda: fns["histogram"](d["bins"], hist),
-            **dict.fromkeys(CALL_STYLES, lambda: axpy(a, x16, y16, out16))}
+            "diff": lambda: fns["diff"](d["gx"], diffed),
+            **dict.fromkeys(CALL_STYLES, lambda: axpy(a, x16, y16, out16)),
+            **{row: (lambda v=d[row], o=np.empty_like(d[row]): fns["cumsum"](v, o)) for row in SCAN_ROWS}}
 
 
 def hologram_impls(backend: str, d: dict[str, Any], benches: list[str]) -> dict[str, Callable[[], Any]]:
     """Kernels compiled (and prepared) once, only those `benches` use; outputs preallocated
     and passed with out= (zero-copy), as a user who cares about speed calls them."""
-    wanted = dict.fromkeys(CALL_STYLES, "axpy")
+    wanted = dict.fromkeys(CALL_STYLES, "axpy") | dict.fromkeys(SCAN_ROWS, "cumsum")
     k = {}
     for b in benches:
         name = wanted.get(b, b)
@@ -316,7 +353,7 @@ def hologram_impls(backend: str, d: dict[str, Any], benches: list[str]) -> dict[
     c = np.empty_like(d["A"])
     bc = np.empty_like(d["BA"])
     blurred = np.empty((d["img"].shape[0] - 2, d["img"].shape[1] - 2), np.float32)
-    gathered, hist = np.empty_like(d["gx"]), np.empty(256, np.int64)
+    gathered, hist, diffed = np.empty_like(d["gx"]), np.empty(256, np.int64), np.empty_like(d["gx"][1:])
     out16, x16, y16, axpy16 = np.empty_like(d["x16"]), d["x16"], d["y16"], k.get("axpy")
     one = np.float32(1)
     return {"axpy": lambda: k["axpy"](a, x, y, out=(out,)), "fused": lambda: k["fused"](x, y, z, out=(out,)),
@@ -327,19 +364,25 @@ def hologram_impls(backend: str, d: dict[str, Any], benches: list[str]) -> dict[
             "blur": lambda: k["blur"](d["img"], out=(blurred,)),
             "gather": lambda: k["gather"](d["gx"], d["idx"], out=(gathered,)),
             "histogram": lambda: k["histogram"](d["bins"], out=(hist,)),
+            "diff": lambda: k["diff"](d["gx"], out=(diffed,)),
             # CALL_STYLES, each written out so that only the call differs between rows
             "launch": lambda: axpy16(a, x16, y16, out=(out16,)),
             "launch_out": lambda: axpy16(a, x16, y16, out=out16),
             "launch_kw": lambda: axpy16(alpha=a, x=x16, y=y16, out=(out16,)),
             "launch_mixed": lambda: axpy16(a, x16, y=y16, out=(out16,)),
-            "launch_cast": lambda: axpy16(a, x16, y16, out=(out16,), cast=True)}
+            "launch_cast": lambda: axpy16(a, x16, y16, out=(out16,), cast=True),
+            **{row: (lambda v=d[row], o=np.empty_like(d[row]): k["cumsum"](v, out=(o,)))
+               for row in SCAN_ROWS if row in benches}}
 
 
-BENCHES = ("axpy", "fused", "sum", "softmax", "softmax_r", "gemm", "bmm", "blur", "gather", "histogram", *CALL_STYLES)
+BENCHES = ("axpy", "fused", "sum", "softmax", "softmax_r", "gemm", "bmm", "blur", "gather", "histogram", "diff",
+           *SCAN_ROWS, *CALL_STYLES)
 TITLES = {"axpy": "a*x + y", "fused": "sqrt(x*x + y*y) * exp(-z)", "sum": "sum(x)", "softmax": "softmax(x)",
           "softmax_r": "softmax(x), reassociate", "gemm": "gemm", "bmm": "a @ b, batched (z x s x s)",
           "blur": "3x3 box blur, ranges (s x s)", "gather": "gather y[i] = x[idx[i]]",
-          "histogram": "256-bin histogram h[b[i]] += 1", **CALL_STYLES}
+          "histogram": "256-bin histogram h[b[i]] += 1", "diff": "np.diff as x[1:] - x[:-1]",
+          "cumsum_1k": "cumsum(x), 1e3 f32", "cumsum_1m": "cumsum(x), 1e6 f32", "cumsum_10m": "cumsum(x), 1e7 f32",
+          **CALL_STYLES}
 
 
 def _elements(bench: str, sizes: Sizes) -> int:
@@ -347,8 +390,10 @@ def _elements(bench: str, sizes: Sizes) -> int:
         return sizes.batch[0] * sizes.batch[1] ** 3
     if bench == "blur":
         return 9 * sizes.image ** 2
-    if bench in ("gather", "histogram"):
+    if bench in ("gather", "histogram", "diff"):
         return sizes.indexed
+    if bench in SCAN_ROWS:
+        return sizes.scans[SCAN_ROWS[bench]]
     return sizes.launch if bench in CALL_STYLES else sizes.gemm ** 3 if bench == "gemm" else sizes.n
 
 
@@ -420,11 +465,12 @@ def numba_first_call(numba: Any, d: dict[str, Any]) -> dict[str, float]:
     """Seconds of each numba function's first call (its JIT), minus one steady call."""
     fns = numba_functions(numba)
     small = {"x": d["x16"], "y": d["y16"], "z": d["x16"], "a": d["a"], "x16": d["x16"], "y16": d["y16"],
-             "A": d["A"][:4, :4].copy(), "B": d["B"][:4, :4].copy()}
+             "A": d["A"][:4, :4].copy(), "B": d["B"][:4, :4].copy(), **dict.fromkeys(SCAN_ROWS, d["x16"])}
     out = {}
     for name, call in numba_impls(fns, small).items():
-        if name in CALL_STYLES or name == "softmax_r":  # the same numba functions as axpy and softmax
+        if name in CALL_STYLES or name in ("softmax_r", "cumsum_1m", "cumsum_10m"):  # functions timed in another row
             continue
+        name = "cumsum" if name == "cumsum_1k" else name
         t0 = time.perf_counter()
         call()
         t1 = time.perf_counter()
@@ -492,6 +538,12 @@ TARGETS = (
     Target("256-bin histogram by scatter-add: <= 0.5x np.bincount's time",
            lambda r: (1 / _ratio(r, "histogram", "numpy")) if _ratio(r, "histogram", "numpy") else None,
            "x numpy's time", lambda v: v <= 0.5),
+    Target("np.diff by slices: <= 1.0x numpy's time", lambda r: (1 / _ratio(r, "diff", "numpy"))
+           if _ratio(r, "diff", "numpy") else None, "x numpy's time", lambda v: v <= 1.0),
+    Target("cumsum, 1e6 f32: <= 1.0x numpy's time", lambda r: (1 / _ratio(r, "cumsum_1m", "numpy"))
+           if _ratio(r, "cumsum_1m", "numpy") else None, "x numpy's time", lambda v: v <= 1),
+    Target("cumsum, 1e7 f32: <= 1.0x numpy's time", lambda r: (1 / _ratio(r, "cumsum_10m", "numpy"))
+           if _ratio(r, "cumsum_10m", "numpy") else None, "x numpy's time", lambda v: v <= 1),
     Target("launch overhead <= 3 us", lambda r: (_t(r, "launch", "hologram") or 0) * 1e6 or None, "us",
            lambda v: v <= 3),
     Target("launch overhead <= 3 us, every call style (slowest)", _slowest_call, "us", lambda v: v <= 3),

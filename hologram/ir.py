@@ -9,6 +9,10 @@ A kernel is a list of *statements*, each defining one named array:
 - `OnlineMaxSum(target, max_target, axes, value)`: two 0-d arrays at once, `max_target =
   max(value)` and `target = sum(exp(value - max_target))` over the domain `axes`, in one
   pass over the data (a reassociation: only in kernels that opt in; passes/ir_online.py).
+- `Scan(target, vars, var, kind, value)`: an inclusive prefix sum or product along one
+  index variable: `target[.., var, ..]` is `kind` over `value` at every `var' <= var`, the
+  other variables held (numpy's `cumsum`/`cumprod` along an axis). `value` is in the
+  target's dtype; how precisely the prefixes accumulate is the lowering's business.
 
 Scalar expressions are one frozen, hashable value class `Expr(op, dtype, srcs, arg)`, in
 the style of tinygrad's UOp: passes match on `op` and rebuild with `attrs.evolve` or
@@ -206,6 +210,8 @@ def format_statement(st: "Statement") -> str:
     elif isinstance(st, OnlineMaxSum):
         dom = ", ".join(f"{v}<{e}" for v, e in st.axes)
         head = f"{st.max_target}, {st.target} = online_max_sum_exp[{dom}]({format_expr(st.value, names)})"
+    elif isinstance(st, Scan):
+        head = f"{st.target}[{', '.join(st.vars)}] = cum{st.kind}[{st.var}]({format_expr(st.value, names)})"
     else:
         dom = ", ".join(f"{v}<{e}" for v, e in zip(st.vars, st.extents))
         head = f"{st.target}[{format_expr(st.key, names)}] += {format_expr(st.value, names)}  for {dom}"
@@ -270,7 +276,29 @@ class OnlineMaxSum:
         return format_statement(self)
 
 
-Statement = Compute | Accumulate | OnlineMaxSum
+SCAN_KINDS = ("sum", "prod")
+
+
+@attrs.frozen
+class Scan:
+    """`target[vars] = kind(value at var' <= var)`: an inclusive scan along `var` (one of
+    `vars`, which range over the target's shape, as a Compute's do)."""
+
+    target: str
+    vars: tuple[str, ...]
+    var: str
+    kind: str
+    value: Expr
+
+    def __attrs_post_init__(self) -> None:
+        if self.kind not in SCAN_KINDS or self.var not in self.vars:
+            raise ValueError(f"bad scan: cum{self.kind} along {self.var!r} of {self.vars}")
+
+    def __str__(self) -> str:
+        return format_statement(self)
+
+
+Statement = Compute | Accumulate | OnlineMaxSum | Scan
 
 
 def defines(st: Statement) -> tuple[str, ...]:
@@ -283,7 +311,7 @@ def map_statement(st: Statement, fn: Callable[[Expr], Expr]) -> Statement:
     if isinstance(st, Compute):
         body = fn(st.body)
         return st if body is st.body else attrs.evolve(st, body=body)
-    if isinstance(st, OnlineMaxSum):
+    if isinstance(st, (OnlineMaxSum, Scan)):
         value = fn(st.value)
         return st if value is st.value else attrs.evolve(st, value=value)
     key, value = fn(st.key), fn(st.value)
@@ -294,7 +322,7 @@ def statement_exprs(st: Statement) -> tuple[Expr, ...]:
     """The expressions of `st`, in field order."""
     if isinstance(st, Compute):
         return (st.body,)
-    if isinstance(st, OnlineMaxSum):
+    if isinstance(st, (OnlineMaxSum, Scan)):
         return (st.value,)
     return (st.key, st.value)
 

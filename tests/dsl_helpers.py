@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Mapping
 
 from hologram.core.errors import Span
-from hologram.core.types import ALL_TYPES, Affine, DType, Shape
+from hologram.core.types import ALL_TYPES, DType, Shape
 from hologram.dsl.analyze import to_ir
 from hologram.dsl.document import BodyOrigin, KernelDef, ParamSpec
+from hologram.dsl.schema import parse_type as schema_parse_type
 from hologram.ir import Compute, KernelIR
 
 FILE = "<test>"
@@ -21,18 +22,10 @@ TYPES = [str(d) for d in ALL_TYPES]
 NP = {str(d): d.np for d in ALL_TYPES}
 
 
-class _Symbols(dict):
-    def __missing__(self, name: str) -> Affine:
-        return Affine.of(name)
-
-
 def parse_type(text: str) -> tuple[DType, Shape]:
-    """`f32[m, 2*n + 1]` -> (DType.F32, (m, 2*n + 1)); test input only."""
-    head, _, rest = text.partition("[")
-    if not rest:
-        return DType.parse(head.strip()), ()
-    dims = rest.rstrip().removesuffix("]").split(",")
-    return DType.parse(head.strip()), tuple(Affine.of(eval(d, {"__builtins__": {}}, _Symbols())) for d in dims)
+    """`f32[m, 2*n + 1]` -> (DType.F32, (m, 2*n + 1)), as a document's type string reads
+    (products and `//` too, as an output's type may have them); test input only."""
+    return schema_parse_type(text)
 
 
 def make_def(body: str, inputs: Mapping[str, str] | None = None, outputs: Mapping[str, str] | None = None,

@@ -16,6 +16,8 @@ defines one answer and this module is its executable definition:
   with every step in f64, rounded to np.tanh's dtype for x; `fma(a, b, c)` is `a*b + c`
   with one rounding
 - min/max/argmin/argmax over an empty extent raise `ExecutionError`
+- `cumsum`/`cumprod` (`scan`): float prefixes each rounded once from f64 (f64 sums
+  compensated), as the float sums below, not numpy's running value in the input type
 - float sums, products and means (and resonance's float bins) are the exact terms
   reduced in f64 and rounded once, not numpy's own arithmetic, which is not pairwise
   along a strided axis and multiplies in the input type (`_rounded_once`)
@@ -43,7 +45,7 @@ import numpy as np
 from hologram.core import atlas
 from hologram.core.errors import ExecutionError
 
-__all__ = ["ORACLE", "cast", "reduce", "fma", "resonance", "add_at", "REDUCTIONS"]
+__all__ = ["ORACLE", "cast", "reduce", "fma", "resonance", "add_at", "scan", "REDUCTIONS", "SCANS"]
 
 Arg = Any  # np.ndarray | np.generic | bool | int | float (Python scalars are weak)
 
@@ -356,6 +358,78 @@ def _rounded_once(fn: Callable[..., Any], x: np.ndarray, axes: tuple[int, ...], 
     if keepdims:
         out = np.expand_dims(out, axes)
     return out.astype(out_dtype)
+
+
+# ------------------------------------------------------------------------------ scans
+SCANS = {"cumsum": "sum", "cumprod": "prod"}
+
+
+@_quiet
+def scan(kind: str, x: Arg, axis: int | None = None) -> np.ndarray:
+    """numpy's `cumsum` (kind "sum") or `cumprod` ("prod") over the flattened array (`axis`
+    None; a scalar is one element) or along `axis`, in numpy's result dtype; integers wrap.
+
+    Float prefixes are each rounded once from a more accurate value, not numpy's running
+    value in the input type (which, like its f16 sum, stalls at 2048): f16 and f32 terms
+    accumulated in f64 (exact terms, so every prefix errs far less than one rounding to
+    their type), f64 sums compensated (`_compensated_prefix`); f64 products are numpy's."""
+    x = np.asarray(x)
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    out_dtype = getattr(np, f"cum{kind}")(np.zeros(1, x.dtype)).dtype
+    fn = np.cumsum if kind == "sum" else np.cumprod
+    if out_dtype.kind != "f":
+        return fn(x, axis=axis, dtype=out_dtype)
+    if out_dtype != np.float64:
+        return fn(x.astype(np.float64), axis=axis).astype(out_dtype)
+    if kind == "prod":
+        return fn(x, axis=axis)
+    rows = np.moveaxis(x, axis, -1)
+    flat = rows.reshape(math.prod(rows.shape[:-1]), rows.shape[-1])
+    return np.moveaxis(_compensated_prefix(flat).reshape(rows.shape), -1, axis)
+
+
+def _compensated_prefix(x: np.ndarray) -> np.ndarray:
+    """The running sums of each row of the f64 matrix `x`, each within a few eps * sum|x|
+    of the exact prefix, in O(sqrt(n)) numpy steps: Neumaier's compensated sum along
+    blocks of about sqrt(n) values (all blocks side by side), then along the block totals
+    for each block's offset. Where numpy's plain running sum is inf or NaN (an inf or NaN
+    term, or an overflow) it is the answer, as the compensation is then meaningless; so
+    is its zero, whose sign is numpy's."""
+    rows, n = x.shape
+    if n == 0 or rows == 0:
+        return x.copy()
+    size = max(1, math.isqrt(n))
+    blocks = -(-n // size)
+    padded = np.zeros((rows, blocks * size))
+    padded[:, :n] = x
+    local = _neumaier(padded.reshape(rows, blocks, size))  # (sum, compensation) in each block
+    totals = (local[0][..., -1], local[1][..., -1])
+    # offsets: the totals of the blocks before each, compensated in turn
+    hi, lo = _neumaier(np.stack([totals[0], totals[1]], -1).reshape(rows, 2 * blocks))
+    off_hi = np.concatenate([np.zeros((rows, 1)), hi[:, 1::2][:, :-1]], 1)
+    off_lo = np.concatenate([np.zeros((rows, 1)), lo[:, 1::2][:, :-1]], 1)
+    a, b = off_hi[..., None], local[0]
+    s = a + b
+    bb = s - a
+    err = (a - (s - bb)) + (b - bb)  # TwoSum: s + err is a + b exactly
+    out = (s + (err + off_lo[..., None] + local[1])).reshape(rows, -1)[:, :n]
+    plain = np.cumsum(x, axis=-1)
+    # numpy's running sum also gives the sign of a zero (-0.0 while every term is -0.0)
+    return np.where(~np.isfinite(plain) | ((out == 0) & (plain == 0)), plain, out)
+
+
+def _neumaier(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(running sum, running compensation) along the last axis: the prefix is their sum."""
+    s, c = np.zeros(x.shape), np.zeros(x.shape)
+    acc, comp = np.zeros(x.shape[:-1]), np.zeros(x.shape[:-1])
+    for k in range(x.shape[-1]):
+        v = x[..., k]
+        t = acc + v
+        comp = comp + np.where(np.abs(acc) >= np.abs(v), (acc - t) + v, (v - t) + acc)
+        acc = t
+        s[..., k], c[..., k] = acc, comp
+    return s, c
 
 
 # ------------------------------------------------------------------------------ table

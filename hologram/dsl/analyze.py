@@ -37,6 +37,7 @@ from hologram.dsl.scatters import Scatters
 from hologram.dsl.spellings import (
     LOGICAL_REDUCTIONS, METHODS, NUMPY_TYPES, NumpySpellings, affine_ast, asks_shape, logical_reduction, plural,
 )
+from hologram.dsl.scans import Scans
 from hologram.dsl.shapes import PLACEHOLDER, Val, align, at, axes, broadcast_shapes, broadcasts_to
 from hologram.dsl.slicing import NumpyIndexing
 from hologram.dsl.typerules import BINARY, UNARY, apply, can_assign, coerce, describe, strengthen
@@ -143,7 +144,7 @@ class _Namer:
         return name
 
 
-class _Kernel(NumpySpellings, NumpyIndexing, Gathers, Scatters):
+class _Kernel(NumpySpellings, NumpyIndexing, Gathers, Scatters, Scans):
     def __init__(self, kdef: KernelDef, body: ast.Body):
         self.kdef, self.body = kdef, body
         self.params = tuple(_param_decl(p) for p in kdef.inputs)
@@ -187,7 +188,7 @@ class _Kernel(NumpySpellings, NumpyIndexing, Gathers, Scatters):
         if isinstance(st, ast.AugAssign):
             stmt = self.scatter_statement(st, Binding)
         elif st.indices is None:
-            stmt = self.accumulate_statement(st) or self.whole_array(st)
+            stmt = self.accumulate_statement(st) or self.scan_statement(st) or self.whole_array(st)
         else:
             stmt = self.index_notation(st)
         self.statements += self.prelude + [stmt]
@@ -228,8 +229,8 @@ class _Kernel(NumpySpellings, NumpyIndexing, Gathers, Scatters):
                                st.value.span, hint=f"convert explicitly: {out.name} = {out.dtype}(...)")
         return coerce(val, out.dtype)
 
-    def whole_array(self, st: ast.Assign) -> Compute:
-        val = self.eval(st.value, {})
+    def whole_array(self, st: ast.Assign, val: Val | None = None) -> Compute:
+        val = self.eval(st.value, {}) if val is None else val
         out = self.outputs.get(st.target.id)
         shape = val.shape if out is None else out.shape
         if out is not None and not broadcasts_to(val.shape, shape):
@@ -453,12 +454,13 @@ class _Kernel(NumpySpellings, NumpyIndexing, Gathers, Scatters):
         fn = FUNCTIONS.get(node.func.id)
         if node.method:
             base = ast.spelling(node.args[0])
-            if fn is None or fn.kind != "reduce":
+            if fn is None or fn.kind not in ("reduce", "scan"):
                 more = ", ..." if fn is not None and len(fn.params) > 1 else ""
                 form = f"{node.func.id}({base}{more})" if fn is not None else f"a function of {base}"
                 raise CompileError(f"'{base}.{node.func.id}()': of numpy's array methods, only the reductions "
-                                   f"({', '.join(METHODS)}) and astype are accepted", node.span, hint=f"write {form}")
-            if len(node.args) > 1:
+                                   f"and scans ({', '.join(METHODS)}) and astype are accepted", node.span,
+                                   hint=f"write {form}")
+            if len(node.args) > 1 and fn.kind == "reduce":
                 raise CompileError(f"'{base}.{node.func.id}()' takes keyword arguments only (axis=, keepdims=)",
                                    node.args[1].span)
         if fn is None:
@@ -467,6 +469,8 @@ class _Kernel(NumpySpellings, NumpyIndexing, Gathers, Scatters):
                 raise CompileError(f"'{n}' is not a function", node.func.span)
             raise CompileError(f"unknown function '{n}'{did_you_mean(n, [*FUNCTIONS, 'len', *LOGICAL_REDUCTIONS])}",
                                node.func.span)
+        if fn.kind == "scan":
+            return self.scan_value(node, scope)
         self.check_call(fn, node)
         if fn.kind == "reduce":
             return self.reduction(fn, node, scope)

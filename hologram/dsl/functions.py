@@ -12,6 +12,7 @@ kinds:
     cast         `f32(x)`: convert to `result`
     atlas        an Atlas function: integer arguments (as i64), IR op `op`, dtype `result`
     reduce       `op` is the reduction kind; extra arguments name index variables
+    scan         `cumsum`/`cumprod`: `op` is the kind (sum, prod); hologram.dsl.scans builds it
     resonance    a 96-bin scatter-add, built as an IR `Accumulate`
 """
 
@@ -229,6 +230,9 @@ def _table() -> dict[str, Function]:
     for kind in REDUCTION_KINDS:
         fns.append(Function(kind, ("x",), "reduce", f"{kind} over everything, an axis or index variables",
                             op=kind, keywords=("axis", "keepdims")))
+    for name, kind in (("cumsum", "sum"), ("cumprod", "prod")):
+        fns.append(Function(name, ("x",), "scan", f"running {kind} over the flattened array or along an axis",
+                            op=kind, keywords=("axis",)))
     fns.append(Function("resonance", ("classes", "values"), "resonance",
                         "96-bin scatter-add of values into the bins named by classes"))
     return {f.name: f for f in fns}

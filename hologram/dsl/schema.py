@@ -39,6 +39,7 @@ _RESERVED_GROUPS = {
         arctan2 sinh cosh tanh arcsinh arccosh arctanh floor ceil round trunc rint sign hypot fmod
         copysign minimum maximum clip isnan where power rsqrt sigmoid relu gelu fma erf erfc""",
     "a reduction": "sum prod min max mean argmin argmax",
+    "a scan": "cumsum cumprod",
     "an Atlas function": "atlas_class mirror degree neighbor is_unity bound_map resonance",
 }
 RESERVED: Mapping[str, str] = {name: what for what, names in _RESERVED_GROUPS.items() for name in names.split()}

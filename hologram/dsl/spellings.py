@@ -202,7 +202,7 @@ class NumpySpellings:
 
 ATTRIBUTES = ("shape", "ndim", "size", "T")
 LOGICAL_REDUCTIONS = ("any", "all")
-METHODS = tuple(sorted([*(n for n, f in FUNCTIONS.items() if f.kind == "reduce"), *LOGICAL_REDUCTIONS]))
+METHODS = tuple(sorted([*(n for n, f in FUNCTIONS.items() if f.kind in ("reduce", "scan")), *LOGICAL_REDUCTIONS]))
 
 
 def logical_reduction(node: ast.Call) -> ast.Expr:

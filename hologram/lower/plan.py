@@ -31,7 +31,7 @@ import attrs
 
 from hologram.core.errors import CompileError
 from hologram.core.types import Affine, DType
-from hologram.ir import (Accumulate, Compute, Expr, KernelIR, OnlineMaxSum, Statement, TensorDecl, defines,
+from hologram.ir import (Accumulate, Compute, Expr, KernelIR, OnlineMaxSum, Scan, Statement, TensorDecl, defines,
                          map_statement, statement_exprs)
 
 I64 = DType.I64
@@ -214,6 +214,8 @@ def _hoist(st: Statement, decls: dict[str, TensorDecl], names: Names,
         scope: Scope = tuple(zip(st.vars, decl.shape))
         # a 0-d statement that *is* a reduction is the cross-lane stage itself
         top = st.body if (not st.vars and st.body.op == "REDUCE" and st.body.dtype == decl.dtype) else None
+    elif isinstance(st, Scan):
+        scope, top = tuple(zip(st.vars, decls[st.target].shape)), None
     elif isinstance(st, OnlineMaxSum):
         scope, top = st.axes, None
     else:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import attrs
 
-from hologram.ir import Accumulate, Expr, KernelIR, OnlineMaxSum, Statement, defines
+from hologram.ir import Accumulate, Expr, KernelIR, OnlineMaxSum, Scan, Statement, defines
 from hologram.passes.api import Pass
 from hologram.passes.ir_common import exprs, map_statement
 
@@ -41,7 +41,8 @@ def _shape_key(kir: KernelIR, st: Statement) -> tuple:
     d = kir.decl(st.target)
     body = tuple(_rename(e, names) for e in exprs(st))
     extents = st.extents if isinstance(st, Accumulate) else ()
-    return (type(st).__name__, d.dtype, d.shape, extents, body)
+    scanned = (st.kind, names[st.var]) if isinstance(st, Scan) else ()
+    return (type(st).__name__, d.dtype, d.shape, extents, scanned, body)
 
 
 def _redirect(st: Statement, alias: dict[str, str]) -> Statement:

@@ -15,7 +15,7 @@ from typing import Callable
 import attrs
 
 from hologram.core.types import Affine, DType, convert_const
-from hologram.ir import Compute, Expr, KernelIR, OnlineMaxSum, Statement, map_statement, statement_exprs
+from hologram.ir import Compute, Expr, KernelIR, OnlineMaxSum, Scan, Statement, map_statement, statement_exprs
 
 Rule = Callable[[Expr], "Expr | None"]
 MAX_ROUNDS = 32  # rewrite rounds per expression; every rule shrinks or orders, so few are needed
@@ -85,7 +85,7 @@ class Droppable:
 
     def __init__(self, kir: KernelIR, st: Statement):
         self.decls = {d.name: d for d in kir.params + kir.outputs + kir.temps}
-        if isinstance(st, Compute):
+        if isinstance(st, (Compute, Scan)):
             self.extents = dict(zip(st.vars, self.decls[st.target].shape))
         elif isinstance(st, OnlineMaxSum):
             self.extents = dict(st.axes)

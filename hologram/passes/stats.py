@@ -31,7 +31,7 @@ from typing import Mapping
 
 import attrs
 
-from hologram.ir import LEAF_OPS, Expr, KernelIR, OnlineMaxSum, Statement, statement_exprs
+from hologram.ir import LEAF_OPS, Expr, KernelIR, OnlineMaxSum, Scan, Statement, statement_exprs
 from hologram.isa.program import Instr, Program
 from hologram.passes.work import QUOTIENTS, Formula, Poly, lane_work, quotient, stage_traffic
 
@@ -89,5 +89,6 @@ def _ir_ops(st: Statement) -> int:
     seen: set[Expr] = set()
     for root in statement_exprs(st):
         seen.update(n for n in root.walk() if n.op not in LEAF_OPS)
-    # an online max-and-sum also computes max(v), v - max, exp and the sum
-    return len(seen) + (4 if isinstance(st, OnlineMaxSum) else 0)
+    # an online max-and-sum also computes max(v), v - max, exp and the sum; a scan its
+    # running sum or product
+    return len(seen) + (4 if isinstance(st, OnlineMaxSum) else 1 if isinstance(st, Scan) else 0)

@@ -481,12 +481,11 @@ _NO_IDENTITY = frozenset({"min", "max", "argmin", "argmax"})
 def identityless_reductions(kir: KernelIR) -> tuple[tuple[str, tuple], ...]:
     """The (kind, axes) of every min/max/argmin/argmax in `kir` (a Kernel finds them once,
     so a call only evaluates their extents)."""
-    from hologram.ir import Compute  # compiling imported it already; loading a bundle never asks
+    from hologram.ir import statement_exprs  # compiling imported it already; loading a bundle never asks
 
     found: dict[tuple[str, tuple], None] = {}
     for st in kir.body:
-        exprs = (st.body,) if isinstance(st, Compute) else (st.key, st.value)
-        for e in exprs:
+        for e in statement_exprs(st):
             for node in e.walk():
                 if node.op == "REDUCE" and node.arg[0] in _NO_IDENTITY:
                     found[node.arg] = None

@@ -29,8 +29,8 @@ overflow or underflow. Fuzziness propagates to every dependent element; those el
 are not compared. Exact inputs never make an element fuzzy, so integer, bool and
 `+ - * /`-only expressions are always compared bitwise.
 
-Reductions (`sum prod mean`) are bounded by the contract's `log2(n)` rule against the
-sum of the magnitudes of their terms; `min max` by the largest input error;
+Reductions (`sum prod mean`), and each prefix of a scan (`cumsum cumprod`), are bounded
+by the contract's `log2(n)` rule against the sum of the magnitudes of their terms; `min max` by the largest input error;
 `argmin argmax` are exact unless an inexact input could change the winner.
 """
 
@@ -48,7 +48,8 @@ from hologram.core import semantics as oracle
 from hologram.testing.contract import assert_close, reduction_tolerance, spacing, ulp_step
 from hologram.testing.values import DTypeLike, as_dtype
 
-__all__ = ["Val", "OP_ULPS", "CONTRACT_ULPS", "TRANSCENDENTAL", "apply", "reduce", "resonance", "scatter_add", "lift",
+__all__ = ["Val", "OP_ULPS", "CONTRACT_ULPS", "TRANSCENDENTAL", "apply", "reduce", "scan", "resonance", "scatter_add",
+           "lift",
            "gelu_steps"]
 
 CONTRACT_ULPS = 4  # transcendentals, per DESIGN.md
@@ -375,6 +376,56 @@ def reduce(kind: str, a: Val, axis: int | Sequence[int] | None = None, keepdims:
             err = (upper - np.prod(ax, axis=-1)) + reduction_tolerance(max(n, 1), v.dtype) * upper + last_ulp
             ulps = np.where(exact_zero & any_inexact, 1, 0)  # the sign of that zero is open
     return Val.settled(v, back(err), back(ulps), fuzzy | back(unsure))
+
+
+def scan(kind: str, a: Val, axis: int | None = None) -> Val:
+    """The oracle's cumsum (`kind` "sum") or cumprod ("prod") over the flattened array
+    (`axis` None) or along `axis`, with its contract: each prefix is a reduction of its
+    terms (the `log2(k)` rule of `reduce` for the k terms up to it, against their
+    magnitudes), and what makes a prefix fuzzy makes every later one fuzzy."""
+    v = oracle.scan(kind, a.v, axis)
+    if axis is None:
+        a, axis = a.broadcast_to(a.shape).reshape((-1,)), 0
+    axis %= max(a.v.ndim, 1)
+    if not a.v.ndim:
+        a = a.reshape((1,))
+    fuzzy = np.logical_or.accumulate(np.broadcast_to(a.fuzzy, a.shape), axis=axis) if v.size else v == 0
+    zero = np.zeros(v.shape)
+    if v.dtype.kind != "f":
+        return Val(v, zero, zero.astype(np.int64), fuzzy)
+    x = a.v.astype(np.float64)
+    lo, hi = (np.broadcast_to(s, a.shape) for s in _span(a))
+    count = np.arange(1, v.shape[axis] + 1).reshape([-1 if d == axis else 1 for d in range(v.ndim)])
+    depth = np.ceil(np.log2(np.maximum(count, 1)))
+    tol = 2.0 * (depth + 1) * float(np.finfo(v.dtype).eps)  # contract.reduction_tolerance, per prefix
+
+    def running(f: Callable[..., np.ndarray], part: np.ndarray) -> np.ndarray:
+        return f(part, axis=axis) if v.size else part
+
+    with np.errstate(all="ignore"):
+        e = _width(x, lo, hi)
+        inexact = np.broadcast_to(_inexact(a), a.shape)
+        has_nan = running(np.logical_or.accumulate, np.isnan(x))
+        big, tiny = float(np.finfo(v.dtype).max), float(np.finfo(v.dtype).tiny)
+        last_ulp = spacing(np.where(np.isfinite(v), v, 0.0), v.dtype)
+        ulps = np.zeros(v.shape, np.int64)
+        if kind == "sum":
+            fin = np.isfinite(x)
+            mag = running(np.cumsum, np.where(fin, np.abs(x) + e, 0.0))
+            shaky = running(np.logical_or.accumulate, np.isinf(e) | (~fin & inexact))
+            unsure = ~has_nan & ((mag > big) | shaky)  # some summation order may overflow
+            err = running(np.cumsum, np.where(fin, e, 0.0)) + tol * mag + last_ulp
+        else:
+            ax = np.abs(x)
+            upper = running(np.cumprod, ax + e)
+            grow = running(np.cumprod, np.maximum(ax + e, 1.0))
+            shrink = running(np.cumprod, np.minimum(np.maximum(ax - e, 0.0), 1.0))
+            exact_zero = running(np.logical_or.accumulate, (x == 0) & ~inexact)
+            # some multiplication order may overflow, or underflow to a lost subnormal
+            unsure = ~has_nan & ((grow > big) | ((shrink < tiny) & ~exact_zero))
+            err = (upper - running(np.cumprod, ax)) + tol * upper + last_ulp
+            ulps = np.where(exact_zero & running(np.logical_or.accumulate, inexact), 1, 0)  # the sign of that zero
+    return Val.settled(v, err, ulps, fuzzy | unsure)
 
 
 def resonance(classes: Val, values: "Val | Scalar") -> Val:

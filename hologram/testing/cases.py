@@ -564,7 +564,7 @@ def symbol_kernels(draw: Callable, cfg: GenConfig = GenConfig()) -> KernelCase:
     x, s, z = Param("x", dt, (Affine.of("n"),)), Param("s", dt), Param("z", dt, (Affine.of("m"),))
     n = symbol("n")
     groups = ("arith", "compare", "select", "bitwise")
-    builder = Builder(draw, attrs.evolve(cfg.only(*groups), reductions=()), [_leaf(x), _leaf(s), n, symbol("m")])
+    builder = Builder(draw, attrs.evolve(cfg.only(*groups), reductions=(), scans=()), [_leaf(x), _leaf(s), n, symbol("m")])
     node = builder.require(builder.expr(draw(st.sampled_from([("n",), ()])), cfg.max_depth), n)
     statements: list[Statement] = [("y", f"y = {render(node)}", node)]
     outputs = [Param("y", _out_dtype(draw, node.dtype), _dims(node.shape))]

@@ -36,6 +36,7 @@ from hologram.core.errors import ExecutionError
 from hologram.core.types import DType
 from hologram.testing import bounds, values
 from hologram.testing.bounds import Val
+from hologram.testing.scan_forms import render_scan, scan_forms
 
 __all__ = ["OpSpec", "VOCABULARY", "GROUPS", "GenConfig", "Node", "Builder", "Env", "Engine", "render", "literal",
            "symbol", "infer", "weak_result", "evaluate", "strong", "reachable", "contains", "reduce_dtype"]
@@ -98,6 +99,7 @@ VOCABULARY: dict[str, OpSpec] = {op.name: op for op in (
     _call("bound_map", "iu", "iu", "iu", literals=(1, 2), group="atlas"),
 )}
 REDUCTIONS = oracle.REDUCTIONS
+SCAN_KINDS = tuple(oracle.SCANS.values())
 ATLAS_OPS = frozenset(n for n, op in VOCABULARY.items() if op.group == "atlas")
 GROUPS = frozenset(op.group for op in VOCABULARY.values())
 
@@ -115,6 +117,7 @@ class GenConfig:
     dtypes      input dtypes (DSL names)
     ops         operation names from VOCABULARY the expressions may use
     reductions  reduction kinds (empty: none)
+    scans       scan kinds, "sum" (cumsum) and "prod" (cumprod) (empty: none)
     max_depth   expression depth
     max_temps   temporaries per kernel before the outputs
     max_n, max_m, max_k   largest runtime sizes of the shape symbols (n may be 0)
@@ -124,6 +127,7 @@ class GenConfig:
     dtypes: tuple[str, ...] = tuple(d.value for d in DType)
     ops: frozenset[str] = frozenset(VOCABULARY)
     reductions: tuple[str, ...] = REDUCTIONS
+    scans: tuple[str, ...] = SCAN_KINDS
     max_depth: int = 3
     max_temps: int = 2
     max_n: int = 6
@@ -146,19 +150,19 @@ class Node:
     """An expression tree node.
 
     op      'input' | 'lit' | 'sym' | 'load' | 'cast' | 'reduce' | 'ireduce' | 'transpose' (of an
-            input: `x.T`) | 'matmul' (`a @ b`) | a VOCABULARY name
+            input: `x.T`) | 'matmul' (`a @ b`) | 'scan' (`cumsum(x, axis=k)`) | a VOCABULARY name
     dtype   numpy dtype of the value (None for a weak literal; for a weak shape-symbol
             value its kind: int64, or float64 for `n / m`)
     shape   symbolic shape: dims as labels ('n', 'm', '1'); index-notation nodes use the
             index variables of their domain
     attr    input name | (literal value, spelling) | cast dtype | reduce (kind, axis,
             keepdims) | ireduce (kind, vars) | load (name, index text, index function) |
-            sym (symbol name)
+            sym (symbol name) | scan (kind, axis or None)
     weak    a shape-symbol value or an operator on weak values only (`n`, `n // 2`,
             `1 / n`): a Python scalar at run time, as `len(x)` is in numpy (NEP 50), so
             it takes a typed operand's dtype; evaluated in int64/float64 as the DSL does
     text    how a shape-symbol value is spelled, when not by its name: `len(x)`,
-            `x.shape[-1]` (numpy's spellings of the same weak int)
+            `x.shape[-1]`; a cast's or scan's spelling: "np" (`np.f(x)`), "astype"/"method" (`x.f()`)
     """
 
     op: str
@@ -205,6 +209,8 @@ def render(node: Node) -> str:
         return f"{kind}({render(node.args[0])}, {node.text or ', '.join(names)})"  # text: `d in range(1, 4)`
     if node.op == "transpose":
         return f"{render(node.args[0])}.T"
+    if node.op == "scan":
+        return render_scan(*node.attr, render(node.args[0]), node.text)
     if node.op == "matmul":
         return f"({render(node.args[0])} @ {render(node.args[1])})"
     return VOCABULARY[node.op].template.format(*(render(a) for a in node.args))
@@ -324,7 +330,7 @@ class Builder:
         draw = self.draw
         if depth <= 0 or draw(st.integers(0, 3)) == 0:
             return self.leaf(shape)
-        choice = ("op",) * 6 + ("cast", "reduce")
+        choice = ("op",) * 6 + ("cast", "reduce", "scan")
         choice = choice[draw(st.integers(0, len(choice) - 1))]
         if choice == "cast" and self.cfg.casts:
             child, dt = self.expr(shape, depth - 1), self._dtype(ALL_KINDS)
@@ -333,6 +339,8 @@ class Builder:
             return Node("cast", dt, child.shape, (child,), dt, text=style)
         if choice == "reduce" and self.cfg.reductions and not self.index_mode:
             return self.reduction(shape, depth)
+        if choice == "scan" and self.cfg.scans and not self.index_mode:
+            return self.scan(shape, depth)
         if not self.ops:
             return self.leaf(shape)
         return self.operation(draw(st.sampled_from(self.ops)), shape, depth)
@@ -430,6 +438,17 @@ class Builder:
         axis, keep = self.draw(st.sampled_from(options))
         return self._reduce(kind, child, axis, keep)
 
+    def scan(self, shape: tuple[str, ...], depth: int) -> Node:
+        """cumsum or cumprod of an expression, in a form that fits `shape` (scan_forms);
+        the expression itself when none does (a scalar)."""
+        child = self.expr(shape, depth - 1)
+        forms = scan_forms(child.shape, shape, _fits_in)
+        if not forms:
+            return child
+        (axis, out), kind = self.draw(st.sampled_from(forms)), self.draw(st.sampled_from(self.cfg.scans))
+        style = self.draw(st.sampled_from(("dsl", "np", "method") if child.op == "input" else ("dsl", "np")))
+        return Node("scan", reduce_dtype(kind, child.dtype), out, (child,), (kind, axis), text=style)
+
     def _reduce(self, kind: str, child: Node, axis: int | None, keepdims: bool) -> Node:
         dt = reduce_dtype(kind, child.dtype)
         return Node("reduce", dt, _reduced_shape(child.shape, axis, keepdims), (child,), (kind, axis, keepdims))
@@ -484,6 +503,8 @@ class Engine(Protocol):
 
     def reduce(self, kind: str, a: Val, axis: Any = None, keepdims: bool = False) -> Val: ...
 
+    def scan(self, kind: str, a: Val, axis: int | None = None) -> Val: ...
+
     def resonance(self, classes: Val, values: "Val | Literal") -> Val: ...
 
     def scatter_add(self, shape: tuple[int, ...], dtype: Any, index: tuple[Val, ...], values: "Val | Literal") -> Val:
@@ -516,6 +537,9 @@ def evaluate(node: Node, env: Env) -> "Val | Literal":
     if node.op == "reduce":
         kind, axis, keepdims = node.attr
         return env.engine.reduce(kind, strong(args[0]), axis, keepdims)
+    if node.op == "scan":
+        kind, axis = node.attr
+        return env.engine.scan(kind, strong(args[0]), axis)
     if node.op == "transpose":
         v = strong(args[0])
         return Val(*(np.transpose(f) for f in (v.v, v.err, v.ulps, v.fuzzy)))

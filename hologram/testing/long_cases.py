@@ -34,6 +34,9 @@ f32 cases have one input, m = k = 1 and no contraction):
     contract  c[i, j] = R(e(a[i, p], b[p, j]), p)                       a: T[m, n], b: T[n, k]
     scatter   h = resonance(c, e(x))              c: u8[n] in one to three classes (sums)
     add_at    h[c[i]] += e(x[i])                  c: i32[n] in -2..1 or -1..0, h: f16[2] or [1] (f16 sums)
+    scan      y = cumsum(e(x, w))  or  y = cumsum(e(x), axis=a)  (f16 sums and products:
+              every prefix is held to the contract, and crosses many of the lowering's
+              chunks)                             x, w: T[n]; x: T[m, n] (a = 1, -1), T[n, m] (0, -2)
 
 The reference interpreter runs ~1e5 lanes a second, so the differential harness runs a
 case whose inputs hold more than `difftest.INTERP_MAX_ELEMENTS` elements (the f32 ones)
@@ -65,7 +68,7 @@ F16_TERMS = (8192, 12288)
 F32_TERMS = (1 << 24, (1 << 24) + 64)
 # how often each form is drawn: the whole-array and all-variable ones reduce across lanes,
 # where a backend picks the combination order (and an f16 one once stalled)
-FORMS = {"whole": 3, "named": 2, "axis": 1, "contract": 1, "scatter": 1, "add_at": 1}
+FORMS = {"whole": 3, "named": 2, "axis": 1, "contract": 1, "scatter": 1, "add_at": 1, "scan": 2}
 _EXTREMES = ("min", "max", "argmin", "argmax")
 
 
@@ -181,7 +184,7 @@ def _terms(draw: Callable, kind: str, leaves: list[Node], shape: tuple[str, ...]
     `required` of them. Factors of a product are not added (a sum of two factors near
     1 is near 2, and 8192 of those overflow)."""
     ops = TERM_OPS - {"+"} if kind == "prod" else TERM_OPS
-    cfg = GenConfig(ops=ops, reductions=(), max_depth=2, literals=False, casts=False)
+    cfg = GenConfig(ops=ops, reductions=(), scans=(), max_depth=2, literals=False, casts=False)
     builder = Builder(draw, cfg, leaves, index_mode=leaves[0].op == "load")
     node = builder.expr(shape, cfg.max_depth)
     for leaf in leaves[:required]:
@@ -200,8 +203,10 @@ class _Long:
         self.kind = draw(st.sampled_from(kinds))
         self.dtype = np.dtype(np.float32 if draw(st.integers(0, 3)) == 0 else np.float16)
         wide = self.dtype == np.float32
+        scans = () if wide else tuple(k for k in cfg.scans if k == self.kind)  # an f32 scan: 2**24 checks
         forms = [f for f, weight in FORMS.items() for _ in range(weight)
-                 if not (wide and f in ("contract", "add_at")) and (f not in ("scatter", "add_at") or self.kind == "sum")]
+                 if not (wide and f in ("contract", "add_at")) and (f not in ("scatter", "add_at") or self.kind == "sum")
+                 and (f != "scan" or scans)]
         self.form = draw(st.sampled_from(forms))
         lo, hi = F32_TERMS if wide else F16_TERMS
         side = 1 if wide else 2  # an f16 case's inputs hold at most 4 * 12288 elements
@@ -303,6 +308,14 @@ class _Long:
                     env.grids = {}
             statements = [("h", f"h[c[i]] += {render(terms)}", scatter)]
             outputs = [Param("h", terms.dtype, (Affine.of(bins),))]
+        elif self.form == "scan":
+            axis = draw(st.sampled_from((None, 1, -1, 0, -2)))
+            shape = ("n",) if axis is None else ("m", "n") if axis in (1, -1) else ("n", "m")
+            leaves = [_leaf(self.input("x", *shape))] + ([_leaf(self.input("w", "n"))] if axis is None else [])
+            terms = self.terms(leaves, shape)
+            out = ("n",) if axis is None else shape
+            node = Node("scan", self.out_dtype(terms), out, (terms,), (kind, axis), text=draw(st.sampled_from(("dsl", "np"))))
+            statements, outputs = [("y", f"y = {render(node)}", node)], [Param("y", node.dtype, _affine(out))]
         else:  # scatter
             classes = draw(st.lists(st.integers(0, 95), min_size=1, max_size=3, unique=True))
             seed = self.fill.seed

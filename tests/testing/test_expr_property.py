@@ -7,7 +7,8 @@ keep a failure's cause obvious.
 
 The contract itself is checked from the other side: replaying generated cases on a
 simulated *conforming* backend (every transcendental off by up to 4 ULP, every sum and
-product in a random pairwise order) must never fail, or the bounds would be too tight.
+product, and every prefix of a scan, in a random pairwise order) must never fail, or the
+bounds would be too tight.
 """
 
 from __future__ import annotations
@@ -152,6 +153,17 @@ class ConformingBackend:
             if kind == "mean":
                 acc = (acc / v.dtype.type(n)).astype(v.dtype)
         return Val.exact(np.reshape(acc, v.shape))
+
+    def scan(self, kind: str, a: Val, axis=None) -> Val:
+        """Each prefix reduced on its own, as `reduce` does (a random pairwise order in the
+        result dtype): a backend that shares nothing between prefixes."""
+        v = oracle.scan(kind, a.v, axis)
+        if v.dtype.kind != "f":
+            return Val.exact(v)
+        x = np.moveaxis(a.v.reshape(-1) if axis is None else a.v.reshape(v.shape), 0 if axis is None else axis, -1)
+        out = np.stack([self.reduce(kind, Val.exact(x[..., :k + 1].astype(v.dtype)), -1).v
+                        for k in range(x.shape[-1])], -1) if x.shape[-1] else x.astype(v.dtype)
+        return Val.exact(np.moveaxis(out, -1, 0 if axis is None else axis).reshape(v.shape))
 
     def resonance(self, classes: Val, values) -> Val:
         raw = values.v if isinstance(values, Val) else values

@@ -36,9 +36,11 @@ def _terms(case) -> int:
 def _shape(case) -> tuple[str, str, str]:
     """(dtype of the reduced input, reduction kind, form) of a long case."""
     body = _body(case)
-    kind = "resonance" if body.startswith("h =") else body.split("=", 1)[1].strip().split("(")[0]
-    form = ("scatter" if kind == "resonance" else "contract" if "b[p, j]" in body else "named" if "[i, j]" in body
-            else "axis" if "axis=" in body else "whole")
+    if body.startswith("h[c[i]] +="):  # the scatter-add form: an f16 bin sum
+        return str(np.asarray(case.inputs[-1][1]).dtype), "add_at", "add_at"
+    kind = "resonance" if body.startswith("h =") else body.split("=", 1)[1].strip().split("(")[0].removeprefix("np.")
+    form = ("scatter" if kind == "resonance" else "scan" if kind.startswith("cum") else "contract" if "b[p, j]" in body
+            else "named" if "[i, j]" in body else "axis" if "axis=" in body else "whole")
     return str(np.asarray(case.inputs[-1][1]).dtype), kind, form
 
 
@@ -54,8 +56,10 @@ def test_draws_every_kind_and_form_at_lengths_where_precision_runs_out():
         seen.add(shape)
 
     collect()
-    assert {k for _, k, _ in seen} == {"sum", "prod", "mean", "min", "max", "argmin", "argmax", "resonance"}
-    assert {f for _, _, f in seen} == {"whole", "axis", "named", "contract", "scatter"}
+    assert {k for _, k, _ in seen} == {"sum", "prod", "mean", "min", "max", "argmin", "argmax", "resonance", "cumsum",
+                                       "cumprod", "add_at"}
+    assert {f for _, _, f in seen} == {"whole", "axis", "named", "contract", "scatter", "scan", "add_at"}
+    assert {d for d, k, _ in seen if k.startswith("cum")} == {"float16"}  # an f32 scan would need 2**24 checks
     assert {d for d, _, _ in seen} == {"float16", "float32"}
 
 

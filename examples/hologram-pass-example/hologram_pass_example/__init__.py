@@ -25,7 +25,7 @@ from typing import Callable
 import attrs
 
 import hologram
-from hologram.ir import Accumulate, Compute, Expr, KernelIR
+from hologram.ir import Expr, KernelIR, map_statement
 from hologram.passes import Pass
 
 __all__ = ["neg_cancel", "PASS"]
@@ -77,15 +77,9 @@ def _rewrite(e: Expr) -> Expr:
 
 def neg_cancel(kir: KernelIR) -> KernelIR:
     """`kir` with every cancelling negation removed (a pure function of `kir`)."""
-    body = []
-    for st in kir.body:
-        if isinstance(st, Compute):
-            body.append(attrs.evolve(st, body=_rewrite(st.body)))
-        else:
-            assert isinstance(st, Accumulate)
-            body.append(attrs.evolve(st, key=_rewrite(st.key), value=_rewrite(st.value)))
-    body_t = tuple(body)
-    return kir if body_t == kir.body else attrs.evolve(kir, body=body_t)
+    # every expression of every kind of statement (Compute, Accumulate, Scan, ...)
+    body = tuple(map_statement(st, _rewrite) for st in kir.body)
+    return kir if body == kir.body else attrs.evolve(kir, body=body)
 
 
 PASS = Pass("neg-cancel", "ir", neg_cancel, after=("canonicalize",), before=("cse",), pipelines=("O2",),

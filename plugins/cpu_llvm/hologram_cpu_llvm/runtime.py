@@ -27,7 +27,7 @@ from hologram.core.atlas import NUM_CLASSES
 from hologram.core.errors import ArgumentError, ExecutionError
 from hologram.core.types import Affine
 from hologram.isa.asm import format_instr
-from hologram.isa.program import AXES, Instr, Program
+from hologram.isa.program import AXES, Instr, Program, lead_lane_axes
 from hologram.passes.work import Formula, lane_work
 from hologram.runtime.args import complete_symbols, plain_array, symbol_value, zeroed_temporary
 from hologram.verify.intervals import SYMBOL_MAX
@@ -201,7 +201,8 @@ class Executable:
     # (written param, other param) pairs that may need an alias check at launch
     alias_pairs: tuple[tuple[int, int], ...] = ()
     _geometries: dict = attrs.field(factory=dict, repr=False)
-    _work: list[Formula] = attrs.field(factory=list, init=False, repr=False)  # per stage: lane_work, once known
+    # per stage: (lane_work, the lead lane axis), once known
+    _work: list[tuple[Formula, int | None]] = attrs.field(factory=list, init=False, repr=False)
     params: tuple[BufferSlot, ...] = attrs.field(init=False, repr=False)
     temps: tuple[BufferSlot, ...] = attrs.field(init=False, repr=False)
 
@@ -232,8 +233,9 @@ class Executable:
         grids = []
         named = dict(zip(self.program.symbols, syms))
         if not self._work:  # at the first launch, not in prepare: a warm load stays a load
-            self._work[:] = [lane_work(self.program.stages[st.index]) for st in self.stages]
-        for st, work in zip(self.stages, self._work):
+            self._work[:] = [(lane_work(s), lead_lane_axes(s)) for s in (self.program.stages[st.index]
+                                                                        for st in self.stages)]
+        for st, (work, lead) in zip(self.stages, self._work):
             ext = [eval_dim(d, syms) for d in st.domain]
             for axis, n, dim in zip(AXES, ext, self.program.stages[st.index].domain):
                 if n < 0:
@@ -241,6 +243,9 @@ class Executable:
             lanes = math.prod(ext)
             if lanes >= _I64:  # lane and block ids are i64 in the native code
                 raise ExecutionError(f"stage '{st.name}': the domain {ext} has {lanes} lanes, more than 2**63")
+            for a in lead:  # one lane per block works (and is run) along these axes
+                if ext[a]:
+                    lanes = lanes // ext[a] * -(-ext[a] // st.block[a])
             grids.append((math.prod(-(-n // b) for n, b in zip(ext, st.block)), lanes * _per_lane(work, named)))
         return Geometry(tuple(sizes), tuple(n * b.dtype.itemsize for n, b in zip(sizes, self.buffers)),
                         tuple(grids))
