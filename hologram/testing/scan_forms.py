@@ -5,8 +5,8 @@ its terms).
 
 Shapes are the generator's symbolic ones (dims are labels: 'n', 'm', '1'). A scan along
 an axis keeps its operand's shape; a scan without one is over the flattened operand, a
-1-D array, which the DSL takes when the flattened size is affine: here, when at most one
-dimension is not 1 (a scan of an (m, n) operand is drawn along an axis only).
+1-D array of the product of its dimensions: one of them when the others are 1, or `m*n`
+(a derived dimension, hologram.core.dims) for two symbols.
 """
 
 from __future__ import annotations

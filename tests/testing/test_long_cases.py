@@ -56,11 +56,17 @@ def test_draws_every_kind_and_form_at_lengths_where_precision_runs_out():
         seen.add(shape)
 
     collect()
-    assert {k for _, k, _ in seen} == {"sum", "prod", "mean", "min", "max", "argmin", "argmax", "resonance", "cumsum",
-                                       "cumprod", "add_at"}
-    assert {f for _, _, f in seen} == {"whole", "axis", "named", "contract", "scatter", "scan", "add_at"}
-    assert {d for d, k, _ in seen if k.startswith("cum")} == {"float16"}  # an f32 scan would need 2**24 checks
-    assert {d for d, _, _ in seen} == {"float16", "float32"}
+    assert {d for d, k, _ in seen if k.startswith("cum")} <= {"float16"}  # an f32 scan would need 2**24 checks
+    # every kind, form and dtype is drawn (found, not pinned to one stream: any change to
+    # a generator moves what one fixed stream holds)
+    wanted = [(1, k) for k in ("sum", "prod", "mean", "min", "max", "argmin", "argmax", "resonance", "cumsum",
+                               "cumprod", "add_at")]
+    wanted += [(2, f) for f in ("whole", "axis", "named", "contract", "scatter", "scan", "add_at")]
+    wanted += [(0, d) for d in ("float16", "float32")]
+    for position, value in wanted:
+        if not any(s[position] == value for s in seen):
+            find(long_reduction_kernels(), lambda case, p=position, v=value: _shape(case)[p] == v,
+                 settings=settings(QUICK, max_examples=2000))
 
 
 def test_diff_test_mixes_in_one_long_case_in_four():
