@@ -122,10 +122,11 @@ def plain_array(where: str, value: np.ndarray) -> np.ndarray:
     return value.view(np.ndarray)
 
 
-def check_array(kernel: str, p: Param, value: Any, cast: bool) -> np.ndarray:
-    """`value` as an input array of `p`'s dtype and rank, C-contiguous; with `cast=True`
-    anything numpy can convert becomes one converted copy (never a copy otherwise). An
-    ndarray subclass is viewed as a plain ndarray, a masked array refused (`plain_array`)."""
+def check_array(kernel: str, p: Param, value: Any, cast: bool, loop_rank: int = 0) -> np.ndarray:
+    """`value` as an input array of `p`'s dtype and rank (plus `loop_rank` leading loop
+    dimensions, hologram.runtime.loops), C-contiguous; with `cast=True` anything numpy can
+    convert becomes one converted copy (never a copy otherwise). An ndarray subclass is
+    viewed as a plain ndarray, a masked array refused (`plain_array`)."""
     where = f"{kernel}(): argument {p.name!r}"
     if type(value) is not np.ndarray and isinstance(value, np.ndarray):
         value = plain_array(where, value)
@@ -139,7 +140,7 @@ def check_array(kernel: str, p: Param, value: Any, cast: bool) -> np.ndarray:
             raise ArgumentError(f"{where} cannot be converted to an array of {p.type}: {exc}") from None
         if value.dtype.kind in "OUSVc":
             raise ArgumentError(f"{where} cannot be converted to {p.type}: got values of dtype {value.dtype}")
-    if value.ndim != len(p.shape):
+    if value.ndim != len(p.shape) + loop_rank:
         hint = f"to map the kernel over leading dimensions, call {kernel}.map(...)" \
             if value.ndim > len(p.shape) else None
         raise ArgumentError(f"{where} must have rank {len(p.shape)} ({p.type}), got shape {value.shape}", hint=hint)

@@ -23,7 +23,7 @@ import attrs
 import numpy as np
 
 from hologram.core.errors import ArgumentError
-from hologram.runtime.args import CAST_HINT, Param, Signature, plain_array
+from hologram.runtime.args import Param, Signature, check_array
 
 
 @attrs.frozen
@@ -71,7 +71,7 @@ def loop_call(sig: Signature, values: Mapping[str, Any], cast: bool) -> LoopCall
     for p in sig.inputs:
         if not ranks[p.name]:
             continue
-        checked[p.name] = a = _array(name, p, values[p.name], cast)
+        checked[p.name] = a = check_array(name, p, values[p.name], cast, ranks[p.name])
         shapes[p.name] = a.shape[:ranks[p.name]]
     try:
         shape = np.broadcast_shapes(*shapes.values())
@@ -93,31 +93,6 @@ def loop_call(sig: Signature, values: Mapping[str, Any], cast: bool) -> LoopCall
             items = np.arange(math.prod(own), dtype=np.int64).reshape(padded)
             tabled[n] = (np.ascontiguousarray(np.broadcast_to(items, shape)).reshape(-1), math.prod(own))
     return LoopCall(tuple(int(d) for d in shape), out, frozenset(full), tabled)
-
-
-def _array(kernel: str, p: Param, value: np.ndarray, cast: bool) -> np.ndarray:
-    """An argument with loop dimensions, checked as `check_array` checks an input (dtype,
-    C-contiguity; `cast=True` makes one converted copy); a scalar parameter's array is an
-    array of that dtype."""
-    where = f"{kernel}(): argument {p.name!r}"
-    if type(value) is not np.ndarray:
-        value = plain_array(where, value)
-    want = p.dtype.np
-    if cast:
-        if value.dtype.kind in "OUSVc":
-            raise ArgumentError(f"{where} cannot be converted to {p.type}: got values of dtype {value.dtype}")
-        if value.dtype != want or not value.flags.c_contiguous:
-            with np.errstate(all="ignore"):
-                value = np.ascontiguousarray(value, dtype=want)
-        return value
-    if value.dtype != want:
-        what = "the scalar parameter's values" if p.kind == "scalar" else "it"
-        raise ArgumentError(f"{where} must have dtype {p.dtype} ({want}) for {what}, got {value.dtype}",
-                            hint=CAST_HINT)
-    if not value.flags.c_contiguous:
-        raise ArgumentError(f"{where} must be C-contiguous, got a strided view of shape {value.shape}",
-                            hint=f"{CAST_HINT}, or use np.ascontiguousarray")
-    return value
 
 
 def core_views(sig: Signature, call: LoopCall) -> dict[str, Any]:

@@ -142,8 +142,6 @@ def test_the_batched_program_keeps_the_proofs_and_is_made_once():
 def test_batched_full_sums_keep_the_accuracy_contract(backend):
     """A full reduction per item becomes a reduction into the item's element; cpu_llvm
     still sums it per block, compensated across blocks (its index is block-uniform)."""
-    from hologram.testing import assert_close, reduction_tolerance  # noqa: F401
-
     k = stdlib("sum").on(backend)
     n = 300_000 if backend != "interp" else 3_000
     x = RNG.random((3, n)).astype(np.float32)
