@@ -465,7 +465,8 @@ def numba_first_call(numba: Any, d: dict[str, Any]) -> dict[str, float]:
     """Seconds of each numba function's first call (its JIT), minus one steady call."""
     fns = numba_functions(numba)
     small = {"x": d["x16"], "y": d["y16"], "z": d["x16"], "a": d["a"], "x16": d["x16"], "y16": d["y16"],
-             "A": d["A"][:4, :4].copy(), "B": d["B"][:4, :4].copy(), **dict.fromkeys(SCAN_ROWS, d["x16"])}
+             "A": d["A"][:4, :4].copy(), "B": d["B"][:4, :4].copy(), **dict.fromkeys(SCAN_ROWS, d["x16"]),
+             "gx": d["x16"], "idx": np.arange(16), "bins": np.arange(16, dtype=np.int32)}
     out = {}
     for name, call in numba_impls(fns, small).items():
         if name in CALL_STYLES or name in ("softmax_r", "cumsum_1m", "cumsum_10m"):  # functions timed in another row
