@@ -244,6 +244,32 @@ def within_lanes(domain: Sequence[Affine]) -> dict[str, Affine]:
     return out
 
 
+def lane_facts(domain: Sequence[Affine]) -> list[Affine]:
+    """Forms that are >= 1 wherever a lane of a stage over `domain` exists, read off its
+    derived extents: `A//k >= 1` means `A >= k`, `min(A, B) >= 1` means both are, and so
+    does `A*B >= 1` when both are sizes (non-negative forms), `max(A, 0) >= 1` means `A`
+    is. (For lane code only, as `within_lanes`.)"""
+    out: list[Affine] = []
+    pending = [d for d in domain if d.const == 0 and len(d.terms) == 1 and d.terms[0][1] == 1]
+    while pending:
+        d = parse_derived(pending.pop().terms[0][0])
+        if d is None:
+            continue
+        if d.op == "floordiv":
+            found = [d.a - (d.b.const - 1)]
+        elif d.op == "min":
+            found = [d.a, d.b]
+        elif d.op == "mul":  # a product >= 1 of factors >= 0 (sizes): each is >= 1
+            found = [d.a, d.b] if _plainly_nonneg(d.a) and _plainly_nonneg(d.b) else []
+        elif d.op == "max" and d.b == Affine.of(0):
+            found = [d.a]
+        else:
+            found = []
+        out += found
+        pending += [f for f in found if f.const == 0 and len(f.terms) == 1 and f.terms[0][1] == 1]
+    return out
+
+
 # ---------------------------------------------------------------------- the algebra
 @attrs.frozen
 class DimAlgebra:

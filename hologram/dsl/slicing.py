@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from hologram.core.dims import DimAlgebra
+from hologram.core.dims import DimAlgebra, is_derived, within_lanes
 from hologram.core.errors import CompileError
 from hologram.core.types import Affine, DType, Shape, shape_str
 from hologram.dsl import ast
@@ -96,7 +96,7 @@ class NumpyIndexing:
                 _, k, length, first, step = p
                 var = axis(len(shape))
                 shape.append(length)
-                index[k] = index_expr(first + Affine.of(var) * step, {var})
+                index[k] = in_range(index_expr(first + Affine.of(var) * step, {var}), decl.shape[k], length, first)
             elif p[0] == "int":
                 index[p[1]] = p[2]
             else:
@@ -235,6 +235,19 @@ class NumpyIndexing:
         if decl.kind != "value":  # a named array's access, for the always-out-of-bounds warning
             self.note_access(decl, k, a, {v: b for v, b in by_ir.items() if v in a.symbols}, e.span)
         return affine_index(a, decl.shape[k], by_ir.keys()).expr
+
+
+def in_range(index: Expr, dim: Affine, length: Affine, first: Affine) -> Expr:
+    """A slice's element index, clamped to the dimension where the verifier could not see
+    that it stays inside. It always does (the length is numpy's, exact): the clamp changes
+    no value, and spares the access a run-time check, which would keep a backend from
+    vectorizing it. Affine lengths and `max(A, 0)` ones (a stage's lanes may take that as
+    `A`, hologram.core.dims.within_lanes) are provable without it."""
+    derived = {n for a in (length, first) for n in a.symbols if is_derived(n)}
+    if not derived or derived == set(within_lanes((length,))) and not any(is_derived(n) for n in first.symbols):
+        return index
+    low = Expr("MAX", I64, (index, Expr.const(0, I64)))
+    return Expr("MIN", I64, (low, index_expr(dim - 1, frozenset())))
 
 
 def _literal_nonneg(a: Affine) -> bool:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import attrs
 
-from hologram.core.dims import substitute, within_lanes
+from hologram.core.dims import lane_facts, substitute, within_lanes
 from hologram.core.types import DType
 from hologram.isa.opcodes import OPCODES
 from hologram.isa.program import Addr, Instr, Label, Program, Reg, Stage, Sym
@@ -74,7 +74,7 @@ class StageAnalysis:
         inside = within_lanes(stage.domain)
         lane_stage = attrs.evolve(stage, domain=tuple(substitute(d, inside) for d in stage.domain))
         dims = [substitute(d, inside) for b in buffers.values() for d in b.shape]
-        self.base = self.dom = Domain.from_dims(dims, lane_stage.domain, self.meter)
+        self.base = self.dom = Domain.from_dims(dims, (*lane_stage.domain, *lane_facts(stage.domain)), self.meter)
         self.domains: dict[tuple, Domain] = {(): self.base}
         self.sizes: dict[tuple[str, str], Poly] = {}
         for name, b in buffers.items():

@@ -178,3 +178,15 @@ def test_lanes_may_assume_a_clamped_extent_is_its_argument():
     s.stg(DType.F32, "t", 1.0, s.mov(DType.I64, gid("x")))
     with pytest.raises(VerifyError, match="inits run even when the domain is empty"):
         verify(pb.build())
+
+
+@given(st.sampled_from(["max(n - 3, 0)", "(n + 1)//2", "min(n, 3)", "m*n", "(m - 5)*(n - 5)", "min(n - 2, m)"]),
+       st.integers(0, 9), st.integers(0, 9))
+def test_what_lanes_may_assume_holds_whenever_the_extent_has_a_lane(name, m, n):
+    from hologram.core.dims import lane_facts, within_lanes
+
+    env = derive(derived_closure([name]), {"m": m, "n": n})
+    if env[name] < 1:
+        return
+    assert all(f.evaluate(env) >= 1 for f in lane_facts((Affine.of(name),)))
+    assert all(Affine.of(k).evaluate(env) == v.evaluate(env) for k, v in within_lanes((Affine.of(name),)).items())
