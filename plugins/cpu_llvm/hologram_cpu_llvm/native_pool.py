@@ -145,11 +145,13 @@ block:
   br label %check
 
 awake:
+  ; `sleeping` is cleared before the wakeup is counted: whoever sees the count sees the
+  ; flag down, so a stale flag is never taken for the next sleep
+  store atomic i64 0, ptr %psleep seq_cst, align 8
   %pwakes = call ptr @word(ptr %c, i64 6)
   %wakes = load atomic i64, ptr %pwakes monotonic, align 8
   %wakes1 = add i64 %wakes, 1
-  store atomic i64 %wakes1, ptr %pwakes monotonic, align 8
-  store atomic i64 0, ptr %psleep seq_cst, align 8
+  store atomic i64 %wakes1, ptr %pwakes seq_cst, align 8
   call i32 @pthread_mutex_unlock(ptr %mutex)
   br label %run
 
