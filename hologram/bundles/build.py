@@ -324,7 +324,10 @@ def _kernel_build(c: Compiled, member: str, text: str, o0: Pipeline) -> KernelBu
         stats={"stages": stats.stages, "instructions": stats.instructions,
                "instructions_before": instruction_count(before.program), "registers": stats.registers,
                "bytes_read": str(stats.bytes_read), "bytes_written": str(stats.bytes_written),
-               "bytes_exact": stats.bytes_exact})
+               "bytes_exact": stats.bytes_exact,
+               # what the translator noted (a circuit's "4 ops -> 1 op"); absent when nothing, so
+               # the manifests of plain documents are what they were
+               **({"notes": [list(n) for n in c.kdef.notes]} if c.kdef is not None and c.kdef.notes else {})})
     return KernelBuild(entry, ((entry.program, program), (entry.ir, ir)), 0.0)
 
 

@@ -21,6 +21,7 @@ import functools
 import os
 from typing import Sequence
 
+from hologram.core import body_keys as document_keys
 from hologram.core.errors import DocumentError, HologramError, PluginError
 from hologram.core.files import read_regular_file
 from hologram.core.hookspecs import Translator
@@ -30,7 +31,7 @@ from hologram.passes.manager import Pipeline
 from hologram.runtime import pipelines
 from hologram.runtime.driver import Compiled, compile_kdef, compile_program
 from hologram.runtime.kernel import Kernel, Library, forget_unpickled
-from hologram.runtime.lookups import backends, find_translator, get_backend, translator_for_path
+from hologram.runtime.lookups import backends, body_keys, find_translator, get_backend, translator_for_path
 
 __all__ = ["compile", "compile_file", "compile_all", "compile_file_all", "clear_cache"]
 
@@ -145,9 +146,11 @@ def compile_document(translator: Translator, text: str, file: str, pipeline: Pip
 
 
 def translate(translator: Translator, text: str, file: str) -> list[KernelDef]:
-    """The kernel definitions `translator` reads in `text`; a plugin's failure is a PluginError."""
+    """The kernel definitions `translator` reads in `text`, with the document keys plugins
+    handle (`circuit`, ...) in effect; a plugin's failure is a PluginError."""
     try:
-        kdefs = list(translator.parse(text, file))
+        with document_keys.use(body_keys()):
+            kdefs = list(translator.parse(text, file))
     except HologramError:
         raise
     except Exception as exc:  # a translator plugin's bug must not look like a crash of ours
