@@ -4,9 +4,10 @@ Every rule keeps the circuit's meaning exactly, bit for bit (up to the payload o
 it moves no rounding, so a canonical circuit and the one written give the same buffer
 on every backend and in the numpy model. A pass applies, in turn:
 
-- parallel blocks: their branches canonicalized; a branch no other branch reads from
-  leaves the block (`flatten`: beside = one after the other, when independent);
-  `copy@a->b || copy@b->a` is `swap@a<->b` (`exchange`);
+- parallel blocks: their branches canonicalized; a branch that overwrites nothing the
+  others read runs before them, one that reads nothing the others write runs after them
+  (`flatten`: side by side is one after the other, in that order); what is left is a
+  cycle, such as `copy@a->b || copy@b->a`, which is `swap@a<->b` (`exchange`);
 - spelling: `copy@a->a`, `swap@a<->a` are dropped (`identity`); `swap@b<->a` is written
   `swap@a<->b`, `merge_add`/`merge_mul` sources in class order, `merge_neg@a[a]` is
   `mark@a` (`spelling`); `merge_min@d[a,a]`, `merge_max@d[a,a]` copy a (`idempotent merge`);
@@ -50,13 +51,15 @@ class Report:
     rules: tuple[tuple[str, int], ...]
 
     def note(self) -> str:
-        """`4 ops -> 1 op (75% reduction: dead write 1, involution 1, commute 1)`."""
+        """`4 ops -> 1 op (75% reduction)`: what a kernel compiled from the circuit notes."""
         text = f"{self.before} op{'' if self.before == 1 else 's'} -> {self.after} op{'' if self.after == 1 else 's'}"
-        fired = ", ".join(f"{name} {n}" for name, n in self.rules)
         if self.before == self.after:
-            return text + (f" ({fired})" if fired else "")
-        pct = round(100 * (self.before - self.after) / self.before)
-        return f"{text} ({pct}% reduction{': ' + fired if fired else ''})"
+            return text
+        return f"{text} ({round(100 * (self.before - self.after) / self.before)}% reduction)"
+
+    def fired(self) -> str:
+        """`involution 1, idempotent copy 1`: how often each rule fired (or `none`)."""
+        return ", ".join(f"{name} {n}" for name, n in self.rules) or "none"
 
 
 def canonicalize(node: Node) -> tuple[Node, Report]:
@@ -142,24 +145,28 @@ def _block(par: Par, counts: collections.Counter[str]) -> list[Step]:
     """A parallel block with canonical branches, as few of them as its dependences allow."""
     # a branch's quote may be evaluated after the block: within it, every resource is live
     branches = [b for b in (_node(_fixpoint(_steps(b), counts, EVERYTHING)) for b in par.branches) if _size(b)]
-    after: list[Step] = []
-    while len(branches) > 1:  # a branch independent of the others may as well run after them
-        free = next((b for b in branches if all(_independent(b, o) for o in branches if o is not b)), None)
-        if free is None:
+    first: list[Step] = []
+    last: list[Step] = []
+    while len(branches) > 1:  # a branch that may run before (or after) the others leaves the block
+        early = next((b for b in branches if all(not _masks(b)[1] & _masks(o)[0] for o in branches if o is not b)),
+                     None)
+        late = None if early else next(
+            (b for b in branches if all(not _masks(b)[0] & _masks(o)[1] for o in branches if o is not b)), None)
+        if early is None and late is None:
             break
-        branches.remove(free)
+        branches.remove(early or late)
         counts["flatten"] += 1
-        after.extend(_steps(free))
+        (first if early else last).extend(_steps(early or late))
     if len(branches) == 2 and all(isinstance(b, Gen) and b.kind == "copy" for b in branches):
         a, b = branches
         if a.classes == b.classes[::-1]:
             counts["exchange"] += 1
             branches = [Gen("swap", "", tuple(sorted(a.classes)), a.at)]
     if len(branches) > 1:
-        head: list[Step] = [Par(tuple(sorted(branches, key=_key)), par.at)]
+        middle: list[Step] = [Par(tuple(sorted(branches, key=_key)), par.at)]
     else:
-        head = [s for b in branches for s in _steps(b)]
-    return head + after
+        middle = [s for b in branches for s in _steps(b)]
+    return first + middle + last[::-1]
 
 
 def _spell(steps: list[Step], counts: collections.Counter[str]) -> list[Step]:

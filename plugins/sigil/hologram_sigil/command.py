@@ -3,7 +3,7 @@
     $ hologram sigil "copy@c05->c06 . mark@c21 . copy@c05->c06 . mark@c21"
     circuit    copy@c05->c06 . mark@c21 . copy@c05->c06 . mark@c21
     canonical  copy@c05->c06
-               4 ops -> 1 op (75% reduction: involution 1, idempotent copy 1)
+               4 ops -> 1 op (75% reduction); rules: involution 1, idempotent copy 1
 
 CIRCUIT is circuit text, or a `.sigil` file (every kernel in it). `--body` also prints
 the kernel body the canonical circuit compiles to.
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"kernel     {name}")
         print(f"circuit    {format_circuit(node)}")
         print(f"canonical  {format_circuit(canonical)}")
-        print(f"           {report.note()}")
+        print(f"           {report.note()}; rules: {report.fired()}")
         if args.body:
             print("body")
             print("".join(f"    {line}\n" for line in lower(canonical, WIDTH).text.splitlines()), end="")

@@ -161,26 +161,31 @@ def _syntax_error(exc: UnexpectedInput, text: str, origin: BodyOrigin) -> Compil
         span = origin.span(exc.line, exc.column, exc.column + 1)
         return CompileError(f"unexpected character {char!r} in the circuit", span, hint=_CHAR_HINTS.get(char))
     if isinstance(exc, UnexpectedEOF):
-        lines = text.splitlines() or [""]
-        return CompileError(f"the circuit ends too early; expected {_expected(set(exc.expected))}",
-                            origin.span(len(lines), len(lines[-1]) + 1), hint=_hint(set(exc.expected)))
+        return _too_early(text, origin, set(exc.expected))
     assert isinstance(exc, UnexpectedToken)
     tok = exc.token
     expected = set(exc.accepts or exc.expected)
     if tok.type == "$END":
-        lines = text.splitlines() or [""]
-        return CompileError(f"the circuit ends too early; expected {_expected(expected)}",
-                            origin.span(len(lines), len(lines[-1]) + 1), hint=_hint(expected))
+        return _too_early(text, origin, expected)
     line, col = tok.line or 1, tok.column or 1
     end = tok.end_column if tok.end_line in (None, line) and tok.end_column else col + 1
     what = f"class {tok}" if tok.type == "CLASS" else repr(str(tok))
     hint = _hint(expected)
-    if tok.type == "NAME" and "AT" not in expected and "THEN" in expected:
+    if str(tok) in _CHAR_HINTS and tok.type not in expected:
+        hint = _CHAR_HINTS[str(tok)]
+    elif tok.type == "NAME" and "AT" not in expected and "THEN" in expected:
         hint = "compose generators with '.' (one after the other) or '||' (side by side)"
     elif tok.type == "NAME" and "CLASS" in expected:
         hint = "classes are written c00 to c95, in lower case"
     return CompileError(f"unexpected {what}; expected {_expected(expected)}", origin.span(line, col, max(end, col + 1)),
                         hint=hint)
+
+
+def _too_early(text: str, origin: BodyOrigin, expected: set[str]) -> CompileError:
+    lines = text.splitlines() or [""]
+    end = len(lines[-1]) + 1
+    return CompileError(f"the circuit ends too early; expected {_expected(expected)}",
+                        origin.span(len(lines), end, end + 1), hint=_hint(expected))
 
 
 def _expected(expected: set[str]) -> str:
@@ -219,32 +224,33 @@ class _Build(Transformer_NonRecursive):
         return CompileError(message, self.origin.span(line, col, end), hint=hint)
 
     # operands: (form, class tokens)
+    # operands: (form, class tokens, first token, last token)
     def one(self, c):
-        return ("one", [t for t in c if t.type == "CLASS"])
+        return ("one", [t for t in c if t.type == "CLASS"], c[0], c[-1])
 
     def arrow(self, c):
-        return ("arrow", [t for t in c if t.type == "CLASS"])
+        return ("arrow", [t for t in c if t.type == "CLASS"], c[0], c[-1])
 
     def exchange(self, c):
-        return ("exchange", [t for t in c if t.type == "CLASS"])
+        return ("exchange", [t for t in c if t.type == "CLASS"], c[0], c[-1])
 
     def apply(self, c):
-        return ("apply", [t for t in c if t.type == "CLASS"])
+        return ("apply", [t for t in c if t.type == "CLASS"], c[0], c[-1])
 
     def generator(self, c):
         name = c[0]
-        form, tokens = c[-1]
+        form, tokens, first, last = c[-1]
         kind, variant = self.spelling(name)
         if FORM[kind] != form:
-            raise self.fail(f"{name} takes {_FORM_WORDS[FORM[kind]]}: {_example(kind, variant)}", tokens[0], tokens[-1],
+            raise self.fail(f"{name} takes {_FORM_WORDS[FORM[kind]]}: {_example(kind, variant)}", first, last,
                             hint=f"{_FORM_WORDS[form]} is how {_FORM_USERS[form]} are written")
         if form == "apply":
             arity = 1 if variant in MERGE_UNARY else 2
             if len(tokens) != arity + 1:
                 raise self.fail(f"{name} reads {'one class' if arity == 1 else 'two classes'} into its target, got "
-                                f"{len(tokens) - 1}: {_example(kind, variant)}", tokens[0], tokens[-1])
+                                f"{len(tokens) - 1}: {_example(kind, variant)}", first, last)
         classes = tuple(self.class_index(t) for t in tokens)
-        return Gen(kind, variant, classes, _pos(name, tokens[-1]))
+        return Gen(kind, variant, classes, _pos(name, last))
 
     def spelling(self, name: Token) -> tuple[str, str]:
         text = str(name)
