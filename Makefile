@@ -25,7 +25,7 @@ test: $(STAMP)
 	HOLOGRAM_HELDOUT_BACKEND=cpu_llvm $(BIN)/python -m pytest -q tests/heldout
 	bash .ci/wheels.sh $(BIN)/python
 
-# What `pip install hologram-kernels` gives a user: the three wheels built and installed into a
+# What `pip install hologram-kernels` gives a user: the four wheels built and installed into a
 # fresh venv in a temporary directory, without extras or editable paths; the CLI, a kernel on
 # every backend and the demo run there (.ci/wheels.sh; 9 s idle, with pip's cache warm).
 wheel-check: $(STAMP)
