@@ -68,6 +68,8 @@ class _Writer:
         self.count += 1
         return f"{prefix}{self.count}"
 
+    # The walk below does what model.py's does, over names instead of arrays, on purpose:
+    # the model is the oracle this lowering is tested against, so they share no code.
     def run(self, node: Node, env: dict[int, Value]) -> None:
         if isinstance(node, Seq):
             for step in node.steps:

@@ -73,3 +73,16 @@ def test_builds_are_deterministic_and_the_kernels_match_the_documents(folder):
         assert program_hash(shipped[name].program) == program_hash(compiled.program)
         assert shipped[name].signature == compiled.signature
         assert shipped[name].kdef.notes == compiled.kdef.notes  # the source, translated again when asked
+
+
+def test_the_build_cache_knows_which_plugins_read_the_documents(folder, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    seeds = folder / "seeds.toml"
+    first = build([seeds], "circuits", "1.0.0", cache_dir=cache, jobs=1, native="none")
+    again = build([seeds], "circuits", "1.0.0", cache_dir=cache, jobs=1, native="none")
+    assert all(k.cached for k in again.kernels) and again.data == first.data
+    # without the plugin the same text means something else (an unknown key): not a cache hit
+    monkeypatch.setenv("HOLOGRAM_PLUGINS", "-sigil")
+    plugins.reset()
+    with pytest.raises(hologram.errors.HologramError, match="unknown key 'circuit'"):
+        build([seeds], "circuits", "1.0.0", cache_dir=cache, jobs=1, native="none")

@@ -46,6 +46,12 @@ ROWS = {
     "quote@c05 . mark@c05 . copy@c05->c09 . evaluate@c05": lambda x: {9: -x[5]},
     "quote@c05 . swap@c05<->c06 . evaluate@c05": lambda x: {6: x[5]},
     "id": lambda x: {},
+    # side by side: every branch reads the state before the block
+    "copy@c01->c02 || copy@c02->c01": lambda x: {1: x[2], 2: x[1]},
+    "mark@c01 || copy@c01->c02": lambda x: {1: -x[1], 2: x[1]},
+    "(quote@c03 || mark@c03) . evaluate@c03": lambda x: {},
+    "(reduce_max@c01->c02 || merge_add@c01[c01,c02]) . split_sub@c00[c01,c02]":
+        lambda x: {2: np.full(x.shape[1], x[1].max()), 1: x[1] + x[2], 0: x[1] + x[2] - x[1].max()},
 }
 
 
