@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The plain install, as a user gets it: build the three wheels, install them into a fresh
+# The plain install, as a user gets it: build the four wheels, install them into a fresh
 # virtual environment with no extras and no editable paths (`pip install hologram-kernels`
 # with the wheels as the only place our distributions come from), then run the CLI, a
 # kernel on every backend and the README demo there. An install-path defect (a missing
@@ -27,15 +27,15 @@ step "building the wheels"
 mkdir -p "$WORK/src" "$WORK/wheels"
 tar -C "$ROOT" --exclude='__pycache__' --exclude='*.egg-info' --exclude='build' \
     -cf - pyproject.toml setup.py MANIFEST.in README.md kernels hologram plugins/interp plugins/cpu_llvm \
-    | tar -C "$WORK/src" -xf -
+    plugins/sigil | tar -C "$WORK/src" -xf -
 "$PY" -m pip wheel --quiet --no-deps --no-build-isolation --wheel-dir "$WORK/wheels" \
-    "$WORK/src" "$WORK/src/plugins/interp" "$WORK/src/plugins/cpu_llvm"
+    "$WORK/src" "$WORK/src/plugins/interp" "$WORK/src/plugins/cpu_llvm" "$WORK/src/plugins/sigil"
 ls "$WORK/wheels"
 
 step "installing hologram-kernels into a fresh venv (no extras)"
 "$PY" -m venv --without-pip "$WORK/venv"
 VPY=$WORK/venv/bin/python
-# pip runs from the build Python and installs into the new venv; our three distributions can
+# pip runs from the build Python and installs into the new venv; our four distributions can
 # come only from the wheels (none is on the index), the rest from the index or pip's cache.
 "$PY" -m pip --python "$VPY" install --quiet --find-links "$WORK/wheels" hologram-kernels
 
@@ -52,6 +52,7 @@ have = {d.metadata["Name"]: d.version for d in md.distributions()}
 ours = sorted(n for n in have if n.startswith("hologram"))
 print("installed:", ", ".join(f"{n} {have[n]}" for n in ours))
 assert "hologram-backend-interp" in have, "the plain install brought no reference interpreter"
+assert "hologram-translator-sigil" in have, "the plain install brought no sigil translator"
 native = platform.python_implementation() == "CPython" and (sys.platform, platform.machine()) in {
     ("linux", "x86_64"), ("linux", "aarch64"), ("darwin", "arm64"), ("win32", "AMD64")}
 assert ("hologram-backend-cpu-llvm" in have) == native, f"cpu_llvm installed: {'hologram-backend-cpu-llvm' in have}"
@@ -90,6 +91,30 @@ print(f"stdlib {found.version}: {len(lib)} kernels from {found.path}")
 EOF
 "$HOLOGRAM" bundle list stdlib
 "$HOLOGRAM" bundle verify "$("$VPY" -c "from hologram.bundles.load import discover; print(discover('stdlib')[0].path)")"
+
+step "sigil circuits: a .sigil file, a circuit key, a bundle of both (every backend)"
+mkdir -p "$WORK/circuits"
+printf 'kernel seeds 1.0.0 "the seeds example"\n  copy@c05->c06 . mark@c21 . copy@c05->c06 . mark@c21\n' \
+    > "$WORK/circuits/seeds.sigil"
+printf '[kernel]\nname = "softmax"\nversion = "1.0.0"\ncircuit = """\n%s\n"""\n' \
+    "reduce_max@c00->c01 . split_sub@c02[c00,c01] . merge_exp@c02[c02] . reduce_sum@c02->c04 . split_div@c03[c02,c04]" \
+    > "$WORK/circuits/softmax.toml"
+"$HOLOGRAM" compile "$WORK/circuits/seeds.sigil" --emit stats | grep -F "circuit: 4 ops -> 1 op"
+"$HOLOGRAM" sigil "copy@c05->c06 . mark@c21 . copy@c05->c06 . mark@c21"
+"$HOLOGRAM" bundle build "$WORK/circuits" --name circuits --version 1.0.0 --native none -o "$WORK/circuits.hgb"
+"$VPY" - "$WORK/circuits.hgb" <<'EOF'
+import sys
+import numpy as np
+import hologram
+import hologram_sigil
+x = np.random.default_rng(0).standard_normal((96, 3072)).astype(np.float32)
+for backend in hologram.list_backends():
+    lib = hologram.load_bundle(sys.argv[1], backend=backend)
+    assert np.array_equal(lib.seeds(x), hologram_sigil.run_model("copy@c05->c06", x)), backend
+    e = np.exp(x[0].astype(np.float64) - x[0].max())
+    assert np.allclose(lib.softmax(x)[3], e / e.sum(), rtol=1e-5), backend
+print("circuits ran on", ", ".join(hologram.list_backends()))
+EOF
 
 step "the README demo (every backend)"
 for backend in $("$VPY" -c "import hologram; print(*hologram.list_backends())"); do

@@ -14,7 +14,8 @@ from repo_paths import ROOT
 
 PACKAGES = {"hologram": ROOT / "hologram",
             "hologram_interp": ROOT / "plugins/interp/hologram_interp",
-            "hologram_cpu_llvm": ROOT / "plugins/cpu_llvm/hologram_cpu_llvm"}
+            "hologram_cpu_llvm": ROOT / "plugins/cpu_llvm/hologram_cpu_llvm",
+            "hologram_sigil": ROOT / "plugins/sigil/hologram_sigil"}
 
 # A module may import from its own folder or from a folder of a lower rank; folders of
 # one rank are independent of each other (isa and dsl, verify and lower).
@@ -29,6 +30,7 @@ RANKS = {
     "hologram": 7,  # the package's public face: hologram/__init__.py
     "hologram_interp": 8, "hologram_cpu_llvm": 8,  # the backends, installed as plugins
     "hologram.testing": 9,
+    "hologram_sigil": 10,  # the sigil translator, installed as a plugin (its generated circuits use the test kit)
     "hologram.cli": 10,
     "hologram.__main__": 11,  # `python -m hologram`: the command
 }

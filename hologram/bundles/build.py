@@ -5,10 +5,10 @@
 Sources are documents, or folders searched for every registered translator's
 extensions. Each document compiles in a worker process (`jobs`), unless the build cache
 already holds it: a document's result is kept under the digest of everything it depends
-on (the hologram version, the translator, the text, its member name, the pipeline's
-passes), so an unchanged document is not compiled again. The archive is deterministic:
-the same sources and options give the same bytes, in any folder, on any machine
-(hologram.bundles.archive).
+on (the hologram version, the plugins that read documents and their versions, the text,
+its member name, the pipeline's passes), so an unchanged document is not compiled again.
+The archive is deterministic: the same sources and options give the same bytes, in any
+folder, on any machine (hologram.bundles.archive).
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from hologram.runtime.compile import MAX_DOCUMENT_BYTES, translate
 from hologram.runtime.driver import Compiled, compile_kdef
 from hologram.runtime.lookups import get_backend, list_backends, translator_for_path, translators
 from hologram.runtime.pipelines import resolve
+from hologram.runtime.plugins import registry
 
 Progress = Callable[[int, int, str], None]  # (documents done, documents in all, the one just done)
 NativePlan = tuple[tuple[str, str, tuple[str, ...]], ...]  # (backend, its toolchain, targets)
@@ -324,7 +325,10 @@ def _kernel_build(c: Compiled, member: str, text: str, o0: Pipeline) -> KernelBu
         stats={"stages": stats.stages, "instructions": stats.instructions,
                "instructions_before": instruction_count(before.program), "registers": stats.registers,
                "bytes_read": str(stats.bytes_read), "bytes_written": str(stats.bytes_written),
-               "bytes_exact": stats.bytes_exact})
+               "bytes_exact": stats.bytes_exact,
+               # what the translator noted (a circuit's "4 ops -> 1 op"); absent when nothing, so
+               # the manifests of plain documents are what they were
+               **({"notes": [list(n) for n in c.kdef.notes]} if c.kdef is not None and c.kdef.notes else {})})
     return KernelBuild(entry, ((entry.program, program), (entry.ir, ir)), 0.0)
 
 
@@ -347,8 +351,15 @@ def _compile_all(todo: list[tuple[str, str, str]], opt: str | None, passes: Sequ
 # ---------------------------------------------------------------------- build cache
 def _key(member: str, text: str, pass_names: tuple[str, ...], pipeline: str, plan: NativePlan) -> str:
     ident = json.dumps([hologram_version(), DSL_VERSION, list(SUPPORTED_ISA_VERSIONS), member, text,
-                        pipeline, list(pass_names), [list(p) for p in plan]])
+                        pipeline, list(pass_names), [list(p) for p in plan], _readers()])
     return hashlib.sha256(ident.encode()).hexdigest()
+
+
+def _readers() -> list[list[str]]:
+    """The plugins that read documents (translators and the document keys they claim),
+    with their versions: another version of one may read a document differently."""
+    return [[p.name, p.version or ""] for p in registry(("translator",)).report
+            if p.status == "ok" and any(r.startswith("translator ") for r in p.registered)]
 
 
 def _cache_dir(cache_dir: str | os.PathLike | None | bool) -> Path | None:

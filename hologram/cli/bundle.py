@@ -91,13 +91,16 @@ def cmd_build(args: argparse.Namespace) -> int:
                        jobs=args.jobs, cache_dir=False if args.no_cache else None, progress=progress,
                        native=args.native)
     table = Table(title=f"{args.name} {args.version} ({report.manifest.opt})", title_justify="left")
+    noted = any(k.entry.stats.get("notes") for k in report.kernels)  # a column only when a translator noted something
     for col, just in (("kernel", "left"), ("stages", "right"), ("instructions", "right"),
-                      ("bytes per launch", "left"), ("native", "left"), ("build", "right")):
+                      ("bytes per launch", "left"), ("native", "left"), ("build", "right"),
+                      *((("notes", "left"),) if noted else ())):
         table.add_column(col, justify=just)
     for k in report.kernels:
         s = k.entry.stats
         table.add_row(Text(k.entry.name), str(s["stages"]), f"{s['instructions_before']} → {s['instructions']}",
-                      Text(_bytes(s)), Text(_targets(report.manifest, k.entry)), "cached" if k.cached else f"{k.seconds * 1e3:.0f} ms")
+                      Text(_bytes(s)), Text(_targets(report.manifest, k.entry)), "cached" if k.cached else f"{k.seconds * 1e3:.0f} ms",
+                      *((Text(_notes(s)),) if noted else ()))
     console.print(table)
     n = len(report.kernels)
     console.print(Text(f"wrote {output}: {n} kernel{'' if n == 1 else 's'}, {len(report.data):,} bytes, "
@@ -112,6 +115,11 @@ def _targets(m: Manifest, e: Entry) -> str:
         if e.name in n.kernels:
             by_backend.setdefault(n.backend, []).append(n.target)
     return "; ".join(f"{b}: {', '.join(ts)}" for b, ts in by_backend.items()) or "-"
+
+
+def _notes(stats: dict) -> str:
+    """`circuit: 4 ops -> 1 op`: what the kernel's translator noted (docs/plugins.md, "Notes")."""
+    return "; ".join(f"{label}: {text}" for label, text in stats.get("notes", ()))
 
 
 def _bytes(stats: dict) -> str:
@@ -148,7 +156,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         print(bundle.source(entry), end="")
     else:
         for key, value in entry.stats.items():
-            print(f"{key} = {value}")
+            print(f"{key} = {_notes(entry.stats) if key == 'notes' else value}")
     return 0
 
 

@@ -271,9 +271,11 @@ def _emit_stats(kernel: Kernel) -> str:
     from hologram.passes.stats_table import example_sizes, format_stats, render
 
     # O0, O1, O2 (and "custom" after them, for --passes): the last column is compared to O0,
-    # at sizes where no dimension is degenerate (the caption names them)
-    return render(format_stats(kernel.stats(), symbols=example_sizes(kernel.program),
-                               title=escape(str(kernel.signature))))
+    # at sizes where no dimension is degenerate (the caption names them); then what the
+    # translator noted about the kernel (docs/plugins.md, "Notes")
+    table = render(format_stats(kernel.stats(), symbols=example_sizes(kernel.program),
+                                title=escape(str(kernel.signature))))
+    return table + "".join(f"{label}: {text}\n" for label, text in kernel.kdef.notes)
 
 
 def cmd_compile(args: argparse.Namespace) -> int:

@@ -24,15 +24,40 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
 @attrs.frozen
+class BodyKey:
+    """A kernel-document key a translator handles in place of `body` (docs/plugins.md,
+    "Document keys"): with it registered, `circuit = "..."` in a TOML, YAML or JSON
+    kernel is accepted, and the schema hands the kernel over.
+
+    `build(header) -> KernelDef`: `header` is the kernel as the document declares it, its
+    `body` the key's string and its `origin` where that string sits in the file (so an
+    error inside it points at the file's line and column, as body errors do); the result
+    is the kernel to compile. `interface`: the key's value defines the inputs and outputs
+    itself, so the document must not declare them. `summary` says what the value is, for
+    the schema's hints."""
+
+    key: str
+    summary: str
+    build: Callable[[object], object]
+    interface: bool = False
+
+
+@attrs.frozen
 class Translator:
     """Turns source text of one format into kernel definitions.
 
     parse(text, file) -> list of hologram.dsl.document.KernelDef; raises DocumentError
-    with a span on malformed input."""
+    with a span on malformed input. `body_keys`: document keys this translator's plugin
+    handles inside every kernel document (`BodyKey`). `cases(cfg)`, when given, is a
+    hypothesis strategy of `hologram.testing.KernelCase`s written in what the plugin
+    adds (documents with its keys, say), with their expected outputs: `hologram
+    diff-test` mixes them into what it draws (called only there; import hypothesis in it)."""
 
     name: str
     extensions: tuple[str, ...]
     parse: Callable[[str, str], Sequence[object]]
+    body_keys: tuple[BodyKey, ...] = ()
+    cases: Callable[[object], object] | None = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen

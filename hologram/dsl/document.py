@@ -64,3 +64,7 @@ class KernelDef:
     origin: BodyOrigin
     span: Span
     reassociate: bool = False
+    # what the translator has to say about the kernel, as (label, text) pairs, e.g.
+    # ("circuit", "4 ops -> 1 op"): printed by `hologram compile --emit stats` and the
+    # bundle build table, kept in a bundle's manifest (docs/plugins.md, "Notes")
+    notes: tuple[tuple[str, str], ...] = ()

@@ -20,8 +20,10 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
+from hologram.core import body_keys
 from hologram.core.dims import DimAlgebra, is_derived
-from hologram.core.errors import DocumentError, Span, did_you_mean, shorten
+from hologram.core.errors import DocumentError, HologramError, PluginError, Span, did_you_mean, shorten
+from hologram.core.hookspecs import BodyKey
 from hologram.core.types import Affine, DType, Shape
 from hologram.dsl.document import BodyOrigin, KernelDef, ParamSpec
 from hologram.dsl.positions import Located
@@ -359,11 +361,20 @@ def _kernel(table: Located, where: str, words: _Words, file: str) -> KernelDef:
     name = keys.get("name")
     if name is not None and name.is_string and IDENTIFIER.match(name.value):
         where = f"kernel {name.value!r}"
-    _check_keys(table, KERNEL_KEYS, f"in {where}")
+    claimed = _claimed_keys()
+    _check_keys(table, {**KERNEL_KEYS, **{k: b.summary for k, b in claimed.items()}}, f"in {where}")
+    body_key = _body_key(table, claimed)
+    interface = body_key is not None and body_key.interface
     for key in REQUIRED:
-        if key not in keys:
+        if key in ("inputs", "outputs") and interface:
+            if key in keys:
+                raise DocumentError(f"{where} takes its inputs and outputs from {body_key.key!r}: remove {key!r}",
+                                    keys[key].key_span or keys[key].span,
+                                    hint=f"{body_key.key!r} is {body_key.summary}")
+        elif key not in keys and not (key == "body" and body_key is not None):
+            others = "".join(f"; or {k!r}, {b.summary}" for k, b in claimed.items()) if key == "body" else ""
             raise DocumentError(f"{where} is missing the required key {key!r}", table.span,
-                                hint=f"{key!r} is {KERNEL_KEYS[key]}")
+                                hint=f"{key!r} is {KERNEL_KEYS[key]}{others}")
     name = _string(keys["name"], "name", where)
     if not IDENTIFIER.match(name.value):
         raise DocumentError(f"invalid kernel name {name.value!r}: expected an identifier (a letter or '_', then "
@@ -374,16 +385,52 @@ def _kernel(table: Located, where: str, words: _Words, file: str) -> KernelDef:
                             "MAJOR.MINOR.PATCH such as \"1.0.0\"", version.span,
                             hint='a pre-release may follow a hyphen: "1.0.0-rc.1"; numbers have no leading zeros')
     summary = _string(keys["summary"], "summary", where).value if "summary" in keys else ""
-    inputs = _params(keys["inputs"], "input", where, words)
-    outputs = _params(keys["outputs"], "output", where, words)
-    if not outputs:
-        raise DocumentError(f"{where} declares no outputs; a kernel needs at least one", keys["outputs"].span,
-                            hint=f"outputs is {KERNEL_KEYS['outputs']}")
-    _check_param_names(keys["inputs"], keys["outputs"], inputs + outputs)
-    body = _string(keys["body"], "body", where)
+    inputs = outputs = ()
+    if not interface:
+        inputs = _params(keys["inputs"], "input", where, words)
+        outputs = _params(keys["outputs"], "output", where, words)
+        if not outputs:
+            raise DocumentError(f"{where} declares no outputs; a kernel needs at least one", keys["outputs"].span,
+                                hint=f"outputs is {KERNEL_KEYS['outputs']}")
+        _check_param_names(keys["inputs"], keys["outputs"], inputs + outputs)
+    key = "body" if body_key is None else body_key.key
+    body = _string(keys[key], key, where, body_key.summary if body_key else None)
     reassociate = _boolean(keys["reassociate"], "reassociate", where).value if "reassociate" in keys else False
-    return KernelDef(name.value, version.value, summary, inputs, outputs, body.value,
+    kdef = KernelDef(name.value, version.value, summary, inputs, outputs, body.value,
                      _origin(body, file), table.span, reassociate)
+    return kdef if body_key is None else _handed_over(body_key, kdef)
+
+
+def _claimed_keys() -> Mapping[str, BodyKey]:
+    """The document keys plugins handle in place of `body` (hologram.core.body_keys); a
+    plugin cannot take over a key of the schema's own."""
+    return {k: b for k, b in body_keys.in_effect().items() if k not in KERNEL_KEYS}
+
+
+def _body_key(table: Located, claimed: Mapping[str, BodyKey]) -> BodyKey | None:
+    """The plugin key that holds this kernel's body instead of `body`, if any; a kernel
+    has one body."""
+    used = [k for k in table.value if k in claimed or k == "body"]
+    if len(used) > 1:
+        second = max((table.value[k] for k in used), key=lambda v: _position(v.key_span or v.span))
+        raise DocumentError(f"a kernel has one body: {' and '.join(map(repr, used))} cannot both be given",
+                            second.key_span or second.span, hint="keep the one that holds this kernel")
+    return claimed.get(used[0]) if used and used[0] != "body" else None
+
+
+def _handed_over(body_key: BodyKey, header: KernelDef) -> KernelDef:
+    """The kernel `body_key`'s plugin makes of `header` (its body: the key's string)."""
+    try:
+        kdef = body_key.build(header)
+    except HologramError:
+        raise
+    except Exception as exc:  # a plugin's bug must not look like a crash of ours
+        raise PluginError(f"the handler of document key {body_key.key!r} failed on kernel {header.name!r}: "
+                          f"{type(exc).__name__}: {exc}") from exc
+    if not isinstance(kdef, KernelDef):
+        raise PluginError(f"the handler of document key {body_key.key!r} returned {type(kdef).__name__}; "
+                          "expected hologram.dsl.document.KernelDef")
+    return kdef
 
 
 def _boolean(value: Located, key: str, where: str) -> Located:
@@ -393,11 +440,11 @@ def _boolean(value: Located, key: str, where: str) -> Located:
     return value
 
 
-def _string(value: Located, key: str, where: str) -> Located:
+def _string(value: Located, key: str, where: str, summary: str | None = None) -> Located:
     if not value.is_string:
         scalar = not (value.is_table or value.is_array)
         raise DocumentError(f"'{key}' of {where} must be a string, got {_a(value.kind)}", value.span,
-                            hint=f"{key!r} is {KERNEL_KEYS[key]}" + ("; quote it" if scalar else ""))
+                            hint=f"{key!r} is {summary or KERNEL_KEYS[key]}" + ("; quote it" if scalar else ""))
     return value
 
 

@@ -21,16 +21,17 @@ import functools
 import os
 from typing import Sequence
 
+from hologram.core import body_keys as document_keys
 from hologram.core.errors import DocumentError, HologramError, PluginError
 from hologram.core.files import read_regular_file
-from hologram.core.hookspecs import Translator
+from hologram.core.hookspecs import BodyKey, Translator
 from hologram.dsl.document import KernelDef
 from hologram.passes import manager
 from hologram.passes.manager import Pipeline
 from hologram.runtime import pipelines
 from hologram.runtime.driver import Compiled, compile_kdef, compile_program
 from hologram.runtime.kernel import Kernel, Library, forget_unpickled
-from hologram.runtime.lookups import backends, find_translator, get_backend, translator_for_path
+from hologram.runtime.lookups import backends, body_keys, find_translator, get_backend, translator_for_path
 
 __all__ = ["compile", "compile_file", "compile_all", "compile_file_all", "clear_cache"]
 
@@ -123,14 +124,17 @@ def _single(lib: Library) -> Kernel | Library:
 def _library(translator: Translator, text: str, file: str, backend: str | None, pipeline: Pipeline) -> Library:
     if backend is not None:
         get_backend(backend)  # an unknown or unavailable backend is an error now, not at the first call
-    compiled = compile_document(translator, text, file, pipeline)
+    compiled = compile_document(translator, text, file, pipeline, tuple(body_keys().items()))
     return Library({c.signature.name: Kernel(c, backend) for c in compiled})
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
-def compile_document(translator: Translator, text: str, file: str, pipeline: Pipeline) -> tuple[Compiled, ...]:
-    """Every kernel of one document through `pipeline` (cached by all four arguments)."""
-    kdefs = translate(translator, text, file)
+def compile_document(translator: Translator, text: str, file: str, pipeline: Pipeline,
+                     keys: tuple[tuple[str, BodyKey], ...] | None = None) -> tuple[Compiled, ...]:
+    """Every kernel of one document through `pipeline` (cached by all the arguments: `keys`,
+    the document keys in effect (None: the registered ones), since what a document means
+    depends on which plugins claim its keys)."""
+    kdefs = translate(translator, text, file, keys)
     if not kdefs:
         raise DocumentError(f"{file}: no kernels in this document",
                             hint="declare one with [kernel] or several with [[kernels]]")
@@ -144,10 +148,14 @@ def compile_document(translator: Translator, text: str, file: str, pipeline: Pip
     return tuple(compiled)
 
 
-def translate(translator: Translator, text: str, file: str) -> list[KernelDef]:
-    """The kernel definitions `translator` reads in `text`; a plugin's failure is a PluginError."""
+def translate(translator: Translator, text: str, file: str,
+              keys: tuple[tuple[str, BodyKey], ...] | None = None) -> list[KernelDef]:
+    """The kernel definitions `translator` reads in `text`, with the document keys plugins
+    handle (`circuit`, ...; by default the registered ones) in effect; a plugin's failure
+    is a PluginError."""
     try:
-        kdefs = list(translator.parse(text, file))
+        with document_keys.use(body_keys() if keys is None else dict(keys)):
+            kdefs = list(translator.parse(text, file))
     except HologramError:
         raise
     except Exception as exc:  # a translator plugin's bug must not look like a crash of ours

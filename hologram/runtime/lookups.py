@@ -8,7 +8,7 @@ import os
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 from hologram.core.errors import PluginError, did_you_mean
-from hologram.core.hookspecs import BundleRef, Translator
+from hologram.core.hookspecs import BodyKey, BundleRef, Translator
 from hologram.runtime.backend import Backend
 from hologram.runtime.plugins import normalize_extension, registry
 
@@ -21,6 +21,11 @@ if TYPE_CHECKING:
 
 def translators() -> Mapping[str, Translator]:
     return registry(("translator",)).translators
+
+
+def body_keys() -> Mapping[str, BodyKey]:
+    """The document keys translator plugins handle in place of `body` ('circuit' -> ...)."""
+    return registry(("translator",)).body_keys
 
 
 def backends() -> Mapping[str, Backend]:

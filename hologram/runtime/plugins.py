@@ -37,7 +37,7 @@ import pluggy
 from hologram.core import distribution, hookspecs
 from hologram.core.distribution import EntryPoint
 from hologram.core.errors import PluginError, did_you_mean
-from hologram.core.hookspecs import BundleRef, Translator
+from hologram.core.hookspecs import BodyKey, BundleRef, Translator
 from hologram.runtime.backend import Backend
 
 if TYPE_CHECKING:
@@ -86,6 +86,7 @@ class Registry:
 
     translators: Mapping[str, Translator]
     extensions: Mapping[str, Translator]  # '.toml' -> translator
+    body_keys: Mapping[str, BodyKey]  # 'circuit' -> what handles it in kernel documents
     backends: Mapping[str, Backend]
     passes: tuple[Pass, ...]  # in registration order
     bundles: Mapping[str, BundleRef]
@@ -117,7 +118,8 @@ class Selection:
 
 # ------------------------------------------------------------------ registration kinds
 def _describe_translator(t: Translator) -> str:
-    return f"translator {t.name} ({', '.join(t.extensions)})"
+    keys = "".join(f"; key {k.key}" for k in t.body_keys)
+    return f"translator {t.name} ({', '.join(t.extensions)}{keys})"
 
 
 def _check_translator(obj: Any) -> Translator:
@@ -126,6 +128,10 @@ def _check_translator(obj: Any) -> Translator:
     if not obj.name or not isinstance(obj.name, str):
         raise PluginError("registered a translator without a name")
     exts = tuple(normalize_extension(e) for e in obj.extensions)
+    for key in obj.body_keys:
+        if not isinstance(key, BodyKey) or not isinstance(key.key, str) or not key.key.isidentifier():
+            raise PluginError(f"translator {obj.name!r} declares a document key {key!r}; expected a "
+                              "hologram.core.hookspecs.BodyKey named by an identifier")
     return attrs.evolve(obj, extensions=exts)
 
 
@@ -343,12 +349,16 @@ class HologramPluginManager(pluggy.PluginManager):
 
         translators = table("translator")
         extensions: dict[str, Translator] = {}
+        keys: dict[str, BodyKey] = {}
         for t in translators.values():
             for ext in t.extensions:
                 extensions.setdefault(ext, t)
+            for key in t.body_keys:
+                keys.setdefault(key.key, key)
         return Registry(
             translators=translators,
             extensions=MappingProxyType(extensions),
+            body_keys=MappingProxyType(keys),
             backends=table("backend"),
             passes=tuple(obj for _, obj in accepted["pass"]),
             bundles=table("bundle"),

@@ -5,8 +5,10 @@
 
 Two kinds of examples, each run as hypothesis tests:
 
-- `kernels`: generated kernel documents (`hologram.testing.cases.kernels`, and one in
-  four a long reduction, `hologram.testing.long_cases`) run through the public API on
+- `kernels`: generated kernel documents (`hologram.testing.cases.kernels`, one in
+  four a long reduction, `hologram.testing.long_cases`, and about one in eight written
+  in what an installed translator plugin adds, `hologram.testing.plugin_cases`: the
+  sigil plugin's circuits, say) run through the public API on
   every backend and held to the numpy oracle under the accuracy contract
   (`check_case`). Each backend is judged on its own, so one backend is enough. The
   reference interpreter runs ~1e5 lanes a second: a case whose inputs hold more than
@@ -57,7 +59,7 @@ from hologram.testing import values
 from hologram.testing.bounds import Val
 from hologram.testing.cases import KernelCase
 from hologram.testing.isa_strategies import programs
-from hologram.testing.long_cases import kernels_with_long_reductions
+from hologram.testing.plugin_cases import difftest_kernels
 from hologram.testing.precision import compare_outputs, precision
 from hologram.testing.run import check_case
 
@@ -288,7 +290,7 @@ def _write_program(case: ProgramCase, backend: str, opt: str, message: str, out_
 
 
 KIND_TABLE: dict[str, _Kind] = {
-    "kernels": _Kind(kernels_with_long_reductions, check_kernel, _write_kernel, _kernel_runs_on),
+    "kernels": _Kind(difftest_kernels, check_kernel, _write_kernel, _kernel_runs_on),
     "programs": _Kind(program_cases, lambda case, backend, opt: check_program(case, backend, opt=opt),
                       _write_program),
 }
