@@ -155,7 +155,8 @@ def collect(sources: Iterable[str | os.PathLike]) -> dict[str, tuple[str, str]]:
     """{member name: (path, text)} of every document: a file as `sources/<its name>`, a
     folder's documents (every registered extension, recursively) as `sources/<path in
     the folder>`; no absolute paths, so the member names do not depend on where the
-    sources sit."""
+    sources sit. In a folder, a file its translator does not claim (`Translator.claims`:
+    a Python module without kernels) is no document; a file named is always one."""
     extensions = tuple(sorted({e for t in translators().values() for e in t.extensions}))
     found: dict[str, tuple[str, str]] = {}
     for source in sources:
@@ -163,7 +164,7 @@ def collect(sources: Iterable[str | os.PathLike]) -> dict[str, tuple[str, str]]:
         if path.is_dir():
             files = sorted(p for p in path.rglob("*") if p.is_file() and p.name.lower().endswith(extensions)
                            and not any(part.startswith(".") for part in p.relative_to(path).parts))
-            pairs = [(p, p.relative_to(path).as_posix()) for p in files]
+            pairs = [(p, p.relative_to(path).as_posix()) for p in files if _claimed(p)]
             if not pairs:
                 raise BundleError(f"{path}: no kernel documents in this folder ({', '.join(extensions)})")
         elif path.is_file():
@@ -183,6 +184,11 @@ def collect(sources: Iterable[str | os.PathLike]) -> dict[str, tuple[str, str]]:
     if not found:
         raise BundleError("no sources: name kernel documents or folders of them")
     return found
+
+
+def _claimed(path: Path) -> bool:
+    claims = translator_for_path(str(path)).claims
+    return claims is None or bool(claims(_read_text(path)))
 
 
 def _read_text(path: Path) -> str:

@@ -28,11 +28,15 @@ class Translator:
     """Turns source text of one format into kernel definitions.
 
     parse(text, file) -> list of hologram.dsl.document.KernelDef; raises DocumentError
-    with a span on malformed input."""
+    with a span on malformed input. `claims(text)`, when given, says whether a file with
+    one of the extensions holds kernels at all: a folder of sources (a bundle build)
+    skips the files it does not claim, as the Python translator does a module without
+    kernels; None claims every file."""
 
     name: str
     extensions: tuple[str, ...]
     parse: Callable[[str, str], Sequence[object]]
+    claims: Callable[[str], bool] | None = None
 
 
 @attrs.frozen
