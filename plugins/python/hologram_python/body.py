@@ -17,7 +17,7 @@ form to write instead.
 from __future__ import annotations
 
 import ast
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 import attrs
 
@@ -88,6 +88,7 @@ class BodyTranslator:
         self.locals = _assigned_names(fn.body) | set(params)
         self.threads: dict[str, int] = {}  # thread index -> axis
         self.per_thread: dict[str, tuple[str, ...]] = {}  # a per-thread temporary -> its thread indices
+        self.hidden: dict[str, str] = {}  # a returned local that is also read -> its name in the body
         self.guards: list[Guard] = []
         self.targets: list[ThreadTarget] = []
         self.out_params: set[str] = set()
@@ -105,13 +106,14 @@ class BodyTranslator:
             if isinstance(st, ast.Return):
                 raise statement_error(self.src, st, "a kernel returns once, at its end",
                                       hint="assign the values to names and return them in the last statement")
+        plan = self._plan_returns(ret, returns, flat)
         lines: list[BodyLine] = []
         for st in flat:
             lines.extend(self._statement(st))
-        outs, ret_lines = self._returns(ret, returns, flat)
-        lines.extend(ret_lines)
-        return Body(tuple(lines), frozenset(self.out_params), tuple(outs), ret, tuple(self.guards),
-                    tuple(self.targets))
+        if ret is not None:
+            lines.extend(self._return_lines(ret, plan))
+        return Body(tuple(lines), frozenset(self.out_params), tuple((name, v) for name, v, _ in plan), ret,
+                    tuple(self.guards), tuple(self.targets))
 
     def _flatten(self, stmts: Sequence[ast.stmt]) -> list[ast.stmt]:
         """The statements in order, thread ids dropped and guards unwrapped."""
@@ -226,10 +228,11 @@ class BodyTranslator:
         if not isinstance(n, ast.Name):
             return None
         name = n.id
-        if isinstance(n.ctx, ast.Store):
-            return f"{name}[{', '.join(self.per_thread[name])}]" if name in self.per_thread else None
-        if name in self.per_thread:
-            return f"{name}[{', '.join(self.per_thread[name])}]"
+        if name in self.locals and name not in self.params:
+            spelled = self.hidden.get(name, name)
+            if name in self.per_thread:
+                return f"{spelled}[{', '.join(self.per_thread[name])}]"
+            return None if spelled == name else spelled
         if name in self.locals or name in self.threads:
             return None
         if name in names.constants:
@@ -247,10 +250,15 @@ class BodyTranslator:
         return None  # an index variable, a function, pi, ...: the kernel language's own names
 
     # -- returns ---------------------------------------------------------------------------
-    def _returns(self, ret: ast.Return | None, declared: int | None,
-                 flat: Sequence[ast.stmt]) -> tuple[list[tuple[str, ast.expr]], list[BodyLine]]:
+    def _plan_returns(self, ret: ast.Return | None, declared: int | None,
+                      flat: Sequence[ast.stmt]) -> list[tuple[str, ast.expr, bool]]:
+        """(output name, returned value, whether a line assigns it) for each returned value.
+        A returned local names its output (`return y`: the statement that computes y
+        computes the output); when something else reads it too, it is first renamed
+        (`y_`) and the output assigned from it, so those reads see the local's own
+        dtype and shape, as in Python, not the output's."""
         if ret is None:
-            return [], []
+            return []
         src = self.src
         if ret.value is None:
             raise statement_error(src, ret, "this kernel returns nothing",
@@ -262,23 +270,33 @@ class BodyTranslator:
         if len(values) != declared:
             raise statement_error(src, ret.value, f"the function returns {len(values)} value"
                                   f"{'s' if len(values) != 1 else ''} but its return type declares {declared}")
-        read_later = _read_after(flat)
         taken = set(self.locals) | self.symbols
-        outs: list[tuple[str, ast.expr]] = []
-        lines: list[BodyLine] = []
-        renamed: set[str] = set()
+        plan: list[tuple[str, ast.expr, bool]] = []
         for k, v in enumerate(values):
             if isinstance(v, ast.Name) and v.id in self.locals and v.id not in self.params \
-                    and v.id not in self.threads and v.id not in renamed and not read_later.get(v.id, False):
-                renamed.add(v.id)  # `return y`: the local y is the output
-                outs.append((v.id, v))
+                    and v.id not in self.threads and all(v.id != name for name, *_ in plan):
+                others = [*flat, *(w for w in values if w is not v)]
+                if any(isinstance(n, ast.Name) and n.id == v.id and isinstance(n.ctx, ast.Load)
+                       for node in others for n in ast.walk(node)):
+                    self.hidden[v.id] = _fresh(f"{v.id}_", taken)
+                    taken.add(self.hidden[v.id])
+                    plan.append((v.id, v, True))
+                else:
+                    plan.append((v.id, v, False))
                 continue
             name = _fresh("out" if len(values) == 1 else f"out{k}", taken)
             taken.add(name)
-            outs.append((name, v))
-            at = src.start(ret) if len(values) == 1 else src.start(v)
-            lines.extend(cut(src, src.start(v), src.end(v), self._edits([v]), f"{name} = ", at))
-        return outs, lines
+            plan.append((name, v, True))
+        return plan
+
+    def _return_lines(self, ret: ast.Return, plan: Sequence[tuple[str, ast.expr, bool]]) -> list[BodyLine]:
+        src = self.src
+        lines: list[BodyLine] = []
+        for name, v, assign in plan:
+            if assign:
+                at = src.start(ret) if len(plan) == 1 else src.start(v)
+                lines.extend(cut(src, src.start(v), src.end(v), self._edits([v]), f"{name} = ", at))
+        return lines
 
     # -- thread style ------------------------------------------------------------------------
     def _thread_ids(self, st: ast.stmt) -> bool:
@@ -419,21 +437,6 @@ def _assigned_names(stmts: Sequence[ast.stmt]) -> set[str]:
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                 found.add(n.id)
     return found
-
-
-def _read_after(stmts: Sequence[ast.stmt]) -> Mapping[str, bool]:
-    """For each assigned name, whether a later statement reads it."""
-    assigned_at: dict[str, int] = {}
-    read: dict[str, bool] = {}
-    for k, st in enumerate(stmts):
-        for n in ast.walk(st):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in assigned_at \
-                    and assigned_at[n.id] < k:
-                read[n.id] = True
-        for n in ast.walk(st):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                assigned_at.setdefault(n.id, k)
-    return read
 
 
 def _fresh(name: str, taken: set[str]) -> str:

@@ -27,6 +27,10 @@ def translate_command(path: str, output: str | None) -> int:
     if not kdefs:
         raise DocumentError(f"{path}: no @hologram.kernel functions in this module",
                             hint="decorate a function with @hologram.kernel (import hologram as hg: @hg.kernel)")
+    from hologram.dsl.analyze import to_ir  # the front end: the body's errors point into the .py file now
+
+    for kdef in kdefs:
+        to_ir(kdef)
     document = to_toml(kdefs, os.path.basename(path))
     if output is None:
         sys.stdout.write(document)

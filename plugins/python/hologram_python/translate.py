@@ -26,8 +26,8 @@ from hologram.dsl.document import BodyOrigin, KernelDef
 from hologram.dsl.positions import Located, SourceText
 from hologram.dsl.schema import kernels_from_mapping
 from hologram_python.body import Body, BodyTranslator
-from hologram_python.module import (TYPE_NAMES, Names, Source, kernel_decorator, kernel_functions, module_names,
-                                    parse_module)
+from hologram_python.module import (TYPE_NAMES, Names, Source, fold, kernel_decorator, kernel_functions,
+                                    module_names, parse_module)
 
 DEFAULT_VERSION = "0.0.0"  # a kernel whose decorator gives no version= (docs/python-kernels.md)
 OPTIONS = ("name", "version", "reassociate")  # the decorator's keywords that are the document's
@@ -165,8 +165,8 @@ class _Module:
                 for e in elts:
                     if isinstance(e, ast.Constant) and isinstance(e.value, str):
                         parts.append((e.value, self._literal_chars(e)[:-1]))
-                    elif isinstance(e, ast.Constant) and type(e.value) is int:
-                        parts.append((str(e.value), self._chars(e, len(str(e.value)))))
+                    elif type(folded := fold(e, self.names.constants)) is int:  # 4, BINS (a module constant)
+                        parts.append((str(folded), self._chars(e, len(str(folded)))))
                     else:
                         segment = ast.get_source_segment(src.text, e) or ""
                         segment = " ".join(segment.split())
