@@ -9,10 +9,10 @@ STAMP  := $(VENV)/.installed
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml setup.py plugins/interp/pyproject.toml plugins/cpu_llvm/pyproject.toml
+$(STAMP): pyproject.toml setup.py plugins/interp/pyproject.toml plugins/cpu_llvm/pyproject.toml plugins/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]' -e plugins/interp -e plugins/cpu_llvm
+	$(BIN)/python -m pip install --quiet -e '.[test]' -e plugins/interp -e plugins/cpu_llvm -e plugins/python
 	touch $(STAMP)
 
 demo: $(STAMP)

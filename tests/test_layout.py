@@ -14,7 +14,8 @@ from repo_paths import ROOT
 
 PACKAGES = {"hologram": ROOT / "hologram",
             "hologram_interp": ROOT / "plugins/interp/hologram_interp",
-            "hologram_cpu_llvm": ROOT / "plugins/cpu_llvm/hologram_cpu_llvm"}
+            "hologram_cpu_llvm": ROOT / "plugins/cpu_llvm/hologram_cpu_llvm",
+            "hologram_python": ROOT / "plugins/python/hologram_python"}
 
 # A module may import from its own folder or from a folder of a lower rank; folders of
 # one rank are independent of each other (isa and dsl, verify and lower).
@@ -28,6 +29,7 @@ RANKS = {
     "hologram.bundles": 6,
     "hologram": 7,  # the package's public face: hologram/__init__.py
     "hologram_interp": 8, "hologram_cpu_llvm": 8,  # the backends, installed as plugins
+    "hologram_python": 8,  # the Python-function translator, installed as a plugin
     "hologram.testing": 9,
     "hologram.cli": 10,
     "hologram.__main__": 11,  # `python -m hologram`: the command

@@ -147,6 +147,11 @@ def module_names(tree: ast.Module) -> Names:
                 else:
                     what[bound] = f"the module {module!r}"
         elif isinstance(node, ast.ImportFrom):
+            if node.level == 0 and node.module == "hologram.types" and any(a.name == "*" for a in node.names):
+                for name, dtype in {**TYPE_NAMES, THREAD_ID: THREAD_ID}.items():
+                    count[name] = count.get(name, 0) + 1
+                    spellings[name] = dtype
+                continue
             for a in node.names:
                 bound = a.asname or a.name
                 count[bound] = count.get(bound, 0) + 1
@@ -167,8 +172,7 @@ def module_names(tree: ast.Module) -> Names:
         elif isinstance(node, ast.ClassDef):
             bind(node.name, "a class")
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With,
-                               ast.AsyncWith, ast.NamedExpr, ast.comprehension, ast.ExceptHandler,
-                               ast.Delete, ast.Global)):
+                               ast.AsyncWith, ast.NamedExpr, ast.ExceptHandler, ast.Delete)):
             for name in _bound_names(node):
                 bind(name, "a module-level variable")
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -195,8 +199,8 @@ def module_names(tree: ast.Module) -> Names:
 
 def _top_level(tree: ast.Module) -> Iterator[ast.AST]:
     """The module's statements in order, through if/try/with/for blocks, not into
-    functions or classes (whose bodies bind their own names), with the expressions'
-    walrus targets and comprehension variables at module level."""
+    functions or classes (whose bodies bind their own names), with the walrus targets of
+    module-level expressions."""
     stack = list(reversed(tree.body))
     while stack:
         node = stack.pop()
@@ -210,7 +214,7 @@ def _top_level(tree: ast.Module) -> Iterator[ast.AST]:
 def _bound_names(node: ast.AST) -> list[str]:
     if isinstance(node, ast.Assign):
         targets = node.targets
-    elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.NamedExpr, ast.comprehension)):
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.NamedExpr)):
         targets = [node.target]
     elif isinstance(node, (ast.With, ast.AsyncWith)):
         targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
@@ -218,8 +222,6 @@ def _bound_names(node: ast.AST) -> list[str]:
         return [node.name] if node.name else []
     elif isinstance(node, ast.Delete):
         targets = node.targets
-    elif isinstance(node, ast.Global):
-        return list(node.names)
     else:
         return []
     return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]

@@ -278,10 +278,8 @@ def _affine(node: ast.expr, shapes: Mapping[str, Shape], names: Names) -> Affine
         shape = shapes.get(node.value.id)
         return Affine.of(shape[0]) if shape is not None and len(shape) == 1 else None
     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "shape" \
-            and isinstance(node.value.value, ast.Name) and isinstance(node.slice, ast.Constant) \
-            and type(node.slice.value) is int:
+            and isinstance(node.value.value, ast.Name) and type(k := fold(node.slice, names.constants)) is int:
         shape = shapes.get(node.value.value.id)
-        k = node.slice.value
         return Affine.of(shape[k]) if shape is not None and -len(shape) <= k < len(shape) else None
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
         a, b = _affine(node.left, shapes, names), _affine(node.right, shapes, names)
