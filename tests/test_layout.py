@@ -164,7 +164,8 @@ def test_the_architecture_map_names_every_module():
         if path.name == "__init__.py" and len(ast.parse(path.read_text()).body) <= 1:
             continue  # a docstring only: the folder's heading says it
         top = folder(name)
-        where = "The backends" if top in ("hologram_interp", "hologram_cpu_llvm") else f"`{top.replace('.', '/')}/`"
+        where = {"hologram_interp": "The backends", "hologram_cpu_llvm": "The backends",
+                 "hologram_python": "The Python translator"}.get(top, f"`{top.replace('.', '/')}/`")
         body = next((b for h, b in sections.items() if where in h), "")
         if path.name not in body:
             missing.append(f"{path.relative_to(ROOT)} (under the heading with {where})")
