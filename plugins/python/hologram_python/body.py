@@ -192,9 +192,25 @@ class BodyTranslator:
         raise statement_error(src, target, "a kernel assigns a name (t = ...), an index of one (y[i] = ...) or "
                               "a whole out-parameter (y[:] = ...)")
 
-    def _cut(self, st: ast.stmt, edits: list[Edit], prefix: str = "",
-             prefix_at: tuple[int, int] | None = None) -> list[BodyLine]:
-        return cut(self.src, self.src.start(st), self.src.end(st), edits, prefix, prefix_at)
+    def _cut(self, st: ast.stmt, edits: list[Edit]) -> list[BodyLine]:
+        value = getattr(st, "value", None)
+        return cut(self.src, self.src.start(st), self.src.end(st), edits + self._continued(st, value))
+
+    def _continued(self, node: ast.AST, value: ast.AST | None) -> list[Edit]:
+        """A backslash continuation, which the body language has not: each `\\` becomes a
+        space and the value is put in parentheses, inside which lines continue."""
+        src = self.src
+        (line, _), (end_line, _) = src.start(node), src.end(node)
+        found = [k for k in range(line, end_line) if src.lines[k - 1].rstrip().endswith("\\")
+                 and "#" not in src.lines[k - 1]]
+        if not found or value is None:
+            return []
+        edits = []
+        for k in found:
+            at = len(src.lines[k - 1].rstrip()) - 1
+            edits.append(Edit(k, at, at + 1, " "))
+        (v_line, v_col), (v_end_line, v_end_col) = src.start(value), src.end(value)
+        return edits + [Edit(v_line, v_col, v_col, "("), Edit(v_end_line, v_end_col, v_end_col, ")")]
 
     # -- names in expressions -----------------------------------------------------------
     def _edits(self, nodes: Iterable[ast.AST]) -> list[Edit]:
@@ -295,7 +311,8 @@ class BodyTranslator:
         for name, v, assign in plan:
             if assign:
                 at = src.start(ret) if len(plan) == 1 else src.start(v)
-                lines.extend(cut(src, src.start(v), src.end(v), self._edits([v]), f"{name} = ", at))
+                lines.extend(cut(src, src.start(v), src.end(v), self._edits([v]) + self._continued(v, v),
+                                 f"{name} = ", at))
         return lines
 
     # -- thread style ------------------------------------------------------------------------

@@ -60,20 +60,11 @@ class Source:
             end_col = len(self.lines[line - 1])
         return Span(self.file, line, col + 1, line, max(end_col, col + 1) + 1, source=self.text)
 
-    def head_span(self, node: ast.FunctionDef) -> Span:
-        """`def name`: where a kernel is."""
+    def name_span(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> Span:
+        """The function's name in its `def` line: where a kernel is."""
         line = node.lineno
         text = self.lines[line - 1]
-        col = text.find("def ")
-        col = col if col >= 0 else 0
-        name_at = text.find(node.name, col)
-        end = name_at + len(node.name) if name_at >= 0 else len(text)
-        return Span(self.file, line, col + 1, line, end + 1, source=self.text)
-
-    def name_span(self, node: ast.FunctionDef) -> Span:
-        line = node.lineno
-        text = self.lines[line - 1]
-        at = text.find(node.name, max(text.find("def "), 0))
+        at = text.find(node.name, text.find("def ") + 4)
         at = at if at >= 0 else 0
         return Span(self.file, line, at + 1, line, at + len(node.name) + 1, source=self.text)
 

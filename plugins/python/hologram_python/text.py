@@ -19,8 +19,8 @@ from hologram_python.module import Source
 
 @attrs.frozen
 class Edit:
-    """Replace characters [start, end) of file line `line` (0-based columns, end > start)
-    by `text` (an insertion replaces the name it follows: `t` by `t[i]`)."""
+    """Replace characters [start, end) of file line `line` (0-based columns) by `text`;
+    `start == end` inserts `text` before the character at `start`."""
 
     line: int
     start: int
@@ -45,7 +45,7 @@ def cut(src: Source, start: tuple[int, int], end: tuple[int, int], edits: Sequen
     before the first line, its characters pointing at `prefix_at` (the `return` of a
     `return e` that became `out = e`, say)."""
     by_line: dict[int, list[Edit]] = {}
-    for e in sorted(edits, key=lambda e: (e.line, e.start)):
+    for e in sorted(edits, key=lambda e: (e.line, e.start, e.end)):
         by_line.setdefault(e.line, []).append(e)
     out = []
     for line in range(start[0], end[0] + 1):
@@ -60,15 +60,22 @@ def cut(src: Source, start: tuple[int, int], end: tuple[int, int], edits: Sequen
             chars.extend(prefix)
             cols.extend(lead)
         c = a
-        pending = [e for e in by_line.get(line, ()) if a <= e.start < b]
-        while c < b:
+        pending = [e for e in by_line.get(line, ()) if a <= e.start <= b]
+        while pending or c < b:
+            while pending and pending[0].start < c:  # inside a replacement already made
+                pending.pop(0)
             if pending and pending[0].start == c:
                 e = pending.pop(0)
-                width = e.end - e.start
                 chars.extend(e.text)
-                cols.extend(e.start + 1 + min(k, width - 1) for k in range(len(e.text)))
-                c = e.end
+                if e.end > e.start:  # a replacement: its characters point at what it replaced
+                    width = e.end - e.start
+                    cols.extend(e.start + 1 + min(k, width - 1) for k in range(len(e.text)))
+                    c = e.end
+                else:  # an insertion: at the character it comes before
+                    cols.extend(e.start + 1 for _ in e.text)
                 continue
+            if c >= b:
+                break
             chars.append(text[c])
             cols.append(c + 1)
             c += 1

@@ -472,3 +472,37 @@ def test_an_async_function_is_refused():
 
 def test_the_header_lines_are_counted():
     assert HEADER.count("\n") == 3
+
+
+def test_backslash_continuations_are_parenthesized_with_exact_columns():
+    k = one('''
+        K = 2
+        @hg.kernel
+        def f(x: f32["n"]) -> tuple[f32["n"], f32["n"]]:
+            y = x * K + \\
+                x * 3
+            return y + \\
+                1, x
+    ''')
+    assert k.body == "y = (x * 2 +  \nx * 3)\nout0 = (y +  \n1)\nout1 = x"
+    x = np.arange(3, dtype=np.float32)
+    got = run(k, x)
+    np.testing.assert_array_equal(got.out0, x * 5 + 1)
+    err = error('''
+        @hg.kernel
+        def f(x: f32["n"]) -> f32["n"]:
+            return x + \\
+                   zz
+    ''', CompileError)
+    assert (err.span.line, underline(err)) == (7, "zz")
+
+
+def test_a_kernel_without_outputs_points_at_its_name():
+    err = error('''
+        @hg.kernel
+        def fdef(x: f32["n"], c: f32["n"]):
+            i = get_global_id()
+            if i < n:
+                pass
+    ''', DocumentError)
+    assert "declares no outputs" in err.message and underline(err) == "fdef"
