@@ -32,7 +32,7 @@ from hologram.bundles.manifest import (
 )
 from hologram.core.distribution import hologram_version
 from hologram.core.errors import BundleError, HologramError
-from hologram.core.files import cache_root, read_regular_file
+from hologram.core.files import cache_root, read_regular_file, read_text_file
 from hologram.core.types import type_str
 from hologram.dsl.document import DSL_VERSION, KernelDef
 from hologram.isa.encoding import SUPPORTED_ISA_VERSIONS, encode
@@ -192,15 +192,7 @@ def _claimed(path: Path) -> bool:
 
 
 def _read_text(path: Path) -> str:
-    try:
-        data = read_regular_file(str(path), MAX_DOCUMENT_BYTES)
-    except OSError as exc:
-        raise BundleError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise BundleError(f"cannot read {path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+    return read_text_file(str(path), MAX_DOCUMENT_BYTES, BundleError)
 
 
 # -------------------------------------------------------------------------- compiling

@@ -22,7 +22,7 @@ import os
 from typing import Sequence
 
 from hologram.core.errors import DocumentError, HologramError, PluginError
-from hologram.core.files import read_regular_file
+from hologram.core.files import read_text_file
 from hologram.core.hookspecs import Translator
 from hologram.dsl.document import KernelDef
 from hologram.passes import manager
@@ -83,17 +83,7 @@ def compile_file_all(path: str | os.PathLike, backend: str | None = None, opt: s
         raise DocumentError(f"compile_file() expects a path, got {type(path).__name__}") from None
     translator = translator_for_path(file)
     pipeline = pipelines.resolve(opt, passes)
-    try:
-        data = read_regular_file(file, MAX_DOCUMENT_BYTES)
-    except OSError as exc:
-        raise DocumentError(f"cannot read {file}: {exc.strerror or exc}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DocumentError(f"cannot read {file}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    # universal newlines, as reading in text mode gives: spans count lines the same way
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return _library(translator, text, file, backend, pipeline)
+    return _library(translator, read_text_file(file, MAX_DOCUMENT_BYTES, DocumentError), file, backend, pipeline)
 
 
 def clear_cache() -> None:

@@ -6,7 +6,7 @@ import os
 import sys
 
 from hologram.core.errors import DocumentError
-from hologram.core.files import read_regular_file
+from hologram.core.files import read_text_file
 from hologram_python.document import to_toml
 from hologram_python.translate import translate_module
 
@@ -14,15 +14,7 @@ MAX_BYTES = 16 << 20  # as compile_file reads a document
 
 
 def translate_command(path: str, output: str | None) -> int:
-    try:
-        data = read_regular_file(path, MAX_BYTES)
-    except OSError as exc:
-        raise DocumentError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DocumentError(f"cannot read {path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = read_text_file(path, MAX_BYTES, DocumentError)
     kdefs = translate_module(text, path)
     if not kdefs:
         raise DocumentError(f"{path}: no @hologram.kernel functions in this module",
