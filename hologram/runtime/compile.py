@@ -35,6 +35,7 @@ from hologram.runtime.lookups import backends, find_translator, get_backend, tra
 __all__ = ["compile", "compile_file", "compile_all", "compile_file_all", "clear_cache"]
 
 CACHE_SIZE = 256  # documents kept
+TRANSLATIONS = 64  # modules whose @hologram.kernel functions were translated (runtime.decorator)
 MAX_DOCUMENT_BYTES = 16 << 20  # compile_file refuses a bigger file (the largest in this repository: 2 KB)
 
 
@@ -92,6 +93,7 @@ def clear_cache() -> None:
     `clear_cache()`; the cpu_llvm disk cache stays). Kernels still referenced keep
     their own program and executable. docs/api.md, "Caching", lists every cache."""
     compile_document.cache_clear()
+    translated.cache_clear()
     compile_program.cache_clear()
     forget_unpickled()
     manager.clear_cache()
@@ -132,6 +134,13 @@ def compile_document(translator: Translator, text: str, file: str, pipeline: Pip
         seen.add(kdef.name)
         compiled.append(compile_kdef(kdef, pipeline))
     return tuple(compiled)
+
+
+@functools.lru_cache(maxsize=TRANSLATIONS)
+def translated(translator: Translator, text: str, file: str) -> tuple[KernelDef, ...]:
+    """Every kernel definition of one source, translated once: `@hologram.kernel` asks for
+    one function's definition at a time, and a module may hold many."""
+    return tuple(translate(translator, text, file))
 
 
 def translate(translator: Translator, text: str, file: str) -> list[KernelDef]:

@@ -18,7 +18,6 @@ result is an ordinary `Kernel`: `.on()`, `.map()`, `.stats()`, `.emit()`, pickli
 
 from __future__ import annotations
 
-import functools
 import inspect
 import linecache
 from typing import Any, Callable, Sequence
@@ -27,7 +26,7 @@ from hologram.core.errors import DocumentError, PluginError
 from hologram.core.hookspecs import Translator
 from hologram.dsl.document import KernelDef
 from hologram.runtime import pipelines
-from hologram.runtime.compile import translate
+from hologram.runtime.compile import translated
 from hologram.runtime.driver import compile_kdef
 from hologram.runtime.kernel import Kernel
 from hologram.runtime.lookups import find_translator, get_backend
@@ -85,15 +84,9 @@ def _definition(translator: Translator, file: str, first: int, last: int, name: 
         raise DocumentError(f"cannot read the source of {name}() (from {file}): @hologram.kernel translates a "
                             "function's source", hint="define the function in a file or a notebook cell")
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    for kdef in _translated(translator, text, file):
+    for kdef in translated(translator, text, file):
         if first <= kdef.span.line <= last:
             return kdef
     raise DocumentError(f"{file}:{first}: {name}() is not decorated with @hologram.kernel in its source",
                         hint="the translator reads the functions decorated with @hologram.kernel (or @hg.kernel); "
                              "hologram.kernel(f) on an undecorated function is not one")
-
-
-@functools.lru_cache(maxsize=64)
-def _translated(translator: Translator, text: str, file: str) -> tuple[KernelDef, ...]:
-    """Every kernel of one module, translated once for all of its decorators."""
-    return tuple(translate(translator, text, file))
