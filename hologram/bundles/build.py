@@ -188,7 +188,14 @@ def collect(sources: Iterable[str | os.PathLike]) -> dict[str, tuple[str, str]]:
 
 def _claimed(path: Path) -> bool:
     claims = translator_for_path(str(path)).claims
-    return claims is None or bool(claims(_read_text(path)))
+    if claims is None:
+        return True
+    try:
+        return bool(claims(_read_text(path)))
+    except BundleError:
+        raise
+    except Exception:  # a plugin's bug: the file is taken, and its parse reports what is wrong
+        return True
 
 
 def _read_text(path: Path) -> str:
