@@ -3,9 +3,12 @@
 
     python benchmarks/python_kernels.py [--repeat N] [--backend cpu_llvm]
 
-Each figure is timed inside a fresh child process (time.perf_counter() around the
-measured code, after `import numpy`), N times (default 7), the rows taken in turn after
-one untimed run of each that warms the caches; the table gives the median and the min.
+Each figure is timed inside a fresh child process, N times (default 7), the rows taken in
+turn after one untimed run of each that warms the caches; the table gives the median and
+the min of the wall time (time.perf_counter) and of the process's CPU time
+(time.process_time, steadier on a shared machine). Every child first imports numpy and
+hologram and loads the plugins' registrations (untimed), so the rows differ only in the
+kernel's own path.
 
 - toml: `hologram.compile_file("kernels/softmax.toml")`, then one call on 1000 f32.
 - python: importing a module holding the same softmax as a `@hologram.kernel` function
@@ -13,8 +16,8 @@ one untimed run of each that warms the caches; the table gives the median and th
 - translate only: `hologram.compile_file` stopped after the translator (the parse of the
   module and the `KernelDef`), to show the translator's own share.
 
-Both timed rows include `import hologram` and every compile stage (the front end, the
-passes, lowering, the verifier) and the backend's preparation; `--cold` gives every run an
+Both timed rows include every compile stage (the translator's import and run, the
+analyzer, the passes, lowering, the verifier) and the backend's preparation; `--cold` gives every run an
 empty HOLOGRAM_CACHE_DIR (cpu_llvm then runs LLVM), by default the disk cache is warm (a
 temporary one, filled by the untimed run). Bytecode goes to a temporary
 PYTHONPYCACHEPREFIX, so no run compiles hologram's modules.
@@ -45,47 +48,45 @@ def softmax(x: f32["n"]) -> f32["n"]:
     return e / e.sum()
 '''
 
-TOML = '''
-import time, json, sys
+# Every child imports the same things before the clock starts (numpy, hologram's compile
+# API, the plugins' registrations), so the rows differ only in the kernel's own path: the
+# translator's import and run, analysis, passes, lowering, verifying, preparing, the call.
+PRELUDE = """
+import json, sys, time
 import numpy as np
 x = np.linspace(-3, 3, 1000, dtype=np.float32)
-t0 = time.perf_counter()
 import hologram
+from hologram.runtime.lookups import find_translator
+find_translator("toml"), find_translator("python")
+sys.path.insert(0, {folder!r})
+t0, c0 = time.perf_counter(), time.process_time()
+"""
+TOML = """
 k = hologram.compile_file({path!r}).on({backend!r})
 k(x)
-print(json.dumps(time.perf_counter() - t0))
-'''
-
-PYTHON = '''
-import time, json, sys
-import numpy as np
-x = np.linspace(-3, 3, 1000, dtype=np.float32)
-sys.path.insert(0, {folder!r})
-t0 = time.perf_counter()
-import hologram
+"""
+PYTHON = """
 import pysoftmax
 k = pysoftmax.softmax.on({backend!r})
 k(x)
-print(json.dumps(time.perf_counter() - t0))
-'''
-
-TRANSLATE = '''
-import time, json
-import numpy as np
-t0 = time.perf_counter()
+"""
+TRANSLATE = """
 from hologram.runtime.compile import translate
 from hologram.runtime.lookups import translator_for_path
-text = open({path!r}).read()
-translate(translator_for_path({path!r}), text, {path!r})
-print(json.dumps(time.perf_counter() - t0))
-'''
+translate(translator_for_path({path!r}), open({path!r}).read(), {path!r})
+"""
+REPORT = """
+print(json.dumps([time.perf_counter() - t0, time.process_time() - c0]))
+"""
 
 
-def child(code: str, env: dict[str, str]) -> float:
+def child(code: str, env: dict[str, str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of the measured part, in a fresh process."""
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
     if done.returncode:
         raise SystemExit(done.stderr)
-    return float(done.stdout.strip().splitlines()[-1])
+    wall, cpu = json.loads(done.stdout.strip().splitlines()[-1])
+    return wall, cpu
 
 
 def main() -> None:
@@ -100,26 +101,29 @@ def main() -> None:
         module = folder / "pysoftmax.py"
         module.write_text(MODULE)
         toml = str(ROOT / "kernels" / "softmax.toml")
-        rows = {
+        prelude = PRELUDE.format(folder=str(folder))
+        rows = {name: prelude + code + REPORT for name, code in {
             "toml: compile_file + 1st call": TOML.format(path=toml, backend=args.backend),
-            "python: import @hg.kernel module + 1st call": PYTHON.format(folder=str(folder), backend=args.backend),
-            "python: translation alone (import + translate)": TRANSLATE.format(path=str(module)),
-            "toml: translation alone (import + translate)": TRANSLATE.format(path=toml),
-        }
+            "python: import the @hg.kernel module + 1st call": PYTHON.format(backend=args.backend),
+            "toml: translation alone": TRANSLATE.format(path=toml),
+            "python: translation alone": TRANSLATE.format(path=str(module)),
+        }.items()}
         env = {**os.environ, "PYTHONPYCACHEPREFIX": str(Path(tmp) / "pyc"), "HOLOGRAM_CACHE_DIR": str(Path(tmp) / "c")}
         for code in rows.values():
             child(code, env)  # warm: bytecode, and the disk cache unless --cold
-        times: dict[str, list[float]] = {name: [] for name in rows}
+        times: dict[str, list[tuple[float, float]]] = {name: [] for name in rows}
         for k in range(args.repeat):
             for name, code in rows.items():
                 run_env = {**env, "HOLOGRAM_CACHE_DIR": str(Path(tmp) / f"cold{k}-{len(times[name])}")} \
                     if args.cold else env
                 times[name].append(child(code, run_env))
-        print(f"{'row':<50} {'median':>9} {'min':>9}   ({args.backend}, {'cold' if args.cold else 'warm'} "
-              f"disk cache, {args.repeat} runs)")
+        print(f"{args.backend}, {'cold' if args.cold else 'warm'} disk cache, {args.repeat} runs; ms")
+        print(f"{'row':<50} {'wall median':>12} {'wall min':>9} {'CPU median':>11} {'CPU min':>8}")
         for name, ts in times.items():
-            print(f"{name:<50} {statistics.median(ts) * 1e3:8.1f}ms {min(ts) * 1e3:8.1f}ms")
-        print(json.dumps({k: v for k, v in times.items()}))
+            wall, cpu = [t[0] for t in ts], [t[1] for t in ts]
+            print(f"{name:<50} {statistics.median(wall) * 1e3:12.1f} {min(wall) * 1e3:9.1f} "
+                  f"{statistics.median(cpu) * 1e3:11.1f} {min(cpu) * 1e3:8.1f}")
+        print(json.dumps(times))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ from typing import Iterable, Sequence
 import attrs
 
 from hologram.core.errors import CompileError, Span
-from hologram.dsl.parser import STATEMENT_HINTS
 from hologram_python.module import THREAD_ID, TYPE_NAMES, Names, Source, literal
 from hologram_python.text import BodyLine, Edit, cut
 
@@ -33,8 +32,7 @@ _NAMES = {ast.For: "for", ast.AsyncFor: "for", ast.While: "while", ast.If: "if",
           ast.Match: "match", ast.Break: "break", ast.Continue: "continue"}
 if hasattr(ast, "TryStar"):
     _NAMES[ast.TryStar] = "try"
-_HINTS = {
-    **{k: STATEMENT_HINTS[k] for k in ("for", "while", "if")},
+_HINTS = {  # (for, while and if: the body language's own hints, statement_hint)
     "def": "a kernel is one function; decorate another function for another kernel",
     "class": "a kernel is one function; decorate another function for another kernel",
     "import": "import at the top of the module: np.exp(x) and exp(x) are the same function in a kernel",
@@ -77,6 +75,16 @@ class Body:
 
 def statement_error(src: Source, node: ast.AST, message: str, hint: str | None = None) -> CompileError:
     return CompileError(message, src.span(node), hint=hint)
+
+
+def statement_hint(word: str) -> str | None:
+    """The hint for a statement a kernel has not: the body language's, for the statements
+    it knows (its parser, and lark, load only when there is an error to explain)."""
+    if word in ("for", "while", "if"):
+        from hologram.dsl.parser import STATEMENT_HINTS
+
+        return STATEMENT_HINTS[word]
+    return _HINTS.get(word)
 
 
 class BodyTranslator:
@@ -156,7 +164,7 @@ class BodyTranslator:
             raise statement_error(src, st, "this expression's value is not used: a kernel's statements are "
                                   "assignments and one return", hint="assign it to a name, or drop it")
         word = _NAMES.get(type(st), type(st).__name__.lower())
-        raise statement_error(src, st, f"a kernel has no {word!r} statements", hint=_HINTS.get(word))
+        raise statement_error(src, st, f"a kernel has no {word!r} statements", hint=statement_hint(word))
 
     def _assign(self, st: ast.stmt, target: ast.expr, value: ast.expr) -> list[BodyLine]:
         src = self.src
