@@ -10,7 +10,8 @@ then compiles through whatever translator is registered for the `python` format,
 (`hologram.isa.encoding.code_hash`, the program without its source sites).
 
 `with_python_forms(strategy)` draws one case in four as Python when that translator is
-installed (the others, and every case without it, stay TOML).
+installed (the others, and every case without it, stay TOML); a failure shrinks towards
+the TOML form, so its reproducer is a `.py` file only when the Python form is needed.
 """
 
 from __future__ import annotations
@@ -85,7 +86,9 @@ def as_python(case: KernelCase) -> KernelCase:
 def with_python_forms(strategy: st.SearchStrategy[KernelCase]) -> st.SearchStrategy[KernelCase]:
     if not python_available():
         return strategy
-    return st.tuples(strategy, st.integers(0, 3)).map(lambda p: as_python(p[0]) if p[1] == 0 else p[0])
+    # the Python form at the far end of the integer: shrinking goes towards 0, so a failure
+    # shrinks to the TOML form (the reproducer a backend's author reads) unless it needs Python
+    return st.tuples(strategy, st.integers(0, 3)).map(lambda p: as_python(p[0]) if p[1] == 3 else p[0])
 
 
 def check_python_twin(case: KernelCase, opt: str | None = None, passes=None) -> None:
