@@ -55,6 +55,7 @@ class _Module:
         params = self._params(fn)
         returns = self._return_types(fn)
         symbols = {s for t in [*(t for _, t in params.values()), *returns] for s in _symbol_words(t.value)}
+        _check_size_params(params, symbols, src)
         body = BodyTranslator(src, self.names, fn, list(params), symbols).translate(
             None if fn.returns is None else len(returns))
         if body.out_params and body.returns:
@@ -223,6 +224,18 @@ class _Module:
 
     def _string(self, value: str, span: Span) -> Located:
         return Located("string", value, span, span, src=self.text)
+
+
+def _check_size_params(params: Mapping[str, tuple[ast.arg, Located]], symbols: set[str], src: Source) -> None:
+    """The seeds pass an array's length as a parameter (`n: u32` beside `c: f32["n"]`); a
+    kernel reads its sizes from its arrays, so such a parameter is refused with that said
+    (the schema would only say that two names clash)."""
+    for name, (arg, t) in params.items():
+        if name in symbols and "[" not in t.value:
+            raise DocumentError(f"parameter {name!r} is a size: the shape symbol {name} already is the size of the "
+                                "arrays declared with it, read from them at each call", t.key_span or src.span(arg),
+                                hint=f"drop the parameter {name}; the body (a guard such as `idx < {name}`) reads "
+                                     "the shape symbol")
 
 
 def _summary(fn: ast.FunctionDef) -> str:

@@ -26,6 +26,18 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def test_plugins_lists_the_translator_and_help_its_command(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # one row a plugin
+    code, out, err = run_cli(capsys, "plugins")
+    assert code == 0, err
+    lines = out.splitlines()
+    at = next(k for k, line in enumerate(lines) if line.split()[1:2] == ["python"])
+    assert "hologram-translator-python" in lines[at] and "translator python (.py)" in lines[at]
+    assert lines[at].split()[-2] == "ok" and "commands" in lines[at + 1]  # one registration a line
+    code, out, _ = run_cli(capsys, "--help")
+    assert code == 0 and "translate" in out
+
+
 def test_translate_writes_every_kernel_and_the_round_trip_has_the_same_code(tmp_path, capsys):
     out = tmp_path / "python_kernels.toml"
     code, _, err = run_cli(capsys, "translate", str(EXAMPLE), "-o", str(out))

@@ -198,7 +198,7 @@ def test_errors_in_the_signature_point_at_the_annotation():
     assert "reserved" in err.message and underline(err) == "sum"
     err = error('''
         @hg.kernel
-        def f(x: f32["n"], n: i64) -> f32["n"]:
+        def f(x: f32["n"], n: f32["m"]) -> f32["n"]:
             return x
     ''', DocumentError)
     assert "same name as input 'n'" in err.message and underline(err) == "n"
@@ -375,6 +375,18 @@ def test_the_seeds_thread_style_is_index_notation(guard):
     assert k.body == "c[idx] = a[idx] + b[idx]" and [p.name for p in k.outputs] == ["c"]
     a, b = np.arange(5, dtype=np.float32), np.ones(5, np.float32)
     np.testing.assert_array_equal(run(k, a, b), a + b)
+
+
+def test_the_seeds_size_parameter_is_refused_with_the_form_to_write():
+    err = error('''
+        @hg.kernel
+        def vector_add(a: f32["n"], b: f32["n"], c: f32["n"], n: u32):
+            idx = get_global_id()
+            if idx < n:
+                c[idx] = a[idx] + b[idx]
+    ''', DocumentError)
+    assert "parameter 'n' is a size" in err.message and underline(err) == "n" and err.span.col == 55
+    assert "drop the parameter n" in err.hint
 
 
 def test_thread_style_on_two_axes_with_an_early_exit_and_per_thread_values():
