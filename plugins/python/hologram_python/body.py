@@ -114,6 +114,7 @@ class BodyTranslator:
             if isinstance(st, ast.Return):
                 raise statement_error(self.src, st, "a kernel returns once, at its end",
                                       hint="assign the values to names and return them in the last statement")
+        _check_single_assignment(self.src, flat)
         plan = self._plan_returns(ret, returns, flat)
         lines: list[BodyLine] = []
         for st in flat:
@@ -452,6 +453,20 @@ def _comparisons(test: ast.expr, joiner: type) -> list[tuple[ast.expr, ast.cmpop
         items = [test.left, *test.comparators]
         return [(items[k], op, items[k + 1]) for k, op in enumerate(test.ops)]
     return [(test, ast.Eq(), test)]
+
+
+def _check_single_assignment(src: Source, flat: Sequence[ast.stmt]) -> None:
+    """A name is assigned once in a kernel. The analyzer says so too, but only after a
+    returned local may have been renamed (`y_`): said here, the error names `y`."""
+    first: dict[str, ast.expr] = {}
+    for st in flat:
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            target = st.targets[0]
+            if target.id in first:
+                raise statement_error(src, target, f"{target.id!r} is assigned twice (first on line "
+                                      f"{first[target.id].lineno})",
+                                      hint="each name is assigned exactly once; use a new name")
+            first[target.id] = target
 
 
 def _assigned_names(stmts: Sequence[ast.stmt]) -> set[str]:

@@ -344,6 +344,17 @@ def test_return_mismatches_are_errors():
     assert "not both" in err.message
 
 
+def test_a_returned_local_assigned_twice_is_named_as_written():
+    err = error('''
+        @hg.kernel
+        def f(x: f32["n"]) -> f32["n"]:
+            y = x
+            y = y + 1
+            return y
+    ''', CompileError)  # y is renamed y_ in the body (returned and read): the error still says y
+    assert err.message == "'y' is assigned twice (first on line 6)" and (err.span.line, underline(err)) == (7, "y")
+
+
 def test_out_parameters_are_outputs_in_parameter_order():
     k = one('''
         @hg.kernel
