@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The plain install, as a user gets it: build the four wheels, install them into a fresh
+# The plain install, as a user gets it: build the five wheels, install them into a fresh
 # virtual environment with no extras and no editable paths (`pip install hologram-kernels`
 # with the wheels as the only place our distributions come from), then run the CLI, a
 # kernel on every backend and the README demo there. An install-path defect (a missing
@@ -27,15 +27,15 @@ step "building the wheels"
 mkdir -p "$WORK/src" "$WORK/wheels"
 tar -C "$ROOT" --exclude='__pycache__' --exclude='*.egg-info' --exclude='build' \
     -cf - pyproject.toml setup.py MANIFEST.in README.md kernels hologram plugins/interp plugins/cpu_llvm \
-    plugins/sigil | tar -C "$WORK/src" -xf -
+    plugins/sigil plugins/python | tar -C "$WORK/src" -xf -
 "$PY" -m pip wheel --quiet --no-deps --no-build-isolation --wheel-dir "$WORK/wheels" \
-    "$WORK/src" "$WORK/src/plugins/interp" "$WORK/src/plugins/cpu_llvm" "$WORK/src/plugins/sigil"
+    "$WORK/src" "$WORK/src/plugins/interp" "$WORK/src/plugins/cpu_llvm" "$WORK/src/plugins/sigil" "$WORK/src/plugins/python"
 ls "$WORK/wheels"
 
 step "installing hologram-kernels into a fresh venv (no extras)"
 "$PY" -m venv --without-pip "$WORK/venv"
 VPY=$WORK/venv/bin/python
-# pip runs from the build Python and installs into the new venv; our four distributions can
+# pip runs from the build Python and installs into the new venv; our five distributions can
 # come only from the wheels (none is on the index), the rest from the index or pip's cache.
 "$PY" -m pip --python "$VPY" install --quiet --find-links "$WORK/wheels" hologram-kernels
 
@@ -53,6 +53,7 @@ ours = sorted(n for n in have if n.startswith("hologram"))
 print("installed:", ", ".join(f"{n} {have[n]}" for n in ours))
 assert "hologram-backend-interp" in have, "the plain install brought no reference interpreter"
 assert "hologram-translator-sigil" in have, "the plain install brought no sigil translator"
+assert "hologram-translator-python" in have, "the plain install brought no translator of Python functions"
 native = platform.python_implementation() == "CPython" and (sys.platform, platform.machine()) in {
     ("linux", "x86_64"), ("linux", "aarch64"), ("darwin", "arm64"), ("win32", "AMD64")}
 assert ("hologram-backend-cpu-llvm" in have) == native, f"cpu_llvm installed: {'hologram-backend-cpu-llvm' in have}"
@@ -115,6 +116,12 @@ for backend in hologram.list_backends():
     assert np.allclose(lib.softmax(x)[3], e / e.sum(), rtol=1e-5), backend
 print("circuits ran on", ", ".join(hologram.list_backends()))
 EOF
+
+step "a Python kernel (@hologram.kernel) runs from the installed wheels, and translates"
+cp "$ROOT/examples/python_kernels.py" "$WORK/python_kernels.py"
+"$VPY" "$WORK/python_kernels.py"
+"$HOLOGRAM" translate "$WORK/python_kernels.py" -o "$WORK/python_kernels.toml"
+"$HOLOGRAM" run "$WORK/python_kernels.toml" --kernel vector_add --bind n=4
 
 step "the README demo (every backend)"
 for backend in $("$VPY" -c "import hologram; print(*hologram.list_backends())"); do

@@ -8,6 +8,10 @@ the Atlas ISA, run on pluggable backends.
     k.on("interp")(x)             # the same kernel on another backend
     lib = hg.load_bundle("stdlib")  # kernels compiled ahead of time: no compiler work
 
+    @hg.kernel                    # a Python function, translated (never run): docs/python-kernels.md
+    def scale(x: f32["n"], k: f32) -> f32["n"]:
+        return x * k
+
 See docs/api.md for the runtime API and docs/plugins.md for writing plugins.
 
 Every public name is imported when first used (PEP 562), so `import hologram` costs
@@ -26,6 +30,7 @@ if TYPE_CHECKING:
     from hologram.core import errors
     from hologram.core.hookspecs import hookimpl
     from hologram.runtime.compile import clear_cache, compile, compile_all, compile_file, compile_file_all
+    from hologram.runtime.decorator import kernel
     from hologram.runtime.kernel import Kernel, Library
     from hologram.runtime.lookups import get_backend, list_backends
 
@@ -36,7 +41,7 @@ _HOME = {
     "clear_cache": "hologram.runtime.compile", "Kernel": "hologram.runtime.kernel",
     "Library": "hologram.runtime.kernel", "get_backend": "hologram.runtime.lookups",
     "list_backends": "hologram.runtime.lookups", "hookimpl": "hologram.core.hookspecs",
-    "errors": "hologram.core.errors",
+    "errors": "hologram.core.errors", "kernel": "hologram.runtime.decorator",
 }
 
 
@@ -68,4 +73,4 @@ def __dir__() -> list[str]:
 
 
 __all__ = ["compile", "compile_file", "compile_all", "compile_file_all", "load_bundle", "get_backend", "list_backends",
-           "clear_cache", "Kernel", "Library", "hookimpl", "errors", "__version__"]
+           "clear_cache", "Kernel", "Library", "hookimpl", "errors", "kernel", "__version__"]

@@ -15,7 +15,8 @@ from repo_paths import ROOT
 PACKAGES = {"hologram": ROOT / "hologram",
             "hologram_interp": ROOT / "plugins/interp/hologram_interp",
             "hologram_cpu_llvm": ROOT / "plugins/cpu_llvm/hologram_cpu_llvm",
-            "hologram_sigil": ROOT / "plugins/sigil/hologram_sigil"}
+            "hologram_sigil": ROOT / "plugins/sigil/hologram_sigil",
+            "hologram_python": ROOT / "plugins/python/hologram_python"}
 
 # A module may import from its own folder or from a folder of a lower rank; folders of
 # one rank are independent of each other (isa and dsl, verify and lower).
@@ -29,6 +30,7 @@ RANKS = {
     "hologram.bundles": 6,
     "hologram": 7,  # the package's public face: hologram/__init__.py
     "hologram_interp": 8, "hologram_cpu_llvm": 8,  # the backends, installed as plugins
+    "hologram_python": 8,  # the Python-function translator, installed as a plugin
     "hologram.testing": 9,
     "hologram_sigil": 10,  # the sigil translator, installed as a plugin (its generated circuits use the test kit)
     "hologram.cli": 10,
@@ -164,7 +166,8 @@ def test_the_architecture_map_names_every_module():
         if path.name == "__init__.py" and len(ast.parse(path.read_text()).body) <= 1:
             continue  # a docstring only: the folder's heading says it
         top = folder(name)
-        where = "The backends" if top in ("hologram_interp", "hologram_cpu_llvm") else f"`{top.replace('.', '/')}/`"
+        where = {"hologram_interp": "The backends", "hologram_cpu_llvm": "The backends",
+                 "hologram_python": "The Python translator"}.get(top, f"`{top.replace('.', '/')}/`")
         body = next((b for h, b in sections.items() if where in h), "")
         if path.name not in body:
             missing.append(f"{path.relative_to(ROOT)} (under the heading with {where})")

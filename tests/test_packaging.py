@@ -45,8 +45,13 @@ def test_the_native_backend_comes_where_llvmlite_has_wheels(platform, wheel):
     assert native.marker is not None and native.marker.evaluate(env) == wheel
 
 
-def test_the_backends_depend_on_the_root_distribution():
-    for plugin in ("interp", "cpu_llvm"):
+def test_the_root_distribution_depends_on_the_python_translator_everywhere():
+    python = _dependencies(ROOT / "pyproject.toml")["hologram-translator-python"]
+    assert python.marker is None and not python.extras
+
+
+def test_the_plugins_depend_on_the_root_distribution():
+    for plugin in ("interp", "cpu_llvm", "python"):
         assert "hologram-kernels" in _dependencies(ROOT / "plugins" / plugin / "pyproject.toml")
 
 

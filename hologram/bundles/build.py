@@ -32,7 +32,7 @@ from hologram.bundles.manifest import (
 )
 from hologram.core.distribution import hologram_version
 from hologram.core.errors import BundleError, HologramError
-from hologram.core.files import cache_root, read_regular_file
+from hologram.core.files import cache_root, read_regular_file, read_text_file
 from hologram.core.types import type_str
 from hologram.dsl.document import DSL_VERSION, KernelDef
 from hologram.isa.encoding import SUPPORTED_ISA_VERSIONS, encode
@@ -156,7 +156,8 @@ def collect(sources: Iterable[str | os.PathLike]) -> dict[str, tuple[str, str]]:
     """{member name: (path, text)} of every document: a file as `sources/<its name>`, a
     folder's documents (every registered extension, recursively) as `sources/<path in
     the folder>`; no absolute paths, so the member names do not depend on where the
-    sources sit."""
+    sources sit. In a folder, a file its translator does not claim (`Translator.claims`:
+    a Python module without kernels) is no document; a file named is always one."""
     extensions = tuple(sorted({e for t in translators().values() for e in t.extensions}))
     found: dict[str, tuple[str, str]] = {}
     for source in sources:
@@ -164,7 +165,7 @@ def collect(sources: Iterable[str | os.PathLike]) -> dict[str, tuple[str, str]]:
         if path.is_dir():
             files = sorted(p for p in path.rglob("*") if p.is_file() and p.name.lower().endswith(extensions)
                            and not any(part.startswith(".") for part in p.relative_to(path).parts))
-            pairs = [(p, p.relative_to(path).as_posix()) for p in files]
+            pairs = [(p, p.relative_to(path).as_posix()) for p in files if _claimed(p)]
             if not pairs:
                 raise BundleError(f"{path}: no kernel documents in this folder ({', '.join(extensions)})")
         elif path.is_file():
@@ -186,16 +187,20 @@ def collect(sources: Iterable[str | os.PathLike]) -> dict[str, tuple[str, str]]:
     return found
 
 
+def _claimed(path: Path) -> bool:
+    claims = translator_for_path(str(path)).claims
+    if claims is None:
+        return True
+    try:
+        return bool(claims(_read_text(path)))
+    except BundleError:
+        raise
+    except Exception:  # a plugin's bug: the file is taken, and its parse reports what is wrong
+        return True
+
+
 def _read_text(path: Path) -> str:
-    try:
-        data = read_regular_file(str(path), MAX_DOCUMENT_BYTES)
-    except OSError as exc:
-        raise BundleError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise BundleError(f"cannot read {path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+    return read_text_file(str(path), MAX_DOCUMENT_BYTES, BundleError)
 
 
 # -------------------------------------------------------------------------- compiling

@@ -160,5 +160,5 @@ def add_difftest(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=None, help="make the run repeatable (default: a random seed, printed)")
     p.add_argument("--kind", choices=tuple(KIND_CHOICES), default="both", help="what to generate (default both)")
     p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help=f"where reproducers go (default ./{DEFAULT_OUT})")
-    p.add_argument("--replay", metavar="PATH", help="run one reproducer (.toml or .hasm) again instead")
+    p.add_argument("--replay", metavar="PATH", help="run one reproducer (.toml, .py or .hasm) again instead")
     p.set_defaults(func=cmd_difftest)

@@ -56,6 +56,21 @@ def read_regular_file(path: str | os.PathLike, limit: int) -> bytes:
         os.close(fd)
 
 
+def read_text_file(path: str, limit: int, error: type[Exception]) -> str:
+    """A document's text: a regular file of at most `limit` bytes, UTF-8, with universal
+    newlines (as text mode reads it, so spans count lines the same way). Anything else is
+    `error("cannot read PATH: why")`."""
+    try:
+        data = read_regular_file(path, limit)
+    except OSError as exc:
+        raise error(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"cannot read {path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def cache_root() -> Path:
     """The folder Hologram's caches share: HOLOGRAM_CACHE_DIR, else `user_cache_root()`."""
     env = os.environ.get("HOLOGRAM_CACHE_DIR")

@@ -51,13 +51,20 @@ class Translator:
     handles inside every kernel document (`BodyKey`). `cases(cfg)`, when given, is a
     hypothesis strategy of `hologram.testing.KernelCase`s written in what the plugin
     adds (documents with its keys, say), with their expected outputs: `hologram
-    diff-test` mixes them into what it draws (called only there; import hypothesis in it)."""
+    diff-test` mixes them into what it draws (called only there; import hypothesis in
+    it). `claims(text)`, when given, says whether a file with one of the extensions
+    holds kernels at all: a folder of sources (a bundle build) skips the files it does
+    not claim, as the Python translator does a module without kernels; None claims
+    every file."""
 
     name: str
     extensions: tuple[str, ...]
     parse: Callable[[str, str], Sequence[object]]
-    body_keys: tuple[BodyKey, ...] = ()
-    cases: Callable[[object], object] | None = attrs.field(default=None, eq=False)
+    # the optional parts are keywords: a plugin names what it adds, so adding one here
+    # never shifts another plugin's positional argument into the wrong field
+    body_keys: tuple[BodyKey, ...] = attrs.field(default=(), kw_only=True)
+    cases: Callable[[object], object] | None = attrs.field(default=None, eq=False, kw_only=True)
+    claims: Callable[[str], bool] | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen

@@ -29,18 +29,37 @@ class BodyOrigin:
     file: str
     source: str = attrs.field(repr=False)
     lines: tuple[tuple[int, int], ...]
+    # For a translator that rewrites text (the Python one folds constants, turns `return e`
+    # into `out = e`): `columns[k][c - 1]` is the file column of body column c on body line
+    # k+1, with one entry more for the column just past the line's end; the offsets in
+    # `lines` are then not used for columns. Empty: every line is shifted by its offset.
+    columns: tuple[tuple[int, ...], ...] = attrs.field(default=(), repr=False)
 
     def span(self, line: int, col: int, end_col: int | None = None, end_line: int | None = None) -> Span:
         """The file span of body line `line`, columns [col, end_col) (all 1-based)."""
         if not self.lines:
             return Span(self.file, 1, 1, source=self.source)
-        file_line, off = self.lines[min(max(line, 1), len(self.lines)) - 1]
+        file_line, _ = self.lines[min(max(line, 1), len(self.lines)) - 1]
         if end_line is not None and end_line != line:
-            end_file_line, end_off = self.lines[min(max(end_line, 1), len(self.lines)) - 1]
-            return Span(self.file, file_line, col + off, end_file_line,
-                        None if end_col is None else end_col + end_off, source=self.source)
-        return Span(self.file, file_line, col + off, file_line,
-                    None if end_col is None else end_col + off, source=self.source)
+            end_file_line, _ = self.lines[min(max(end_line, 1), len(self.lines)) - 1]
+            return Span(self.file, file_line, self._column(line, col), end_file_line,
+                        None if end_col is None else self._column(end_line, end_col, end=True), source=self.source)
+        return Span(self.file, file_line, self._column(line, col), file_line,
+                    None if end_col is None else self._column(line, end_col, end=True), source=self.source)
+
+    def _column(self, line: int, col: int, end: bool = False) -> int:
+        """The file column of body column `col` on body line `line`; an exclusive end
+        column maps through the last column it covers, so a span over rewritten text
+        underlines all of the text it replaced."""
+        k = min(max(line, 1), len(self.lines)) - 1
+        if not self.columns:
+            return col + self.lines[k][1]
+        table = self.columns[k]
+        if end and col > 1:
+            at = min(col - 1, len(table)) - 1
+            return table[at] + 1 + max(col - 1 - len(table), 0)
+        at = min(max(col, 1), len(table)) - 1
+        return table[at] + max(col - len(table), 0)
 
 
 @attrs.frozen

@@ -310,7 +310,7 @@ def _syntax_error(exc: UnexpectedInput, text: str, kdef: KernelDef) -> CompileEr
     return CompileError(message, span, hint=hint)
 
 
-_STATEMENT_HINTS = {  # Python statements a numpy user may write, and this language's form of them
+STATEMENT_HINTS = {  # Python statements a numpy user may write, and this language's form of them
     "for": "there are no loops: a statement applies to whole arrays (y = exp(x)) or, in index notation, to "
            "every index (y[i] = x[n - 1 - i]); a sum over an index is sum(x[i, k], k)",
     "while": "there are no loops: a statement applies to whole arrays, or to every index in index notation",
@@ -330,8 +330,8 @@ def _python_hint(text: str, tok: Token) -> str | None:
         return None
     start = text.rfind("\n", 0, tok.start_pos) + 1
     first = text[start:].split(None, 1)[0] if text[start:].strip() else ""
-    if first in _STATEMENT_HINTS:
-        return _STATEMENT_HINTS[first]
+    if first in STATEMENT_HINTS:
+        return STATEMENT_HINTS[first]
     if tok.type == "NAME" and tok.value == "if":  # `a if c else b`
         return "a conditional expression is where(condition, a, b)"
     if tok.type == "PLUS_ASSIGN":  # `y += x` on a whole array (index notation has `h[b[i]] += w[i]`)

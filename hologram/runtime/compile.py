@@ -23,7 +23,7 @@ from typing import Sequence
 
 from hologram.core import body_keys as document_keys
 from hologram.core.errors import DocumentError, HologramError, PluginError
-from hologram.core.files import read_regular_file
+from hologram.core.files import read_text_file
 from hologram.core.hookspecs import BodyKey, Translator
 from hologram.dsl.document import KernelDef
 from hologram.passes import manager
@@ -36,6 +36,7 @@ from hologram.runtime.lookups import backends, body_keys, find_translator, get_b
 __all__ = ["compile", "compile_file", "compile_all", "compile_file_all", "clear_cache"]
 
 CACHE_SIZE = 256  # documents kept
+TRANSLATIONS = 64  # modules whose @hologram.kernel functions were translated (runtime.decorator)
 MAX_DOCUMENT_BYTES = 16 << 20  # compile_file refuses a bigger file (the largest in this repository: 2 KB)
 
 
@@ -84,17 +85,7 @@ def compile_file_all(path: str | os.PathLike, backend: str | None = None, opt: s
         raise DocumentError(f"compile_file() expects a path, got {type(path).__name__}") from None
     translator = translator_for_path(file)
     pipeline = pipelines.resolve(opt, passes)
-    try:
-        data = read_regular_file(file, MAX_DOCUMENT_BYTES)
-    except OSError as exc:
-        raise DocumentError(f"cannot read {file}: {exc.strerror or exc}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DocumentError(f"cannot read {file}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    # universal newlines, as reading in text mode gives: spans count lines the same way
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return _library(translator, text, file, backend, pipeline)
+    return _library(translator, read_text_file(file, MAX_DOCUMENT_BYTES, DocumentError), file, backend, pipeline)
 
 
 def clear_cache() -> None:
@@ -103,6 +94,7 @@ def clear_cache() -> None:
     `clear_cache()`; the cpu_llvm disk cache stays). Kernels still referenced keep
     their own program and executable. docs/api.md, "Caching", lists every cache."""
     compile_document.cache_clear()
+    translated.cache_clear()
     compile_program.cache_clear()
     forget_unpickled()
     manager.clear_cache()
@@ -146,6 +138,15 @@ def compile_document(translator: Translator, text: str, file: str, pipeline: Pip
         seen.add(kdef.name)
         compiled.append(compile_kdef(kdef, pipeline))
     return tuple(compiled)
+
+
+@functools.lru_cache(maxsize=TRANSLATIONS)
+def translated(translator: Translator, text: str, file: str,
+               keys: tuple[tuple[str, BodyKey], ...]) -> tuple[KernelDef, ...]:
+    """Every kernel definition of one source, translated once (with the document keys
+    `keys` in effect, part of the cache key as in `compile_document`): `@hologram.kernel`
+    asks for one function's definition at a time, and a module may hold many."""
+    return tuple(translate(translator, text, file, keys))
 
 
 def translate(translator: Translator, text: str, file: str,

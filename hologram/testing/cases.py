@@ -95,6 +95,7 @@ class KernelCase:
     expected   (name, Val) per output in declaration order; empty when `error` is set
     error      HologramError subclasses one of which running the kernel must raise
     mapped     the kernel is called with `.map` (loop dimensions, hologram.testing.view_cases)
+    format     the translator `source` is written for: "toml", or "python" (hologram.testing.python_cases)
     """
 
     source: str
@@ -103,6 +104,7 @@ class KernelCase:
     error: tuple[type[HologramError], ...] = ()
     program: "Program | None" = attrs.field(default=None, repr=False)
     mapped: bool = False  # called as `kernel.map(...)`: the inputs have loop dimensions
+    format: str = "toml"
 
     @property
     def args(self) -> dict[str, Any]:

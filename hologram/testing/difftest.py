@@ -33,7 +33,8 @@ its level while the other level passes: the report says which level disagreed.
 Every example runs on every (level, backend) first (counting passes and failures); then,
 for each that failed, hypothesis replays the same seed with that one's check raising,
 shrinks to a minimal example, and the example is written as a reproducer: a `.toml`
-kernel document or a `.hasm` program, with the inputs (and, for kernels, the oracle's
+kernel document (a `.py` module for a kernel drawn as a Python function,
+`hologram.testing.python_cases`) or a `.hasm` program, with the inputs (and, for kernels, the oracle's
 answer with its tolerances) in a `.npz` beside it. `replay(path)` runs a reproducer again;
 the CLI spells that `hologram diff-test --replay PATH`.
 """
@@ -267,11 +268,12 @@ def _write_kernel(case: KernelCase, backend: str, opt: str, message: str, out_di
     arrays["meta/mapped"] = np.array(case.mapped)
     arrays["meta/backend"] = np.array(backend)
     arrays["meta/opt"] = np.array(opt)
-    with open(stem + ".toml", "w", encoding="utf-8") as f:
+    path = stem + (".py" if case.format == "python" else ".toml")
+    with open(path, "w", encoding="utf-8") as f:
         f.write(case.source)
     np.savez_compressed(stem + ".npz", **arrays)  # a 2**24-element constant input compresses to ~100 KB
-    _write_notes(stem, stem + ".toml", backend, opt, message)
-    return stem + ".toml"
+    _write_notes(stem, path, backend, opt, message)
+    return path
 
 
 def _write_program(case: ProgramCase, backend: str, opt: str, message: str, out_dir: str) -> str:
@@ -320,7 +322,8 @@ def _kernel_from_files(path: str) -> KernelCase:
     names = list(dict.fromkeys(k.rsplit("/", 1)[0] for k in fields))
     expected = tuple((n, Val(*(fields[f"{n}/{f}"] for f in ("v", "err", "ulps", "fuzzy")))) for n in names)
     error = tuple(getattr(errors, str(e)) for e in data.get("meta/errors", ()))
-    return KernelCase(source, inputs, expected, error, mapped=bool(data.get("meta/mapped", False)))
+    return KernelCase(source, inputs, expected, error, mapped=bool(data.get("meta/mapped", False)),
+                      format="python" if path.endswith(".py") else "toml")
 
 
 def _program_from_files(path: str) -> ProgramCase:
@@ -336,12 +339,12 @@ def replay(path: str, backends: Sequence[str] | None = None, opt: str | None = N
     """Run a reproducer again on `backends` (default: the backend it was written for) at
     optimization level `opt` (default: the level it failed at); returns backend ->
     failure message, or None where it now passes."""
-    if path.endswith(".toml"):
+    if path.endswith((".toml", ".py")):
         kind, case = "kernels", _kernel_from_files(path)
     elif path.endswith(".hasm"):
         kind, case = "programs", _program_from_files(path)
     else:
-        raise ArgumentError(f"{path}: a reproducer is a .toml kernel or a .hasm program written by diff-test")
+        raise ArgumentError(f"{path}: a reproducer is a .toml or .py kernel or a .hasm program written by diff-test")
     meta = _load_npz(path)
     if not backends:
         backends = [str(meta.get("meta/backend", REFERENCE))]

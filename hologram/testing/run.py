@@ -51,8 +51,13 @@ def check_case(case: KernelCase, backend: str | None = "interp", opt: str | None
     it to the oracle under the accuracy contract (`passes`: exactly these passes instead). Raises AssertionError (AccuracyError
     for wrong values) describing the kernel and its inputs; returns the outputs (None
     when the case expects an error)."""
+    if case.format == "python":
+        from hologram.testing.python_cases import check_python_twin
+
+        check_python_twin(case, opt, passes)
     try:
-        outputs = run_kernel_text(case.source, case.args, backend, opt=opt, passes=passes, mapped=case.mapped)
+        outputs = run_kernel_text(case.source, case.args, backend, format=case.format, opt=opt, passes=passes,
+                                  mapped=case.mapped)
     except case.error or ():
         return None
     except HologramError as exc:

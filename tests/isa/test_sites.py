@@ -124,3 +124,16 @@ def test_compact_sites_keeps_the_named_ones_in_order_of_first_use():
     assert compact.sites == (p.sites[1],)
     assert [it.site for it in compact.stages[0].body if isinstance(it, Instr)] == [None, None, 0, None, None, None]
     assert compact_sites(compact) is compact
+
+
+def test_code_hash_is_the_program_without_its_sites():
+    p = parse_program(TEXT)
+    moved = attrs.evolve(p, sites=tuple(attrs.evolve(s, file="elsewhere.py", line=s.line + 3) for s in p.sites))
+    assert encoding.program_hash(moved) != encoding.program_hash(p)
+    assert encoding.code_hash(moved) == encoding.code_hash(p)
+    bare = parse_program(TEXT.replace(" site 0", "").replace(" site 1", "").replace(
+        '.site 0 "kernels/g.toml" 7:8-17 "y[i] = x[idx[i]]"\n', "").replace(
+        '.site 1 "sources/\\u00e9 \\"q\\".toml" 12:1-2 ""\n', ""))
+    assert not bare.sites and encoding.code_hash(p) == encoding.code_hash(bare) == encoding.program_hash(bare)
+    other = parse_program(TEXT.replace("[x + %r0 + 1]", "[x + %r0]"))
+    assert encoding.code_hash(other) != encoding.code_hash(p)

@@ -1,0 +1,182 @@
+"""@hologram.kernel: decorated functions are Kernels, on both backends, against numpy."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import hologram as hg
+from hologram.core.errors import CompileError, DocumentError, ExecutionError, PluginError
+from py_helpers import load, source
+from repo_paths import EXAMPLES
+
+BACKENDS = ["interp", "cpu_llvm"]
+
+
+@pytest.fixture(scope="module")
+def examples():
+    """examples/python_kernels.py, imported (every kernel compiled by its decorator)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("python_kernels", EXAMPLES / "python_kernels.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["python_kernels"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_decorated_function_is_a_kernel(examples):
+    k = examples.softmax
+    assert isinstance(k, hg.Kernel) and k.name == "softmax" and k.version == "1.0.0"
+    assert str(k.signature) == "softmax(x: f32[n]) -> out: f32[n]"
+    assert k.kdef.span.file.endswith("python_kernels.py")
+    assert "EXP" in k.emit("asm") and "softmax" in k.emit("ir")
+    stats = k.stats(n=1000)
+    assert set(stats) >= {"O0", "O2"} and stats["O2"].instructions <= stats["O0"].instructions
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_examples_agree_with_numpy(examples, backend, monkeypatch):
+    monkeypatch.setattr(hg, "list_backends", lambda: [backend])
+    examples.check()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_kernels_against_numpy_at_many_sizes(examples, backend):
+    rng = np.random.default_rng(1)
+    for n in (0, 1, 7, 64, 1000):
+        x = rng.standard_normal(n).astype(np.float32)
+        a = rng.standard_normal(n).astype(np.float32)
+        np.testing.assert_array_equal(examples.vector_add.on(backend)(x, a), x + a)
+        if n:  # (an empty x: no max, and n - 1 elements is a negative shape, an ArgumentError)
+            e = np.exp(x - x.max())
+            np.testing.assert_allclose(examples.softmax.on(backend)(x), e / e.sum(), rtol=1e-5)
+            total, diff = examples.running_diff.on(backend)(x)
+            np.testing.assert_array_equal(diff, np.diff(x))
+    for m, k, n in ((1, 1, 1), (5, 3, 7), (33, 17, 9)):
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        b = rng.standard_normal((k, n)).astype(np.float32)
+        np.testing.assert_allclose(examples.matmul.on(backend)(a, b), a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_map_out_and_pickling(examples):
+    x = np.random.default_rng(2).standard_normal((3, 4, 10)).astype(np.float32)
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    np.testing.assert_allclose(examples.softmax.map(x), e / e.sum(-1, keepdims=True), rtol=1e-5)
+    y = np.empty(10, np.float32)
+    assert examples.vector_add(x[0, 0], x[0, 0], out=y) is y
+    again = pickle.loads(pickle.dumps(examples.softmax.on("interp")))
+    np.testing.assert_allclose(again(x[0, 0]), examples.softmax(x[0, 0]), rtol=1e-6)
+    assert pickle.loads(pickle.dumps(examples.take)).program == examples.take.program
+
+
+def test_a_gathers_run_time_error_points_at_the_py_line(examples):
+    with pytest.raises(ExecutionError) as info:
+        examples.take.on("interp")(np.zeros(4, np.float32), np.array([9]))
+    assert info.value.span.file.endswith("python_kernels.py")
+    assert "return x[idx]" in str(info.value)
+
+
+def test_options_of_the_decorator(tmp_path):
+    m = load(tmp_path, '''
+        @hg.kernel(backend="interp", opt="O0")
+        def double(x: f32["n"]) -> f32["n"]:
+            return x * 2
+
+        @hg.kernel(passes="fold,dce", version="2.0.0")
+        def triple(x: f32["n"]) -> f32["n"]:
+            return x * 3
+    ''')
+    assert m.double.backend.name == "interp" and m.double._c.pipeline.name == "O0"
+    assert m.triple.version == "2.0.0" and m.triple._c.pipeline.name == "custom"
+    np.testing.assert_array_equal(m.double(np.ones(3, np.float32)), [2, 2, 2])
+    with pytest.raises(PluginError, match="unknown backend"):
+        load(tmp_path, '''
+            @hg.kernel(backend="nope")
+            def f(x: f32["n"]) -> f32["n"]:
+                return x
+        ''')
+
+
+def test_a_compile_error_is_raised_at_the_definition(tmp_path):
+    with pytest.raises(CompileError) as info:
+        load(tmp_path, '''
+            @hg.kernel
+            def f(x: f32["n"]) -> f32["n"]:
+                return x + y
+        ''')
+    assert info.value.span.file.startswith(str(tmp_path)) and info.value.span.line == 6
+
+
+def test_a_function_not_decorated_in_its_source_is_refused(tmp_path):
+    m = load(tmp_path, '''
+        def plain(x: f32["n"]) -> f32["n"]:
+            return x
+
+        @hg.kernel
+        def decorated(x: f32["n"]) -> f32["n"]:
+            return x
+    ''')
+    with pytest.raises(DocumentError, match="not decorated with @hologram.kernel"):
+        hg.kernel(m.plain)
+    with pytest.raises(DocumentError, match="decorates a function"):
+        hg.kernel(len)
+
+
+def test_a_function_without_source_is_refused():
+    with pytest.raises(DocumentError, match="cannot read the source"):
+        exec(compile(source('''
+            @hg.kernel
+            def f(x: f32["n"]) -> f32["n"]:
+                return x
+        '''), "<no file>", "exec"), {})
+
+
+def test_a_notebook_cell_is_read_through_linecache():
+    import linecache
+
+    text = source('''
+        @hg.kernel
+        def cell(x: f32["n"]) -> f32["n"]:
+            return x + 1
+    ''')
+    name = "<ipython-input-1-abc>"
+    linecache.cache[name] = (len(text), None, text.splitlines(True), name)
+    namespace = {}
+    exec(compile(text, name, "exec"), namespace)
+    np.testing.assert_array_equal(namespace["cell"](np.zeros(2, np.float32)), [1, 1])
+
+
+def test_without_the_plugin_the_error_names_the_distribution(tmp_path):
+    module = tmp_path / "k.py"
+    module.write_text(source('''
+        @hg.kernel
+        def f(x: f32["n"]) -> f32["n"]:
+            return x
+    '''))
+    code = textwrap.dedent(f"""
+        import json, sys
+        sys.path.insert(0, {str(tmp_path)!r})
+        try:
+            import k
+        except Exception as exc:
+            print(json.dumps([type(exc).__name__, str(exc)]))
+    """)
+    env = {**os.environ, "HOLOGRAM_PLUGINS": "-python"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    kind, message = json.loads(done.stdout.strip().splitlines()[-1])
+    assert kind == "PluginError" and "pip install hologram-translator-python" in message
+
+
+def test_import_hologram_types_imports_nothing():
+    code = "import sys, hologram.types; print(sorted(m for m in sys.modules if m.startswith(('hologram', 'numpy'))))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "['hologram', 'hologram.types']"
