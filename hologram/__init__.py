@@ -23,7 +23,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hologram.core import errors
+    from hologram.core import errors, trace
     from hologram.core.hookspecs import hookimpl
     from hologram.runtime.compile import clear_cache, compile, compile_all, compile_file, compile_file_all
     from hologram.runtime.kernel import Kernel, Library
@@ -36,7 +36,7 @@ _HOME = {
     "clear_cache": "hologram.runtime.compile", "Kernel": "hologram.runtime.kernel",
     "Library": "hologram.runtime.kernel", "get_backend": "hologram.runtime.lookups",
     "list_backends": "hologram.runtime.lookups", "hookimpl": "hologram.core.hookspecs",
-    "errors": "hologram.core.errors",
+    "errors": "hologram.core.errors", "trace": "hologram.core.trace",
 }
 
 
@@ -58,7 +58,7 @@ def __getattr__(name: str) -> Any:
     if home is None:
         raise AttributeError(f"module 'hologram' has no attribute {name!r}")
     module = importlib.import_module(home)
-    value = module if name == "errors" else getattr(module, name)
+    value = module if name in ("errors", "trace") else getattr(module, name)
     globals()[name] = value  # found once: later lookups do not come back here
     return value
 
@@ -68,4 +68,9 @@ def __dir__() -> list[str]:
 
 
 __all__ = ["compile", "compile_file", "compile_all", "compile_file_all", "load_bundle", "get_backend", "list_backends",
-           "clear_cache", "Kernel", "Library", "hookimpl", "errors", "__version__"]
+           "clear_cache", "Kernel", "Library", "hookimpl", "errors", "trace", "__version__"]
+
+if os.environ.get("HOLOGRAM_TRACE"):  # trace this whole process (docs/tracing.md)
+    from hologram.core.trace import start_from_environment
+
+    start_from_environment()

@@ -21,6 +21,7 @@ import functools
 import os
 from typing import Sequence
 
+from hologram.core import trace
 from hologram.core.errors import DocumentError, HologramError, PluginError
 from hologram.core.files import read_regular_file
 from hologram.core.hookspecs import Translator
@@ -123,7 +124,9 @@ def _single(lib: Library) -> Kernel | Library:
 def _library(translator: Translator, text: str, file: str, backend: str | None, pipeline: Pipeline) -> Library:
     if backend is not None:
         get_backend(backend)  # an unknown or unavailable backend is an error now, not at the first call
-    compiled = compile_document(translator, text, file, pipeline)
+    with trace.span(f"compile {os.path.basename(file)}", "compile", file=file, translator=translator.name,
+                    pipeline=pipeline.name) as info:
+        compiled = trace.cached(info, compile_document, translator, text, file, pipeline)
     return Library({c.signature.name: Kernel(c, backend) for c in compiled})
 
 
@@ -147,7 +150,8 @@ def compile_document(translator: Translator, text: str, file: str, pipeline: Pip
 def translate(translator: Translator, text: str, file: str) -> list[KernelDef]:
     """The kernel definitions `translator` reads in `text`; a plugin's failure is a PluginError."""
     try:
-        kdefs = list(translator.parse(text, file))
+        with trace.span("translate", "compile", translator=translator.name):
+            kdefs = list(translator.parse(text, file))
     except HologramError:
         raise
     except Exception as exc:  # a translator plugin's bug must not look like a crash of ours
