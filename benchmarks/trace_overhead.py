@@ -25,40 +25,20 @@ import json
 import statistics
 import sys
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
 import hologram
 
-AXPY = """[kernel]
-version = "1.0.0"
-name = "axpy"
-inputs = { alpha = "f32", x = "f32[n]", y = "f32[n]" }
-outputs = { z = "f32[n]" }
-body = "z = alpha * x + y"
-"""
-SUM = """[kernel]
-version = "1.0.0"
-name = "total"
-inputs = { x = "f32[n]" }
-outputs = { s = "f32" }
-body = "s = sum(x)"
-"""
-SIGMOID = """[kernel]
-version = "1.0.0"
-name = "sig"
-inputs = { x = "f32[n]" }
-outputs = { y = "f32[n]" }
-body = "y = sigmoid(x)"
-"""
+KERNELS = Path(__file__).resolve().parent.parent / "kernels"  # the standard library's sources
 
 
 def cases(backend: str) -> dict[str, tuple[Callable[[], Any], bool]]:
     """name -> (one call, whether it is timed by the wall clock)."""
-    axpy = hologram.compile(AXPY).on(backend)
-    total = hologram.compile(SUM).on(backend)
-    sig = hologram.compile(SIGMOID).on(backend)
+    axpy, total, sig = (hologram.compile_file(KERNELS / f"{name}.toml").on(backend)
+                        for name in ("axpy", "sum", "sigmoid"))
     rng = np.random.default_rng(0)
     a = np.float32(2)
     x, y, o = (rng.uniform(-1, 1, 16).astype(np.float32) for _ in range(3))

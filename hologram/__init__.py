@@ -7,8 +7,11 @@ the Atlas ISA, run on pluggable backends.
     k(x, out=y)                   # written in place, zero-copy
     k.on("interp")(x)             # the same kernel on another backend
     lib = hg.load_bundle("stdlib")  # kernels compiled ahead of time: no compiler work
+    with hg.trace.recording("trace.json"):  # spans for Perfetto (or HOLOGRAM_TRACE=trace.json)
+        k(x)
 
-See docs/api.md for the runtime API and docs/plugins.md for writing plugins.
+See docs/api.md for the runtime API, docs/tracing.md for tracing and docs/plugins.md for
+writing plugins.
 
 Every public name is imported when first used (PEP 562), so `import hologram` costs
 almost nothing: a process that loads a bundle never imports the compiler (the DSL front

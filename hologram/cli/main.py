@@ -31,7 +31,7 @@ from hologram.cli.bench import add_bench
 from hologram.cli.bundle import add_bundle
 from hologram.cli.difftest import add_difftest
 from hologram.cli.fuzz import add_fuzz
-from hologram.cli.options import UsageError, add_opt, pipeline_of, rich_console
+from hologram.cli.options import UsageError, add_opt, count_of, pipeline_of, rich_console
 from hologram.cli.profile import caller_thread, record, render, summarize
 from hologram.core.errors import ArgumentError, HologramError, PluginError, did_you_mean
 from hologram.core.types import DType
@@ -468,23 +468,13 @@ def _add_profile(sub: Any) -> None:
                    help="an input from a .npy file (or a number, for a scalar); repeatable")
     p.add_argument("--seed", type=_seed, default=0, help="seed for generated inputs, an integer >= 0 (default 0)")
     p.add_argument("--cast", action="store_true", help="convert inputs to the declared dtypes (one copy)")
-    p.add_argument("--calls", type=_calls, default=10, metavar="N",
+    p.add_argument("--calls", type=count_of("calls"), default=10, metavar="N",
                    help="calls to make, the first allocating the outputs (default 10)")
     p.add_argument("--cold", action="store_true",
                    help="compile native code afresh (a temporary disk cache), so the JIT's phases show")
     p.add_argument("--trace", metavar="OUT.json", help="also write the trace there (Chrome Trace Event JSON)")
     add_opt(p)
     p.set_defaults(func=cmd_profile)
-
-
-def _calls(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a number of calls (an integer >= 1), got {text!r}")
-    return n
 
 
 def _add_compile(sub: Any) -> None:

@@ -135,17 +135,12 @@ class Pipeline:
         passes = self._upto(self.ir, stop_after)
         if not passes:
             return kir
-        key = ("ir", passes, kir)
-        with trace.span("ir passes", "compile") as info:
-            out = _CACHE.get(key)
-            if info is not None:
-                info["cache"] = "miss" if out is None else "hit"
-            if out is None:
-                out = kir
-                for p in passes:
-                    out = _apply(p, out, KernelIR)
-                _CACHE.put(key, out)
-        return out
+        def run() -> KernelIR:
+            out = kir
+            for p in passes:
+                out = _apply(p, out, KernelIR)
+            return out
+        return _cached("ir passes", ("ir", passes, kir), run)
 
     def run_isa(self, program: Program, stop_after: str | None = None) -> Program:
         """The verified program after the ISA passes (up to `stop_after`, when it names an
@@ -160,22 +155,31 @@ class Pipeline:
             key: Any = ("isa", passes, program_hash(program))
         except HologramError:  # not even encodable: the verifier below says why
             key = None
-        with trace.span("isa passes", "compile") as info:
-            out = None if key is None else _CACHE.get(key)
-            if info is not None:
-                info["cache"] = "miss" if out is None else "hit"
-            if out is None:
-                out = program
-                for p in passes:
-                    out = _apply(p, out, Program)
-                out = compact_sites(out)  # drop the sites of checks the passes proved away
-                try:
-                    _verify(out)
-                except VerifyError as exc:
-                    raise _blame(passes, program, exc) from None
-                if key is not None:
-                    _CACHE.put(key, out)
-        return out
+        def run() -> Program:
+            out = program
+            for p in passes:
+                out = _apply(p, out, Program)
+            out = compact_sites(out)  # drop the sites of checks the passes proved away
+            try:
+                _verify(out)
+            except VerifyError as exc:
+                raise _blame(passes, program, exc) from None
+            return out
+        return _cached("isa passes", key, run)
+
+
+def _cached(what: str, key: Any, run: Any) -> Any:
+    """`run()`'s result, from the cache when it holds `key` (None: never cached); traced
+    as a span saying which."""
+    with trace.span(what, "compile") as info:
+        out = None if key is None else _CACHE.get(key)
+        if info is not None:
+            info["cache"] = "miss" if out is None else "hit"
+        if out is None:
+            out = run()
+            if key is not None:
+                _CACHE.put(key, out)
+    return out
 
 
 def _verify(program: Program) -> Program:

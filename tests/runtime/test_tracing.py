@@ -12,12 +12,14 @@ import textwrap
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
 
 import hologram
 from hologram.core import trace
 from hologram.core.errors import HologramError
 from hologram.isa.encoding import program_hash
 from hologram.runtime.kernel import Kernel
+from hologram.testing import check_case, kernels as generated_kernels
 
 from repo_paths import KERNELS, ROOT
 from trace_helpers import check_events, named, names
@@ -262,3 +264,45 @@ def test_a_bad_trace_path_warns_and_does_not_break_the_import(tmp_path):
                           env={**os.environ, "HOLOGRAM_TRACE": str(tmp_path / "missing" / "t.json")})
     assert done.returncode == 0 and done.stdout.strip() == "False"
     assert "HOLOGRAM_TRACE" in done.stderr and "does not exist" in done.stderr
+
+
+def test_a_traced_bundle_load_and_call_imports_no_compiler(tmp_path):
+    """Tracing keeps the run-time path's promise (tests/test_startup.py): the cost model a
+    launch span reads is not the compiler."""
+    from hologram.bundles.build import build
+
+    from test_startup import COMPILER, HEAVY
+
+    path = tmp_path / "tiny-1.0.0.hgb"
+    build([str(KERNELS / "softmax.toml")], "tiny", "1.0.0", path, cache_dir=False, jobs=1)
+    code = f"""
+        import json, sys
+        import hologram
+        heavy = sorted(m for m in sys.modules if m.split(".")[0] in {HEAVY!r})
+        import numpy as np
+        y = hologram.load_bundle({str(path)!r}, trust_native=True).softmax(np.ones(10, np.float32))
+        assert abs(float(y.sum()) - 1) < 1e-5
+        print(json.dumps([heavy, sorted(m for m in sys.modules if m in {COMPILER!r})]))
+    """
+    out = tmp_path / "t.json"
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "HOLOGRAM_TRACE": str(out), "HOLOGRAM_CACHE_DIR": str(tmp_path / "c")})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [[], []]
+    xs = check_events(json.loads(out.read_text())["traceEvents"])
+    assert {"load bundle", "launch softmax"} <= names(xs)
+
+
+@settings(max_examples=15)
+@given(case=generated_kernels())
+def test_traced_calls_compute_what_untraced_ones_do(case):
+    """Generated kernels of every family, traced on every backend: the oracle's answer
+    (check_case), and a well-formed trace with one launch span per call, naming the
+    kernel. `HOLOGRAM_TRACE=... hologram diff-test` soaks the same at scale."""
+    with trace.recording() as events:
+        for backend in BACKENDS:
+            check_case(case, backend)
+    xs = check_events(events)
+    if case.error is None:
+        launches = [e for e in xs if e["cat"] == "launch"]
+        assert len(launches) == len(BACKENDS) and all(e["args"]["kernel"] for e in launches)

@@ -434,18 +434,22 @@ def run_stage(exe: Executable, stage: StagePlan, grid: tuple[int, int], arrays: 
                     fn(bounds[i], bounds[i + 1], bufs, syms, scalars, partial_ptrs[i], errs[i])
                 return run if times is None else threads.timed(run, times, i)
             threads.pool(num_threads).run([chunk(i) for i in range(nchunks)])
-    if rec is not None:
-        _trace_stage(exe, stage, nblocks, work, t0, times, bounds if times is not None else None)
-    for err in errs:
+    failed = None
+    for err in errs:  # the first in chunk order
         if err[0]:
-            raise execution_error(exe, tuple(err), arrays)
-    if stage.reduces:
+            failed = err
+            break
+    if stage.reduces and failed is None:
         with np.errstate(all="ignore"):  # inf - inf in a float sum is a value, not an error
             for k, (r, flat) in enumerate(zip(stage.reduces, flats)):
                 total = partials[0][k]
                 for p in partials[1:]:
                     r.ufunc(total, p[k], out=total)
                 r.ufunc(flat, total, out=flat)
+    if rec is not None:
+        _trace_stage(exe, stage, nblocks, work, t0, times, bounds if times is not None else None)
+    if failed is not None:
+        raise execution_error(exe, tuple(failed), arrays)
 
 
 def _trace_stage(exe: Executable, stage: StagePlan, nblocks: int, work: int, t0: int, times: Any,
