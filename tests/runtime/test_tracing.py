@@ -157,6 +157,26 @@ def test_compile_spans_say_what_the_caches_held():
     assert not COMPILE_SPANS & names(again), "a cached document runs no phase"
 
 
+@pytest.mark.skipif("cpu_llvm" not in BACKENDS, reason="the cpu_llvm backend is not installed")
+def test_cpu_llvm_prepare_says_which_cache_held_the_code(tmp_path):
+    """A program compiled (miss: the JIT's phases inside), prepared again (memory), and
+    prepared by a fresh backend sharing the disk cache (disk: linked, no codegen)."""
+    from hologram_cpu_llvm.backend import CpuLlvmBackend
+
+    program = hologram.compile(SIGMOID_AND_SUM.replace('"both"', '"jit"')).program
+    verdicts = []
+    for backend in (CpuLlvmBackend(cache_dir=tmp_path), None, CpuLlvmBackend(cache_dir=tmp_path)):
+        b = backend or b
+        with trace.recording() as events:
+            b.prepare(program)
+        xs = check_events(events)
+        (prep,) = named(xs, "cpu_llvm prepare")
+        assert prep["args"]["program"] == program_hash(program)
+        verdicts.append((prep["args"]["cache"], names(xs) - {"cpu_llvm prepare"}))
+    jit = {"disk cache load", "verify", "codegen", "llvm optimize", "llvm emit", "link", "disk cache store"}
+    assert verdicts == [("miss", jit), ("memory", set()), ("disk", {"disk cache load"})]
+
+
 def test_a_bundle_load_is_traced(tmp_path):
     from hologram.bundles.build import build
 
