@@ -7,12 +7,15 @@ the Atlas ISA, run on pluggable backends.
     k(x, out=y)                   # written in place, zero-copy
     k.on("interp")(x)             # the same kernel on another backend
     lib = hg.load_bundle("stdlib")  # kernels compiled ahead of time: no compiler work
+    with hg.trace.recording("trace.json"):  # spans for Perfetto (or HOLOGRAM_TRACE=trace.json)
+        k(x)
 
     @hg.kernel                    # a Python function, translated (never run): docs/python-kernels.md
     def scale(x: f32["n"], k: f32) -> f32["n"]:
         return x * k
 
-See docs/api.md for the runtime API and docs/plugins.md for writing plugins.
+See docs/api.md for the runtime API, docs/tracing.md for tracing and docs/plugins.md for
+writing plugins.
 
 Every public name is imported when first used (PEP 562), so `import hologram` costs
 almost nothing: a process that loads a bundle never imports the compiler (the DSL front
@@ -27,7 +30,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hologram.core import errors
+    from hologram.core import errors, trace
     from hologram.core.hookspecs import hookimpl
     from hologram.runtime.compile import clear_cache, compile, compile_all, compile_file, compile_file_all
     from hologram.runtime.decorator import kernel
@@ -41,7 +44,7 @@ _HOME = {
     "clear_cache": "hologram.runtime.compile", "Kernel": "hologram.runtime.kernel",
     "Library": "hologram.runtime.kernel", "get_backend": "hologram.runtime.lookups",
     "list_backends": "hologram.runtime.lookups", "hookimpl": "hologram.core.hookspecs",
-    "errors": "hologram.core.errors", "kernel": "hologram.runtime.decorator",
+    "errors": "hologram.core.errors", "kernel": "hologram.runtime.decorator", "trace": "hologram.core.trace",
 }
 
 
@@ -63,7 +66,7 @@ def __getattr__(name: str) -> Any:
     if home is None:
         raise AttributeError(f"module 'hologram' has no attribute {name!r}")
     module = importlib.import_module(home)
-    value = module if name == "errors" else getattr(module, name)
+    value = module if name in ("errors", "trace") else getattr(module, name)
     globals()[name] = value  # found once: later lookups do not come back here
     return value
 
@@ -73,4 +76,9 @@ def __dir__() -> list[str]:
 
 
 __all__ = ["compile", "compile_file", "compile_all", "compile_file_all", "load_bundle", "get_backend", "list_backends",
-           "clear_cache", "Kernel", "Library", "hookimpl", "errors", "kernel", "__version__"]
+           "clear_cache", "Kernel", "Library", "hookimpl", "errors", "kernel", "trace", "__version__"]
+
+if os.environ.get("HOLOGRAM_TRACE"):  # trace this whole process (docs/tracing.md)
+    from hologram.core.trace import start_from_environment
+
+    start_from_environment()

@@ -24,6 +24,7 @@ import attrs
 
 from hologram.bundles import archive
 from hologram.bundles.manifest import MANIFEST, NAME, Entry, Manifest, NativeTarget, Port, parse, read_index
+from hologram.core import trace
 from hologram.core.errors import BundleError, HologramError
 from hologram.core.files import read_regular_file
 from hologram.core.types import Affine, DType, Shape
@@ -69,12 +70,14 @@ class Bundle:
         """The kernel's program, decoded and verified; BundleError naming the member otherwise."""
         data = self._member(entry.program, entry.program_sha256, entry)
         try:
-            program = decode(data)
+            with trace.span("decode", "bundle", kernel=entry.name):
+                program = decode(data)
         except HologramError as exc:
             raise BundleError(f"{self.where}: {entry.program}: not a program this hologram decodes: {exc.message}") \
                 from None
         try:
-            verify(program)
+            with trace.span("verify", "bundle", kernel=entry.name):
+                verify(program)
         except HologramError as exc:
             raise BundleError(f"{self.where}: {entry.program}: the verifier refuses it: {exc.message}") from None
         return program
@@ -128,11 +131,12 @@ class Bundle:
 def open_bundle(path: str | os.PathLike) -> Bundle:
     """The bundle at `path`, its archive and manifest checked (programs not yet decoded)."""
     where = os.fspath(path)
-    try:
-        data = read_regular_file(where, archive.MAX_BUNDLE_BYTES)
-    except OSError as exc:
-        raise BundleError(f"cannot read bundle {where}: {exc.strerror or exc}") from None
-    return read_bundle(data, where)
+    with trace.span("open bundle", "bundle", path=where):
+        try:
+            data = read_regular_file(where, archive.MAX_BUNDLE_BYTES)
+        except OSError as exc:
+            raise BundleError(f"cannot read bundle {where}: {exc.strerror or exc}") from None
+        return read_bundle(data, where)
 
 
 def read_bundle(data: bytes, where: str = "<bundle>") -> Bundle:
@@ -189,6 +193,11 @@ def load_bundle(name_or_path: str | os.PathLike, version: str | None = None, bac
     if not isinstance(name_or_path, (str, os.PathLike)):
         raise BundleError(f"load_bundle() expects a bundle name or path, got {type(name_or_path).__name__}")
     text = os.fspath(name_or_path)
+    with trace.span("load bundle", "bundle", bundle=text, version=version):
+        return _load(text, version, backend, trust_native)
+
+
+def _load(text: str, version: str | None, backend: str | None, trust_native: bool | None) -> Library:
     if _is_path(text):
         if version is not None:
             raise BundleError("version= selects among bundles found by name; a path names one file",

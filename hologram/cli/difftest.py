@@ -21,6 +21,7 @@ import argparse
 from types import ModuleType
 from typing import Any
 
+from hologram.cli.options import count_of
 from hologram.core.errors import HologramError, PluginError
 
 KIND_CHOICES = {"kernels": ("kernels",), "programs": ("programs",), "both": ("kernels", "programs")}
@@ -68,16 +69,6 @@ def _opts(text: str) -> list[str]:
     if not names:
         raise argparse.ArgumentTypeError("expected optimization levels separated by commas, e.g. O0,O2")
     return list(dict.fromkeys(names))
-
-
-def _examples(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a number of examples >= 1, got {text!r}")
-    return n
 
 
 def cmd_difftest(args: argparse.Namespace) -> int:
@@ -156,7 +147,7 @@ def add_difftest(sub: Any) -> None:
     p.add_argument("--opt", type=_opts, metavar="O0,O2",
                    help="optimization levels to run every example at (default O0,O2); with --replay, one level "
                    "(default: the one it failed at)")
-    p.add_argument("--examples", type=_examples, default=100, metavar="N", help="examples per kind (default 100)")
+    p.add_argument("--examples", type=count_of("examples"), default=100, metavar="N", help="examples per kind (default 100)")
     p.add_argument("--seed", type=int, default=None, help="make the run repeatable (default: a random seed, printed)")
     p.add_argument("--kind", choices=tuple(KIND_CHOICES), default="both", help="what to generate (default both)")
     p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help=f"where reproducers go (default ./{DEFAULT_OUT})")

@@ -4,6 +4,7 @@
                       [--bind n=1000 ...] [--cast] [--save-dir DIR] [--print] [--opt O2 | --passes a,b]
     hologram compile FILE [--kernel K] [--emit ast|ir|asm|stats|FORM] [--backend B] [--after PASS]
                           [-o OUT] [--opt O0|O1|O2 | --passes a,b,c]
+    hologram profile FILE [--kernel K] [--bind n=1000 ...] [--calls N] [--cold] [--trace OUT.json] [run's options]
     hologram plugins
     hologram diff-test [--backends B1,B2] [--examples N] [--seed S] [--kind K] [--out DIR]   (difftest.py)
     hologram bench [--quick] [--only NAME,...]                                                (bench.py)
@@ -30,7 +31,8 @@ from hologram.cli.bench import add_bench
 from hologram.cli.bundle import add_bundle
 from hologram.cli.difftest import add_difftest
 from hologram.cli.fuzz import add_fuzz
-from hologram.cli.options import UsageError, add_opt, pipeline_of, rich_console
+from hologram.cli.options import UsageError, add_opt, count_of, pipeline_of, rich_console
+from hologram.cli.profile import caller_thread, record, render, summarize
 from hologram.core.errors import ArgumentError, HologramError, PluginError, did_you_mean
 from hologram.core.types import DType
 from hologram.ir import format_kernel
@@ -225,6 +227,30 @@ def cmd_run(args: argparse.Namespace) -> int:
         with np.printoptions(**PRINT_OPTIONS):
             for name, value in outputs:
                 print(f"{name} = {np.array_repr(value)}")
+    return 0
+
+
+# ---------------------------------------------------------------------------- profile
+def cmd_profile(args: argparse.Namespace) -> int:
+    """Trace compiling, preparing and `--calls` calls of one kernel (cli/profile.py),
+    then print where the time went."""
+    pipeline_of(args)
+
+    def compile() -> Kernel:
+        return _pick(compile_file_all(args.file, backend=args.backend, opt=args.opt, passes=args.passes),
+                     args.kernel, args.file)
+    try:
+        run = record(compile, lambda k: prepare_inputs(k, dict(args.input), dict(args.bind), args.seed, args.cast),
+                     args.calls, args.cast, args.trace, args.cold)
+    except ArgumentError as exc:
+        raise in_cli_terms(exc) from None
+    bound = "".join(f", {k} = {v}" for k, v in run.symbols.items())
+    title = f"{run.kernel.signature}  [backend {run.kernel.backend.name}{bound}, {args.calls} calls, seed {args.seed}]"
+    console = rich_console()
+    for part in render(summarize(run.events, caller_thread()), args.calls, title):
+        console.print(part)
+    if args.trace:
+        console.print(f"trace written to {args.trace} (open it in https://ui.perfetto.dev or chrome://tracing)")
     return 0
 
 
@@ -430,6 +456,29 @@ def _add_run(sub: Any) -> None:
     p.set_defaults(func=cmd_run)
 
 
+def _add_profile(sub: Any) -> None:
+    p = sub.add_parser("profile", help="run a kernel a few times and show where the time went",
+                       description="Compile FILE, run one of its kernels --calls times on inputs generated as `run` "
+                       "makes them (sizes from --bind), and print the compile phases and launch stages with their "
+                       "times and shares, from the spans of a trace (docs/tracing.md).")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--kernel", metavar="NAME", help="which kernel, when FILE holds several")
+    p.add_argument("--backend", metavar="NAME", help="run on this backend (default: HOLOGRAM_BACKEND or the best)")
+    p.add_argument("--bind", metavar="SYMBOL=SIZE", type=_binding, action="append", default=[],
+                   help=f"a shape symbol's value; repeatable (default {DEFAULT_SIZE})")
+    p.add_argument("--input", metavar="NAME=PATH.npy|VALUE", type=_name_value, action="append", default=[],
+                   help="an input from a .npy file (or a number, for a scalar); repeatable")
+    p.add_argument("--seed", type=_seed, default=0, help="seed for generated inputs, an integer >= 0 (default 0)")
+    p.add_argument("--cast", action="store_true", help="convert inputs to the declared dtypes (one copy)")
+    p.add_argument("--calls", type=count_of("calls"), default=10, metavar="N",
+                   help="calls to make, the first allocating the outputs (default 10)")
+    p.add_argument("--cold", action="store_true",
+                   help="compile native code afresh (a temporary disk cache), so the JIT's phases show")
+    p.add_argument("--trace", metavar="OUT.json", help="also write the trace there (Chrome Trace Event JSON)")
+    add_opt(p)
+    p.set_defaults(func=cmd_profile)
+
+
 def _add_compile(sub: Any) -> None:
     p = sub.add_parser("compile", help="compile a kernel file and print a stage's text form",
                        description="Compile FILE and print the text of its kernels at one pipeline stage.")
@@ -451,7 +500,8 @@ def _add_plugins(sub: Any) -> None:
     p.set_defaults(func=cmd_plugins)
 
 
-BUILTIN_COMMANDS: tuple[Callable[[Any], None], ...] = (_add_run, _add_compile, _add_plugins, add_bundle, add_difftest, add_fuzz, add_bench)
+BUILTIN_COMMANDS: tuple[Callable[[Any], None], ...] = (_add_run, _add_compile, _add_plugins, add_bundle, add_difftest, add_fuzz, add_bench,
+                                                      _add_profile)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, Callable
 
 from hologram.core.errors import HologramError, PluginError
 from hologram.passes.manager import Pipeline
@@ -17,6 +17,19 @@ class UsageError(HologramError):
 def rich_console() -> Any:
     from rich.console import Console
     return Console(highlight=False)
+
+
+def count_of(what: str) -> Callable[[str], int]:
+    """An argparse type: a whole number >= 1 of `what` ("examples", "calls")."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise argparse.ArgumentTypeError(f"expected a number of {what} >= 1, got {text!r}")
+        return n
+    return parse
 
 
 def opt_level(text: str) -> str:

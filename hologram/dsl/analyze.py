@@ -48,9 +48,10 @@ RESONANCE_BINS = Affine.of(96)
 I64 = DType.I64
 
 
-def to_ir(kdef: KernelDef) -> KernelIR:
-    """Check a kernel and translate its body to Kernel IR (raises CompileError)."""
-    body = parse_body(kdef)
+def to_ir(kdef: KernelDef, body: ast.Body | None = None) -> KernelIR:
+    """Check a kernel and translate its body (`parse_body(kdef)` unless given) to Kernel
+    IR (raises CompileError)."""
+    body = parse_body(kdef) if body is None else body
     try:
         return _Kernel(kdef, body).build()
     except RecursionError:

@@ -23,6 +23,7 @@ from typing import Any, Sequence
 
 import attrs
 
+from hologram.core import trace
 from hologram.core.errors import CompileError, HologramError, PluginError, VerifyError, did_you_mean
 from hologram.core.lru import LRUCache
 from hologram.ir import KernelIR
@@ -55,7 +56,8 @@ def _subject(value: Any) -> str:
 def _apply(p: Pass, value: Any, expected: type) -> Any:
     """One pass on one value; anything wrong is a CompileError naming the pass and kernel."""
     try:
-        out = p.run(value)
+        with trace.span(f"{p.level} pass {p.name}", "compile"):
+            out = p.run(value)
     except Exception as exc:
         detail = exc.render() if isinstance(exc, HologramError) else f"{type(exc).__name__}: {exc}"
         raise CompileError(f"{p.level} pass {p.name!r} failed on {_subject(value)}: {detail}") from exc
@@ -133,41 +135,56 @@ class Pipeline:
         passes = self._upto(self.ir, stop_after)
         if not passes:
             return kir
-        key = ("ir", passes, kir)
-        out = _CACHE.get(key)
-        if out is None:
+        def run() -> KernelIR:
             out = kir
             for p in passes:
                 out = _apply(p, out, KernelIR)
-            _CACHE.put(key, out)
-        return out
+            return out
+        return _cached("ir passes", ("ir", passes, kir), run)
 
     def run_isa(self, program: Program, stop_after: str | None = None) -> Program:
         """The verified program after the ISA passes (up to `stop_after`, when it names an
         ISA pass; none of them when it names an IR pass). A VerifyError names the pass
         whose output the verifier rejected."""
         if stop_after is not None and self.find(stop_after).level == "ir":
-            return verify(program)
+            return _verify(program)
         passes = self._upto(self.isa, stop_after)
         if not passes:
-            return verify(program)
+            return _verify(program)
         try:
             key: Any = ("isa", passes, program_hash(program))
         except HologramError:  # not even encodable: the verifier below says why
             key = None
-        out = None if key is None else _CACHE.get(key)
-        if out is None:
+        def run() -> Program:
             out = program
             for p in passes:
                 out = _apply(p, out, Program)
             out = compact_sites(out)  # drop the sites of checks the passes proved away
             try:
-                verify(out)
+                _verify(out)
             except VerifyError as exc:
                 raise _blame(passes, program, exc) from None
+            return out
+        return _cached("isa passes", key, run)
+
+
+def _cached(what: str, key: Any, run: Any) -> Any:
+    """`run()`'s result, from the cache when it holds `key` (None: never cached); traced
+    as a span saying which."""
+    with trace.span(what, "compile") as info:
+        out = None if key is None else _CACHE.get(key)
+        if info is not None:
+            info["cache"] = "miss" if out is None else "hit"
+        if out is None:
+            out = run()
             if key is not None:
                 _CACHE.put(key, out)
-        return out
+    return out
+
+
+def _verify(program: Program) -> Program:
+    with trace.span("verify", "compile"):
+        return verify(program)
 
 
 # -------------------------------------------------------------------------- ordering

@@ -22,6 +22,7 @@ import os
 from typing import Sequence
 
 from hologram.core import body_keys as document_keys
+from hologram.core import trace
 from hologram.core.errors import DocumentError, HologramError, PluginError
 from hologram.core.files import read_text_file
 from hologram.core.hookspecs import BodyKey, Translator
@@ -116,7 +117,10 @@ def _single(lib: Library) -> Kernel | Library:
 def _library(translator: Translator, text: str, file: str, backend: str | None, pipeline: Pipeline) -> Library:
     if backend is not None:
         get_backend(backend)  # an unknown or unavailable backend is an error now, not at the first call
-    compiled = compile_document(translator, text, file, pipeline, tuple(body_keys().items()))
+    with trace.span(f"compile {os.path.basename(file)}", "compile", file=file, translator=translator.name,
+                    pipeline=pipeline.name) as info:
+        compiled = trace.cached(info, compile_document, translator, text, file, pipeline,
+                                tuple(body_keys().items()))
     return Library({c.signature.name: Kernel(c, backend) for c in compiled})
 
 
@@ -155,7 +159,8 @@ def translate(translator: Translator, text: str, file: str,
     handle (`circuit`, ...; by default the registered ones) in effect; a plugin's failure
     is a PluginError."""
     try:
-        with document_keys.use(body_keys() if keys is None else dict(keys)):
+        with trace.span("translate", "compile", translator=translator.name), \
+                document_keys.use(body_keys() if keys is None else dict(keys)):
             kdefs = list(translator.parse(text, file))
     except HologramError:
         raise

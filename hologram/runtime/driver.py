@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import attrs
 
+from hologram.core import trace
 from hologram.core.errors import CompileError
 from hologram.isa.program import Program
 from hologram.runtime.args import Signature, direct_binding, identityless_reductions
@@ -108,11 +109,17 @@ class Compiled:
 
 def compile_kdef(kdef: KernelDef, pipeline: Pipeline) -> Compiled:
     """One kernel definition through `pipeline`: to_ir, the IR passes, lower, the ISA
-    passes, verify. Cached by (the kernel's IR, pipeline)."""
+    passes, verify. Cached by (the kernel's IR, pipeline). Traced as a `kernel` span
+    around `parse`, `analyze` and (unless cached) the passes, `lower` and `verify`."""
     from hologram.dsl.analyze import to_ir  # the front end (lark) loads at the first compile
+    from hologram.dsl.parser import parse_body
 
-    kir = to_ir(kdef)
-    optimized, program = compile_program(kir, pipeline)
+    with trace.span(f"kernel {kdef.name}", "compile", kernel=kdef.name, pipeline=pipeline.name) as info:
+        with trace.span("parse", "compile"):
+            body = parse_body(kdef)
+        with trace.span("analyze", "compile"):
+            kir = to_ir(kdef, body)
+        optimized, program = trace.cached(info, compile_program, kir, pipeline)
     return Compiled.of(kdef, optimized, program, pipeline, source_ir=kir)
 
 
@@ -121,4 +128,6 @@ def compile_program(kir: KernelIR, pipeline: Pipeline) -> tuple[KernelIR, Progra
     from hologram.lower.stages import lower
 
     optimized = pipeline.run_ir(kir)
-    return optimized, pipeline.run_isa(lower(optimized))  # run_isa verifies what it returns
+    with trace.span("lower", "compile"):
+        program = lower(optimized)
+    return optimized, pipeline.run_isa(program)  # run_isa verifies what it returns

@@ -40,6 +40,7 @@ class Hit:
     shapes: tuple[tuple[int, ...], ...]
     out_shapes: tuple[tuple[int, ...], ...]
     run: Run
+    symbols: Mapping[str, int] = attrs.field(factory=dict)  # what a traced launch reports (hologram.runtime.tracing)
 
 
 def program_order(sig: Signature, program: Program) -> tuple[list[str], list[str]] | None:
@@ -145,7 +146,8 @@ def _argument_binding(names: tuple[str, ...], values: list[str]) -> list[str]:
 
 
 def make_fast(sig: Signature, order: tuple[list[str], list[str]], result: type | None,
-              allocate: Callable[[tuple[int, ...], DType], np.ndarray], cell: list) -> Callable:
+              allocate: Callable[[tuple[int, ...], DType], np.ndarray], cell: list,
+              launch: Callable[..., Any] | None = None) -> Callable:
     """`fast(args, kw, out, cast)`, the arguments of `Kernel.__call__` as it received them
     (positional tuple, keyword dict): the call's result, or MISS. `cell[0]` holds the
     current Hit (or None); the function reads it once per call, so replacing it is
@@ -159,9 +161,12 @@ def make_fast(sig: Signature, order: tuple[list[str], list[str]], result: type |
 
     The function is generated source, specialized to the signature (unrolled per
     argument, no loops over parameter records): on this path every few tens of
-    nanoseconds count. The arrays' checks are the run's (natively, on cpu_llvm)."""
+    nanoseconds count. The arrays' checks are the run's (natively, on cpu_llvm).
+
+    With `launch`, the function calls `launch(hit, *arguments)` instead of
+    `hit.run(*arguments)` (the traced variant, hologram.runtime.tracing)."""
     ns: dict[str, Any] = {"MISS": MISS, "ndarray": np.ndarray, "CELL": cell, "alloc": allocate,
-                          "RESULT": result, "may_share": np.may_share_memory}
+                          "RESULT": result, "may_share": np.may_share_memory, "LAUNCH": launch}
     bufs, scals = order
     n = len(sig.inputs)
     names = [f"v{i}" for i in range(n)]
@@ -203,7 +208,8 @@ def make_fast(sig: Signature, order: tuple[list[str], list[str]], result: type |
                              "return MISS")
                 lines.append(f"        if {outs[j]}.size and {outs[i]}.size and may_share({outs[j]}, {outs[i]}):"
                              " return MISS")
-    lines.append(f"    if h.run({', '.join(local[name] for name in bufs + scals)}) is not None: return MISS")
+    run = "h.run(" if launch is None else "LAUNCH(h, "
+    lines.append(f"    if {run}{', '.join(local[name] for name in bufs + scals)}) is not None: return MISS")
     if not outs:
         lines.append("    return None")
     elif result is None:

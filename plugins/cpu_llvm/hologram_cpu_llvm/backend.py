@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping, Sequence
 import attrs
 import numpy as np
 
+from hologram.core import trace
 from hologram.core.errors import ArgumentError, CompileError, HologramError
 from hologram.core.types import DType
 from hologram.isa.encoding import program_hash
@@ -259,26 +260,41 @@ class CpuLlvmBackend:
         if not isinstance(program, Program):
             raise ArgumentError(f"prepare expects a hologram.isa.program.Program, got {type(program).__name__}")
         key = program_hash(program)
-        exe = self._memory.get(key)
-        if exe is not None:
-            return exe
-        with self._lock:
+        with trace.span("cpu_llvm prepare", "prepare", program=key) as info:
             exe = self._memory.get(key)
-            if exe is None:
-                exe = self._build(program, key)
-                self._memory.put(key, exe)
+            if exe is not None:
+                if info is not None:
+                    info["cache"] = "memory"
+                return exe
+            with self._lock:
+                exe = self._memory.get(key)
+                if exe is None:
+                    exe = self._build(program, key, info)
+                    self._memory.put(key, exe)
+                elif info is not None:
+                    info["cache"] = "memory"
         return exe
 
-    def _build(self, program: Program, key: str) -> Executable:
+    def _build(self, program: Program, key: str, info: dict | None = None) -> Executable:
+        """`program` from the disk cache, else compiled (and stored); `info`, a trace
+        span's args, learns which (`cache`: `disk` or `miss`)."""
         disk, full_key = self.disk, self.cache_key(key)
-        entry = disk.load(full_key) if disk is not None else None
-        if entry is not None:
-            # stored only for a program (this hash) that passed this verifier (the key)
-            try:
-                symbols = _symbols_from_meta(entry.meta, program)
-                return _link(program, key, symbols, _load_linked(entry.obj, entry.meta, symbols), True)
-            except (ValueError, KeyError, TypeError, RuntimeError):
-                disk.discard(full_key)  # intact but unusable (say, a stale stage table): rebuild
+        with trace.span("disk cache load", "prepare") as found:
+            entry = disk.load(full_key) if disk is not None else None
+            if entry is not None:
+                # stored only for a program (this hash) that passed this verifier (the key)
+                try:
+                    symbols = _symbols_from_meta(entry.meta, program)
+                    exe = _link(program, key, symbols, _load_linked(entry.obj, entry.meta, symbols), True)
+                    if info is not None:
+                        info["cache"] = found["found"] = "disk"
+                    return exe
+                except (ValueError, KeyError, TypeError, RuntimeError):
+                    disk.discard(full_key)  # intact but unusable (say, a stale stage table): rebuild
+            if found is not None:
+                found["found"] = "nothing" if disk is not None else "no disk cache"
+        if info is not None:
+            info["cache"] = "miss"
         from . import jit
 
         result = self._generate(program)
@@ -288,22 +304,26 @@ class CpuLlvmBackend:
         try:
             _check_symbols(symbols, program)
             obj = jit.compile_object(result.module_ir, level=_opt_level(program), support=support)
-            loaded = _load_linked(obj, meta, symbols)
+            with trace.span("link", "prepare"):
+                loaded = _load_linked(obj, meta, symbols)
         except (RuntimeError, ValueError) as e:
             raise CompileError(f"cpu_llvm: LLVM rejected the code generated for program '{program.name}' "
                                f"(a code generator bug): {e}") from None
         if disk is not None:
-            disk.store(full_key, Entry(meta, obj))
+            with trace.span("disk cache store", "prepare"):
+                disk.store(full_key, Entry(meta, obj))
         return _link(program, key, symbols, loaded, False)
 
     def _generate(self, program: Program) -> Any:
         """The verified program's LLVM module (a CodegenResult)."""
-        verify(program)
+        with trace.span("verify", "prepare"):
+            verify(program)
         codegen = self._codegen
         if codegen is None:
             from .codegen import compile_program as codegen
         try:
-            return codegen(program)
+            with trace.span("codegen", "prepare"):
+                return codegen(program)
         except HologramError:
             raise
         except Exception as e:  # a code generator bug: say so, keep the cause chained
@@ -385,8 +405,9 @@ class CpuLlvmBackend:
             if self.check_native(program, n) is not None:
                 continue  # not even well formed: never handed to the loader
             try:
-                symbols = _symbols_from_meta(n["meta"], program)
-                exe = _link(program, key, symbols, _load_linked(n["object"], n["meta"], symbols), True)
+                with trace.span("load shipped code", "prepare", program=key, target=n.get("target")):
+                    symbols = _symbols_from_meta(n["meta"], program)
+                    exe = _link(program, key, symbols, _load_linked(n["object"], n["meta"], symbols), True)
             except (ValueError, KeyError, TypeError, RuntimeError):
                 continue  # unusable: try the next, else compile
             self._memory.put(key, exe)

@@ -25,6 +25,8 @@ import attrs
 import llvmlite
 import llvmlite.binding as llvm
 
+from hologram.core import trace
+
 from . import cpu
 from .loader import STATS, Loaded, process_symbol
 
@@ -140,11 +142,13 @@ def compile_object(module_ir: str, optimized_ir: list[str] | None = None, level:
     a user error: the caller wraps it). `optimized_ir`, when given, receives the IR after
     optimization (for tests that check vectorization)."""
     with _LOCK:
-        module = _optimized(module_ir, level)
+        with trace.span("llvm optimize", "prepare", level=level):
+            module = _optimized(module_ir, level)
         if optimized_ir is not None:
             optimized_ir.append(str(module))
-        _link_support(module, _compiler(), support)
-        obj = _compiler().emit_object(module)
+        with trace.span("llvm emit", "prepare"):
+            _link_support(module, _compiler(), support)
+            obj = _compiler().emit_object(module)
         STATS["emit"] += 1
         return obj
 

@@ -24,8 +24,16 @@ number, then reads the worker's `sleeping` flag; the worker, holding the mutex, 
 always sees the other and no wakeup is lost.
 
 A launch is one *job* (bytes the caller keeps alive until `hg_pool_run` returns): the
-stage function, the chunk count, the bufs/syms/scalars pointers, then per chunk (start,
-end, partials, err). Control block of a worker (i64 words; the mutex and condition
+stage function, the chunk count, the bufs/syms/scalars pointers, the address of the
+chunk times (0: not recorded), then per chunk (start, end, partials, err).
+
+Chunk times are for tracing (hologram.core.trace): when the job names a buffer of three
+i64 per chunk, `run_chunk` reads `clock_gettime(CLOCK_MONOTONIC)` (the clock of
+`trace.now`, so the spans line up with the runtime's) before and after the
+chunk and stores (`pthread_self()`, which is the thread's `threading.get_ident()`, start
+ns, end ns) in the chunk's slot. The worker publishes its `done` with release order
+after the store, so the caller reads complete records once `hg_pool_run` returns.
+Untraced, it costs one load and a not-taken branch per chunk. Control block of a worker (i64 words; the mutex and condition
 variable at byte offsets MUTEX and COND, with room for any platform's pthread types):
 
     0 job number posted    1 job number done    2 sleeping
@@ -45,14 +53,18 @@ import ctypes
 import os
 import struct
 import threading
-from typing import Callable, Sequence
+import time
+from typing import Any, Callable, Sequence
+
+from hologram.core import trace
 
 from . import cpu, loader
 
 SPIN_ROUNDS = 1 << 17  # pause-hinted polls before a worker sleeps (a few ms)
 _MUTEX, _COND, _BLOCK = 128, 256, 384  # byte offsets and the block's size
 _PTHREAD = ("pthread_mutex_init", "pthread_cond_init", "pthread_mutex_lock", "pthread_mutex_unlock",
-            "pthread_cond_wait", "pthread_cond_signal", "sched_yield")
+            "pthread_cond_wait", "pthread_cond_signal", "sched_yield", "pthread_self", "clock_gettime")
+_CHUNKS = 6  # the job's header words; chunk k's four words start at _CHUNKS + 4k
 
 _IR = r"""
 declare i32 @pthread_mutex_lock(ptr)
@@ -60,6 +72,8 @@ declare i32 @pthread_mutex_unlock(ptr)
 declare i32 @pthread_cond_wait(ptr, ptr)
 declare i32 @pthread_cond_signal(ptr)
 declare i32 @sched_yield()
+declare i64 @pthread_self()
+declare i32 @clock_gettime(i32, ptr)
 PAUSE_DECL
 
 define internal ptr @word(ptr %c, i64 %k) alwaysinline {
@@ -67,9 +81,23 @@ define internal ptr @word(ptr %c, i64 %k) alwaysinline {
   ret ptr %p
 }
 
+; the monotonic clock in nanoseconds (struct timespec: two i64 on the 64-bit targets)
+define internal i64 @now() {
+  %ts = alloca [2 x i64], align 8
+  call i32 @clock_gettime(i32 CLOCK_ID, ptr %ts)
+  %s = load i64, ptr %ts
+  %pns = getelementptr i64, ptr %ts, i64 1
+  %ns = load i64, ptr %pns
+  %s9 = mul i64 %s, 1000000000
+  %t = add i64 %s9, %ns
+  ret i64 %t
+}
+
 ; chunk %k of %job: its stage function called on (start, end, bufs, syms, scalars,
-; partials, err) = the job's words 5 + 4k, 5 + 4k + 1, 2, 3, 4, 5 + 4k + 2, 5 + 4k + 3
+; partials, err) = the job's words 6 + 4k, 6 + 4k + 1, 2, 3, 4, 6 + 4k + 2, 6 + 4k + 3;
+; timed into the job's word 5 (three i64 per chunk) when that is not null
 define internal void @run_chunk(ptr %job, i64 %k) {
+entry:
   %f = load ptr, ptr %job
   %pbufs = call ptr @word(ptr %job, i64 2)
   %bufs = load ptr, ptr %pbufs
@@ -77,8 +105,10 @@ define internal void @run_chunk(ptr %job, i64 %k) {
   %syms = load ptr, ptr %psyms
   %pscal = call ptr @word(ptr %job, i64 4)
   %scalars = load ptr, ptr %pscal
+  %ptimes = call ptr @word(ptr %job, i64 5)
+  %times = load ptr, ptr %ptimes
   %k4 = mul i64 %k, 4
-  %at = add i64 %k4, 5
+  %at = add i64 %k4, CHUNKS
   %q0 = call ptr @word(ptr %job, i64 %at)
   %start = load i64, ptr %q0
   %q1 = getelementptr i64, ptr %q0, i64 1
@@ -87,7 +117,25 @@ define internal void @run_chunk(ptr %job, i64 %k) {
   %partials = load ptr, ptr %q2
   %q3 = getelementptr i64, ptr %q0, i64 3
   %err = load ptr, ptr %q3
+  %timed = icmp ne ptr %times, null
+  br i1 %timed, label %clocked, label %plain
+
+plain:
   call void %f(i64 %start, i64 %end, ptr %bufs, ptr %syms, ptr %scalars, ptr %partials, ptr %err)
+  ret void
+
+clocked:
+  %t0 = call i64 @now()
+  call void %f(i64 %start, i64 %end, ptr %bufs, ptr %syms, ptr %scalars, ptr %partials, ptr %err)
+  %t1 = call i64 @now()
+  %self = call i64 @pthread_self()
+  %k3 = mul i64 %k, 3
+  %r0 = getelementptr i64, ptr %times, i64 %k3
+  store i64 %self, ptr %r0
+  %r1 = getelementptr i64, ptr %r0, i64 1
+  store i64 %t0, ptr %r1
+  %r2 = getelementptr i64, ptr %r0, i64 2
+  store i64 %t1, ptr %r2
   ret void
 }
 
@@ -292,7 +340,8 @@ def ir() -> str | None:
         return None
     decl, call = _pause()
     return (_IR.replace("PAUSE_DECL", decl).replace("PAUSE_CALL", call).replace("SPIN_ROUNDS", str(SPIN_ROUNDS))
-            .replace("MUTEX", str(_MUTEX)).replace("COND", str(_COND)).replace("BLOCK", str(_BLOCK)))
+            .replace("MUTEX", str(_MUTEX)).replace("COND", str(_COND)).replace("BLOCK", str(_BLOCK))
+            .replace("CHUNKS", str(_CHUNKS)).replace("CLOCK_ID", str(time.CLOCK_MONOTONIC)))
 
 
 def adopt(worker: int, run: int, keep: object) -> None:
@@ -375,14 +424,19 @@ class NativePool:
         self._pid = os.getpid()
 
     def run(self, fn: ctypes._CFuncPtr, address: int, bufs: bytes, syms: bytes, scalars: bytes,
-            chunks: Sequence[tuple[int, int, bytes | None, ctypes.Array]]) -> None:
+            chunks: Sequence[tuple[int, int, bytes | None, ctypes.Array]], times: Any = None) -> None:
         """Call `fn(start, end, bufs, syms, scalars, partials, err)` (the stage function
         at `address`) once per chunk, the first on this thread and the others on the
         workers, and return when all are done. While another Python thread's launch
-        holds the workers, the chunks run one after another here instead."""
+        holds the workers, the chunks run one after another here instead. `times`, a
+        ctypes array of three i64 per chunk, receives (thread ident, start ns, end ns)
+        of each chunk (for tracing; None: not timed)."""
         def here() -> None:
-            for start, end, partials, err in chunks:
+            for k, (start, end, partials, err) in enumerate(chunks):
+                t0 = trace.now() if times is not None else 0
                 fn(start, end, bufs, syms, scalars, partials, err)
+                if times is not None:
+                    times[3 * k:3 * k + 3] = [threading.get_ident(), t0, trace.now()]
 
         if len(chunks) < 2 or len(chunks) > self.size or not self._busy.acquire(blocking=False):
             return here()
@@ -394,7 +448,8 @@ class NativePool:
             except (RuntimeError, MemoryError):  # no thread or memory to be had
                 return here()
             at = state["data"]
-            words = [address, len(chunks), at(bufs), at(syms), at(scalars)]
+            words = [address, len(chunks), at(bufs), at(syms), at(scalars),
+                     0 if times is None else ctypes.addressof(times)]
             for start, end, partials, err in chunks:
                 words += [start, end, 0 if partials is None else at(partials), ctypes.addressof(err)]
             job = struct.pack(f"<{len(words)}q", *words)

@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 import attrs
 import numpy as np
 
+from hologram.core import trace
 from hologram.core.atlas import NUM_CLASSES
 from hologram.core.errors import ArgumentError, ExecutionError
 from hologram.core.types import Affine
@@ -262,8 +263,9 @@ def launch(exe: Executable, buffers: Mapping[str, np.ndarray], scalars: Mapping[
         unalias(exe, geo, arrays, ptrs)
     packed = bufs, sym_bytes, scalar_bytes = (exe.pack_ptrs(*ptrs), exe.pack_syms(*syms),
                                               pack_scalars(exe, scalars) if exe.scalars else b"")
+    short = trace.recorder is None  # a traced launch times every stage in run_stage
     for stage, grid in zip(exe.stages, geo.grids):
-        if stage.plain and grid[1] < INLINE_WORK:  # the common small case, kept short
+        if short and stage.plain and grid[1] < INLINE_WORK:  # the common small case, kept short
             if grid[0]:
                 err = ErrSlot()
                 stage.fn(0, grid[0], bufs, sym_bytes, scalar_bytes, None, err)
@@ -381,7 +383,11 @@ _PADDING = {n: bytes(8 - n) for n in (1, 2, 4, 8)}
 def run_stage(exe: Executable, stage: StagePlan, grid: tuple[int, int], arrays: list[np.ndarray],
               packed: tuple[bytes, bytes, bytes], num_threads: int) -> None:
     """Inits, then the stage's blocks (inline or one contiguous chunk per thread), then
-    the error slots in chunk order, then the reduction partials merged in chunk order."""
+    the error slots in chunk order, then the reduction partials merged in chunk order.
+    While a trace records, the stage is a span and each chunk of a split one another,
+    on the thread that ran it (the native pool times its chunks: docs/cpu-llvm.md)."""
+    rec = trace.recorder
+    t0 = trace.now() if rec is not None else 0
     for b, offset, value in stage.inits:
         flat = arrays[b].reshape(-1)
         if not 0 <= offset < flat.size:
@@ -401,6 +407,7 @@ def run_stage(exe: Executable, stage: StagePlan, grid: tuple[int, int], arrays: 
         partial_ptrs = [struct.pack(f"<{len(p)}Q", *map(data_ptr, p)) for p in partials]
     else:
         partial_ptrs = [None] * nchunks
+    times = None  # per chunk (thread ident, start, end), when traced
     if nchunks == 1:
         err = ErrSlot()
         fn(0, nblocks, bufs, syms, scalars, partial_ptrs[0], err)
@@ -409,27 +416,62 @@ def run_stage(exe: Executable, stage: StagePlan, grid: tuple[int, int], arrays: 
         bounds = [nblocks * i // nchunks for i in range(nchunks + 1)]
         errs = tuple(ErrSlot() for _ in range(nchunks))
         native = threads.native(num_threads)
+        if rec is not None:
+            times = (ctypes.c_int64 * (3 * nchunks))()
         if native is not None:  # one uninterruptible native call: nothing is freed under a worker
-            native.run(fn, stage.address, bufs, syms, scalars,
-                       [(bounds[i], bounds[i + 1], partial_ptrs[i], errs[i]) for i in range(nchunks)])
+            chunks = [(bounds[i], bounds[i + 1], partial_ptrs[i], errs[i]) for i in range(nchunks)]
+            if times is None:
+                native.run(fn, stage.address, bufs, syms, scalars, chunks)
+            else:
+                native.run(fn, stage.address, bufs, syms, scalars, chunks, times)
         else:
             # A task keeps the memory it writes alive: if the caller is interrupted while
             # waiting, workers still running must not write into freed arrays.
             keepalive = (exe, arrays, partials if stage.reduces else None)
 
             def chunk(i: int) -> Callable[[], None]:
-                return lambda _=keepalive: fn(bounds[i], bounds[i + 1], bufs, syms, scalars, partial_ptrs[i], errs[i])
+                def run(_: Any = keepalive) -> None:
+                    fn(bounds[i], bounds[i + 1], bufs, syms, scalars, partial_ptrs[i], errs[i])
+                return run if times is None else threads.timed(run, times, i)
             threads.pool(num_threads).run([chunk(i) for i in range(nchunks)])
-    for err in errs:
+    failed = None
+    for err in errs:  # the first in chunk order
         if err[0]:
-            raise execution_error(exe, tuple(err), arrays)
-    if stage.reduces:
+            failed = err
+            break
+    if stage.reduces and failed is None:
         with np.errstate(all="ignore"):  # inf - inf in a float sum is a value, not an error
             for k, (r, flat) in enumerate(zip(stage.reduces, flats)):
                 total = partials[0][k]
                 for p in partials[1:]:
                     r.ufunc(total, p[k], out=total)
                 r.ufunc(flat, total, out=flat)
+    if rec is not None:
+        _trace_stage(exe, stage, nblocks, work, t0, times, bounds if times is not None else None)
+    if failed is not None:
+        raise execution_error(exe, tuple(failed), arrays)
+
+
+def _trace_stage(exe: Executable, stage: StagePlan, nblocks: int, work: int, t0: int, times: Any,
+                 bounds: Sequence[int] | None) -> None:
+    """The stage's span, and one per chunk from the (thread, start, end) records."""
+    chunks = 1 if bounds is None else len(bounds) - 1
+    trace.complete(f"stage {stage.name}", "stage", t0, trace.now(),
+                   {"kernel": exe.program.name, "stage": stage.name, "blocks": nblocks, "work": work,
+                    "chunks": chunks})
+    if bounds is None:
+        return
+    lanes = stage.block[0] * stage.block[1] * stage.block[2]
+    for i in range(chunks):
+        ident, start, end = times[3 * i], times[3 * i + 1], times[3 * i + 2]
+        if not end:
+            continue  # not timed (a platform without the native clock)
+        trace.complete(f"chunk {stage.name}", "chunk", start, end,
+                       {"stage": stage.name, "chunk": i, "blocks": [bounds[i], bounds[i + 1]],
+                        "lanes": [bounds[i] * lanes, bounds[i + 1] * lanes]}, ident & _U64)
+
+
+_U64 = (1 << 64) - 1  # a pthread_t read as a signed word, back to Python's thread ident
 
 
 # ---------------------------------------------------------------------------- errors

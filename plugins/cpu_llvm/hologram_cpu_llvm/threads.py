@@ -19,12 +19,26 @@ import os
 import queue
 import threading
 import warnings
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
+
+from hologram.core import trace
 
 from . import native_pool
 from .native_pool import NativePool
 
 Task = Callable[[], None]
+
+
+def timed(task: Task, times: Any, i: int) -> Task:
+    """`task`, recording (thread ident, start, end) into `times[3i:3i + 3]` as the native
+    pool's workers do (a traced launch on the Python pool, or chunks run on the caller)."""
+    def run() -> None:
+        t0 = trace.now()
+        try:
+            task()
+        finally:
+            times[3 * i:3 * i + 3] = [threading.get_ident(), t0, trace.now()]
+    return run
 
 
 THREADS_PER_CPU = 4  # the cap on threads per launch, per CPU

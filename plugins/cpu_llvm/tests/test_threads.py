@@ -88,6 +88,45 @@ def test_native_pool_runs_every_chunk_once(rev, parallel_runs, nthreads, tmp_pat
     assert parallel_runs == [nthreads, nthreads, min(nthreads, blocks), min(nthreads, blocks)]
 
 
+@pytest.mark.parametrize("nthreads", [2, 5])
+def test_traced_launches_record_who_ran_each_chunk_and_when(rev, nthreads):
+    """While a trace records, the native pool times each chunk (docs/cpu-llvm.md, "Chunk
+    records"): the thread that ran it (the caller, or a worker it woke, or the caller
+    again having stolen it) and its start and end on the trace's clock, inside the
+    stage's span; the chunks cover the stage's blocks exactly once."""
+    from hologram.core import trace
+
+    from trace_helpers import check_events
+
+    program, b = rev
+    b.num_threads = nthreads
+    exe = b.prepare(program)
+    n = rt.INLINE_WORK * 4 + 5
+    x = np.arange(n, dtype=np.float32)
+    z = np.zeros_like(x)
+    with trace.recording() as events:
+        for _ in range(3):
+            b.launch(exe, {"x": x, "z": z}, {"a": np.float32(2)}, {"n": n})
+    np.testing.assert_array_equal(z, x[::-1] * 2)
+    xs = check_events(events)
+    workers = {t.native_id: t.name for t in threading.enumerate()}
+    stages = [e for e in xs if e["cat"] == "stage"]
+    chunks = [e for e in xs if e["cat"] == "chunk"]
+    assert len(stages) == 3 and len(chunks) == 3 * nthreads
+    nblocks = stages[0]["args"]["blocks"]
+    for stage in stages:
+        mine = sorted((c for c in chunks if stage["ts"] <= c["ts"] <= stage["ts"] + stage["dur"]),
+                      key=lambda c: c["args"]["chunk"])
+        assert [c["args"]["chunk"] for c in mine] == list(range(nthreads))
+        assert [c["args"]["blocks"] for c in mine] == [[nblocks * i // nthreads, nblocks * (i + 1) // nthreads]
+                                                       for i in range(nthreads)]
+        for c in mine:
+            assert c["ts"] + c["dur"] <= stage["ts"] + stage["dur"] + 1e-3
+            assert workers[c["tid"]] == "MainThread" or workers[c["tid"]].startswith("hologram-cpu-")
+    # untraced, the job carries no buffer and nothing is timed
+    b.launch(exe, {"x": x, "z": z}, {"a": np.float32(2)}, {"n": n})
+
+
 def test_native_pool_wakes_workers_that_went_to_sleep(rev):
     """Between launches further apart than the workers spin, they sleep on their
     condition variable (word 2 of the control block says so); the next launch must wake

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
+from hologram.core import trace
 from hologram.core.errors import ArgumentError
 from hologram.core.lru import LRUCache
 from hologram.core.types import DType
@@ -62,13 +63,18 @@ class InterpBackend:
         if not isinstance(program, Program):
             raise ArgumentError(f"prepare expects a hologram.isa.program.Program, got {type(program).__name__}")
         key = program_key(program)
-        exe = self._cache.get(key)
-        if exe is None:
-            from .decode import decode_program
+        with trace.span("interp prepare", "prepare", program=key) as info:
+            exe = self._cache.get(key)
+            if info is not None:
+                info["cache"] = "miss" if exe is None else "memory"
+            if exe is None:
+                from .decode import decode_program
 
-            verify(program)
-            exe = decode_program(program, key)
-            self._cache.put(key, exe)
+                with trace.span("verify", "prepare"):
+                    verify(program)
+                with trace.span("decode", "prepare"):
+                    exe = decode_program(program, key)
+                self._cache.put(key, exe)
         return exe
 
     def launch(self, executable: Any, buffers: Mapping[str, np.ndarray],

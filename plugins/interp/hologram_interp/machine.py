@@ -19,6 +19,7 @@ from typing import Iterator, Mapping
 
 import numpy as np
 
+from hologram.core import trace
 from hologram.core.errors import ArgumentError, ExecutionError
 from hologram.core.types import DType
 from hologram.isa.program import AXES
@@ -35,7 +36,8 @@ def run(exe: Executable, mem: dict[str, np.ndarray], consts: dict[tuple[str, str
     consts holds the value of each shape symbol and scalar parameter, by `const_key`."""
     with np.errstate(all="ignore"):
         for stage in exe.stages:
-            run_stage(stage, mem, consts, symbols)
+            with trace.span(f"stage {stage.name}", "stage", kernel=exe.program.name, stage=stage.name):
+                run_stage(stage, mem, consts, symbols)
 
 
 def extents(stage: StageCode, symbols: Mapping[str, int]) -> tuple[int, int, int]:
