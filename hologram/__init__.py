@@ -7,6 +7,7 @@ the Atlas ISA, run on pluggable backends.
     k(x, out=y)                   # written in place, zero-copy
     k.on("interp")(x)             # the same kernel on another backend
     lib = hg.load_bundle("stdlib")  # kernels compiled ahead of time: no compiler work
+    hg.stream(k, x_memmap, out=y_memmap)  # inputs larger than memory, through a fixed pool
 
 See docs/api.md for the runtime API and docs/plugins.md for writing plugins.
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from hologram.runtime.compile import clear_cache, compile, compile_all, compile_file, compile_file_all
     from hologram.runtime.kernel import Kernel, Library
     from hologram.runtime.lookups import get_backend, list_backends
+    from hologram.runtime.stream import stream
 
 # public name -> the module that defines it (the module itself for `errors`)
 _HOME = {
@@ -36,7 +38,7 @@ _HOME = {
     "clear_cache": "hologram.runtime.compile", "Kernel": "hologram.runtime.kernel",
     "Library": "hologram.runtime.kernel", "get_backend": "hologram.runtime.lookups",
     "list_backends": "hologram.runtime.lookups", "hookimpl": "hologram.core.hookspecs",
-    "errors": "hologram.core.errors",
+    "errors": "hologram.core.errors", "stream": "hologram.runtime.stream",
 }
 
 
@@ -68,4 +70,4 @@ def __dir__() -> list[str]:
 
 
 __all__ = ["compile", "compile_file", "compile_all", "compile_file_all", "load_bundle", "get_backend", "list_backends",
-           "clear_cache", "Kernel", "Library", "hookimpl", "errors", "__version__"]
+           "clear_cache", "Kernel", "Library", "hookimpl", "errors", "stream", "__version__"]
