@@ -36,7 +36,7 @@ from hologram.runtime.kernel import Kernel
 from hologram.runtime.stream_args import DEFAULT_POOL_BYTES, classify, loop_rank
 from hologram.runtime.stream_args import pool_bytes as pool_bytes_of
 
-__all__ = ["stream", "DEFAULT_POOL_BYTES"]
+__all__ = ["stream", "plan_for", "DEFAULT_POOL_BYTES"]
 
 
 def stream(kernel: Kernel, /, *args: Any, out: Any = None, pool_bytes: int | None = None, cast: bool = False,
@@ -66,3 +66,13 @@ def stream(kernel: Kernel, /, *args: Any, out: Any = None, pool_bytes: int | Non
     return stream_rows(kernel, given, out, budget, cast, along)
 
 
+
+
+def plan_for(kernel: Kernel, along: str | None = None) -> Any:
+    """How `stream` runs `kernel` along a shape symbol (`along`, else its first array
+    input's first dimension): a `hologram.runtime.stream_plan.Plan` (`passes`, `steps`
+    with each step's `KernelIR`, `streamed`, `row_outputs`), or the StreamError that
+    says what stops it."""
+    from hologram.runtime.stream_rows import plan_of, stream_symbol
+
+    return plan_of(kernel, stream_symbol(kernel._c.signature, along))[0]

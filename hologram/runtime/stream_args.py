@@ -6,6 +6,7 @@ input, and allow streaming in place)."""
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -14,7 +15,7 @@ import numpy as np
 
 from hologram.core.errors import ArgumentError
 from hologram.runtime.args import Param, complete_symbols, plain_array
-from hologram.runtime.stream_io import mapping_of, pool_size
+from hologram.runtime.stream_io import ALIGN, mapping_of, pool_size
 
 DEFAULT_POOL_BYTES = 64 << 20
 MAX_CHUNK_ROWS = 1 << 40  # a bound for the search; a pool never holds more rows than this
@@ -46,8 +47,8 @@ def classify(kernel: str, p: Param, value: Any, cast: bool) -> Arg:
             plain_array(f"stream({kernel}): argument {p.name!r}", value)  # a masked array is refused
         return Arg("array", value)
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable) or \
-            (cast and isinstance(value, (list, tuple)) and not any(isinstance(v, np.ndarray) for v in value)):
-        return Arg("value", value)
+            (cast and isinstance(value, (list, tuple)) and all(isinstance(v, numbers.Number) for v in value)):
+        return Arg("value", value)  # with cast=True, a list of numbers is an array, as a kernel call takes it
     iterator = iter(value)
     first = next(iterator, None)
     if first is None:
@@ -102,9 +103,9 @@ def chunk_rows(budget: int, slots: int, parts: Sequence[tuple[str, np.dtype, tup
 
     if not fits(1):
         need = pool_size(slots, 1, parts) + temp_bytes(1)
-        raise ArgumentError(f"{where}: pool_bytes={budget} cannot hold one row of every streamed array "
-                            f"({slots} slots of {need // slots if slots else need} bytes, with the temporaries)",
-                            hint=f"pass pool_bytes of at least {need}")
+        raise ArgumentError(f"{where}: pool_bytes={budget} cannot hold one row of every streamed array: that "
+                            f"takes {need} bytes ({slots} buffers of each, {ALIGN}-byte aligned, and the "
+                            "kernel's temporaries)", hint=f"pass pool_bytes of at least {need}")
     lo, hi = 1, MAX_CHUNK_ROWS
     while lo < hi:
         mid = (lo + hi + 1) // 2

@@ -6,7 +6,9 @@ the kernel's whole input: nothing of the kernel needs to be understood to stream
 every kernel streams this way, one from a bundle included, without the compiler. A chunk
 of items is read into the pool, run by `kernel.map` (one launch of the batched program,
 docs/api.md, "Loop dimensions"), and its outputs written back. An input whose loop
-dimensions are all 1 (or that has none) is shared by every item, read whole once.
+dimensions are all 1 (or that has none) is shared by every item, read whole once; one
+whose loop dimensions are a broadcast part of the call's is read whole too, and each
+chunk gathers its items from it.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ def stream_loops(kernel: Kernel, given: dict[str, Arg], out: Any, budget: int, c
     count = math.prod(shape) if shape is not None else None
     sources: dict[str, Source] = {}
     shared: dict[str, Any] = {}
+    gathered: dict[str, _Items] = {}
     cores: dict[str, Any] = {}
     for p in sig.inputs:
         a, rank = given[p.name], ranks[p.name]
@@ -64,9 +67,11 @@ def stream_loops(kernel: Kernel, given: dict[str, Arg], out: Any, budget: int, c
             sources[p.name] = src = source_for(p.name, x.reshape((count, *x.shape[rank:])))
             cores[p.name] = Core(src.row_shape)
             continue
-        if rank and math.prod(loops[p.name]) != 1:
-            raise ArgumentError(f"{where}: argument {p.name!r} has loop dimensions {loops[p.name]}, neither the "
-                                f"call's {shape} nor all 1 (shared)")
+        if rank and math.prod(loops[p.name]) != 1:  # a broadcast part of the loop shape: gathered per chunk
+            x = check_array(name, p, a.value, cast, rank) if p.kind == "array" else np.ascontiguousarray(a.value)
+            gathered[p.name] = _Items(x, rank, shape)
+            cores[p.name] = Core(x.shape[rank:])
+            continue
         value = a.value
         if p.kind == "scalar":
             shared[p.name] = convert_scalar(name, p, value.reshape(()) if rank else value, cast)
@@ -93,7 +98,8 @@ def stream_loops(kernel: Kernel, given: dict[str, Arg], out: Any, budget: int, c
     order = [p.name for p in sig.inputs]
 
     def compute(start: int, n: int, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> None:
-        args = [inputs[a] if a in inputs else shared[a] for a in order]
+        args = [inputs[a] if a in inputs else gathered[a].chunk(start, n) if a in gathered else shared[a]
+                for a in order]
         kernel.map(*args, out=tuple(outputs[s.name] for s in sinks))
 
     try:
@@ -108,6 +114,23 @@ def stream_loops(kernel: Kernel, given: dict[str, Arg], out: Any, budget: int, c
     if c.result is not None:
         return c.result(*results)
     return results[0] if results else None
+
+
+class _Items:
+    """An argument whose loop dimensions are a broadcast part of the call's (`(4, 1, n)`
+    in a call over `(4, 7)`): it is smaller than the call, read whole, and each chunk of
+    the call's items gathers its own items from it (a copy of the chunk's size)."""
+
+    def __init__(self, x: np.ndarray, rank: int, shape: tuple[int, ...]):
+        own = (1,) * (len(shape) - rank) + x.shape[:rank]
+        self.flat = x.reshape((math.prod(own), *x.shape[rank:]))
+        self.own, self.shape = own, shape
+
+    def chunk(self, start: int, n: int) -> np.ndarray:
+        coords = np.unravel_index(np.arange(start, start + n, dtype=np.int64), self.shape)
+        index = np.ravel_multi_index(tuple(c if d != 1 else np.zeros_like(c) for c, d in zip(coords, self.own)),
+                                     self.own)
+        return np.ascontiguousarray(self.flat[index])
 
 
 def _given(out: Any) -> tuple:

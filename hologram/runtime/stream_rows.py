@@ -83,6 +83,25 @@ def _compile_step(kir: Any, pipeline: Any, backend: str | None) -> Kernel:
     return Kernel(compiled, backend)
 
 
+def stream_symbol(sig: Signature, along: str | None) -> str:
+    """The shape symbol to stream along: `along`, else the first dimension of the first
+    array input whose first dimension is a symbol."""
+    if along is not None:
+        if along not in sig.symbols:
+            from hologram.core.errors import did_you_mean
+
+            raise ArgumentError(f"stream({sig.name}): along={along!r} is not a shape symbol of the kernel"
+                                f"{did_you_mean(str(along), sig.symbols)}",
+                                hint=f"its symbols: {', '.join(sig.symbols) or 'none'}")
+        return along
+    for p in sig.inputs:
+        first = p.shape[0] if p.kind == "array" and p.shape else None
+        if first is not None and first.const == 0 and len(first.terms) == 1 and first.terms[0][1] == 1:
+            return first.terms[0][0]
+    raise StreamError(f"stream({sig.name}): no input's first dimension is a shape symbol to stream along",
+                      hint="inputs with loop dimensions stream over them instead")
+
+
 def symbol_value(symbol: str, symbols: dict[str, int]) -> int:
     """A shape symbol's value for the whole call (a derived one computed from its name)."""
     if not is_derived(symbol):
@@ -98,7 +117,7 @@ class _Rows:
         self.c = kernel._c
         self.sig: Signature = self.c.signature
         self.name = self.sig.name
-        self.symbol = self._symbol(along)
+        self.symbol = stream_symbol(self.sig, along)
         self.plan, self.kernels = plan_of(kernel, self.symbol)
         self.sources: dict[str, Source] = {}
         self.fixed: dict[str, Any] = {}
@@ -112,23 +131,6 @@ class _Rows:
 
     def where(self) -> str:
         return f"stream({self.name})"
-
-    def _symbol(self, along: str | None) -> str:
-        sig = self.sig
-        if along is not None:
-            if along not in sig.symbols:
-                from hologram.core.errors import did_you_mean
-
-                raise ArgumentError(f"{self.where()}: along={along!r} is not a shape symbol of the kernel"
-                                    f"{did_you_mean(str(along), sig.symbols)}",
-                                    hint=f"its symbols: {', '.join(sig.symbols) or 'none'}")
-            return along
-        for p in sig.inputs:
-            if p.kind == "array" and p.shape and len(p.shape[0].terms) == 1 and p.shape[0].terms[0][1] == 1 \
-                    and p.shape[0].const == 0:
-                return p.shape[0].terms[0][0]
-        raise StreamError(f"{self.where()}: no input's first dimension is a shape symbol to stream along",
-                          hint="inputs with loop dimensions stream over them instead")
 
     def _known(self) -> bool:
         return all(not isinstance(s, IterSource) for s in self.sources.values())
