@@ -34,7 +34,7 @@ from typing import Iterator
 import attrs
 
 from hologram.core.dims import is_derived, parse_derived
-from hologram.core.errors import StreamError
+from hologram.core.errors import Site, StreamError
 from hologram.core.types import Affine
 from hologram.ir import (Accumulate, Compute, Expr, KernelIR, Scan, Statement, TensorDecl, defines, format_expr,
                          format_statement, statement_exprs)
@@ -178,12 +178,24 @@ class Planner:
 
     # ------------------------------------------------------------------ errors
     def error(self, message: str, expr: Expr | None = None, hint: str | None = None) -> StreamError:
-        site = None
-        if expr is not None:
-            loads = [n for n in expr.walk() if n.op == "LOAD" and n.site is not None]
-            if loads and 0 <= loads[0].site < len(self.kir.sites):
-                site = self.kir.sites[loads[0].site]
+        site = self.site_of(expr)
         return StreamError(f"stream({self.name}): {message}", None if site is None else site.span(), hint)
+
+    def site_of(self, expr: Expr | None) -> Site | None:
+        """Where in the document `expr` (its first access that knows) is written."""
+        if expr is None:
+            return None
+        loads = [n for n in expr.walk() if n.op == "LOAD" and n.site is not None]
+        return self.kir.sites[loads[0].site] if loads and 0 <= loads[0].site < len(self.kir.sites) else None
+
+    def show(self, node: Expr) -> str:
+        """`node` as the document writes it, when its site says; else its IR text."""
+        site = self.site_of(node) if node.op == "LOAD" and node.site is not None else None
+        return site.text[site.col - 1:site.end_col - 1] if site is not None else format_expr(node)
+
+    def stmt(self, st: Statement, node: Expr) -> str:
+        """The statement's IR text, for an error that has no document line to show."""
+        return "" if self.site_of(node) is not None else f"`{format_statement(st).splitlines()[0]}` "
 
     def mentions(self, a: Affine) -> bool:
         return self.S in base_symbols(Affine.of(a))
@@ -229,9 +241,9 @@ class Planner:
                 free = node.free_vars()
                 depends = sorted(free & svars)
                 if depends:
-                    raise self.error(f"`{format_statement(st).splitlines()[0]}`: a reduction over {self.S} whose "
-                                     f"value depends on the row ({depends[0]}), so no pass can finish it before "
-                                     "the rows that need it", node)
+                    raise self.error(f"{self.stmt(st, node)}has a reduction over {self.S} whose value depends on "
+                                     f"the row ({depends[0]}), so no pass can finish it before the rows that need "
+                                     "it", node)
                 order = [v for v in _statement_vars(st) if v in free] + sorted(free - set(_statement_vars(st)))
                 key = (_canonical(node), tuple(order)) if not order else None
                 if key is not None and key in seen:
@@ -261,33 +273,32 @@ class Planner:
         over = [(v, Affine.of(x)) for v, x in axes if self.mentions(x)]
         if len(over) != 1 or over[0][1] != Affine.of(self.S):
             extents = ", ".join(str(x) for _, x in over)
-            raise self.error(f"`{format_statement(st).splitlines()[0]}` reduces over {extents}; a streamed "
-                             f"reduction runs over {self.S} itself, once", node)
+            raise self.error(f"{self.stmt(st, node)}reduces over {extents}; a streamed reduction runs over "
+                             f"{self.S} itself, once", node)
         if kind in ("argmin", "argmax") and Affine.of(axes[0][1]) != Affine.of(self.S):
-            raise self.error(f"`{format_statement(st).splitlines()[0]}`: {kind} numbers its elements with "
-                             f"{self.S} as a later axis; streamed, {self.S} must be its first axis", node)
+            raise self.error(f"{self.stmt(st, node)}has an {kind} that numbers its elements with {self.S} as a "
+                             f"later axis; streamed, {self.S} must be its first axis", node)
 
     # ------------------------------------------------------------------ roles
     def classify(self, st: Statement) -> Info:
         if not isinstance(st, (Compute, Accumulate, Scan)):
             raise self.error(f"`{format_statement(st).splitlines()[0]}` is not a statement stream can split")
-        text = format_statement(st).splitlines()[0]
         target = st.target
         if self.streamed(target):
             if isinstance(st, Accumulate):
-                raise self.error(f"`{text}` scatters into {target!r}, a streamed array: a chunk's scatter may land "
-                                 "in any row", st.value)
+                raise self.error(f"{self.stmt(st, st.value)}scatters into {target!r}, a streamed array: a chunk's "
+                                 "scatter may land in any row", st.value)
             if isinstance(st, Scan) and st.var == st.vars[0]:
-                raise self.error(f"`{text}` is a cum{st.kind} along {self.S}, the streamed dimension",
-                                 st.value, hint="a scan along another axis of each row streams")
+                raise self.error(f"{self.stmt(st, st.value)}is a cum{st.kind} along {self.S}, the streamed "
+                                 "dimension", st.value, hint="a scan along another axis of each row streams")
             info = Info(ROW, st.vars[0])
         elif isinstance(st, Compute) and self._is_s_reduce(st.body):
             info = Info(REDUCE, next(v for v, x in st.body.arg[1] if self.mentions(x)))
         elif isinstance(st, Accumulate) and any(self.mentions(x) for x in st.extents):
             over = [(v, x) for v, x in zip(st.vars, st.extents) if self.mentions(x)]
             if len(over) != 1 or over[0][1] != Affine.of(self.S):
-                raise self.error(f"`{text}` scatters over {', '.join(str(x) for _, x in over)}; a streamed scatter "
-                                 f"runs over {self.S} itself, once", st.value)
+                raise self.error(f"{self.stmt(st, st.value)}scatters over {', '.join(str(x) for _, x in over)}; a "
+                                 f"streamed scatter runs over {self.S} itself, once", st.value)
             info = Info(SCATTER, over[0][0])
         else:
             info = Info(SMALL)
@@ -296,17 +307,16 @@ class Planner:
             for node in e.walk():
                 if node.op == "LOAD" and self.streamed(node.arg):
                     if info.role == SMALL:
-                        raise self.error(f"`{text}` reads {format_expr(node)} outside a pass over the rows of "
-                                         f"{node.arg!r}", node)
+                        raise self.error(f"{self.stmt(st, node)}reads {self.show(node)} outside a pass over the "
+                                         f"rows of {node.arg!r}", node)
                     if node.srcs[0] != Expr.idx(info.svar):
-                        raise self.error(f"`{text}` reads {format_expr(node)}: a streamed array may be read only "
-                                         f"at the row being computed ({node.arg}[{info.svar}, ...]), and a chunk "
-                                         "holds no other rows", node,
-                                         hint="stencils and gathers across rows do not stream")
+                        raise self.error(f"{self.stmt(st, node)}reads {self.show(node)}, another row of {node.arg!r} "
+                                         f"than the one being computed ({node.arg}[{info.svar}, ...]); a chunk holds "
+                                         "no other rows", node, hint="stencils and gathers across rows do not stream")
             if info.svar is not None and _value_use(e, info.svar, self.streamed):
                 offset = True
             if any(self._is_s_reduce(n) for n in e.walk()) and info.role != REDUCE:
-                raise self.error(f"`{text}` nests a reduction over {self.S} that stream cannot hoist", e)
+                raise self.error(f"{self.stmt(st, e)}nests a reduction over {self.S} that stream cannot hoist", e)
         return attrs.evolve(info, offset=offset)
 
 

@@ -123,7 +123,8 @@ class _Rows:
         self.fixed: dict[str, Any] = {}
         self._inputs()
         self.symbols = self._bind()
-        self.total: int | None = self.symbols[self.symbol] if self._known() else None
+        known = [s.rows for s in self.sources.values() if s.rows is not None]
+        self.total: int | None = self.symbols[self.symbol] if known else None  # iterables must match the arrays
         if self.total is not None:
             check_reductions(self.name, self.c.reductions, complete_symbols(self.c.program.symbols, self.symbols))
         self.out = out
@@ -131,9 +132,6 @@ class _Rows:
 
     def where(self) -> str:
         return f"stream({self.name})"
-
-    def _known(self) -> bool:
-        return all(not isinstance(s, IterSource) for s in self.sources.values())
 
     def _inputs(self) -> None:
         streamed = set(self.plan.streamed)
