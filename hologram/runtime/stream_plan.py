@@ -194,8 +194,8 @@ class Planner:
         return site.text[site.col - 1:site.end_col - 1] if site is not None else format_expr(node)
 
     def stmt(self, st: Statement, node: Expr) -> str:
-        """The statement's IR text, for an error that has no document line to show."""
-        return "" if self.site_of(node) is not None else f"`{format_statement(st).splitlines()[0]}` "
+        """The statement, for an error: the line the error shows, else its IR text."""
+        return "this statement " if self.site_of(node) is not None else f"`{format_statement(st).splitlines()[0]}` "
 
     def mentions(self, a: Affine) -> bool:
         return self.S in base_symbols(Affine.of(a))
