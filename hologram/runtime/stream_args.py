@@ -19,6 +19,13 @@ from hologram.runtime.stream_io import ALIGN, mapping_of, pool_size
 
 DEFAULT_POOL_BYTES = 64 << 20
 MAX_CHUNK_ROWS = 1 << 40  # a bound for the search; a pool never holds more rows than this
+# The most bytes one chunk's buffers (every streamed input and output) take, unless a
+# single row is larger: a chunk the reader just read is then still in cache when the
+# kernel reads it. Measured on 1 GiB of f32 in the page cache, pool 64 MiB, best of 3,
+# interleaved (2-core Xeon VM, 2 MiB L2 a core; benchmarks/stream.py's kernels), for a
+# slot of 1 / 2 / 4 / 8 / 16 / 32 MiB: sum 3.2 / 4.2 / 5.0 / 5.6 / 1.1 / 1.2 GB/s,
+# y = 2x + 1 to a second memmap 1.5 / 1.7 / 1.9 / 0.53 / 0.55 / 0.56 GB/s.
+SLOT_BYTES = 4 << 20
 
 
 @attrs.frozen
@@ -95,11 +102,13 @@ def chunk_rows(budget: int, slots: int, parts: Sequence[tuple[str, np.dtype, tup
                temp_bytes: Any, where: str) -> int:
     """The most rows a chunk may have: `slots` buffers of every streamed input and output
     (`parts`, each (name, dtype, row shape)) plus the step's temporaries for that many
-    rows (`temp_bytes(rows)`) within `budget` bytes. A function of the kernel, the row
-    shapes and the budget only (not of which inputs are memmaps), so the same pool gives
-    the same chunks, and the same bits."""
+    rows (`temp_bytes(rows)`) within `budget` bytes, and one slot within `SLOT_BYTES`
+    (unless a single row is larger). A function of the kernel, the row shapes and the
+    budget only (not of which inputs are memmaps), so the same pool gives the same
+    chunks, and the same bits."""
     def fits(rows: int) -> bool:
-        return pool_size(slots, rows, parts) + temp_bytes(rows) <= budget
+        return pool_size(slots, rows, parts) + temp_bytes(rows) <= budget and (
+            rows == 1 or pool_size(1, rows, parts) <= SLOT_BYTES)
 
     if not fits(1):
         need = pool_size(slots, 1, parts) + temp_bytes(1)
