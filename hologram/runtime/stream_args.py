@@ -111,7 +111,7 @@ def chunk_rows(budget: int, slots: int, parts: Sequence[tuple[str, np.dtype, tup
             rows == 1 or pool_size(1, rows, parts) <= SLOT_BYTES)
 
     if not fits(1):
-        need = pool_size(slots, 1, parts) + temp_bytes(1)
+        need = least_pool(slots, parts, temp_bytes)
         raise ArgumentError(f"{where}: pool_bytes={budget} cannot hold one row of every streamed array: that "
                             f"takes {need} bytes ({slots} buffers of each, {ALIGN}-byte aligned, and the "
                             "kernel's temporaries)", hint=f"pass pool_bytes of at least {need}")
@@ -120,6 +120,11 @@ def chunk_rows(budget: int, slots: int, parts: Sequence[tuple[str, np.dtype, tup
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
     return lo
+
+
+def least_pool(slots: int, parts: Sequence[tuple[str, np.dtype, tuple[int, ...]]], temp_bytes: Any) -> int:
+    """The least budget `chunk_rows` accepts: chunks of one row."""
+    return pool_size(slots, 1, parts) + temp_bytes(1)
 
 
 def temp_bytes(program: Any, symbols: Mapping[str, int], symbol: str, per_item: bool = False) -> Any:

@@ -16,7 +16,7 @@ from hologram.runtime.args import (Param, Signature, bind_symbols, check_array, 
                                    concrete_shape, convert_scalar)
 from hologram.runtime.kernel import Kernel
 from hologram.runtime.loops import Core
-from hologram.runtime.stream_args import Arg, chunk_array, chunk_rows, overlap, same, temp_bytes
+from hologram.runtime.stream_args import Arg, chunk_array, chunk_rows, least_pool, overlap, same, temp_bytes
 from hologram.runtime.stream_io import IterSource, Pool, Sink, Source, pool_size, run_chunks, sink_for, source_for
 
 
@@ -244,6 +244,7 @@ class _Rows:
         sinks, small_out = self._outputs()
         pool: Pool | None = None
         try:
+            self._check_pool(sinks)
             for step, k in zip(self.plan.steps, self.kernels):
                 if step.kind == "small":
                     self._small(step, k)
@@ -294,11 +295,27 @@ class _Rows:
         for (_, _, target), r in zip(step.outputs, results):
             self.small[target] = np.asarray(r)
 
+    def _layout(self, step: Any, k: Kernel, all_sinks: dict[str, Sink]) -> tuple:
+        """A pass's sources, sinks, their (name, dtype, row shape), its slot count and
+        its temporaries' bytes for a number of rows."""
+        sources = [self.sources[src] for _, role, src in step.params if role == "stream"]
+        sinks = [all_sinks[t] for _, role, t in step.outputs if role == "row"]
+        parts = [(s.name, s.dtype, s.row_shape) for s in (*sources, *sinks)]
+        return sources, sinks, parts, 3 if sinks else 2, temp_bytes(k.program, self.symbols, self.symbol)
+
+    def _check_pool(self, sinks: dict[str, Sink]) -> None:
+        """Refuse a pool too small for one row of some pass before any pass runs (so no
+        output is half written), naming the least pool that runs them all."""
+        layouts = [self._layout(step, k, sinks)[2:] for step, k in zip(self.plan.steps, self.kernels)
+                   if step.kind != "small"]
+        worst = max(layouts, key=lambda lay: least_pool(lay[1], lay[0], lay[2]), default=None)
+        if worst is not None and least_pool(worst[1], worst[0], worst[2]) > self.budget:
+            chunk_rows(self.budget, worst[1], worst[0], worst[2], self.where())  # raises, with the hint
+
     def _pass(self, step: Any, k: Kernel, all_sinks: dict[str, Sink], pool: Pool | None) -> Pool:
         from hologram.runtime.stream_reduce import reducer
 
-        sources = [self.sources[src] for _, role, src in step.params if role == "stream"]
-        sinks = [all_sinks[t] for _, role, t in step.outputs if role == "row"]
+        sources, sinks, parts, slots, temps = self._layout(step, k, all_sinks)
         constant = {name: self._value(role, src, 0) for name, role, src in step.params
                     if role not in ("stream", "offset")}
         partial_decls = {d.name: d for d in step.kir.outputs}
@@ -309,9 +326,7 @@ class _Rows:
         for red in step.reductions:
             scale = math.prod(d.evaluate(complete_symbols(self.c.program.symbols, self.symbols)) for d in red.scale)
             reducers.append((red, reducer(red, shapes[red.partials[0]], scale)))
-        parts = [(s.name, s.dtype, s.row_shape) for s in sources] + [(s.name, s.dtype, s.row_shape) for s in sinks]
-        slots = 3 if sinks else 2
-        chunk = chunk_rows(self.budget, slots, parts, temp_bytes(k.program, self.symbols, self.symbol), self.where())
+        chunk = chunk_rows(self.budget, slots, parts, temps, self.where())
         rows = chunk if self.total is None else max(min(chunk, self.total), 1)
         pooled = [(s.name, s.dtype, s.row_shape) for s in (*sources, *sinks) if s.pooled]
         need = pool_size(slots, rows, pooled)

@@ -89,6 +89,22 @@ def test_bad_arguments():
         hg.stream(k, X, out=y)
 
 
+def test_a_pool_too_small_is_refused_naming_the_pool_every_pass_needs():
+    """softmax's first pass streams x alone (2 buffers), its second x and y (3 of each):
+    the hint is the second's least pool, and the error comes before any pass runs."""
+    k = kernel('x = "f32[n]"', 'y = "f32[n]"', "y = exp(x - max(x)) / sum(exp(x - max(x)))")
+    first_pass = hg.stream(kernel('x = "f32[n]"', 's = "f32"', "s = max(x)"), X, pool_bytes=140)
+    assert first_pass == X.max()  # 140 bytes run a pass over x alone
+    y = np.full(10, 7, np.float32)
+    with pytest.raises(ArgumentError, match="cannot hold one row") as info:
+        hg.stream(k, X, out=y, pool_bytes=8)
+    assert (y == 7).all()
+    least = int(info.value.hint.rsplit(" ", 1)[1])
+    assert least > 140
+    hg.stream(k, X, out=y, pool_bytes=least)
+    np.testing.assert_allclose(y, np.exp(X - X.max()) / np.exp(X - X.max()).sum(), rtol=1e-6)
+
+
 def test_iterables_that_disagree_or_end_early():
     k = kernel('x = "f32[n]", z = "f32[n]"', 'y = "f32[n]"', "y = x + z")
     with pytest.raises(ArgumentError, match="different numbers of rows"):
