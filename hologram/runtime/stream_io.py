@@ -97,6 +97,15 @@ def _pread(fd: int, view: memoryview, pos: int) -> None:
         done += k
 
 
+def _advise(fd: int, pos: int, size: int, advice: str) -> None:
+    """posix_fadvise where the platform has it: advice, never a failure."""
+    if hasattr(os, "posix_fadvise") and size > 0:
+        try:
+            os.posix_fadvise(fd, pos, size, getattr(os, advice))
+        except OSError:
+            pass
+
+
 def _seek_read(fd: int, view: memoryview, pos: int) -> int:
     os.lseek(fd, pos, os.SEEK_SET)
     return os.readv(fd, [view])
@@ -169,14 +178,29 @@ class ArraySource(Source):
 
 
 class FileSource(Source):
+    """A memmap's file read with `pread`. The reads are small (a chunk fits a slot of the
+    pool) and one at a time, too few in flight to keep a disk busy: each read asks the
+    kernel to read the next `AHEAD` bytes into the page cache meanwhile (pages of the
+    page cache that no process maps do not count in its RSS)."""
+
+    AHEAD = 32 << 20
+
     def __init__(self, name: str, array: np.ndarray, fd: int, pos: int):
         super().__init__(name, array.dtype, array.shape[1:], len(array))
         self.fd, self.pos = fd, pos
+        self.advised = 0  # the file position up to which the read-ahead was asked for
+        _advise(fd, pos, array.nbytes, "POSIX_FADV_SEQUENTIAL")
 
     def read(self, start: int, n: int, buf: np.ndarray | None) -> np.ndarray:
         n = min(n, self.rows - start)
         out = buf[:n]
-        _pread(self.fd, memoryview(out.reshape(-1).view(np.uint8)), self.pos + start * self.row_bytes)
+        at = self.pos + start * self.row_bytes
+        end = self.pos + self.rows * self.row_bytes
+        if at + n * self.row_bytes + self.AHEAD // 2 > self.advised and self.advised < end:
+            lo = max(self.advised, at)
+            self.advised = min(lo + self.AHEAD, end)
+            _advise(self.fd, lo, self.advised - lo, "POSIX_FADV_WILLNEED")
+        _pread(self.fd, memoryview(out.reshape(-1).view(np.uint8)), at)
         return out
 
     def close(self) -> None:
