@@ -29,7 +29,7 @@ from hologram.core.types import Affine, DType
 from hologram.ir import (Compute, Expr, KernelIR, Statement, TensorDecl, defines, format_statement,
                          map_statement, statement_exprs)
 from hologram.runtime.stream_plan import (REDUCE, ROW, SCATTER, SMALL, Info, Plan, Planner, Reduction, Step,
-                                          base_symbols, prune, walk_loads)
+                                          base_symbols, prune, rename_vars, walk_loads)
 
 F64, I64 = DType.F64, DType.I64
 
@@ -77,18 +77,6 @@ def _sum_of_shifted_exp(e: Expr) -> tuple[Expr, Expr] | None:
         return None
     v, m = x.srcs[0].srcs
     return (v, m) if m.op == "LOAD" else None
-
-
-def _rename_vars(e: Expr, names: dict[str, str]) -> Expr:
-    def f(n: Expr) -> Expr | None:
-        if n.op == "IDX" and n.arg in names:
-            return Expr.idx(names[n.arg])
-        if n.op == "REDUCE":
-            kind, axes = n.arg
-            return attrs.evolve(n, arg=(kind, tuple((names.get(v, v), x) for v, x in axes)))
-        return None
-
-    return e.replace(f)
 
 
 class _Steps:
@@ -148,7 +136,7 @@ class _Steps:
                     or self.pl.decls[m.target].shape != self.pl.decls[st.target].shape:
                 return None
             names = dict(zip(m.vars, st.vars)) | {a: b for (a, _), (b, _) in zip(maxes, axes)}
-            if _rename_vars(self.inline_rows(m.body.srcs[0]), names) != v:
+            if rename_vars(self.inline_rows(m.body.srcs[0]), names) != v:
                 return None
             self.expanded[i] = total
             return j
@@ -257,7 +245,7 @@ class _Steps:
                 continue
             fresh = {v: pl.names(f"{v}_v") for v, _ in axes}
             value = pl.names(f"{st.target}_value")
-            body.append(Compute(value, st.vars, Expr("REDUCE", inner.dtype, (_rename_vars(inner, fresh),),
+            body.append(Compute(value, st.vars, Expr("REDUCE", inner.dtype, (rename_vars(inner, fresh),),
                                                       (kind[3:], tuple((fresh[v], x) for v, x in axes)))))
             outs.append((TensorDecl(value, inner.dtype, d.shape, "output"), "partial", st.target))
             reductions.append(Reduction(kind, st.target, d.dtype, (part, value),

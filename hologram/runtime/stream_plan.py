@@ -338,6 +338,12 @@ def _canonical(e: Expr) -> Expr:
             for v, _ in n.arg[1]:
                 names.setdefault(v, f"_c{len(names)}")
 
+    return rename_vars(e, names)
+
+
+def rename_vars(e: Expr, names: dict[str, str]) -> Expr:
+    """`e` with index variables renamed as `names` says, where they are used and where
+    reductions bind them."""
     def rename(n: Expr) -> Expr | None:
         if n.op == "IDX" and n.arg in names:
             return Expr.idx(names[n.arg])
