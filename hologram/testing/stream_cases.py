@@ -45,6 +45,7 @@ class StreamSpec:
 
 @st.composite
 def streamed(draw: Callable, cases: st.SearchStrategy[KernelCase], must: bool = False) -> KernelCase:
+    """A case of `cases` run through `hologram.stream` (module docstring)."""
     case = draw(cases)
     if case.error:  # an error case: the call checks it (its outputs' shapes are not known here)
         return case
