@@ -9,7 +9,7 @@
                            (anything else fails the case); then it is called whole
     softmax_kernels(cfg)   the online max-and-sum and what feeds on it: softmax and
                            logsumexp of a drawn expression, written in one statement or
-                           through temporaries (`m = max(v)`, `e = exp(v - m)`), next to
+                           through temporaries (`top = max(v)`, `ex = exp(v - top)`), next to
                            elementwise outputs and other full reductions; these must stream
 
 `run_streamed` is how the harness (hologram.testing.run.check_case) runs such a case.
@@ -80,11 +80,12 @@ def softmax_kernels(draw: Callable, cfg: GenConfig = GenConfig()) -> KernelCase:
     outputs: list[Param] = []
     m = builder._reduce("max", v, None, False)
     if draw(st.booleans()):  # through temporaries, as softmax.toml writes it
-        statements.append(("m", f"m = {render(m)}", m))
-        m = Node("input", m.dtype, (), (), "m")
+        # not `m` and `e`, as softmax.toml names them: `e` is Euler's number, which v may use
+        statements.append(("top", f"top = {render(m)}", m))
+        m = Node("input", m.dtype, (), (), "top")
         e = builder.combine("exp", [builder.combine("-", [v, m])])
-        statements.append(("e", f"e = {render(e)}", e))
-        e = Node("input", e.dtype, ("n",), (), "e")
+        statements.append(("ex", f"ex = {render(e)}", e))
+        e = Node("input", e.dtype, ("n",), (), "ex")
     else:
         e = builder.combine("exp", [builder.combine("-", [v, m])])
     total = builder._reduce("sum", e, None, False)
