@@ -18,7 +18,8 @@ temporary of its own. Passes are as few as the dependencies allow: a reduction n
 every small value it reads computed by an earlier pass, a row statement likewise; the
 sum of `exp(v - m)` after `m = max(v)` (softmax's and logsumexp's normalizer) is
 computed in `m`'s pass, as the online max-and-sum (`online`). So `sum`, `mean`, `min`,
-`max`, `argmax` and logsumexp read the data once, softmax twice, a variance three times.
+`max`, `argmax` and logsumexp read the data once, softmax twice, a variance twice (the
+mean, then the squared deviations).
 
 What stops a kernel is a `StreamError` naming the statement, with the document line of
 the access when the IR knows it: a stencil (`x[i + 1]`), an array whose size depends on
