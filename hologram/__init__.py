@@ -9,6 +9,7 @@ the Atlas ISA, run on pluggable backends.
     lib = hg.load_bundle("stdlib")  # kernels compiled ahead of time: no compiler work
     with hg.trace.recording("trace.json"):  # spans for Perfetto (or HOLOGRAM_TRACE=trace.json)
         k(x)
+    hg.stream(k, x_memmap, out=y_memmap)  # inputs larger than memory, through a fixed pool
 
     @hg.kernel                    # a Python function, translated (never run): docs/python-kernels.md
     def scale(x: f32["n"], k: f32) -> f32["n"]:
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from hologram.runtime.decorator import kernel
     from hologram.runtime.kernel import Kernel, Library
     from hologram.runtime.lookups import get_backend, list_backends
+    from hologram.runtime.stream import stream
 
 # public name -> the module that defines it (the module itself for `errors`)
 _HOME = {
@@ -45,6 +47,7 @@ _HOME = {
     "Library": "hologram.runtime.kernel", "get_backend": "hologram.runtime.lookups",
     "list_backends": "hologram.runtime.lookups", "hookimpl": "hologram.core.hookspecs",
     "errors": "hologram.core.errors", "kernel": "hologram.runtime.decorator", "trace": "hologram.core.trace",
+    "stream": "hologram.runtime.stream",
 }
 
 
@@ -76,7 +79,8 @@ def __dir__() -> list[str]:
 
 
 __all__ = ["compile", "compile_file", "compile_all", "compile_file_all", "load_bundle", "get_backend", "list_backends",
-           "clear_cache", "Kernel", "Library", "hookimpl", "errors", "kernel", "trace", "__version__"]
+           "clear_cache", "Kernel", "Library", "hookimpl", "errors", "kernel", "trace", "stream",
+           "__version__"]
 
 if os.environ.get("HOLOGRAM_TRACE"):  # trace this whole process (docs/tracing.md)
     from hologram.core.trace import start_from_environment

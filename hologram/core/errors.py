@@ -146,6 +146,11 @@ class ArgumentError(HologramError, TypeError):
     """A kernel was called with wrong arguments: dtype, contiguity, shape, count."""
 
 
+class StreamError(HologramError):
+    """`hologram.stream` cannot run a kernel through a fixed pool: the statement (or
+    array) that stops it is named, with its document line when the kernel knows it."""
+
+
 class BundleError(HologramError):
     """A bundle is corrupt, incompatible or not found."""
 

@@ -96,6 +96,7 @@ class KernelCase:
     error      HologramError subclasses one of which running the kernel must raise
     mapped     the kernel is called with `.map` (loop dimensions, hologram.testing.view_cases)
     format     the translator `source` is written for: "toml", or "python" (hologram.testing.python_cases)
+    stream     run through `hologram.stream` as this `StreamSpec` says (hologram.testing.stream_cases)
     """
 
     source: str
@@ -105,6 +106,7 @@ class KernelCase:
     program: "Program | None" = attrs.field(default=None, repr=False)
     mapped: bool = False  # called as `kernel.map(...)`: the inputs have loop dimensions
     format: str = "toml"
+    stream: Any = None  # a hologram.testing.stream_cases.StreamSpec: run through hologram.stream
 
     @property
     def args(self) -> dict[str, Any]:
@@ -115,7 +117,8 @@ class KernelCase:
         ins = "\n".join(f"  {k}: {np.asarray(v).dtype}{list(np.shape(v))} = "
                         f"{np.array2string(np.asarray(v), separator=', ', max_line_width=100, floatmode='unique')}"
                         for k, v in self.inputs)
-        return f"--- kernel ---\n{self.source}--- inputs ---\n{ins}"
+        how = "" if self.stream is None else f"--- streamed: {self.stream} ---\n"
+        return f"--- kernel ---\n{self.source}{how}--- inputs ---\n{ins}"
 
     def replay(self, engine: Engine) -> dict[str, np.ndarray]:
         """The outputs computed by evaluating the kernel again with another `Engine`

@@ -266,6 +266,8 @@ def _write_kernel(case: KernelCase, backend: str, opt: str, message: str, out_di
         arrays.update({f"expected/{name}/{f}": np.asarray(getattr(val, f)) for f in ("v", "err", "ulps", "fuzzy")})
     arrays["meta/errors"] = np.array([e.__name__ for e in case.error], dtype=str)
     arrays["meta/mapped"] = np.array(case.mapped)
+    if case.stream is not None:  # pool_bytes, must, then the chunk sizes
+        arrays["meta/stream"] = np.array([case.stream.pool_bytes, case.stream.must, *case.stream.cuts], np.int64)
     arrays["meta/backend"] = np.array(backend)
     arrays["meta/opt"] = np.array(opt)
     path = stem + (".py" if case.format == "python" else ".toml")
@@ -322,8 +324,14 @@ def _kernel_from_files(path: str) -> KernelCase:
     names = list(dict.fromkeys(k.rsplit("/", 1)[0] for k in fields))
     expected = tuple((n, Val(*(fields[f"{n}/{f}"] for f in ("v", "err", "ulps", "fuzzy")))) for n in names)
     error = tuple(getattr(errors, str(e)) for e in data.get("meta/errors", ()))
+    stream = None
+    if "meta/stream" in data:
+        from hologram.testing.stream_cases import StreamSpec
+
+        pool, must, *cuts = (int(v) for v in data["meta/stream"])
+        stream = StreamSpec(pool, tuple(cuts), bool(must))
     return KernelCase(source, inputs, expected, error, mapped=bool(data.get("meta/mapped", False)),
-                      format="python" if path.endswith(".py") else "toml")
+                      format="python" if path.endswith(".py") else "toml", stream=stream)
 
 
 def _program_from_files(path: str) -> ProgramCase:

@@ -59,6 +59,7 @@ from hologram.testing.cases import (KernelCase, Param, Program, Statement, _eval
 from hologram.testing.contract import reduction_tolerance, spacing
 from hologram.testing.exprgen import Builder, Env, GenConfig, Node, contains, evaluate, reduce_dtype, render
 from hologram.testing.generated import kernels
+from hologram.testing.stream_cases import StreamSpec
 
 __all__ = ["LONG_EVERY", "TERM_OPS", "long_reduction_kernels", "kernels_with_long_reductions"]
 
@@ -356,8 +357,12 @@ def long_reduction_kernels(draw: Callable, cfg: GenConfig = GenConfig()) -> Kern
 
 @st.composite
 def kernels_with_long_reductions(draw: Callable, cfg: GenConfig = GenConfig()) -> KernelCase:
-    """`generated.kernels(cfg)`, with about one case in LONG_EVERY a long reduction. (Not
+    """`generated.kernels(cfg)`, with about one case in LONG_EVERY a long reduction, one of
+    those in four run through `hologram.stream` with a pool of 64 KiB to 1 MiB. (Not
     `st.one_of` with `kernels` repeated: one_of flattens its branches and drops repeats.)"""
     if draw(st.integers(0, LONG_EVERY - 1)) == 0:
-        return draw(long_reduction_kernels(cfg))
+        case = draw(long_reduction_kernels(cfg))
+        if draw(st.integers(0, 3)) == 0:  # streamed: up to thousands of chunks, whose combination must keep the contract
+            case = attrs.evolve(case, stream=StreamSpec(draw(st.sampled_from((1 << 16, 1 << 18, 1 << 20)))))
+        return case
     return draw(kernels(cfg))

@@ -45,6 +45,20 @@ def run_kernel_text(text: str, inputs: Mapping[str, Any] | Sequence[Any], backen
     return {name: np.asarray(r) for name, r in zip(names, results)}
 
 
+def run_case(case: KernelCase, backend: str | None = "interp", opt: str | None = None,
+             passes: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+    """The case's outputs on `backend`: called (or mapped), or streamed when the case says."""
+    if case.stream is None:
+        return run_kernel_text(case.source, case.args, backend, format=case.format, opt=opt, passes=passes,
+                               mapped=case.mapped)
+    import hologram
+    from hologram.testing.stream_cases import run_streamed
+
+    kernel = hologram.compile(case.source, format=case.format, opt=opt, passes=passes)
+    kernel = kernel.on(backend) if backend is not None else kernel
+    return run_streamed(kernel, case.args, case.stream, [np.shape(val.v) for _, val in case.expected])
+
+
 def check_case(case: KernelCase, backend: str | None = "interp", opt: str | None = None,
                passes: Sequence[str] | None = None) -> dict[str, np.ndarray] | None:
     """Run a generated case on `backend`, compiled at optimization level `opt`, and hold
@@ -56,8 +70,7 @@ def check_case(case: KernelCase, backend: str | None = "interp", opt: str | None
 
         check_python_twin(case, opt, passes)
     try:
-        outputs = run_kernel_text(case.source, case.args, backend, format=case.format, opt=opt, passes=passes,
-                                  mapped=case.mapped)
+        outputs = run_case(case, backend, opt, passes)
     except case.error or ():
         return None
     except HologramError as exc:

@@ -1,0 +1,468 @@
+"""Moving chunks of rows between storage and a fixed pool: sources, sinks, the pipeline.
+
+A **source** gives one chunk of an input's rows at a time, a **sink** takes one chunk
+of an output's rows:
+
+| kind | source | sink |
+|---|---|---|
+| `np.memmap` of a file (shared: modes r, r+, w+) | `pread` into a pool buffer | `pwrite` from a pool buffer |
+| the same when its file cannot be reopened as the one mapped (deleted, renamed, no `/proc/self/maps` proof) | copied from the mapping into a pool buffer, then the rows' pages released (`madvise(MADV_DONTNEED)`) | the kernel writes the mapping, then the pages are released (dirty pages of a shared mapping stay in the page cache) |
+| any other array (a copy-on-write memmap too) | the rows in place, zero-copy | the rows in place |
+| an iterable of arrays | copied into a pool buffer, re-cut to the chunk size | - |
+
+Mapped pages count in a process's resident set; pages in the page cache that it reads
+with `pread` do not. So a memmap is read and written through its file, never by
+touching its pages, and the process's peak RSS is the pool's size plus what it had.
+
+`run_chunks` runs one pass: a reader thread fills the next slot of the pool while the
+caller computes on the current one, and a writer thread writes the previous slot's
+outputs back (file I/O releases the GIL, and so do backend launches). Slots go round:
+reader -> compute -> writer -> reader. An error in any of the three stops the others
+and is raised in the caller's thread.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import queue
+import threading
+from abc import ABC, abstractmethod
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+import numpy as np
+
+from hologram.core.errors import ArgumentError
+
+ALIGN = 64  # bytes: each pool buffer starts on a cache line
+
+
+# ----------------------------------------------------------------------------- files
+def mapping_of(a: np.ndarray) -> tuple[Any, int] | None:
+    """(the mmap object behind the memmap `a`, the file position of `a[0]`), or None."""
+    mm, name = getattr(a, "_mmap", None), getattr(a, "filename", None)
+    if mm is None or name is None or not isinstance(a, np.memmap):
+        return None
+    try:
+        base = np.frombuffer(mm, np.uint8).ctypes.data
+    except (ValueError, TypeError):  # a closed mapping
+        return None
+    start = a.offset - a.offset % mmap.ALLOCATIONGRANULARITY  # where np.memmap began its mapping
+    return mm, start + (a.ctypes.data - base)
+
+
+def _maps_entry(address: int) -> tuple[int, int] | None:
+    """(device, inode) of the file mapped at `address`, from /proc/self/maps; None when
+    the table is not there (not Linux) or says nothing of it."""
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                parts = line.split()
+                lo, hi = (int(x, 16) for x in parts[0].split("-"))
+                if lo <= address < hi and len(parts) >= 5:
+                    major, minor = (int(x, 16) for x in parts[3].split(":"))
+                    return os.makedev(major, minor), int(parts[4])
+    except OSError:
+        return None
+    return None
+
+
+def open_mapped_file(a: np.ndarray, writing: bool) -> tuple[int, int] | None:
+    """(a file descriptor, the file position of `a[0]`) when `a` is a shared memmap whose
+    file can be opened again and proven to be the one mapped; else None."""
+    found = mapping_of(a)
+    if found is None or a.mode == "c" or (writing and a.mode == "r"):
+        return None
+    _, pos = found
+    try:
+        fd = os.open(a.filename, os.O_RDWR if writing else os.O_RDONLY)
+    except OSError:
+        return None
+    st = os.fstat(fd)
+    mapped = _maps_entry(a.ctypes.data)
+    if (mapped is not None and mapped != (st.st_dev, st.st_ino)) or (mapped is None and os.path.exists("/proc")) \
+            or st.st_size < pos + a.nbytes:
+        os.close(fd)
+        return None
+    return fd, pos
+
+
+def _pread(fd: int, view: memoryview, pos: int) -> None:
+    done = 0
+    while done < len(view):
+        k = os.preadv(fd, [view[done:]], pos + done) if hasattr(os, "preadv") else _seek_read(fd, view[done:],
+                                                                                            pos + done)
+        if k <= 0:
+            raise ArgumentError(f"the file ended {len(view) - done} bytes early while streaming from it")
+        done += k
+
+
+def _advise(fd: int, pos: int, size: int, advice: str) -> None:
+    """posix_fadvise where the platform has it: advice, never a failure."""
+    if hasattr(os, "posix_fadvise") and size > 0:
+        try:
+            os.posix_fadvise(fd, pos, size, getattr(os, advice))
+        except OSError:
+            pass
+
+
+def _seek_read(fd: int, view: memoryview, pos: int) -> int:
+    os.lseek(fd, pos, os.SEEK_SET)
+    return os.readv(fd, [view])
+
+
+def _pwrite(fd: int, view: memoryview, pos: int) -> None:
+    done = 0
+    while done < len(view):
+        if hasattr(os, "pwritev"):
+            k = os.pwritev(fd, [view[done:]], pos + done)
+        else:
+            os.lseek(fd, pos + done, os.SEEK_SET)
+            k = os.writev(fd, [view[done:]])
+        done += k
+
+
+def _release(a: np.ndarray, start: int, stop: int) -> None:
+    """Drop rows [start, stop) of the shared memmap `a` from this process's pages (the
+    file keeps their contents)."""
+    found = mapping_of(a)
+    if found is None or a.mode == "c" or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    mm, _ = found
+    base = np.frombuffer(mm, np.uint8).ctypes.data
+    row = a.nbytes // max(len(a), 1)
+    lo = a.ctypes.data - base + start * row
+    hi = a.ctypes.data - base + stop * row
+    lo -= lo % mmap.PAGESIZE
+    if hi > lo:
+        mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
+
+# --------------------------------------------------------------------------- sources
+class Source(ABC):
+    """One streamed input: `rows` in all (None: unknown until read), each of `row_shape`
+    and `dtype`; `pooled` when its chunks go through a pool buffer."""
+
+    pooled = True
+
+    def __init__(self, name: str, dtype: np.dtype, row_shape: tuple[int, ...], rows: int | None):
+        self.name, self.dtype, self.row_shape, self.rows = name, np.dtype(dtype), row_shape, rows
+
+    @property
+    def row_bytes(self) -> int:
+        return int(np.prod(self.row_shape, dtype=np.int64)) * self.dtype.itemsize
+
+    def begin(self) -> None:
+        """Start a pass from row 0."""
+
+    @abstractmethod
+    def read(self, start: int, n: int, buf: np.ndarray | None) -> np.ndarray:
+        """Rows [start, start + n) (fewer at the end), in `buf` when pooled."""
+
+    def end(self) -> None:
+        """After a pass: anything left over is an error (an iterable longer than the arrays)."""
+
+    def close(self) -> None:
+        """Give back what the source holds (a file descriptor)."""
+
+
+class ArraySource(Source):
+    pooled = False
+
+    def __init__(self, name: str, array: np.ndarray):
+        super().__init__(name, array.dtype, array.shape[1:], len(array))
+        self.array = array
+
+    def read(self, start: int, n: int, buf: np.ndarray | None) -> np.ndarray:
+        return self.array[start:start + n].view(np.ndarray)
+
+
+class FileSource(Source):
+    """A memmap's file read with `pread`. The reads are small (a chunk fits a slot of the
+    pool) and one at a time, too few in flight to keep a disk busy: each read asks the
+    kernel to read the next `AHEAD` bytes into the page cache meanwhile (pages of the
+    page cache that no process maps do not count in its RSS)."""
+
+    AHEAD = 32 << 20
+
+    def __init__(self, name: str, array: np.ndarray, fd: int, pos: int):
+        super().__init__(name, array.dtype, array.shape[1:], len(array))
+        self.fd, self.pos = fd, pos
+        self.advised = 0  # the file position up to which the read-ahead was asked for
+        _advise(fd, pos, array.nbytes, "POSIX_FADV_SEQUENTIAL")
+
+    def read(self, start: int, n: int, buf: np.ndarray | None) -> np.ndarray:
+        n = min(n, self.rows - start)
+        out = buf[:n]
+        at = self.pos + start * self.row_bytes
+        end = self.pos + self.rows * self.row_bytes
+        if at + n * self.row_bytes + self.AHEAD // 2 > self.advised and self.advised < end:
+            lo = max(self.advised, at)
+            self.advised = min(lo + self.AHEAD, end)
+            _advise(self.fd, lo, self.advised - lo, "POSIX_FADV_WILLNEED")
+        _pread(self.fd, memoryview(out.reshape(-1).view(np.uint8)), at)
+        return out
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+class MappedSource(Source):
+    """A shared memmap read through its mapping, each chunk's pages released after."""
+
+    def __init__(self, name: str, array: np.ndarray):
+        super().__init__(name, array.dtype, array.shape[1:], len(array))
+        self.array = array
+
+    def read(self, start: int, n: int, buf: np.ndarray | None) -> np.ndarray:
+        n = min(n, self.rows - start)
+        out = buf[:n]
+        np.copyto(out, self.array[start:start + n])
+        _release(self.array, start, start + n)
+        return out
+
+
+class IterSource(Source):
+    """An iterable of arrays of rows, re-cut to the pass's chunk size. `first` is its
+    first chunk, already taken (to learn the row shape) from `iterator`: a one-shot
+    iterator goes on from there; anything else is iterated afresh by every pass.
+    `convert(chunk, number)` checks a chunk and gives it as an array of rows."""
+
+    def __init__(self, name: str, kernel: str, iterable: Iterable, iterator: Iterator, first: np.ndarray,
+                 convert: Callable[[Any, int], np.ndarray]):
+        super().__init__(name, first.dtype, first.shape[1:], None)
+        self.kernel, self.iterable, self.convert = kernel, iterable, convert
+        self.once = iterator is iterable
+        self.it: Iterator | None = iterator
+        self.left: np.ndarray | None = first
+        self.count = 1
+        self.passes = 0
+
+    def begin(self) -> None:
+        if self.passes and self.once:
+            raise ArgumentError(f"stream({self.kernel}): input {self.name!r} is an iterator, which can be read "
+                                "once, and this kernel reads its input more than once")
+        if self.passes:
+            self.it, self.left, self.count = iter(self.iterable), None, 0
+        self.passes += 1
+
+    def _next(self) -> np.ndarray | None:
+        assert self.it is not None
+        for chunk in self.it:
+            a = self.convert(chunk, self.count)
+            self.count += 1
+            if len(a):
+                return a
+        return None
+
+    def read(self, start: int, n: int, buf: np.ndarray | None) -> np.ndarray:
+        assert buf is not None
+        got = 0
+        while got < n:
+            if self.left is None or not len(self.left):
+                self.left = self._next()
+                if self.left is None:
+                    break
+            k = min(n - got, len(self.left))
+            buf[got:got + k] = self.left[:k]
+            self.left = self.left[k:]
+            got += k
+        return buf[:got]
+
+    def end(self) -> None:
+        if (self.left is not None and len(self.left)) or self._next() is not None:
+            raise ArgumentError(f"stream({self.kernel}): input {self.name!r} has more rows than the other inputs")
+
+
+# ---------------------------------------------------------------------------- sinks
+class Sink:
+    """One streamed output: `rows` rows of `row_shape` and `dtype`."""
+
+    pooled = True
+
+    def __init__(self, name: str, array: np.ndarray):
+        self.name, self.array = name, array
+        self.dtype, self.row_shape, self.rows = array.dtype, array.shape[1:], len(array)
+
+    @property
+    def row_bytes(self) -> int:
+        return int(np.prod(self.row_shape, dtype=np.int64)) * self.dtype.itemsize
+
+    def target(self, start: int, n: int, buf: np.ndarray | None) -> np.ndarray:
+        """Where the kernel writes rows [start, start + n)."""
+        return buf[:n] if self.pooled else self.array[start:start + n].view(np.ndarray)
+
+    def write(self, start: int, rows: np.ndarray) -> None:
+        """After the kernel wrote `rows` (from `target`): put them where they belong."""
+
+    def close(self) -> None:
+        """Give back what the sink holds."""
+
+
+class ArraySink(Sink):
+    pooled = False
+
+
+class FileSink(Sink):
+    def __init__(self, name: str, array: np.ndarray, fd: int, pos: int):
+        super().__init__(name, array)
+        self.fd, self.pos = fd, pos
+
+    def write(self, start: int, rows: np.ndarray) -> None:
+        _pwrite(self.fd, memoryview(rows.reshape(-1).view(np.uint8)), self.pos + start * self.row_bytes)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+class MappedSink(Sink):
+    pooled = False
+
+    def write(self, start: int, rows: np.ndarray) -> None:
+        _release(self.array, start, start + len(rows))
+
+
+def source_for(name: str, array: np.ndarray) -> Source:
+    opened = open_mapped_file(array, writing=False) if array.nbytes else None
+    if opened is not None:
+        return FileSource(name, array, *opened)
+    if mapping_of(array) is not None and array.mode != "c":
+        return MappedSource(name, array)
+    return ArraySource(name, array)
+
+
+def sink_for(name: str, array: np.ndarray) -> Sink:
+    opened = open_mapped_file(array, writing=True) if array.nbytes else None
+    if opened is not None:
+        return FileSink(name, array, *opened)
+    if mapping_of(array) is not None and array.mode != "c":
+        return MappedSink(name, array)
+    return ArraySink(name, array)
+
+
+# ----------------------------------------------------------------------------- pool
+class Pool:
+    """`nbytes` allocated once and carved into slots of buffers for each pass."""
+
+    def __init__(self, nbytes: int):
+        self.nbytes = nbytes
+        self.memory = np.empty(nbytes, np.uint8)
+
+    def slots(self, count: int, rows: int, parts: Sequence[tuple[str, np.dtype, tuple[int, ...]]]
+              ) -> list[dict[str, np.ndarray]]:
+        """`count` slots, each a buffer of `rows` rows per (name, dtype, row shape)."""
+        out, at = [], 0
+        for _ in range(count):
+            slot = {}
+            for name, dtype, shape in parts:
+                size = rows * int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+                at += -at % ALIGN
+                slot[name] = self.memory[at:at + size].view(dtype).reshape((rows, *shape))
+                at += size
+            out.append(slot)
+        assert at <= self.nbytes, (at, self.nbytes)
+        return out
+
+
+def pool_size(count: int, rows: int, parts: Sequence[tuple[str, np.dtype, tuple[int, ...]]]) -> int:
+    """The bytes `Pool.slots(count, rows, parts)` takes (alignment included)."""
+    at = 0
+    for _ in range(count):
+        for _, dtype, shape in parts:
+            at += -at % ALIGN
+            at += rows * int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+    return at
+
+
+# ---------------------------------------------------------------------------- a pass
+Compute = Callable[[int, int, dict[str, np.ndarray], dict[str, np.ndarray]], None]
+
+
+def run_chunks(sources: Sequence[Source], sinks: Sequence[Sink], chunk: int, total: int | None,
+               slots: list[dict[str, np.ndarray]], compute: Compute) -> int:
+    """One pass over the rows: `compute(start, n, inputs, outputs)` per chunk, inputs
+    read ahead by a reader thread, outputs written back behind by a writer thread
+    (module docstring). Returns the number of rows."""
+    free: queue.Queue = queue.Queue()
+    ready: queue.Queue = queue.Queue()
+    written: queue.Queue = queue.Queue()
+    for s in slots:
+        free.put(s)
+    failed: list[BaseException] = []
+    stop = threading.Event()
+    rows_seen = [0]
+
+    def reader() -> None:
+        try:
+            for src in sources:
+                src.begin()
+            start = 0
+            while total is None or start < total:
+                slot = free.get()
+                if slot is None or stop.is_set():
+                    return
+                want = chunk if total is None else min(chunk, total - start)
+                views = {src.name: src.read(start, want, slot.get(src.name)) for src in sources}
+                got = {len(v) for v in views.values()}
+                if len(got) > 1:
+                    counts = ", ".join(f"{n!r} {start + len(v)}" for n, v in views.items())
+                    raise ArgumentError(f"the streamed inputs have different numbers of rows: {counts}")
+                n = got.pop() if got else want
+                if n == 0:
+                    break
+                ready.put((start, n, slot, views))
+                start += n
+                if n < want:
+                    break
+            rows_seen[0] = start
+            for src in sources:
+                src.end()
+        except BaseException as exc:  # raised again in the caller's thread
+            failed.append(exc)
+        finally:
+            ready.put(None)
+
+    def writer() -> None:
+        while True:
+            item = written.get()
+            if item is None:
+                return
+            start, n, slot, outs = item
+            try:
+                if not stop.is_set():
+                    for sink in sinks:
+                        sink.write(start, outs[sink.name])
+            except BaseException as exc:
+                failed.append(exc)
+                stop.set()
+                free.put(None)
+                continue
+            free.put(slot)
+
+    threads = [threading.Thread(target=reader, name="hologram-stream-reader", daemon=True),
+               threading.Thread(target=writer, name="hologram-stream-writer", daemon=True)]
+    for t in threads:
+        t.start()
+    try:
+        while True:
+            item = ready.get()
+            if item is None or stop.is_set():
+                break
+            start, n, slot, views = item
+            outs = {sink.name: sink.target(start, n, slot.get(sink.name)) for sink in sinks}
+            compute(start, n, views, outs)
+            if sinks:
+                written.put((start, n, slot, outs))
+            else:
+                free.put(slot)
+    except BaseException:
+        stop.set()
+        raise
+    finally:
+        written.put(None)  # the writer finishes what it was given, then stops
+        threads[1].join()
+        free.put(None)  # a reader waiting for a slot sees the end
+        threads[0].join()
+    if failed:
+        raise failed[0]
+    return rows_seen[0]

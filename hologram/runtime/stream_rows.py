@@ -1,0 +1,373 @@
+"""`hologram.stream` along a shape symbol: a kernel's plan (hologram.runtime.stream_plan)
+run step by step, pass kernels over chunks of rows, small kernels in between, the
+reductions' states carried across chunks (hologram.runtime.stream_reduce)."""
+
+from __future__ import annotations
+
+import math
+import weakref
+from typing import Any
+
+import numpy as np
+
+from hologram.core.dims import derive, derived_closure, is_derived
+from hologram.core.errors import ArgumentError, StreamError
+from hologram.runtime.args import (Param, Signature, bind_symbols, check_array, check_reductions, complete_symbols,
+                                   concrete_shape, convert_scalar)
+from hologram.runtime.kernel import Kernel
+from hologram.runtime.loops import Core
+from hologram.runtime.stream_args import Arg, chunk_array, chunk_rows, least_pool, overlap, same, temp_bytes
+from hologram.runtime.stream_io import IterSource, Pool, Sink, Source, pool_size, run_chunks, sink_for, source_for
+
+
+def stream_rows(kernel: Kernel, given: dict[str, Arg], out: Any, budget: int, cast: bool, along: str | None) -> Any:
+    return _Rows(kernel, given, out, budget, cast, along).run()
+
+
+# ------------------------------------------------------------------------- the plans
+# Each compiled kernel's plans, by (symbol, backend): the plan and its steps' kernels.
+_PLANS: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+
+
+def plan_of(kernel: Kernel, symbol: str) -> tuple[Any, tuple[Kernel, ...]]:
+    """The plan for streaming `kernel` along `symbol` and a Kernel per step (cached per
+    compiled kernel; a step that is the kernel itself is the kernel)."""
+    from hologram.runtime.stream_kernels import plan
+
+    c = kernel._c
+    cache = _PLANS.setdefault(c, {})
+    key = (symbol, kernel._backend_name)
+    found = cache.get(key)
+    if found is None:
+        p = plan(source_ir(kernel), symbol)
+        pipeline = _pipeline(c)
+        kernels = tuple(kernel if p.direct else _compile_step(s.kir, pipeline, kernel._backend_name) for s in p.steps)
+        found = cache[key] = (p, kernels)
+    return found
+
+
+def source_ir(kernel: Kernel):
+    """The kernel's IR as the front end built it: kept when compiled from a document; for
+    a kernel from a bundle (or unpickled) its source, translated and analyzed again."""
+    c = kernel._c
+    if c.source_ir is not None:
+        return c.source_ir
+    from hologram.dsl.analyze import to_ir  # the front end: only a bundle's kernel streamed along a symbol needs it
+
+    try:
+        kdef = c.source_definition()
+    except Exception as exc:
+        raise StreamError(f"stream({c.signature.name}): streaming along a shape symbol reads the kernel's IR, "
+                          f"and this kernel has no source to build it from ({exc})",
+                          hint="give inputs loop dimensions instead (stream over rows of items), which needs no "
+                               "source") from None
+    return to_ir(kdef)
+
+
+def _pipeline(c: Any) -> Any:
+    if c.pipeline is not None:
+        return c.pipeline
+    from hologram.passes.api import PIPELINES
+    from hologram.runtime.pipelines import resolve
+
+    return resolve(c.pipeline_name if c.pipeline_name in PIPELINES else None)
+
+
+def _compile_step(kir: Any, pipeline: Any, backend: str | None) -> Kernel:
+    from hologram.runtime.args import identityless_reductions
+    from hologram.runtime.driver import Compiled, compile_program
+
+    optimized, program = compile_program(kir, pipeline)
+    compiled = Compiled(program, Signature.of(kir), kir.version, "", pipeline.name, identityless_reductions(kir),
+                        kir=optimized, pipeline=pipeline, source_ir=kir)
+    return Kernel(compiled, backend)
+
+
+def stream_symbol(sig: Signature, along: str | None) -> str:
+    """The shape symbol to stream along: `along`, else the first dimension of the first
+    array input whose first dimension is a symbol."""
+    if along is not None:
+        if along not in sig.symbols:
+            from hologram.core.errors import did_you_mean
+
+            raise ArgumentError(f"stream({sig.name}): along={along!r} is not a shape symbol of the kernel"
+                                f"{did_you_mean(str(along), sig.symbols)}",
+                                hint=f"its symbols: {', '.join(sig.symbols) or 'none'}")
+        return along
+    for p in sig.inputs:
+        first = p.shape[0] if p.kind == "array" and p.shape else None
+        if first is not None and first.const == 0 and len(first.terms) == 1 and first.terms[0][1] == 1:
+            return first.terms[0][0]
+    raise StreamError(f"stream({sig.name}): no input's first dimension is a shape symbol to stream along",
+                      hint="inputs with loop dimensions stream over them instead")
+
+
+def symbol_value(symbol: str, symbols: dict[str, int]) -> int:
+    """A shape symbol's value for the whole call (a derived one computed from its name)."""
+    if not is_derived(symbol):
+        return symbols[symbol]
+    return derive(derived_closure([symbol]), symbols)[symbol]
+
+
+class _Rows:
+    """One call streamed along a shape symbol: the plan's steps in order."""
+
+    def __init__(self, kernel: Kernel, given: dict[str, Arg], out: Any, budget: int, cast: bool, along: str | None):
+        self.kernel, self.given, self.budget, self.cast = kernel, given, budget, cast
+        self.c = kernel._c
+        self.sig: Signature = self.c.signature
+        self.name = self.sig.name
+        self.symbol = stream_symbol(self.sig, along)
+        self.plan, self.kernels = plan_of(kernel, self.symbol)
+        self.sources: dict[str, Source] = {}
+        self.fixed: dict[str, Any] = {}
+        self._inputs()
+        self.symbols = self._bind()
+        known = [s.rows for s in self.sources.values() if s.rows is not None]
+        self.total: int | None = self.symbols[self.symbol] if known else None  # iterables must match the arrays
+        if self.total is not None:
+            check_reductions(self.name, self.c.reductions, complete_symbols(self.c.program.symbols, self.symbols))
+        self.out = out
+        self.small: dict[str, np.ndarray] = {}
+
+    def where(self) -> str:
+        return f"stream({self.name})"
+
+    def _inputs(self) -> None:
+        streamed = set(self.plan.streamed)
+        for p in self.sig.inputs:
+            a = self.given[p.name]
+            if p.name in streamed:
+                self.sources[p.name] = self._source(p, a)
+            elif a.kind == "iter":
+                raise ArgumentError(f"{self.where()}: argument {p.name!r} ({p.type}) has no row per element of "
+                                    f"{self.symbol}, so it is read whole: pass an array, not chunks")
+            elif p.kind == "scalar":
+                self.fixed[p.name] = convert_scalar(self.name, p, a.value, self.cast)
+            else:
+                self.fixed[p.name] = check_array(self.name, p, a.value, self.cast)
+
+    def _source(self, p: Param, a: Arg) -> Source:
+        if a.kind == "iter":
+            if a.first.ndim != len(p.shape):
+                raise ArgumentError(f"{self.where()}: the chunks of {p.name!r} must have rank {len(p.shape)} "
+                                    f"({p.type}), got shape {a.first.shape}")
+            first = a.first
+
+            def convert(chunk: Any, number: int) -> np.ndarray:
+                return chunk_array(self.name, p, chunk, number, self.cast, first)
+
+            return IterSource(p.name, self.name, a.value, a.iterator, first, convert)
+        if a.kind == "value" and self.cast:
+            return source_for(p.name, check_array(self.name, p, a.value, True))
+        if a.kind != "array":
+            raise ArgumentError(f"{self.where()}: argument {p.name!r} must be an array ({p.type}) or an iterable "
+                                f"of arrays of rows, got {type(a.value).__name__}")
+        x = a.value
+        if x.ndim != len(p.shape):
+            raise ArgumentError(f"{self.where()}: argument {p.name!r} must have rank {len(p.shape)} ({p.type}), "
+                                f"got shape {x.shape}")
+        if x.dtype != p.dtype.np or not x.flags.c_contiguous:
+            problem = f"dtype {x.dtype}" if x.dtype != p.dtype.np else "a strided view"
+            raise ArgumentError(f"{self.where()}: streamed argument {p.name!r} must be a C-contiguous array of "
+                                f"{p.type}, got {problem}",
+                                hint="stream never converts a streamed input whole (that would read it into memory); "
+                                     "give an iterable of converted chunks: "
+                                     f"(x[i:i + k].astype(np.{p.dtype.np.name}) for i in range(0, len(x), k))")
+        return source_for(p.name, x)
+
+    def _bind(self) -> dict[str, int]:
+        rows = {s.rows for s in self.sources.values() if s.rows is not None}
+        lead = min(rows) if rows else 1
+        shapes: dict[str, Any] = {}
+        for p in self.sig.inputs:
+            if p.name in self.sources:
+                s = self.sources[p.name]
+                shapes[p.name] = Core((s.rows if s.rows is not None else lead, *s.row_shape))
+            elif p.kind == "array":
+                shapes[p.name] = self.fixed[p.name]
+        return bind_symbols(self.name, self.sig.inputs, shapes, self.sig.symbols)
+
+    # ------------------------------------------------------------------ outputs
+    def _outputs(self) -> tuple[dict[str, Sink], dict[str, np.ndarray]]:
+        sig, plan = self.sig, self.plan
+        outs = self.out
+        if outs is None:
+            outs = (None,) * len(sig.outputs)
+        elif isinstance(outs, np.ndarray):
+            outs = (outs,)
+        if not isinstance(outs, (tuple, list)) or len(outs) != len(sig.outputs):
+            raise ArgumentError(f"{self.where()}: out= must hold {len(sig.outputs)} arrays or None "
+                                f"({', '.join(sig.output_names)})")
+        sinks: dict[str, Sink] = {}
+        small: dict[str, np.ndarray] = {}
+        taken: list[tuple[str, np.ndarray]] = []
+        for p, a in zip(sig.outputs, outs):
+            rows = p.name in plan.row_outputs
+            if a is None:
+                if rows:
+                    raise ArgumentError(f"{self.where()}: output {p.name!r} ({p.type}) has a row per row of the "
+                                        "input: pass out= to say where it goes",
+                                        hint="an np.memmap for data larger than memory, e.g. "
+                                             "np.lib.format.open_memmap(path, mode='w+', dtype=..., shape=...)")
+                continue
+            if not isinstance(a, np.ndarray):
+                raise ArgumentError(f"{self.where()}: out {p.name!r} must be a numpy array of {p.type}, got "
+                                    f"{type(a).__name__}")
+            bound = dict(self.symbols)
+            if self.total is None and rows:  # rows still unknown: out= says how many there must be
+                bound[self.symbol] = len(a) if a.ndim else 0
+            want = concrete_shape(self.name, p, complete_symbols(self.c.program.symbols, bound))
+            if a.dtype != p.dtype.np or a.shape != want or not a.flags.c_contiguous or not a.flags.writeable:
+                raise ArgumentError(f"{self.where()}: out {p.name!r} must be a writeable C-contiguous array of "
+                                    f"{p.dtype} ({p.dtype.np}) and shape {want}, got {a.dtype} {a.shape}"
+                                    + ("" if a.flags.writeable else " (read-only)"))
+            for other, b in taken:
+                if overlap(a, b):
+                    raise ArgumentError(f"{self.where()}: out {other!r} and out {p.name!r} share memory")
+            taken.append((p.name, a))
+            if rows:
+                sinks[p.name] = sink_for(p.name, a)
+            else:
+                small[p.name] = a
+        for name, src in self.sources.items():
+            array = getattr(src, "array", None)
+            for o, a in taken:
+                if array is not None and overlap(array, a) and not same(array, a):
+                    raise ArgumentError(f"{self.where()}: out {o!r} overlaps input {name!r} without being it",
+                                        hint="streaming in place (out= the input itself) is allowed; a shifted "
+                                             "overlap is not")
+        return sinks, small
+
+    # ------------------------------------------------------------------ running
+    def run(self) -> Any:
+        sinks, small_out = self._outputs()
+        pool: Pool | None = None
+        try:
+            self._check_pool(sinks)
+            for step, k in zip(self.plan.steps, self.kernels):
+                if step.kind == "small":
+                    self._small(step, k)
+                    continue
+                pool = self._pass(step, k, sinks, pool)
+        finally:
+            for s in (*self.sources.values(), *sinks.values()):
+                s.close()
+        results = []
+        for p, a in zip(self.sig.outputs, self._given_outs()):
+            if p.name in sinks:
+                results.append(a)
+            elif p.name in small_out:
+                np.copyto(small_out[p.name], self.small[p.name])
+                results.append(a)
+            else:
+                results.append(self.small[p.name])
+        if self.c.result is not None:
+            return self.c.result(*results)
+        return results[0] if results else None
+
+    def _given_outs(self) -> tuple:
+        outs = self.out
+        if outs is None:
+            return (None,) * len(self.sig.outputs)
+        return (outs,) if isinstance(outs, np.ndarray) else tuple(outs)
+
+    def _value(self, role: str, source: str, start: int) -> Any:
+        if role in ("input", "scalar"):
+            return self.fixed[source]
+        if role == "small":
+            v = self.small[source]
+            return v[()] if v.ndim == 0 else v
+        if role == "offset":
+            return np.int64(start)
+        if role == "symbol":
+            if self.total is None and self.symbol in (source, *_bases(source)):
+                raise StreamError(f"{self.where()}: the kernel uses the size {source} as a value before reading "
+                                  "its input, and an iterable's size is unknown until then",
+                                  hint="pass the input as an array (an np.memmap) instead of chunks")
+            return np.int64(symbol_value(source, self.symbols))
+        raise AssertionError(role)
+
+    def _small(self, step: Any, k: Kernel) -> None:
+        args = [self._value(role, src, 0) for _, role, src in step.params]
+        result = k(*args)
+        results = (result,) if len(step.outputs) == 1 else tuple(result)
+        for (_, _, target), r in zip(step.outputs, results):
+            self.small[target] = np.asarray(r)
+
+    def _layout(self, step: Any, k: Kernel, all_sinks: dict[str, Sink]) -> tuple:
+        """A pass's sources, sinks, their (name, dtype, row shape), its slot count and
+        its temporaries' bytes for a number of rows."""
+        sources = [self.sources[src] for _, role, src in step.params if role == "stream"]
+        sinks = [all_sinks[t] for _, role, t in step.outputs if role == "row"]
+        parts = [(s.name, s.dtype, s.row_shape) for s in (*sources, *sinks)]
+        return sources, sinks, parts, 3 if sinks else 2, temp_bytes(k.program, self.symbols, self.symbol)
+
+    def _check_pool(self, sinks: dict[str, Sink]) -> None:
+        """Refuse a pool too small for one row of some pass before any pass runs (so no
+        output is half written), naming the least pool that runs them all."""
+        layouts = [self._layout(step, k, sinks)[2:] for step, k in zip(self.plan.steps, self.kernels)
+                   if step.kind != "small"]
+        worst = max(layouts, key=lambda lay: least_pool(lay[1], lay[0], lay[2]), default=None)
+        if worst is not None and least_pool(worst[1], worst[0], worst[2]) > self.budget:
+            chunk_rows(self.budget, worst[1], worst[0], worst[2], self.where())  # raises, with the hint
+
+    def _pass(self, step: Any, k: Kernel, all_sinks: dict[str, Sink], pool: Pool | None) -> Pool:
+        from hologram.runtime.stream_reduce import reducer
+
+        sources, sinks, parts, slots, temps = self._layout(step, k, all_sinks)
+        constant = {name: self._value(role, src, 0) for name, role, src in step.params
+                    if role not in ("stream", "offset")}
+        partial_decls = {d.name: d for d in step.kir.outputs}
+        shapes = {name: concrete_shape(self.name, Param(name, d.dtype, d.shape, "output"), self.symbols)
+                  for name, role, _ in step.outputs if role == "partial" for d in [partial_decls[name]]}
+        partials = {name: np.empty(shape, partial_decls[name].dtype.np) for name, shape in shapes.items()}
+        reducers = []
+        for red in step.reductions:
+            scale = math.prod(d.evaluate(complete_symbols(self.c.program.symbols, self.symbols)) for d in red.scale)
+            reducers.append((red, reducer(red, shapes[red.partials[0]], scale)))
+        chunk = chunk_rows(self.budget, slots, parts, temps, self.where())
+        rows = chunk if self.total is None else max(min(chunk, self.total), 1)
+        pooled = [(s.name, s.dtype, s.row_shape) for s in (*sources, *sinks) if s.pooled]
+        need = pool_size(slots, rows, pooled)
+        if pool is None or pool.nbytes < need:
+            pool = Pool(max(need, pool.nbytes if pool else 0))
+        order = [(name, role, src) for name, role, src in step.params]
+        out_order = [(name, role, t) for name, role, t in step.outputs]
+
+        def compute(start: int, n: int, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> None:
+            args = [inputs[src] if role == "stream" else np.int64(start) if role == "offset" else constant[name]
+                    for name, role, src in order]
+            k(*args, out=tuple(outputs[t] if role == "row" else partials[name] for name, role, t in out_order))
+            for red, r in reducers:
+                r.combine([partials[p] for p in red.partials], start)
+
+        seen = run_chunks(sources, sinks, chunk, self.total, pool.slots(slots, rows, pooled), compute)
+        if self.total is None:
+            self._learn_total(seen, all_sinks)
+        elif seen != self.total:
+            names = ", ".join(s.name for s in sources)
+            raise ArgumentError(f"{self.where()}: {names} gave {seen} rows in pass {step.index}, {self.total} before")
+        for red, r in reducers:
+            if not r.seen:  # no rows: the reductions without an identity are refused, as numpy refuses them
+                check_reductions(self.name, self.c.reductions, complete_symbols(self.c.program.symbols, self.symbols))
+            self.small.update(r.finalize())
+        return pool
+
+    def _learn_total(self, rows: int, sinks: dict[str, Sink]) -> None:
+        """After the first pass over iterables: the number of rows, now known."""
+        self.total = rows
+        self.symbols[self.symbol] = rows
+        for name, sink in sinks.items():
+            if sink.rows != rows:
+                raise ArgumentError(f"{self.where()}: the inputs had {rows} rows, but out {name!r} has {sink.rows}")
+        check_reductions(self.name, self.c.reductions, complete_symbols(self.c.program.symbols, self.symbols))
+
+
+def _bases(symbol: str) -> set[str]:
+    from hologram.core.types import Affine
+    from hologram.runtime.stream_plan import base_symbols
+
+    return base_symbols(Affine.of(symbol))
+
+
