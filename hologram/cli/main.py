@@ -358,7 +358,9 @@ def cmd_plugins(args: argparse.Namespace) -> int:
         status = Text(row.status, style=STATUS_STYLE.get(row.status, ""))
         if row.error:
             status.append(f": {row.error}", style="")
-        table.add_row(Text(row.name), Text(row.origin), Text("\n".join(row.registered) or "-"), status)
+        added = plugin_manager().commands_of(row.name)  # argparse ran the command hooks: name them
+        registered = [f"commands {', '.join(added)}" if r == "commands" and added else r for r in row.registered]
+        table.add_row(Text(row.name), Text(row.origin), Text("\n".join(registered) or "-"), status)
     if console.measure(table, options=console.options.update_width(10_000)).maximum > console.width:
         # Too wide for the terminal: wrap the version column between distribution name and
         # version, never inside a name (rich would shrink it like the others and fold

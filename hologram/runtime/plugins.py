@@ -211,6 +211,7 @@ class HologramPluginManager(pluggy.PluginManager):
         self._tables: dict[str, list[tuple[str, Any]]] = {}  # noun -> (plugin name, object), collected kinds
         self._vetted: set[str] = set()  # plugins whose hooks were checked against the specs
         self._registries: dict[frozenset[str], Registry] = {}  # by the kinds they hold
+        self._commands: dict[str, tuple[str, ...]] = {}  # plugin -> the subcommands it added
         self._lock = threading.RLock()
 
     # registering anything invalidates what was collected
@@ -365,14 +366,20 @@ class HologramPluginManager(pluggy.PluginManager):
             report=tuple(rows) + tuple(self._failures),
         )
 
+    def commands_of(self, plugin: str) -> tuple[str, ...]:
+        """The subcommands `plugin` added through `call_commands` (none before it ran)."""
+        return self._commands.get(plugin, ())
+
     def call_commands(self, cli: Any) -> list[str]:
         """Let every plugin add CLI subcommands; returns the errors of those that raised
         (each also warned about) so the CLI can go on without them."""
         self.registry  # collecting unregisters plugins that failed: they add no commands
         errors = []
         for impl in reversed(self.hook.hologram_register_commands.get_hookimpls()):
+            before = set(getattr(cli, "choices", ()))
             try:
                 impl.function(**{a: cli for a in impl.argnames})
+                self._commands[impl.plugin_name] = tuple(c for c in getattr(cli, "choices", ()) if c not in before)
             except Exception as exc:
                 msg = f"plugin {impl.plugin_name!r} failed to add its commands: {type(exc).__name__}: {exc}"
                 warnings.warn(f"hologram: {msg}", PluginWarning, stacklevel=2)

@@ -327,7 +327,7 @@ def test_plugin_commands_and_a_failing_one(run_cli):
     assert err == ("hologram: warning: plugin 'broken_commands' failed to add its commands: "
                    "RuntimeError: no commands today\n")
     code, out, _ = run_cli("plugins")
-    assert code == 0 and any("hello_plugin" in l and "commands" in l for l in out.splitlines())
+    assert code == 0 and any("hello_plugin" in l and "commands hello" in l for l in out.splitlines())
 
 
 def test_failed_plugins_are_warned_about_and_listed(run_cli, monkeypatch):

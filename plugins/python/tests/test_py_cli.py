@@ -33,7 +33,7 @@ def test_plugins_lists_the_translator_and_help_its_command(capsys, monkeypatch):
     lines = out.splitlines()
     at = next(k for k, line in enumerate(lines) if line.split()[1:2] == ["python"])
     assert "hologram-translator-python" in lines[at] and "translator python (.py)" in lines[at]
-    assert lines[at].split()[-2] == "ok" and "commands" in lines[at + 1]  # one registration a line
+    assert lines[at].split()[-2] == "ok" and "commands translate" in lines[at + 1]  # one registration a line
     code, out, _ = run_cli(capsys, "--help")
     assert code == 0 and "translate" in out
 
