@@ -132,6 +132,26 @@ class VerifyError(HologramError):
     """The verifier rejected a program."""
 
 
+# The flat index a checked access is given when the lowering (or a loop-dimension
+# rewrite) found it out of range before it reached the address: far outside any buffer,
+# so it fails the access's check, and distinct from every index a program computes, so
+# the error can say what failed instead of printing a number nobody wrote.
+MISSED_DIMENSION = -(1 << 62)  # an index left its own dimension (x[idx[i], j] with idx[i] = 7 of 5 rows)
+MISSED_ITEM = -(1 << 62) + 1  # an access left its item's part of a buffer (kernel.map)
+
+
+def out_of_bounds(index: int, what: str, size: object) -> str:
+    """The words for a failed bounds check of `index` into `what` ("global buffer 'x'")
+    of `size` elements."""
+    if index == MISSED_DIMENSION:
+        return (f"an index is out of bounds for its dimension of {what} ({size} elements); each dimension "
+                "is checked on its own, so the access never reads another row")
+    if index == MISSED_ITEM:
+        return (f"an index is out of bounds for its dimension or for its item's part of {what} ({size} "
+                "elements); a call with loop dimensions checks each item on its own")
+    return f"index {index} is out of bounds for {what} of {size} elements"
+
+
 class ExecutionError(HologramError):
     """A program failed while running: a guarded access out of bounds, a bad pool handle."""
 

@@ -26,7 +26,7 @@ from typing import Iterable, Sequence
 
 import attrs
 
-from hologram.core.errors import CompileError, Span
+from hologram.core.errors import MISSED_DIMENSION, CompileError, Span
 from hologram.core.types import Affine, DType, Shape
 from hologram.dsl.shapes import dim_expr, index_expr
 from hologram.ir import Expr
@@ -82,7 +82,7 @@ def numpy_index(value: Expr | int, dim: Affine, span: Span | None = None) -> Ind
     v = value if t is I64 else Expr("CAST", I64, (value,))
     negative = Expr("CMPLT", DType.BOOL, (v, Expr.const(0, I64)))
     if t is DType.U64:  # above the i64 maximum: wrapped negative by the cast, out of range
-        return Index(Expr("WHERE", I64, (negative, Expr.const(-1, I64), v)), Check.OWN)
+        return Index(Expr("WHERE", I64, (negative, Expr.const(MISSED_DIMENSION, I64), v)), Check.OWN)
     if t.is_unsigned:
         return Index(v, Check.OWN)
     return Index(Expr("WHERE", I64, (negative, Expr("ADD", I64, (v, dim_expr(dim))), v)), Check.OWN)
@@ -91,7 +91,7 @@ def numpy_index(value: Expr | int, dim: Affine, span: Span | None = None) -> Ind
 def flat_key(index: Sequence[Expr], shape: Shape) -> Expr:
     """The flat (row-major) element index of `index` (one i64 expression per dimension)
     into an array of `shape`, for a checked scatter. A dimension's index that may be
-    outside it makes the key -1 when it is, out of range for the checked access rather
+    outside it makes the key MISSED_DIMENSION when it is, out of range for the checked access rather
     than a wrap into another row: every index but an index variable (whose range the
     analyzer took from this dimension) and a constant inside a constant dimension; on
     dim 0 only one computed from data, whose product with the stride could overflow."""
@@ -108,7 +108,7 @@ def flat_key(index: Sequence[Expr], shape: Shape) -> Expr:
                                         Expr("CMPLT", DType.BOOL, (ix, dim_expr(dim)))))
         ok = test if ok is None else Expr("AND", DType.BOOL, (ok, test))
     assert flat is not None
-    return flat if ok is None else Expr("WHERE", I64, (ok, flat, Expr.const(-1, I64)))
+    return flat if ok is None else Expr("WHERE", I64, (ok, flat, Expr.const(MISSED_DIMENSION, I64)))
 
 
 __all__ = ["Check", "Index", "affine_index", "constant_index", "flat_key", "numpy_index"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, Sequence
 
-from hologram.core.errors import CompileError
+from hologram.core.errors import MISSED_DIMENSION, CompileError
 from hologram.core.types import Affine, DType, convert_const, promote
 from hologram.ir import LEAF_OPS, Expr, TensorDecl
 from hologram.isa.builder import StageBuilder
@@ -230,8 +230,8 @@ class ExprGen:
         """(index register, constant offset, checked) of element `decl[index...]`.
 
         Only the flat index is bounds-checked at run time, so when an index on an inner
-        dim is not provably in range (`x[i, j + 1]`) the flat index is replaced by -1 on a
-        per-dim miss: out-of-range accesses raise, they never wrap into the next row. An
+        dim is not provably in range (`x[i, j + 1]`) the flat index is replaced by
+        MISSED_DIMENSION on a per-dim miss: out-of-range accesses raise, they never wrap into the next row. An
         index computed from data (a gather, `x[idx[i], j]`) is checked against its own
         dimension on dim 0 too: it may be large enough that the flat index overflows."""
         if len(index) != len(decl.shape):
@@ -248,7 +248,7 @@ class ExprGen:
                 inside = self.isa("AND", DType.BOOL, self.setp("ge", I64, ix, 0),
                                   self.setp("lt", I64, ix, self.value(affine_expr(decl.shape[k]))))
                 ok = inside if isinstance(ok, Imm) else self.isa("AND", DType.BOOL, ok, inside)
-            return self.sel(I64, ok, self.value_as(flat, I64), -1), 0, True
+            return self.sel(I64, ok, self.value_as(flat, I64), MISSED_DIMENSION), 0, True
         offset = 0
         if flat.op == "ADD" and flat.dtype is I64 and flat.srcs[1].op == "CONST":
             flat, offset = flat.srcs[0], flat.srcs[1].arg

@@ -32,7 +32,7 @@ from typing import Iterable
 import attrs
 
 from hologram.core.dims import DimAlgebra, derived_closure
-from hologram.core.errors import ArgumentError, VerifyError
+from hologram.core.errors import MISSED_ITEM, ArgumentError, VerifyError
 from hologram.core.types import Affine, DType
 from hologram.isa.builder import StageBuilder
 from hologram.isa.program import (AXES, Addr, BufferParam, Imm, Instr, Label, Operand, Program, RegDecl,
@@ -228,7 +228,7 @@ class _Batcher:
         flat: Operand = sb.mov(I64, Imm(addr.offset), hint="bt_i") if addr.index is None else \
             sb.alu("ADD", I64, addr.index, Imm(addr.offset), hint="bt_i") if addr.offset else addr.index
         inside = sb.alu("AND", DType.BOOL, sb.setp("ge", I64, flat, Imm(0)), sb.setp("lt", I64, flat, size))
-        index = sb.sel(I64, inside, sb.alu("ADD", I64, flat, base, hint="bt_i"), Imm(-1))
+        index = sb.sel(I64, inside, sb.alu("ADD", I64, flat, base, hint="bt_i"), Imm(MISSED_ITEM))
         return attrs.evolve(it, addr=Addr(addr.buffer, index, 0), checked=True)
 
     def init_stage(self, st: Stage) -> Stage:

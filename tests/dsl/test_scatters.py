@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import hologram as hg
-from hologram.core.errors import CompileError, ExecutionError
+from hologram.core.errors import MISSED_DIMENSION, CompileError, ExecutionError
 from hologram.core.types import DType
 from hologram.ir import Accumulate
 
@@ -151,8 +151,9 @@ def test_the_ir_of_a_scatter():
     assert isinstance(st, Accumulate) and not st.resonance and st.vars == ("i", "j")
     assert [str(e) for e in st.extents] == ["n", "m"]
     assert kir.sites[st.site].col == 1 and kir.sites[st.site].end_col == 11  # `h[b[i], j]`
-    assert str(st).startswith("h[where(and(cmpge(%0, 0:i64):bool, cmplt(%0, 5:i64):bool):bool, "
-                              "add(mul(%0, m):i64, j):i64, -1:i64):i64] += f64(mul(w[i, j], 2.0:f32):f32)  for i<n, j<m")
+    assert str(st).startswith(f"h[where(and(cmpge(%0, 0:i64):bool, cmplt(%0, 5:i64):bool):bool, "
+                              f"add(mul(%0, m):i64, j):i64, {MISSED_DIMENSION}:i64):i64] "
+                              f"+= f64(mul(w[i, j], 2.0:f32):f32)  for i<n, j<m")
 
 
 def test_domain_variables_skip_names_bound_by_a_reduction():

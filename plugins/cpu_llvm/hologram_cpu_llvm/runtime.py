@@ -25,7 +25,7 @@ import numpy as np
 
 from hologram.core import trace
 from hologram.core.atlas import NUM_CLASSES
-from hologram.core.errors import ArgumentError, ExecutionError
+from hologram.core.errors import ArgumentError, ExecutionError, out_of_bounds
 from hologram.core.types import Affine
 from hologram.isa.asm import format_instr
 from hologram.isa.program import AXES, Instr, Program, lead_lane_axes
@@ -494,12 +494,10 @@ def execution_error(exe: Executable, record: tuple[int, ...], arrays: Sequence[n
     name = ins.addr.buffer if ins.addr is not None else None
     if code == ERR_OOB_GLOBAL and name is not None:
         size = next((a.size for a, b in zip(arrays, exe.buffers) if b.name == name), "?")
-        return ExecutionError.at(site, f"{where}: index {value} is out of bounds for global buffer '{name}' of "
-                                       f"{size} elements")
+        return ExecutionError.at(site, f"{where}: {out_of_bounds(value, f'global buffer {name!r}', size)}")
     if code == ERR_OOB_SHARED and name is not None:
         size = next((m.size for m in stage.shared if m.name == name), "?")
-        return ExecutionError.at(site, f"{where}: index {value} is out of bounds for shared array '{name}' of "
-                                       f"{size} elements")
+        return ExecutionError.at(site, f"{where}: {out_of_bounds(value, f'shared array {name!r}', size)}")
     if code == ERR_OOB_POOL and name is not None:
         return ExecutionError(f"{where}: index {value} is out of bounds for the allocated part of pool '{name}'")
     if code == ERR_CLASS:

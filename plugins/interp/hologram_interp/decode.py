@@ -24,7 +24,7 @@ import attrs
 import numpy as np
 
 from hologram.core import atlas
-from hologram.core.errors import ExecutionError, Site, VerifyError
+from hologram.core.errors import ExecutionError, Site, VerifyError, out_of_bounds
 from hologram.core.types import Affine, DType
 from hologram.isa.asm import format_instr
 from hologram.isa.opcodes import OPCODES
@@ -82,8 +82,8 @@ _SPACE_NAMES = {"global": "global buffer", "shared": "shared array", "pool": "th
 
 
 def oob(lane: "Lane", where: str, site: Site | None, space: str, name: str, index: int, size: int) -> ExecutionError:
-    return ExecutionError.at(site, f"{where} (lane gid={lane.gid}): index {index} is out of bounds for "
-                          f"{_SPACE_NAMES[space]} '{name}' of {size} elements")
+    return ExecutionError.at(site, f"{where} (lane gid={lane.gid}): "
+                                   f"{out_of_bounds(index, f'{_SPACE_NAMES[space]} {name!r}', size)}")
 
 
 def decode_program(program: Program, key: str) -> Executable:
