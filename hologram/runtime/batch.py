@@ -33,6 +33,7 @@ import attrs
 
 from hologram.core.dims import DimAlgebra, derived_closure
 from hologram.core.errors import MISSED_ITEM, ArgumentError, VerifyError
+from hologram.core.names import fresh_name
 from hologram.core.types import Affine, DType
 from hologram.isa.builder import StageBuilder
 from hologram.isa.program import (AXES, Addr, BufferParam, Imm, Instr, Label, Operand, Program, RegDecl,
@@ -90,12 +91,7 @@ class _Batcher:
         self.classes: dict[DType, str] = {}  # ResAccum's class check, per dtype (a 96-element scratch)
 
     def fresh(self, base: str) -> str:
-        name, k = base, 0
-        while name in self.fresh_names:
-            k += 1
-            name = f"{base}_{k}"
-        self.fresh_names.add(name)
-        return name
+        return fresh_name(base, self.fresh_names)
 
     def leading(self, name: str) -> Affine:
         return Affine.of(self.items[name] if name in self.tabled else self.count)

@@ -36,6 +36,7 @@ import attrs
 
 from hologram.core.dims import is_derived, parse_derived
 from hologram.core.errors import Site, StreamError
+from hologram.core.names import fresh_name
 from hologram.core.types import Affine
 from hologram.ir import (Accumulate, Compute, Expr, KernelIR, Scan, Statement, TensorDecl, defines, format_expr,
                          format_statement, statement_exprs)
@@ -140,12 +141,7 @@ class Names:
                         self.taken.add(n.arg)
 
     def __call__(self, base: str) -> str:
-        name, k = base, 0
-        while name in self.taken:
-            k += 1
-            name = f"{base}_{k}"
-        self.taken.add(name)
-        return name
+        return fresh_name(base, self.taken)
 
 
 def _statement_vars(st: Statement) -> tuple[str, ...]:
