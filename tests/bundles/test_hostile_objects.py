@@ -113,7 +113,7 @@ REPRODUCERS = {
     # lays out: MCJIT took it and aborted the process (an LLVM assertion, exit -6)
     "relocation-outside-and-alignment-8192": (
         lambda o: objects.set_alignment(objects.misplace_relocation(o, ".text", 4096), ".text", 8192),
-        "a relocation outside its section"),
+        "alignment 8192"),
     "relocation-outside": (lambda o: objects.misplace_relocation(o, ".text", 1), "a relocation outside its section"),
     # a stage symbol far past its section: the call jumped to unmapped memory (SIGSEGV)
     "stage-symbol-at-2**40": (lambda o: objects.move_symbol(o, STAGE, 1 << 40), f"symbol {STAGE!r}"),
