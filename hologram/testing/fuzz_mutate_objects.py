@@ -36,6 +36,7 @@ import attrs
 import numpy as np
 
 from hologram.testing.fuzz_common import pick
+from hologram.testing.fuzz_object_oracle import ObjectCase
 
 Rng = np.random.Generator
 
@@ -332,6 +333,13 @@ def mutate(rng: Rng, obj: bytes) -> tuple[bytes, tuple[str, ...], bool]:
         if bad:
             return obj, tuple(done), True
     return obj, tuple(done), False
+
+
+def mutant(rng: Rng, seeds: tuple[tuple[str, bytes, dict[str, Any]], ...]) -> ObjectCase:
+    """One case: a seed's object, mutated."""
+    name, program, native = pick(rng, seeds)
+    obj, done, refuse = mutate(rng, native["object"])
+    return ObjectCase(name, done, int(rng.integers(1 << 31)), program, {**native, "object": obj}, refuse)
 
 
 # ------------------------------------------------------------------------ seeds
