@@ -17,6 +17,7 @@ reader, so the two cannot share a misreading):
 | symbol | value or size past its section, section index out of range or reserved, name past its string table |
 | relocation | offset past its section, symbol index past the table, a kind the loader does not link |
 | string table | its last byte no longer NUL |
+| import | a function the object imports renamed to one no process exports |
 
 Each mutator says whether its damage must be refused (`refuse`) or is harmless (a larger
 alignment within the limit, a zero-filled section within it, an unused section added):
@@ -311,6 +312,21 @@ def m_string_table(rng: Rng, obj: bytes) -> tuple[bytes, str, bool]:
     return _put(obj, end, "<B", value), f"string table {s.index} ends in byte {value}, not NUL", True
 
 
+# same-length names no process exports, some of them attributes of ctypes' CDLL, which an
+# attribute look-up (rather than dlsym) would have found
+_NOT_EXPORTED = ("_handle", "_name", "__init__", "_FuncPtr", "__class__", "__dict__", "__doc__", "__module__")
+
+
+def m_import(rng: Rng, obj: bytes) -> tuple[bytes, str, bool]:
+    """A function the object imports renamed in place to one no process exports (a
+    name sharing its bytes may change too: refused either way)."""
+    index, name, _, _, _, entry = pick(rng, [s for s in symbols(obj) if s[2] == 0 and s[1]])
+    new = pick(rng, [n for n in _NOT_EXPORTED if len(n) == len(name)] + ["_" * len(name), "\x7f" + name[1:]])
+    table = next(s for s in sections(obj) if s.type == SHT_SYMTAB)
+    at = sections(obj)[table.link].offset + _get(obj, entry, "<I")
+    return obj[:at] + new.encode("latin-1") + obj[at + len(name):], f"import {name!r} renamed {new!r}", True
+
+
 def m_unused_section(rng: Rng, obj: bytes) -> tuple[bytes, str, bool]:
     """A section no symbol or relocation uses: harmless."""
     type_ = pick(rng, [SHT_PROGBITS, SHT_NOBITS, 0x70000001, 0x6FFFFFF5])
@@ -318,7 +334,7 @@ def m_unused_section(rng: Rng, obj: bytes) -> tuple[bytes, str, bool]:
 
 
 MUTATORS: tuple[Mutator, ...] = (m_section_outside, m_section_overlap, m_alignment, m_zero_fill, m_section_kind,
-                                 m_header, m_symbol, m_relocation, m_string_table, m_unused_section)
+                                 m_header, m_symbol, m_relocation, m_string_table, m_import, m_unused_section)
 
 
 def mutate(rng: Rng, obj: bytes) -> tuple[bytes, tuple[str, ...], bool]:

@@ -77,12 +77,14 @@ except OSError:  # pragma: no cover - platforms without dlopen(NULL)
 
 
 def process_symbol(name: str) -> int:
-    """The address of `name` among the process's symbols (libc, libm), or 0."""
+    """The address of `name` among the process's symbols (libc, libm), or 0. Looked up by
+    item, always dlsym: as an attribute, a name such as `_handle` or `__init__` would be
+    the CDLL object's own."""
     if _PROCESS is None:
         return 0
     try:
-        return ctypes.cast(getattr(_PROCESS, name), ctypes.c_void_p).value or 0
-    except AttributeError:
+        return ctypes.cast(_PROCESS[name], ctypes.c_void_p).value or 0
+    except (AttributeError, ValueError, UnicodeError):  # not there; a name dlsym cannot take
         return 0
 
 

@@ -202,5 +202,14 @@ def test_harmless_changes_within_the_limits_link_and_compute_the_same():
     np.testing.assert_allclose(y, k.on("interp")(x), rtol=1e-6)
 
 
+def test_an_imported_name_is_looked_up_among_the_process_symbols_only():
+    """An object's undefined symbol named like an attribute of ctypes' CDLL resolved to
+    that attribute (`_handle`: the library handle, as a function's address) or raised
+    ctypes.ArgumentError (`__init__`) out of the loader."""
+    assert loader.process_symbol("memset") != 0
+    for name in ("_handle", "_name", "__init__", "_FuncPtr", "__getattr__", "\ufffd", ""):
+        assert loader.process_symbol(name) == 0, name
+
+
 def test_the_limits_are_the_ones_the_fuzzer_holds_the_loader_to():
     assert (elf.MAX_ALIGNMENT, elf.MAX_ZERO_FILL) == (objects.MAX_ALIGNMENT, objects.MAX_ZERO_FILL)
