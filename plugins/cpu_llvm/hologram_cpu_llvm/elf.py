@@ -61,6 +61,8 @@ class Malformed(RuntimeError):
 
 
 class Section:
+    """One section header; `name` is read from the section-name table."""
+
     __slots__ = ("index", "name", "type", "flags", "offset", "size", "link", "info", "align", "entsize")
 
     def __init__(self, index: int, fields: tuple[int, ...]):
@@ -75,6 +77,8 @@ class Section:
 
 
 class Symbol:
+    """One symbol: `info` holds its binding (high nibble) and type (low nibble)."""
+
     __slots__ = ("name", "info", "shndx", "value", "size")
 
     def __init__(self, name: str, info: int, shndx: int, value: int, size: int):
