@@ -18,6 +18,7 @@ reader, so the two cannot share a misreading):
 | relocation | offset past its section, symbol index past the table, a kind the loader does not link |
 | string table | its last byte no longer NUL |
 | import | a function the object imports renamed to one no process exports |
+| issue 21 | the reproducers `ISSUE_21` names, as they were reported |
 
 Each mutator says whether its damage must be refused (`refuse`) or is harmless (a larger
 alignment within the limit, a zero-filled section within it, an unused section added):
@@ -166,6 +167,25 @@ def move_symbol(obj: bytes, name: str, value: int) -> bytes:
 def add_zero_fill(obj: bytes, size: int) -> bytes:
     """A writable zero-filled (NOBITS) section of `size` bytes added."""
     return add_section(obj, SHT_NOBITS, SHF_ALLOC | SHF_WRITE, size)
+
+
+def first_function(obj: bytes) -> str:
+    """The first global symbol of `.text` (a stage, in cpu_llvm's objects)."""
+    text = section_named(obj, ".text").index
+    return next(name for _, name, shndx, _, _, at in symbols(obj) if shndx == text and _get(obj, at + 4, "<B") >> 4)
+
+
+# Issue 21's reproducers, which took the process down before the loader checked objects:
+# a relocation outside .text with .text asking for alignment 8192 (MCJIT's assertion,
+# exit -6), a stage symbol at 2^40 (a call into unmapped memory), zero-filled sections of
+# 2 GiB (6.2 GB of memory, 11 s) and 2^44 bytes (a raw OSError).
+ISSUE_21: dict[str, Callable[[bytes], bytes]] = {
+    "relocation-outside-and-alignment-8192":
+        lambda o: set_alignment(misplace_relocation(o, ".text", 4096), ".text", 8192),
+    "stage-symbol-at-2**40": lambda o: move_symbol(o, first_function(o), 1 << 40),
+    "zero-fill-2GiB": lambda o: add_zero_fill(o, 2 << 30),
+    "zero-fill-2**44": lambda o: add_zero_fill(o, 1 << 44),
+}
 
 
 # ------------------------------------------------------------------ random mutators
@@ -327,6 +347,11 @@ def m_import(rng: Rng, obj: bytes) -> tuple[bytes, str, bool]:
     return obj[:at] + new.encode("latin-1") + obj[at + len(name):], f"import {name!r} renamed {new!r}", True
 
 
+def m_issue_21(rng: Rng, obj: bytes) -> tuple[bytes, str, bool]:
+    name = pick(rng, list(ISSUE_21))
+    return ISSUE_21[name](obj), f"issue 21's reproducer {name}", True
+
+
 def m_unused_section(rng: Rng, obj: bytes) -> tuple[bytes, str, bool]:
     """A section no symbol or relocation uses: harmless."""
     type_ = pick(rng, [SHT_PROGBITS, SHT_NOBITS, 0x70000001, 0x6FFFFFF5])
@@ -334,7 +359,8 @@ def m_unused_section(rng: Rng, obj: bytes) -> tuple[bytes, str, bool]:
 
 
 MUTATORS: tuple[Mutator, ...] = (m_section_outside, m_section_overlap, m_alignment, m_zero_fill, m_section_kind,
-                                 m_header, m_symbol, m_relocation, m_string_table, m_import, m_unused_section)
+                                 m_header, m_symbol, m_relocation, m_string_table, m_import, m_issue_21,
+                                 m_unused_section)
 
 
 def mutate(rng: Rng, obj: bytes) -> tuple[bytes, tuple[str, ...], bool]:
