@@ -53,11 +53,11 @@ clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis
 
 # A long run of the fuzzers (hologram.testing.fuzz): FUZZ_ITERATIONS program mutants and as
-# many document mutants, pathological sizes at full scale; each finding is written to
+# many document and object-code mutants, pathological sizes at full scale; each finding is written to
 # ./fuzz-findings/ with a reproducer (docs/testing.md, "Fuzzing"). FUZZ_ARGS adds e.g. --workers 4.
 FUZZ_ITERATIONS ?= 5000
 FUZZ_SEED ?= 0
 .PHONY: fuzz
 fuzz: $(STAMP)
-	$(BIN)/hologram fuzz --programs $(FUZZ_ITERATIONS) --documents $(FUZZ_ITERATIONS) \
+	$(BIN)/hologram fuzz --programs $(FUZZ_ITERATIONS) --documents $(FUZZ_ITERATIONS) --objects $(FUZZ_ITERATIONS) \
 		--seed $(FUZZ_SEED) --out fuzz-findings $(FUZZ_ARGS)

@@ -1,6 +1,7 @@
-"""`hologram fuzz`: the program and document fuzzers on the command line.
+"""`hologram fuzz`: the program, document and object-code fuzzers on the command line.
 
-    hologram fuzz [--programs N] [--documents N] [--seed S] [--workers W] [--scale ci|long] [--out DIR]
+    hologram fuzz [--programs N] [--documents N] [--objects N] [--seed S] [--workers W] [--scale ci|long]
+                  [--out DIR]
     hologram fuzz --replay DIR/NAME.case.pkl
 
 A summary per fuzzer (cases, outcomes, findings by kind), then the first findings not
@@ -20,10 +21,13 @@ from hologram.cli.difftest import without_test_extra
 
 
 def add_fuzz(sub: Any) -> None:
-    p = sub.add_parser("fuzz", help="fuzz Atlas programs and kernel documents; findings with reproducers",
-                       description="Fuzz Atlas programs and kernel documents (docs/testing.md, \"Fuzzing\").")
+    p = sub.add_parser("fuzz", help="fuzz Atlas programs, kernel documents and shipped object code; findings "
+                                    "with reproducers",
+                       description="Fuzz Atlas programs, kernel documents and the object code cpu_llvm ships "
+                                   "(docs/testing.md, \"Fuzzing\").")
     p.add_argument("--programs", type=int, default=500, help="program mutants (0: none)")
     p.add_argument("--documents", type=int, default=500, help="document mutants (0: none)")
+    p.add_argument("--objects", type=int, default=500, help="object-code mutants (0: none)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--scale", choices=("ci", "long"), default="long",
@@ -35,7 +39,7 @@ def add_fuzz(sub: Any) -> None:
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
     try:
-        from hologram.testing.fuzz import Finding, fuzz_documents, fuzz_programs, replay
+        from hologram.testing.fuzz import Finding, fuzz_documents, fuzz_objects, fuzz_programs, replay
     except ModuleNotFoundError as exc:
         raise without_test_extra(exc, "hologram fuzz", "the test kit it belongs to is built on it") from None
     if args.replay:
@@ -43,13 +47,15 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         print("\n\n".join(map(str, found)) or "no finding: the case passes now")
         return 1 if found else 0
     found: list[Finding] = []
-    for name, count, run in (("programs", args.programs, fuzz_programs), ("documents", args.documents,
-                                                                          fuzz_documents)):
+    sized = {"scale": args.scale}  # the object mutations have no sizes to scale
+    for name, count, run, extra in (("programs", args.programs, fuzz_programs, sized),
+                                    ("documents", args.documents, fuzz_documents, sized),
+                                    ("objects", args.objects, fuzz_objects, {})):
         if count <= 0:
             continue
         stats: dict = {}
-        findings = run(count, args.seed, workers=args.workers, out_dir=args.out, stats=stats, scale=args.scale,
-                       progress=_progress(name))
+        findings = run(count, args.seed, workers=args.workers, out_dir=args.out, stats=stats,
+                       progress=_progress(name), **extra)
         print(_summary(name, findings, stats), flush=True)
         found += findings
     new = [f for f in found if f.known is None]
@@ -62,7 +68,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
 def _summary(name: str, findings: Sequence[Any], stats: dict) -> str:
     lines = [f"{name}: {stats.get('cases', 0)} cases in {stats.get('seconds', 0)} s; outcomes "
-             f"{stats.get('outcomes', {})}; {stats.get('facts', {})}"]
+             f"{stats.get('outcomes', {})}; {stats.get('facts', {})}"
+             + (f" (skipped: {stats['skipped']})" if "skipped" in stats else "")]
     groups = Counter((f.kind, f.phase, f.known) for f in findings)
     for (kind, phase, known), n in groups.most_common():
         lines.append(f"  {n:5d} x {kind} in {phase}" + (f"  (known: {known})" if known else ""))

@@ -1,8 +1,9 @@
-"""Fuzzing: the structure-aware program mutator and the document mutator, as a function API.
+"""Fuzzing: the structure-aware program, document and object-code mutators, as a function API.
 
-    from hologram.testing.fuzz import fuzz_programs, fuzz_documents
+    from hologram.testing.fuzz import fuzz_programs, fuzz_documents, fuzz_objects
     findings = fuzz_programs(iterations=300, seed=1)             # -> list[Finding]
     findings = fuzz_documents(iterations=300, seed=1, out_dir="fuzz-findings")
+    findings = fuzz_objects(iterations=300, seed=1)
     for f in findings:
         print(f)                                                  # kind, phase, mutant, reproducer
 
@@ -13,14 +14,18 @@ guarded arrays, without a crash, a stray write or (for a deterministic launch) a
 disagreement. `fuzz_documents` mutates kernel documents (fuzz_mutate_documents.py) and holds
 them to the document oracle (fuzz_document_oracle.py): compiled, or refused with a
 positioned HologramError, never another exception, never past the time budget; a
-compiled kernel runs on both backends and they agree.
+compiled kernel runs on both backends and they agree. `fuzz_objects` mutates the object
+code cpu_llvm ships for a few kernels (fuzz_mutate_objects.py) and holds cpu_llvm's
+loader to the object oracle (fuzz_object_oracle.py): refused with a reason, or linked
+and agreeing with the interpreter; never a crash, never damage it must refuse linked.
 
 Every case runs in a worker process (fuzz_pool.py), so a segfault or a hang costs one
 case. A `Finding` carries the mutant itself (`.hasm` text, document text or encoded bytes)
 and, with `out_dir`, is written there as files: the mutant (`.hasm` and `.hbc`, or the
-document), a `.txt` with the finding, and a `.case.pkl` that `replay` runs again.
+document), a `.txt` with the finding, and a `.case.pkl` that `replay` runs again (an object finding:
+the object as `.o` and its program as `.hbc`).
 
-`hologram fuzz --programs N --documents N --seed S --out DIR` runs both (hologram.cli.fuzz;
+`hologram fuzz --programs N --documents N --objects N --seed S --out DIR` runs them (hologram.cli.fuzz;
 `make fuzz` does, with FUZZ_ITERATIONS); docs/testing.md, "Fuzzing", has the details.
 """
 
@@ -39,22 +44,25 @@ import numpy as np
 
 from hologram.testing.fuzz_common import CaseResult
 from hologram.testing.fuzz_document_oracle import DocumentCase
+from hologram.testing.fuzz_object_oracle import ObjectCase
 from hologram.testing.fuzz_pool import WorkerPool
 from hologram.testing.fuzz_program_oracle import ProgramCase
 
-__all__ = ["Finding", "KnownIssue", "KNOWN_ISSUES", "BUDGETS", "fuzz_programs", "fuzz_documents", "replay"]
+__all__ = ["Finding", "KnownIssue", "KNOWN_ISSUES", "BUDGETS", "fuzz_programs", "fuzz_documents", "fuzz_objects",
+           "replay"]
 
 # Seconds per phase. A timeout is a finding where the worker said so (decode, parse,
 # verify, round-trip, compile; cpu_llvm after the interpreter finished the same launch).
 BUDGETS: Mapping[str, float] = {"decode": 10, "parse": 10, "verify": 20, "round-trip": 10, "interp": 20,
-                                "cpu_llvm": 30, "trace": 20, "compile": 20, "default": 20}
+                                "cpu_llvm": 30, "trace": 20, "compile": 20, "check": 10, "load": 10,
+                                "default": 20}
 
 
 @attrs.frozen
 class Finding:
     """One defect the oracle saw. kind: one of fuzz_common.KINDS; phase: where (verify,
-    interp, cpu_llvm, compile, compare, ...); target: 'program' or 'document'; origin: the
-    seed; mutations: what was done to it; reproducer: the mutant (assembly text, document
+    interp, cpu_llvm, compile, compare, ...); target: 'program', 'document'
+    or 'object'; origin: the seed; mutations: what was done to it; reproducer: the mutant (assembly text, document
     text, or the hex of encoded bytes); files: where it was written (with out_dir);
     known: the label of a `KNOWN_ISSUES` entry it matches, if any."""
 
@@ -141,6 +149,8 @@ def _findings(target: str, case: Any, result: CaseResult, out_dir: str | None) -
         return []
     if target == "program":
         text, files = _program_reproducer(case)
+    elif isinstance(case, ObjectCase):
+        text, files = case.describe(), {".o": bytes(case.native["object"]), ".hbc": case.program}
     else:
         text, files = case.text, {"." + case.file.rsplit(".", 1)[-1]: case.text.encode("utf-8", "surrogatepass")}
     found = [_known(Finding(p.kind, p.phase, p.message, target, case.origin, case.mutations, text))
@@ -255,6 +265,33 @@ def fuzz_documents(iterations: int = 200, seed: int = 0, *, workers: int = 2, ou
     run_stats: dict = {}
     findings = _run("document", _unique(cases(), iterations, run_stats), workers, budgets, out_dir, stats,
                     progress, iterations)
+    if stats is not None:
+        stats.update(run_stats, seeds=len(seeds))
+    return findings
+
+
+def fuzz_objects(iterations: int = 200, seed: int = 0, *, workers: int = 2, out_dir: str | None = None,
+                 budgets: Mapping[str, float] | None = None, stats: dict | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> list[Finding]:
+    """Run `iterations` distinct mutants of the object code cpu_llvm builds for a few
+    kernels (reproducible from `seed`) through the object oracle. None where cpu_llvm
+    builds no object code this CPU runs (`stats` then says so: no cases)."""
+    from hologram.testing.fuzz_mutate_objects import mutant, seed_objects
+
+    seeds = seed_objects()
+    if not seeds:
+        if stats is not None:
+            stats.update(cases=0, seeds=0, skipped="cpu_llvm builds no object code this CPU runs")
+        return []
+    rng = np.random.default_rng(seed)
+
+    def cases() -> Iterator[ObjectCase]:
+        while True:
+            yield mutant(rng, seeds)
+
+    run_stats: dict = {}
+    findings = _run("object", _unique(cases(), iterations, run_stats), workers, budgets, out_dir, stats, progress,
+                    iterations)
     if stats is not None:
         stats.update(run_stats, seeds=len(seeds))
     return findings

@@ -28,9 +28,10 @@ MISMATCH = "mismatch"        # two backends disagree on a deterministic launch
 DIVERGENCE = "divergence"    # one backend raised and the other did not (or another error)
 INTERNAL = "internal"        # a stage refused what an earlier stage produced
 HARNESS = "harness"          # the checker itself failed (a bug in the fuzzer, or an unguarded call)
+UNCHECKED = "unchecked"      # object code that had to be refused was linked
 
 KINDS = (CRASH, TIMEOUT, EXCEPTION, WRONG_ERROR, NO_POSITION, CANARY, INPUT_WRITTEN, VERIFIER_HOLE,
-         ROUND_TRIP, MISMATCH, DIVERGENCE, INTERNAL, HARNESS)
+         ROUND_TRIP, MISMATCH, DIVERGENCE, INTERNAL, HARNESS, UNCHECKED)
 
 
 @attrs.frozen

@@ -37,6 +37,7 @@ from hologram.testing.fuzz_common import CRASH, HARNESS, TIMEOUT, CaseResult, Pr
 HANDLERS = {
     "program": "hologram.testing.fuzz_program_oracle:check_program_case",
     "document": "hologram.testing.fuzz_document_oracle:check_document_case",
+    "object": "hologram.testing.fuzz_object_oracle:check_object_case",
 }
 DEFAULT_BUDGET = 20.0  # seconds per phase, unless `budgets` names the phase
 ADDRESS_SPACE_LIMIT = 8 << 30  # per worker

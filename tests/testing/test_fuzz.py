@@ -20,7 +20,7 @@ from hologram.core.errors import ExecutionError, ISAError
 from hologram.core.types import Affine
 from hologram.isa.asm import parse_program
 from hologram.isa.encoding import decode, encode
-from hologram.testing.fuzz import Finding, _findings, fuzz_documents, fuzz_programs, replay
+from hologram.testing.fuzz import Finding, _findings, fuzz_documents, fuzz_objects, fuzz_programs, replay
 from hologram.testing.fuzz_common import CANARY, CRASH, TIMEOUT, VERIFIER_HOLE, CaseResult, Guarded, Problem
 from hologram.testing.fuzz_mutate_documents import seed_documents, to_toml
 from hologram.testing.fuzz_mutate_programs import m_nest, mutate_affine
@@ -32,6 +32,7 @@ from hologram.testing.precision import EXACT, OPEN, ULPS, precision
 
 PROGRAM_CASES = 300
 DOCUMENT_CASES = 250
+OBJECT_CASES = 300
 
 
 def program(body: str, params: str = ".param in x: f32[n]\n.param out y: f32[n]", extra: str = "",
@@ -314,14 +315,60 @@ def test_bounded_document_fuzzing():
     assert stats["facts"].get("compared", 0) > 20
 
 
+def _object_seeds() -> tuple:
+    from hologram.testing.fuzz_mutate_objects import seed_objects
+
+    seeds = seed_objects()
+    if not seeds:
+        pytest.skip("cpu_llvm builds no object code this CPU runs")
+    return seeds
+
+
+def test_the_object_mutators_reach_every_structure_and_both_verdicts():
+    from hologram.testing.fuzz_mutate_objects import MUTATORS, mutant
+
+    rng = np.random.default_rng(0)
+    drawn = [mutant(rng, _object_seeds()) for _ in range(400)]
+    assert {m.split(":")[0] for c in drawn for m in c.mutations} == {f.__name__[2:] for f in MUTATORS}
+    assert sum(c.refuse for c in drawn) > 200 and sum(not c.refuse for c in drawn) > 10
+
+
+def test_an_object_finding_is_written_and_replayed(tmp_path):
+    from hologram.testing.fuzz_common import UNCHECKED
+    from hologram.testing.fuzz_mutate_objects import misplace_relocation
+    from hologram.testing.fuzz_object_oracle import ObjectCase
+
+    name, program, native = _object_seeds()[0]
+    case = ObjectCase(name, ("a relocation past .text",), 0, program,
+                      {**native, "object": misplace_relocation(native["object"])}, refuse=True)
+    found = _findings("object", case, CaseResult("linked", (Problem(UNCHECKED, "load", "pretend"),)), str(tmp_path))
+    assert {os.path.splitext(f)[1] for f in found[0].files} == {".o", ".hbc", ".pkl", ".txt"}
+    assert f"object code of kernel '{name}'" in found[0].reproducer
+    assert replay(next(f for f in found[0].files if f.endswith(".case.pkl"))) == []  # refused, saying why
+
+
+def test_bounded_object_fuzzing():
+    """Mutated object code of real kernels: refused with a reason, or linked and agreeing
+    with the interpreter; damage the loader must refuse is never linked."""
+    stats: dict = {}
+    findings = fuzz_objects(OBJECT_CASES, seed=1, stats=stats)
+    if stats["cases"] == 0:
+        pytest.skip(stats["skipped"])
+    _judge(findings, stats)
+    assert stats["cases"] == OBJECT_CASES
+    assert stats["outcomes"].get("refused", 0) > 150 and stats["outcomes"].get("ran", 0) > 10
+    assert stats["facts"].get("linked", 0) > 10
+
+
 def test_the_fuzz_command_runs_and_replays(tmp_path, capsys):
     from hologram.cli.main import main
 
     out = str(tmp_path / "findings")
-    assert main(["fuzz", "--programs", "6", "--documents", "4", "--scale", "ci", "--workers", "1",
+    assert main(["fuzz", "--programs", "6", "--documents", "4", "--objects", "5", "--scale", "ci", "--workers", "1",
                  "--out", out]) == 0
     printed = capsys.readouterr().out
     assert "programs: 6 cases" in printed and "documents: 4 cases" in printed
+    assert "objects: 5 cases" in printed or "objects: 0 cases" in printed and "skipped" in printed
     case = ProgramCase("test", ("none",), 1, program=parse_program(program(OWN)))
     found = _findings("program", case, CaseResult("ran", (Problem(CANARY, "cpu_llvm", "pretend"),)), out)
     pkl = next(f for f in found[0].files if f.endswith(".case.pkl"))

@@ -14,6 +14,7 @@ import re
 import struct
 import sys
 import threading
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -21,7 +22,7 @@ import attrs
 import numpy as np
 
 from hologram.core import trace
-from hologram.core.errors import ArgumentError, CompileError, HologramError
+from hologram.core.errors import ArgumentError, CompileError, HologramError, HologramWarning
 from hologram.core.types import DType
 from hologram.isa.encoding import program_hash
 from hologram.isa.opcodes import OPCODES
@@ -164,20 +165,26 @@ def _adopt(meta: Any, loaded: loader.Loaded) -> None:
         native_pool.adopt(at["worker"], at["run"], loaded)
 
 
-def _load_linked(obj: bytes, meta: Any, symbols: Sequence[StageSymbol]) -> loader.Loaded:
+def _load_linked(obj: bytes, meta: Any, symbols: Sequence[StageSymbol], shipped: bool = False) -> loader.Loaded:
     """`obj` loaded with its stage symbols and support code resolved, the support adopted."""
-    loaded = _load(obj, [s.name for s in symbols] + _support_symbols(meta))
+    loaded = _load(obj, [s.name for s in symbols] + _support_symbols(meta), shipped)
     _adopt(meta, loaded)
     return loaded
 
 
-def _load(obj: bytes, symbols: Sequence[str]) -> loader.Loaded:
-    """Object code linked here (loader.py) when it can be, else by MCJIT."""
+def _load(obj: bytes, symbols: Sequence[str], shipped: bool = False) -> loader.Loaded:
+    """Object code linked here (loader.py) when it can be, else by MCJIT: only code this
+    process's LLVM made (a fresh compile, the disk cache). Shipped code (`shipped`) is
+    linked here or not at all: MCJIT trusts what it is given, and takes the process
+    down on an object it cannot link. RuntimeError when it is refused."""
     if loader.supported():
         try:
             return loader.link(obj, list(symbols))
-        except loader.Unsupported:
-            pass
+        except loader.Unsupported as e:
+            if shipped:
+                raise RuntimeError(f"the loader cannot link it: {e}") from None
+    elif shipped:
+        raise RuntimeError("shipped object code is linked by cpu_llvm's loader only, which runs on x86-64 Linux")
     from . import jit
 
     return jit.load_object(obj, symbols)
@@ -334,7 +341,10 @@ class CpuLlvmBackend:
     # (hologram.bundles builds object code for other CPUs into a bundle, and hands it back
     # here when a trusted bundle is loaded: docs/bundles.md, "Native code")
     def native_targets(self) -> tuple[str, ...]:
-        """The CPUs `compile_native` builds for on this machine: the x86-64 levels, `host`."""
+        """The CPUs `compile_native` builds for on this machine: the x86-64 levels, `host`;
+        none where shipped code is not used (the loader does not run here)."""
+        if not loader.supported():
+            return ()
         from . import jit
 
         return (*jit.level_targets(), "host")
@@ -376,10 +386,12 @@ class CpuLlvmBackend:
 
     def check_native(self, program: Program, native: Mapping[str, Any]) -> str | None:
         """What is wrong with shipped object code for `program` (`hologram bundle verify`),
-        or None: an object file this loader reads, whose stage table covers the program."""
+        or None: a well-formed object (`cpu.object_problem`) whose stage table covers the
+        program and names functions the object defines."""
         try:
-            _symbols_from_meta(native["meta"], program)
-            return cpu.object_problem(bytes(native["object"]))
+            symbols = _symbols_from_meta(native["meta"], program)
+            return cpu.object_problem(bytes(native["object"]), [s.name for s in symbols]
+                                      + _support_symbols(native["meta"]))
         except (ValueError, KeyError, TypeError, RuntimeError) as e:
             return str(e)
 
@@ -390,10 +402,14 @@ class CpuLlvmBackend:
         Code is used when this code generator made it, whatever LLVM compiled it; the
         x86-64 levels are tried first, most capable first, and the build host's own code
         only when none fits or LLVM is loaded anyway: its features are LLVM's to judge
-        (cpu.has_features knows the levels'), which costs importing llvmlite."""
+        (cpu.has_features knows the levels'), which costs importing llvmlite.
+
+        Code that fits is checked (`check_native`) and linked by loader.py, never by
+        MCJIT; code refused either way is not used, with a HologramWarning saying why,
+        and the program is compiled instead (docs/bundles.md, "Native code")."""
         key = program_hash(program)
         exe = self._memory.get(key)
-        if exe is not None:
+        if exe is not None or not loader.supported():
             return exe
         mine = [n for n in natives if str(n.get("toolchain", "")).split("; ", 1)[0] == self._generator()]
         llvm_loaded = "llvmlite.binding" in sys.modules
@@ -402,16 +418,20 @@ class CpuLlvmBackend:
         for n in order:
             if not _usable_here(n):
                 continue
-            if self.check_native(program, n) is not None:
-                continue  # not even well formed: never handed to the loader
-            try:
-                with trace.span("load shipped code", "prepare", program=key, target=n.get("target")):
-                    symbols = _symbols_from_meta(n["meta"], program)
-                    exe = _link(program, key, symbols, _load_linked(n["object"], n["meta"], symbols), True)
-            except (ValueError, KeyError, TypeError, RuntimeError):
-                continue  # unusable: try the next, else compile
-            self._memory.put(key, exe)
-            return exe
+            problem = self.check_native(program, n)  # not well formed: never handed to the loader
+            if problem is None:
+                try:
+                    with trace.span("load shipped code", "prepare", program=key, target=n.get("target")):
+                        symbols = _symbols_from_meta(n["meta"], program)
+                        exe = _link(program, key, symbols, _load_linked(n["object"], n["meta"], symbols, True),
+                                    True)
+                    self._memory.put(key, exe)
+                    return exe
+                except (ValueError, KeyError, TypeError, RuntimeError) as e:
+                    problem = str(e)
+            warnings.warn(HologramWarning(f"cpu_llvm: the object code shipped for program '{program.name}' "
+                                          f"({n.get('target')}) is not used: {problem}; the program is compiled "
+                                          f"here instead"), stacklevel=3)
         return None
 
     # ---------------------------------------------------------------- text forms

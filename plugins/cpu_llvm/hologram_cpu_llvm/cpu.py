@@ -12,9 +12,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import struct
 import sys
 from typing import Iterable
+
+from . import elf
 
 # The x86-64 micro-architecture levels of the psABI, as the LLVM features each requires
 # beyond baseline x86-64. Native code built for a level runs on a CPU that has all of
@@ -91,47 +92,24 @@ def fingerprint() -> str | None:
 def undefined_symbols(obj: bytes) -> list[str] | None:
     """The undefined symbols an ELF64 little-endian object references (what the loader
     must resolve), or None for another object format. A malformed object raises
-    RuntimeError."""
-    if obj[:6] != b"\x7fELF\x02\x01":
+    RuntimeError (elf.Malformed)."""
+    if not elf.is_elf64(obj):
         return None
-    try:
-        (shoff,) = struct.unpack_from("<Q", obj, 0x28)
-        shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
-        sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize) for i in range(shnum)]
-        names = []
-        for _, kind, _, _, offset, size, link, _, _, entsize in sections:
-            if kind != 2:  # SHT_SYMTAB
-                continue
-            strtab = sections[link][4]
-            for at in range(offset, offset + size, entsize or 24):
-                st_name, _, _, st_shndx = struct.unpack_from("<IBBH", obj, at)
-                if st_name and st_shndx == 0:  # SHN_UNDEF
-                    end = obj.index(b"\0", strtab + st_name)
-                    names.append(obj[strtab + st_name:end].decode())
-        return names
-    except (struct.error, ValueError, IndexError, UnicodeDecodeError) as e:
-        raise RuntimeError(f"malformed object code: {e}") from None
+    return [s.name for s in elf.read(obj).symbols if s.name and s.shndx == elf.SHN_UNDEF]
 
 
-def object_problem(obj: bytes) -> str | None:
-    """Why object code from elsewhere must not reach a loader, or None: on an ELF system
-    it must be a 64-bit little-endian ELF object whose section table and sections lie
-    inside it (MCJIT trusts what it is given, and crashes the process on garbage). This
-    checks form, not meaning: shipped code is still trusted code."""
-    if arch() not in ("x86_64", "aarch64") or not sys.platform.startswith("linux"):
-        return None  # other object formats: the loader's own checks only
-    if obj[:6] != b"\x7fELF\x02\x01":
-        return "not a 64-bit little-endian ELF object"
+def object_problem(obj: bytes, functions: Iterable[str] = ()) -> str | None:
+    """Why object code from elsewhere must not be linked here, or None: it must be an
+    x86-64 ELF relocatable object that `elf.read` finds well formed (every section,
+    symbol and relocation inside the file and inside its section, alignments and
+    zero-filled sizes within the limits) and that defines each of `functions` as a
+    function in its code. This checks form, not meaning: shipped code is still trusted
+    code."""
     try:
-        (shoff,) = struct.unpack_from("<Q", obj, 0x28)
-        shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
-        if shentsize < 64 or shoff + shentsize * shnum > len(obj):
-            return "its section table lies outside the file"
-        for i in range(shnum):
-            _, kind, _, _, offset, size = struct.unpack_from("<IIQQQQ", obj, shoff + i * shentsize)
-            if kind != 8 and offset + size > len(obj):  # 8: SHT_NOBITS (no bytes in the file)
-                return f"section {i} lies outside the file"
-        undefined_symbols(obj)
-    except (struct.error, RuntimeError) as e:
-        return f"malformed: {e}"
+        checked = elf.read(obj)
+        if checked.machine != elf.EM_X86_64:
+            return f"an object for machine {checked.machine}; cpu_llvm links x86-64 objects only"
+        elf.functions(checked, functions)
+    except RuntimeError as e:
+        return str(e)
     return None

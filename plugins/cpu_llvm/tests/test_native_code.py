@@ -8,7 +8,7 @@ import pytest
 from repo_paths import KERNELS
 
 import hologram as hg
-from hologram.core.errors import ArgumentError
+from hologram.core.errors import ArgumentError, HologramWarning
 from hologram_cpu_llvm import cpu, jit
 from hologram_cpu_llvm.backend import CpuLlvmBackend
 
@@ -47,9 +47,11 @@ def test_shipped_code_that_does_not_fit_is_never_loaded(softmax):
     built = backend.compile_native(softmax, level)
     for bad in ({**built, "features": (*built["features"], "a-feature-no-cpu-has")},
                 {**built, "toolchain": "codegen 0+another; LLVM 1.0.0"},
-                {**built, "triple": "aarch64-unknown-linux-gnu"},
-                {**built, "object": b"\x7fELF garbage"}):
+                {**built, "triple": "aarch64-unknown-linux-gnu"}):
         assert CpuLlvmBackend(num_threads=1, cache_dir=False).prepare_native(softmax, [bad]) is None
+    with pytest.warns(HologramWarning, match="shipped for program 'softmax' .* is not used: malformed object code"):
+        garbage = {**built, "object": b"\x7fELF garbage"}  # fits this CPU, but is no object: said so
+        assert CpuLlvmBackend(num_threads=1, cache_dir=False).prepare_native(softmax, [garbage]) is None
     assert "malformed" in backend.check_native(softmax, {**built, "object": b"\x7fELF\x02\x01" + b"\0" * 8})
     assert backend.check_native(softmax, {**built, "meta": {"stages": []}}) is not None
     with pytest.raises(ArgumentError, match="no target 'x86-64-v9'"):
