@@ -26,6 +26,7 @@ import numpy as np
 from hologram.core.dims import derive, is_derived
 from hologram.core.errors import ArgumentError, EmptyReductionError, did_you_mean, shorten
 from hologram.core.types import Affine, DType, Shape, type_str
+from hologram.runtime.mapping import may_share
 from hologram.verify.intervals import SYMBOL_MAX
 
 if TYPE_CHECKING:
@@ -463,16 +464,17 @@ def check_out(kernel: str, outputs: Sequence[Param], out: Any,
             raise ArgumentError(f"{where} is read-only")
     for i, a in enumerate(arrays):
         for j in range(i):
-            if np.may_share_memory(a, arrays[j]) and a.size and arrays[j].size:
+            if may_share(a, arrays[j]):
                 raise ArgumentError(f"{kernel}(): out {outputs[j].name!r} and out {outputs[i].name!r} share memory")
     return tuple(arrays)
 
 
 def unalias(inputs: Mapping[str, np.ndarray], outs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
     """Inputs that overlap an output array are copied first, so writing an output can
-    never change an input another lane still has to read (numpy's ufuncs do the same)."""
-    return {name: a.copy() if any(a.size and o.size and np.may_share_memory(a, o) for o in outs) else a
-            for name, a in inputs.items()}
+    never change an input another lane still has to read (numpy's ufuncs do the same).
+    Overlap is by address, and by file for arrays in file mappings: two mappings of one
+    file are two addresses for the same bytes (hologram.runtime.mapping)."""
+    return {name: a.copy() if any(may_share(a, o) for o in outs) else a for name, a in inputs.items()}
 
 
 # ------------------------------------------------------------------------ reductions

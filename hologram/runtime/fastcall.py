@@ -27,6 +27,7 @@ import numpy as np
 from hologram.core.types import DType
 from hologram.isa.program import BufferParam, Program, ScalarParam
 from hologram.runtime.args import Signature, unalias
+from hologram.runtime.mapping import mmap_behind
 
 MISS = object()  # what a fast call returns when the full path must decide
 
@@ -166,7 +167,7 @@ def make_fast(sig: Signature, order: tuple[list[str], list[str]], result: type |
     With `launch`, the function calls `launch(hit, *arguments)` instead of
     `hit.run(*arguments)` (the traced variant, hologram.runtime.tracing)."""
     ns: dict[str, Any] = {"MISS": MISS, "ndarray": np.ndarray, "CELL": cell, "alloc": allocate,
-                          "RESULT": result, "may_share": np.may_share_memory, "LAUNCH": launch}
+                          "RESULT": result, "may_share": np.may_share_memory, "LAUNCH": launch, "MAPPED": mmap_behind}
     bufs, scals = order
     n = len(sig.inputs)
     names = [f"v{i}" for i in range(n)]
@@ -202,6 +203,11 @@ def make_fast(sig: Signature, order: tuple[list[str], list[str]], result: type |
             lines += [f"        if (type(out) is not tuple and type(out) is not list) or len(out) != {len(outs)}:",
                       "            return MISS",
                       f"        {', '.join(outs)}, = out"]
+        for o in outs:  # an output in a file mapping may overlap an input through another mapping of the
+            # file, which the run's address checks cannot see: the full path compares files (mapping.may_share).
+            # An array owning its memory, or a view of one (numpy points a view at the owner), is not mapped.
+            lines.append(f"        if type({o}) is ndarray and (b := {o}.base) is not None and (type(b) is not ndarray"
+                         f" or b.base is not None) and MAPPED({o}) is not None: return MISS")
         for j in range(len(outs)):  # overlapping outputs: the full path refuses them
             for i in range(j):
                 lines.append(f"        if type({outs[j]}) is not ndarray or type({outs[i]}) is not ndarray: "

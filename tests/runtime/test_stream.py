@@ -275,14 +275,21 @@ def test_empty_inputs(backend):
     assert hg.stream(kernel('x = "f32[n]"', 'y = "f32[n]"', "y = x + 1", backend), x, out=y) is y
 
 
-def test_a_memmap_whose_file_is_gone_is_read_through_its_mapping(tmp_path):
-    from hologram.runtime.stream_io import MappedSource, source_for
+def test_a_memmap_whose_file_is_gone_is_read_through_a_descriptor_of_it(tmp_path, monkeypatch):
+    """A deleted file is read with pread through a descriptor the process holds on it
+    (the mmap's own); where none can be had, through the mapping."""
+    from hologram.runtime import stream_io
 
     x = np.random.default_rng(13).standard_normal(5000).astype(np.float32)
     m = memmap(tmp_path / "x.npy", x)
     os.unlink(tmp_path / "x.npy")  # the name no longer reaches the mapped file
-    assert isinstance(source_for("x", m), MappedSource)
     k = kernel('x = "f32[n]"', 's = "f64"', "s = sum(f64(x))", BACKENDS[0])
+    source = stream_io.source_for("k", "x", m)
+    source.close()
+    assert isinstance(source, stream_io.FileSource if os.path.exists("/proc/self/fd") else stream_io.MappedSource)
+    assert_close(hg.stream(k, m, pool_bytes=SMALL), k(x), reduction_n=len(x), magnitude=np.abs(x).sum())
+    monkeypatch.setattr(stream_io, "open_file", lambda *args: None)
+    assert isinstance(stream_io.source_for("k", "x", m), stream_io.MappedSource)
     assert_close(hg.stream(k, m, pool_bytes=SMALL), k(x), reduction_n=len(x), magnitude=np.abs(x).sum())
 
 

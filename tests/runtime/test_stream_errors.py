@@ -59,7 +59,7 @@ def test_out_is_required_for_outputs_with_a_row_per_row():
 def test_a_shifted_overlap_of_an_output_and_an_input_is_refused():
     k = kernel('x = "f32[n]"', 'y = "f32[n]"', "y = x * 2")
     buf = np.zeros(11, np.float32)
-    with pytest.raises(ArgumentError, match="out 'y' overlaps input 'x' without being it"):
+    with pytest.raises(StreamError, match="out 'y' overlaps input 'x' without being it"):
         hg.stream(k, buf[1:], out=buf[:-1])
     hg.stream(k, buf[1:], out=buf[1:])  # in place is fine
 
