@@ -126,8 +126,8 @@ def plain_array(where: str, value: np.ndarray) -> np.ndarray:
 def check_array(kernel: str, p: Param, value: Any, cast: bool, loop_rank: int = 0) -> np.ndarray:
     """`value` as an input array of `p`'s dtype and rank (plus `loop_rank` leading loop
     dimensions, hologram.runtime.loops), C-contiguous; with `cast=True` anything numpy can
-    convert becomes one converted copy (never a copy otherwise). An ndarray subclass is
-    viewed as a plain ndarray, a masked array refused (`plain_array`)."""
+    convert becomes one converted copy (`cast_array`; never a copy otherwise). An ndarray
+    subclass is viewed as a plain ndarray, a masked array refused (`plain_array`)."""
     where = f"{kernel}(): argument {p.name!r}"
     if type(value) is not np.ndarray and isinstance(value, np.ndarray):
         value = plain_array(where, value)
@@ -139,19 +139,16 @@ def check_array(kernel: str, p: Param, value: Any, cast: bool, loop_rank: int = 
             value = np.asarray(value)
         except Exception as exc:
             raise ArgumentError(f"{where} cannot be converted to an array of {p.type}: {exc}") from None
-        if value.dtype.kind in "OUSVc":
-            raise ArgumentError(f"{where} cannot be converted to {p.type}: got values of dtype {value.dtype}")
+    if cast:
+        _numeric(where, value, p.type)
     if value.ndim != len(p.shape) + loop_rank:
         hint = f"to map the kernel over leading dimensions, call {kernel}.map(...)" \
             if value.ndim > len(p.shape) else None
         raise ArgumentError(f"{where} must have rank {len(p.shape)} ({p.type}), got shape {value.shape}", hint=hint)
     want = p.dtype.np
     if cast:
-        if value.dtype.kind in "OUSVc":
-            raise ArgumentError(f"{where} cannot be converted to {p.type}: got values of dtype {value.dtype}")
         if value.dtype != want or not value.flags.c_contiguous:
-            with np.errstate(all="ignore"):
-                value = np.ascontiguousarray(value, dtype=want)
+            value = cast_array(where, p.name, value, p.dtype)
         return value
     if value.dtype != want:
         raise ArgumentError(f"{where} must have dtype {p.dtype} ({want}), got {value.dtype}", hint=CAST_HINT)
@@ -159,6 +156,89 @@ def check_array(kernel: str, p: Param, value: Any, cast: bool, loop_rank: int = 
         raise ArgumentError(f"{where} must be C-contiguous, got a strided view of shape {value.shape}",
                             hint=f"{CAST_HINT}, or use np.ascontiguousarray")
     return value
+
+
+def cast_array(where: str, name: str, value: np.ndarray, d: DType) -> np.ndarray:
+    """`value` converted to `d`, C-contiguous (one copy), by the rules a scalar converts
+    by (`convert_scalar`): to an integer or bool dtype, floats truncate toward zero and
+    a NaN, an infinity or a value the dtype cannot hold is an ArgumentError naming the
+    element (numpy's astype would give INT_MIN, or wrap); to a float dtype, as numpy
+    converts. An object array converts element by element, each a real number.
+    `where` starts the message ("k(): argument 'x'"), `name` names the elements."""
+    _numeric(where, value, str(d))
+    if value.dtype.kind == "O":
+        out = np.empty(value.shape, d.np)
+        for index, item in np.ndenumerate(value):
+            try:
+                out[index] = _number_to(d, item)
+            except _Refused as refused:
+                raise ArgumentError(f"{where}: {_element(name, index)} = {_show(item)} {refused}") from None
+        return out
+    source = value.dtype
+    if not d.is_float and source.kind in "fiu" and not np.can_cast(source, d.np, "safe"):
+        lo, hi = (0, 1) if d.is_bool else (d.min, d.max)
+        if source.kind == "f":
+            unfit = ~np.isfinite(value)
+            if not d.is_bool:
+                truncated = np.trunc(value)  # exact bounds: lo and hi + 1 are powers of two, exact as floats
+                unfit |= (truncated < float(lo)) | (truncated >= float(hi + 1))
+        else:
+            info = np.iinfo(source)
+            unfit = np.zeros(value.shape, bool)
+            if lo > info.min:
+                unfit |= value < lo
+            if hi < info.max:
+                unfit |= value > hi
+        if unfit.any():
+            index = np.unravel_index(int(np.flatnonzero(unfit)[0]), value.shape)
+            item = value[index].item()
+            words = "cannot be converted to" if source.kind == "f" and not np.isfinite(item) else "is out of range for"
+            raise ArgumentError(f"{where}: {_element(name, index)} = {_show(item)} {words} {d}"
+                                + ("" if words.startswith("cannot") else f" ({lo} to {hi})"))
+    with np.errstate(all="ignore"):  # float overflow gives inf, as numpy (and a float scalar) does
+        return np.ascontiguousarray(value, dtype=d.np)
+
+
+def _numeric(where: str, value: np.ndarray, to: str) -> None:
+    """Refuse strings, bytes, records and complex numbers (an object array's elements
+    are checked one by one)."""
+    if value.dtype.kind in "USVc":
+        raise ArgumentError(f"{where} cannot be converted to {to}: got values of dtype {value.dtype}")
+
+
+def _element(name: str, index: tuple[int, ...]) -> str:
+    return f"{name}[{', '.join(map(str, index))}]" if index else name
+
+
+class _Refused(Exception):
+    """Why a number cannot be converted: the words after `x = value` in the message."""
+
+
+def _number_to(d: DType, value: Any) -> np.generic:
+    """A real number (Python's or numpy's) as a numpy scalar of `d`: floats truncate
+    toward zero for an integer or bool `d`; NaN, infinities and values out of range are
+    refused (`_Refused`), never wrapped."""
+    if isinstance(value, (complex, np.complexfloating)) or not isinstance(value, (numbers.Number, np.bool_)):
+        raise _Refused("is not a real number")
+    if d.is_float:
+        try:
+            with np.errstate(all="ignore"):
+                return d.np.type(value)
+        except (OverflowError, TypeError, ValueError):  # an int beyond any float, an odd Number
+            raise _Refused(f"cannot be converted to {d}") from None
+    if not isinstance(value, (bool, np.bool_, numbers.Integral)):
+        try:
+            value = float(value)
+        except (OverflowError, TypeError, ValueError):
+            value = math.nan
+        if not math.isfinite(value):
+            raise _Refused(f"cannot be converted to {d}")
+        if d.is_bool:
+            return np.bool_(value != 0)
+    ivalue = int(value)  # truncates toward zero
+    if not d.min <= ivalue <= d.max:
+        raise _Refused(f"is out of range for {d} ({d.min} to {d.max})")
+    return d.np.type(ivalue)
 
 
 def convert_scalar(kernel: str, p: Param, value: Any, cast: bool) -> np.generic:
@@ -175,29 +255,14 @@ def convert_scalar(kernel: str, p: Param, value: Any, cast: bool) -> np.generic:
             if isinstance(value, np.ndarray) else None
         raise ArgumentError(f"{where} must be a number ({p.type}), got {type(value).__name__}", hint=hint)
     d = p.dtype
-    if d.is_float:
-        try:
-            with np.errstate(all="ignore"):
-                return d.np.type(value)
-        except (OverflowError, TypeError, ValueError):  # an int beyond any float, an odd Number
-            raise ArgumentError(f"{where} = {_show(value)} cannot be converted to {d}") from None
-    if not isinstance(value, (bool, np.bool_, numbers.Integral)):
-        if not cast:
-            kind = "an integer" if d.is_int else "a bool"
-            raise ArgumentError(f"{where} must be {kind} ({d}), got {type(value).__name__} {_show(value)}",
-                                hint="pass cast=True to truncate it toward zero")
-        try:
-            value = float(value)
-        except (OverflowError, TypeError, ValueError):
-            value = math.nan
-        if not math.isfinite(value):
-            raise ArgumentError(f"{where} = {_show(value)} cannot be converted to {d}")
-        if d.is_bool:
-            return np.bool_(value != 0)
-    ivalue = int(value)  # truncates toward zero
-    if not d.min <= ivalue <= d.max:
-        raise ArgumentError(f"{where} = {_show(ivalue)} is out of range for {d} ({d.min} to {d.max})")
-    return d.np.type(ivalue)
+    if not d.is_float and not cast and not isinstance(value, (bool, np.bool_, numbers.Integral)):
+        kind = "an integer" if d.is_int else "a bool"
+        raise ArgumentError(f"{where} must be {kind} ({d}), got {type(value).__name__} {_show(value)}",
+                            hint="pass cast=True to truncate it toward zero")
+    try:
+        return _number_to(d, value)
+    except _Refused as refused:
+        raise ArgumentError(f"{where} = {_show(value)} {refused}") from None
 
 
 def _show(value: Any) -> str:

@@ -12,7 +12,7 @@ import attrs
 import numpy as np
 
 from hologram.core.errors import ArgumentError, StreamError
-from hologram.runtime.args import Param, complete_symbols, plain_array
+from hologram.runtime.args import Param, cast_array, complete_symbols, plain_array
 from hologram.runtime.mapping import Extent, extent
 from hologram.runtime.stream_io import ALIGN, pool_size
 
@@ -71,7 +71,10 @@ def chunk_array(kernel: str, p: Param, chunk: Any, number: int, cast: bool, like
         if not cast:
             raise ArgumentError(f"{where} must be a numpy array of rows, got {type(chunk).__name__}",
                                 hint="pass cast=True to convert chunks")
-        chunk = np.asarray(chunk)
+        try:
+            chunk = np.asarray(chunk)
+        except Exception as exc:
+            raise ArgumentError(f"{where} cannot be converted to an array of rows: {exc}") from None
     chunk = chunk.view(np.ndarray) if type(chunk) is not np.ndarray else chunk
     if chunk.ndim == 0:
         raise ArgumentError(f"{where} must be an array of rows, got a 0-d array")
@@ -80,8 +83,7 @@ def chunk_array(kernel: str, p: Param, chunk: Any, number: int, cast: bool, like
         if not cast:
             raise ArgumentError(f"{where} must have dtype {p.dtype} ({want}), got {chunk.dtype}",
                                 hint="pass cast=True to convert each chunk")
-        with np.errstate(all="ignore"):
-            chunk = chunk.astype(want)
+        chunk = cast_array(where, p.name, chunk, p.dtype)
     if like is not None and (chunk.ndim != like.ndim or chunk.shape[1:] != like.shape[1:]):
         raise ArgumentError(f"{where} has shape {chunk.shape}; its rows must have the first chunk's shape "
                             f"{like.shape[1:]}")

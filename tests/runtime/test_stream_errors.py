@@ -89,6 +89,18 @@ def test_bad_arguments():
         hg.stream(k, X, out=y)
 
 
+def test_cast_chunks_to_integers_refuse_what_the_dtype_cannot_hold():
+    """Chunks convert as a call's arguments do (docs/api.md, cast=True): a NaN for an
+    integer input is an error naming the chunk and the element, not INT_MIN."""
+    k = kernel('x = "i32[n]"', 's = "i64"', "s = sum(i64(x))")
+    assert hg.stream(k, [np.array([1.5, 2.5]), [3, 4.9]], cast=True) == 10
+    with pytest.raises(ArgumentError) as info:
+        hg.stream(k, [np.array([1.5, 2.5]), np.array([3.0, np.nan])], cast=True)
+    assert info.value.message == "stream(k): chunk 1 of argument 'x': x[1] = nan cannot be converted to i32"
+    with pytest.raises(ArgumentError, match="chunk 0 of argument 'x' cannot be converted to i32: got values of dtype <U1"):
+        hg.stream(k, [np.array(["1"])], cast=True)
+
+
 def test_a_pool_too_small_is_refused_naming_the_pool_every_pass_needs():
     """softmax's first pass streams x alone (2 buffers), its second x and y (3 of each):
     the hint is the second's least pool, and the error comes before any pass runs."""
