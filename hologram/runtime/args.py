@@ -447,14 +447,18 @@ def concrete_shape(kernel: str, p: Param, symbols: Mapping[str, int]) -> tuple[i
 
 # --------------------------------------------------------------------------- outputs
 def allocate_outputs(kernel: str, outputs: Sequence[Param], shapes: Sequence[tuple[int, ...]],
-                     symbols: Mapping[str, int],
-                     allocate: Callable[[tuple[int, ...], DType], np.ndarray]) -> tuple[np.ndarray, ...]:
-    """A new array per output from the backend's `allocate`. A size numpy cannot hold
-    (more than 2**63 - 1 bytes) is refused before asking; one the machine cannot give
-    (numpy's MemoryError, or a ValueError from an allocator) becomes the same
-    ArgumentError, naming the output, its shape, the symbols and the bytes."""
+                     symbols: Mapping[str, int], allocate: Callable[[tuple[int, ...], DType], np.ndarray],
+                     given: Sequence[np.ndarray | None] | None = None) -> tuple[np.ndarray, ...]:
+    """A new array per output from the backend's `allocate`, except where `given` (the
+    checked `out=`) holds one. A size numpy cannot hold (more than 2**63 - 1 bytes) is
+    refused before asking; one the machine cannot give (numpy's MemoryError, or a
+    ValueError from an allocator) becomes the same ArgumentError, naming the output, its
+    shape, the symbols and the bytes."""
     arrays = []
-    for p, shape in zip(outputs, shapes):
+    for k, (p, shape) in enumerate(zip(outputs, shapes)):
+        if given is not None and given[k] is not None:
+            arrays.append(given[k])
+            continue
         nbytes = math.prod(shape) * p.dtype.np.itemsize
         if nbytes > sys.maxsize:
             raise _too_big(kernel, p, shape, symbols, nbytes, "more than a numpy array can hold")
@@ -503,11 +507,12 @@ def _binary(nbytes: int) -> str:
 
 
 def check_out(kernel: str, outputs: Sequence[Param], out: Any,
-              shapes: Sequence[tuple[int, ...]]) -> tuple[np.ndarray, ...]:
+              shapes: Sequence[tuple[int, ...]]) -> tuple[np.ndarray | None, ...]:
     """Validate `out=`: one array per output (a bare array when there is one), of the exact
-    dtype and shape, C-contiguous, writeable and not overlapping each other. Returns the
-    caller's arrays themselves (an ndarray subclass included, so `k(x, out=m) is m`; a
-    masked array is refused, see `plain_array`)."""
+    dtype and shape, C-contiguous, writeable and not overlapping each other; or None for
+    an output to allocate (as numpy's ufuncs take it). Returns the caller's arrays
+    themselves (an ndarray subclass included, so `k(x, out=m) is m`; a masked array is
+    refused, see `plain_array`), None where None was given."""
     arrays = (out,) if isinstance(out, np.ndarray) else out
     if not isinstance(arrays, (tuple, list)) or len(arrays) != len(outputs):
         n = len(arrays) if isinstance(arrays, (tuple, list)) else type(out).__name__
@@ -515,6 +520,8 @@ def check_out(kernel: str, outputs: Sequence[Param], out: Any,
         raise ArgumentError(f"{kernel}(): out= must hold {_count(len(outputs), 'array')} ({names}), got {n}")
     for p, a, shape in zip(outputs, arrays, shapes):
         where = f"{kernel}(): out {p.name!r}"
+        if a is None:
+            continue
         if not isinstance(a, np.ndarray):
             raise ArgumentError(f"{where} must be a numpy array of {p.type}, got {type(a).__name__}")
         if type(a) is not np.ndarray:
@@ -529,7 +536,7 @@ def check_out(kernel: str, outputs: Sequence[Param], out: Any,
             raise ArgumentError(f"{where} is read-only")
     for i, a in enumerate(arrays):
         for j in range(i):
-            if may_share(a, arrays[j]):
+            if a is not None and arrays[j] is not None and may_share(a, arrays[j]):
                 raise ArgumentError(f"{kernel}(): out {outputs[j].name!r} and out {outputs[i].name!r} share memory")
     return tuple(arrays)
 

@@ -253,6 +253,12 @@ def test_several_outputs_on_the_fast_path(backend):
         np.testing.assert_array_equal(res.mirrored, want.mirrored)
     with pytest.raises(ArgumentError, match="share memory"):
         k(data, out=(h, h))
+    for _ in range(2):  # None allocates that output, on either path
+        m = np.full(96, -1, np.int64)
+        got = k(data, out=(None, m))
+        assert got.mirrored is m
+        np.testing.assert_array_equal(got.hist, want.hist)
+        np.testing.assert_array_equal(m, want.mirrored)
 
 
 def test_native_launcher_reports_execution_errors():

@@ -426,6 +426,28 @@ def test_several_outputs_are_a_namedtuple():
     assert message(e) == "class_histogram(): out= must hold 2 arrays (hist, mirrored), got 1"
 
 
+def test_none_in_out_allocates_that_output(vadd):
+    """As numpy's ufuncs and hologram.stream take it: `out=(None, m)` writes the second
+    output into m and allocates the first."""
+    hist = hg.compile_file("kernels/class_histogram.toml", backend="interp")
+    data = np.arange(256, dtype=np.uint8)
+    want = hist(data)
+    m = np.full(96, -1, np.int64)
+    got = hist(data, out=(None, m))
+    assert got.mirrored is m and got.hist.dtype == np.int64 and got.hist.shape == (96,)
+    np.testing.assert_array_equal(got.hist, want.hist)
+    np.testing.assert_array_equal(m, want.mirrored)
+    got = hist(data, out=[None, None])
+    np.testing.assert_array_equal(got.mirrored, want.mirrored)
+    z = vadd(f32(1, 2), f32(3, 4), out=(None,))
+    np.testing.assert_array_equal(z, f32(4, 6))
+    with pytest.raises(ArgumentError) as e:
+        hist(data, out=(None,))
+    assert message(e) == "class_histogram(): out= must hold 2 arrays (hist, mirrored), got 1"
+    batch = hist.map(np.arange(512, dtype=np.uint8).reshape(2, 256) % 7, out=(None, np.zeros((2, 96), np.int64)))
+    assert batch.hist.shape == (2, 96) and batch.hist.sum() == 512
+
+
 def test_zero_d_output_and_empty_reductions():
     argmax = hg.compile_file("kernels/argmax.toml", backend="interp")
     i = argmax(f32(1, 5, 2))
