@@ -76,7 +76,7 @@ class Reduction:
     companion: str | None = None
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Step:
     """One kernel of a plan. `kind` is "pass" (run per chunk) or "small" (run once after
     pass `index`, 0: before the first). `params` maps each of `kir`'s parameters, in
@@ -94,8 +94,38 @@ class Step:
     outputs: tuple[tuple[str, str, str], ...]
     reductions: tuple[Reduction, ...] = ()
 
+    def __repr__(self) -> str:
+        count = len(self.kir.body)
+        return f"<Step {self.kind} {self.index} ({self.kir.name}): {count} statement{'' if count == 1 else 's'}>"
 
-@attrs.frozen
+    def __str__(self) -> str:
+        """The step as a few lines: when it runs, what it reads that an earlier step
+        computed, its statements (the IR's text), what it gives."""
+        rows = [target for _, role, target in self.outputs if role == "row"]
+        if self.kind == "pass":
+            head = f"pass {self.index}, per chunk of rows" + (f", writing {', '.join(rows)}" if rows else "")
+        else:
+            head = f"once, {'before the first pass' if self.index == 0 else f'after pass {self.index}'}"
+        lines = [f"{head}:"]
+        earlier = [source for _, role, source in self.params if role == "small"]
+        if earlier:
+            lines.append(f"  reads {', '.join(earlier)} (computed before)")
+        lines += [f"    {line}" for st in self.kir.body for line in format_statement(st).splitlines()]
+        if self.reductions:
+            lines.append(f"  reduces across chunks: {', '.join(map(_reduction_words, self.reductions))}")
+        small = [target for _, role, target in self.outputs if role == "small"]
+        if small:
+            lines.append(f"  gives {', '.join(small)}")
+        return "\n".join(lines)
+
+
+def _reduction_words(r: Reduction) -> str:
+    if r.kind == "online":
+        return f"{r.companion}, {r.target} (online max-and-sum)"
+    return f"{r.target} ({r.kind})"
+
+
+@attrs.frozen(repr=False)
 class Plan:
     """A kernel streamed along `symbol`: its `steps` in order; `streamed` are the
     original inputs read a chunk of rows at a time, `row_outputs` the outputs written a
@@ -112,6 +142,28 @@ class Plan:
     @property
     def passes(self) -> int:
         return sum(1 for s in self.steps if s.kind == "pass")
+
+    def _summary(self) -> tuple[str, str]:
+        passes = f"{self.passes} pass{'' if self.passes == 1 else 'es'}"
+        rows = f"{', '.join(self.row_outputs)} a chunk at a time" if self.row_outputs else ""
+        return passes, rows
+
+    def __repr__(self) -> str:
+        passes, rows = self._summary()
+        streams = f"; streams {', '.join(self.streamed)}" if self.streamed else ""
+        return (f"<Plan along {self.symbol}: {passes}, {len(self.steps)} step{'' if len(self.steps) == 1 else 's'}"
+                f"{streams}{f'; writes {rows}' if rows else ''}>")
+
+    def __str__(self) -> str:
+        """The plan as text: what streams, then each step (`Step.__str__`)."""
+        passes, rows = self._summary()
+        name = self.steps[0].kir.name if self.direct else self.steps[0].kir.name.rsplit("_", 1)[0]
+        head = f"{name} streamed along {self.symbol}: {passes} over {', '.join(self.streamed) or 'nothing'}"
+        if rows:
+            head += f"; {rows.replace(' a chunk', ' written a chunk')}"
+        if self.direct:
+            head += " (the kernel itself, unchanged)"
+        return "\n".join([head, *map(str, self.steps)])
 
 
 @attrs.frozen

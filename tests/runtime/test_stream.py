@@ -132,6 +132,25 @@ def test_full_reductions_carry_their_state_across_chunks(backend, body):
                          name=body)
 
 
+def test_a_plan_reads_as_text_and_its_repr_is_one_line():
+    """`plan_for(k)` at the prompt: a short repr, and str() the steps in order, each
+    with its statements, what feeds it and what it gives."""
+    from hologram.runtime.stream import plan_for
+
+    k = kernel('x = "f32[n]"', 'y = "f32[n]"', "m = max(x)\ne = exp(x - m)\ny = e / sum(e)", "interp")
+    p = plan_for(k)
+    assert repr(p) == "<Plan along n: 2 passes, 2 steps; streams x; writes y a chunk at a time>"
+    assert repr(p.steps[0]) == "<Step pass 1 (k_pass1): 2 statements>"
+    text = str(p)
+    lines = text.splitlines()
+    assert lines[0] == "k streamed along n: 2 passes over x; y written a chunk at a time"
+    assert lines[1] == "pass 1, per chunk of rows:"
+    assert "  reduces across chunks: m, y_sum (online max-and-sum)" in lines
+    assert any(line.startswith("pass 2, per chunk of rows, writing y:") for line in lines)
+    assert any(line.startswith("    y[i0] = ") for line in lines), text
+    assert len(text) < 1000 and "KernelIR(" not in text
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_softmax_reads_its_input_twice(backend, tmp_path):
     from hologram.runtime.stream import plan_for
