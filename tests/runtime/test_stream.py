@@ -132,6 +132,25 @@ def test_full_reductions_carry_their_state_across_chunks(backend, body):
                          name=body)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_row_output_that_a_reduction_reads_streams(backend, tmp_path):
+    """`t` is an output and the sum's argument: the first pass computes it as a
+    temporary, the last writes it. Planning this raised KeyError('t') (the first pass
+    declared `t` an output it did not write). In place too: the last pass writes `t`."""
+    n = sizes(backend)
+    x = np.arange(1, n + 1, dtype=np.float32) / n
+    k = kernel('x = "f32[n]"', 't = "f32[n]", z = "f32[n]"', "t = x * 2\nz = x / sum(t)", backend)
+    want = k(x)
+    t, z = np.empty_like(x), np.empty_like(x)
+    hg.stream(k, x, out=(t, z), pool_bytes=SMALL)
+    np.testing.assert_array_equal(t, want.t)
+    assert_close(z, want.z, ulps=8, reduction_n=n)
+    m = memmap(tmp_path / "x.npy", x, mode="r+")
+    hg.stream(k, m, out=(m, z), pool_bytes=SMALL)
+    np.testing.assert_array_equal(np.load(str(tmp_path / "x.npy")), want.t)
+    assert_close(z, want.z, ulps=8, reduction_n=n)
+
+
 def test_a_plan_reads_as_text_and_its_repr_is_one_line():
     """`plan_for(k)` at the prompt: a short repr, and str() the steps in order, each
     with its statements, what feeds it and what it gives."""
