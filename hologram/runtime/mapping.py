@@ -84,9 +84,9 @@ def mmap_behind(a: np.ndarray) -> Any:
 
 
 # Per mmap object: (the address its memory starts at, the file, the file position of
-# that address, shared, path), or None when no file is mapped there. A live mmap's
-# mapping never moves (numpy's views of it forbid resizing), so this is read once.
-_MAPPINGS: "weakref.WeakKeyDictionary[Any, tuple | None]" = weakref.WeakKeyDictionary()
+# that address, shared, path). A live mmap's mapping never moves (numpy's views of it
+# forbid resizing), so this is read once.
+_MAPPINGS: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
 
 
 def mapped(a: np.ndarray) -> Mapped | None:
@@ -94,10 +94,11 @@ def mapped(a: np.ndarray) -> Mapped | None:
     mm = mmap_behind(a)
     if mm is None:
         return None
-    try:
-        found = _MAPPINGS[mm] if mm in _MAPPINGS else _MAPPINGS.setdefault(mm, _describe(mm, a))
-    except TypeError:  # an mmap object that takes no weak reference: described afresh
+    found = _MAPPINGS.get(mm)
+    if found is None:
         found = _describe(mm, a)
+        if found is not None:  # None may depend on `a` (no /proc: only an np.memmap says), so ask again
+            _MAPPINGS[mm] = found
     if found is None:
         return None
     base, file, pos, shared, path = found

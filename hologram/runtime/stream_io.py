@@ -173,7 +173,7 @@ class FileSource(Source):
         except OSError as exc:
             raise StreamError(f"{self.where}: reading the file failed: {exc}") from None
         if done < len(view):
-            raise StreamError(f"{self.where}: {ended(end - at - done)} while streaming from it")
+            raise StreamError(f"{self.where}: {_ended(end - at - done)} while streaming from it")
         return out
 
     def close(self) -> None:
@@ -298,7 +298,7 @@ class MappedSink(Sink):
         _release(self.array, start, start + len(rows))
 
 
-def ended(missing: int) -> str:
+def _ended(missing: int) -> str:
     return f"the file ended {missing} bytes early"
 
 
@@ -307,7 +307,7 @@ def _check_length(where: str, size: int | None, m: Mapped, array: np.ndarray) ->
     the file's end is a SIGBUS."""
     end = m.pos + array.nbytes
     if size is not None and size < end:
-        raise StreamError(f"{where}: {ended(end - size)}: it holds {size} bytes and the array reaches byte {end} "
+        raise StreamError(f"{where}: {_ended(end - size)}: it holds {size} bytes and the array reaches byte {end} "
                           "of it", hint="the file was truncated after it was mapped; map it again")
 
 

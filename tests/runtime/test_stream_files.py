@@ -205,8 +205,8 @@ def test_an_output_on_a_full_filesystem_is_an_error_not_a_sigbus(tmp_path):
     done = subprocess.run(["unshare", "-m", "sh", "-c",
                            f"mount -t tmpfs -o size=1m tmpfs {folder} && exec {sys.executable} {script}"],
                           capture_output=True, text=True, timeout=300, env={**os.environ, "HOLOGRAM_BACKEND": "interp"})
-    if done.returncode != 0 and "mount" in done.stderr and "StreamError" not in done.stdout:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()[-200:]}")
+    if done.returncode > 0 and not done.stdout and any(w in done.stderr for w in ("mount", "unshare")):
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()[-200:]}")  # (a container without the right)
     assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
     line = done.stdout.strip().splitlines()[-1]
     assert line.startswith("StreamError: stream(k): out 'y'") and "No space left on device" in line, line
