@@ -157,7 +157,8 @@ class Plan:
     def __str__(self) -> str:
         """The plan as text: what streams, then each step (`Step.__str__`)."""
         passes, rows = self._summary()
-        name = self.steps[0].kir.name if self.direct else self.steps[0].kir.name.rsplit("_", 1)[0]
+        first = self.steps[0].kir.name if self.steps else "the kernel"
+        name = first if self.direct or not self.steps else first.rsplit("_", 1)[0]  # k_pass1 -> k
         head = f"{name} streamed along {self.symbol}: {passes} over {', '.join(self.streamed) or 'nothing'}"
         if rows:
             head += f"; {rows.replace(' a chunk', ' written a chunk')}"
