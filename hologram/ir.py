@@ -238,9 +238,14 @@ class TensorDecl:
 
 @attrs.frozen
 class Compute:
+    """`target[vars] = body`. `site` is the index in `KernelIR.sites` of the document
+    text the statement computes (the user's statement, or the expression a hidden
+    temporary holds), so a message about the statement can quote the user's words."""
+
     target: str
     vars: tuple[str, ...]
     body: Expr
+    site: int | None = attrs.field(default=None, eq=False, repr=False)
 
     def __str__(self) -> str:
         return format_statement(self)
@@ -282,13 +287,15 @@ SCAN_KINDS = ("sum", "prod")
 @attrs.frozen
 class Scan:
     """`target[vars] = kind(value at var' <= var)`: an inclusive scan along `var` (one of
-    `vars`, which range over the target's shape, as a Compute's do)."""
+    `vars`, which range over the target's shape, as a Compute's do). `site` as a
+    Compute's."""
 
     target: str
     vars: tuple[str, ...]
     var: str
     kind: str
     value: Expr
+    site: int | None = attrs.field(default=None, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if self.kind not in SCAN_KINDS or self.var not in self.vars:

@@ -192,7 +192,9 @@ class _Kernel(NumpySpellings, NumpyIndexing, Gathers, Scatters, Scans):
             stmt = self.accumulate_statement(st) or self.scan_statement(st) or self.whole_array(st)
         else:
             stmt = self.index_notation(st)
-        self.statements += self.prelude + [stmt]
+        site = self.site(st.span)  # a hidden statement without a site of its own is this one's
+        self.statements += [s if getattr(s, "site", 0) is not None else attrs.evolve(s, site=site)
+                            for s in (*self.prelude, stmt)]
         self.prelude = []
         self.assigned_at[name] = st.span.line
         self.visible[name] = self.outputs.get(name) or next(t for t in self.temps if t.name == name)

@@ -83,7 +83,7 @@ class Scans:
         shape, variables, var, value = self.scan_layout(fn, elem, axis, call.span)
         name = self.names.fresh(fn.name)
         self.declare_temp(name, dtype, shape)
-        self.prelude.append(Scan(name, variables, var, fn.op, value))
+        self.prelude.append(Scan(name, variables, var, fn.op, value, site=self.site(call.span)))
         return Val(Expr.load(name, dtype, tuple(Expr.idx(f"{PLACEHOLDER}{k}") for k in range(len(shape)))),
                    shape, False, call.span)
 

@@ -146,7 +146,7 @@ class NumpySpellings:
         if isinstance(node, ast.Name) and node.id in self.visible:
             return self.visible[node.id]
         tmp = self.names.fresh("matmul_arg")
-        self.statement(ast.Assign(ast.Name(tmp, span), None, node, span))
+        self.statement(ast.Assign(ast.Name(tmp, node.span), None, node, node.span))  # its site: the operand's words
         return self.visible[tmp]
 
     def shaped(self, node: ast.Expr, scope: Scope) -> TensorDecl:

@@ -26,6 +26,7 @@ import numpy as np
 from hologram.core.dims import derive, is_derived
 from hologram.core.errors import ArgumentError, EmptyReductionError, did_you_mean, shorten
 from hologram.core.types import Affine, DType, Shape, type_str
+from hologram.runtime.mapping import may_share
 from hologram.verify.intervals import SYMBOL_MAX
 
 if TYPE_CHECKING:
@@ -125,8 +126,8 @@ def plain_array(where: str, value: np.ndarray) -> np.ndarray:
 def check_array(kernel: str, p: Param, value: Any, cast: bool, loop_rank: int = 0) -> np.ndarray:
     """`value` as an input array of `p`'s dtype and rank (plus `loop_rank` leading loop
     dimensions, hologram.runtime.loops), C-contiguous; with `cast=True` anything numpy can
-    convert becomes one converted copy (never a copy otherwise). An ndarray subclass is
-    viewed as a plain ndarray, a masked array refused (`plain_array`)."""
+    convert becomes one converted copy (`cast_array`; never a copy otherwise). An ndarray
+    subclass is viewed as a plain ndarray, a masked array refused (`plain_array`)."""
     where = f"{kernel}(): argument {p.name!r}"
     if type(value) is not np.ndarray and isinstance(value, np.ndarray):
         value = plain_array(where, value)
@@ -138,19 +139,16 @@ def check_array(kernel: str, p: Param, value: Any, cast: bool, loop_rank: int = 
             value = np.asarray(value)
         except Exception as exc:
             raise ArgumentError(f"{where} cannot be converted to an array of {p.type}: {exc}") from None
-        if value.dtype.kind in "OUSVc":
-            raise ArgumentError(f"{where} cannot be converted to {p.type}: got values of dtype {value.dtype}")
+    if cast:
+        _numeric(where, value, p.type)
     if value.ndim != len(p.shape) + loop_rank:
         hint = f"to map the kernel over leading dimensions, call {kernel}.map(...)" \
             if value.ndim > len(p.shape) else None
         raise ArgumentError(f"{where} must have rank {len(p.shape)} ({p.type}), got shape {value.shape}", hint=hint)
     want = p.dtype.np
     if cast:
-        if value.dtype.kind in "OUSVc":
-            raise ArgumentError(f"{where} cannot be converted to {p.type}: got values of dtype {value.dtype}")
         if value.dtype != want or not value.flags.c_contiguous:
-            with np.errstate(all="ignore"):
-                value = np.ascontiguousarray(value, dtype=want)
+            value = cast_array(where, p.name, value, p.dtype)
         return value
     if value.dtype != want:
         raise ArgumentError(f"{where} must have dtype {p.dtype} ({want}), got {value.dtype}", hint=CAST_HINT)
@@ -158,6 +156,89 @@ def check_array(kernel: str, p: Param, value: Any, cast: bool, loop_rank: int = 
         raise ArgumentError(f"{where} must be C-contiguous, got a strided view of shape {value.shape}",
                             hint=f"{CAST_HINT}, or use np.ascontiguousarray")
     return value
+
+
+def cast_array(where: str, name: str, value: np.ndarray, d: DType) -> np.ndarray:
+    """`value` converted to `d`, C-contiguous (one copy), by the rules a scalar converts
+    by (`convert_scalar`): to an integer or bool dtype, floats truncate toward zero and
+    a NaN, an infinity or a value the dtype cannot hold is an ArgumentError naming the
+    element (numpy's astype would give INT_MIN, or wrap); to a float dtype, as numpy
+    converts. An object array converts element by element, each a real number.
+    `where` starts the message ("k(): argument 'x'"), `name` names the elements."""
+    _numeric(where, value, str(d))
+    if value.dtype.kind == "O":
+        out = np.empty(value.shape, d.np)
+        for index, item in np.ndenumerate(value):
+            try:
+                out[index] = _number_to(d, item)
+            except _Refused as refused:
+                raise ArgumentError(f"{where}: {_element(name, index)} = {_show(item)} {refused}") from None
+        return out
+    source = value.dtype
+    if not d.is_float and source.kind in "fiu" and not np.can_cast(source, d.np, "safe"):
+        lo, hi = (0, 1) if d.is_bool else (d.min, d.max)
+        if source.kind == "f":
+            unfit = ~np.isfinite(value)
+            if not d.is_bool:
+                truncated = np.trunc(value)  # exact bounds: lo and hi + 1 are powers of two, exact as floats
+                unfit |= (truncated < float(lo)) | (truncated >= float(hi + 1))
+        else:
+            info = np.iinfo(source)
+            unfit = np.zeros(value.shape, bool)
+            if lo > info.min:
+                unfit |= value < lo
+            if hi < info.max:
+                unfit |= value > hi
+        if unfit.any():
+            index = np.unravel_index(int(np.flatnonzero(unfit)[0]), value.shape)
+            item = value[index].item()
+            words = "cannot be converted to" if source.kind == "f" and not np.isfinite(item) else "is out of range for"
+            raise ArgumentError(f"{where}: {_element(name, index)} = {_show(item)} {words} {d}"
+                                + ("" if words.startswith("cannot") else f" ({lo} to {hi})"))
+    with np.errstate(all="ignore"):  # float overflow gives inf, as numpy (and a float scalar) does
+        return np.ascontiguousarray(value, dtype=d.np)
+
+
+def _numeric(where: str, value: np.ndarray, to: str) -> None:
+    """Refuse strings, bytes, records and complex numbers (an object array's elements
+    are checked one by one)."""
+    if value.dtype.kind in "USVc":
+        raise ArgumentError(f"{where} cannot be converted to {to}: got values of dtype {value.dtype}")
+
+
+def _element(name: str, index: tuple[int, ...]) -> str:
+    return f"{name}[{', '.join(map(str, index))}]" if index else name
+
+
+class _Refused(Exception):
+    """Why a number cannot be converted: the words after `x = value` in the message."""
+
+
+def _number_to(d: DType, value: Any) -> np.generic:
+    """A real number (Python's or numpy's) as a numpy scalar of `d`: floats truncate
+    toward zero for an integer or bool `d`; NaN, infinities and values out of range are
+    refused (`_Refused`), never wrapped."""
+    if isinstance(value, (complex, np.complexfloating)) or not isinstance(value, (numbers.Number, np.bool_)):
+        raise _Refused("is not a real number")
+    if d.is_float:
+        try:
+            with np.errstate(all="ignore"):
+                return d.np.type(value)
+        except (OverflowError, TypeError, ValueError):  # an int beyond any float, an odd Number
+            raise _Refused(f"cannot be converted to {d}") from None
+    if not isinstance(value, (bool, np.bool_, numbers.Integral)):
+        try:
+            value = float(value)
+        except (OverflowError, TypeError, ValueError):
+            value = math.nan
+        if not math.isfinite(value):
+            raise _Refused(f"cannot be converted to {d}")
+        if d.is_bool:
+            return np.bool_(value != 0)
+    ivalue = int(value)  # truncates toward zero
+    if not d.min <= ivalue <= d.max:
+        raise _Refused(f"is out of range for {d} ({d.min} to {d.max})")
+    return d.np.type(ivalue)
 
 
 def convert_scalar(kernel: str, p: Param, value: Any, cast: bool) -> np.generic:
@@ -174,29 +255,14 @@ def convert_scalar(kernel: str, p: Param, value: Any, cast: bool) -> np.generic:
             if isinstance(value, np.ndarray) else None
         raise ArgumentError(f"{where} must be a number ({p.type}), got {type(value).__name__}", hint=hint)
     d = p.dtype
-    if d.is_float:
-        try:
-            with np.errstate(all="ignore"):
-                return d.np.type(value)
-        except (OverflowError, TypeError, ValueError):  # an int beyond any float, an odd Number
-            raise ArgumentError(f"{where} = {_show(value)} cannot be converted to {d}") from None
-    if not isinstance(value, (bool, np.bool_, numbers.Integral)):
-        if not cast:
-            kind = "an integer" if d.is_int else "a bool"
-            raise ArgumentError(f"{where} must be {kind} ({d}), got {type(value).__name__} {_show(value)}",
-                                hint="pass cast=True to truncate it toward zero")
-        try:
-            value = float(value)
-        except (OverflowError, TypeError, ValueError):
-            value = math.nan
-        if not math.isfinite(value):
-            raise ArgumentError(f"{where} = {_show(value)} cannot be converted to {d}")
-        if d.is_bool:
-            return np.bool_(value != 0)
-    ivalue = int(value)  # truncates toward zero
-    if not d.min <= ivalue <= d.max:
-        raise ArgumentError(f"{where} = {_show(ivalue)} is out of range for {d} ({d.min} to {d.max})")
-    return d.np.type(ivalue)
+    if not d.is_float and not cast and not isinstance(value, (bool, np.bool_, numbers.Integral)):
+        kind = "an integer" if d.is_int else "a bool"
+        raise ArgumentError(f"{where} must be {kind} ({d}), got {type(value).__name__} {_show(value)}",
+                            hint="pass cast=True to truncate it toward zero")
+    try:
+        return _number_to(d, value)
+    except _Refused as refused:
+        raise ArgumentError(f"{where} = {_show(value)} {refused}") from None
 
 
 def _show(value: Any) -> str:
@@ -381,14 +447,18 @@ def concrete_shape(kernel: str, p: Param, symbols: Mapping[str, int]) -> tuple[i
 
 # --------------------------------------------------------------------------- outputs
 def allocate_outputs(kernel: str, outputs: Sequence[Param], shapes: Sequence[tuple[int, ...]],
-                     symbols: Mapping[str, int],
-                     allocate: Callable[[tuple[int, ...], DType], np.ndarray]) -> tuple[np.ndarray, ...]:
-    """A new array per output from the backend's `allocate`. A size numpy cannot hold
-    (more than 2**63 - 1 bytes) is refused before asking; one the machine cannot give
-    (numpy's MemoryError, or a ValueError from an allocator) becomes the same
-    ArgumentError, naming the output, its shape, the symbols and the bytes."""
+                     symbols: Mapping[str, int], allocate: Callable[[tuple[int, ...], DType], np.ndarray],
+                     given: Sequence[np.ndarray | None] | None = None) -> tuple[np.ndarray, ...]:
+    """A new array per output from the backend's `allocate`, except where `given` (the
+    checked `out=`) holds one. A size numpy cannot hold (more than 2**63 - 1 bytes) is
+    refused before asking; one the machine cannot give (numpy's MemoryError, or a
+    ValueError from an allocator) becomes the same ArgumentError, naming the output, its
+    shape, the symbols and the bytes."""
     arrays = []
-    for p, shape in zip(outputs, shapes):
+    for k, (p, shape) in enumerate(zip(outputs, shapes)):
+        if given is not None and given[k] is not None:
+            arrays.append(given[k])
+            continue
         nbytes = math.prod(shape) * p.dtype.np.itemsize
         if nbytes > sys.maxsize:
             raise _too_big(kernel, p, shape, symbols, nbytes, "more than a numpy array can hold")
@@ -437,11 +507,12 @@ def _binary(nbytes: int) -> str:
 
 
 def check_out(kernel: str, outputs: Sequence[Param], out: Any,
-              shapes: Sequence[tuple[int, ...]]) -> tuple[np.ndarray, ...]:
+              shapes: Sequence[tuple[int, ...]]) -> tuple[np.ndarray | None, ...]:
     """Validate `out=`: one array per output (a bare array when there is one), of the exact
-    dtype and shape, C-contiguous, writeable and not overlapping each other. Returns the
-    caller's arrays themselves (an ndarray subclass included, so `k(x, out=m) is m`; a
-    masked array is refused, see `plain_array`)."""
+    dtype and shape, C-contiguous, writeable and not overlapping each other; or None for
+    an output to allocate (as numpy's ufuncs take it). Returns the caller's arrays
+    themselves (an ndarray subclass included, so `k(x, out=m) is m`; a masked array is
+    refused, see `plain_array`), None where None was given."""
     arrays = (out,) if isinstance(out, np.ndarray) else out
     if not isinstance(arrays, (tuple, list)) or len(arrays) != len(outputs):
         n = len(arrays) if isinstance(arrays, (tuple, list)) else type(out).__name__
@@ -449,6 +520,8 @@ def check_out(kernel: str, outputs: Sequence[Param], out: Any,
         raise ArgumentError(f"{kernel}(): out= must hold {_count(len(outputs), 'array')} ({names}), got {n}")
     for p, a, shape in zip(outputs, arrays, shapes):
         where = f"{kernel}(): out {p.name!r}"
+        if a is None:
+            continue
         if not isinstance(a, np.ndarray):
             raise ArgumentError(f"{where} must be a numpy array of {p.type}, got {type(a).__name__}")
         if type(a) is not np.ndarray:
@@ -463,16 +536,17 @@ def check_out(kernel: str, outputs: Sequence[Param], out: Any,
             raise ArgumentError(f"{where} is read-only")
     for i, a in enumerate(arrays):
         for j in range(i):
-            if np.may_share_memory(a, arrays[j]) and a.size and arrays[j].size:
+            if a is not None and arrays[j] is not None and may_share(a, arrays[j]):
                 raise ArgumentError(f"{kernel}(): out {outputs[j].name!r} and out {outputs[i].name!r} share memory")
     return tuple(arrays)
 
 
 def unalias(inputs: Mapping[str, np.ndarray], outs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
     """Inputs that overlap an output array are copied first, so writing an output can
-    never change an input another lane still has to read (numpy's ufuncs do the same)."""
-    return {name: a.copy() if any(a.size and o.size and np.may_share_memory(a, o) for o in outs) else a
-            for name, a in inputs.items()}
+    never change an input another lane still has to read (numpy's ufuncs do the same).
+    Overlap is by address, and by file for arrays in file mappings: two mappings of one
+    file are two addresses for the same bytes (hologram.runtime.mapping)."""
+    return {name: a.copy() if any(may_share(a, o) for o in outs) else a for name, a in inputs.items()}
 
 
 # ------------------------------------------------------------------------ reductions

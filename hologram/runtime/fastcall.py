@@ -6,7 +6,7 @@ for the shape symbols they bind (`Backend.launcher`, or `plain_run` around `laun
 A later call goes through a function generated for the kernel's signature
 (`make_fast`): it binds positional and keyword arguments to the inputs, converts
 scalars that convert exactly, allocates or unpacks the outputs (`out=` one array or a
-tuple/list of them), and hands everything to the run, which accepts only arrays of
+tuple/list of them, None in it allocating that output), and hands everything to the run, which accepts only arrays of
 exactly the remembered dtypes and shapes (C-contiguous, outputs writeable) and scalars
 of exactly the declared types. Equal shapes mean equal symbols, output shapes,
 empty-reduction verdict and launch geometry, so nothing else needs re-deriving; and
@@ -27,6 +27,7 @@ import numpy as np
 from hologram.core.types import DType
 from hologram.isa.program import BufferParam, Program, ScalarParam
 from hologram.runtime.args import Signature, unalias
+from hologram.runtime.mapping import mmap_behind
 
 MISS = object()  # what a fast call returns when the full path must decide
 
@@ -166,7 +167,7 @@ def make_fast(sig: Signature, order: tuple[list[str], list[str]], result: type |
     With `launch`, the function calls `launch(hit, *arguments)` instead of
     `hit.run(*arguments)` (the traced variant, hologram.runtime.tracing)."""
     ns: dict[str, Any] = {"MISS": MISS, "ndarray": np.ndarray, "CELL": cell, "alloc": allocate,
-                          "RESULT": result, "may_share": np.may_share_memory, "LAUNCH": launch}
+                          "RESULT": result, "may_share": np.may_share_memory, "LAUNCH": launch, "MAPPED": mmap_behind}
     bufs, scals = order
     n = len(sig.inputs)
     names = [f"v{i}" for i in range(n)]
@@ -202,6 +203,13 @@ def make_fast(sig: Signature, order: tuple[list[str], list[str]], result: type |
             lines += [f"        if (type(out) is not tuple and type(out) is not list) or len(out) != {len(outs)}:",
                       "            return MISS",
                       f"        {', '.join(outs)}, = out"]
+        lines += [f"        if {o} is None: {o} = alloc(h.out_shapes[{j}], OT{j})"  # numpy's None: allocate it
+                  for j, o in enumerate(outs)]
+        for o in outs:  # an output in a file mapping may overlap an input through another mapping of the
+            # file, which the run's address checks cannot see: the full path compares files (mapping.may_share).
+            # An array owning its memory, or a view of one (numpy points a view at the owner), is not mapped.
+            lines.append(f"        if type({o}) is ndarray and (b := {o}.base) is not None and (type(b) is not ndarray"
+                         f" or b.base is not None) and MAPPED({o}) is not None: return MISS")
         for j in range(len(outs)):  # overlapping outputs: the full path refuses them
             for i in range(j):
                 lines.append(f"        if type({outs[j]}) is not ndarray or type({outs[i]}) is not ndarray: "

@@ -216,10 +216,9 @@ class Kernel:
         shapes = [concrete_shape(name, p, symbols) for p in sig.outputs]
         check_reductions(name, c.reductions, symbols)
         backend, executable = self._prepare()
-        if out is None:
-            outs = allocate_outputs(name, sig.outputs, shapes, symbols, backend.allocate)
-        else:
-            outs = check_out(name, sig.outputs, out, shapes)
+        given = None if out is None else check_out(name, sig.outputs, out, shapes)
+        outs = allocate_outputs(name, sig.outputs, shapes, symbols, backend.allocate, given)
+        if given is not None:
             arrays = unalias(arrays, outs)
         self._remember(arrays, tuple(shapes), symbols)
         _launch(self.name, c.program, backend, executable, {**arrays, **dict(zip(sig.output_names, outs))}, scalars,
@@ -265,10 +264,9 @@ class Kernel:
         symbols = {**symbols, batched.count: loop.count}
         for param, table in batched.tables:
             arrays[table], symbols[dict(batched.items)[param]] = loop.tabled[param]
-        if out is None:
-            outs = allocate_outputs(name, sig.outputs, shapes, symbols, backend.allocate)
-        else:
-            outs = check_out(name, sig.outputs, out, shapes)
+        given = None if out is None else check_out(name, sig.outputs, out, shapes)
+        outs = allocate_outputs(name, sig.outputs, shapes, symbols, backend.allocate, given)
+        if given is not None:
             arrays = unalias(arrays, outs)
         _launch(self.name, batched.program, backend, executable, {**arrays, **dict(zip(sig.output_names, outs))},
                 scalars, symbols)

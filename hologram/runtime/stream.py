@@ -71,8 +71,8 @@ def stream(kernel: Kernel, /, *args: Any, out: Any = None, pool_bytes: int | Non
 def plan_for(kernel: Kernel, along: str | None = None) -> Any:
     """How `stream` runs `kernel` along a shape symbol (`along`, else its first array
     input's first dimension): a `hologram.runtime.stream_plan.Plan` (`passes`, `steps`
-    with each step's `KernelIR`, `streamed`, `row_outputs`), or the StreamError that
-    says what stops it."""
+    with each step's `KernelIR`, `streamed`, `row_outputs`; `print()` it to read the
+    steps, its repr is one line), or the StreamError that says what stops it."""
     from hologram.runtime.stream_rows import plan_of, stream_symbol
 
     return plan_of(kernel, stream_symbol(kernel._c.signature, along))[0]

@@ -1,21 +1,20 @@
 """What `hologram.stream` shares between its two ways of streaming: the arguments as
 given (arrays, memmaps, iterables of chunks), chunks checked, chunk sizes from the pool's
-budget, and where arrays' bytes live (to refuse a partial overlap of an output and an
-input, and allow streaming in place)."""
+budget, and outputs that overlap inputs refused (streaming in place allowed)."""
 
 from __future__ import annotations
 
 import math
 import numbers
-import os
 from typing import Any, Iterable, Mapping, Sequence
 
 import attrs
 import numpy as np
 
-from hologram.core.errors import ArgumentError
-from hologram.runtime.args import Param, complete_symbols, plain_array
-from hologram.runtime.stream_io import ALIGN, mapping_of, pool_size
+from hologram.core.errors import ArgumentError, StreamError
+from hologram.runtime.args import Param, cast_array, complete_symbols, plain_array
+from hologram.runtime.mapping import Extent, extent
+from hologram.runtime.stream_io import ALIGN, pool_size
 
 DEFAULT_POOL_BYTES = 64 << 20
 MAX_CHUNK_ROWS = 1 << 40  # a bound for the search; a pool never holds more rows than this
@@ -72,7 +71,10 @@ def chunk_array(kernel: str, p: Param, chunk: Any, number: int, cast: bool, like
         if not cast:
             raise ArgumentError(f"{where} must be a numpy array of rows, got {type(chunk).__name__}",
                                 hint="pass cast=True to convert chunks")
-        chunk = np.asarray(chunk)
+        try:
+            chunk = np.asarray(chunk)
+        except Exception as exc:
+            raise ArgumentError(f"{where} cannot be converted to an array of rows: {exc}") from None
     chunk = chunk.view(np.ndarray) if type(chunk) is not np.ndarray else chunk
     if chunk.ndim == 0:
         raise ArgumentError(f"{where} must be an array of rows, got a 0-d array")
@@ -81,8 +83,7 @@ def chunk_array(kernel: str, p: Param, chunk: Any, number: int, cast: bool, like
         if not cast:
             raise ArgumentError(f"{where} must have dtype {p.dtype} ({want}), got {chunk.dtype}",
                                 hint="pass cast=True to convert each chunk")
-        with np.errstate(all="ignore"):
-            chunk = chunk.astype(want)
+        chunk = cast_array(where, p.name, chunk, p.dtype)
     if like is not None and (chunk.ndim != like.ndim or chunk.shape[1:] != like.shape[1:]):
         raise ArgumentError(f"{where} has shape {chunk.shape}; its rows must have the first chunk's shape "
                             f"{like.shape[1:]}")
@@ -141,27 +142,38 @@ def temp_bytes(program: Any, symbols: Mapping[str, int], symbol: str, per_item: 
     return size
 
 
-def _extent(a: np.ndarray) -> tuple[Any, int, int]:
-    """Where `a`'s bytes live: (a file's (device, inode), or "memory"; first byte; end)."""
-    name = getattr(a, "filename", None)
-    if isinstance(a, np.memmap) and name and getattr(a, "_mmap", None) is not None:
-        found = mapping_of(a)
-        try:
-            st = os.stat(name)
-        except OSError:
-            st = None
-        if found is not None and st is not None:
-            return (st.st_dev, st.st_ino), found[1], found[1] + a.nbytes
-    start = a.__array_interface__["data"][0]
-    return "memory", start, start + a.nbytes
+def refuse_overlaps(where: str, streamed: Sequence[tuple[str, Extent | None]], whole: Sequence[tuple[str, np.ndarray]],
+                    outputs: Sequence[tuple[str, np.ndarray]]) -> None:
+    """Refuse outputs written a chunk at a time (`outputs`) whose bytes overlap an
+    input's, however the two reach them (one array, two mappings of one file, a file
+    read with pread: hologram.runtime.mapping). A call copies such an input first; a
+    stream cannot, its input being larger than memory. Two exceptions hold by
+    construction: an output that is exactly a streamed input's bytes (in place: each
+    chunk is read before it is written, and a plan writes its outputs in its last pass
+    only); nothing else: an input read whole (`whole`) is read by every chunk, and a
+    chunk written over it would change what the later chunks read. Two outputs that
+    overlap are an ArgumentError, as in a call."""
+    given = [(name, extent(a)) for name, a in outputs if a.size]
+    for i, (name, e) in enumerate(given):
+        for other, f in given[:i]:
+            if e.overlaps(f):
+                raise ArgumentError(f"{where}: out {other!r} and out {name!r} share memory")
+    hint = ("a stream cannot copy its input first as a call does (it does not fit in memory): give out= an array "
+            "of its own, or the input itself to stream in place")
+    for name, e in given:
+        for source, f in streamed:
+            if f is not None and f.overlaps(e) and f != e:
+                raise StreamError(f"{where}: out {name!r} overlaps input {source!r} without being it"
+                                  f"{_in(e, f)}", hint=hint)
+        for source, a in whole:
+            if a.size and extent(a).overlaps(e):
+                raise StreamError(f"{where}: out {name!r} overlaps input {source!r}, which every chunk reads "
+                                  f"whole{_in(e, extent(a))}", hint=hint)
 
 
-def overlap(a: np.ndarray, b: np.ndarray) -> bool:
-    if not a.nbytes or not b.nbytes:
-        return False
-    (wa, sa, ea), (wb, sb, eb) = _extent(a), _extent(b)
-    return wa == wb and sa < eb and sb < ea
-
-
-def same(a: np.ndarray, b: np.ndarray) -> bool:
-    return _extent(a) == _extent(b)
+def _in(output: Extent, source: Extent) -> str:
+    """Where the two meet, when it is a file: which of its bytes each spans."""
+    if output.file is None:
+        return ""
+    return (f" (of {output.path or 'one file'}, out holds bytes {output.start} to {output.end}, the input "
+            f"{source.start} to {source.end})")

@@ -5,14 +5,23 @@ of an output's rows:
 
 | kind | source | sink |
 |---|---|---|
-| `np.memmap` of a file (shared: modes r, r+, w+) | `pread` into a pool buffer | `pwrite` from a pool buffer |
-| the same when its file cannot be reopened as the one mapped (deleted, renamed, no `/proc/self/maps` proof) | copied from the mapping into a pool buffer, then the rows' pages released (`madvise(MADV_DONTNEED)`) | the kernel writes the mapping, then the pages are released (dirty pages of a shared mapping stay in the page cache) |
+| an array in a shared file mapping (`np.memmap` modes r, r+, w+, and views of one) | `pread` into a pool buffer | `pwrite` from a pool buffer |
+| the same when no descriptor of the mapped file can be had (no `/proc`, an mmap that keeps none) | copied from the mapping into a pool buffer, then the rows' pages released (`madvise(MADV_DONTNEED)`) | the kernel writes the mapping, then the pages are released (dirty pages of a shared mapping stay in the page cache) |
 | any other array (a copy-on-write memmap too) | the rows in place, zero-copy | the rows in place |
 | an iterable of arrays | copied into a pool buffer, re-cut to the chunk size | - |
 
 Mapped pages count in a process's resident set; pages in the page cache that it reads
 with `pread` do not. So a memmap is read and written through its file, never by
 touching its pages, and the process's peak RSS is the pool's size plus what it had.
+The descriptor is the file's name reopened when it still names the mapped file, else
+one this process holds on it (an `mmap.mmap` keeps its own), so a renamed or deleted
+file is read and written the same way (hologram.runtime.mapping).
+
+A page of a mapping past the end of its file is a SIGBUS when touched, which kills the
+process. Through a descriptor, a file that ends early is a short read and a write that
+fails (a full disk) an `OSError`: both are `StreamError`s naming the argument and the
+file. A file already shorter than its mapping is refused before any chunk is read,
+whichever way the array would be read (a copy-on-write memmap, read in place, too).
 
 `run_chunks` runs one pass: a reader thread fills the next slot of the pool while the
 caller computes on the current one, and a writer thread writes the previous slot's
@@ -32,69 +41,23 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from hologram.core.errors import ArgumentError
+from hologram.core.errors import ArgumentError, StreamError
+from hologram.runtime.mapping import Extent, Mapped, extent, file_size, mapped, mmap_behind, open_file
 
 ALIGN = 64  # bytes: each pool buffer starts on a cache line
 
 
 # ----------------------------------------------------------------------------- files
-def mapping_of(a: np.ndarray) -> tuple[Any, int] | None:
-    """(the mmap object behind the memmap `a`, the file position of `a[0]`), or None."""
-    mm, name = getattr(a, "_mmap", None), getattr(a, "filename", None)
-    if mm is None or name is None or not isinstance(a, np.memmap):
-        return None
-    try:
-        base = np.frombuffer(mm, np.uint8).ctypes.data
-    except (ValueError, TypeError):  # a closed mapping
-        return None
-    start = a.offset - a.offset % mmap.ALLOCATIONGRANULARITY  # where np.memmap began its mapping
-    return mm, start + (a.ctypes.data - base)
-
-
-def _maps_entry(address: int) -> tuple[int, int] | None:
-    """(device, inode) of the file mapped at `address`, from /proc/self/maps; None when
-    the table is not there (not Linux) or says nothing of it."""
-    try:
-        with open("/proc/self/maps") as f:
-            for line in f:
-                parts = line.split()
-                lo, hi = (int(x, 16) for x in parts[0].split("-"))
-                if lo <= address < hi and len(parts) >= 5:
-                    major, minor = (int(x, 16) for x in parts[3].split(":"))
-                    return os.makedev(major, minor), int(parts[4])
-    except OSError:
-        return None
-    return None
-
-
-def open_mapped_file(a: np.ndarray, writing: bool) -> tuple[int, int] | None:
-    """(a file descriptor, the file position of `a[0]`) when `a` is a shared memmap whose
-    file can be opened again and proven to be the one mapped; else None."""
-    found = mapping_of(a)
-    if found is None or a.mode == "c" or (writing and a.mode == "r"):
-        return None
-    _, pos = found
-    try:
-        fd = os.open(a.filename, os.O_RDWR if writing else os.O_RDONLY)
-    except OSError:
-        return None
-    st = os.fstat(fd)
-    mapped = _maps_entry(a.ctypes.data)
-    if (mapped is not None and mapped != (st.st_dev, st.st_ino)) or (mapped is None and os.path.exists("/proc")) \
-            or st.st_size < pos + a.nbytes:
-        os.close(fd)
-        return None
-    return fd, pos
-
-
-def _pread(fd: int, view: memoryview, pos: int) -> None:
+def _pread(fd: int, view: memoryview, pos: int) -> int:
+    """Read `view` from `pos` of the file: the bytes read, fewer at its end."""
     done = 0
     while done < len(view):
         k = os.preadv(fd, [view[done:]], pos + done) if hasattr(os, "preadv") else _seek_read(fd, view[done:],
                                                                                             pos + done)
         if k <= 0:
-            raise ArgumentError(f"the file ended {len(view) - done} bytes early while streaming from it")
+            break
         done += k
+    return done
 
 
 def _advise(fd: int, pos: int, size: int, advice: str) -> None:
@@ -119,16 +82,17 @@ def _pwrite(fd: int, view: memoryview, pos: int) -> None:
         else:
             os.lseek(fd, pos + done, os.SEEK_SET)
             k = os.writev(fd, [view[done:]])
+        if k <= 0:
+            raise OSError(f"the file took no bytes at position {pos + done}")
         done += k
 
 
 def _release(a: np.ndarray, start: int, stop: int) -> None:
-    """Drop rows [start, stop) of the shared memmap `a` from this process's pages (the
-    file keeps their contents)."""
-    found = mapping_of(a)
-    if found is None or a.mode == "c" or not hasattr(mmap, "MADV_DONTNEED"):
+    """Drop rows [start, stop) of `a`, an array in a shared file mapping, from this
+    process's pages (the file keeps their contents)."""
+    mm = mmap_behind(a)
+    if mm is None or not hasattr(mmap, "MADV_DONTNEED"):
         return
-    mm, _ = found
     base = np.frombuffer(mm, np.uint8).ctypes.data
     row = a.nbytes // max(len(a), 1)
     lo = a.ctypes.data - base + start * row
@@ -141,9 +105,11 @@ def _release(a: np.ndarray, start: int, stop: int) -> None:
 # --------------------------------------------------------------------------- sources
 class Source(ABC):
     """One streamed input: `rows` in all (None: unknown until read), each of `row_shape`
-    and `dtype`; `pooled` when its chunks go through a pool buffer."""
+    and `dtype`; `pooled` when its chunks go through a pool buffer; `extent` the bytes
+    it reads (None: chunks of an iterable, which no output can overlap)."""
 
     pooled = True
+    extent: Extent | None = None
 
     def __init__(self, name: str, dtype: np.dtype, row_shape: tuple[int, ...], rows: int | None):
         self.name, self.dtype, self.row_shape, self.rows = name, np.dtype(dtype), row_shape, rows
@@ -171,7 +137,7 @@ class ArraySource(Source):
 
     def __init__(self, name: str, array: np.ndarray):
         super().__init__(name, array.dtype, array.shape[1:], len(array))
-        self.array = array
+        self.array, self.extent = array, extent(array)
 
     def read(self, start: int, n: int, buf: np.ndarray | None) -> np.ndarray:
         return self.array[start:start + n].view(np.ndarray)
@@ -185,9 +151,10 @@ class FileSource(Source):
 
     AHEAD = 32 << 20
 
-    def __init__(self, name: str, array: np.ndarray, fd: int, pos: int):
+    def __init__(self, name: str, array: np.ndarray, fd: int, pos: int, where: str):
         super().__init__(name, array.dtype, array.shape[1:], len(array))
-        self.fd, self.pos = fd, pos
+        self.fd, self.pos, self.where = fd, pos, where
+        self.extent = extent(array)
         self.advised = 0  # the file position up to which the read-ahead was asked for
         _advise(fd, pos, array.nbytes, "POSIX_FADV_SEQUENTIAL")
 
@@ -200,7 +167,13 @@ class FileSource(Source):
             lo = max(self.advised, at)
             self.advised = min(lo + self.AHEAD, end)
             _advise(self.fd, lo, self.advised - lo, "POSIX_FADV_WILLNEED")
-        _pread(self.fd, memoryview(out.reshape(-1).view(np.uint8)), at)
+        view = memoryview(out.reshape(-1).view(np.uint8))
+        try:
+            done = _pread(self.fd, view, at)
+        except OSError as exc:
+            raise StreamError(f"{self.where}: reading the file failed: {exc}") from None
+        if done < len(view):
+            raise StreamError(f"{self.where}: {_ended(end - at - done)} while streaming from it")
         return out
 
     def close(self) -> None:
@@ -212,7 +185,7 @@ class MappedSource(Source):
 
     def __init__(self, name: str, array: np.ndarray):
         super().__init__(name, array.dtype, array.shape[1:], len(array))
-        self.array = array
+        self.array, self.extent = array, extent(array)
 
     def read(self, start: int, n: int, buf: np.ndarray | None) -> np.ndarray:
         n = min(n, self.rows - start)
@@ -304,12 +277,15 @@ class ArraySink(Sink):
 
 
 class FileSink(Sink):
-    def __init__(self, name: str, array: np.ndarray, fd: int, pos: int):
+    def __init__(self, name: str, array: np.ndarray, fd: int, pos: int, where: str):
         super().__init__(name, array)
-        self.fd, self.pos = fd, pos
+        self.fd, self.pos, self.where = fd, pos, where
 
     def write(self, start: int, rows: np.ndarray) -> None:
-        _pwrite(self.fd, memoryview(rows.reshape(-1).view(np.uint8)), self.pos + start * self.row_bytes)
+        try:
+            _pwrite(self.fd, memoryview(rows.reshape(-1).view(np.uint8)), self.pos + start * self.row_bytes)
+        except OSError as exc:
+            raise StreamError(f"{self.where}: writing the file failed: {exc}") from None
 
     def close(self) -> None:
         os.close(self.fd)
@@ -322,20 +298,51 @@ class MappedSink(Sink):
         _release(self.array, start, start + len(rows))
 
 
-def source_for(name: str, array: np.ndarray) -> Source:
-    opened = open_mapped_file(array, writing=False) if array.nbytes else None
-    if opened is not None:
-        return FileSource(name, array, *opened)
-    if mapping_of(array) is not None and array.mode != "c":
+def _ended(missing: int) -> str:
+    return f"the file ended {missing} bytes early"
+
+
+def _check_length(where: str, size: int | None, m: Mapped, array: np.ndarray) -> None:
+    """Refuse a file shorter than the part of it `array` maps: touching the mapping past
+    the file's end is a SIGBUS."""
+    end = m.pos + array.nbytes
+    if size is not None and size < end:
+        raise StreamError(f"{where}: {_ended(end - size)}: it holds {size} bytes and the array reaches byte {end} "
+                          "of it", hint="the file was truncated after it was mapped; map it again")
+
+
+def _opened(kernel: str, what: str, array: np.ndarray, writing: bool) -> tuple[Mapped | None, int | None, str]:
+    """The file mapping holding `array` (None: memory), a descriptor of its file when the
+    mapping is shared and one can be had, and the words for errors about it. A file
+    shorter than the array's extent is refused here, before anything is read."""
+    m = mapped(array) if array.nbytes else None
+    if m is None:
+        return None, None, ""
+    where = f"stream({kernel}): {what} ({m.path})"
+    fd = open_file(m, writing, getattr(array, "filename", None)) if m.shared else None
+    try:
+        _check_length(where, os.fstat(fd).st_size if fd is not None else file_size(m), m, array)
+    except BaseException:
+        if fd is not None:
+            os.close(fd)
+        raise
+    return m, fd, where
+
+
+def source_for(kernel: str, name: str, array: np.ndarray) -> Source:
+    m, fd, where = _opened(kernel, f"input {name!r}", array, writing=False)
+    if fd is not None:
+        return FileSource(name, array, fd, m.pos, where)
+    if m is not None and m.shared:
         return MappedSource(name, array)
     return ArraySource(name, array)
 
 
-def sink_for(name: str, array: np.ndarray) -> Sink:
-    opened = open_mapped_file(array, writing=True) if array.nbytes else None
-    if opened is not None:
-        return FileSink(name, array, *opened)
-    if mapping_of(array) is not None and array.mode != "c":
+def sink_for(kernel: str, name: str, array: np.ndarray) -> Sink:
+    m, fd, where = _opened(kernel, f"out {name!r}", array, writing=True)
+    if fd is not None:
+        return FileSink(name, array, fd, m.pos, where)
+    if m is not None and m.shared:
         return MappedSink(name, array)
     return ArraySink(name, array)
 

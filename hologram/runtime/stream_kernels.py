@@ -195,8 +195,8 @@ class _Steps:
             st, info = self.body[i], self.infos[i]
             if info.role == ROW:
                 body.append(rw.statement(st, info))
-                if st.target not in outputs:
-                    temps.append(pl.decls[st.target])
+                if st.target not in outputs:  # an output the last pass writes is a temporary here
+                    temps.append(attrs.evolve(pl.decls[st.target], kind="temp"))
                 continue
             d = pl.decls[st.target]
             if info.role == SCATTER:

@@ -23,11 +23,21 @@ from hologram.runtime.args import (bind_symbols, check_array, check_reductions, 
                                    convert_scalar)
 from hologram.runtime.kernel import Kernel
 from hologram.runtime.loops import Core
-from hologram.runtime.stream_args import Arg, chunk_array, chunk_rows, loop_rank, overlap, same, temp_bytes
+from hologram.runtime.stream_args import Arg, chunk_array, chunk_rows, loop_rank, refuse_overlaps, temp_bytes
 from hologram.runtime.stream_io import IterSource, Pool, Sink, Source, pool_size, run_chunks, sink_for, source_for
 
 
 def stream_loops(kernel: Kernel, given: dict[str, Arg], out: Any, budget: int, cast: bool) -> Any:
+    opened: list[Source | Sink] = []  # closed however the call ends
+    try:
+        return _stream_loops(kernel, given, out, budget, cast, opened)
+    finally:
+        for s in opened:
+            s.close()
+
+
+def _stream_loops(kernel: Kernel, given: dict[str, Arg], out: Any, budget: int, cast: bool,
+                  opened: list[Source | Sink]) -> Any:
     c = kernel._c
     sig, name = c.signature, c.signature.name
     where = f"stream({name})"
@@ -64,7 +74,8 @@ def stream_loops(kernel: Kernel, given: dict[str, Arg], out: Any, budget: int, c
             if x.dtype != p.dtype.np or not x.flags.c_contiguous:
                 raise ArgumentError(f"{where}: streamed argument {p.name!r} must be a C-contiguous array of "
                                     f"{p.type} items, got {x.dtype} {'(strided)' if not x.flags.c_contiguous else ''}")
-            sources[p.name] = src = source_for(p.name, x.reshape((count, *x.shape[rank:])))
+            sources[p.name] = src = source_for(name, p.name, x.reshape((count, *x.shape[rank:])))
+            opened.append(src)
             cores[p.name] = Core(src.row_shape)
             continue
         if rank and math.prod(loops[p.name]) != 1:  # a broadcast part of the loop shape: gathered per chunk
@@ -84,12 +95,12 @@ def stream_loops(kernel: Kernel, given: dict[str, Arg], out: Any, budget: int, c
     core = complete_symbols(c.program.symbols, symbols)
     check_reductions(name, c.reductions, core)
     out_cores = [concrete_shape(name, p, core) for p in sig.outputs]
-    sinks = _sinks(where, sig, out, shape, out_cores)
-    for n, src in sources.items():
-        array = getattr(src, "array", None)
-        for s in sinks:
-            if array is not None and overlap(array, s.array) and not same(array, s.array):
-                raise ArgumentError(f"{where}: out {s.name!r} overlaps input {n!r} without being it")
+    outs = _outs(where, sig, out, shape, out_cores)
+    refuse_overlaps(where, [(n, src.extent) for n, src in sources.items()],
+                    [(n, a) for n, a in shared.items() if isinstance(a, np.ndarray)]
+                    + [(n, items.flat) for n, items in gathered.items()], outs)
+    sinks = [sink_for(name, n, a) for n, a in outs]
+    opened.extend(sinks)
     parts = [(s.name, s.dtype, s.row_shape) for s in (*sources.values(), *sinks)]
     chunk = chunk_rows(budget, 3, parts, temp_bytes(c.program, core, "", per_item=True), where)
     rows = chunk if count is None else max(min(chunk, count), 1)
@@ -102,11 +113,7 @@ def stream_loops(kernel: Kernel, given: dict[str, Arg], out: Any, budget: int, c
                 for a in order]
         kernel.map(*args, out=tuple(outputs[s.name] for s in sinks))
 
-    try:
-        seen = run_chunks(list(sources.values()), sinks, chunk, count, pool.slots(3, rows, pooled), compute)
-    finally:
-        for s in (*sources.values(), *sinks):
-            s.close()
+    seen = run_chunks(list(sources.values()), sinks, chunk, count, pool.slots(3, rows, pooled), compute)
     for s in sinks:
         if s.rows != seen:
             raise ArgumentError(f"{where}: the inputs had {seen} items, but out {s.name!r} has {s.rows}")
@@ -137,7 +144,8 @@ def _given(out: Any) -> tuple:
     return (out,) if isinstance(out, np.ndarray) else tuple(out)
 
 
-def _sinks(where: str, sig: Any, out: Any, shape: tuple[int, ...] | None, cores: list) -> list[Sink]:
+def _outs(where: str, sig: Any, out: Any, shape: tuple[int, ...] | None, cores: list) -> list[tuple[str, np.ndarray]]:
+    """The out= arrays, checked, each as an array of items (its loop dimensions flat)."""
     if out is None:
         raise ArgumentError(f"{where}: every output has a row per item streamed: pass out= to say where they go",
                             hint="an np.memmap for data larger than memory, e.g. "
@@ -145,7 +153,7 @@ def _sinks(where: str, sig: Any, out: Any, shape: tuple[int, ...] | None, cores:
     outs = _given(out) if isinstance(out, (np.ndarray, tuple, list)) else None
     if outs is None or len(outs) != len(sig.outputs):
         raise ArgumentError(f"{where}: out= must hold {len(sig.outputs)} arrays ({', '.join(sig.output_names)})")
-    sinks: list[Sink] = []
+    given: list[tuple[str, np.ndarray]] = []
     for p, a, core in zip(sig.outputs, outs, cores):
         if not isinstance(a, np.ndarray):
             raise ArgumentError(f"{where}: out {p.name!r} must be a numpy array, got {type(a).__name__}")
@@ -156,8 +164,5 @@ def _sinks(where: str, sig: Any, out: Any, shape: tuple[int, ...] | None, cores:
             raise ArgumentError(f"{where}: out {p.name!r} must be a writeable C-contiguous array of {p.dtype} "
                                 f"({p.dtype.np}) and shape {want if shape is not None else ('items', *core)}, got "
                                 f"{a.dtype} {a.shape}")
-        for s in sinks:
-            if overlap(a, s.array):
-                raise ArgumentError(f"{where}: out {s.name!r} and out {p.name!r} share memory")
-        sinks.append(sink_for(p.name, a.reshape((math.prod(lead), *core))))
-    return sinks
+        given.append((p.name, a.reshape((math.prod(lead), *core))))
+    return given

@@ -76,7 +76,7 @@ class Reduction:
     companion: str | None = None
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Step:
     """One kernel of a plan. `kind` is "pass" (run per chunk) or "small" (run once after
     pass `index`, 0: before the first). `params` maps each of `kir`'s parameters, in
@@ -94,8 +94,38 @@ class Step:
     outputs: tuple[tuple[str, str, str], ...]
     reductions: tuple[Reduction, ...] = ()
 
+    def __repr__(self) -> str:
+        count = len(self.kir.body)
+        return f"<Step {self.kind} {self.index} ({self.kir.name}): {count} statement{'' if count == 1 else 's'}>"
 
-@attrs.frozen
+    def __str__(self) -> str:
+        """The step as a few lines: when it runs, what it reads that an earlier step
+        computed, its statements (the IR's text), what it gives."""
+        rows = [target for _, role, target in self.outputs if role == "row"]
+        if self.kind == "pass":
+            head = f"pass {self.index}, per chunk of rows" + (f", writing {', '.join(rows)}" if rows else "")
+        else:
+            head = f"once, {'before the first pass' if self.index == 0 else f'after pass {self.index}'}"
+        lines = [f"{head}:"]
+        earlier = [source for _, role, source in self.params if role == "small"]
+        if earlier:
+            lines.append(f"  reads {', '.join(earlier)} (computed before)")
+        lines += [f"    {line}" for st in self.kir.body for line in format_statement(st).splitlines()]
+        if self.reductions:
+            lines.append(f"  reduces across chunks: {', '.join(map(_reduction_words, self.reductions))}")
+        small = [target for _, role, target in self.outputs if role == "small"]
+        if small:
+            lines.append(f"  gives {', '.join(small)}")
+        return "\n".join(lines)
+
+
+def _reduction_words(r: Reduction) -> str:
+    if r.kind == "online":
+        return f"{r.companion}, {r.target} (online max-and-sum)"
+    return f"{r.target} ({r.kind})"
+
+
+@attrs.frozen(repr=False)
 class Plan:
     """A kernel streamed along `symbol`: its `steps` in order; `streamed` are the
     original inputs read a chunk of rows at a time, `row_outputs` the outputs written a
@@ -112,6 +142,29 @@ class Plan:
     @property
     def passes(self) -> int:
         return sum(1 for s in self.steps if s.kind == "pass")
+
+    def _summary(self) -> tuple[str, str]:
+        passes = f"{self.passes} pass{'' if self.passes == 1 else 'es'}"
+        rows = f"{', '.join(self.row_outputs)} a chunk at a time" if self.row_outputs else ""
+        return passes, rows
+
+    def __repr__(self) -> str:
+        passes, rows = self._summary()
+        streams = f"; streams {', '.join(self.streamed)}" if self.streamed else ""
+        return (f"<Plan along {self.symbol}: {passes}, {len(self.steps)} step{'' if len(self.steps) == 1 else 's'}"
+                f"{streams}{f'; writes {rows}' if rows else ''}>")
+
+    def __str__(self) -> str:
+        """The plan as text: what streams, then each step (`Step.__str__`)."""
+        passes, rows = self._summary()
+        first = self.steps[0].kir.name if self.steps else "the kernel"
+        name = first if self.direct or not self.steps else first.rsplit("_", 1)[0]  # k_pass1 -> k
+        head = f"{name} streamed along {self.symbol}: {passes} over {', '.join(self.streamed) or 'nothing'}"
+        if rows:
+            head += f"; {rows.replace(' a chunk', ' written a chunk')}"
+        if self.direct:
+            head += " (the kernel itself, unchanged)"
+        return "\n".join([head, *map(str, self.steps)])
 
 
 @attrs.frozen
@@ -174,25 +227,44 @@ class Planner:
         self.streamed_tensors = self._streamed_tensors()
 
     # ------------------------------------------------------------------ errors
-    def error(self, message: str, expr: Expr | None = None, hint: str | None = None) -> StreamError:
-        site = self.site_of(expr)
+    def error(self, message: str, expr: Expr | None = None, hint: str | None = None,
+              st: Statement | None = None) -> StreamError:
+        """The error, at `expr`'s first access the document locates, else at the
+        statement `st` (its own words, hologram.ir.Compute.site)."""
+        site = self.site_of(expr) or self.statement_site(st)
         return StreamError(f"stream({self.name}): {message}", None if site is None else site.span(), hint)
+
+    def _site(self, index: int | None) -> Site | None:
+        return self.kir.sites[index] if index is not None and 0 <= index < len(self.kir.sites) else None
 
     def site_of(self, expr: Expr | None) -> Site | None:
         """Where in the document `expr` (its first access that knows) is written."""
         if expr is None:
             return None
         loads = [n for n in expr.walk() if n.op == "LOAD" and n.site is not None]
-        return self.kir.sites[loads[0].site] if loads and 0 <= loads[0].site < len(self.kir.sites) else None
+        return self._site(loads[0].site) if loads else None
+
+    def statement_site(self, st: Statement | None) -> Site | None:
+        """Where the document writes what `st` computes: the user's statement, or the
+        expression a hidden temporary holds (`matmul_arg0` is `(a * 2).T`)."""
+        return None if st is None or isinstance(st, Accumulate) else self._site(getattr(st, "site", None))
 
     def show(self, node: Expr) -> str:
         """`node` as the document writes it, when its site says; else its IR text."""
         site = self.site_of(node) if node.op == "LOAD" and node.site is not None else None
-        return site.text[site.col - 1:site.end_col - 1] if site is not None else format_expr(node)
+        return _words(site) if site is not None else format_expr(node)
 
     def stmt(self, st: Statement, node: Expr) -> str:
-        """The statement, for an error: the line the error shows, else its IR text."""
+        """The statement, for an error: as the document writes it, else (the line the
+        error shows) "this statement", else its IR text."""
+        site = self.statement_site(st)
+        if site is not None:
+            return f"`{_words(site)}` "
         return "this statement " if self.site_of(node) is not None else f"`{format_statement(st).splitlines()[0]}` "
+
+    def defined_at(self, name: str) -> Statement | None:
+        """The statement of the body that assigns `name` first, when it has a site."""
+        return next((st for st in self.kir.body if name in defines(st) and self.statement_site(st) is not None), None)
 
     def mentions(self, a: Affine) -> bool:
         return self.S in base_symbols(Affine.of(a))
@@ -208,9 +280,14 @@ class Planner:
                 continue
             if d.shape[0] != lead or any(self.mentions(x) for x in d.shape[1:]):
                 shape = ", ".join(map(str, d.shape))
-                raise self.error(f"{d.kind} {d.name!r} has shape [{shape}]; an array whose size depends on {S}, the "
+                st = self.defined_at(d.name) if d.kind == "temp" else None
+                what = f"{d.kind} {d.name!r}"
+                if st is not None and not _names_target(self.statement_site(st), d.name):
+                    what = f"`{_words(self.statement_site(st))}`"  # a hidden temporary: the words it holds
+                raise self.error(f"{what} has shape [{shape}]; an array whose size depends on {S}, the "
                                  f"streamed dimension, must have {S} as its first dimension and nowhere else",
-                                 hint="stream along another symbol with along=, or call the kernel on arrays in memory")
+                                 hint="stream along another symbol with along=, or call the kernel on arrays in memory",
+                                 st=st)
             found.add(d.name)
         if not any(p.name in found for p in self.kir.params):
             raise self.error(f"no input has {S} as its first dimension, so there is nothing to stream along it")
@@ -240,7 +317,7 @@ class Planner:
                 if depends:
                     raise self.error(f"{self.stmt(st, node)}has a reduction over {self.S} whose value depends on "
                                      f"the row ({depends[0]}), so no pass can finish it before the rows that need "
-                                     "it", node)
+                                     "it", node, st=st)
                 order = [v for v in _statement_vars(st) if v in free] + sorted(free - set(_statement_vars(st)))
                 key = (_canonical(node), tuple(order)) if not order else None
                 if key is not None and key in seen:
@@ -271,23 +348,23 @@ class Planner:
         if len(over) != 1 or over[0][1] != Affine.of(self.S):
             extents = ", ".join(str(x) for _, x in over)
             raise self.error(f"{self.stmt(st, node)}reduces over {extents}; a streamed reduction runs over "
-                             f"{self.S} itself, once", node)
+                             f"{self.S} itself, once", node, st=st)
         if kind in ("argmin", "argmax") and Affine.of(axes[0][1]) != Affine.of(self.S):
             raise self.error(f"{self.stmt(st, node)}has an {kind} that numbers its elements with {self.S} as a "
-                             f"later axis; streamed, {self.S} must be its first axis", node)
+                             f"later axis; streamed, {self.S} must be its first axis", node, st=st)
 
     # ------------------------------------------------------------------ roles
     def classify(self, st: Statement) -> Info:
         if not isinstance(st, (Compute, Accumulate, Scan)):
-            raise self.error(f"`{format_statement(st).splitlines()[0]}` is not a statement stream can split")
+            raise self.error(f"{self.stmt(st, None)}is not a statement stream can split", st=st)
         target = st.target
         if self.streamed(target):
             if isinstance(st, Accumulate):
                 raise self.error(f"{self.stmt(st, st.value)}scatters into {target!r}, a streamed array: a chunk's "
-                                 "scatter may land in any row", st.value)
+                                 "scatter may land in any row", st.value, st=st)
             if isinstance(st, Scan) and st.var == st.vars[0]:
                 raise self.error(f"{self.stmt(st, st.value)}is a cum{st.kind} along {self.S}, the streamed "
-                                 "dimension", st.value, hint="a scan along another axis of each row streams")
+                                 "dimension", st.value, hint="a scan along another axis of each row streams", st=st)
             info = Info(ROW, st.vars[0])
         elif isinstance(st, Compute) and self._is_s_reduce(st.body):
             info = Info(REDUCE, next(v for v, x in st.body.arg[1] if self.mentions(x)))
@@ -295,7 +372,7 @@ class Planner:
             over = [(v, x) for v, x in zip(st.vars, st.extents) if self.mentions(x)]
             if len(over) != 1 or over[0][1] != Affine.of(self.S):
                 raise self.error(f"{self.stmt(st, st.value)}scatters over {', '.join(str(x) for _, x in over)}; a "
-                                 f"streamed scatter runs over {self.S} itself, once", st.value)
+                                 f"streamed scatter runs over {self.S} itself, once", st.value, st=st)
             info = Info(SCATTER, over[0][0])
         else:
             info = Info(SMALL)
@@ -305,16 +382,32 @@ class Planner:
                 if node.op == "LOAD" and self.streamed(node.arg):
                     if info.role == SMALL:
                         raise self.error(f"{self.stmt(st, node)}reads {self.show(node)} outside a pass over the "
-                                         f"rows of {node.arg!r}", node)
+                                         f"rows of {node.arg!r}", node, st=st)
                     if node.srcs[0] != Expr.idx(info.svar):
                         raise self.error(f"{self.stmt(st, node)}reads {self.show(node)}, another row of {node.arg!r} "
                                          f"than the one being computed ({node.arg}[{info.svar}, ...]); a chunk holds "
-                                         "no other rows", node, hint="stencils and gathers across rows do not stream")
+                                         "no other rows", node, hint="stencils and gathers across rows do not stream",
+                                         st=st)
             if info.svar is not None and _value_use(e, info.svar, self.streamed):
                 offset = True
             if any(self._is_s_reduce(n) for n in e.walk()) and info.role != REDUCE:
-                raise self.error(f"{self.stmt(st, e)}nests a reduction over {self.S} that stream cannot hoist", e)
+                raise self.error(f"{self.stmt(st, e)}nests a reduction over {self.S} that stream cannot hoist", e,
+                                 st=st)
         return attrs.evolve(info, offset=offset)
+
+
+def _words(site: Site) -> str:
+    """What the document writes at `site` (its first line)."""
+    return site.text[site.col - 1:site.end_col - 1].strip()
+
+
+def _names_target(site: Site | None, name: str) -> bool:
+    """Whether the words at `site` assign `name` itself (`d = ...`, `d[i] = ...`): the
+    user's statement, not an expression a hidden temporary holds."""
+    if site is None:
+        return False
+    words = _words(site)
+    return words.startswith(name) and words[len(name):len(name) + 1] in ("", " ", "[", "=")
 
 
 def _value_use(e: Expr, var: str, streamed) -> bool:

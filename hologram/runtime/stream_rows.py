@@ -16,7 +16,7 @@ from hologram.runtime.args import (Param, Signature, bind_symbols, check_array, 
                                    concrete_shape, convert_scalar)
 from hologram.runtime.kernel import Kernel
 from hologram.runtime.loops import Core
-from hologram.runtime.stream_args import Arg, chunk_array, chunk_rows, least_pool, overlap, same, temp_bytes
+from hologram.runtime.stream_args import Arg, chunk_array, chunk_rows, least_pool, refuse_overlaps, temp_bytes
 from hologram.runtime.stream_io import IterSource, Pool, Sink, Source, pool_size, run_chunks, sink_for, source_for
 
 
@@ -120,15 +120,26 @@ class _Rows:
         self.symbol = stream_symbol(self.sig, along)
         self.plan, self.kernels = plan_of(kernel, self.symbol)
         self.sources: dict[str, Source] = {}
+        self.sinks: dict[str, Sink] = {}
         self.fixed: dict[str, Any] = {}
-        self._inputs()
-        self.symbols = self._bind()
-        known = [s.rows for s in self.sources.values() if s.rows is not None]
-        self.total: int | None = self.symbols[self.symbol] if known else None  # iterables must match the arrays
-        if self.total is not None:
-            check_reductions(self.name, self.c.reductions, complete_symbols(self.c.program.symbols, self.symbols))
         self.out = out
         self.small: dict[str, np.ndarray] = {}
+        try:
+            self._inputs()
+            self.symbols = self._bind()
+            known = [s.rows for s in self.sources.values() if s.rows is not None]
+            self.total: int | None = self.symbols[self.symbol] if known else None  # iterables must match arrays
+            if self.total is not None:
+                check_reductions(self.name, self.c.reductions, complete_symbols(self.c.program.symbols, self.symbols))
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Give back the descriptors the sources and sinks hold."""
+        for s in (*self.sources.values(), *self.sinks.values()):
+            s.close()
+        self.sources, self.sinks = {}, {}
 
     def where(self) -> str:
         return f"stream({self.name})"
@@ -159,7 +170,7 @@ class _Rows:
 
             return IterSource(p.name, self.name, a.value, a.iterator, first, convert)
         if a.kind == "value" and self.cast:
-            return source_for(p.name, check_array(self.name, p, a.value, True))
+            return source_for(self.name, p.name, check_array(self.name, p, a.value, True))
         if a.kind != "array":
             raise ArgumentError(f"{self.where()}: argument {p.name!r} must be an array ({p.type}) or an iterable "
                                 f"of arrays of rows, got {type(a.value).__name__}")
@@ -174,7 +185,7 @@ class _Rows:
                                 hint="stream never converts a streamed input whole (that would read it into memory); "
                                      "give an iterable of converted chunks: "
                                      f"(x[i:i + k].astype(np.{p.dtype.np.name}) for i in range(0, len(x), k))")
-        return source_for(p.name, x)
+        return source_for(self.name, p.name, x)
 
     def _bind(self) -> dict[str, int]:
         rows = {s.rows for s in self.sources.values() if s.rows is not None}
@@ -189,18 +200,14 @@ class _Rows:
         return bind_symbols(self.name, self.sig.inputs, shapes, self.sig.symbols)
 
     # ------------------------------------------------------------------ outputs
-    def _outputs(self) -> tuple[dict[str, Sink], dict[str, np.ndarray]]:
+    def _outputs(self) -> dict[str, np.ndarray]:
+        """The outputs given as out=, checked: the row outputs' sinks (in `self.sinks`)
+        and the other outputs' arrays, returned."""
         sig, plan = self.sig, self.plan
-        outs = self.out
-        if outs is None:
-            outs = (None,) * len(sig.outputs)
-        elif isinstance(outs, np.ndarray):
-            outs = (outs,)
-        if not isinstance(outs, (tuple, list)) or len(outs) != len(sig.outputs):
+        outs = self._given_outs() if isinstance(self.out, (tuple, list, np.ndarray, type(None))) else None
+        if outs is None or len(outs) != len(sig.outputs):
             raise ArgumentError(f"{self.where()}: out= must hold {len(sig.outputs)} arrays or None "
                                 f"({', '.join(sig.output_names)})")
-        sinks: dict[str, Sink] = {}
-        small: dict[str, np.ndarray] = {}
         taken: list[tuple[str, np.ndarray]] = []
         for p, a in zip(sig.outputs, outs):
             rows = p.name in plan.row_outputs
@@ -222,28 +229,26 @@ class _Rows:
                 raise ArgumentError(f"{self.where()}: out {p.name!r} must be a writeable C-contiguous array of "
                                     f"{p.dtype} ({p.dtype.np}) and shape {want}, got {a.dtype} {a.shape}"
                                     + ("" if a.flags.writeable else " (read-only)"))
-            for other, b in taken:
-                if overlap(a, b):
-                    raise ArgumentError(f"{self.where()}: out {other!r} and out {p.name!r} share memory")
             taken.append((p.name, a))
-            if rows:
-                sinks[p.name] = sink_for(p.name, a)
+        refuse_overlaps(self.where(), [], [], taken)
+        # small outputs are written after every pass, so they may overlap any input
+        refuse_overlaps(self.where(), [(n, s.extent) for n, s in self.sources.items()],
+                        [(n, a) for n, a in self.fixed.items() if isinstance(a, np.ndarray)],
+                        [(n, a) for n, a in taken if n in plan.row_outputs])
+        small = {}
+        for name, a in taken:
+            if name in plan.row_outputs:
+                self.sinks[name] = sink_for(self.name, name, a)
             else:
-                small[p.name] = a
-        for name, src in self.sources.items():
-            array = getattr(src, "array", None)
-            for o, a in taken:
-                if array is not None and overlap(array, a) and not same(array, a):
-                    raise ArgumentError(f"{self.where()}: out {o!r} overlaps input {name!r} without being it",
-                                        hint="streaming in place (out= the input itself) is allowed; a shifted "
-                                             "overlap is not")
-        return sinks, small
+                small[name] = a
+        return small
 
     # ------------------------------------------------------------------ running
     def run(self) -> Any:
-        sinks, small_out = self._outputs()
         pool: Pool | None = None
         try:
+            small_out = self._outputs()
+            sinks = self.sinks
             self._check_pool(sinks)
             for step, k in zip(self.plan.steps, self.kernels):
                 if step.kind == "small":
@@ -251,8 +256,7 @@ class _Rows:
                     continue
                 pool = self._pass(step, k, sinks, pool)
         finally:
-            for s in (*self.sources.values(), *sinks.values()):
-                s.close()
+            self.close()
         results = []
         for p, a in zip(self.sig.outputs, self._given_outs()):
             if p.name in sinks:

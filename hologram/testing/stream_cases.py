@@ -10,7 +10,8 @@
     softmax_kernels(cfg)   the online max-and-sum and what feeds on it: softmax and
                            logsumexp of a drawn expression, written in one statement or
                            through temporaries (`top = max(v)`, `ex = exp(v - top)`), next to
-                           elementwise outputs and other full reductions; these must stream
+                           elementwise outputs, other full reductions and reductions of
+                           those outputs; these must stream
 
 `run_streamed` is how the harness (hologram.testing.run.check_case) runs such a case.
 """
@@ -107,6 +108,12 @@ def softmax_kernels(draw: Callable, cfg: GenConfig = GenConfig()) -> KernelCase:
     if z.dtype is not None and draw(st.booleans()):
         statements.append(("z", f"z = {render(z)}", z))
         outputs.append(Param("z", z.dtype, tuple(Affine.of(d) for d in z.shape)))
+        if z.shape == ("n",) and z.dtype.kind in "fiu" and draw(st.booleans()):
+            # a reduction of the row output: an earlier pass computes z, the last writes it
+            zr = builder._reduce(draw(st.sampled_from(("sum", "max"))), Node("input", z.dtype, z.shape, (), "z"),
+                                 None, False)
+            statements.append(("zr", f"zr = {render(zr)}", zr))
+            outputs.append(Param("zr", zr.dtype))
     return attrs.evolve(_finish(draw, sizes, inputs, statements, outputs), stream=draw(_specs(True)))
 
 

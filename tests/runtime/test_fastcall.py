@@ -201,6 +201,26 @@ def test_aliasing_on_the_fast_path_gives_the_unaliased_result(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_aliasing_through_two_mappings_of_one_file_gives_the_unaliased_result(backend, tmp_path):
+    """Two mappings of one file are two addresses for the same bytes: the output written
+    through one overlaps the input read through the other, though their addresses do
+    not. As np.memmap objects (the full path) and as plain views of them (which the
+    fast path takes, after the first call)."""
+    k = fresh(STENCIL, backend)
+    base = np.arange(40, dtype=np.float32) ** 2
+    want = STENCIL.on("interp")(base.copy())
+    path = tmp_path / "x.npy"
+    for view in (lambda m: m, np.asarray):
+        for _ in range(3):
+            np.save(path, base)
+            x = view(np.load(path, mmap_mode="r"))
+            y = view(np.load(path, mmap_mode="r+"))  # another mapping of the same bytes
+            assert not np.may_share_memory(x, y)
+            k(x, out=y[2:])  # the output starts inside the input
+            np.testing.assert_array_equal(np.load(path)[2:], want)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_shape_changes_reach_symbols_and_empty_reductions(backend):
     k = fresh(MAX, backend)
     for n in (3, 3, 0, 3, 0, 5, 5):
@@ -233,6 +253,12 @@ def test_several_outputs_on_the_fast_path(backend):
         np.testing.assert_array_equal(res.mirrored, want.mirrored)
     with pytest.raises(ArgumentError, match="share memory"):
         k(data, out=(h, h))
+    for _ in range(2):  # None allocates that output, on either path
+        m = np.full(96, -1, np.int64)
+        got = k(data, out=(None, m))
+        assert got.mirrored is m
+        np.testing.assert_array_equal(got.hist, want.hist)
+        np.testing.assert_array_equal(m, want.mirrored)
 
 
 def test_native_launcher_reports_execution_errors():

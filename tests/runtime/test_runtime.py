@@ -197,6 +197,51 @@ def test_cast_makes_one_explicit_copy(vadd):
     np.testing.assert_array_equal(vadd([1, 2], (3, 4), cast=True), f32(4, 6))
 
 
+def test_cast_to_integers_refuses_what_the_dtype_cannot_hold():
+    """cast=True converts an array to an integer or bool input as it converts a scalar:
+    floats truncate toward zero; a NaN, an infinity or a value out of the dtype's range
+    is an error naming the element (numpy's astype would give INT_MIN or wrap)."""
+    inc = kernel('x = "i32[n]"', 'y = "i32[n]"', "y = x + 1", name="inc")
+    np.testing.assert_array_equal(inc(np.array([1.7, -2.7, 2147483646.9]), cast=True), [2, -1, 2147483647])
+    for given, words in ((np.nan, "= nan cannot be converted to i32"), (-np.inf, "= -inf cannot be converted to i32"),
+                         (2.0 ** 31, "= 2147483648.0 is out of range for i32 (-2147483648 to 2147483647)"),
+                         (-2.0 ** 31 - 1, "= -2147483649.0 is out of range for i32")):
+        with pytest.raises(ArgumentError) as e:
+            inc(np.array([[1.0, given]])[0], cast=True)
+        assert message(e).startswith(f"inc(): argument 'x': x[1] {words}"), message(e)
+    with pytest.raises(ArgumentError) as e:
+        inc(np.array([7, 1 << 40]), cast=True)  # an int64 too wide, never wrapped
+    assert message(e).startswith("inc(): argument 'x': x[1] = 1099511627776 is out of range for i32")
+    pick = kernel('x = "u8[n, m]", b = "bool[n, m]"', 'y = "u8[n, m]"', "y = where(b, x, 0)", name="pick")
+    with pytest.raises(ArgumentError) as e:
+        pick(np.array([[1, -1]]), np.ones((1, 2), bool), cast=True)
+    assert message(e).startswith("pick(): argument 'x': x[0, 1] = -1 is out of range for u8 (0 to 255)")
+    with pytest.raises(ArgumentError) as e:
+        pick(np.ones((1, 2), np.uint8), np.array([[0.0, np.nan]]), cast=True)
+    assert message(e) == "pick(): argument 'b': b[0, 1] = nan cannot be converted to bool"
+    np.testing.assert_array_equal(pick(np.ones((1, 2)), np.array([[0.0, -0.5]]), cast=True), [[0, 1]])
+    with pytest.raises(ArgumentError, match=r"inc\(\): argument 'x': x\[0, 0\] = nan cannot be converted to i32"):
+        inc.map(np.full((2, 3), np.nan), cast=True)  # loop dimensions convert the same way
+
+
+def test_cast_converts_object_arrays_of_numbers(vadd):
+    """As np.asarray(x, dtype) would; anything not a number is refused by element."""
+    from decimal import Decimal
+    from fractions import Fraction
+
+    x = np.array([1, 2.5, Fraction(1, 4), Decimal("0.5"), np.float16(2)], dtype=object)
+    np.testing.assert_array_equal(vadd(x, np.ones(5, np.float32), cast=True), f32(2, 3.5, 1.25, 1.5, 3))
+    np.testing.assert_array_equal(vadd([1, 2**70], [0, 0], cast=True), f32(1, 2.0 ** 70))  # np.asarray: object
+    inc = kernel('x = "i32[n]"', 'y = "i32[n]"', "y = x + 1", name="inc")
+    np.testing.assert_array_equal(inc(np.array([1, 2.9, True], dtype=object), cast=True), [2, 3, 2])
+    for given, words in (([1, None], "x[1] = None is not a real number"), ([1, "2"], "x[1] = '2' is not a real number"),
+                         ([1, 1j], "x[1] = 1j is not a real number"), ([1, float("nan")], "x[1] = nan cannot be converted"),
+                         ([1, 2**40], "x[1] = 1099511627776 is out of range for i32")):
+        with pytest.raises(ArgumentError) as e:
+            inc(np.array(given, dtype=object), cast=True)
+        assert message(e).startswith(f"inc(): argument 'x': {words}"), message(e)
+
+
 def test_scalar_arguments(gemm):
     a, b = np.ones((1, 1), np.float32), np.ones((1, 1), np.float32)
     for alpha in (2, 2.0, np.float16(2), np.int8(2), np.array(2.0), True):
@@ -379,6 +424,28 @@ def test_several_outputs_are_a_namedtuple():
     with pytest.raises(ArgumentError) as e:
         hist(data, out=h)
     assert message(e) == "class_histogram(): out= must hold 2 arrays (hist, mirrored), got 1"
+
+
+def test_none_in_out_allocates_that_output(vadd):
+    """As numpy's ufuncs and hologram.stream take it: `out=(None, m)` writes the second
+    output into m and allocates the first."""
+    hist = hg.compile_file("kernels/class_histogram.toml", backend="interp")
+    data = np.arange(256, dtype=np.uint8)
+    want = hist(data)
+    m = np.full(96, -1, np.int64)
+    got = hist(data, out=(None, m))
+    assert got.mirrored is m and got.hist.dtype == np.int64 and got.hist.shape == (96,)
+    np.testing.assert_array_equal(got.hist, want.hist)
+    np.testing.assert_array_equal(m, want.mirrored)
+    got = hist(data, out=[None, None])
+    np.testing.assert_array_equal(got.mirrored, want.mirrored)
+    z = vadd(f32(1, 2), f32(3, 4), out=(None,))
+    np.testing.assert_array_equal(z, f32(4, 6))
+    with pytest.raises(ArgumentError) as e:
+        hist(data, out=(None,))
+    assert message(e) == "class_histogram(): out= must hold 2 arrays (hist, mirrored), got 1"
+    batch = hist.map(np.arange(512, dtype=np.uint8).reshape(2, 256) % 7, out=(None, np.zeros((2, 96), np.int64)))
+    assert batch.hist.shape == (2, 96) and batch.hist.sum() == 512
 
 
 def test_zero_d_output_and_empty_reductions():

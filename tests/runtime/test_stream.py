@@ -133,6 +133,44 @@ def test_full_reductions_carry_their_state_across_chunks(backend, body):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_a_row_output_that_a_reduction_reads_streams(backend, tmp_path):
+    """`t` is an output and the sum's argument: the first pass computes it as a
+    temporary, the last writes it. Planning this raised KeyError('t') (the first pass
+    declared `t` an output it did not write). In place too: the last pass writes `t`."""
+    n = sizes(backend)
+    x = np.arange(1, n + 1, dtype=np.float32) / n
+    k = kernel('x = "f32[n]"', 't = "f32[n]", z = "f32[n]"', "t = x * 2\nz = x / sum(t)", backend)
+    want = k(x)
+    t, z = np.empty_like(x), np.empty_like(x)
+    hg.stream(k, x, out=(t, z), pool_bytes=SMALL)
+    np.testing.assert_array_equal(t, want.t)
+    assert_close(z, want.z, ulps=8, reduction_n=n)
+    m = memmap(tmp_path / "x.npy", x, mode="r+")
+    hg.stream(k, m, out=(m, z), pool_bytes=SMALL)
+    np.testing.assert_array_equal(np.load(str(tmp_path / "x.npy")), want.t)
+    assert_close(z, want.z, ulps=8, reduction_n=n)
+
+
+def test_a_plan_reads_as_text_and_its_repr_is_one_line():
+    """`plan_for(k)` at the prompt: a short repr, and str() the steps in order, each
+    with its statements, what feeds it and what it gives."""
+    from hologram.runtime.stream import plan_for
+
+    k = kernel('x = "f32[n]"', 'y = "f32[n]"', "m = max(x)\ne = exp(x - m)\ny = e / sum(e)", "interp")
+    p = plan_for(k)
+    assert repr(p) == "<Plan along n: 2 passes, 2 steps; streams x; writes y a chunk at a time>"
+    assert repr(p.steps[0]) == "<Step pass 1 (k_pass1): 2 statements>"
+    text = str(p)
+    lines = text.splitlines()
+    assert lines[0] == "k streamed along n: 2 passes over x; y written a chunk at a time"
+    assert lines[1] == "pass 1, per chunk of rows:"
+    assert "  reduces across chunks: m, y_sum (online max-and-sum)" in lines
+    assert any(line.startswith("pass 2, per chunk of rows, writing y:") for line in lines)
+    assert any(line.startswith("    y[i0] = ") for line in lines), text
+    assert len(text) < 1000 and "KernelIR(" not in text
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_softmax_reads_its_input_twice(backend, tmp_path):
     from hologram.runtime.stream import plan_for
 
@@ -275,14 +313,21 @@ def test_empty_inputs(backend):
     assert hg.stream(kernel('x = "f32[n]"', 'y = "f32[n]"', "y = x + 1", backend), x, out=y) is y
 
 
-def test_a_memmap_whose_file_is_gone_is_read_through_its_mapping(tmp_path):
-    from hologram.runtime.stream_io import MappedSource, source_for
+def test_a_memmap_whose_file_is_gone_is_read_through_a_descriptor_of_it(tmp_path, monkeypatch):
+    """A deleted file is read with pread through a descriptor the process holds on it
+    (the mmap's own); where none can be had, through the mapping."""
+    from hologram.runtime import stream_io
 
     x = np.random.default_rng(13).standard_normal(5000).astype(np.float32)
     m = memmap(tmp_path / "x.npy", x)
     os.unlink(tmp_path / "x.npy")  # the name no longer reaches the mapped file
-    assert isinstance(source_for("x", m), MappedSource)
     k = kernel('x = "f32[n]"', 's = "f64"', "s = sum(f64(x))", BACKENDS[0])
+    source = stream_io.source_for("k", "x", m)
+    source.close()
+    assert isinstance(source, stream_io.FileSource if os.path.exists("/proc/self/fd") else stream_io.MappedSource)
+    assert_close(hg.stream(k, m, pool_bytes=SMALL), k(x), reduction_n=len(x), magnitude=np.abs(x).sum())
+    monkeypatch.setattr(stream_io, "open_file", lambda *args: None)
+    assert isinstance(stream_io.source_for("k", "x", m), stream_io.MappedSource)
     assert_close(hg.stream(k, m, pool_bytes=SMALL), k(x), reduction_n=len(x), magnitude=np.abs(x).sum())
 
 

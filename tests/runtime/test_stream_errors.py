@@ -23,7 +23,7 @@ X = np.arange(10, dtype=np.float32)
     ('x = "f32[n]"', 'y = "f32[n]"', "y[i] = x[i] + x[(i + 1) % n]",
      "reads x[(i + 1) % n], another row of 'x' than the one being computed (x[i, ...])", 7),
     ('x = "f32[n]"', 'y = "f32[n - 2]"', "y[i] = x[i] + x[i + 2]", "output 'y' has shape [n - 2]", None),
-    ('x = "f32[n]"', 'y = "f32[n]"', "y = cumsum(x)", "is a cumsum along n, the streamed dimension", None),
+    ('x = "f32[n]"', 'y = "f32[n]"', "y = cumsum(x)", "is a cumsum along n, the streamed dimension", 7),
     ('x = "f32[n]", b = "i64[n]"', 'h = "f32[n]"', "h[b[i]] += x[i]", "scatters into 'h', a streamed array", 7),
     ('x = "f32[n]"', 'y = "f32"', "y = x[0]", "reads x[0] outside a pass over the rows of 'x'", 7),
     ('a = "f32[n, n]"', 'y = "f32"', "y = sum(a)", "input 'a' has shape [n, n]", None),
@@ -38,6 +38,26 @@ def test_what_stops_a_kernel_is_named(inputs, outputs, body, message, line):
     assert text.startswith("k.toml" if line else "stream(k)") and message in text, text
     if line:
         assert info.value.span.line == line and info.value.span.file == "k.toml"
+
+
+@pytest.mark.parametrize("inputs, outputs, body, message, col", [
+    ('x = "f32[n]"', 's = "f32"', "s = (x[1:] - x[:-1]) @ (x[1:] - x[:-1])",
+     "`x[1:] - x[:-1]` has shape [max(n - 1, 0)]", 6),
+    ('a = "f32[n, k]"', 'y = "f32[k, k]"', "y = (a * 2).T @ (a * 2)", "`(a * 2).T` has shape [k, n]", 5),
+    ('x = "f32[n]"', 'y = "f32[n]"', "y = x + cumsum(x * 2)", "`cumsum(x * 2)` is a cumsum along n", 9),
+    ('x = "f32[n]"', 'y = "f32[n]"', "y = cumsum(x)", "`cumsum(x)` is a cumsum along n", 5),
+    ('x = "f32[n]"', 's = "f32"', "s = sum(x) + (x * 2)[0]", "`s = sum(x) + (x * 2)[0]` reads", 1),
+])
+def test_a_statement_is_named_as_the_document_writes_it(inputs, outputs, body, message, col):
+    """Never by a compiler temporary (`matmul_arg0`, `cumsum0`, a hoisted `s_sum`) or
+    the IR's text: the document's own words, at their line and column."""
+    k = kernel(inputs, outputs, body)
+    args = [np.ones((10, 3), np.float32)] if "n, k" in inputs else [X]
+    with pytest.raises(StreamError) as info:
+        hg.stream(k, *args, out=np.empty(10, np.float32) if outputs.endswith('[n]"') else None)
+    text = str(info.value)
+    assert message in text and not any(w in text for w in ("matmul_arg", "cumsum0", "s_sum", ":f32")), text
+    assert (info.value.span.line, info.value.span.col) == (7, col), text
 
 
 def test_out_is_required_for_outputs_with_a_row_per_row():
@@ -59,7 +79,7 @@ def test_out_is_required_for_outputs_with_a_row_per_row():
 def test_a_shifted_overlap_of_an_output_and_an_input_is_refused():
     k = kernel('x = "f32[n]"', 'y = "f32[n]"', "y = x * 2")
     buf = np.zeros(11, np.float32)
-    with pytest.raises(ArgumentError, match="out 'y' overlaps input 'x' without being it"):
+    with pytest.raises(StreamError, match="out 'y' overlaps input 'x' without being it"):
         hg.stream(k, buf[1:], out=buf[:-1])
     hg.stream(k, buf[1:], out=buf[1:])  # in place is fine
 
@@ -87,6 +107,18 @@ def test_bad_arguments():
         hg.stream(k, X, 1.0, out=y, along="m")
     with pytest.raises(ArgumentError, match="missing input 's'"):
         hg.stream(k, X, out=y)
+
+
+def test_cast_chunks_to_integers_refuse_what_the_dtype_cannot_hold():
+    """Chunks convert as a call's arguments do (docs/api.md, cast=True): a NaN for an
+    integer input is an error naming the chunk and the element, not INT_MIN."""
+    k = kernel('x = "i32[n]"', 's = "i64"', "s = sum(i64(x))")
+    assert hg.stream(k, [np.array([1.5, 2.5]), [3, 4.9]], cast=True) == 10
+    with pytest.raises(ArgumentError) as info:
+        hg.stream(k, [np.array([1.5, 2.5]), np.array([3.0, np.nan])], cast=True)
+    assert info.value.message == "stream(k): chunk 1 of argument 'x': x[1] = nan cannot be converted to i32"
+    with pytest.raises(ArgumentError, match="chunk 0 of argument 'x' cannot be converted to i32: got values of dtype <U1"):
+        hg.stream(k, [np.array(["1"])], cast=True)
 
 
 def test_a_pool_too_small_is_refused_naming_the_pool_every_pass_needs():

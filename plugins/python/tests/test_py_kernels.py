@@ -84,6 +84,35 @@ def test_a_gathers_run_time_error_points_at_the_py_line(examples):
     assert "return x[idx]" in str(info.value)
 
 
+def test_a_stream_error_names_the_users_expression_and_line(tmp_path):
+    """What stops `hologram.stream` is named as the function writes it, at its .py line:
+    never a compiler temporary (`matmul_arg0`, `cumsum0`)."""
+    from hologram.core.errors import StreamError
+
+    m = load(tmp_path, '''
+        @hg.kernel
+        def gram(a: f32["n", "k"]) -> f32["k", "k"]:
+            return (a * 2).T @ (a * 2)
+
+        @hg.kernel
+        def running(x: f32["n"]) -> f32["n"]:
+            return x + np.cumsum(x * 2)
+
+        @hg.kernel
+        def steps(x: f32["n"]) -> f32:
+            d = x[1:] - x[:-1]
+            return d @ d
+    ''')
+    for k, args, words, line in ((m.gram, [np.ones((6, 3), np.float32)], "`(a * 2).T` has shape [k, n]", 6),
+                                 (m.running, [np.ones(6, np.float32)], "`np.cumsum(x * 2)` is a cumsum along n", 10),
+                                 (m.steps, [np.ones(6, np.float32)], "temp 'd' has shape [max(n - 1, 0)]", 14)):
+        with pytest.raises(StreamError) as info:
+            hg.stream(k.on("interp"), *args, out=np.empty(6, np.float32) if k is m.running else None)
+        text = str(info.value)
+        assert words in text and "matmul_arg" not in text and "cumsum0" not in text, text
+        assert info.value.span.file.endswith(".py") and info.value.span.line == line, text
+
+
 def test_options_of_the_decorator(tmp_path):
     m = load(tmp_path, '''
         @hg.kernel(backend="interp", opt="O0")
