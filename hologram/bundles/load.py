@@ -249,8 +249,14 @@ def _disagreement(sig: Signature, program: Program) -> str | None:
         if p.kind == "scalar":
             ok = isinstance(q, ScalarParam) and q.dtype == p.dtype
         else:
-            role = ("out",) if p.kind == "output" else ("in", "inout")
-            ok = isinstance(q, BufferParam) and q.role in role and q.dtype == p.dtype and q.shape == p.shape
+            # exactly the role the interface gives: an input the program may write ('inout')
+            # would overwrite the caller's array, an output it may read would read garbage
+            role = "out" if p.kind == "output" else "in"
+            if isinstance(q, BufferParam) and q.role != role:
+                what = "an output" if p.kind == "output" else "an input"
+                return (f"{p.name} is {what} in the manifest (role {role!r}), but the program declares it "
+                        f"{q.role!r}" + (", so it may write the caller's array" if role == "in" else ""))
+            ok = isinstance(q, BufferParam) and q.dtype == p.dtype and q.shape == p.shape
         if not ok:
             return f"{p.name} is {p} in the manifest, {q} in the program"
     return None
