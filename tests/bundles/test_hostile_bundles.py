@@ -89,3 +89,69 @@ def test_an_output_the_program_may_read_is_refused(intact, tmp_path):
     bad = rewritten(intact, tmp_path / "bad.hgb", {"vadd": lambda asm: asm.replace(".param out z", ".param inout z")})
     with pytest.raises(BundleError, match="z is an output in the manifest \\(role 'out'\\).*'inout'"):
         library(open_bundle(bad), verify_now=True)
+
+
+# -------------------------------------------------------------- the reader's limits
+def _overlapping_zip(count: int, pad: int) -> bytes:
+    """A stored zip of `count` members, each one's bytes running to the end of the data:
+    every later member's header and bytes are inside every earlier one's, so the members
+    together claim ~count²·pad/2 bytes of a file of ~count·pad."""
+    import binascii
+    import struct
+
+    region, offsets = b"", []
+    for i in reversed(range(count)):  # built back to front: a member's bytes are what follows its header
+        name = f"m{i:05d}".encode()
+        body = b"\0" * pad + region
+        header = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, 0, 0, binascii.crc32(body), len(body),
+                             len(body), len(name), 0) + name
+        region = header + body
+        offsets.append(len(header) + len(body))
+    starts = [len(region) - n for n in reversed(offsets)]
+    directory = b""
+    for i, at in enumerate(starts):
+        name = f"m{i:05d}".encode()
+        size = len(region) - at - 30 - len(name)
+        crc = binascii.crc32(region[at + 30 + len(name):])
+        directory += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 0, 0, 0, crc, size, size, len(name),
+                                 0, 0, 0, 0, 0, at) + name
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, count, count, len(directory), len(region), 0)
+    return region + directory + end
+
+
+def test_overlapping_members_are_refused_before_any_is_copied():
+    import tracemalloc
+
+    data = _overlapping_zip(300, 1000)  # ~310 KB claiming ~46 MB
+    tracemalloc.start()
+    try:
+        with pytest.raises(BundleError, match="members 'm00000' and 'm00001' overlap in the file"):
+            archive.read(data, "overlap.hgb")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * len(data), f"reading a {len(data):,}-byte archive allocated {peak:,} bytes"
+
+
+@pytest.mark.parametrize("manifest, message", [
+    ("opt = " + "[" * 5000 + "]" * 5000, "nested deeper than a TOML reader follows"),
+    ("opt = " + "[" * 40 + "]" * 40, "nested deeper than 16 levels"),
+    ("isa = " + "9" * 5000, "not a TOML document this hologram reads"),
+    ("isa = " + "9" * 4000, "isa: 13288-bit integer, out of range"),
+])
+def test_a_manifest_shaped_to_break_the_reader_is_a_bundle_error(intact, tmp_path, manifest, message):
+    key = manifest.split(" =")[0]
+    bad = rewritten(intact, tmp_path / "bad.hgb",
+                    manifest=lambda text: re.sub(rf"(?m)^{key} = .*$", lambda _: manifest, text, count=1))
+    with pytest.raises(BundleError, match=message):
+        open_bundle(bad)
+
+
+def test_a_native_index_shaped_to_break_the_reader_is_a_bundle_error():
+    from hologram.bundles.manifest import NativeTarget, read_index
+
+    target = NativeTarget("cpu_llvm", "x86-64-v3", "t", "c", (), "tc", ("k",), "0" * 64)
+    for index, message in [(b"[" * 100_000 + b"]" * 100_000, "nested deeper than a JSON reader follows"),
+                           (b'{"k": ' + b"[" * 40 + b"]" * 40 + b"}", "nested deeper than 16 levels")]:
+        with pytest.raises(BundleError, match=message):
+            read_index(index, target)
