@@ -27,6 +27,7 @@ NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 KINDS = ("array", "scalar")
+REDUCTION_KINDS = ("min", "max", "argmin", "argmax")  # the reductions a manifest lists: those without an identity
 MAX_NESTING = 16  # tables and arrays within each other: what hologram writes nests 7 deep at most
 MAX_INT = 2**31 - 1  # the manifest's integers (format, isa, dsl) are small
 
@@ -257,6 +258,9 @@ def _port(f: "_Fields", is_input: bool) -> Port:
 
 def _reduction(f: "_Fields") -> tuple[str, tuple[tuple[str, str], ...]]:
     kind = f.str("kind")
+    if kind not in REDUCTION_KINDS:  # a call refuses an empty extent of these only: numpy's sum of nothing is 0
+        raise BundleError(f"{f.where}.kind: {kind!r} is not a reduction without an identity (expected one of "
+                          f"{', '.join(REDUCTION_KINDS)})")
     axes = []
     for i, axis in enumerate(f.list("axes", list)):
         if len(axis) != 2 or not all(isinstance(x, str) for x in axis):

@@ -36,6 +36,16 @@ version = "1.0.0"
 inputs = { x = "f32[n]" }
 outputs = { m = "f32" }
 body = "m = max(x)"
+
+[[kernels]]
+name = "rows"
+version = "1.0.0"
+inputs = { x = "f64[m, k]", y = "f32[m, j]" }
+outputs = { lo = "f64[m]", at = "i64[m]" }
+body = """
+lo = min(x, axis=1)
+at = argmax(y, axis=1)
+"""
 '''
 
 
@@ -155,3 +165,60 @@ def test_a_native_index_shaped_to_break_the_reader_is_a_bundle_error():
                            (b'{"k": ' + b"[" * 40 + b"]" * 40 + b"}", "nested deeper than 16 levels")]:
         with pytest.raises(BundleError, match=message):
             read_index(index, target)
+
+
+# ----------------------------------------------- the manifest's facts and the program
+def _reductions(replacement: str) -> Callable[[str], str]:
+    """A manifest edit: largest's reductions list replaced (vadd's is the empty one)."""
+    def edit(text: str) -> str:
+        assert text.count('reductions = [\n  { kind = "max", axes = [["r0", "n"]] },\n]') == 1
+        return text.replace('reductions = [\n  { kind = "max", axes = [["r0", "n"]] },\n]', replacement)
+    return edit
+
+
+def test_a_manifest_that_drops_a_reduction_the_program_makes_is_refused(intact, tmp_path):
+    """max of an empty array is an EmptyReductionError, as numpy's; with the reduction
+    dropped from the manifest the call returned -inf, the seed of the program's fold."""
+    with pytest.raises(hg.errors.EmptyReductionError):
+        load_bundle(intact).largest(np.zeros(0, np.float32))
+    bad = rewritten(intact, tmp_path / "bad.hgb", manifest=_reductions("reductions = []"))
+    for backend in hg.list_backends():
+        with pytest.raises(BundleError, match="stage 'm' folds ReduceMax.f32 into m, seeded with -inf, over n: "
+                                              "an extent the manifest's reductions do not list"):
+            load_bundle(bad, backend=backend).largest(np.zeros(0, np.float32))
+    # listing it over another extent is no better
+    other = rewritten(intact, tmp_path / "other.hgb",
+                      manifest=_reductions('reductions = [\n  { kind = "max", axes = [["r0", "1"]] },\n]'))
+    with pytest.raises(BundleError, match="over n: an extent the manifest's reductions do not list"):
+        load_bundle(other).largest(np.zeros(0, np.float32))
+
+
+@pytest.mark.parametrize("kept, unlisted", [("", "folds %acc in the loop loop_r00,"),  # the min's
+                                             ('{ kind = "min", axes = [["r0", "k"]] }',
+                                              "folds %best in the loop loop_r10,")])  # the argmax's
+def test_a_manifest_that_drops_a_per_row_reduction_is_refused(intact, tmp_path, kept, unlisted):
+    """A lane's loop folding a min (or an argmax's best value) seeded with its identity:
+    an empty row would give inf (or index 0) instead of EmptyReductionError."""
+    x, y = np.zeros((2, 0)), np.zeros((2, 0), np.float32)
+    with pytest.raises(hg.errors.EmptyReductionError):
+        load_bundle(intact).rows(x, y)
+
+    def drop(text: str) -> str:
+        listed = ('reductions = [\n  { kind = "min", axes = [["r0", "k"]] },\n'
+                  '  { kind = "argmax", axes = [["r1", "j"]] },\n]')
+        assert listed in text
+        return text.replace(listed, f"reductions = [{kept}]")
+    bad = rewritten(intact, tmp_path / "bad.hgb", manifest=drop)
+    with pytest.raises(BundleError, match=f"stage '[a-z]+' {unlisted} over [jk]: an extent the manifest's"):
+        load_bundle(bad).rows(x, y)
+
+
+@pytest.mark.parametrize("reductions, message", [
+    ('[\n  { kind = "sum", axes = [["r0", "n"]] },\n]', "kind: 'sum' is not a reduction without an identity"),
+    ('[\n  { kind = "max", axes = [["r0", "q"]] },\n]', "extent q names 'q', not one of the kernel's symbols \\(n\\)"),
+])
+def test_a_manifest_reduction_a_call_cannot_check_is_refused_at_load(intact, tmp_path, reductions, message):
+    """Before, a `sum` made every empty call fail, and an unknown symbol raised KeyError at the call."""
+    bad = rewritten(intact, tmp_path / "bad.hgb", manifest=_reductions(f"reductions = {reductions}"))
+    with pytest.raises(BundleError, match=message):
+        load_bundle(bad)
