@@ -11,14 +11,9 @@ import pytest
 
 from hologram.bundles.build import build
 
-DOCUMENT = '''
-[kernel]
-name = "vadd"
-version = "1.0.0"
-inputs = { x = "f32[n]", y = "f32[n]" }
-outputs = { z = "f32[n]" }
-body = "z = x + y"
-'''
+from dsl_helpers import document
+
+DOCUMENT = document("z = x + y", {"x": "f32[n]", "y": "f32[n]"}, {"z": "f32[n]"}, name="vadd")
 
 
 @pytest.mark.skipif(os.name != "posix", reason="file modes and the umask are POSIX's")

@@ -16,14 +16,9 @@ from hologram.bundles.load import discover, load_bundle
 from hologram.core.errors import BundleError, HologramWarning
 from hologram.core.hookspecs import BundleRef, hookimpl
 
-DOCUMENT = '''
-[kernel]
-name = "vadd"
-version = "1.0.0"
-inputs = { x = "f32[n]", y = "f32[n]" }
-outputs = { z = "f32[n]" }
-body = "z = x + y"
-'''
+from dsl_helpers import document
+
+DOCUMENT = document("z = x + y", {"x": "f32[n]", "y": "f32[n]"}, {"z": "f32[n]"}, name="vadd")
 
 
 @pytest.fixture(scope="module")

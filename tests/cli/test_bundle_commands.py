@@ -36,24 +36,24 @@ def narrow(fresh_plugins, monkeypatch, tmp_path):
 
 
 @pytest.fixture
-def bundle(tmp_path, run_cli) -> Path:
-    folder = tmp_path / "documents_in_a_folder_with_a_long_name"
-    folder.mkdir()
-    (folder / "kernels_with_long_names_in_a_long_file_name.toml").write_text(DOCUMENT)
-    code, _, err = run_cli("bundle", "build", str(folder), "--name", "mylib", "--version", "1.0.0", "--native",
-                           "none", "--no-cache", "--jobs", "1")
-    assert code == 0, err
-    return tmp_path / "mylib-1.0.0.hgb"
-
-
-def test_piped_tables_are_rows_that_keep_every_name_whole(tmp_path, run_cli):
+def built(tmp_path, run_cli) -> tuple[Path, str]:
+    """mylib 1.0.0 built by the command, and what it printed."""
     folder = tmp_path / "documents_in_a_folder_with_a_long_name"
     folder.mkdir()
     (folder / "kernels_with_long_names_in_a_long_file_name.toml").write_text(DOCUMENT)
     code, out, err = run_cli("bundle", "build", str(folder), "--name", "mylib", "--version", "1.0.0", "--native",
                              "none", "--no-cache", "--jobs", "1")
     assert code == 0, err
-    lines = out.splitlines()
+    return tmp_path / "mylib-1.0.0.hgb", out
+
+
+@pytest.fixture
+def bundle(built) -> Path:
+    return built[0]
+
+
+def test_piped_tables_are_rows_that_keep_every_name_whole(built, run_cli):
+    lines = built[1].splitlines()
     assert lines[0] == "mylib 1.0.0 (O2)"
     assert lines[1].split("\t") == ["kernel", "stages", "instructions", "bytes per launch", "native", "build"]
     row = next(ln.split("\t") for ln in lines if ln.startswith(LONG))
