@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 import attrs
 
 from hologram.bundles import archive
+from hologram.bundles.folds import unlisted_reduction
 from hologram.bundles.manifest import MANIFEST, NAME, SEMVER, Entry, Manifest, NativeTarget, Port, parse, read_index
 from hologram.core import trace
 from hologram.core.errors import BundleError, HologramError, HologramWarning, did_you_mean
@@ -32,7 +33,7 @@ from hologram.core.files import read_regular_file
 from hologram.core.types import Affine, DType, Shape
 from hologram.isa.asm_lexer import LineReader
 from hologram.isa.encoding import SUPPORTED_ISA_VERSIONS, decode
-from hologram.isa.program import BufferParam, Imm, Instr, Label, Program, Reg, ScalarParam, Sym, imm_key
+from hologram.isa.program import BufferParam, Program, ScalarParam
 from hologram.runtime.args import Param, Signature
 from hologram.runtime.driver import Compiled
 from hologram.runtime.kernel import Kernel, Library
@@ -242,7 +243,7 @@ def _compiled(bundle: Bundle, e: Entry, native: dict[str, tuple]) -> Compiled:
 
     def program() -> Program:  # decoding and verifying wait for the kernel's first use
         p = bundle.program(e)
-        problem = _disagreement(signature, p) or _unlisted_reduction(reductions, p)
+        problem = _disagreement(signature, p) or unlisted_reduction(reductions, p)
         if problem is not None:
             raise BundleError(f"{where}: {MANIFEST} disagrees with {e.program}: {problem}")
         return p
@@ -274,121 +275,6 @@ def _disagreement(sig: Signature, program: Program) -> str | None:
             ok = isinstance(q, BufferParam) and q.dtype == p.dtype and q.shape == p.shape
         if not ok:
             return f"{p.name} is {p} in the manifest, {q} in the program"
-    return None
-
-
-def _unlisted_reduction(reductions: tuple, program: Program) -> str | None:
-    """An extent over which the program folds a min or max that the manifest's reductions
-    do not list, so that a call would give the fold's seed for an empty one instead of
-    refusing it (numpy refuses max of nothing; hologram.runtime.args.check_reductions);
-    None when every one is listed. The folds are those `identityless_folds` finds."""
-    listed = {extent for _, axes in reductions for _, extent in axes}
-    for stage, fold, extent in identityless_folds(program):
-        never_empty = extent.const >= 1 and all(c > 0 for _, c in extent.terms)  # shape symbols are >= 0
-        if extent not in listed and not never_empty:
-            return (f"stage {stage!r} {fold} over {extent}: an extent the manifest's reductions do not list (a call "
-                    f"would give the seed for an empty one instead of refusing it)")
-    return None
-
-
-def identityless_folds(program: Program) -> Iterator[tuple[str, str, Affine]]:
-    """(stage, what, extent) of each min/max fold the program shows, seeded with its
-    identity (-inf for a float max, the type's largest for an integer min, ...), over an
-    extent it states in its shape symbols: where the extent is empty, the fold gives its
-    seed. Two shapes, which are how hologram lowers min, max, argmin and argmax:
-
-    - across lanes: ReduceMax/ReduceMin into one element (no index) that the stage's
-      `.init` seeds with the identity; it folds over the stage's whole domain;
-    - in a lane: a counted loop whose body folds a register into itself (MAX/MIN, or
-      SEL for argmin/argmax) that is seeded with the identity before the loop; it folds
-      over the loop's trip count, when that is affine in the shape symbols.
-
-    Anything else (a fold whose seed or trip count the program does not state plainly)
-    shows no extent: this finds reductions, it never proves there are none."""
-    buffers = program.buffers()
-    for stage in program.stages:
-        seeds = {(i.buffer, i.offset): i.value for i in stage.inits}
-        body = stage.body
-        for k, ins in enumerate(body):
-            if not isinstance(ins, Instr):
-                continue
-            if ins.op in _IDENTITY_SIGN and ins.addr is not None and ins.addr.index is None \
-                    and ins.addr.buffer in buffers:
-                seed = seeds.get((ins.addr.buffer, ins.addr.offset))
-                dtype = buffers[ins.addr.buffer].dtype
-                if seed is not None and imm_key(seed) == imm_key(_identity(_IDENTITY_SIGN[ins.op], dtype)):
-                    for extent in stage.domain:
-                        yield stage.name, f"folds {ins.op}.{ins.dtype} into {ins.addr.buffer}, seeded with {seed},", \
-                            extent
-            elif ins.op == "LOOP" and isinstance(ins.srcs[0], Reg):
-                top = next((j for j in range(k) if isinstance(body[j], Label) and body[j].name == ins.target), None)
-                if top is None:
-                    continue
-                trips = _affine_value(body, top, ins.srcs[0], set(program.symbols))
-                if trips is None:
-                    continue
-                for folded in _seeded_folds(body, top, k, stage.reg_types()):
-                    yield stage.name, f"folds %{folded.name} in the loop {ins.target},", trips
-
-
-_IDENTITY_SIGN = {"ReduceMax": -1, "ReduceMin": 1, "MAX": -1, "MIN": 1}  # the sign of each fold's identity
-
-
-def _identity(sign: int, dtype: DType) -> int | float:
-    """The identity of a min (sign 1) or max (sign -1) fold over `dtype`
-    (hologram.lower.loops.identity)."""
-    if dtype.is_float:
-        return sign * float("inf")
-    return dtype.max if sign > 0 else dtype.min
-
-
-def _seeded_folds(body: tuple, top: int, end: int, types: dict[str, DType]) -> Iterator[Reg]:
-    """The registers the loop body[top:end] folds into themselves (MAX/MIN r, r, x; SEL r,
-    p, x, r) whose value entering the loop is a min/max identity."""
-    for ins in body[top + 1:end]:
-        if not isinstance(ins, Instr) or ins.dst is None or ins.dst not in ins.srcs:
-            continue
-        if ins.op in ("MAX", "MIN"):
-            signs: tuple[int, ...] = (_IDENTITY_SIGN[ins.op],)
-        elif ins.op == "SEL" and ins.srcs[0] != ins.dst:
-            signs = (1, -1)  # argmin or argmax: the best value so far
-        else:
-            continue
-        seed = _last_definition(body, top, ins.dst)
-        dtype = types.get(ins.dst.name)
-        if dtype is not None and seed is not None and seed.op == "MOV_IMM" and isinstance(seed.srcs[0], Imm) \
-                and any(imm_key(seed.srcs[0].value) == imm_key(_identity(sign, dtype)) for sign in signs):
-            yield ins.dst
-
-
-def _last_definition(body: tuple, before: int, reg: Reg) -> Instr | None:
-    return next((ins for ins in reversed(body[:before]) if isinstance(ins, Instr) and ins.dst == reg), None)
-
-
-def _affine_value(body: tuple, before: int, operand: object, symbols: set[str], depth: int = 0) -> Affine | None:
-    """The value of `operand` at body[before], when straight-line moves, adds, subtracts
-    and multiplications by constants of shape symbols and integers give it; else None."""
-    if isinstance(operand, Imm):
-        return Affine.of(operand.value) if type(operand.value) is int else None
-    if isinstance(operand, Sym):
-        return Affine.of(operand.name) if operand.name in symbols else None
-    if not isinstance(operand, Reg) or depth > 32:
-        return None
-    at = next((j for j in range(before - 1, -1, -1) if isinstance(body[j], Instr) and body[j].dst == operand), None)
-    if at is None:
-        return None
-    ins = body[at]
-    values = [_affine_value(body, at, src, symbols, depth + 1) for src in ins.srcs]
-    if None in values or ins.pred is not None:
-        return None
-    if ins.op in ("MOV", "MOV_IMM"):
-        return values[0]
-    if ins.op == "ADD":
-        return values[0] + values[1]
-    if ins.op == "SUB":
-        return values[0] - values[1]
-    if ins.op == "MUL" and (values[0].is_const or values[1].is_const):
-        return values[1] * values[0].const if values[0].is_const else values[0] * values[1].const
     return None
 
 

@@ -222,3 +222,34 @@ def test_a_manifest_reduction_a_call_cannot_check_is_refused_at_load(intact, tmp
     bad = rewritten(intact, tmp_path / "bad.hgb", manifest=_reductions(f"reductions = {reductions}"))
     with pytest.raises(BundleError, match=message):
         load_bundle(bad)
+
+
+def test_finding_a_programs_folds_follows_each_register_once():
+    """A trip count computed through a chain of registers each used twice: followed
+    naively, 2^30 paths; each definition's value is computed once."""
+    from hologram.bundles.folds import identityless_folds
+
+    chain = "\n".join(f"    ADD.i64     %r{k + 1}, %r{k}, %r{k}" for k in range(30))
+    regs = ", ".join(f"%r{k}" for k in range(31))
+    asm = f""".program deep
+.isa 1
+.symbols n
+.param in x: f32[n]
+.param out y: f32[n]
+
+.stage y domain [n] block [1]
+    .reg {regs}, %c, %i: i64
+    .reg %acc, %v: f32
+    MOV.i64     %r0, $n
+{chain}
+    MOV.i64     %c, %r30
+    MOV_IMM.f32 %acc, -inf
+    MOV_IMM.i64 %i, 0
+top:
+    LDG.f32     %v, [x + %i]
+    MAX.f32     %acc, %acc, %v
+    LOOP        %c, top
+    EXIT
+"""
+    (fold,) = identityless_folds(parse_program(asm))
+    assert fold[1] == "folds %acc in the loop top," and str(fold[2]) == f"{2 ** 30}*n"
