@@ -459,7 +459,7 @@ def _open_made(f: Found) -> Bundle:
             problem = exc.message
         if problem is None:
             return bundle
-        _skip(f"{problem}: built again")
+        _warn(f"bundle built again: {problem}")
     data = f.make()
     bundle = open_bundle(f.path) if data is None else read_bundle(data, f"{f.name} {f.version} (built in memory)")
     problem = _mislabelled(bundle.manifest, f)
@@ -492,8 +492,12 @@ def _not_built_from(bundle: Bundle, sources: str | None) -> str | None:
     return None
 
 
-def _skip(message: str) -> None:
-    warnings.warn(HologramWarning(f"bundle skipped: {message}"), stacklevel=4)
+def _skip(problem: str) -> None:
+    _warn(f"bundle skipped: {problem}")
+
+
+def _warn(message: str) -> None:
+    warnings.warn(HologramWarning(message), stacklevel=3)
 
 
 def name_and_version(file: str, name: str | None = None) -> tuple[str, str] | None:
