@@ -12,7 +12,8 @@ archives) on bytes anyone may have written; it also spares a loading process imp
 zipfile and its compressors (~4 ms). The end record must end the file and its central
 directory must end where the end record starts; each member must be stored (not
 compressed), unencrypted, with its sizes and CRC in the central directory and a local
-header that names it the same, its bytes inside the file before the directory. Every
+header that names it the same, its bytes inside the file before the directory and no
+other member's (overlapping members are refused before anything is copied). Every
 member name is a relative POSIX path without `..`, unique; every member is within the
 size limits, its CRC checked, and its sha256 and size checked by `RECORD`, which must
 list exactly the other members. Anything else is a `BundleError` naming the member.
@@ -110,7 +111,10 @@ _ENCRYPTED, _DESCRIPTOR = 0x1, 0x8  # general purpose flags this reader refuses
 
 def _entries(data: bytes, where: str) -> Iterator[tuple[str, bytes]]:
     """(name, bytes) of each member of a stored zip, in directory order (see the module
-    docstring for what is refused)."""
+    docstring for what is refused). The whole directory is checked before any member's
+    bytes are copied: members whose ranges overlap (a zip can point many directory
+    entries into the same bytes, so a small file would copy out far more than it holds)
+    are refused first, and then the members together hold at most the file's size."""
     def refuse(why: str) -> BundleError:
         return BundleError(f"{where}: not a bundle (not a readable zip archive: {why})")
 
@@ -124,6 +128,7 @@ def _entries(data: bytes, where: str) -> Iterator[tuple[str, bytes]]:
         raise BundleError(f"{where}: {count:,} members, over the limit of {MAX_MEMBERS:,}")
     if cd_offset + cd_size != end:
         raise refuse("its central directory does not end where the end record begins")
+    spans = []  # (local header offset, data start, size, crc, name) of each member
     at = cd_offset
     for _ in range(count):
         if at + _CENTRAL.size > end:
@@ -150,10 +155,23 @@ def _entries(data: bytes, where: str) -> Iterator[tuple[str, bytes]]:
         if start + size > cd_offset:
             raise BundleError(f"{where}: member {name!r} holds {max(0, cd_offset - start):,} bytes, its header "
                               f"says {size:,}")
+        spans.append((offset, start, size, crc, name))
+    _refuse_overlaps(spans, where)
+    for _, start, size, crc, name in spans:
         body = data[start:start + size]
         if binascii.crc32(body) != crc:
             raise BundleError(f"{where}: member {name!r} cannot be read: its CRC-32 does not match")
         yield name, body
+
+
+def _refuse_overlaps(spans: list[tuple[int, int, int, int, str]], where: str) -> None:
+    """Each member (its local header, name, extra field and bytes) owns its own range of
+    the file: `write` never makes two share one."""
+    ordered = sorted(spans)
+    for (offset, start, size, _, name), (next_offset, _, _, _, next_name) in zip(ordered, ordered[1:]):
+        if max(start + size, offset + _LOCAL.size) > next_offset:
+            raise BundleError(f"{where}: not a bundle (members {name!r} and {next_name!r} overlap in the file: "
+                              f"a bundle's members each have their own bytes)")
 
 
 def _check_record(members: dict[str, bytes], where: str) -> dict[str, str]:

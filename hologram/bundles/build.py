@@ -18,7 +18,7 @@ import hashlib
 import json
 import multiprocessing
 import os
-import tempfile
+import secrets
 import time
 import warnings
 from pathlib import Path
@@ -421,8 +421,10 @@ def _cache_store(cache: Path | None, key: str, kernels: list[KernelBuild]) -> No
 
 def write_atomically(path: Path, data: bytes) -> None:
     """Write `data` to `path` through a temporary file in the same folder: a reader sees
-    the old file or the new one, never half of one."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    the old file or the new one, never half of one. The file gets the mode any new file
+    gets (0666 less the umask: 0644 under 022), not mkstemp's 0600, so a bundle written
+    to a shared folder is readable by whom the umask allows."""
+    fd, tmp = _create_temporary(path)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -433,3 +435,16 @@ def write_atomically(path: Path, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def _create_temporary(path: Path) -> tuple[int, str]:
+    """A new file beside `path`, opened for writing, created with mode 0666 so that the
+    kernel applies the umask (reading the umask means setting it, which races threads)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {path}")

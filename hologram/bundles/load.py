@@ -16,16 +16,19 @@ The front end (lark, the analyzer) and the passes are never imported here.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
-from typing import TYPE_CHECKING, Callable
+import warnings
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import attrs
 
 from hologram.bundles import archive
-from hologram.bundles.manifest import MANIFEST, NAME, Entry, Manifest, NativeTarget, Port, parse, read_index
+from hologram.bundles.folds import unlisted_reduction
+from hologram.bundles.manifest import MANIFEST, NAME, SEMVER, Entry, Manifest, NativeTarget, Port, parse, read_index
 from hologram.core import trace
-from hologram.core.errors import BundleError, HologramError
+from hologram.core.errors import BundleError, HologramError, HologramWarning, did_you_mean
 from hologram.core.files import read_regular_file
 from hologram.core.types import Affine, DType, Shape
 from hologram.isa.asm_lexer import LineReader
@@ -43,17 +46,27 @@ if TYPE_CHECKING:
 ENV_PATH = "HOLOGRAM_BUNDLE_PATH"
 PLUGIN = "a plugin"  # Found.origin of a bundle an installed plugin registered
 _SPLIT = re.compile(r"-(?=[0-9])")  # where NAME-VERSION.hgb may split: a version starts with a digit
+SOURCES = "sources/"  # the members holding the documents a bundle was built from
 
 
 @attrs.frozen
 class Found:
-    """A bundle `load_bundle` can find by name: where it is and who put it there."""
+    """A bundle `load_bundle` can find by name: what its file name (or its plugin) says it
+    is, where it is and who put it there."""
 
     name: str
     version: str
     path: str
     origin: str  # 'HOLOGRAM_BUNDLE_PATH' or 'a plugin'
-    make: Callable[[], None] | None = attrs.field(default=None, eq=False)  # writes `path` if missing
+    make: Callable[[], bytes | None] | None = attrs.field(default=None, eq=False)  # builds it (BundleRef.make)
+    sources: str | None = None  # the documents the bundle `make` builds comes from
+
+    @property
+    def trusted(self) -> bool:
+        """Whether its native code runs unless the caller says otherwise: only a bundle a
+        plugin ships in its installed package, never one built into a cache (anyone who
+        can write the cache could have replaced it) nor one on HOLOGRAM_BUNDLE_PATH."""
+        return self.origin == PLUGIN and self.make is None
 
 
 @attrs.frozen(eq=False)
@@ -64,6 +77,7 @@ class Bundle:
     manifest: Manifest
     members: dict[str, bytes] = attrs.field(repr=False)
     digests: dict[str, str] = attrs.field(repr=False)  # sha256 by member, checked against the bytes by RECORD
+    path: str | None = None  # the file it was read from (None: bytes in memory)
     _indexes: dict[tuple[str, str], dict] = attrs.field(factory=dict, init=False, repr=False)
 
     def program(self, entry: Entry) -> Program:
@@ -136,11 +150,12 @@ def open_bundle(path: str | os.PathLike) -> Bundle:
             data = read_regular_file(where, archive.MAX_BUNDLE_BYTES)
         except OSError as exc:
             raise BundleError(f"cannot read bundle {where}: {exc.strerror or exc}") from None
-        return read_bundle(data, where)
+        return read_bundle(data, where, path=where)
 
 
-def read_bundle(data: bytes, where: str = "<bundle>") -> Bundle:
-    """The bundle in `data` (named `where` in messages), as `open_bundle` checks it."""
+def read_bundle(data: bytes, where: str = "<bundle>", path: str | None = None) -> Bundle:
+    """The bundle in `data` (named `where` in messages, read from the file `path`), as
+    `open_bundle` checks it."""
     members, digests = archive.read_with_digests(data, where)
     if MANIFEST not in members:
         raise BundleError(f"{where}: no {MANIFEST} member (not a bundle)")
@@ -158,7 +173,7 @@ def read_bundle(data: bytes, where: str = "<bundle>") -> Bundle:
     for name in sorted(members.keys() - described):
         raise BundleError(f"{where}: member {name!r} is not described by {MANIFEST}",
                           hint="a bundle holds exactly what its manifest lists; rebuild it")
-    return Bundle(where, manifest, members, digests)
+    return Bundle(where, manifest, members, digests, path)
 
 
 def library(bundle: Bundle, backend: str | None = None, verify_now: bool = False,
@@ -180,16 +195,18 @@ def library(bundle: Bundle, backend: str | None = None, verify_now: bool = False
     if verify_now:
         for c in compiled:
             c.program  # noqa: B018 - decoding, checking and verifying is the point
-    return Library({c.signature.name: Kernel(c, backend) for c in compiled})
+    m = bundle.manifest
+    return Library({c.signature.name: Kernel(c, backend) for c in compiled},
+                   (m.name, m.version, bundle.path, trust_native))
 
 
 def load_bundle(name_or_path: str | os.PathLike, version: str | None = None, backend: str | None = None,
                 trust_native: bool | None = None) -> Library:
     """The kernels of a bundle, by path or by name (the highest version `version`, a
     PEP 440 specifier, admits). See the module docstring. The bundle's native code is
-    used when `trust_native` is True, or when it is None and the bundle was registered
-    by an installed plugin; never for a file found by path or on HOLOGRAM_BUNDLE_PATH
-    unless asked."""
+    used when `trust_native` is True, or when it is None and an installed plugin ships
+    the bundle in its package (`Found.trusted`); never for a file found by path, on
+    HOLOGRAM_BUNDLE_PATH or built into a cache unless asked."""
     if not isinstance(name_or_path, (str, os.PathLike)):
         raise BundleError(f"load_bundle() expects a bundle name or path, got {type(name_or_path).__name__}")
     text = os.fspath(name_or_path)
@@ -203,11 +220,10 @@ def _load(text: str, version: str | None, backend: str | None, trust_native: boo
             raise BundleError("version= selects among bundles found by name; a path names one file",
                               hint=f"load_bundle({text!r}) without version=")
         return library(open_bundle(text), backend, trust_native=bool(trust_native))
-    found = resolve(text, version)
-    if found.make is not None and not os.path.exists(found.path):
-        found.make()  # a source checkout's bundle, built on first use
-    trusted = trust_native if trust_native is not None else found.origin == PLUGIN
-    return library(open_bundle(found.path), backend, trust_native=trusted)
+    found, bundle = _resolve(text, version)
+    assert bundle is not None
+    trusted = trust_native if trust_native is not None else found.trusted
+    return library(bundle, backend, trust_native=trusted)
 
 
 def _is_path(text: str) -> bool:
@@ -220,14 +236,14 @@ def _compiled(bundle: Bundle, e: Entry, native: dict[str, tuple]) -> Compiled:
     inputs = tuple(_param(p, p.kind, f"{where}: input {p.name!r}") for p in e.inputs)
     outputs = tuple(_param(p, "output", f"{where}: output {p.name!r}") for p in e.outputs)
     signature = Signature(e.name, inputs, outputs, e.symbols)
-    reductions = tuple((kind, tuple((var, _affine(ext, f"{where}: reduction")) for var, ext in axes))
+    reductions = tuple((kind, tuple((var, _extent(ext, e.symbols, f"{where}: reduction")) for var, ext in axes))
                        for kind, axes in e.reductions)
     bundle.source(e)  # present and unaltered: it is the kernel's provenance
     bundle.check_program_hash(e)  # so a damaged program is refused now, with the rest
 
     def program() -> Program:  # decoding and verifying wait for the kernel's first use
         p = bundle.program(e)
-        problem = _disagreement(signature, p)
+        problem = _disagreement(signature, p) or unlisted_reduction(reductions, p)
         if problem is not None:
             raise BundleError(f"{where}: {MANIFEST} disagrees with {e.program}: {problem}")
         return p
@@ -249,8 +265,14 @@ def _disagreement(sig: Signature, program: Program) -> str | None:
         if p.kind == "scalar":
             ok = isinstance(q, ScalarParam) and q.dtype == p.dtype
         else:
-            role = ("out",) if p.kind == "output" else ("in", "inout")
-            ok = isinstance(q, BufferParam) and q.role in role and q.dtype == p.dtype and q.shape == p.shape
+            # exactly the role the interface gives: an input the program may write ('inout')
+            # would overwrite the caller's array, an output it may read would read garbage
+            role = "out" if p.kind == "output" else "in"
+            if isinstance(q, BufferParam) and q.role != role:
+                what = "an output" if p.kind == "output" else "an input"
+                return (f"{p.name} is {what} in the manifest (role {role!r}), but the program declares it "
+                        f"{q.role!r}" + (", so it may write the caller's array" if role == "in" else ""))
+            ok = isinstance(q, BufferParam) and q.dtype == p.dtype and q.shape == p.shape
         if not ok:
             return f"{p.name} is {p} in the manifest, {q} in the program"
     return None
@@ -274,13 +296,18 @@ def _type(text: str, where: str) -> tuple[DType, Shape]:
     return dtype, shape
 
 
-def _affine(text: str, where: str) -> Affine:
+def _extent(text: str, symbols: tuple[str, ...], where: str) -> Affine:
+    """A reduction's extent: affine in the kernel's shape symbols (a call evaluates it)."""
     try:
         r = LineReader(text, 1, where, text)
         value = r.affine()
         r.end()
     except HologramError as exc:
         raise BundleError(f"{where}: extent {text!r}: {exc.message}") from None
+    unknown = [s for s in value.symbols if s not in symbols]
+    if unknown:
+        raise BundleError(f"{where}: extent {text} names {unknown[0]!r}, not one of the kernel's symbols "
+                          f"({', '.join(symbols) or 'none'})")
     return value
 
 
@@ -298,36 +325,47 @@ def _definition(bundle: Bundle, e: Entry) -> Callable[[], KernelDef]:
 
 
 # -------------------------------------------------------------------------- finding
+# A file is found by its name, NAME-VERSION.hgb, and then held to its manifest: a file
+# whose manifest names another bundle or another version is not that bundle, and is
+# skipped with a warning (a copy renamed mylib-9.9.9.hgb must not win every query).
+# VERSION is the manifest's exact spelling, so two files never hold one version spelled
+# two ways (01.0.0, 1.0, an epoch: none is a semantic version). docs/bundles.md, "Loading".
+
 def discover(name: str | None = None) -> list[Found]:
     """The bundles `load_bundle` can find by name (only `name`'s, when given): the files
-    `NAME-VERSION.hgb` in the folders of HOLOGRAM_BUNDLE_PATH, then the plugins'."""
+    `NAME-VERSION.hgb` in the folders of HOLOGRAM_BUNDLE_PATH, then the plugins'. Each
+    file is opened and held to its manifest; one that is unreadable or holds another
+    bundle or version is left out with a warning. A plugin's bundle built at its first
+    load is listed as its plugin names it (loading holds it to that)."""
     found = []
-    for folder in filter(None, os.environ.get(ENV_PATH, "").split(os.pathsep)):
-        try:
-            entries = sorted(os.listdir(folder))
-        except OSError:
-            continue  # a folder that is not there holds no bundle
-        for file in entries:
-            named = name_and_version(file)
-            if named is not None and name in (None, named[0]):
-                found.append(Found(*named, os.path.join(folder, file), ENV_PATH))
-    for ref in registered_bundles().values():
-        if name is not None and ref.name != name:
+    for f in _candidates(name):
+        if f.make is not None:
+            found.append(f)
             continue
-        named = name_and_version(os.path.basename(ref.path), ref.name)
-        bundle_version = named[1] if named is not None else None
-        if bundle_version is None:  # the file name does not say: the manifest does
-            try:
-                bundle_version = open_bundle(ref.path).manifest.version
-            except BundleError:
-                continue  # unreadable (or, with `make`, not built yet and not named NAME-VERSION.hgb)
-        found.append(Found(ref.name, bundle_version, ref.path, PLUGIN, ref.make))
+        try:
+            problem = _mislabelled(open_bundle(f.path).manifest, f)
+        except BundleError as exc:
+            problem = exc.message
+        if problem is None:
+            found.append(f)
+        else:
+            _skip(problem)
     return found
 
 
 def resolve(name: str, version: str | None = None) -> Found:
     """The bundle `name` of the highest version `version` admits; BundleError listing
-    what there is when none does."""
+    what there is when none does. (A bundle its plugin builds at the first load is not
+    built here: `load_bundle` does that.)"""
+    return _resolve(name, version, build=False)[0]
+
+
+def _resolve(name: str, version: str | None, build: bool = True) -> tuple[Found, Bundle | None]:
+    """`resolve`, and the bundle opened and held to its name (None when it is yet to be
+    built and `build` is false): the candidates in order of version, highest first, the
+    first whose file is the bundle it is named for winning. Equal versions: the first
+    found (HOLOGRAM_BUNDLE_PATH's folders in order, then the plugins), as PATH does; two
+    in one folder are ambiguous."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
     from packaging.version import Version
 
@@ -336,21 +374,136 @@ def resolve(name: str, version: str | None = None) -> Found:
     except InvalidSpecifier:
         raise BundleError(f"version={version!r} is not a PEP 440 specifier", hint="e.g. '>=1.2,<2' or '==1.4.0'") \
             from None
-    candidates = discover(name)
-    matching = [f for f in candidates if wanted.contains(Version(f.version), prereleases=True)]
-    if not matching:
-        have = ", ".join(f"{f.version} ({f.path})" for f in candidates)
-        where = f"{ENV_PATH} and the plugins' bundles"
-        if not candidates:
-            raise BundleError(f"no bundle named {name!r} in {where}",
-                              hint=f"put {name}-VERSION.hgb in a folder listed in {ENV_PATH}, or pass its path")
-        raise BundleError(f"no version of bundle {name!r} matches {version!r}", hint=f"found: {have}")
-    return max(matching, key=lambda f: Version(f.version))
+    candidates = list(_candidates(name))
+    ordered = sorted(candidates, key=lambda f: Version(f.version), reverse=True)  # stable: search order kept
+    skipped = []
+    for f in ordered:
+        if not wanted.contains(Version(f.version), prereleases=True):
+            continue
+        if f.make is not None and not build:
+            return f, None
+        bundle = _open_found(f)  # a damaged file is an error: never silently an older version
+        if bundle is None:
+            skipped.append(f.path)
+            continue
+        for other in ordered:
+            if other is not f and other.origin == ENV_PATH == f.origin and Version(other.version) == \
+                    Version(f.version) and os.path.dirname(other.path) == os.path.dirname(f.path) \
+                    and _open_found(other) is not None:
+                raise BundleError(f"bundle {name!r}: {f.path} and {other.path} hold the same version, spelled two "
+                                  f"ways", hint="remove one of them")
+        return f, bundle
+    where = f"{ENV_PATH} and the plugins' bundles"
+    if not candidates:
+        known = {f.name for f in _candidates(None)}
+        raise BundleError(f"no bundle named {name!r} in {where}{did_you_mean(name, known)}",
+                          hint=f"put {name}-VERSION.hgb in a folder listed in {ENV_PATH}, or pass its path"
+                          + (f"; bundles found by name: {', '.join(sorted(known))}" if known else ""))
+    have = ", ".join(f"{f.version} ({f.path})" for f in candidates if f.path not in skipped)
+    refused = f"skipped, holding another bundle or version: {', '.join(skipped)}" if skipped else ""
+    if version is None:
+        raise BundleError(f"no bundle named {name!r} in {where}", hint=refused)
+    raise BundleError(f"no version of bundle {name!r} matches {version!r}",
+                      hint="; ".join(filter(None, [f"found: {have}" if have else "", refused])))
+
+
+def _candidates(name: str | None) -> Iterator[Found]:
+    """The bundles named `name` (every one when None) as their file names and plugins
+    say, not yet held to their manifests."""
+    for folder in filter(None, os.environ.get(ENV_PATH, "").split(os.pathsep)):
+        try:
+            entries = sorted(os.listdir(folder))
+        except OSError:
+            continue  # a folder that is not there holds no bundle
+        for file in entries:
+            named = name_and_version(file)
+            if named is not None and name in (None, named[0]):
+                yield Found(*named, os.path.join(folder, file), ENV_PATH)
+    for ref in registered_bundles().values():
+        if name is not None and ref.name != name:
+            continue
+        named = name_and_version(os.path.basename(ref.path), ref.name)
+        if named is not None:
+            yield Found(ref.name, named[1], ref.path, PLUGIN, ref.make, ref.sources)
+            continue
+        try:  # the file name does not say: the manifest does
+            yield Found(ref.name, open_bundle(ref.path).manifest.version, ref.path, PLUGIN, ref.make, ref.sources)
+        except BundleError as exc:
+            _skip(f"bundle {ref.name!r}, which a plugin registers: {exc.message}")
+
+
+def _open_found(f: Found) -> Bundle | None:
+    """The bundle `f` names, held to its name and version; None (with a warning) when
+    its file holds another. A bundle built at its first load is built when missing,
+    damaged or not its documents'."""
+    if f.make is not None:
+        return _open_made(f)
+    bundle = open_bundle(f.path)
+    problem = _mislabelled(bundle.manifest, f)
+    if problem is not None:
+        _skip(problem)
+        return None
+    return bundle
+
+
+def _open_made(f: Found) -> Bundle:
+    """A bundle a plugin builds into a cache (a source checkout's, BundleRef.make): the
+    file there when it is intact, the bundle it is named for and built from the
+    plugin's documents; else built again (in memory when the cache cannot be written)."""
+    assert f.make is not None
+    if os.path.lexists(f.path):
+        try:
+            bundle = open_bundle(f.path)
+            problem = _mislabelled(bundle.manifest, f) or _not_built_from(bundle, f.sources)
+        except BundleError as exc:
+            problem = exc.message
+        if problem is None:
+            return bundle
+        _warn(f"bundle built again: {problem}")
+    data = f.make()
+    bundle = open_bundle(f.path) if data is None else read_bundle(data, f"{f.name} {f.version} (built in memory)")
+    problem = _mislabelled(bundle.manifest, f)
+    if problem is not None:
+        raise BundleError(f"the plugin that registers bundle {f.name!r} built another: {problem}")
+    return bundle
+
+
+def _mislabelled(m: Manifest, f: Found) -> str | None:
+    """How the bundle `f` names differs from what its manifest says it is, or None."""
+    if (m.name, m.version) == (f.name, f.version):
+        return None
+    return (f"{f.path}: named {f.name} {f.version}, but it holds the bundle {m.name} {m.version}"
+            + (" (a file's name must be its manifest's NAME-VERSION.hgb)" if f.origin == ENV_PATH else ""))
+
+
+def _not_built_from(bundle: Bundle, sources: str | None) -> str | None:
+    """Why `bundle` was not built from the documents in the folder `sources` (each of its
+    source members a file there, byte for byte), or None."""
+    if sources is None:
+        return None
+    for member in sorted(m for m in bundle.members if m.startswith(SOURCES)):
+        path = os.path.join(sources, *member[len(SOURCES):].split("/"))
+        try:
+            data = read_regular_file(path, archive.MAX_MEMBER_BYTES)
+        except OSError:
+            return f"{bundle.where}: {member} is not a document of {sources}"
+        if hashlib.sha256(data).hexdigest() != bundle.digests[member]:
+            return f"{bundle.where}: {member} differs from {path}"
+    return None
+
+
+def _skip(problem: str) -> None:
+    _warn(f"bundle skipped: {problem}")
+
+
+def _warn(message: str) -> None:
+    warnings.warn(HologramWarning(message), stacklevel=3)
 
 
 def name_and_version(file: str, name: str | None = None) -> tuple[str, str] | None:
-    """(name, version) of a file named `NAME-VERSION.hgb` (`name` when given, else the
-    shortest name before a valid version: `my-lib-1.2.0-rc.1.hgb` is my-lib 1.2.0-rc.1)."""
+    """(name, version) of a file named `NAME-VERSION.hgb`, VERSION a semantic version that
+    is also a PEP 440 one (`name` when given, else the shortest name before such a
+    version: `my-lib-1.2.0-rc.1.hgb` is my-lib 1.2.0-rc.1)."""
     if not file.endswith(".hgb"):
         return None
     stem = file[:-len(".hgb")]
@@ -365,8 +518,11 @@ def name_and_version(file: str, name: str | None = None) -> tuple[str, str] | No
 
 
 def _valid_version(text: str) -> bool:
+    """A bundle's version: semver (what a manifest holds), which specifiers compare as PEP 440."""
     from packaging.version import InvalidVersion, Version
 
+    if not SEMVER.match(text):
+        return False
     try:
         Version(text)
     except InvalidVersion:

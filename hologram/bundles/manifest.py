@@ -27,6 +27,9 @@ NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 KINDS = ("array", "scalar")
+REDUCTION_KINDS = ("min", "max", "argmin", "argmax")  # the reductions a manifest lists: those without an identity
+MAX_NESTING = 16  # tables and arrays within each other: what hologram writes nests 7 deep at most
+MAX_INT = 2**31 - 1  # the manifest's integers (format, isa, dsl) are small
 
 
 @attrs.frozen
@@ -137,6 +140,9 @@ def read_index(data: bytes, target: NativeTarget) -> dict[str, tuple[str, Any]]:
         doc = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BundleError(f"{where}: not JSON ({exc})") from None
+    except RecursionError:
+        raise BundleError(f"{where}: nested deeper than a JSON reader follows") from None
+    _refuse_deep(doc, where)
     if not isinstance(doc, dict) or sorted(doc) != sorted(target.kernels):
         raise BundleError(f"{where}: expected an object with one entry per kernel {MANIFEST} lists for "
                           f"{target.backend}/{target.target}")
@@ -183,6 +189,12 @@ def parse(data: bytes) -> Manifest:
         doc = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise BundleError(f"{MANIFEST}: not a TOML document ({exc})") from None
+    except RecursionError:  # tomllib reads nested arrays and tables recursively
+        raise BundleError(f"{MANIFEST}: nested deeper than a TOML reader follows (a manifest nests at most "
+                          f"{MAX_NESTING} levels)") from None
+    except ValueError as exc:  # an integer of more digits than int() converts (sys.get_int_max_str_digits)
+        raise BundleError(f"{MANIFEST}: not a TOML document this hologram reads ({exc})") from None
+    _refuse_deep(doc, MANIFEST)
     top = _Fields(doc, MANIFEST)
     fmt = top.int("format")
     if fmt > FORMAT_VERSION:
@@ -246,6 +258,9 @@ def _port(f: "_Fields", is_input: bool) -> Port:
 
 def _reduction(f: "_Fields") -> tuple[str, tuple[tuple[str, str], ...]]:
     kind = f.str("kind")
+    if kind not in REDUCTION_KINDS:  # a call refuses an empty extent of these only: numpy's sum of nothing is 0
+        raise BundleError(f"{f.where}.kind: {kind!r} is not a reduction without an identity (expected one of "
+                          f"{', '.join(REDUCTION_KINDS)})")
     axes = []
     for i, axis in enumerate(f.list("axes", list)):
         if len(axis) != 2 or not all(isinstance(x, str) for x in axis):
@@ -253,6 +268,17 @@ def _reduction(f: "_Fields") -> tuple[str, tuple[tuple[str, str], ...]]:
         axes.append((axis[0], axis[1]))
     f.done()
     return kind, tuple(axes)
+
+
+def _refuse_deep(doc: Any, where: str) -> None:
+    """Refuse a document nested deeper than MAX_NESTING: whatever reads its values later
+    (`bundle inspect`, a backend reading its stage table) may recurse into them."""
+    level = [doc]
+    for _ in range(MAX_NESTING):
+        level = [v for x in level for v in (x.values() if isinstance(x, dict) else x if isinstance(x, list) else ())]
+        if not level:
+            return
+    raise BundleError(f"{where}: nested deeper than {MAX_NESTING} levels (what hologram writes nests less)")
 
 
 class _Fields:
@@ -279,7 +305,11 @@ class _Fields:
         return v
 
     def int(self, key: str) -> int:
-        return self._get(key, int, "an integer")
+        v = self._get(key, int, "an integer")
+        if not -MAX_INT <= v <= MAX_INT:
+            raise BundleError(f"{self.where}.{key}: {v.bit_length()}-bit integer, out of range (at most "
+                              f"{MAX_INT:,} in magnitude)")
+        return v
 
     def list(self, key: str, item: type) -> list:
         v = self._get(key, list, "an array")

@@ -15,16 +15,21 @@ reference a plugin registers (docs/plugins.md, "Shipping kernels as a bundle").
 A wheel carries `NAME-VERSION.hgb` beside the package's modules, built when the wheel was;
 a source checkout (an editable install) has the documents instead, and the bundle is
 built at its first load into the cache, under a digest of the documents and of the
-hologram version, so an edited kernel or another hologram gives a new bundle.
+hologram version, so an edited kernel or another hologram gives a new bundle. The file
+in the package is trusted as the package's code is (the installer wrote both); the one
+in the cache is not: anyone who can write the cache could have replaced it, so its
+native code never runs, and loading holds it to the documents (hologram.bundles.load).
 """
 
 from __future__ import annotations
 
 import hashlib
+import warnings
 from pathlib import Path
 from typing import Any
 
 from hologram.core.distribution import hologram_version
+from hologram.core.errors import HologramWarning
 from hologram.core.files import cache_root
 from hologram.core.hookspecs import BundleRef
 
@@ -46,12 +51,23 @@ def bundle_ref(name: str, version: str, package_dir: Path, sources: Path) -> Bun
             digest.update(rel.encode() + b"\0" + doc.read_bytes() + b"\0")
     path = cache_root() / "bundles" / digest.hexdigest()[:16] / f"{name}-{version}.hgb"
 
-    def make() -> None:
-        from hologram.bundles.build import build  # the compiler, for this first load only
+    def make() -> bytes | None:
+        from hologram.bundles.build import build, write_atomically  # the compiler, for this first load only
 
-        path.parent.mkdir(parents=True, exist_ok=True)
-        build([sources], name, version, path, jobs=1, native="none")  # this machine JIT-compiles anyway
-    return BundleRef(name, str(path), make)
+        # no native code: a file in the cache is never trusted to run it, so this machine
+        # JIT-compiles anyway (docs/bundles.md, "The standard library")
+        report = build([sources], name, version, None, jobs=1, native="none")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(path, report.data)
+        except OSError as exc:  # read-only, or a file where a folder should be
+            warnings.warn(HologramWarning(
+                f"cannot write the bundle {name} {version} to {path} ({exc.strerror or exc}): it was built in "
+                f"memory, and every process will build it again",
+                hint="set HOLOGRAM_CACHE_DIR to a folder you can write"), stacklevel=2)
+            return report.data
+        return None
+    return BundleRef(name, str(path), make, str(sources))
 
 
 def build_py_with_bundle(name: str, package: str, sources: str = "kernels", native: str = "auto") -> type:

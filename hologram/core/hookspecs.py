@@ -71,13 +71,19 @@ class Translator:
 class BundleRef:
     """A bundle a plugin ships: `name` resolvable by `hologram.load_bundle(name)`.
 
-    `path` is the `.hgb` file (named `NAME-VERSION.hgb`, so finding it by version reads
-    no archive). `make`, when given, writes that file if it is missing: a package used
-    from a source checkout builds its bundle on first use instead of shipping it."""
+    `path` is the `.hgb` file, named `NAME-VERSION.hgb` (the file's manifest must say
+    the same). A file the plugin's installed package carries is trusted: its native code
+    may run. `make`, when given, builds the bundle at its first load instead (a package
+    used from its source checkout), into a cache folder anyone able to write it could
+    fill: that file is never trusted, is held to `sources` (the folder of documents it
+    is built from: its source members must be those files) and is built again when
+    missing, damaged or different. `make()` writes `path` and returns None, or returns
+    the bundle's bytes when `path` cannot be written (the load then uses them)."""
 
     name: str
     path: str
-    make: Callable[[], None] | None = attrs.field(default=None, eq=False)
+    make: Callable[[], bytes | None] | None = attrs.field(default=None, eq=False)
+    sources: str | None = None
 
 
 @hookspec

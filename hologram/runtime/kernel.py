@@ -389,16 +389,44 @@ def forget_unpickled() -> None:
 class Library(Mapping[str, Kernel]):
     """The kernels of one document (or bundle) by name: `lib["gemm"]`, `lib.gemm`,
     `for name in lib`, `lib.items()`. A kernel whose name shadows a Mapping method
-    (`items`, `get`, `on`...) is reached with `lib[name]`."""
+    (`items`, `get`, `on`...) or an attribute below is reached with `lib[name]`.
+
+    A bundle's library says what it is: `name`, `version` (its manifest's), `path` (the
+    file it was read from; None when built in memory) and `trusted` (whether the
+    bundle's native code may run). A document's library has None for the first three
+    and `trusted` False."""
 
     # `lib.gemm` is an instance attribute, found by the ordinary lookup: reaching a kernel
     # through __getattr__ costs ~1 µs (the failed lookup raises first), twice a fast call
-    __slots__ = ("_kernels", "__dict__")
+    __slots__ = ("_kernels", "_bundle", "__dict__")
 
-    def __init__(self, kernels: Mapping[str, Kernel]):
+    def __init__(self, kernels: Mapping[str, Kernel],
+                 bundle: tuple[str, str, str | None, bool] | None = None):
+        """`bundle`: (name, version, path, trusted) of the bundle the kernels come from."""
         object.__setattr__(self, "_kernels", dict(kernels))
+        object.__setattr__(self, "_bundle", bundle)
         self.__dict__.update((name, k) for name, k in self._kernels.items()
                              if not name.startswith("_") and not any(name in vars(c) for c in Library.__mro__))
+
+    @property
+    def name(self) -> str | None:
+        """The bundle's name (None for a document's kernels)."""
+        return None if self._bundle is None else self._bundle[0]
+
+    @property
+    def version(self) -> str | None:
+        """The bundle's version, as its manifest gives it."""
+        return None if self._bundle is None else self._bundle[1]
+
+    @property
+    def path(self) -> str | None:
+        """The bundle file the kernels were read from."""
+        return None if self._bundle is None else self._bundle[2]
+
+    @property
+    def trusted(self) -> bool:
+        """Whether the bundle's native code may run (docs/bundles.md, "Native code")."""
+        return self._bundle is not None and self._bundle[3]
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"a Library is read-only: cannot set {name!r}")
@@ -432,14 +460,19 @@ class Library(Mapping[str, Kernel]):
         return sorted(set(super().__dir__()) | {n for n in self._kernels if n.isidentifier()})
 
     def __reduce__(self) -> tuple:
-        return Library, (dict(self._kernels),)
+        return Library, (dict(self._kernels), self._bundle)
 
     def on(self, backend: str) -> "Library":
         """Every kernel of the library on `backend`."""
-        return Library({n: k.on(backend) for n, k in self._kernels.items()})
+        return Library({n: k.on(backend) for n, k in self._kernels.items()}, self._bundle)
 
     def __repr__(self) -> str:
-        return f"<Library of {len(self)} kernels: {', '.join(self._kernels)}>"
+        kernels = f"{len(self)} kernel{'' if len(self) == 1 else 's'}: {', '.join(self._kernels)}"
+        if self._bundle is None:
+            return f"<Library of {kernels}>"
+        name, version, path, trusted = self._bundle
+        where = path if path is not None else "built in memory"
+        return f"<Library {name} {version} ({where}; native code {'trusted' if trusted else 'not trusted'}) of {kernels}>"
 
 
 _UNTRACED = (Kernel.__call__, Kernel.map)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import io
 import json
+import re
+import struct
 import subprocess
 import sys
 import textwrap
@@ -76,7 +78,9 @@ CHILD = textwrap.dedent("""
 # (kind, tampering keeps the hashes consistent)
 KINDS = ["flip", "truncate", "overwrite", "rename", "traversal", "absolute", "duplicate", "bomb",
          "manifest-hash", "manifest-type", "manifest-format", "manifest-isa", "swap-programs", "program-bytes",
-         "drop-member", "extra-member", "native-other-cpu", "native-index", "native-index-lies"]
+         "drop-member", "extra-member", "native-other-cpu", "native-index", "native-index-lies",
+         # issue 21: a program writing its input, a manifest dropping a reduction, a reader exhausted
+         "program-writes-input", "manifest-drops-reduction", "manifest-deep", "manifest-huge-int", "overlap"]
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +124,8 @@ def corrupt(data: bytes, kind: str, a: int, b: int, noise: bytes) -> bytes:
                          (archive.RECORD, archive.record(members))])
     if kind == "bomb":  # a member that inflates far past the member limit
         return _bomb(members)
+    if kind == "overlap":  # a second directory entry pointing into the first member's bytes
+        return _overlapping(data, a)
     manifest = members[MANIFEST].decode()
     if kind == "manifest-hash":  # RECORD rebuilt, so only the manifest lies
         line = [ln for ln in manifest.splitlines() if "_sha256" in ln][a % 4]
@@ -141,6 +147,21 @@ def corrupt(data: bytes, kind: str, a: int, b: int, noise: bytes) -> bytes:
         body[b % len(body)] ^= 1 << (a % 8)
         members[prog] = bytes(body)
         manifest = _rehash(manifest, members)
+    elif kind == "program-writes-input":  # vadd declares x inout and stores its sum there too
+        from hologram.isa.asm import format_program, parse_program
+        from hologram.isa.encoding import decode, encode
+
+        asm = format_program(decode(members["programs/vadd.hbc"]))
+        store = next(ln for ln in asm.splitlines() if ln.strip().startswith("STG"))
+        members["programs/vadd.hbc"] = encode(parse_program(
+            asm.replace(".param in x", ".param inout x").replace(store, store + "\n" + store.replace("[z", "[x"))))
+        manifest = _rehash(manifest, members)
+    elif kind == "manifest-drops-reduction":  # softmax's max over n: an empty x would give -inf's softmax
+        manifest = re.sub(r"reductions = \[\n[^\]]*\]\]\s*},\n\]", "reductions = []", manifest, count=1)
+    elif kind == "manifest-deep":
+        manifest = manifest.replace('opt = "', "opt = " + "[" * (100 + a % 5000) + "]" * (100 + a % 5000) + '\nx = "')
+    elif kind == "manifest-huge-int":
+        manifest = manifest.replace("isa = 1", "isa = " + "9" * (20 + a % 6000))
     elif kind == "drop-member":
         del members[[k for k in names if k != MANIFEST][a % (len(names) - 1)]]
     elif kind == "extra-member":
@@ -151,7 +172,6 @@ def corrupt(data: bytes, kind: str, a: int, b: int, noise: bytes) -> bytes:
         index = next((k for k in names if k.endswith("/index.json")), None)
         if index is not None:
             import hashlib
-            import re
 
             body = members[index].decode()
             if kind == "native-index":  # the manifest's index_sha256 left as it was: it disagrees
@@ -166,7 +186,6 @@ def corrupt(data: bytes, kind: str, a: int, b: int, noise: bytes) -> bytes:
 
 def _rehash(manifest: str, members: dict[str, bytes]) -> str:
     import hashlib
-    import re
 
     def fix(m: re.Match) -> str:
         return f'{m[1]}_sha256 = "{hashlib.sha256(members[m[2]]).hexdigest()}"'
@@ -174,6 +193,22 @@ def _rehash(manifest: str, members: dict[str, bytes]) -> str:
         manifest = re.sub(rf'({field}) = "([^"]+)"\n{field}_sha256 = "[0-9a-f]+"',
                           lambda m: f'{m[1]} = "{m[2]}"\n' + fix(m), manifest)
     return manifest
+
+
+def _overlapping(data: bytes, a: int) -> bytes:
+    """`data` with one more central directory entry, a copy of member `a`'s, pointing at
+    the same local header: two members sharing their bytes."""
+    end = len(data) - 22
+    _, _, _, here, count, cd_size, cd_offset, _ = struct.unpack_from("<IHHHHIIH", data, end)
+    entries, at = [], cd_offset
+    for _ in range(count):
+        nlen, xlen, clen = struct.unpack_from("<HHH", data, at + 28)
+        entries.append(data[at:at + 46 + nlen + xlen + clen])
+        at += 46 + nlen + xlen + clen
+    pick = entries[a % len(entries)]
+    directory = b"".join(entries) + pick
+    return data[:cd_offset] + directory + struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, count + 1, count + 1,
+                                                       len(directory), cd_offset, 0)
 
 
 def _bomb(members: dict[str, bytes]) -> bytes:
@@ -228,6 +263,7 @@ def test_damaged_bundles_are_refused_or_harmless(intact, tmp_path, cases):
         assert ok, f"{kind}: {outcome}"
         natives = _native_target() != "none"
         if kind in ("traversal", "absolute", "duplicate", "bomb", "manifest-format", "manifest-isa", "manifest-type",
-                    "manifest-hash", "drop-member", "extra-member", "rename", "swap-programs") \
+                    "manifest-hash", "drop-member", "extra-member", "rename", "swap-programs", "program-writes-input",
+                    "manifest-drops-reduction", "manifest-deep", "manifest-huge-int", "overlap") \
                 or natives and kind in ("native-index", "native-index-lies"):  # the child trusts native code
             assert outcome.startswith("refused: "), f"{kind}: {outcome}"
