@@ -33,8 +33,8 @@ from hologram.bundles.manifest import (
 from hologram.core.distribution import hologram_version
 from hologram.core.errors import BundleError, HologramError
 from hologram.core.files import cache_root, read_regular_file, read_text_file
-from hologram.core.types import type_str
 from hologram.dsl.document import DSL_VERSION, KernelDef
+from hologram.isa.asm import format_type
 from hologram.isa.encoding import SUPPORTED_ISA_VERSIONS, encode
 from hologram.isa.program import ISA_VERSION
 from hologram.passes.manager import Pipeline
@@ -324,8 +324,8 @@ def _kernel_build(c: Compiled, member: str, text: str, o0: Pipeline) -> KernelBu
         source_sha256=hashlib.sha256(text.encode()).hexdigest(),
         program=f"programs/{name}.hbc", program_sha256=hashlib.sha256(program).hexdigest(), ir=f"ir/{name}.ir",
         symbols=sig.symbols,
-        inputs=tuple(Port(p.name, type_str(p.dtype, p.shape), p.kind) for p in sig.inputs),
-        outputs=tuple(Port(p.name, type_str(p.dtype, p.shape)) for p in sig.outputs),
+        inputs=tuple(Port(p.name, format_type(p.dtype, p.shape), p.kind) for p in sig.inputs),
+        outputs=tuple(Port(p.name, format_type(p.dtype, p.shape)) for p in sig.outputs),
         reductions=tuple((kind, tuple((var, str(ext)) for var, ext in axes)) for kind, axes in c.reductions),
         stats={"stages": stats.stages, "instructions": stats.instructions,
                "instructions_before": instruction_count(before.program), "registers": stats.registers,

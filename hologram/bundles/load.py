@@ -28,6 +28,7 @@ from hologram.bundles import archive
 from hologram.bundles.folds import unlisted_reduction
 from hologram.bundles.manifest import MANIFEST, NAME, SEMVER, Entry, Manifest, NativeTarget, Port, parse, read_index
 from hologram.core import trace
+from hologram.core.dims import is_derived
 from hologram.core.errors import BundleError, HologramError, HologramWarning, did_you_mean
 from hologram.core.files import read_regular_file
 from hologram.core.types import Affine, DType, Shape
@@ -255,7 +256,9 @@ def _disagreement(sig: Signature, program: Program) -> str | None:
     """How the manifest's interface differs from the program's, or None."""
     if program.name != sig.name:
         return f"the program is named {program.name!r}"
-    if tuple(program.symbols) != tuple(sig.symbols):
+    bound, derived = program.symbols[:len(sig.symbols)], program.symbols[len(sig.symbols):]
+    if tuple(bound) != tuple(sig.symbols) or not all(map(is_derived, derived)):
+        # the program lists the bound symbols first, then the derived ones its shapes use
         return f"the program's shape symbols are {', '.join(program.symbols) or 'none'}"
     params = {p.name: p for p in program.params}
     if set(params) != {p.name for p in sig.inputs + sig.outputs}:

@@ -86,6 +86,13 @@ def _dims(dims: tuple) -> str:
     return "[" + ", ".join(format_affine(d) if isinstance(d, Affine) else str(d) for d in dims) + "]"
 
 
+def format_type(dtype: DType, shape: tuple[Affine, ...]) -> str:
+    """`f32[n, 2*m + 1]`, `i8["(n + 1)//2"]`, `f32`: a type as kernel documents spell it
+    (a scalar without brackets), its dimensions as `.hasm` spells them, derived symbols
+    (hologram.core.dims) quoted, so that the assembler's reader takes it back."""
+    return f"{dtype}{_dims(shape)}" if shape else str(dtype)
+
+
 def format_operand(op: object) -> str:
     if isinstance(op, Reg):
         return "%" + format_name(op.name)

@@ -488,3 +488,34 @@ def test_the_checks_a_call_makes_survive_the_manifest(doc):
     shipped = library(read_bundle(report.data), backend="interp")["r"]
     assert shipped._c.reductions == compiled._c.reductions and compiled._c.reductions
     assert _outcome(shipped, args) == _outcome(compiled, args)
+
+
+DERIVED = '''
+[[kernels]]
+name = "evens"
+version = "1.0.0"
+inputs = { x = "i8[n]" }
+outputs = { y = "i8[(n + 1)//2]" }
+body = "y = x[::2]"
+
+[[kernels]]
+name = "flat"
+version = "1.0.0"
+inputs = { x = "f32[k, n]" }
+outputs = { y = "f32[k*n]", d = "f32[(n + 1)//2 + 1]" }
+body = """
+y = cumsum(x)
+d[j] = f32(j)
+"""
+'''
+
+
+def test_derived_dimensions_survive_the_manifest(tmp_path):
+    """A dimension that is not affine (a floor division, a product) is a derived symbol; the
+    manifest spells it so that loading reads back the program's own shape."""
+    lib = load_bundle(tiny(tmp_path, text=DERIVED))
+    assert lib.evens(np.arange(5, dtype=np.int8)).tolist() == [0, 2, 4]
+    y, d = lib.flat(np.ones((2, 3), np.float32))
+    assert y.shape == (6,) and d.tolist() == [0, 1, 2]
+    for name in ("evens", "flat"):
+        assert lib[name].signature == hg.compile(DERIVED)[name].signature
