@@ -74,6 +74,11 @@ from .abi import ERROR_KINDS, REDUCE_OPS, reduce_buffers, reduce_op  # the runti
 from .codegen_control import StageEmitter
 from .codegen_types import define_half_runtime
 
+# Every function touches each page of its frame as it grows it (inline probes, as C
+# compilers' -fstack-clash-protection): a frame larger than what is left of a thread's
+# stack faults on the guard page below it, never writing into memory mapped beyond.
+PROBE_STACK = '"probe-stack"="inline-asm"'
+
 # Bumped whenever the generated code's meaning changes, so cached native code is rebuilt
 # (the runtime's cache key also digests these sources).
 CODEGEN_VERSION = 1
@@ -129,7 +134,17 @@ def _compile(program: Program) -> CodegenResult:
         entries.append(StageEntry(symbol, index, partials))
     if any(isinstance(t, ir.HalfType) for t in _types_used(module)):
         define_half_runtime(module)
+    for fn in module.functions:
+        if fn.blocks:
+            fn.attributes = _Probed((*fn.attributes, PROBE_STACK))
     return CodegenResult(str(module), tuple(entries))
+
+
+class _Probed(ir.values.FunctionAttributes):
+    """Function attributes that may include the stack probe request (llvmlite knows only
+    LLVM's keyword attributes)."""
+
+    _known = ir.values.FunctionAttributes._known | {PROBE_STACK}
 
 
 def _types_used(module: ir.Module):
