@@ -57,6 +57,11 @@ How a stage is laid out:
   branches, loops and subroutines, at the price of a dispatch per lane and round.
 CALL is inlined at each call site (the verifier forbids recursion, so the contexts are
 finite); RET returns to the inlined call's continuation, or ends the lane at top level.
+
+The per-lane arrays and the shared arrays are the stage's scratch: up to 64 KiB of them
+in the frame, the rest in one block malloc'd per call (codegen_memory.py); every
+function probes its stack as it grows its frame (docs/cpu-llvm.md, "Scratch and the
+stack").
 """
 
 from __future__ import annotations
