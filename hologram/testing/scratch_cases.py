@@ -62,15 +62,16 @@ def scratch_program(name: str, dtype: DType = DType.F64, lanes: int = 1024, pool
                          f"<scratch_cases:{name}>")
 
 
-_F64, _U8 = DType.F64, DType.U8
+_U8 = DType.U8
 _PER_LANE = MAX_BLOCK_SCRATCH_BYTES // 1024  # the bytes each lane of a 1024-lane block may hold
+_SHARED = (MAX_SHARED_BYTES // 4 // 8,) * 4  # four f64 arrays filling the shared limit (1024 elements each)
 
 # name -> (how to build it at the limit, how to build it one element past it)
 _CASES: dict[str, tuple[Callable[[], Program], Callable[[], Program]]] = {
-    # 32 KiB of shared arrays (four f64[1024]), as a GPU's workgroup memory holds
+    # 32 KiB of shared arrays, as a GPU's workgroup memory holds
     "shared_at_limit": (
-        lambda: scratch_program("shared_at_limit", shared=(1024,) * 4, barrier="straight"),
-        lambda: scratch_program("shared_over_limit", shared=(1024,) * 3 + (1025,), barrier="straight")),
+        lambda: scratch_program("shared_at_limit", shared=_SHARED, barrier="straight"),
+        lambda: scratch_program("shared_over_limit", shared=_SHARED[:-1] + (_SHARED[-1] + 1,), barrier="straight")),
     # 1024 lanes x (a u8 pool and 7 registers) across a barrier, in region loops: the
     # pool's allocation stack alone was a 12 MiB frame before issue 21
     "pool_across_barrier": (
@@ -81,9 +82,8 @@ _CASES: dict[str, tuple[Callable[[], Program], Callable[[], Program]]] = {
     # the state machine, with 32 KiB of shared arrays, two pools and 9 registers a lane
     # (past it: one more register)
     "state_machine": (
-        lambda: scratch_program("state_machine", pools=(60, 55), shared=(1024,) * 4, barrier="loop"),
-        lambda: scratch_program("state_machine_over", pools=(60, 55), shared=(1024,) * 4, barrier="loop",
-                                padding=1)),
+        lambda: scratch_program("state_machine", pools=(60, 55), shared=_SHARED, barrier="loop"),
+        lambda: scratch_program("state_machine_over", pools=(60, 55), shared=_SHARED, barrier="loop", padding=1)),
     # one-lane blocks without a barrier: 32 pools of f64[4096], 1 MiB for one lane
     "one_lane_pools": (
         lambda: scratch_program("one_lane_pools", lanes=1, pools=(4096,) * 32),
@@ -116,6 +116,7 @@ REPRODUCERS = tuple(_REPRODUCERS)
 
 
 def reproducer(name: str) -> Program:
+    """The `REPRODUCERS` program `name`: past the limit, refused by the verifier."""
     return _REPRODUCERS[name]()
 
 
