@@ -19,6 +19,7 @@ while perturbing what the verifier must reason about:
 | `drop`, `duplicate`, `swap`, `move`, `insert` | instructions and labels: removed, repeated, reordered, new ones (stores, loads, branches, EXIT, RET, BarSync, CALL, LOOP, pools) |
 | `label`, `pred` | branch, loop and call targets; labels renamed or duplicated; predicates |
 | `decl`, `init`, `param`, `symbols`, `stage` | declarations (register types, shared and pool sizes), inits, parameter roles, dtypes and shapes, the symbol list, whole stages |
+| `scratch` | a stage's block scratch to the limit or one element past it: the largest block, padding pools, shared arrays or registers across a barrier; fuzz_mutate_scratch.py |
 | `binary` | bytes of the encoding (a bit, a byte, an inserted or deleted byte), with the length and checksum made consistent again (sometimes not); fuzz_program_cases.py |
 | `text` | the `.hasm` text: a line deleted, repeated or swapped, a token replaced; fuzz_program_cases.py |
 
@@ -38,6 +39,7 @@ from hologram.isa.opcodes import OPCODES
 from hologram.isa.program import (COMPARE_MODS, REASSOC, SPECIALS, Addr, BufferParam, Imm, Init, Instr, Label, Pred,
                                   Program, Reg, RegDecl, ScalarParam, Special, Stage, Sym)
 from hologram.testing.fuzz_common import pick
+from hologram.testing.fuzz_mutate_scratch import m_scratch
 
 Rng = np.random.Generator
 Mutation = tuple[Program, str]
@@ -595,3 +597,4 @@ MUTATORS: dict[str, tuple[Callable[[Rng, Program], Mutation | None], int]] = {
     "pred": (m_pred, 1), "insert": (m_insert, 3), "decl": (m_decl, 2), "init": (m_init, 1), "param": (m_param, 2),
     "symbols": (m_symbols, 1), "stage": (m_stage, 1),
 }
+MUTATORS["scratch"] = (m_scratch, 2)  # issue 21: block scratch at its limits

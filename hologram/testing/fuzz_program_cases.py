@@ -88,10 +88,12 @@ def mutate_text(rng: Rng, text: str) -> tuple[str, str]:
 @functools.lru_cache(maxsize=4)
 def seed_programs(strategy_examples: int = 40, seed: int = 0) -> tuple[tuple[str, Program], ...]:
     """(name, program) seeds: every stdlib kernel this installation can find, the document
-    fuzzer's built-in seed documents, and `strategy_examples` programs drawn from
+    fuzzer's built-in seed documents, the programs at the block scratch limit and past it
+    (scratch_cases.py), and `strategy_examples` programs drawn from
     `isa_strategies.programs()` with hypothesis seed `seed`."""
     import hologram
 
+    from hologram.testing import scratch_cases
     from hologram.testing.fuzz_mutate_documents import seed_documents
 
     out: list[tuple[str, Program]] = []
@@ -101,8 +103,8 @@ def seed_programs(strategy_examples: int = 40, seed: int = 0) -> tuple[tuple[str
         except Exception:  # noqa: BLE001 - a seed that does not compile is not a seed
             continue
         out += [(f"{name}:{k}", kern.program) for k, kern in lib.items()]
-    return tuple(out) + tuple((f"isa_strategies:{seed}:{k}", p) for k, p in
-                              enumerate(_strategy_programs(strategy_examples, seed)))
+    drawn = tuple((f"isa_strategies:{seed}:{k}", p) for k, p in enumerate(_strategy_programs(strategy_examples, seed)))
+    return tuple(out) + scratch_cases.seeds() + drawn
 
 
 def _strategy_programs(count: int, seed: int) -> list[Program]:

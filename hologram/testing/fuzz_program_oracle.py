@@ -4,7 +4,9 @@
 mutated program:
 
 1. A binary or assembly form must decode or parse, or be refused with `ISAError`.
-2. `verify` must accept the program or refuse it with `VerifyError`; nothing else.
+2. `verify` must accept the program or refuse it with `VerifyError`; nothing else. A
+   program it accepts has every stage's block scratch within the limit (docs/isa.md,
+   "Block scratch"): one past it was cpu_llvm's stack smashed (issue 21).
 3. A verified program must survive its text and binary round trips unchanged.
 4. It is launched on both backends (the reference interpreter and cpu_llvm) with small
    shape symbols, every buffer a view into a larger array between canaries. Each launch
@@ -203,6 +205,17 @@ def lanes_independent(program: Program) -> bool:
     return True
 
 
+def past_scratch_limit(program: Program) -> str | None:
+    """Which stage of `program` holds more block scratch than the limits allow, if any."""
+    from hologram.verify.decl_rules import MAX_BLOCK_SCRATCH_BYTES, MAX_SHARED_BYTES, block_scratch
+
+    for st in program.stages:
+        scratch = block_scratch(st)
+        if scratch.shared > MAX_SHARED_BYTES or scratch.total > MAX_BLOCK_SCRATCH_BYTES:
+            return f"stage '{st.name}' holds {scratch.describe()}"
+    return None
+
+
 # ------------------------------------------------------------------ the oracle
 _INTERP = None
 _NATIVE = None
@@ -277,6 +290,9 @@ def check_program_case(case: ProgramCase, phase: Phase) -> CaseResult:
         return CaseResult("refused", (Problem(EXCEPTION, "verify", f"verify raised {describe_exception(exc)}"),))
     phase("round-trip", True)
     problems = _round_trips(program)
+    past = past_scratch_limit(program)
+    if past is not None:
+        problems.append(Problem(VERIFIER_HOLE, "verify", f"verify accepted a program past the scratch limit: {past}"))
     launch = choose_launch(program, np.random.default_rng(case.input_seed))
     if launch.lanes > MAX_NATIVE_LANES:
         return CaseResult("skipped", tuple(problems))

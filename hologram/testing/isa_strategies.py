@@ -13,7 +13,10 @@ backend, so they serve round-trip tests (text, binary) and differential backend 
   every symbol >= 1 never raises;
 - immediates include each type's edge values (min, max, -0.0, NaN, infinities,
   subnormals);
-- one program in three has a table of source sites that some checked instructions name.
+- one program in three has a table of source sites that some checked instructions name;
+- one stage in four has its block scratch near or at the limit (docs/isa.md, "Block
+  scratch"): the largest block its registers allow, its pool grown, more pools and
+  shared arrays declared.
 
 What a program needs at launch: symbols `n` (and `m` for 2-D), all >= 1; buffer params
 named by `Program.params` (`x` in, `y` out, optionally `hist` inout with 96 elements,
@@ -33,6 +36,8 @@ from hologram.core.errors import Site
 from hologram.core.types import Affine, DType
 from hologram.isa.program import (Addr, BufferParam, Imm, Init, Instr, Label, MemDecl, Pred, Program, Reg, RegDecl,
                                   ScalarParam, Special, Stage, Sym)
+from hologram.verify.decl_rules import (MAX_BLOCK_SCRATCH_BYTES, MAX_POOL_ELEMENTS, MAX_SHARED_BYTES,
+                                        MAX_SHARED_ELEMENTS, REGISTER_BYTES, block_scratch)
 
 I64, BOOL = DType.I64, DType.BOOL
 FLOAT_UNARY = "EXP LOG LOG2 LOG10 SQRT RSQRT SIN COS TAN TANH SIGMOID ASIN ACOS ATAN SINH COSH ASINH ACOSH ERF ERFC " \
@@ -298,6 +303,7 @@ class _ProgGen:
         g.budget = max_instructions
         block = (d(st.sampled_from([1, 2, 4])), d(st.sampled_from([1, 2]))) if self.two_d else \
             (d(st.sampled_from([1, 2, 3, 8, 32])),)
+        large = d(st.integers(0, 3)) == 0  # one stage in four: its block scratch near the limit
         self.pool = ("pl", d(st.integers(1, 6))) if d(st.booleans()) else None
         shared = d(st.booleans())
         # prologue: the element index and the lane's own x value
@@ -348,8 +354,46 @@ class _ProgGen:
             g.items.extend(sub)
         regs = tuple(RegDecl(n, t) for n, t in g.regs.items())
         pools = (MemDecl(self.pool[0], self.t, self.pool[1]),) if self.pool else ()
+        if large:
+            block = self.large_block(len(regs) if shared else 0, self.pool[1] if self.pool else 0, shared)
         sh = (MemDecl("sh", self.t, math.prod(block)),) if shared else ()
-        return Stage(f"stage{no}", self.shape, block, regs, sh, pools, inits, tuple(g.items))
+        stage = Stage(f"stage{no}", self.shape, block, regs, sh, pools, inits, tuple(g.items))
+        return self.fill_scratch(stage) if large else stage
+
+    def large_block(self, registers: int, pool: int, shared: bool) -> tuple[int, ...]:
+        """The largest block of a drawn size whose lanes hold `registers` (those a barrier
+        keeps), a pool of `pool` elements and, with `shared`, a slot of `sh` each."""
+        sizes = [(32, 32), (64, 8), (16, 16), (8, 4), (2, 2)] if self.two_d else \
+            [(1024,), (512,), (256,), (32,)]
+        per_lane = REGISTER_BYTES * registers + self.t.itemsize * (pool + shared)
+        fitting = [b for b in sizes if math.prod(b) * per_lane <= MAX_BLOCK_SCRATCH_BYTES // 2] or [sizes[-1]]
+        return self.draw(st.sampled_from(fitting))
+
+    def fill_scratch(self, stage: Stage) -> Stage:
+        """`stage` with its pool grown and more shared arrays and pools declared, up to or
+        near the limits on its shared bytes and its block scratch (docs/isa.md, "Block
+        scratch"): large pools x large blocks x many shared arrays."""
+        d = self.draw
+        shared = list(stage.shared)
+        for k in range(d(st.integers(0, 6))):
+            t = d(st.sampled_from(list(DType)))
+            room = (MAX_SHARED_BYTES - block_scratch(attrs.evolve(stage, shared=tuple(shared))).shared) // t.itemsize
+            if room < 1:
+                break
+            size = d(st.sampled_from([room, room // 2 or 1]))
+            shared.append(MemDecl(f"pad_sh{k}", t, min(MAX_SHARED_ELEMENTS, size)))
+        stage = attrs.evolve(stage, shared=tuple(shared))
+        pools = list(stage.pools)
+        for k in range(-1 if pools else 0, d(st.integers(0, 40))):
+            t = pools[0].dtype if k < 0 else d(st.sampled_from(list(DType)))
+            scratch = block_scratch(attrs.evolve(stage, pools=tuple(pools)))
+            room = (MAX_BLOCK_SCRATCH_BYTES - scratch.total) // (scratch.lanes * t.itemsize)
+            if k < 0:  # grow the pool the body uses
+                pools[0] = attrs.evolve(pools[0], size=min(MAX_POOL_ELEMENTS, pools[0].size + room))
+            elif room >= 1:
+                size = d(st.sampled_from([room, room // 3 or 1]))
+                pools.append(MemDecl(f"pad_pl{k}", t, min(MAX_POOL_ELEMENTS, size)))
+        return attrs.evolve(stage, pools=tuple(pools))
 
 
 def _typed(v: int | float, t: DType) -> bool | int | float:

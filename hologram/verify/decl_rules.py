@@ -3,9 +3,9 @@ stage that the later rules look names up in and report failures through.
 
 Program: ISA version, names, symbols, parameter roles and shapes (dimensions over the
 declared symbols, within 64 bits, within the rank and size limits). Stage: domain and
-block, registers, shared and pool arrays, inits (values representable, offsets proven in
-bounds even for an empty domain), labels. `representable` is the rule on immediates that
-inits share with instructions.
+block, registers, shared and pool arrays (and the block scratch they add up to), inits
+(values representable, offsets proven in bounds even for an empty domain), labels.
+`representable` is the rule on immediates that inits share with instructions.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 
+import attrs
 import numpy as np
 
 from hologram.core.dims import is_derived, parse_derived
@@ -26,8 +27,13 @@ from hologram.verify.intervals import Domain, Poly
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 PARAM_ROLES = ("in", "out", "inout")
 MAX_BLOCK_THREADS = 1024
-MAX_SHARED_ELEMENTS = 1 << 16  # per block
-MAX_POOL_ELEMENTS = 1 << 12  # per lane: backends may keep a pool on the native stack
+MAX_SHARED_ELEMENTS = 1 << 16  # per array (the stage's total is bounded in bytes, below)
+MAX_POOL_ELEMENTS = 1 << 12  # per pool
+# A stage's block scratch (docs/isa.md, "Block scratch"): its shared arrays must fit a
+# GPU's workgroup memory, and everything a block holds at once must fit any backend.
+MAX_SHARED_BYTES = 32 << 10
+MAX_BLOCK_SCRATCH_BYTES = 1 << 20
+REGISTER_BYTES = 8  # what one register counts for in the block scratch, whatever its type
 MAX_DIMS = 3
 # Limits on a program's shape that keep verification cheap (docs/hasm.md, "Limits"), far
 # above what the DSL makes (rank <= 32: the front end's own limit).
@@ -55,6 +61,34 @@ def representable(value: object, t: DType) -> bool:
         return isinstance(v, float)
     with np.errstate(over="ignore"):
         return x == v and float(t.np.type(x)) == x
+
+
+@attrs.frozen
+class BlockScratch:
+    """What one block of a stage holds at once (docs/isa.md, "Block scratch"): its shared
+    arrays' bytes, and per lane its pools' bytes and, when the stage has a BarSync (every
+    lane of the block is then suspended at once), its registers' bytes."""
+
+    shared: int
+    lanes: int
+    pool: int  # per lane
+    registers: int  # per lane; 0 without a BarSync
+
+    @property
+    def total(self) -> int:
+        return self.shared + self.lanes * (self.pool + self.registers)
+
+    def describe(self) -> str:
+        lanes = f"{self.lanes:,} lane{'s' if self.lanes != 1 else ''}"
+        return f"{lanes} x ({self.pool:,} pool + {self.registers:,} register bytes) + {self.shared:,} shared bytes"
+
+
+def block_scratch(s: Stage) -> BlockScratch:
+    """The block scratch of `s`, whose block and array sizes are already checked."""
+    barrier = any(isinstance(item, Instr) and item.op == "BarSync" for item in s.body)
+    return BlockScratch(shared=sum(m.size * m.dtype.itemsize for m in s.shared), lanes=math.prod(s.block),
+                        pool=sum(m.size * m.dtype.itemsize for m in s.pools),
+                        registers=REGISTER_BYTES * len(s.regs) if barrier else 0)
 
 
 def verify_error(rule: str, message: str, hint: str | None = None, stage: str | None = None,
@@ -215,6 +249,20 @@ class StageScope:
             raise fail("block", f"a block of {shorten(math.prod(block))} lanes exceeds the limit of "
                                 f"{MAX_BLOCK_THREADS}")
 
+    def _check_scratch(self) -> None:
+        """Rule `scratch`: the shared arrays fit a GPU's workgroup memory, and the block
+        scratch (shared, and per lane pools and a barrier's registers) fits every backend."""
+        scratch = block_scratch(self.s)
+        if scratch.shared > MAX_SHARED_BYTES:
+            raise self.fail("scratch", f"the shared arrays take {scratch.shared:,} bytes; the limit is "
+                                       f"{MAX_SHARED_BYTES:,} bytes (a GPU's workgroup memory)",
+                            "use fewer or smaller shared arrays")
+        if scratch.total > MAX_BLOCK_SCRATCH_BYTES:
+            raise self.fail("scratch", f"the block scratch is {scratch.total:,} bytes ({scratch.describe()}); "
+                                       f"the limit is {MAX_BLOCK_SCRATCH_BYTES:,} bytes",
+                            "use smaller blocks or pools, or fewer registers in a stage with BarSync "
+                            "(docs/isa.md, \"Block scratch\")")
+
     def check_decls(self) -> None:
         """Rule 2: registers, shared and pool arrays, inits and labels."""
         s, fail = self.s, lambda rule, msg, hint=None: self.fail(rule, msg, hint)  # noqa: E731
@@ -235,6 +283,7 @@ class StageScope:
                 if not 1 <= m.size <= cap:
                     raise fail("size", f"{kind} array {m.name!r} has size {shorten(m.size)}; "
                                        f"expected 1 to {cap} elements")
+        self._check_scratch()
         dims_only = Domain.from_dims([d for b in self.buffers.values() for d in b.shape], ())
         for i in s.inits:
             b = self.buffers.get(i.buffer)

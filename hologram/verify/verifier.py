@@ -8,7 +8,8 @@ error also carries them as attributes: `rule` (a short id, listed in docs/hasm.m
 Checks run in this order, and the first failure is reported:
 0. structure: every field holds the Python type its class declares (structure.py);
 1. program: ISA version, names, parameter roles and shapes, sites (decl_rules.py);
-2. per stage: domain and block, declarations, inits (decl_rules.py);
+2. per stage: domain and block, declarations, the block scratch they add up to, inits
+   (decl_rules.py);
 3. per instruction: operand kinds by `OPCODES[op].form`, types by `types` and `result`,
    immediates representable, memory spaces and element types, labels and pools, one
    combining operation per buffer a stage reduces into (instr_rules.py);

@@ -16,19 +16,23 @@ import warnings
 import numpy as np
 import pytest
 
-from hologram.core.errors import ExecutionError, ISAError
+from hologram.core.errors import ExecutionError, ISAError, VerifyError
 from hologram.core.types import Affine
 from hologram.isa.asm import parse_program
 from hologram.isa.encoding import decode, encode
 from hologram.testing.fuzz import Finding, _findings, fuzz_documents, fuzz_objects, fuzz_programs, replay
 from hologram.testing.fuzz_common import CANARY, CRASH, TIMEOUT, VERIFIER_HOLE, CaseResult, Guarded, Problem
 from hologram.testing.fuzz_mutate_documents import seed_documents, to_toml
+from hologram.testing import scratch_cases
 from hologram.testing.fuzz_mutate_programs import m_nest, mutate_affine
+from hologram.testing.fuzz_mutate_scratch import m_scratch
 from hologram.testing.fuzz_pool import WorkerPool
 from hologram.testing.fuzz_program_cases import mutants, mutate_binary, seed_programs
 from hologram.testing.fuzz_program_oracle import ProgramCase, check_program_case, unchecked_fault
 from hologram.testing.fuzz_trace import find_race
 from hologram.testing.precision import EXACT, OPEN, ULPS, precision
+from hologram.verify.decl_rules import MAX_BLOCK_SCRATCH_BYTES, MAX_SHARED_BYTES, block_scratch
+from hologram.verify.verifier import verify
 
 PROGRAM_CASES = 300
 DOCUMENT_CASES = 250
@@ -204,6 +208,58 @@ def test_a_loop_nest_verifies_and_no_launch_enters_it():
     assert what.startswith("nest 12 loops deep")
     result = check_program_case(ProgramCase("nest", (what,), 0, program=nested), lambda *a: None)
     assert result.outcome == "ran" and not result.problems, result
+
+
+# ------------------------------------------------------------------ block scratch (issue 21)
+def _scratch_seeds() -> list:
+    return [scratch_cases.at_limit(name) for name in scratch_cases.AT_LIMIT] + [parse_program(program(OWN))]
+
+
+def test_the_scratch_mutation_takes_a_stage_to_its_limit_or_one_element_past_it():
+    rng = np.random.default_rng(0)
+    seeds, seen = _scratch_seeds(), set()
+    for _ in range(150):
+        mutant, what = m_scratch(rng, seeds[int(rng.integers(len(seeds)))])
+        lever, over = what.split()[0], " over the limit " in what
+        seen.add((lever, over))
+        if over:
+            with pytest.raises(VerifyError) as refused:
+                verify(mutant)
+            assert refused.value.rule == "scratch", what
+        else:
+            assert verify(mutant), what
+            scratch = block_scratch(mutant.stages[int(what.split()[2])])
+            assert scratch.total <= MAX_BLOCK_SCRATCH_BYTES and scratch.shared <= MAX_SHARED_BYTES
+    assert seen == {(f"scratch:{lever}", over) for lever in ("block", "pools", "shared", "registers")
+                    for over in (False, True)}
+
+
+def test_mutants_just_under_the_scratch_limit_run_on_both_backends_and_agree():
+    rng = np.random.default_rng(1)
+    for seed in _scratch_seeds():
+        mutant, what = m_scratch(rng, seed)
+        while " over the limit " in what:
+            mutant, what = m_scratch(rng, seed)
+        result = check_program_case(ProgramCase("scratch", (what,), 0, program=mutant), lambda *a: None)
+        assert result.outcome == "ran" and not result.problems and dict(result.facts).get("compared"), \
+            (what, result)
+
+
+def test_a_program_past_the_scratch_limit_that_verifies_is_a_verifier_hole(monkeypatch):
+    from hologram.verify import decl_rules, verifier
+    monkeypatch.setattr(decl_rules.StageScope, "_check_scratch", lambda self: None)  # the hole
+    for cache in ("_PASSED", "_STAGES_PASSED"):  # what passes under the hole is forgotten after
+        monkeypatch.setattr(verifier, cache, type(getattr(verifier, cache))())
+    past = scratch_cases.over("pool_across_barrier")
+    result = check_program_case(ProgramCase("hole", (), 0, program=past), lambda *a: None)
+    assert [p.kind for p in result.problems] == [VERIFIER_HOLE], result
+    assert "past the scratch limit: stage 'main' holds 1,024 lanes x (969 pool" in result.problems[0].message
+
+
+def test_the_program_fuzzer_is_seeded_with_the_programs_at_and_past_the_scratch_limit():
+    names = {name for name, _ in seed_programs(10, 0)}  # the arguments of another test: cached
+    assert {f"scratch:{n}" for n in scratch_cases.AT_LIMIT} <= names
+    assert {f"scratch-reproducer:{n}" for n in scratch_cases.REPRODUCERS} <= names
 
 
 def test_binary_mutants_keep_a_valid_checksum_so_decode_checks_structure():

@@ -15,11 +15,12 @@ from hologram.core.errors import VerifyError
 from hologram.core.types import Affine, DType
 from hologram.isa.asm import parse_program
 from hologram.isa.program import Addr, Imm, Init, Instr, Label, Pred, Program, Reg, RegDecl, Special, Stage, Sym
+from hologram.testing import scratch_cases
 from hologram.testing.isa_strategies import programs
 from hologram.verify import dataflow
 from hologram.verify.abstract_values import EMPTY
 from hologram.verify.dataflow import StageAnalysis
-from hologram.verify.decl_rules import representable
+from hologram.verify.decl_rules import MAX_BLOCK_SCRATCH_BYTES, MAX_SHARED_BYTES, block_scratch, representable
 from hologram.verify.intervals import Domain, Interval, Poly
 from hologram.verify.verifier import verify
 
@@ -421,6 +422,51 @@ def test_error_attributes_and_hint():
     err = rejected(prog(I_EQ_GID + "    LDG.f32 %v, [x + %i + 1]\n    EXIT\n"), "bounds")
     assert (err.stage, err.index) == ("main", 1)
     assert err.hint is not None and "LDG.f32.chk" in err.hint
+
+
+# ==================================================================== block scratch
+@pytest.mark.parametrize("name", scratch_cases.AT_LIMIT)
+def test_a_stage_at_the_scratch_limit_verifies_and_one_element_more_is_refused(name):
+    p = scratch_cases.at_limit(name)
+    scratch = block_scratch(p.stages[0])
+    assert scratch.total == MAX_BLOCK_SCRATCH_BYTES or scratch.shared == MAX_SHARED_BYTES
+    assert verify(p) is p
+    err = rejected(scratch_cases.over(name), "scratch", "program", "stage 'main'", "the limit is")
+    assert (err.stage, err.index) == ("main", None)
+
+
+@pytest.mark.parametrize("name, message", [
+    ("pool_f64_4096_barrier_1024_lanes", "the block scratch is 33,611,776 bytes (1,024 lanes x (32,768 pool + 56 "
+                                         "register bytes) + 0 shared bytes); the limit is 1,048,576 bytes"),
+    ("shared_16_f64_65536", "the shared arrays take 8,388,608 bytes; the limit is 32,768 bytes"),
+    ("pool_f64_4096_state_machine", "the block scratch is 33,619,968 bytes"),
+    ("pools_256_f64_4096_one_lane", "the block scratch is 8,388,608 bytes (1 lane x (8,388,608 pool + 0 register "
+                                    "bytes) + 0 shared bytes)"),
+])
+def test_the_programs_that_smashed_cpu_llvms_stack_are_refused(name, message):
+    """Issue 21: each verified, and each killed cpu_llvm with SIGSEGV (a 48 MiB frame)."""
+    rejected(scratch_cases.reproducer(name), "scratch", f"program 'smash_", "stage 'main'", message)
+
+
+def test_registers_count_in_the_block_scratch_only_across_a_barrier():
+    """Without a BarSync a backend may run a block's lanes one at a time; with one, every
+    lane is suspended at once, registers and all."""
+    pool = (MAX_BLOCK_SCRATCH_BYTES // 1024,)  # the whole budget, with nothing left for registers
+    assert verify(scratch_cases.scratch_program("free_lanes", DType.U8, pools=pool))
+    rejected(scratch_cases.scratch_program("barrier", DType.U8, pools=pool, barrier="straight"), "scratch",
+             "(1,024 pool + 56 register bytes)")
+
+
+def test_the_lowering_stays_within_the_scratch_limit():
+    """The only shared arrays the lowering makes are the online softmax's chunks, widest
+    for f64; its blocks have no pools and no barrier."""
+    import hologram as hg
+
+    doc = ('[kernel]\nname = "s"\nversion = "1.0.0"\nreassociate = true\ninputs = { x = "f64[n]" }\n'
+           'outputs = { y = "f64[n]" }\nbody = """\nm = max(x)\ne = exp(x - m)\ny = e / sum(e)\n"""\n')
+    stages = hg.compile(doc, backend="interp").program.stages
+    assert max(block_scratch(s).shared for s in stages) == 8 * 1024 <= MAX_SHARED_BYTES
+    assert all(block_scratch(s).total <= MAX_BLOCK_SCRATCH_BYTES for s in stages)
 
 
 # ======================================================================= immediates

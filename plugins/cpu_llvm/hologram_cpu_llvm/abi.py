@@ -18,9 +18,10 @@ ERR_POOL_FULL = 5  # value: elements of the pool already in use
 ERR_POOL_FREE = 6  # value: the handle PoolFree was given (not the most recent allocation)
 ERR_BARRIER = 7  # err[2], err[3]: two different barriers (body indices) lanes wait at
 ERR_RECURSION = 8  # value: 0 (a CALL re-entering an active subroutine; the verifier forbids it)
+ERR_SCRATCH = 9  # value: the bytes of scratch malloc did not give (instruction index -1)
 ERROR_KINDS = {ERR_OOB_GLOBAL: "global", ERR_OOB_SHARED: "shared", ERR_OOB_POOL: "pool", ERR_CLASS: "class",
                ERR_POOL_FULL: "pool_full", ERR_POOL_FREE: "pool_free", ERR_BARRIER: "barrier",
-               ERR_RECURSION: "recursion"}
+               ERR_RECURSION: "recursion", ERR_SCRATCH: "scratch"}
 
 REDUCE_OPS = ("ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum")
 

@@ -57,6 +57,11 @@ How a stage is laid out:
   branches, loops and subroutines, at the price of a dispatch per lane and round.
 CALL is inlined at each call site (the verifier forbids recursion, so the contexts are
 finite); RET returns to the inlined call's continuation, or ends the lane at top level.
+
+The per-lane arrays and the shared arrays are the stage's scratch: up to 64 KiB of them
+in the frame, the rest in one block malloc'd per call (codegen_memory.py); every
+function probes its stack as it grows its frame (docs/cpu-llvm.md, "Scratch and the
+stack").
 """
 
 from __future__ import annotations
@@ -73,6 +78,11 @@ from hologram.isa.program import Instr, Program
 from .abi import ERROR_KINDS, REDUCE_OPS, reduce_buffers, reduce_op  # the runtime's side of the contract
 from .codegen_control import StageEmitter
 from .codegen_types import define_half_runtime
+
+# Every function touches each page of its frame as it grows it (inline probes, as C
+# compilers' -fstack-clash-protection): a frame larger than what is left of a thread's
+# stack faults on the guard page below it, never writing into memory mapped beyond.
+PROBE_STACK = '"probe-stack"="inline-asm"'
 
 # Bumped whenever the generated code's meaning changes, so cached native code is rebuilt
 # (the runtime's cache key also digests these sources).
@@ -129,7 +139,17 @@ def _compile(program: Program) -> CodegenResult:
         entries.append(StageEntry(symbol, index, partials))
     if any(isinstance(t, ir.HalfType) for t in _types_used(module)):
         define_half_runtime(module)
+    for fn in module.functions:
+        if fn.blocks:
+            fn.attributes = _Probed((*fn.attributes, PROBE_STACK))
     return CodegenResult(str(module), tuple(entries))
+
+
+class _Probed(ir.values.FunctionAttributes):
+    """Function attributes that may include the stack probe request (llvmlite knows only
+    LLVM's keyword attributes)."""
+
+    _known = ir.values.FunctionAttributes._known | {PROBE_STACK}
 
 
 def _types_used(module: ir.Module):

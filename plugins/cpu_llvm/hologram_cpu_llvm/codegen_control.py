@@ -28,7 +28,7 @@ from hologram.isa.program import AXES, REASSOC, Imm, Instr, Label, Program, Reg,
 
 from .codegen_barriers import MAX_BLOCKS, BarrierLayouts, Ctx
 from .codegen_blocks import BlockAccumulators
-from .codegen_memory import REDUCE_COMBINE, LaneMemory
+from .codegen_memory import REDUCE_COMBINE, LaneMemory, allocation_stack_depth
 from .codegen_ops import REASSOCIATED_OPS, VALUE_OPS, compare
 from .abi import ERR_CLASS, ERR_RECURSION
 from .codegen_types import (
@@ -67,7 +67,7 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators):
         self.lanes_max = math.prod(self.block)
         self.pool_ids = {p.name: j for j, p in enumerate(stage.pools)}
         self.region_next: ir.Block | None = None  # set while emitting barrier-separated regions
-        self.stack_cap = max(1, sum(p.size for p in stage.pools))
+        self.stack_cap = allocation_stack_depth(stage)
 
     # ------------------------------------------------------------------ functions
     def emit(self) -> None:
@@ -153,7 +153,6 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators):
                     v = b.mul(v, _affine(b, d, self.syms))
                 self.sizes[ins.addr.buffer] = v
         self.bid = self.alloca(I64, "bid")
-        self.shared = {m.name: self.alloca(mem_type(m.dtype), f"shared.{m.name}", m.size) for m in self.stage.shared}
         self._storage()
         self._block_accumulators_entry()
         b.store(self.start, self.bid)
@@ -201,8 +200,8 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators):
         b.store(b.add(b.load(self.bid), i64(1)), self.bid)
         b.branch(head)
         b.position_at_end(self.exit)
-        if self.pool_heap is not None:
-            b.call(self._libc("free", ir.VoidType(), [PTR]), [self.pool_heap])
+        if self.scratch_heap is not None:
+            b.call(self._libc("free", ir.VoidType(), [PTR]), [self.scratch_heap])
         b.ret_void()
 
     def _libc(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:

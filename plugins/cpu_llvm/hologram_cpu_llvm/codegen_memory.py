@@ -4,10 +4,14 @@
 lane's state lives and how memory operands become checked element pointers:
 
 - registers, the phase counter, each pool's top and the lane's allocation stack are
-  arrays with one slot per lane of the block in the barrier state machine, and one slot
+  arrays with one slot per lane of the block when the stage has barriers, and one slot
   (an alloca mem2reg promotes) otherwise;
-- pools are byte areas, one per lane; under the state machine they are malloc'ed (up to
-  1024 lanes x 4096 elements would not fit a thread's stack) and freed on every exit;
+- pools are byte areas, one per lane;
+- all of these and the shared arrays are the stage's scratch (docs/cpu-llvm.md, "Scratch
+  and the stack"): the arrays that fit STACK_SCRATCH_BYTES, smallest first, are allocas
+  in the stage function's frame, the rest one block from `malloc` per call, freed on
+  every exit (a verified stage's scratch is up to ~1 MiB, docs/isa.md "Block scratch",
+  more than a thread's stack should hold);
 - global and shared accesses are checked only when marked `.chk` (the verifier proved
   the others), pool accesses always, against the pool's current top: a pool's extent
   changes at run time.
@@ -22,46 +26,86 @@ from llvmlite import ir
 from hologram.core.errors import VerifyError
 from hologram.core.types import DType
 from hologram.isa.opcodes import OPCODES
-from hologram.isa.program import Imm, Instr
+from hologram.isa.program import Imm, Instr, Stage
 
-from .abi import ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_FREE, ERR_POOL_FULL
-from .codegen_types import I8, I32, I64, PTR, at, const, i64, int_value, mem_type, reg_type
+from .abi import ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_FREE, ERR_POOL_FULL, ERR_SCRATCH
+from .codegen_types import I8, I32, I64, PTR, at, byte_size, const, i64, int_value, mem_type, reg_type
+
+# The most scratch a stage function keeps in its frame; the rest is on the heap. Well
+# below any thread's stack (a Python thread's is 8 MiB on Linux, as small as 512 KiB
+# elsewhere), and big enough that every stage the lowering makes stays off the heap.
+STACK_SCRATCH_BYTES = 64 << 10
+_ALIGN = 64  # of each array in the heap block: a cache line
 
 # How each reduction opcode combines a contribution into its partial.
 REDUCE_COMBINE = {"ReduceAdd": "ADD", "ResAccum": "ADD", "ReduceMul": "MUL", "ReduceMin": "MIN", "ReduceMax": "MAX"}
+
+
+def allocation_stack_depth(stage: Stage) -> int:
+    """The most allocations a lane of `stage` can hold at once (its allocation stack's
+    slots): each live allocation of a pool takes at least the smallest count any PoolAlloc
+    of it asks for, and together they fit the pool."""
+    smallest: dict[str, int] = {}
+    for item in stage.body:
+        if isinstance(item, Instr) and item.op == "PoolAlloc" and isinstance(item.count, int):
+            smallest[item.target] = min(smallest.get(item.target, item.count), item.count)
+    return max(1, sum(p.size // max(1, smallest[p.name]) for p in stage.pools if p.name in smallest))
 
 
 class LaneMemory:
     """Mixed into StageEmitter, whose attributes (b, stage, buffers, ...) it uses."""
 
     def _storage(self) -> None:
-        """Per-lane state. Without barriers: one alloca each (promoted to SSA). With
-        barriers: arrays with one slot per lane of the block, addressed per lane."""
+        """The shared arrays and the per-lane state. Without barriers: one slot per lane
+        (allocas LLVM promotes). With barriers: arrays with one slot per lane of the
+        block, addressed per lane."""
+        stage = self.stage
         n = self.lanes_max if self.barrier else 1
-        self.reg_arrays = {r.name: self.alloca(reg_type(r.dtype), f"r.{r.name}", n) for r in self.stage.regs}
-        self.phase_array = self.alloca(I64, "phase", n)
-        npools = max(1, len(self.stage.pools))
-        self.tops_array = self.alloca(I64, "pool.tops", n * npools)
-        self.sp_array = self.alloca(I64, "pool.sp", n)
-        self.stack_base_array = self.alloca(I64, "pool.stack.base", n * self.stack_cap)
-        self.stack_pool_array = self.alloca(I32, "pool.stack.pool", n * self.stack_cap)
-        self.pool_heap = None
+        npools = max(1, len(stage.pools))
         self.pool_offsets: dict[str, int] = {}  # byte offset of each pool inside one lane's pool area
         offset = 0
-        for p in self.stage.pools:
+        for p in stage.pools:
             self.pool_offsets[p.name] = offset
-            offset += (p.size * (1 if p.dtype.is_bool else p.dtype.itemsize) + 7) // 8 * 8
+            offset += (p.size * p.dtype.itemsize + 7) // 8 * 8
         self.pool_bytes = offset
-        if self.stage.pools:
-            if self.barrier:
-                # Up to 1024 lanes x 4096 elements: too much for a thread's stack.
-                b = self.b
-                with b.goto_block(self.entry):
-                    malloc = self._libc("malloc", PTR, [I64])
-                    self.pool_heap = b.call(malloc, [i64(max(1, n * offset))])
-                self.pool_area = self.pool_heap
+        arrays = {f"shared.{m.name}": (mem_type(m.dtype), m.size) for m in stage.shared}
+        arrays |= {f"r.{r.name}": (reg_type(r.dtype), n) for r in stage.regs}
+        arrays |= {"phase": (I64, n), "pool.tops": (I64, n * npools), "pool.sp": (I64, n),
+                   "pool.stack.base": (I64, n * self.stack_cap), "pool.stack.pool": (I32, n * self.stack_cap)}
+        if stage.pools:
+            arrays["pools"] = (I8, n * offset)
+        ptrs = self._scratch(arrays)
+        self.shared = {m.name: ptrs[f"shared.{m.name}"] for m in stage.shared}
+        self.reg_arrays = {r.name: ptrs[f"r.{r.name}"] for r in stage.regs}
+        self.phase_array, self.tops_array, self.sp_array = ptrs["phase"], ptrs["pool.tops"], ptrs["pool.sp"]
+        self.stack_base_array, self.stack_pool_array = ptrs["pool.stack.base"], ptrs["pool.stack.pool"]
+        if stage.pools:
+            self.pool_area = ptrs["pools"]
+
+    def _scratch(self, arrays: dict[str, tuple[ir.Type, int]]) -> dict[str, ir.Value]:
+        """A pointer to each array (name -> (element type, count)): the smallest arrays
+        whose total fits STACK_SCRATCH_BYTES are allocas, the others share one heap block
+        allocated in the entry block (a failed malloc is ERR_SCRATCH) and freed at exit."""
+        ptrs: dict[str, ir.Value] = {}
+        on_stack, heap = 0, []
+        for name, (ty, count) in sorted(arrays.items(), key=lambda kv: byte_size(kv[1][0]) * kv[1][1]):
+            size = byte_size(ty) * count
+            if on_stack + size <= STACK_SCRATCH_BYTES:
+                on_stack += size
+                ptrs[name] = self.alloca(ty, name, count)
             else:
-                self.pool_area = self.alloca(I8, "pools", max(1, offset))
+                heap.append((name, size))
+        self.scratch_heap = None
+        if heap:
+            b = self.b
+            offsets, total = {}, 0
+            for name, size in heap:
+                offsets[name] = total
+                total += -(-size // _ALIGN) * _ALIGN
+            self.scratch_heap = b.call(self._libc("malloc", PTR, [I64]), [i64(total)], name="scratch")
+            ptrs |= {name: at(b, self.scratch_heap, i64(off), I8) for name, off in offsets.items()}
+            self.fail(b.icmp_unsigned("!=", self.scratch_heap, ir.Constant(PTR, None)), ERR_SCRATCH, -1, i64(total))
+        return ptrs
 
     def _lane_pointers(self, lane: ir.Value) -> None:
         """Point the lane's state at slot `lane` of the per-lane storage."""

@@ -35,6 +35,13 @@ def mem_type(t: DType) -> ir.Type:
     return I8 if t is DType.BOOL else reg_type(t)
 
 
+def byte_size(ty: ir.Type) -> int:
+    """Bytes one element of `ty` takes in an array (an `i1` takes one)."""
+    if isinstance(ty, ir.IntType):
+        return max(1, ty.width // 8)
+    return {HALF: 2, FLOAT: 4, DOUBLE: 8}[ty]
+
+
 def i64(v: int) -> ir.Constant:
     return ir.Constant(I64, v)
 

@@ -36,7 +36,7 @@ from hologram.verify.intervals import SYMBOL_MAX
 from . import loader, threads
 from .abi import (
     ERR_BARRIER, ERR_CLASS, ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_FREE, ERR_POOL_FULL,
-    ERR_RECURSION,
+    ERR_RECURSION, ERR_SCRATCH,
 )
 
 
@@ -475,12 +475,17 @@ _U64 = (1 << 64) - 1  # a pthread_t read as a signed word, back to Python's thre
 
 
 # ---------------------------------------------------------------------------- errors
-def execution_error(exe: Executable, record: tuple[int, ...], arrays: Sequence[np.ndarray]) -> ExecutionError:
+def execution_error(exe: Executable, record: tuple[int, ...], arrays: Sequence[np.ndarray]
+                    ) -> ExecutionError | MemoryError:
     """The ExecutionError for an error record `[code, stage, instruction, value]`, worded
-    as the interpreter words it (minus the lane, which the record does not carry)."""
+    as the interpreter words it (minus the lane, which the record does not carry); a
+    MemoryError when the stage could not allocate its scratch."""
     code, stage_index, k, value = record
     program = exe.program
     body = program.stages[stage_index].body if 0 <= stage_index < len(program.stages) else ()
+    if code == ERR_SCRATCH and body:
+        return MemoryError(f"cpu_llvm: stage '{program.stages[stage_index].name}' of program '{program.name}' could "
+                           f"not allocate its {value:,} bytes of block scratch")
     if code == ERR_BARRIER and body:
         return ExecutionError(f"stage '{program.stages[stage_index].name}': lanes of a block wait at different "
                               f"barriers (instructions {min(k, value)}, {max(k, value)}); every live lane of a "

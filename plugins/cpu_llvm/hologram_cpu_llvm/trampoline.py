@@ -76,7 +76,8 @@ define internal i64 @field32(ptr %obj, i64 %offset) alwaysinline {
   ret i64 %w
 }
 
-define ptr @hologram_launch(ptr %self, ptr %args, i64 %nargsf) {
+; probed: its arrays of pointers and scalars grow with the program's parameters
+define ptr @hologram_launch(ptr %self, ptr %args, i64 %nargsf) "probe-stack"="inline-asm" {
 entry:
   %selfitems = getelementptr i8, ptr %self, i64 TUPLE_ITEMS
   %blockobj = load ptr, ptr %selfitems
