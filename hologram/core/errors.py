@@ -179,6 +179,14 @@ class PluginError(HologramError):
     """A plugin is misconfigured or a requested plugin/backend does not exist."""
 
 
+class UnsupportedProgram(PluginError):
+    """A backend declines a verified program it does not cover: a backend that runs part
+    of the ISA raises it from `prepare`, naming what it cannot run (docs/plugins.md, "A
+    backend that runs part of the ISA"). A declared refusal, not a fault: the
+    differential harness counts such an example as not covered by that backend, never as
+    a failure (docs/difftest.md). A PluginError, so code that catches those still does."""
+
+
 def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     """`"; did you mean 'exp'?"` when a candidate is close to `name`, else ''."""
     import difflib  # only when a name is wrong (~1 ms to import)
