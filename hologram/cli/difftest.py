@@ -24,6 +24,7 @@ command builds this parser.
 from __future__ import annotations
 
 import argparse
+import os
 from types import ModuleType
 from typing import Any
 
@@ -152,7 +153,7 @@ def _replay(console: Any, args: argparse.Namespace) -> int:
         print("hologram diff-test: --replay takes one --opt level")
         return 2
     seed = 0 if args.seed is None else args.seed
-    if stored_inputs(path) is None:
+    if stored_inputs(path) is None and os.path.isfile(path):
         npz = path.rsplit(".", 1)[0] + ".npz"
         print(f"{path}: no inputs beside it ({npz}): {args.examples} calls drawn from its signature at seed {seed}, "
               f"each backend held to the reference interpreter (the same calls again: --seed {seed})")
