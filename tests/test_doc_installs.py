@@ -219,9 +219,9 @@ def test_every_install_with_dependencies_names_the_repositorys_distributions_it_
     named = {BY_PATH[path].name for path, _ in parsed.paths}
     wanted = set().union(*(needs(BY_PATH[path].name, extras) for path, extras in parsed.paths))
     missing = wanted - named - present
+    folders = " -e ".join(str(BY_NAME[m].path.relative_to(ROOT)) for m in sorted(missing))
     assert not missing, (f"{command}: pip would look for {', '.join(sorted(missing))} on the index, where this "
-                         f"repository's distributions are not; name {'their folders' if len(missing) > 1 else 'its folder'}"
-                         f" (-e {' -e '.join(str(BY_NAME[m].path.relative_to(ROOT)) for m in sorted(missing))})")
+                         f"repository's distributions are not; name their folders (-e {folders})")
 
 
 def _third_party(names: set[str]) -> set[str]:

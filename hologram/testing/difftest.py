@@ -63,9 +63,9 @@ from hologram.core.errors import ArgumentError
 from hologram.isa.asm import format_program, parse_program
 from hologram.testing.bounds import Val
 from hologram.testing.cases import KernelCase
-from hologram.testing.difftest_checks import (REFERENCE, FileCase, FileKernels, NotCovered, Opt, ProgramCase, Verdict,
-                                              _pipeline, check_file_case, check_kernel, check_program, fails,
-                                              file_cases, launches, optimize_program, program_cases)
+from hologram.testing.difftest_checks import (MAX_SIZE, REFERENCE, FileCase, FileKernels, NotCovered, ProgramCase,
+                                              Verdict, check_file_case, check_kernel, check_program, fails, file_cases,
+                                              launches, optimize_program, pipeline_of, program_cases)
 from hologram.testing.plugin_cases import difftest_kernels
 from hologram.testing.precision import precision
 
@@ -317,6 +317,9 @@ def _replay_drawn(path: str, backends: list[str], opt: str, seed: int, examples:
                      lambda case, b, o: check_file_case(kernels, case, b, o), None)
     targets = [(opt, b) for b in dict.fromkeys(backends)]
     explored = _explore(kind, targets, examples, seed, lambda: None)
+    if not any(sum(c) for c in explored.counts.values()):  # every draw rejected: no verdict to give
+        raise ArgumentError(f"{path}: no call could be drawn (every shape symbol in 0..{MAX_SIZE} leaves a "
+                            "dimension negative)")
     verdicts: dict[str, Verdict] = {}
     for t in targets:
         if t in explored.first:
@@ -332,7 +335,7 @@ def culprit(kind: str, case: Any, backend: str, opt: str) -> str | None:
     with no pass at all (or passes with every prefix: a failure that needs no single
     pass to explain, such as a nondeterministic backend)."""
     check = KIND_TABLE[kind].check
-    names = _pipeline(opt).names
+    names = pipeline_of(opt).names
     if not names or fails(_guarded(check, case, backend, ())):
         return None
     for k in range(1, len(names) + 1):

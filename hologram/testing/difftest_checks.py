@@ -125,7 +125,8 @@ def _round_trip(program: Program) -> Program:
 Opt = str | tuple[str, ...]  # a level ("O2"), or exactly these passes (for bisecting)
 
 
-def _pipeline(opt: Opt) -> Any:
+def pipeline_of(opt: Opt) -> Any:
+    """The pipeline of level `opt`, or of exactly the passes `opt` names."""
     from hologram.runtime.pipelines import resolve
 
     return resolve(opt) if isinstance(opt, str) else resolve(passes=opt)
@@ -133,7 +134,7 @@ def _pipeline(opt: Opt) -> Any:
 
 def optimize_program(program: Program, opt: Opt) -> Program:
     """`program` after the ISA passes of pipeline `opt` (O0: none), verified."""
-    return _pipeline(opt).run_isa(program)
+    return pipeline_of(opt).run_isa(program)
 
 
 def check_program(case: ProgramCase, backend: str, reference: str = REFERENCE, opt: Opt = "O0") -> Verdict:

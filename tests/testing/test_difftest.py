@@ -340,3 +340,12 @@ def test_cli_replay_of_a_users_kernel_prints_the_seed(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "no inputs beside it" in out and "seed 0" in out and "--seed 0" in out, out
     assert "cannot load its inputs" not in out
+
+
+def test_replay_of_a_file_whose_calls_cannot_be_drawn_says_so(tmp_path):
+    path = tmp_path / "wide.toml"
+    path.write_text(USER_KERNEL.replace('x = "f32[n]", y = "f32[n]"', 'x = "f32[n + 9]", y = "f32[n + 9]"')
+                    .replace('z = "f32[n]", t = "f32[n]"', 'z = "f32[n - 9]", t = "f32[n - 9]"')
+                    .replace("z = x * s + y\nt = exp(x)", "z[i] = x[i] * s + y[i]\nt[i] = exp(x[i])"))
+    with pytest.raises(ArgumentError, match="no call could be drawn"):
+        replay(str(path), ["interp"], examples=5)

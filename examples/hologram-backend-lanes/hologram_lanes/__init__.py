@@ -8,10 +8,10 @@ take different paths, so it runs *straight-line* stages: no branch, loop, barrie
 shared memory, pool or reduction. `prepare` refuses every other program with an
 UnsupportedProgram (a PluginError) that names the instruction, so a kernel it cannot run
 fails at its first call, clearly, and runs elsewhere with `kernel.on("interp")`; the
-differential harness counts such a kernel as not covered by `lanes`, not as a failure. Elementwise kernels (vadd,
-axpy, relu, stencil3, casts, `where`) run, and give the interpreter's results bit for
-bit: each supported opcode is the numpy function the interpreter's per-lane rule is
-(docs/isa.md).
+differential harness counts such a kernel as not covered by `lanes`, not as a failure.
+Elementwise kernels (vadd, axpy, relu, stencil3, casts, `where`) run, and give the
+interpreter's results bit for bit: each supported opcode is the numpy function the
+interpreter's per-lane rule is (docs/isa.md).
 
 Registered with priority 0, below `interp` (10): never the default unless it is the only
 backend; ask for it by name (`backend="lanes"`, `--backend lanes`).
