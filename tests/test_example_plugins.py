@@ -347,10 +347,13 @@ LOAD_INSTALLED = textwrap.dedent("""
 def test_the_kernels_example_wheel_carries_its_bundle_and_a_fresh_process_loads_it_compiling_nothing(tmp_path):
     source, wheels, site = tmp_path / "src", tmp_path / "wheels", tmp_path / "site"
     shutil.copytree(BUNDLE_DIR, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
-    pip = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                          "--no-index", "--wheel-dir", str(wheels), str(source)], capture_output=True, text=True,
+    # the README's offline build, as it is written there (`.` the package, `-w dist` the wheel folder)
+    offline = next(line for line in (BUNDLE_DIR / "README.md").read_text().splitlines()
+                   if line.startswith("pip wheel") and "--no-index" in line)
+    args = [str(source) if a == "." else str(wheels) if a == "dist" else a for a in offline.split()[2:]]
+    pip = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", *args], capture_output=True, text=True,
                          timeout=300)
-    assert pip.returncode == 0, pip.stdout + pip.stderr
+    assert pip.returncode == 0, offline + "\n" + pip.stdout + pip.stderr
     (wheel,) = wheels.glob("*.whl")
     assert wheel.name == "hologram_kernels_example-0.1.0-py3-none-any.whl"  # ISA programs, no machine code
     with zipfile.ZipFile(wheel) as z:
@@ -371,6 +374,19 @@ def test_the_kernels_example_wheel_carries_its_bundle_and_a_fresh_process_loads_
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip() == "[]"  # no front end imported, loading or calling
     assert not (tmp_path / "cache" / "bundles").exists()  # nothing built into the cache
+
+
+def test_the_kernels_example_readme_says_what_a_kernel_name_may_hold():
+    """Its "Making it yours" says which characters a kernel name refuses: each is refused."""
+    rule = re.search(r"a kernel's name is an identifier \(([^)]*)\)", (BUNDLE_DIR / "README.md").read_text())
+    assert rule, "the README says what a kernel's name may be"
+    refused = re.findall(r"`(.)`", rule.group(1).partition("refuses")[2])
+    assert refused
+    document = (BUNDLE_DIR / "kernels" / "clamp01.toml").read_text()
+    for char in refused:
+        with pytest.raises(DocumentError, match="invalid kernel name"):
+            hologram.compile(document.replace('"clamp01"', f'"clamp{char}01"'))
+    assert hologram.compile(document.replace('"clamp01"', '"_clamp_01"')).name == "_clamp_01"
 
 
 def test_the_kernels_example_from_its_checkout_builds_its_bundle_into_the_cache_at_first_load(

@@ -272,3 +272,21 @@ def test_demo_fails_loudly_on_a_mismatch(capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "MISMATCH" in out and "no numpy reference" in out
     assert f"2 of {len(TESTED)} kernels failed: relu, vadd" in out
+
+
+def test_the_standard_library_and_the_examples_compile_without_warnings():
+    """No kernel the repository ships draws a CompileWarning (an unused temporary, an
+    access out of bounds at every size): a user who copies one starts clean."""
+    import warnings
+
+    from hologram.core.errors import CompileWarning
+
+    documents = sorted(KERNELS.glob("*.toml")) + sorted(EXAMPLES.glob("*/kernels/*.toml"))
+    assert len(documents) > 19
+    hg.clear_cache()  # compiling again, so a warning would be raised again
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        for path in documents:
+            hg.compile_file(path)
+        if importlib.util.find_spec("hologram_python"):
+            hg.compile_file(EXAMPLES / "python_kernels.py")

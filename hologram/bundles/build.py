@@ -209,10 +209,10 @@ def compile_source(member: str, path: str, text: str, opt: str | None, passes: S
     """Every kernel of one document, ready for the archive (what a worker runs)."""
     pipeline = resolve(opt, passes)
     o0 = resolve("O0")
-    kdefs = translate(translator_for_path(path), text, path)
+    translator = translator_for_path(path)
+    kdefs = translate(translator, text, path)
     if not kdefs:
-        raise BundleError(f"{path}: no kernels in this document",
-                          hint="declare one with [kernel] or several with [[kernels]]")
+        raise BundleError(f"{path}: no kernels in this document", hint=translator.no_kernels_hint())
     out = []
     for kdef in kdefs:
         start = time.perf_counter()

@@ -4,9 +4,15 @@
                        [--kind kernels|programs|both] [--out DIR]
     hologram diff-test --replay DIR/kernel-cpu_llvm-O2-0123abcd.toml [--backends B,...] [--opt O2]
 
-A progress bar while it runs, then a table (kind, opt, backend, examples, passed, failed)
-and the reproducer of every failure with the command that replays it. Exit status 1
-when anything failed, 2 for usage errors.
+A progress bar while it runs, then a table (kind, opt, backend, examples, passed, failed,
+not covered), the reproducer of every failure with the command that replays it, and
+what each backend declined (not covered: a backend that runs part of the ISA refused
+the program with UnsupportedProgram), with the reason whole. Exit status 1 when
+anything failed, 2 for usage errors; an example not covered is not a failure.
+
+`--replay FILE` of a file with no `.npz` beside it (a user's own kernel file) draws
+`--examples` calls from its signature at `--seed` (default 0), printed, and holds every
+backend to the reference interpreter.
 
 The harness (hologram.testing.difftest) is built on hypothesis, which is in the `test`
 extra, not a run-time dependency: it is imported only when the command runs, and a
@@ -18,6 +24,7 @@ command builds this parser.
 from __future__ import annotations
 
 import argparse
+import os
 from types import ModuleType
 from typing import Any
 
@@ -77,7 +84,7 @@ def cmd_difftest(args: argparse.Namespace) -> int:
     difftest = harness()
     console = Console(highlight=False)
     if args.replay:
-        return _replay(console, args.replay, args.backends, args.opt)
+        return _replay(console, args)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from hologram.runtime.lookups import list_backends
@@ -100,12 +107,19 @@ def _summary(console: Any, report: Any) -> None:
 
     table = Table(title=f"diff-test (seed {report.seed})", title_justify="left")
     for col, justify in (("kind", "left"), ("opt", "left"), ("backend", "left"), ("examples", "right"),
-                         ("passed", "right"), ("failed", "right")):
+                         ("passed", "right"), ("failed", "right"), ("not covered", "right")):
         table.add_column(col, justify=justify)
     for r in report.rows:
         table.add_row(r.kind, r.opt, r.backend, str(r.examples), str(r.passed),
-                      Text(str(r.failed), style="bold red" if r.failed else "green"))
+                      Text(str(r.failed), style="bold red" if r.failed else "green"),
+                      Text(str(r.not_covered), style="yellow" if r.not_covered else ""))
     console.print(table)
+    declined = [r for r in report.rows if r.not_covered]
+    if declined:
+        print("not covered by the backend (it declined the program in prepare: not a failure):")
+        for r in declined:
+            print(f"  {r.backend} at {r.opt}: {r.not_covered} of {r.examples} {r.kind}, the first because")
+            print(wrapped(r.not_covered_reason or "", console.width, "    "))
     from hologram.testing.difftest import replay_command  # harness() has imported it
 
     failed = [r for r in report.rows if r.reproducer]
@@ -119,22 +133,42 @@ def _summary(console: Any, report: Any) -> None:
             print(f"    replay: {replay_command(r.reproducer, r.backend, r.opt)}")
 
 
-def _replay(console: Any, path: str, backends: list[str] | None, opts: list[str] | None) -> int:
+def wrapped(text: str, width: int, indent: str) -> str:
+    """`text` wrapped to `width` columns under `indent`, each of its lines on its own:
+    a refusal's reason is shown whole, never cut to a table cell."""
+    import textwrap
+
+    return "\n".join(textwrap.fill(line, max(width, 40), initial_indent=indent, subsequent_indent=indent + "  ",
+                                    break_long_words=False, break_on_hyphens=False)
+                     for line in text.splitlines() if line.strip())
+
+
+def _replay(console: Any, args: argparse.Namespace) -> int:
     from rich.markup import escape
 
-    from hologram.testing.difftest import replay  # harness() has imported it
+    from hologram.testing.difftest import NotCovered, replay, stored_inputs  # harness() has imported it
 
+    path, opts = args.replay, args.opt
     if opts and len(opts) > 1:
         print("hologram diff-test: --replay takes one --opt level")
         return 2
-    verdict = replay(path, backends, opts[0] if opts else None)
+    seed = 0 if args.seed is None else args.seed
+    if stored_inputs(path) is None and os.path.isfile(path):
+        npz = path.rsplit(".", 1)[0] + ".npz"
+        print(f"{path}: no inputs beside it ({npz}): {args.examples} calls drawn from its signature at seed {seed}, "
+              f"each backend held to the reference interpreter (the same calls again: --seed {seed})")
+    verdict = replay(path, args.backends, opts[0] if opts else None, seed=seed, examples=args.examples)
     for backend, message in verdict.items():
         if message is None:
             console.print(f"{escape(backend)}: [green]passes[/green] {escape(path)}")
+        elif isinstance(message, NotCovered):
+            console.print(f"{escape(backend)}: [yellow]not covered[/yellow] {escape(path)} (the backend declined "
+                          "it in prepare: not a failure)")
+            print(wrapped(message.reason, console.width, "    "))
         else:
             console.print(f"{escape(backend)}: [bold red]fails[/bold red] {escape(path)}")
             print(message)
-    return 0 if all(m is None for m in verdict.values()) else 1
+    return 1 if any(isinstance(m, str) for m in verdict.values()) else 0
 
 
 def add_difftest(sub: Any) -> None:
@@ -147,9 +181,13 @@ def add_difftest(sub: Any) -> None:
     p.add_argument("--opt", type=_opts, metavar="O0,O2",
                    help="optimization levels to run every example at (default O0,O2); with --replay, one level "
                    "(default: the one it failed at)")
-    p.add_argument("--examples", type=count_of("examples"), default=100, metavar="N", help="examples per kind (default 100)")
-    p.add_argument("--seed", type=int, default=None, help="make the run repeatable (default: a random seed, printed)")
+    p.add_argument("--examples", type=count_of("examples"), default=100, metavar="N",
+                   help="examples per kind (default 100); with --replay of a file without inputs, the calls drawn")
+    p.add_argument("--seed", type=int, default=None,
+                   help="make the run repeatable (default: a random seed, printed; with --replay, 0)")
     p.add_argument("--kind", choices=tuple(KIND_CHOICES), default="both", help="what to generate (default both)")
     p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help=f"where reproducers go (default ./{DEFAULT_OUT})")
-    p.add_argument("--replay", metavar="PATH", help="run one reproducer (.toml, .py or .hasm) again instead")
+    p.add_argument("--replay", metavar="PATH",
+                   help="run one reproducer (.toml, .py or .hasm) again instead; a kernel file with no .npz of "
+                   "inputs beside it runs on inputs drawn from its signature")
     p.set_defaults(func=cmd_difftest)

@@ -33,7 +33,7 @@ from hologram.cli.difftest import add_difftest
 from hologram.cli.fuzz import add_fuzz
 from hologram.cli.options import UsageError, add_opt, count_of, pipeline_of, rich_console
 from hologram.cli.profile import caller_thread, record, render, summarize
-from hologram.core.errors import ArgumentError, HologramError, PluginError, did_you_mean
+from hologram.core.errors import ArgumentError, HologramError, HologramWarning, PluginError, did_you_mean
 from hologram.core.types import DType
 from hologram.ir import format_kernel
 from hologram.passes import manager
@@ -41,7 +41,7 @@ from hologram.passes.manager import Pipeline
 from hologram.runtime import pipelines
 from hologram.runtime.args import Param, bind_symbols, check_array, concrete_shape
 from hologram.runtime.compile import compile_file_all
-from hologram.runtime.kernel import EMITTERS, Kernel, Library, backend_forms
+from hologram.runtime.kernel import EMITTERS, Kernel, Library, backend_forms, form_choices
 from hologram.runtime.lookups import backends, get_backend, list_backends
 from hologram.runtime.plugins import PluginWarning, plugin_manager, plugin_report
 
@@ -269,11 +269,8 @@ def _check_emit(args: argparse.Namespace) -> None:
         backend = get_backend(args.backend)
     except PluginError as exc:
         raise UsageError(f"--emit {args.emit}: {exc.message}", hint=exc.hint) from None
-    forms = backend_forms(backend)
-    if args.emit not in forms:
-        known = [*EMITTERS, "stats", *forms]
-        raise UsageError(f"--emit: backend {backend.name!r} has no text form {args.emit!r}"
-                         f"{did_you_mean(args.emit, known)}; expected one of {', '.join(known)}",
+    if args.emit not in backend_forms(backend):
+        raise UsageError(f"--emit: no text form {args.emit!r}{form_choices(args.emit, (*EMITTERS, 'stats'), backend)}",
                          hint="another backend may offer more forms: see `hologram plugins`")
 
 
@@ -518,6 +515,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 # -------------------------------------------------------------------------------- main
 def _show_warning(message: Any, category: type, *_: Any, **__: Any) -> None:
+    if isinstance(message, HologramWarning) and message.span is not None:
+        # it reads `file:line:col: warning: ...` already, as an error with a span does
+        print(message.render(), file=sys.stderr)
+        return
     text = str(message).removeprefix("hologram: ")
     print(f"hologram: warning: {text}", file=sys.stderr)
 

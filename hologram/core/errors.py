@@ -179,12 +179,41 @@ class PluginError(HologramError):
     """A plugin is misconfigured or a requested plugin/backend does not exist."""
 
 
-def did_you_mean(name: str, candidates: Iterable[str]) -> str:
-    """`"; did you mean 'exp'?"` when a candidate is close to `name`, else ''."""
+class UnsupportedProgram(PluginError):
+    """A backend declines a verified program it does not cover: a backend that runs part
+    of the ISA raises it from `prepare`, naming what it cannot run (docs/plugins.md, "A
+    backend that runs part of the ISA"). A declared refusal, not a fault: the
+    differential harness counts such an example as not covered by that backend, never as
+    a failure (docs/difftest.md). A PluginError, so code that catches those still does."""
+
+
+def closest(name: str, candidates: Iterable[str]) -> str | None:
+    """The candidate close to `name`, if one is."""
     import difflib  # only when a name is wrong (~1 ms to import)
 
     close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
+    return close[0] if close else None
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """`"; did you mean 'exp'?"` when a candidate is close to `name`, else '': for the
+    end of a message."""
+    close = closest(name, candidates)
+    return f"; did you mean {close!r}?" if close else ""
+
+
+def meant(name: str, candidates: Iterable[str]) -> str:
+    """`" (did you mean 'O2'?)"` when a candidate is close to `name`, else '': for the
+    middle of a sentence (`unknown optimization level 'O22' (did you mean 'O2'?): the
+    levels are O0, O1 and O2`)."""
+    close = closest(name, candidates)
+    return f" (did you mean {close!r}?)" if close else ""
+
+
+def in_words(items: Iterable[str]) -> str:
+    """`a, b and c`."""
+    items = list(items)
+    return " and ".join(filter(None, (", ".join(items[:-1]), items[-1]))) if items else "none"
 
 
 def shorten(value: object, limit: int = 40) -> str:

@@ -55,7 +55,9 @@ class Translator:
     it). `claims(text)`, when given, says whether a file with one of the extensions
     holds kernels at all: a folder of sources (a bundle build) skips the files it does
     not claim, as the Python translator does a module without kernels; None claims
-    every file."""
+    every file. `declaring`, when given, says how a file of this format declares a
+    kernel ("decorate a function with @hologram.kernel"): the hint when `parse` finds
+    none."""
 
     name: str
     extensions: tuple[str, ...]
@@ -65,6 +67,12 @@ class Translator:
     body_keys: tuple[BodyKey, ...] = attrs.field(default=(), kw_only=True)
     cases: Callable[[object], object] | None = attrs.field(default=None, eq=False, kw_only=True)
     claims: Callable[[str], bool] | None = attrs.field(default=None, kw_only=True)
+    declaring: str | None = attrs.field(default=None, kw_only=True)
+
+    def no_kernels_hint(self) -> str:
+        """The hint for a file of this format that declares no kernel."""
+        return self.declaring or (f"a {self.name} document ({', '.join(self.extensions)}) must declare at least "
+                                  "one kernel, as the plugin that reads it documents")
 
 
 @attrs.frozen

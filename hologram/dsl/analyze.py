@@ -21,6 +21,7 @@ twice), since the lowering tells reductions apart by variable name.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Mapping
 
 import attrs
@@ -41,6 +42,7 @@ from hologram.dsl.scans import Scans
 from hologram.dsl.shapes import PLACEHOLDER, Val, align, at, axes, broadcast_shapes, broadcasts_to
 from hologram.dsl.slicing import NumpyIndexing
 from hologram.dsl.typerules import BINARY, UNARY, apply, can_assign, coerce, describe, strengthen
+from hologram.dsl.unused import unused_temporaries
 from hologram.ir import Accumulate, Compute, Expr, KernelIR, Statement, TensorDecl
 
 CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
@@ -176,6 +178,8 @@ class _Kernel(NumpySpellings, NumpyIndexing, Gathers, Scatters, Scans):
             if name not in self.assigned_at:
                 raise CompileError(f"output '{name}' is never assigned", self.specs[name].span,
                                    hint=f"add a statement `{name} = ...` to the body")
+        for w in unused_temporaries(self.body, self.outputs) if self.kdef.authored_temporaries else ():
+            warnings.warn(w, stacklevel=3)
         return KernelIR(self.kdef.name, self.kdef.version, self.params, tuple(self.outputs.values()),
                         tuple(self.temps), tuple(self.statements), self.symbols, self.kdef.reassociate,
                         tuple(self.sites))

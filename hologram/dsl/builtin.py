@@ -9,8 +9,10 @@ from typing import Callable, Sequence
 
 from hologram.core.hookspecs import Translator, hookimpl
 
-FORMATS: tuple[tuple[str, tuple[str, ...]], ...] = (("toml", (".toml",)), ("yaml", (".yaml", ".yml")),
-                                                   ("json", (".json",)))
+FORMATS: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("toml", (".toml",), "declare one with [kernel] or several with [[kernels]]"),
+    ("yaml", (".yaml", ".yml"), "declare one under a `kernel:` key or several under `kernels:`"),
+    ("json", (".json",), 'declare one as {"kernel": {...}} or several as {"kernels": [...]}'))
 
 
 def _parser(name: str) -> Callable[[str, str], Sequence[object]]:
@@ -25,5 +27,5 @@ def _parser(name: str) -> Callable[[str, str], Sequence[object]]:
 
 @hookimpl
 def hologram_register_translators(register: Callable[[Translator], None]) -> None:
-    for name, extensions in FORMATS:
-        register(Translator(name, extensions, _parser(name)))
+    for name, extensions, declaring in FORMATS:
+        register(Translator(name, extensions, _parser(name), declaring=declaring))

@@ -87,3 +87,8 @@ class KernelDef:
     # ("circuit", "4 ops -> 1 op"): printed by `hologram compile --emit stats` and the
     # bundle build table, kept in a bundle's manifest (docs/plugins.md, "Notes")
     notes: tuple[tuple[str, str], ...] = ()
+    # whether the body's temporaries are names its author wrote (a TOML body, a Python
+    # function's locals): the front end warns about one nothing reads. False for a body a
+    # translator generates from something else (a sigil circuit's r3, s4: the author
+    # never saw them, and an unused one is the translator's business, docs/plugins.md)
+    authored_temporaries: bool = True

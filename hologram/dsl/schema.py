@@ -22,7 +22,7 @@ import attrs
 
 from hologram.core import body_keys
 from hologram.core.dims import DimAlgebra, is_derived
-from hologram.core.errors import DocumentError, HologramError, PluginError, Span, did_you_mean, shorten
+from hologram.core.errors import DocumentError, HologramError, PluginError, Span, did_you_mean, in_words, shorten
 from hologram.core.hookspecs import BodyKey
 from hologram.core.types import Affine, DType, Shape
 from hologram.dsl.document import BodyOrigin, KernelDef, ParamSpec
@@ -76,6 +76,8 @@ _DTYPE_ALIASES: Mapping[str, DType] = {
     "u4": DType.U32, "fp16": DType.F16, "fp32": DType.F32, "fp64": DType.F64,
 }
 _DTYPES = ", ".join(d.value for d in DType)
+# complex spellings (ours would be c64, c128; numpy's complex64, c8, cfloat, cdouble): no element type is complex
+_COMPLEX = re.compile(r"c\d+|complex\d*|c(?:float|double|longdouble)", re.IGNORECASE)
 MAX_RANK = 32  # dimensions of an array (numpy 1's limit; docs/dsl.md, "Limits")
 _INPUT_HINT = ("an input's dimensions are affine, such as 2*n + 1 or n - 2: the call solves the shape symbols "
                "from them (an output may use products and '//')")
@@ -187,6 +189,11 @@ class _TypeParser:
         try:
             return DType.parse(tok.text)
         except ValueError:
+            if _COMPLEX.fullmatch(tok.text):  # no near name fits: c64 is not u64
+                raise self.fail(f"complex element type {tok.text!r} is not supported: the element types are "
+                                f"{in_words(d.value for d in DType)}", tok.start, tok.end,
+                                hint="pass a complex array as two real arrays, x.real and x.imag "
+                                     "(np.ascontiguousarray each)") from None
             alias = _DTYPE_ALIASES.get(tok.text) or _DTYPE_ALIASES.get(tok.text.lower())
             suggestion = (f"; did you mean {alias.value!r}?" if alias
                           else did_you_mean(tok.text, (d.value for d in DType)))

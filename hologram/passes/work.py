@@ -117,7 +117,13 @@ class Formula:
         return bound.expand().value
 
     def __str__(self) -> str:
-        return str(self.expand())
+        """The expansion, highest degree first and a positive term before a negative one:
+        a count reads `4*k*n - 4*k^2 + 8*k`, never with a minus sign first when it has a
+        positive term."""
+        poly = self.expand()
+        terms = sorted(poly.terms, key=lambda t: (-len(t[0]), t[1] < 0, t[0]))
+        lead = next((k for k, (_, c) in enumerate(terms) if c > 0), 0)
+        return poly.text([terms[lead], *terms[:lead], *terms[lead + 1:]]) if terms else "0"
 
 
 def lane_work(stage: Stage) -> Formula:

@@ -132,8 +132,7 @@ def compile_document(translator: Translator, text: str, file: str, pipeline: Pip
     depends on which plugins claim its keys)."""
     kdefs = translate(translator, text, file, keys)
     if not kdefs:
-        raise DocumentError(f"{file}: no kernels in this document",
-                            hint="declare one with [kernel] or several with [[kernels]]")
+        raise DocumentError(f"{file}: no kernels in this document", hint=translator.no_kernels_hint())
     seen: set[str] = set()
     compiled = []
     for kdef in kdefs:

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from hologram.core import trace
-from hologram.core.errors import ArgumentError, HologramError, KernelNotFoundError, did_you_mean
+from hologram.core.errors import ArgumentError, HologramError, KernelNotFoundError, did_you_mean, in_words, meant
 from hologram.core.lru import LRUCache
 from hologram.core.types import Affine
 from hologram.isa.encoding import decode, encode
@@ -65,6 +65,16 @@ def backend_forms(backend: Backend) -> dict[str, str]:
     if not isinstance(forms, Mapping) or not callable(getattr(backend, "emit", None)):
         return {}
     return {str(k): str(v) for k, v in forms.items() if k not in EMITTERS and k != "stats"}
+
+
+def form_choices(kind: str, core: Sequence[str], backend: Backend) -> str:
+    """The rest of the sentence saying `kind` is no text form: ` (did you mean 'asm'?):
+    the text forms are ast, ir and asm, and backend 'cpu_llvm' adds llvm, llvm-opt and
+    native` (`core`: the forms every backend has here)."""
+    forms = list(backend_forms(backend))
+    adds = f", and backend {backend.name!r} adds {in_words(forms)}" if forms else \
+        f" (backend {backend.name!r} adds none)"
+    return f"{meant(kind, [*core, *forms])}: the text forms are {in_words(core)}{adds}"
 
 
 class Kernel:
@@ -127,11 +137,8 @@ class Kernel:
         if fn is not None:
             return fn(self._c)
         backend = get_backend(self._backend_name)
-        forms = backend_forms(backend)
-        if kind not in forms:
-            known = [*EMITTERS, *forms]
-            raise ArgumentError(f"cannot emit {kind!r}{did_you_mean(kind, known)}; expected one of "
-                                f"{', '.join(known)}", hint=f"the forms after 'asm' are backend {backend.name!r}'s")
+        if kind not in backend_forms(backend):
+            raise ArgumentError(f"cannot emit {kind!r}{form_choices(kind, tuple(EMITTERS), backend)}")
         return backend.emit(self._c.program, kind)
 
     def stats(self, **symbols: int) -> dict[str, Any]:

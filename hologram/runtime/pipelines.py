@@ -14,7 +14,7 @@ import os
 import threading
 from typing import Any, Callable, Sequence
 
-from hologram.core.errors import PluginError, did_you_mean
+from hologram.core.errors import PluginError, did_you_mean, in_words, meant
 from hologram.passes.api import PIPELINES, Pass
 from hologram.passes.manager import Pipeline, order
 from hologram.runtime import lookups, plugins
@@ -75,9 +75,9 @@ def parse_opt(opt: str, source: str | None = "opt=") -> str:
     if not isinstance(opt, str):
         raise PluginError(f"{where}an optimization level is a string such as 'O2', got {type(opt).__name__}")
     level = opt.strip().upper()
-    if level not in PIPELINES:
-        raise PluginError(f"{where}unknown optimization level {opt!r}{did_you_mean(level, PIPELINES)}",
-                          hint=f"expected one of {', '.join(PIPELINES)}")
+    if level not in PIPELINES:  # the levels in the message: argparse shows no hint
+        raise PluginError(f"{where}unknown optimization level {opt!r}{meant(level, PIPELINES)}: the levels are "
+                          f"{in_words(PIPELINES)}")
     return level
 
 

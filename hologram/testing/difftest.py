@@ -36,7 +36,14 @@ shrinks to a minimal example, and the example is written as a reproducer: a `.to
 kernel document (a `.py` module for a kernel drawn as a Python function,
 `hologram.testing.python_cases`) or a `.hasm` program, with the inputs (and, for kernels, the oracle's
 answer with its tolerances) in a `.npz` beside it. `replay(path)` runs a reproducer again;
-the CLI spells that `hologram diff-test --replay PATH`.
+the CLI spells that `hologram diff-test --replay PATH`. A kernel file (or `.hasm`
+program) with no `.npz` beside it, such as a user's own, is replayed on inputs drawn
+from its signature at a fixed seed and held to the reference interpreter
+(`difftest_checks.check_file_case`).
+
+A backend that runs part of the ISA declines a program with `UnsupportedProgram` from
+`prepare` (docs/plugins.md): such an example is *not covered* by it, counted in
+`Outcome.not_covered` with the first refusal's reason, never a failure (`NotCovered`).
 """
 
 from __future__ import annotations
@@ -52,25 +59,23 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed as hypothesis_
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
-from hologram.core.errors import ArgumentError, HologramError
+from hologram.core.errors import ArgumentError
 from hologram.isa.asm import format_program, parse_program
-from hologram.isa.encoding import decode, encode
-from hologram.isa.program import BufferParam, Program
-from hologram.testing import values
 from hologram.testing.bounds import Val
 from hologram.testing.cases import KernelCase
-from hologram.testing.isa_strategies import programs
+from hologram.testing.difftest_checks import (MAX_SIZE, REFERENCE, FileCase, FileKernels, NotCovered, ProgramCase,
+                                              Verdict, check_file_case, check_kernel, check_program, fails, file_cases,
+                                              launches, optimize_program, pipeline_of, program_cases)
 from hologram.testing.plugin_cases import difftest_kernels
-from hologram.testing.precision import compare_outputs, precision
-from hologram.testing.run import check_case
+from hologram.testing.precision import precision
 
 __all__ = ["KINDS", "OPTS", "REFERENCE", "INTERP_MAX_ELEMENTS", "DEFAULT_OUT", "Outcome", "Report", "ProgramCase",
-           "program_cases", "precision", "check_kernel", "check_program", "max_elements", "run_difftest", "replay",
-           "replay_command"]
+           "NotCovered", "Verdict", "program_cases", "precision", "check_kernel", "check_program",
+           "optimize_program", "max_elements", "run_difftest", "replay", "replay_command", "stored_inputs",
+           "FileCase"]
 
 KINDS = ("kernels", "programs")
 OPTS = ("O0", "O2")  # the optimization levels compared by default: none, and everything
-REFERENCE = "interp"  # what programs are compared against
 INTERP_MAX_ELEMENTS = 1 << 16  # larger kernel cases skip the reference interpreter (~1 s per run at this size)
 DEFAULT_OUT = "difftest-failures"
 Progress = Callable[[str, int, int], None]  # (kind, examples done, examples planned)
@@ -81,7 +86,9 @@ Progress = Callable[[str, int, int], None]  # (kind, examples done, examples pla
 class Outcome:
     """One row of the report: how backend `backend` did on `examples` examples of `kind`
     compiled at optimization level `opt`. `reproducer` is the written `.toml`/`.hasm`
-    path and `message` the (shrunk) failure; `culprit` the pass it was bisected to."""
+    path and `message` the (shrunk) failure; `culprit` the pass it was bisected to.
+    `not_covered` counts the examples the backend declined (`UnsupportedProgram`), not
+    counted as passed or failed; `not_covered_reason` is the first such refusal."""
 
     kind: str
     backend: str
@@ -92,6 +99,8 @@ class Outcome:
     message: str | None = None
     opt: str = "O2"
     culprit: str | None = None  # the optimizer pass bisection blames, if any (see `culprit`)
+    not_covered: int = 0
+    not_covered_reason: str | None = None
 
 
 @attrs.frozen
@@ -110,102 +119,8 @@ class Report:
         return tuple(r.reproducer for r in self.rows if r.reproducer)
 
 
-# ------------------------------------------------------------------ program cases
-@attrs.frozen(eq=False)
-class ProgramCase:
-    """A program and a launch of it: buffer params by name (inputs drawn, outputs zeroed),
-    scalar params, shape symbols."""
-
-    program: Program
-    buffers: Mapping[str, np.ndarray]
-    scalars: Mapping[str, np.generic]
-    symbols: Mapping[str, int]
-
-
-def _size(p: BufferParam, symbols: Mapping[str, int]) -> tuple[int, ...]:
-    return tuple(d.evaluate(symbols) for d in p.shape)
-
-
-@st.composite
-def program_cases(draw: Callable, max_size: int = 5) -> ProgramCase:
-    """A generated verified program with arguments for one launch: every symbol in
-    1..max_size (the generator's programs need >= 1), `in`/`inout` buffers full of edge
-    values, `out` buffers zeroed."""
-    prog = draw(programs())
-    symbols = {s: draw(st.integers(1, max_size)) for s in prog.symbols}
-    buffers = {}
-    for p in prog.params:
-        if isinstance(p, BufferParam):
-            shape = _size(p, symbols)
-            buffers[p.name] = draw(values.arrays(p.dtype.np, shape)) if p.role in ("in", "inout") \
-                else np.zeros(shape, p.dtype.np)
-    scalars = {name: draw(values.scalars(p.dtype.np)) for name, p in prog.scalars().items()}
-    return ProgramCase(prog, buffers, scalars, symbols)
-
-
 # ---------------------------------------------------------------------- checking
-def _run_program(program: Program, backend: str, case: ProgramCase) -> tuple[dict[str, np.ndarray], str | None]:
-    """Launch on a fresh copy of the buffers; (buffers after, error as `Type: message`)."""
-    from hologram.runtime.lookups import get_backend
-
-    be = get_backend(backend)
-    bufs = {k: np.array(v, copy=True) for k, v in case.buffers.items()}
-    try:
-        be.launch(be.prepare(program), bufs, dict(case.scalars), dict(case.symbols))
-    except HologramError as exc:
-        return bufs, f"{type(exc).__name__}: {exc}"
-    return bufs, None
-
-
-def _round_trip(program: Program) -> Program:
-    return decode(encode(parse_program(format_program(program), file="<difftest>")))
-
-
-Opt = str | tuple[str, ...]  # a level ("O2"), or exactly these passes (for bisecting)
-
-
-def _pipeline(opt: Opt) -> Any:
-    from hologram.runtime.pipelines import resolve
-
-    return resolve(opt) if isinstance(opt, str) else resolve(passes=opt)
-
-
-def optimize_program(program: Program, opt: Opt) -> Program:
-    """`program` after the ISA passes of pipeline `opt` (O0: none), verified."""
-    return _pipeline(opt).run_isa(program)
-
-
-def check_program(case: ProgramCase, backend: str, reference: str = REFERENCE, opt: Opt = "O0") -> str | None:
-    """None when `backend`, running the program after the round trips and the ISA passes
-    of `opt`, agrees with `reference` running it as drawn; else what differs."""
-    want, want_err = _run_program(case.program, reference, case)
-    tested = optimize_program(_round_trip(case.program), opt)
-    got, got_err = _run_program(tested, backend, case)
-    if tested != case.program:
-        # messages name instruction positions, which passes move: compare error types
-        want_err, got_err = (e and e.split(":", 1)[0] for e in (want_err, got_err))
-    if want_err != got_err:
-        return f"{reference} gave {want_err or 'no error'}, {backend} at {opt} gave {got_err or 'no error'}"
-    if want_err:
-        return None
-    outputs = [p for p in case.program.params if isinstance(p, BufferParam) and p.role != "in"]
-    return "\n".join(compare_outputs(outputs, precision(case.program), want, got)) or None
-
-
-def check_kernel(case: KernelCase, backend: str, opt: Opt | None = None) -> str | None:
-    """None when `backend` runs `case`, compiled at optimization level `opt` (None: the
-    default; a tuple: exactly those passes), as the oracle allows; else the failure."""
-    try:
-        if isinstance(opt, tuple):
-            check_case(case, backend, passes=opt)
-        else:
-            check_case(case, backend, opt=opt)
-    except AssertionError as exc:
-        return str(exc)
-    return None
-
-
-def _guarded(check: Callable[..., str | None], *args: Any) -> str | None:
+def _guarded(check: Callable[..., Verdict], *args: Any) -> Verdict:
     """A backend that raises anything unexpected has failed, not the harness."""
     try:
         return check(*args)
@@ -239,8 +154,8 @@ def _kernel_runs_on(case: KernelCase, backend: str) -> bool:
 @attrs.frozen
 class _Kind:
     strategy: Callable[[], st.SearchStrategy]
-    check: Callable[[Any, str, str], str | None]  # (case, backend, opt)
-    write: Callable[[Any, str, str, str, str], str]  # (case, backend, opt, message, out_dir)
+    check: Callable[[Any, str, str], Verdict]  # (case, backend, opt)
+    write: Callable[[Any, str, str, str, str], str] | None  # (case, backend, opt, message, out_dir)
     runs_on: Callable[[Any, str], bool] = _runs_on  # (case, backend): whether exploring runs it there
 
 
@@ -300,6 +215,12 @@ KIND_TABLE: dict[str, _Kind] = {
 }
 
 
+def stored_inputs(path: str) -> str | None:
+    """The `.npz` beside `path` that a reproducer keeps its inputs in, when there is one."""
+    npz = os.path.splitext(path)[0] + ".npz"
+    return npz if os.path.exists(npz) else None
+
+
 def _load_npz(path: str) -> dict[str, np.ndarray]:
     npz = os.path.splitext(path)[0] + ".npz"
     try:
@@ -343,10 +264,26 @@ def _program_from_files(path: str) -> ProgramCase:
     return ProgramCase(program, _section(data, "buf/"), scalars, symbols)
 
 
-def replay(path: str, backends: Sequence[str] | None = None, opt: str | None = None) -> dict[str, str | None]:
+def replay(path: str, backends: Sequence[str] | None = None, opt: str | None = None, seed: int = 0,
+           examples: int = 100) -> dict[str, Verdict]:
     """Run a reproducer again on `backends` (default: the backend it was written for) at
     optimization level `opt` (default: the level it failed at); returns backend ->
-    failure message, or None where it now passes."""
+    failure message, `NotCovered` where the backend declines it, or None where it now
+    passes.
+
+    A file with no `.npz` beside it (a user's own kernel file, in any format
+    `hologram.compile_file` reads, or a `.hasm` program) has no inputs to replay: then
+    `examples` calls are drawn from its signature at `seed` (`difftest_checks`), each
+    backend (default: every available one) held to the reference interpreter at `opt`
+    (default: HOLOGRAM_OPT, else O2), and a failure is shrunk and described with its
+    inputs."""
+    from hologram.runtime.pipelines import parse_opt, resolve
+
+    if stored_inputs(path) is None and os.path.isfile(path):
+        from hologram.runtime.lookups import list_backends
+
+        opt = parse_opt(opt) if opt is not None else resolve().name
+        return _replay_drawn(path, list(backends or list_backends()), opt, seed, examples)
     if path.endswith((".toml", ".py")):
         kind, case = "kernels", _kernel_from_files(path)
     elif path.endswith(".hasm"):
@@ -358,10 +295,38 @@ def replay(path: str, backends: Sequence[str] | None = None, opt: str | None = N
         backends = [str(meta.get("meta/backend", REFERENCE))]
     if opt is None:
         opt = str(meta.get("meta/opt", "O0"))  # a file written before levels existed: no passes
-    from hologram.runtime.pipelines import parse_opt
-
     opt = parse_opt(opt)
     return {b: _guarded(KIND_TABLE[kind].check, case, b, opt) for b in backends}
+
+
+def _replay_drawn(path: str, backends: list[str], opt: str, seed: int, examples: int) -> dict[str, Verdict]:
+    """`replay` of a file without inputs: `examples` drawn calls on every backend, the
+    first failure per backend shrunk (else the first refusal, else None)."""
+    if path.endswith(".hasm"):
+        from hologram.verify.verifier import verify
+
+        with open(path, encoding="utf-8") as f:
+            program = parse_program(f.read(), file=path)
+        verify(program)  # a program the verifier refuses is the file's fault: say so, not every backend's
+        kind = _Kind(lambda: launches(program), lambda case, b, o: check_program(case, b, opt=o), None)
+    else:
+        kernels = FileKernels(path)
+        if not kernels.signatures:
+            raise ArgumentError(f"{path}: holds no kernel to run")
+        kind = _Kind(lambda: file_cases(kernels.signatures),
+                     lambda case, b, o: check_file_case(kernels, case, b, o), None)
+    targets = [(opt, b) for b in dict.fromkeys(backends)]
+    explored = _explore(kind, targets, examples, seed, lambda: None)
+    if not any(sum(c) for c in explored.counts.values()):  # every draw rejected: no verdict to give
+        raise ArgumentError(f"{path}: no call could be drawn (every shape symbol in 0..{MAX_SIZE} leaves a "
+                            "dimension negative)")
+    verdicts: dict[str, Verdict] = {}
+    for t in targets:
+        if t in explored.first:
+            verdicts[t[1]] = (_shrink(kind, t, examples, seed) or explored.first[t])[1]
+        else:
+            verdicts[t[1]] = NotCovered(explored.declined[t]) if t in explored.declined else None
+    return verdicts
 
 
 def culprit(kind: str, case: Any, backend: str, opt: str) -> str | None:
@@ -370,11 +335,11 @@ def culprit(kind: str, case: Any, backend: str, opt: str) -> str | None:
     with no pass at all (or passes with every prefix: a failure that needs no single
     pass to explain, such as a nondeterministic backend)."""
     check = KIND_TABLE[kind].check
-    names = _pipeline(opt).names
-    if not names or _guarded(check, case, backend, ()) is not None:
+    names = pipeline_of(opt).names
+    if not names or fails(_guarded(check, case, backend, ())):
         return None
     for k in range(1, len(names) + 1):
-        if _guarded(check, case, backend, names[:k]) is not None:
+        if fails(_guarded(check, case, backend, names[:k])):
             return names[k - 1]
     return None
 
@@ -394,12 +359,19 @@ def _settings(examples: int, shrink: bool) -> settings:
 Target = tuple[str, str]  # (opt, backend)
 
 
-def _explore(kind: _Kind, targets: Sequence[Target], examples: int, seed: int,
-             tick: Callable[[], None]) -> tuple[dict[Target, list[int]], dict[Target, tuple[Any, str]]]:
-    """Every example at every (level, backend), nothing raised: per target [passed,
-    failed], and the first failing example per target."""
-    counts = {t: [0, 0] for t in targets}
-    first: dict[Target, tuple[Any, str]] = {}
+@attrs.frozen
+class _Explored:
+    """Per target: [passed, failed, not covered]; the first failing example and its
+    message; the first refusal's reason."""
+
+    counts: dict[Target, list[int]]
+    first: dict[Target, tuple[Any, str]]
+    declined: dict[Target, str]
+
+
+def _explore(kind: _Kind, targets: Sequence[Target], examples: int, seed: int, tick: Callable[[], None]) -> _Explored:
+    """Every example at every (level, backend), nothing raised."""
+    found = _Explored({t: [0, 0, 0] for t in targets}, {}, {})
 
     @hypothesis_seed(seed)
     @_settings(examples, shrink=False)
@@ -409,17 +381,22 @@ def _explore(kind: _Kind, targets: Sequence[Target], examples: int, seed: int,
             opt, b = t
             if not kind.runs_on(case, b):
                 continue
-            msg = _guarded(kind.check, case, b, opt)
-            counts[t][msg is not None] += 1
-            if msg is not None:
-                first.setdefault(t, (case, msg))
+            verdict = _guarded(kind.check, case, b, opt)
+            if isinstance(verdict, NotCovered):
+                found.counts[t][2] += 1
+                found.declined.setdefault(t, verdict.reason)
+            elif verdict is not None:
+                found.counts[t][1] += 1
+                found.first.setdefault(t, (case, verdict))
+            else:
+                found.counts[t][0] += 1
         tick()
 
     try:
         run()
     except Unsatisfiable:
         pass
-    return counts, first
+    return found
 
 
 def _shrink(kind: _Kind, target: Target, examples: int, seed: int) -> tuple[Any, str] | None:
@@ -432,7 +409,7 @@ def _shrink(kind: _Kind, target: Target, examples: int, seed: int) -> tuple[Any,
     @given(kind.strategy())
     def run(case: Any) -> None:
         msg = _guarded(kind.check, case, backend, opt) if kind.runs_on(case, backend) else None
-        if msg is not None:
+        if fails(msg):
             seen.append((case, msg))
             raise _Mismatch(msg)
 
@@ -448,7 +425,7 @@ def run_difftest(backends: Iterable[str], examples: int = 100, seed: int | None 
                  progress: Progress | None = None, opts: Iterable[str] = OPTS) -> Report:
     """Run `examples` generated examples of each kind on every backend at every level
     (see the module docs); write a shrunk reproducer into `out_dir` for every (level,
-    backend) that failed.
+    backend) that failed. Examples a backend declines (`NotCovered`) are counted apart.
 
     backends  registered backend names (each must be available)
     seed      makes the run repeatable; None draws one (it is in the report)
@@ -485,18 +462,19 @@ def run_difftest(backends: Iterable[str], examples: int = 100, seed: int | None 
                 progress(k, done[0], examples)
 
         targets = [(o, b) for o in opts for b in backends]
-        counts, first = _explore(kind, targets, examples, seed, tick)
+        explored = _explore(kind, targets, examples, seed, tick)
         for t in targets:
             opt, b = t
-            passed, failed = counts[t]
+            passed, failed, declined = explored.counts[t]
             path = message = blamed = None
             if failed:
-                case, message = _shrink(kind, t, examples, seed) or first[t]
+                case, message = _shrink(kind, t, examples, seed) or explored.first[t]
                 blamed = culprit(k, case, b, opt)
                 if blamed:
                     message += (f"\n\nbisected: passes with no optimizer pass; fails once pass {blamed!r} has "
                                 f"run (with the passes of {opt} before it)")
                 os.makedirs(out_dir, exist_ok=True)
                 path = kind.write(case, b, opt, message, out_dir)
-            rows.append(Outcome(k, b, passed + failed, passed, failed, path, message, opt, blamed))
+            rows.append(Outcome(k, b, passed + failed + declined, passed, failed, path, message, opt, blamed,
+                                declined, explored.declined.get(t)))
     return Report(seed, backends, tuple(rows), opts)

@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from hologram.core.errors import HologramError
+from hologram.core.errors import HologramError, UnsupportedProgram
 from hologram.testing.cases import KernelCase
 
 __all__ = ["run_kernel_text", "check_case"]
@@ -64,17 +64,20 @@ def check_case(case: KernelCase, backend: str | None = "interp", opt: str | None
     """Run a generated case on `backend`, compiled at optimization level `opt`, and hold
     it to the oracle under the accuracy contract (`passes`: exactly these passes instead). Raises AssertionError (AccuracyError
     for wrong values) describing the kernel and its inputs; returns the outputs (None
-    when the case expects an error)."""
+    when the case expects an error). A backend's declared refusal, UnsupportedProgram,
+    is raised as it is."""
     if case.format == "python":
         from hologram.testing.python_cases import check_python_twin
 
         check_python_twin(case, opt, passes)
     try:
         outputs = run_case(case, backend, opt, passes)
+    except UnsupportedProgram:
+        raise  # the backend declined the program (docs/plugins.md): not a verdict on the case
     except case.error or ():
         return None
     except HologramError as exc:
-        raise AssertionError(f"the kernel raised {type(exc).__name__}:\n{exc}\n{case.describe()}") from exc
+        raise AssertionError(f"the kernel raised {type(exc).__name__}: {exc}\n{case.describe()}") from exc
     if case.error:
         names = " or ".join(e.__name__ for e in case.error)
         raise AssertionError(f"expected {names}, but the kernel ran and returned "

@@ -147,8 +147,12 @@ class Poly:
         return f"Poly({str(self)!r})"
 
     def __str__(self) -> str:
+        return self.text(sorted(self.terms, key=lambda t: (-len(t[0]), t[0])))
+
+    def text(self, terms: Iterable[tuple[Monomial, int]]) -> str:
+        """`terms` (this polynomial's, in the order to print them) as `4*m*n - n + 8`."""
         out = ""
-        for m, c in sorted(self.terms, key=lambda t: (-len(t[0]), t[0])):
+        for m, c in terms:
             mono = "*".join(s if k == 1 else f"{s}^{k}" for s, k in _powers(m))
             mag = str(abs(c)) if not mono else (mono if abs(c) == 1 else f"{abs(c)}*{mono}")
             out += (("-" if c < 0 else "") + mag) if not out else (" - " if c < 0 else " + ") + mag

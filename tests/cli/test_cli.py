@@ -212,10 +212,12 @@ def test_compile_emits_backend_text_forms(run_cli):
     code, out, err = run_cli("compile", "kernels/axpy.toml", "--emit", "llvm-opt", "--backend", "cpu_llvm")
     assert code == 0 and "x float>" in out, err
     code, _, err = run_cli("compile", "kernels/axpy.toml", "--emit", "llvn", "--backend", "cpu_llvm")
-    assert code == 2 and err.startswith("hologram: error: --emit: backend 'cpu_llvm' has no text form 'llvn'; "
-                                        "did you mean 'llvm'?") and "llvm-opt, native" in err
+    assert code == 2 and err == ("hologram: error: --emit: no text form 'llvn' (did you mean 'llvm'?): the text "
+                                 "forms are ast, ir, asm and stats, and backend 'cpu_llvm' adds llvm, llvm-opt and "
+                                 "native\n  hint: another backend may offer more forms: see `hologram plugins`\n")
     code, _, err = run_cli("compile", "kernels/axpy.toml", "--emit", "llvm", "--backend", "interp")
-    assert code == 2 and "backend 'interp' has no text form 'llvm'" in err and "expected one of ast, ir, asm, stats" in err
+    assert code == 2 and "--emit: no text form 'llvm': the text forms are ast, ir, asm and stats (backend " \
+                         "'interp' adds none)" in err
     code, _, err = run_cli("compile", "kernels/axpy.toml", "--emit", "llvm", "--backend", "intrep")
     assert code == 2 and "unknown backend 'intrep'" in err
 
@@ -224,8 +226,15 @@ def test_kernel_emit_asks_its_backend_for_other_forms():
     from hologram.core.errors import ArgumentError
     from hologram.runtime.kernel import backend_forms
     k = hologram.compile_file("kernels/axpy.toml")
-    with pytest.raises(ArgumentError, match="cannot emit 'llvm'; expected one of ast, ir, asm"):
+    with pytest.raises(ArgumentError, match=r"cannot emit 'llvm': the text forms are ast, ir and asm \(backend "
+                                            r"'interp' adds none\)"):
         k.on("interp").emit("llvm")
+    if "cpu_llvm" in hologram.list_backends():  # one sentence: the suggestion, the core forms, the backend's
+        with pytest.raises(ArgumentError) as e:
+            k.on("cpu_llvm").emit("assm")
+        assert e.value.message == ("cannot emit 'assm' (did you mean 'asm'?): the text forms are ast, ir and asm, "
+                                   "and backend 'cpu_llvm' adds llvm, llvm-opt and native")
+        assert e.value.hint is None
 
     class Forms:
         name, priority = "forms", 1
@@ -237,6 +246,34 @@ def test_kernel_emit_asks_its_backend_for_other_forms():
     assert backend_forms(object()) == {}
     Forms.emit = None  # forms without an emit method are no forms
     assert backend_forms(Forms()) == {}
+
+
+def test_compile_prints_a_compile_warning_once_with_its_location(run_cli, tmp_path):
+    path = tmp_path / "past.toml"
+    path.write_text('[kernel]\nname = "past"\nversion = "1.0.0"\ninputs = { x = "f32[n]" }\n'
+                    'outputs = { y = "f32[n]" }\nbody = "y[i] = x[i + n]"\n')
+    code, out, err = run_cli("compile", str(path), "--emit", "ir")
+    assert code == 0 and out.startswith("kernel past")
+    first = err.splitlines()[0]
+    assert first.startswith(f"{path}:6:18: warning: 'x' is indexed past its end") and first.count("warning") == 1, err
+    assert "   6 | body" in err and "hint: declare y: f32[0]" in err
+
+
+def test_compile_of_a_python_file_without_kernels_gives_the_python_hint(run_cli, tmp_path):
+    pytest.importorskip("hologram_python")
+    path = tmp_path / "helpers.py"
+    path.write_text("import numpy as np\n\n\ndef double(x):\n    return 2 * x\n")
+    code, _, err = run_cli("compile", str(path))
+    assert code == 1 and err == (f"hologram: error: {path}: no kernels in this document\n"
+                                 "  hint: decorate a function with @hologram.kernel (docs/python-kernels.md)\n")
+
+
+def test_compile_names_the_optimization_levels(run_cli):
+    code, _, err = run_cli("compile", "kernels/axpy.toml", "--opt", "O3")
+    assert code == 2 and err.endswith("argument --opt: unknown optimization level 'O3': the levels are O0, O1 "
+                                      "and O2\n"), err
+    code, _, err = run_cli("compile", "kernels/axpy.toml", "--opt", "O22")
+    assert code == 2 and "unknown optimization level 'O22' (did you mean 'O2'?): the levels are O0, O1 and O2" in err
 
 
 def test_compile_reports_document_errors_with_location(run_cli, tmp_path):

@@ -238,6 +238,7 @@ def test_reduction_dtypes_are_numpys(kind, t):
         (compute(kir, "s").body.dtype is expected)
 
 
+@pytest.mark.filterwarnings("ignore:.*temporary 't' is assigned but never used")  # t only takes the name p
 def test_reduction_variables_are_unique_in_the_kernel():
     kir = compile_ir("t[p] = x[p]\nu = sum(x[p], p)\nv = sum(x[p], p) + sum(x)\ny = sum(a, axis=0) + u + v",
                      {"x": "f32[n]", "a": "f32[m, n]"}, {"y": "f32[n]"})
@@ -726,6 +727,7 @@ def _index_expressions():
 VALID_INPUTS = {"x": "f32[n]", "w": "i32[n]", "b": "bool[n]", "s": "f64", "k": "u8[m, n]"}
 
 
+@pytest.mark.filterwarnings("ignore:.*temporary .* is assigned but never used")  # t1, t2: drawn, not always read
 @given(st.lists(_whole_array_expressions(), min_size=1, max_size=3), _index_expressions())
 def test_mostly_valid_bodies_compile_to_well_formed_ir(temps, indexed):
     body = "\n".join(f"t{k} = {e}" for k, e in enumerate(temps)) + f"\nu[i] = {indexed}\ny = f32(t0) + u"
@@ -770,3 +772,31 @@ def test_deep_ir_does_not_crash():
     kir = compile_ir(body)
     _check_well_formed(kir)
     assert isinstance(kir.body[0].body, Expr)
+
+
+# ------------------------------------------------------------------ unused temporaries
+def test_an_unused_temporary_is_a_warning_naming_its_line_and_name():
+    from hologram.core.errors import CompileWarning
+
+    with pytest.warns(CompileWarning) as record:
+        kir = compile_ir("t = x * 2\ny = x + 1")
+    assert [d.name for d in kir.temps] == ["t"]  # still compiled (the passes drop it)
+    (w,) = [r.message for r in record]
+    assert (w.span.file, w.span.line, w.span.col) == ("<test>", 1, 1)
+    assert w.message == "temporary 't' is assigned but never used: the kernel computes it for nothing"
+    assert w.hint == "remove the statement, or use 't'; only outputs are returned"
+
+
+@pytest.mark.parametrize("body", [
+    "t = x * 2\ny = t + 1",                              # read by a later statement
+    "t[i] = x[i] * 2\ny[i] = t[i] + t[n - 1 - i]",       # in index notation
+    "t = x * 2\ny = sum(t[k] * x[k], k) + x",            # inside a reduction
+    "c = x > 0\ny = where(c, x, 0.0)",                   # a mask
+    "s = sum(x)\ny = x / s",
+])
+def test_a_used_temporary_is_no_warning(body):
+    from hologram.core.errors import CompileWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        compile_ir(body)

@@ -355,6 +355,8 @@ ERRORS = [
     # type strings: the offending part of the string is underlined
     ("toml", edit('"f32[n]" }', '"f23[n]" }'), 5, "f23", "unknown element type 'f23'; did you mean 'f32'?"),
     ("toml", edit('"f32[n]" }', '"float32[n]" }'), 5, "float32", "unknown element type 'float32'; did you mean 'f32'?"),
+    ("toml", edit('"f32[n]" }', '"c64[n]" }'), 5, "c64", "complex element type 'c64' is not supported"),
+    ("toml", edit('"f32[n]" }', '"complex128[n]" }'), 5, "complex128", "complex element type 'complex128'"),
     ("toml", edit('"f32[n]" }', '"f32[n" }'), (5, 37), '"', "expected ',' or ']' after a dimension in type 'f32[n', got the end"),
     ("toml", edit('"f32[n]" }', '"f32[]" }'), 5, "]", "expected a dimension in type 'f32[]', got ']'"),
     ("toml", edit('"f32[n]" }', '"f32[n,]" }'), 5, "]", "expected a dimension"),
@@ -417,6 +419,13 @@ def test_an_error_renders_like_a_compiler_diagnostic():
         '   5 | inputs = { alpha = "f32", x = "f23[n]" }\n'
         "     |                                ^^^\n"
         "  hint: element types: bool, i8, i16, i32, i64, u8, u16, u32, u64, f16, f32, f64")
+
+
+def test_a_complex_type_is_refused_as_complex_not_as_a_near_name():
+    err = error("toml", edit('"f32[n]" }', '"c64[n]" }'))
+    assert err.message == ("complex element type 'c64' is not supported: the element types are bool, i8, i16, i32, "
+                           "i64, u8, u16, u32, u64, f16, f32 and f64")
+    assert err.hint == "pass a complex array as two real arrays, x.real and x.imag (np.ascontiguousarray each)"
 
 
 def test_toml_syntax_errors_count_lines_like_the_file():

@@ -381,3 +381,19 @@ done:
 """)
     # ceil(n / 4) * ceil(m / 2) lanes work, 4 bytes read each
     assert s.bind(n=9, m=5).bytes_read.evaluate({}) == 4 * 3 * 3
+
+
+def test_a_byte_count_leads_with_a_positive_term():
+    """A window over `x: f32[n]` with `k: f32[k]` taps: the count is `4*k*n - 4*k^2 + 8*k`,
+    never `-4*k^2 + ...` (a count is >= 0; a reader should not meet a minus sign first)."""
+    import hologram
+
+    window = hologram.compile('[kernel]\nname = "window"\nversion = "1.0.0"\ninputs = { x = "f32[n]", '
+                              'w = "f32[k]" }\noutputs = { y = "f32[n - k + 1]" }\n'
+                              'body = "y[i] = sum(x[i + j] * w[j], j)"\n')
+    s = window.stats()["O2"]
+    assert str(s.bytes_read) == "4*k*n - 4*k^2 + 8*k"
+    assert str(s.bytes_written) == "4*n - 4*k + 4"
+    assert str(Formula(((-1, (Poly.sym("n"),)), (3, ())))) == "3 - n"  # the only positive term is a constant
+    n = Poly.sym("n")
+    assert str(Poly.const(8) - n * n) == "-n^2 + 8"  # a Poly (the verifier's bounds) keeps its order

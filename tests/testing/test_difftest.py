@@ -21,7 +21,7 @@ from hologram.core.hookspecs import hookimpl
 from hologram.core.types import Affine, DType
 from hologram.isa.program import Addr, BufferParam, Imm, Instr, Program, Reg, RegDecl, Special, Stage
 from hologram.runtime.lookups import get_backend
-from hologram.testing.difftest import (INTERP_MAX_ELEMENTS, ProgramCase, check_program, max_elements, replay,
+from hologram.testing.difftest import (INTERP_MAX_ELEMENTS, NotCovered, ProgramCase, check_program, max_elements, replay,
                                        run_difftest)
 from hologram.testing.precision import EXACT, OPEN, ULPS, precision
 
@@ -231,3 +231,121 @@ def test_cli_bench_is_registered(capsys):
     assert os.path.exists(bench_script())
     assert main(["bench", "--help"]) == 0
     assert "--quick" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ a partial backend
+def _lanes_module():
+    """examples/hologram-backend-lanes, the documented partial backend, as installed."""
+    import importlib.util
+
+    path = ROOT / "examples" / "hologram-backend-lanes" / "hologram_lanes" / "__init__.py"
+    spec = importlib.util.spec_from_file_location("hologram_lanes", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def lanes(register_plugin):
+    register_plugin(_lanes_module(), "lanes")
+    return "lanes"
+
+
+def test_a_partial_backends_refusals_are_not_covered_not_failures(lanes, tmp_path):
+    """lanes declines what it cannot run with UnsupportedProgram: those examples are
+    counted apart (with the reason), the run passes, and no reproducer is written."""
+    report = run_difftest([lanes], examples=12, seed=1, out_dir=str(tmp_path), opts=("O0",))
+    assert report.ok, [r.message for r in report.rows]
+    for row in report.rows:
+        assert row.failed == 0 and row.reproducer is None
+        assert row.not_covered > 0 and row.passed > 0, row
+        assert row.examples == row.passed + row.not_covered
+        assert row.not_covered_reason.startswith("backend 'lanes' cannot run program "), row.not_covered_reason
+    assert not os.listdir(tmp_path)
+
+
+def test_a_backend_that_declines_by_another_error_still_fails(broken, tmp_path, monkeypatch):
+    """Only the declared refusal is 'not covered': a PluginError of any other kind from
+    prepare is a failure, shown with its message on the reproducer's line."""
+    def prepare(self, program):
+        raise PluginError("backend 'broken' fell over")
+
+    monkeypatch.setattr(BrokenBackend, "prepare", prepare)
+    report = run_difftest([broken], examples=3, seed=1, kinds=("kernels",), out_dir=str(tmp_path), opts=("O0",))
+    (row,) = report.rows
+    assert row.failed > 0 and row.not_covered == 0
+    assert row.message.splitlines()[0] == "the kernel raised PluginError: backend 'broken' fell over"
+
+
+def test_cli_diff_test_lists_what_a_partial_backend_does_not_cover(lanes, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    code = main(["diff-test", "--backends", f"interp,{lanes}", "--examples", "8", "--seed", "1", "--opt", "O0",
+                 "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "not covered" in out and "reproducers" not in out
+    section = out[out.index("not covered by"):]
+    assert all(len(line) <= 100 for line in section.splitlines()), section  # wrapped to the terminal
+    joined = " ".join(line.strip() for line in section.splitlines())
+    # the reason whole: the refused stage and instruction, and the hint, never cut
+    assert "backend 'lanes' cannot run program" in joined and "straight-line elementwise stages only" in joined
+
+
+def test_replay_declined_is_not_a_failure(lanes, tmp_path, capsys):
+    kernel = tmp_path / "total.toml"
+    kernel.write_text((ROOT / "kernels" / "sum.toml").read_text())
+    verdict = replay(str(kernel), ["interp", lanes])
+    assert verdict["interp"] is None
+    assert isinstance(verdict[lanes], NotCovered) and "ReduceAdd" in verdict[lanes].reason
+    assert main(["diff-test", "--replay", str(kernel), "--backends", lanes]) == 0
+    assert "not covered" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------ replaying a user's own kernel
+USER_KERNEL = """\
+[kernel]
+name = "scaled"
+version = "0.1.0"
+inputs = { x = "f32[n]", y = "f32[n]", s = "f32" }
+outputs = { z = "f32[n]", t = "f32[n]" }
+body = '''
+z = x * s + y
+t = exp(x)
+'''
+"""
+
+
+def test_replay_of_a_users_kernel_draws_its_inputs(tmp_path):
+    """A kernel file with no .npz beside it: inputs are drawn from its signature at a
+    fixed seed, and every backend is held to the reference interpreter."""
+    path = tmp_path / "scaled.toml"
+    path.write_text(USER_KERNEL)
+    verdict = replay(str(path), ["interp", "cpu_llvm"], seed=4, examples=10)
+    assert verdict == {"interp": None, "cpu_llvm": None}
+
+
+def test_replay_of_a_users_kernel_catches_a_broken_backend(broken, tmp_path):
+    path = tmp_path / "scaled.toml"
+    path.write_text(USER_KERNEL)
+    failure = replay(str(path), [broken], seed=4, examples=10)[broken]
+    assert "assert_close(z)" in failure or "assert_close(t)" in failure, failure
+    assert "kernel 'scaled'" in failure and "n = " in failure, failure  # the drawn sizes, to reproduce by hand
+    assert failure == replay(str(path), [broken], seed=4, examples=10)[broken]  # the same seed, the same example
+
+
+def test_cli_replay_of_a_users_kernel_prints_the_seed(capsys, tmp_path):
+    path = tmp_path / "scaled.toml"
+    path.write_text(USER_KERNEL)
+    assert main(["diff-test", "--replay", str(path), "--backends", "interp,cpu_llvm", "--examples", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "no inputs beside it" in out and "seed 0" in out and "--seed 0" in out, out
+    assert "cannot load its inputs" not in out
+
+
+def test_replay_of_a_file_whose_calls_cannot_be_drawn_says_so(tmp_path):
+    path = tmp_path / "wide.toml"
+    path.write_text(USER_KERNEL.replace('x = "f32[n]", y = "f32[n]"', 'x = "f32[n + 9]", y = "f32[n + 9]"')
+                    .replace('z = "f32[n]", t = "f32[n]"', 'z = "f32[n - 9]", t = "f32[n - 9]"')
+                    .replace("z = x * s + y\nt = exp(x)", "z[i] = x[i] * s + y[i]\nt[i] = exp(x[i])"))
+    with pytest.raises(ArgumentError, match="no call could be drawn"):
+        replay(str(path), ["interp"], examples=5)

@@ -5,12 +5,13 @@ instruction over all lanes together: a register is a numpy array with one elemen
 lane, `LDG` is a gather, `STG` a scatter. Running instruction k for every lane before
 instruction k + 1 for any is a valid order only when lanes never wait for each other or
 take different paths, so it runs *straight-line* stages: no branch, loop, barrier,
-shared memory, pool or reduction. `prepare` refuses every other program with a
-PluginError that names the instruction, so a kernel it cannot run fails at its first
-call, clearly, and runs elsewhere with `kernel.on("interp")`. Elementwise kernels (vadd,
-axpy, relu, stencil3, casts, `where`) run, and give the interpreter's results bit for
-bit: each supported opcode is the numpy function the interpreter's per-lane rule is
-(docs/isa.md).
+shared memory, pool or reduction. `prepare` refuses every other program with an
+UnsupportedProgram (a PluginError) that names the instruction, so a kernel it cannot run
+fails at its first call, clearly, and runs elsewhere with `kernel.on("interp")`; the
+differential harness counts such a kernel as not covered by `lanes`, not as a failure.
+Elementwise kernels (vadd, axpy, relu, stencil3, casts, `where`) run, and give the
+interpreter's results bit for bit: each supported opcode is the numpy function the
+interpreter's per-lane rule is (docs/isa.md).
 
 Registered with priority 0, below `interp` (10): never the default unless it is the only
 backend; ask for it by name (`backend="lanes"`, `--backend lanes`).
@@ -25,7 +26,7 @@ from typing import Any, Callable, Mapping
 import attrs
 import numpy as np
 
-from hologram.core.errors import ArgumentError, ExecutionError, PluginError
+from hologram.core.errors import ArgumentError, ExecutionError, UnsupportedProgram
 from hologram.core.hookspecs import hookimpl
 from hologram.core.types import DType
 from hologram.isa.asm import format_instr
@@ -102,9 +103,9 @@ def _check_supported(program: Program) -> Prepared:
 
 
 def _refuse(program: Program, stage: Stage, why: str) -> None:
-    raise PluginError(f"backend 'lanes' cannot run program {program.name!r}: stage {stage.name!r}: {why}",
-                      hint="it runs straight-line elementwise stages only; run this kernel on another backend, "
-                           "e.g. kernel.on('interp') or --backend interp")
+    raise UnsupportedProgram(f"backend 'lanes' cannot run program {program.name!r}: stage {stage.name!r}: {why}",
+                             hint="it runs straight-line elementwise stages only; run this kernel on another "
+                                  "backend, e.g. kernel.on('interp') or --backend interp")
 
 
 # ------------------------------------------------------------------------------- launch

@@ -33,7 +33,8 @@ def claims_python(text: str) -> bool:
 
 @hookimpl
 def hologram_register_translators(register: Callable[[Translator], None]) -> None:
-    register(Translator("python", (".py",), parse_python, claims=claims_python))
+    register(Translator("python", (".py",), parse_python, claims=claims_python,
+                        declaring="decorate a function with @hologram.kernel (docs/python-kernels.md)"))
 
 
 @hookimpl

@@ -209,3 +209,20 @@ def test_import_hologram_types_imports_nothing():
     code = "import sys, hologram.types; print(sorted(m for m in sys.modules if m.startswith(('hologram', 'numpy'))))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "['hologram', 'hologram.types']"
+
+
+def test_an_unused_local_is_a_warning_at_its_line_in_the_py_file(tmp_path):
+    from hologram.core.errors import CompileWarning
+
+    with pytest.warns(CompileWarning) as record:
+        m = load(tmp_path, '''
+            @hg.kernel
+            def f(x: f32["n"]) -> f32["n"]:
+                t = x * 2
+                return x + 1
+        ''')
+    np.testing.assert_array_equal(m.f(np.ones(2, np.float32)), [2, 2])
+    (w,) = [r.message for r in record if isinstance(r.message, CompileWarning)]
+    assert w.span.file.startswith(str(tmp_path)) and w.span.file.endswith(".py")
+    assert (w.span.line, w.span.col) == (6, 5), w.render()  # `t` in `    t = x * 2`, after the 3-line header
+    assert "temporary 't' is assigned but never used" in w.message

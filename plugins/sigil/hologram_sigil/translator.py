@@ -66,8 +66,9 @@ def kernel_def(node: Node, *, name: str, version: str, summary: str, origin: Bod
     dtype, shape = parse_type(f"f32[{CLASSES}, {width}]")
     assert dtype is DType.F32
     params = (ParamSpec("x", dtype, shape, span),), (ParamSpec("y", dtype, shape, span),)
+    # the body's temporaries (r3, s4) are the lowering's names, not the circuit writer's
     return KernelDef(name, version, summary, *params, body.text, BodyOrigin(origin.file, origin.source, tuple(lines)),
-                     span, reassociate, notes)
+                     span, reassociate, notes, authored_temporaries=False)
 
 
 def own_origin(text: str, file: str) -> BodyOrigin:
