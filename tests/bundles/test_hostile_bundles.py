@@ -253,3 +253,23 @@ top:
 """
     (fold,) = identityless_folds(parse_program(asm))
     assert fold[1] == "folds %acc in the loop top," and str(fold[2]) == f"{2 ** 30}*n"
+
+
+# ------------------------------------------------------------- the verifier's limits
+def _sixteen_shared_arrays(asm: str) -> str:
+    """vadd's program with 16 unused shared f64[65536] arrays: 8 MiB of block scratch, which
+    verified before the scratch limit and took cpu_llvm's stack down at the first call."""
+    head, stage, rest = asm.partition("\n.stage ")
+    line, _, body = rest.partition("\n")
+    pads = "".join(f"    .shared pad{k}: f64[65536]\n" for k in range(16))
+    return f"{head}\n.stage {line}\n{pads}{body}"
+
+
+def test_a_program_past_the_scratch_limit_is_refused_by_bundle_verify_and_at_its_call(intact, tmp_path, run_cli):
+    bad = rewritten(intact, tmp_path / "bad.hgb", {"vadd": _sixteen_shared_arrays})
+    code, out, err = run_cli("bundle", "verify", str(bad))
+    assert code != 0 and "shared" in out + err and "limit" in out + err
+    for backend in hg.list_backends():
+        lib = load_bundle(bad, backend=backend)
+        with pytest.raises(hg.errors.HologramError, match="limit"):
+            lib.vadd(np.ones(4, np.float32), np.ones(4, np.float32))
