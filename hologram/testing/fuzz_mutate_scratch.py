@@ -49,12 +49,8 @@ def _pad_pools(rng: Rng, stage: Stage, over: bool) -> tuple[Stage, str]:
     t = pick(rng, list(DType))
     scratch = block_scratch(stage)
     count = _elements(MAX_BLOCK_SCRATCH_BYTES - scratch.total, scratch.lanes * t.itemsize, over)
-    names, pools = _fresh(stage, "scratch_pl"), list(stage.pools)
-    while count > 0:
-        size = min(count, MAX_POOL_ELEMENTS)
-        pools.append(MemDecl(next(names), t, size))
-        count -= size
-    return attrs.evolve(stage, pools=tuple(pools)), f"pools of {t.name.lower()}"
+    pools = stage.pools + _declarations(_fresh(stage, "scratch_pl"), t, count, MAX_POOL_ELEMENTS)
+    return attrs.evolve(stage, pools=pools), f"pools of {t.name.lower()}"
 
 
 def _pad_shared(rng: Rng, stage: Stage, over: bool) -> tuple[Stage, str]:
@@ -62,12 +58,13 @@ def _pad_shared(rng: Rng, stage: Stage, over: bool) -> tuple[Stage, str]:
     scratch = block_scratch(stage)
     room = min(MAX_SHARED_BYTES - scratch.shared, MAX_BLOCK_SCRATCH_BYTES - scratch.total)
     count = _elements(room, t.itemsize, over)
-    names, shared = _fresh(stage, "scratch_sh"), list(stage.shared)
-    while count > 0:
-        size = min(count, MAX_SHARED_ELEMENTS)
-        shared.append(MemDecl(next(names), t, size))
-        count -= size
-    return attrs.evolve(stage, shared=tuple(shared)), f"shared arrays of {t.name.lower()}"
+    shared = stage.shared + _declarations(_fresh(stage, "scratch_sh"), t, count, MAX_SHARED_ELEMENTS)
+    return attrs.evolve(stage, shared=shared), f"shared arrays of {t.name.lower()}"
+
+
+def _declarations(names: Iterator[str], dtype: DType, count: int, cap: int) -> tuple[MemDecl, ...]:
+    """`count` elements of `dtype` as arrays of at most `cap` elements each."""
+    return tuple(MemDecl(next(names), dtype, min(cap, count - start)) for start in range(0, count, cap))
 
 
 def _pad_registers(rng: Rng, stage: Stage, over: bool) -> tuple[Stage, str]:
