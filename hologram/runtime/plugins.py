@@ -26,6 +26,7 @@ lazily, and collected again whenever a plugin is registered or unregistered, so
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import warnings
 from types import MappingProxyType

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import threading
 from typing import Iterable, Sequence
 
@@ -177,7 +178,8 @@ def native_assembly(module_ir: str, level: int = OPT_LEVEL) -> str:
 def resolvable(name: str) -> bool:
     """Whether MCJIT can resolve `name`: a symbol of the process (libm, libc) or one
     registered with llvmlite."""
-    return bool(llvm.address_of_symbol(name) or process_symbol(name))
+    with _LOCK:
+        return bool(llvm.address_of_symbol(name) or process_symbol(name))
 
 
 def load_object(obj: bytes, symbols: Iterable[str]) -> Loaded:
@@ -224,7 +226,8 @@ class Target:
 def host_features() -> frozenset[str]:
     """The LLVM features this CPU has."""
     host()
-    return frozenset(name for name, on in llvm.get_host_cpu_features().items() if on)
+    with _LOCK:
+        return frozenset(name for name, on in llvm.get_host_cpu_features().items() if on)
 
 
 def level_targets() -> tuple[str, ...]:

@@ -10,7 +10,9 @@ The stage function ABI (shared with codegen.py):
                ptr partials, ptr err)
 err points to four i64 `[code, stage index, instruction index, value]`; the instruction
 index counts stage body items, labels included (as the verifier's and the interpreter's
-messages do). The codes are codegen's (`codegen_types.ERR_*`).
+messages do). The codes are abi.py's `ERR_*`. err[0] is zero on entry, and err[3] the
+launch's cancel mark (`cancel.begin`): CANCELLABLE lets Ctrl-C stop the stage with
+ERR_CANCELLED, which `execution_error` turns into KeyboardInterrupt.
 """
 
 from __future__ import annotations
@@ -33,10 +35,10 @@ from hologram.passes.work import Formula, lane_work
 from hologram.runtime.args import complete_symbols, plain_array, symbol_value, zeroed_temporary
 from hologram.verify.intervals import SYMBOL_MAX
 
-from . import loader, threads
+from . import cancel, loader, threads
 from .abi import (
-    ERR_BARRIER, ERR_CLASS, ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_FREE, ERR_POOL_FULL,
-    ERR_RECURSION,
+    ERR_BARRIER, ERR_CANCELLED, ERR_CLASS, ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_FREE,
+    ERR_POOL_FULL, ERR_RECURSION,
 )
 
 
@@ -224,6 +226,11 @@ class Executable:
             self._geometries[syms] = g
         return g
 
+    def loops_counted_by_data(self) -> bool:
+        """Whether a stage runs a loop whose trip count comes from data, not from the
+        shape symbols (so no launch geometry bounds its time). Known after `geometry`."""
+        return any(name.startswith("trips.") for work, _ in self._work for name in work.symbols)
+
     def _geometry(self, syms: tuple[int, ...]) -> Geometry:
         sizes = []
         for b in self.buffers:
@@ -263,16 +270,18 @@ def launch(exe: Executable, buffers: Mapping[str, np.ndarray], scalars: Mapping[
         unalias(exe, geo, arrays, ptrs)
     packed = bufs, sym_bytes, scalar_bytes = (exe.pack_ptrs(*ptrs), exe.pack_syms(*syms),
                                               pack_scalars(exe, scalars) if exe.scalars else b"")
+    cancel.arm()
+    mark = cancel.begin()
     short = trace.recorder is None  # a traced launch times every stage in run_stage
     for stage, grid in zip(exe.stages, geo.grids):
         if short and stage.plain and grid[1] < INLINE_WORK:  # the common small case, kept short
             if grid[0]:
-                err = ErrSlot()
+                err = ErrSlot(0, 0, 0, mark)
                 stage.fn(0, grid[0], bufs, sym_bytes, scalar_bytes, None, err)
                 if err[0]:
                     raise execution_error(exe, tuple(err), arrays)
         else:
-            run_stage(exe, stage, grid, arrays, packed, num_threads)
+            run_stage(exe, stage, grid, arrays, packed, num_threads, mark)
 
 
 _I64 = 1 << 63
@@ -381,9 +390,10 @@ _PADDING = {n: bytes(8 - n) for n in (1, 2, 4, 8)}
 
 
 def run_stage(exe: Executable, stage: StagePlan, grid: tuple[int, int], arrays: list[np.ndarray],
-              packed: tuple[bytes, bytes, bytes], num_threads: int) -> None:
+              packed: tuple[bytes, bytes, bytes], num_threads: int, mark: int = 0) -> None:
     """Inits, then the stage's blocks (inline or one contiguous chunk per thread), then
     the error slots in chunk order, then the reduction partials merged in chunk order.
+    `mark` is the launch's cancel mark (`cancel.begin`), put in every error slot.
     While a trace records, the stage is a span and each chunk of a split one another,
     on the thread that ran it (the native pool times its chunks: docs/cpu-llvm.md)."""
     rec = trace.recorder
@@ -409,12 +419,12 @@ def run_stage(exe: Executable, stage: StagePlan, grid: tuple[int, int], arrays: 
         partial_ptrs = [None] * nchunks
     times = None  # per chunk (thread ident, start, end), when traced
     if nchunks == 1:
-        err = ErrSlot()
+        err = ErrSlot(0, 0, 0, mark)
         fn(0, nblocks, bufs, syms, scalars, partial_ptrs[0], err)
         errs = (err,)
     else:
         bounds = [nblocks * i // nchunks for i in range(nchunks + 1)]
-        errs = tuple(ErrSlot() for _ in range(nchunks))
+        errs = tuple(ErrSlot(0, 0, 0, mark) for _ in range(nchunks))
         native = threads.native(num_threads)
         if rec is not None:
             times = (ctypes.c_int64 * (3 * nchunks))()
@@ -475,10 +485,13 @@ _U64 = (1 << 64) - 1  # a pthread_t read as a signed word, back to Python's thre
 
 
 # ---------------------------------------------------------------------------- errors
-def execution_error(exe: Executable, record: tuple[int, ...], arrays: Sequence[np.ndarray]) -> ExecutionError:
+def execution_error(exe: Executable, record: tuple[int, ...], arrays: Sequence[np.ndarray]) -> BaseException:
     """The ExecutionError for an error record `[code, stage, instruction, value]`, worded
-    as the interpreter words it (minus the lane, which the record does not carry)."""
+    as the interpreter words it (minus the lane, which the record does not carry); for a
+    launch Ctrl-C stopped, KeyboardInterrupt (what Python raises for Ctrl-C elsewhere)."""
     code, stage_index, k, value = record
+    if code == ERR_CANCELLED:
+        return KeyboardInterrupt()
     program = exe.program
     body = program.stages[stage_index].body if 0 <= stage_index < len(program.stages) else ()
     if code == ERR_BARRIER and body:

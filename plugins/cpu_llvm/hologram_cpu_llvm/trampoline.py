@@ -18,6 +18,9 @@ that is called with the arrays and numpy scalars themselves and, in native code:
 4. calls each stage function in order (the stage ABI of runtime.py, with the GIL held:
    only stages small enough to run inline use this); when a stage sets its error
    slot it calls `on_error(record)` with the 32-byte record, which raises. Returns None.
+   On the main thread (the pthread id in the cancel block, cancel.py) the error slot
+   carries the CANCELLABLE mark, and a cancel flag left from an earlier Ctrl-C is
+   dropped first, as `cancel.begin` does for the Python path.
 
 The function is data-driven: its `self` is a tuple (block, fallback, on_error, keep),
 where `block` is a bytes object of i64 words describing the launch (counts, symbol
@@ -56,6 +59,8 @@ _HEADER = 17  # words before the variable parts of the block
 _IR = r"""
 declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
 declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
+declare i64 @pthread_self()
+@CANCEL_SYMBOL = external global i8
 
 define internal i64 @word(ptr %base, i64 %k) alwaysinline {
   %p = getelementptr i64, ptr %base, i64 %k
@@ -200,7 +205,7 @@ decline:
 pairloop:
   %q = phi i64 [0, %scalloop], [%q1, %pairnext]
   %qdone = icmp sge i64 %q, %npairs
-  br i1 %qdone, label %stageloop, label %pairbody
+  br i1 %qdone, label %cancelmark, label %pairbody
 pairbody:
   %q4 = mul i64 %q, 4
   %bi = call i64 @word(ptr %pairs, i64 %q4)
@@ -222,6 +227,27 @@ pairnext:
   %q1 = add i64 %q, 1
   br label %pairloop
 
+; the main thread's launch: Ctrl-C may stop it (see the module docstring)
+cancelmark:
+  %me = call i64 @pthread_self()
+  %mainp = getelementptr i8, ptr @CANCEL_SYMBOL, i64 CANCEL_MAIN_THREAD
+  %main = load i64, ptr %mainp, align 8
+  %ismain = icmp eq i64 %me, %main
+  br i1 %ismain, label %mainlaunch, label %marked
+mainlaunch:
+  %stale = load atomic i8, ptr @CANCEL_SYMBOL monotonic, align 1
+  %isstale = icmp ne i8 %stale, 0
+  br i1 %isstale, label %dropstale, label %markit
+dropstale:
+  store atomic i8 0, ptr @CANCEL_SYMBOL monotonic, align 1
+  br label %markit
+markit:
+  %markp = getelementptr i64, ptr %err, i64 3
+  store i64 CANCELLABLE, ptr %markp, align 8
+  br label %marked
+marked:
+  br label %stageloop
+
 fallback:
   %fbp = getelementptr i8, ptr %self, i64 TUPLE_ITEMS_1
   %fb = load ptr, ptr %fbp
@@ -229,7 +255,7 @@ fallback:
   ret ptr %rf
 
 stageloop:
-  %g = phi i64 [0, %pairloop], [%g1, %stageok]
+  %g = phi i64 [0, %marked], [%g1, %stageok]
   %gdone = icmp sge i64 %g, %nstages
   br i1 %gdone, label %done, label %stagebody
 stagebody:
@@ -324,7 +350,8 @@ def ir() -> str:
             .replace("ARRAY_DATA", str(_ARRAY_DATA)).replace("ARRAY_ND", str(_ARRAY_ND))
             .replace("ARRAY_DIMS", str(_ARRAY_DIMS)).replace("ARRAY_DESCR", str(_ARRAY_DESCR))
             .replace("ARRAY_FLAGS", str(_ARRAY_FLAGS)).replace("OB_TYPE", str(_OB_TYPE))
-            .replace("SCALAR_VALUE", str(_SCALAR_VALUE)))
+            .replace("SCALAR_VALUE", str(_SCALAR_VALUE)).replace("CANCEL_SYMBOL", CANCEL_SYMBOL)
+            .replace("CANCEL_MAIN_THREAD", str(CANCEL_MAIN_THREAD)).replace("CANCELLABLE", str(CANCELLABLE)))
 
 
 # the offsets `ir()` writes into the code: object code carrying the entry point is

@@ -1,0 +1,119 @@
+"""Ctrl-C stops a long launch (issue 21): SIGINT during a native call that would run for
+~20 s raises KeyboardInterrupt promptly, and the next call in the same process is right.
+
+Each case runs in a child process (a hang must be contained, and the signal goes to a
+whole process): the child calibrates a LOOP to run ~20 s, says so, and starts it; the
+test sends SIGINT a second later. The child must report KeyboardInterrupt well before
+the loop could have finished (10 s is the property, not a performance threshold: the
+call would otherwise take ~20 s), then run a short call of the same program and of a
+multi-threaded one, check their answers and exit 0.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+CHILD = textwrap.dedent(r'''
+    import sys, time
+    import numpy as np
+    from hologram.isa.asm import parse_program
+    from hologram.runtime.lookups import get_backend
+
+    BACKEND, PATH = sys.argv[1], sys.argv[2]
+    SPIN = parse_program("""
+    .program spin
+    .symbols n
+    .param in c: i64[n]
+    .param out y: i64[n]
+    .stage main domain [n] block [64]
+        .reg %i, %c, %acc: i64
+        MOV.i64 %i, %gid.x
+        LDG.i64 %c, [c + %i]
+        MOV.i64 %acc, %i
+    top:
+        MUL.i64 %acc, %acc, 3
+        ADD.i64 %acc, %acc, 1
+        LOOP %c, top
+        STG.i64 [y + %i], %acc
+        EXIT
+    """)
+    backend = get_backend(BACKEND)
+    exe = backend.prepare(SPIN)
+
+    def run(counts):
+        c = np.asarray(counts, np.int64)
+        y = np.zeros(len(c), np.int64)
+        if PATH == "launcher":  # the Kernel fast path's run (hologram.runtime.fastcall)
+            assert backend.launcher(exe, {"n": len(c)})(c, y) is None
+        else:
+            backend.launch(exe, {"c": c, "y": y}, {}, {"n": len(c)})
+        return y
+
+    def expected(counts):
+        out = []
+        for i, n in enumerate(counts):
+            acc = i
+            for _ in range(max(n, 1)):
+                acc = (acc * 3 + 1) % 2**64
+            out.append(acc - 2**64 if acc >= 2**63 else acc)
+        return out
+
+    lanes = 4096 if PATH == "threads" else 1  # threads: chunks on the native pool's workers
+    probe = 20_000 if BACKEND == "interp" else 20_000_000
+    t = time.perf_counter()
+    run([probe // lanes] * lanes)
+    per_trip = (time.perf_counter() - t) / probe
+    trips = int(20 / per_trip)  # ~20 s of looping
+    print("started", flush=True)
+    t = time.perf_counter()
+    try:
+        run([trips // lanes] * lanes)
+    except KeyboardInterrupt:
+        print(f"interrupted after {time.perf_counter() - t:.2f} s of a ~20 s call", flush=True)
+    else:
+        print(f"not interrupted: the call ran to its end after {time.perf_counter() - t:.2f} s", flush=True)
+        sys.exit(2)
+    for counts in ([5, 0, -2**63, 3], [7] * 4096):
+        got = run(counts).tolist()
+        assert got == expected(counts), "a call after the interrupted one went wrong"
+    print("later calls right", flush=True)
+''')
+
+
+def interrupted_child(backend: str, path: str) -> tuple[int | None, str]:
+    """Start the child, SIGINT it a second after its long call starts; (exit code, or
+    None when it had not ended two minutes later, and its output)."""
+    env = dict(os.environ, HOLOGRAM_NUM_THREADS="2")
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, backend, path], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env)
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if line.startswith("started"):
+            break
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)
+    try:
+        rest, _ = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        rest = proc.communicate()[0] + "\n(still running two minutes after SIGINT: killed)"
+        return None, "".join(lines) + rest
+    return proc.returncode, "".join(lines) + rest
+
+
+@pytest.mark.parametrize("backend, path", [("cpu_llvm", "launch"), ("cpu_llvm", "launcher"),
+                                           ("cpu_llvm", "threads"), ("interp", "launch")])
+def test_sigint_stops_a_long_launch_and_the_process_stays_usable(backend, path):
+    code, out = interrupted_child(backend, path)
+    assert code == 0, out
+    seconds = float(out.split("interrupted after ")[1].split()[0])
+    assert seconds < 10, out  # the call would have run ~20 s
+    assert "later calls right" in out
