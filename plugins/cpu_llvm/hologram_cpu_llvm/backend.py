@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping, Sequence
 import attrs
 import numpy as np
 
-from hologram.core import trace
+from hologram.core import forks, trace
 from hologram.core.errors import ArgumentError, CompileError, HologramError
 from hologram.core.types import DType
 from hologram.isa.encoding import program_hash
@@ -223,7 +223,8 @@ class CpuLlvmBackend:
         self._codegen_version = codegen_version
         self._verifier_version: str | None = None
         self._memory: MemoryCache[str, Executable] = MemoryCache()  # cache.MEMORY_ENTRIES, thread-safe
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # held while building: a forked child gets a free one
+        forks.renew_in_child(self, "_lock", threading.RLock)
         self._available: bool | None = None
 
     def __repr__(self) -> str:

@@ -37,10 +37,15 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import sys
 import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
+
+from hologram.core import forks
+
+from .abi import CANCEL_MAIN_THREAD, CANCEL_SYMBOL, CANCELLABLE
 
 _OB_TYPE = 8  # PyObject: ob_refcnt, then ob_type
 _TUPLE_ITEMS = tuple.__basicsize__  # PyTupleObject: header, ob_size, then ob_item[]
@@ -302,6 +307,7 @@ class _MethodDef(ctypes.Structure):
 
 
 _LOCK = threading.Lock()
+forks.renew_in_child(sys.modules[__name__], "_LOCK")
 _STATE: dict[str, Any] = {}  # "keep" (what holds the code), "methoddef", "api": set once, kept for the process
 
 
