@@ -88,7 +88,8 @@ def mutate_text(rng: Rng, text: str) -> tuple[str, str]:
 @functools.lru_cache(maxsize=4)
 def seed_programs(strategy_examples: int = 40, seed: int = 0) -> tuple[tuple[str, Program], ...]:
     """(name, program) seeds: every stdlib kernel this installation can find, the document
-    fuzzer's built-in seed documents, and `strategy_examples` programs drawn from
+    fuzzer's built-in seed documents, the repository's corpus of `.hasm` programs
+    (`corpus_programs`), and `strategy_examples` programs drawn from
     `isa_strategies.programs()` with hypothesis seed `seed`."""
     import hologram
 
@@ -101,8 +102,28 @@ def seed_programs(strategy_examples: int = 40, seed: int = 0) -> tuple[tuple[str
         except Exception:  # noqa: BLE001 - a seed that does not compile is not a seed
             continue
         out += [(f"{name}:{k}", kern.program) for k, kern in lib.items()]
-    return tuple(out) + tuple((f"isa_strategies:{seed}:{k}", p) for k, p in
-                              enumerate(_strategy_programs(strategy_examples, seed)))
+    return tuple(out) + corpus_programs() + tuple((f"isa_strategies:{seed}:{k}", p) for k, p in
+                                                  enumerate(_strategy_programs(strategy_examples, seed)))
+
+
+CORPUS = ("tests", "fuzz_seeds")  # under the repository root: hand-written programs, one per .hasm
+
+
+def corpus_programs() -> tuple[tuple[str, Program], ...]:
+    """(path, program) of every `.hasm` program in the repository's corpus (reproducers
+    of defects the mutators could not reach from the kernels: a LOOP counter at -2**63),
+    or none when the package is installed without the repository. Each must verify: a
+    seed the verifier refuses is a mistake of the corpus, and raises."""
+    from hologram.isa.asm import parse_program
+    from hologram.testing.fuzz_mutate_documents import _repository
+    from hologram.verify.verifier import verify
+
+    root = _repository()
+    if root is None:
+        return ()
+    paths = sorted(root.joinpath(*CORPUS).glob("*.hasm"))
+    return tuple((str(path.relative_to(root)), verify(parse_program(path.read_text(encoding="utf-8"),
+                                                                     file=str(path)))) for path in paths)
 
 
 def _strategy_programs(count: int, seed: int) -> list[Program]:
