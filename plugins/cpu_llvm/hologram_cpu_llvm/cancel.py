@@ -18,7 +18,7 @@ MCJIT): byte 0, the flag; word 1, the handler the hook chains to; word 2, the ma
 thread's pthread id (the launch entry point marks the main thread's launches with it).
 
 The hook is (re)installed by `arm()`, when a program is prepared or a launcher made and
-at every launch on the Python path: only over a handler that is a function (never over
+at every launch that may run long (runtime.Geometry.long): only over a handler that is a function (never over
 SIG_IGN or SIG_DFL: then Ctrl-C is not Python's to turn into KeyboardInterrupt), and
 after the first time only over the handler it chained to (Python's, which
 `signal.signal` and asyncio reinstall), never over another library's, which may chain
@@ -82,6 +82,7 @@ class _SigAction(ctypes.Structure):
 
 
 def _libc_sigaction() -> Any:
+    """libc's `sigaction(signum, new, old)`, taking addresses (the cheapest ctypes call)."""
     if not sys.platform.startswith("linux") or ctypes.sizeof(ctypes.c_void_p) != 8:
         return None
     try:
@@ -89,12 +90,17 @@ def _libc_sigaction() -> Any:
     except (OSError, AttributeError):  # pragma: no cover - no dlopen(NULL) or no sigaction
         return None
     fn.restype = ctypes.c_int
-    fn.argtypes = (ctypes.c_int, ctypes.POINTER(_SigAction), ctypes.POINTER(_SigAction))
+    fn.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
     return fn
 
 
 _SIGACTION = _libc_sigaction()
+# What `arm` reads the installed handler into: shared by every thread, as all of them
+# read the same action into it (the install copies it first).
+_INSTALLED = _SigAction()
+_INSTALLED_AT = ctypes.addressof(_INSTALLED)
 _STATE: dict[str, Any] = {}  # "handler": the hook's address, "keep": what holds its code
+_SIGINT = int(signal.SIGINT)
 
 
 def adopt(address: int, keep: Any) -> None:
@@ -108,19 +114,17 @@ def arm() -> None:
     """Put the hook in front of the process's SIGINT handler, or back there after
     `signal.signal` replaced it (see the module docstring); ~1 µs."""
     handler = _STATE.get("handler")
-    if handler is None or _SIGACTION is None:
+    if handler is None or _SIGACTION is None or _SIGACTION(_SIGINT, None, _INSTALLED_AT) != 0:
         return
-    current = _SigAction()
-    if _SIGACTION(signal.SIGINT, None, ctypes.byref(current)) != 0:
-        return
-    installed = current.handler or 0
+    installed = _INSTALLED.handler or 0
     if installed == handler or installed <= 1:  # hooked already; SIG_DFL or SIG_IGN
         return
     if _PREVIOUS.value and installed != _PREVIOUS.value:  # another library's handler: it decides
         return
+    hook = _SigAction.from_buffer_copy(_INSTALLED)  # its flags and mask, our handler
+    hook.handler = handler
     _PREVIOUS.value = installed
-    current.handler = handler
-    _SIGACTION(signal.SIGINT, ctypes.byref(current), None)
+    _SIGACTION(_SIGINT, ctypes.addressof(hook), None)
 
 
 def begin() -> int:

@@ -33,6 +33,7 @@ from hologram.core.types import DType
 from hologram.isa.program import Instr, Reg
 
 from .abi import CANCEL_SYMBOL, CANCELLABLE, ERR_CANCELLED
+from .codegen_barriers import Ctx
 from .codegen_types import I8, I64, at, i64, reg_type
 
 POLL_ITERATIONS = 1024  # trips of an innermost loop between two polls
@@ -93,7 +94,7 @@ class LoopLowering:
         b.branch(go_on)
         b.position_at_end(go_on)
 
-    def _loop(self, ctx, pc: int, k: int, ins: Instr) -> None:
+    def _loop(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
         target = self.label(ins.target)
         if target > pc:
             raise VerifyError(f"cpu_llvm: stage '{self.stage.name}': instruction {k}: LOOP must jump backward")

@@ -11,10 +11,11 @@ buffer pairs could overlap and their byte sizes) is computed once, here.
 When every stage is small enough to run inline, `run` is a native builtin
 (trampoline.py) that checks, reads the data pointers, tests the overlaps and calls the
 stages in one call from Python. Otherwise it is `general`: the same checks and the
-same launch as runtime.launch, in Python. A launch whose loops count by data (so no
-geometry bounds its time) takes `general` too, which puts the Ctrl-C hook back in
-place at every call (cancel.arm), as a long launch needs. `Kernel` calls it on its fast path
-(hologram.runtime.fastcall) and takes its full path, with its messages, on a decline.
+same launch as runtime.launch, in Python. A launch that may run long (`Geometry.long`:
+a big stage, or loops counting by data, which no geometry bounds) takes `general`,
+which puts the Ctrl-C hook back in place at every call (cancel.arm). `Kernel` calls it
+on its fast path (hologram.runtime.fastcall) and takes its full path, with its
+messages, on a decline.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from hologram.runtime.fastcall import exact_arguments
 
 from . import cancel, trampoline
 from .runtime import (
-    _PADDING, INLINE_WORK, Executable, bind_symbols, data_ptr, eval_dim, execution_error, run_stage, temporaries,
+    _PADDING, Executable, bind_symbols, data_ptr, eval_dim, execution_error, run_stage, temporaries,
     unalias,
 )
 
@@ -63,15 +64,16 @@ def make_launcher(exe: Executable, symbols: Mapping[str, int], num_threads: Call
             unalias(exe, geo, arrays, ptrs)
         packed = pack_ptrs(*ptrs), sym_bytes, pack_scalars(args[nparams:])
         threads = num_threads()
-        cancel.arm()
+        if geo.long:
+            cancel.arm()
         mark = cancel.begin()
         for stage, grid in zip(exe.stages, geo.grids):
             run_stage(exe, stage, grid, arrays, packed, threads, mark)
         return None
 
     cancel.arm()
-    inline = not exe.temps and all(st.plain and work < INLINE_WORK for st, (_, work) in zip(exe.stages, geo.grids))
-    if not inline or exe.loops_counted_by_data() or not trampoline.available():
+    inline = not exe.temps and not geo.long and all(st.plain for st in exe.stages)
+    if not inline or not trampoline.available():
         return general
 
     sized = [_Sized(n) for n in geo.sizes]  # what execution_error reads of the arrays
