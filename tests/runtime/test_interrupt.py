@@ -6,7 +6,11 @@ whole process): the child calibrates a LOOP to run ~20 s, says so, and starts it
 test sends SIGINT a second later. The child must report KeyboardInterrupt well before
 the loop could have finished (10 s is the property, not a performance threshold: the
 call would otherwise take ~20 s), then run a short call of the same program and of a
-multi-threaded one, check their answers and exit 0.
+multi-threaded one, check their answers and exit 0. Variants: the call through a
+launcher (the Kernel fast path's), on the native pool's workers, after
+`signal.signal` put Python's own handler back over cpu_llvm's hook, and on another
+thread (which Python does not interrupt: the main thread gets KeyboardInterrupt while
+it waits, and the other thread's call runs to its end).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import time
 import pytest
 
 CHILD = textwrap.dedent(r'''
-    import sys, time
+    import signal, sys, threading, time
     import numpy as np
     from hologram.isa.asm import parse_program
     from hologram.runtime.lookups import get_backend
@@ -65,21 +69,43 @@ CHILD = textwrap.dedent(r'''
             out.append(acc - 2**64 if acc >= 2**63 else acc)
         return out
 
-    lanes = 4096 if PATH == "threads" else 1  # threads: chunks on the native pool's workers
+    lanes = 1 << 17 if PATH == "threads" else 1  # threads: chunks on the native pool's workers
     probe = 20_000 if BACKEND == "interp" else 20_000_000
     t = time.perf_counter()
     run([probe // lanes] * lanes)
     per_trip = (time.perf_counter() - t) / probe
-    trips = int(20 / per_trip)  # ~20 s of looping
+    seconds = 3 if PATH == "other-thread" else 20
+    trips = int(seconds / per_trip)  # ~20 s of looping (the other thread's: ~3 s)
+    if PATH == "rehooked":  # as asyncio.run does: Python's C-level handler over the hook
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    long_call = lambda: run([trips // lanes] * lanes)  # noqa: E731
+    call = long_call
+    if PATH == "other-thread":  # (an Event: Thread.join interrupted may return early, gh-90882)
+        ended, finished = [], threading.Event()
+
+        def work():
+            try:
+                long_call()
+                ended.append("ran to its end")
+            except BaseException as e:
+                ended.append(repr(e))
+            finally:
+                finished.set()
+        worker = threading.Thread(target=work)
+        call = lambda: [None for _ in iter(lambda: finished.wait(0.05), True)]  # noqa: E731
+        worker.start()
     print("started", flush=True)
     t = time.perf_counter()
     try:
-        run([trips // lanes] * lanes)
+        call()
     except KeyboardInterrupt:
         print(f"interrupted after {time.perf_counter() - t:.2f} s of a ~20 s call", flush=True)
     else:
         print(f"not interrupted: the call ran to its end after {time.perf_counter() - t:.2f} s", flush=True)
         sys.exit(2)
+    if PATH == "other-thread":
+        finished.wait()
+        assert ended == ["ran to its end"], f"the other thread's call: {ended}"
     for counts in ([5, 0, -2**63, 3], [7] * 4096):
         got = run(counts).tolist()
         assert got == expected(counts), "a call after the interrupted one went wrong"
@@ -110,7 +136,8 @@ def interrupted_child(backend: str, path: str) -> tuple[int | None, str]:
 
 
 @pytest.mark.parametrize("backend, path", [("cpu_llvm", "launch"), ("cpu_llvm", "launcher"),
-                                           ("cpu_llvm", "threads"), ("interp", "launch")])
+                                           ("cpu_llvm", "threads"), ("cpu_llvm", "rehooked"),
+                                           ("cpu_llvm", "other-thread"), ("interp", "launch")])
 def test_sigint_stops_a_long_launch_and_the_process_stays_usable(backend, path):
     code, out = interrupted_child(backend, path)
     assert code == 0, out
