@@ -27,7 +27,7 @@ import pytest
 CHILD = textwrap.dedent(r'''
     import signal, sys, threading, time
     import numpy as np
-    from hologram.isa.asm import parse_program
+    from hologram.isa.asm import format_program, parse_program
     from hologram.runtime.lookups import get_backend
 
     BACKEND, PATH = sys.argv[1], sys.argv[2]
@@ -48,6 +48,10 @@ CHILD = textwrap.dedent(r'''
         STG.i64 [y + %i], %acc
         EXIT
     """)
+    if PATH == "barrier":  # a BarSync first: the lanes run by turns, in barrier-separated regions
+        SPIN = parse_program(format_program(SPIN).replace("    MOV.i64     %acc, %i\n",
+                                                          "    MOV.i64     %acc, %i\n    BarSync\n"))
+        assert any(i.op == "BarSync" for i in SPIN.stages[0].body)
     backend = get_backend(BACKEND)
     exe = backend.prepare(SPIN)
 
@@ -136,7 +140,7 @@ def interrupted_child(backend: str, path: str) -> tuple[int | None, str]:
 
 
 @pytest.mark.parametrize("backend, path", [("cpu_llvm", "launch"), ("cpu_llvm", "launcher"),
-                                           ("cpu_llvm", "threads"), ("cpu_llvm", "rehooked"),
+                                           ("cpu_llvm", "threads"), ("cpu_llvm", "barrier"), ("cpu_llvm", "rehooked"),
                                            ("cpu_llvm", "other-thread"), ("interp", "launch")])
 def test_sigint_stops_a_long_launch_and_the_process_stays_usable(backend, path):
     code, out = interrupted_child(backend, path)
