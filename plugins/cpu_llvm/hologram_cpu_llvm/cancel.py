@@ -18,12 +18,12 @@ MCJIT): byte 0, the flag; word 1, the handler the hook chains to; word 2, the ma
 thread's pthread id (the launch entry point marks the main thread's launches with it).
 
 The hook is (re)installed by `arm()`, when a program is prepared or a launcher made and
-at every launch that may run long (runtime.Geometry.long): only over a handler that is a function (never over
-SIG_IGN or SIG_DFL: then Ctrl-C is not Python's to turn into KeyboardInterrupt), and
-after the first time only over the handler it chained to (Python's, which
-`signal.signal` and asyncio reinstall), never over another library's, which may chain
-to this one. Linux only (the layout of `struct sigaction`); elsewhere a launch runs to
-its end.
+at every launch that may run long (runtime.Geometry.long): only over a handler that is
+a function (never over SIG_IGN or SIG_DFL: then Ctrl-C is not Python's to turn into
+KeyboardInterrupt), and after the first time only over the handler it chained to
+(Python's, which `signal.signal` and asyncio reinstall), never over another library's,
+which may chain to this one. Linux only (the layout of `struct sigaction`); elsewhere a
+launch runs to its end.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def adopt(address: int, keep: Any) -> None:
 
 def arm() -> None:
     """Put the hook in front of the process's SIGINT handler, or back there after
-    `signal.signal` replaced it (see the module docstring); ~1 µs."""
+    `signal.signal` replaced it (see the module docstring); ~1 µs (a `sigaction` call)."""
     handler = _STATE.get("handler")
     if handler is None or _SIGACTION is None or _SIGACTION(_SIGINT, None, _INSTALLED_AT) != 0:
         return
@@ -136,11 +136,6 @@ def begin() -> int:
     if _FLAG.value:
         _FLAG.value = 0
     return CANCELLABLE
-
-
-def requested() -> bool:
-    """Whether a Ctrl-C has raised the flag (and no launch of the main thread has started since)."""
-    return bool(_FLAG.value)
 
 
 def _forked() -> None:
