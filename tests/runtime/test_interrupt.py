@@ -148,3 +148,62 @@ def test_sigint_stops_a_long_launch_and_the_process_stays_usable(backend, path):
     seconds = float(out.split("interrupted after ")[1].split()[0])
     assert seconds < 10, out  # the call would have run ~20 s
     assert "later calls right" in out
+
+
+# ------------------------------------------------------------ the flag, in this process
+SPIN_SOURCE = textwrap.dedent(CHILD.split('SPIN = parse_program("""')[1].split('""")')[0])
+
+
+def _cpu_llvm():
+    from hologram.isa.asm import parse_program
+    from hologram.runtime.lookups import get_backend
+    backend = get_backend("cpu_llvm")
+    return backend, backend.prepare(parse_program(SPIN_SOURCE))
+
+
+def test_a_launch_stops_when_the_flag_rises_and_raises_keyboard_interrupt():
+    """The native side alone, no signal: another thread raises the flag while the main
+    thread's launch (~2**62 trips) runs; the launch stops at a poll with ERR_CANCELLED,
+    which the runtime raises as KeyboardInterrupt."""
+    import threading
+
+    import numpy as np
+    from hologram_cpu_llvm import cancel
+
+    backend, exe = _cpu_llvm()
+    raiser = threading.Timer(0.2, lambda: setattr(cancel._FLAG, "value", 1))
+    raiser.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            backend.launch(exe, {"c": np.array([2**62], np.int64), "y": np.zeros(1, np.int64)}, {}, {"n": 1})
+    finally:
+        raiser.join()
+        cancel._FLAG.value = 0
+
+
+@pytest.mark.parametrize("path", ["launch", "native entry point"])
+def test_a_flag_left_from_an_earlier_ctrl_c_is_dropped_by_the_next_launch(path):
+    """A Ctrl-C that came while no launch ran left the flag up (Python raised its
+    KeyboardInterrupt elsewhere); the main thread's next launch must run, not stop."""
+    import numpy as np
+    from hologram_cpu_llvm import cancel
+
+    backend, exe = _cpu_llvm()
+    c, y = np.array([3, 1], np.int64), np.zeros(2, np.int64)
+    cancel._FLAG.value = 1
+    try:
+        if path == "launch":
+            backend.launch(exe, {"c": c, "y": y}, {}, {"n": 2})
+        else:  # counted by data: the general launcher; a plain kernel's is the native one
+            import hologram as hg
+            k = hg.compile('[kernel]\nname = "inc"\nversion = "1.0.0"\ninputs = { x = "f32[n]" }\n'
+                           'outputs = { y = "f32[n]" }\nbody = "y = x + 1"\n').on("cpu_llvm")
+            x = np.ones(4, np.float32)
+            k(x)
+            cancel._FLAG.value = 1
+            assert np.array_equal(k(x), x + 1)  # the fast path: the native entry point
+        assert not cancel._FLAG.value
+    finally:
+        cancel._FLAG.value = 0
+    if path == "launch":
+        assert y.tolist() == [3 * (3 * (3 * 0 + 1) + 1) + 1, 3 * 1 + 1]

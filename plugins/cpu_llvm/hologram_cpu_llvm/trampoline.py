@@ -18,7 +18,8 @@ that is called with the arrays and numpy scalars themselves and, in native code:
 4. calls each stage function in order (the stage ABI of runtime.py, with the GIL held:
    only stages small enough to run inline use this); when a stage sets its error
    slot it calls `on_error(record)` with the 32-byte record, which raises. Returns None.
-   On the main thread (the pthread id in the cancel block, cancel.py) the error slot
+   On the main thread (`PyThread_get_thread_ident()`, Python's thread id, is the one in
+   the cancel block, cancel.py) the error slot
    carries the CANCELLABLE mark, and a cancel flag left from an earlier Ctrl-C is
    dropped first, as `cancel.begin` does for the Python path.
 
@@ -59,12 +60,12 @@ _ARRAY_DESCR = _ARRAY_DATA + 40
 _ARRAY_FLAGS = _ARRAY_DATA + 48
 C_CONTIGUOUS, WRITEABLE = 0x0001, 0x0400  # NPY_ARRAY_C_CONTIGUOUS, NPY_ARRAY_WRITEABLE
 _SCALAR_VALUE = object.__basicsize__  # numpy scalar objects: PyObject_HEAD, then `obval`
-_HEADER = 17  # words before the variable parts of the block
+_HEADER = 18  # words before the variable parts of the block
+_IDENT_BITS = 8 * ctypes.sizeof(ctypes.c_ulong)  # PyThread_get_thread_ident's unsigned long
 
 _IR = r"""
 declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
 declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
-declare i64 @pthread_self()
 @CANCEL_SYMBOL = external global i8
 
 define internal i64 @word(ptr %base, i64 %k) alwaysinline {
@@ -119,6 +120,8 @@ entry:
   %toff = call i64 @word(ptr %blk, i64 15)
   %stypes = getelementptr i64, ptr %blk, i64 %toff
   %zoff = call i64 @word(ptr %blk, i64 16)
+  %ident.i = call i64 @word(ptr %blk, i64 17)
+  %ident = inttoptr i64 %ident.i to ptr
   %sizes = getelementptr i64, ptr %blk, i64 %zoff
   %nargs = and i64 %nargsf, 9223372036854775807
   %want = add i64 %nbufs, %nscal
@@ -234,7 +237,7 @@ pairnext:
 
 ; the main thread's launch: Ctrl-C may stop it (see the module docstring)
 cancelmark:
-  %me = call i64 @pthread_self()
+  CALL_IDENT
   %mainp = getelementptr i8, ptr @CANCEL_SYMBOL, i64 CANCEL_MAIN_THREAD
   %main = load i64, ptr %mainp, align 8
   %ismain = icmp eq i64 %me, %main
@@ -357,13 +360,15 @@ def ir() -> str:
             .replace("ARRAY_DIMS", str(_ARRAY_DIMS)).replace("ARRAY_DESCR", str(_ARRAY_DESCR))
             .replace("ARRAY_FLAGS", str(_ARRAY_FLAGS)).replace("OB_TYPE", str(_OB_TYPE))
             .replace("SCALAR_VALUE", str(_SCALAR_VALUE)).replace("CANCEL_SYMBOL", CANCEL_SYMBOL)
+            .replace("CALL_IDENT", "%me = call i64 %ident()" if _IDENT_BITS == 64 else
+                     f"%me.c = call i{_IDENT_BITS} %ident()\n  %me = zext i{_IDENT_BITS} %me.c to i64")
             .replace("CANCEL_MAIN_THREAD", str(CANCEL_MAIN_THREAD)).replace("CANCELLABLE", str(CANCELLABLE)))
 
 
 # the offsets `ir()` writes into the code: object code carrying the entry point is
 # adopted only by a process whose layout is the same
-LAYOUT = (f"launch 1; ob_type {_OB_TYPE}; tuple {_TUPLE_ITEMS}; bytes {_BYTES_DATA}; array {_ARRAY_DATA}; "
-          f"scalar {_SCALAR_VALUE}")
+LAYOUT = (f"launch 2; ob_type {_OB_TYPE}; tuple {_TUPLE_ITEMS}; bytes {_BYTES_DATA}; array {_ARRAY_DATA}; "
+          f"scalar {_SCALAR_VALUE}; thread id {_IDENT_BITS}")
 
 
 def adopt(address: int, keep: Any) -> None:
@@ -398,7 +403,8 @@ def _finish(address: int | None, keep: Any) -> dict[str, Any] | None:
     api = ctypes.pythonapi
     try:
         addresses = [ctypes.cast(getattr(api, n), ctypes.c_void_p).value
-                     for n in ("Py_IncRef", "PyObject_Vectorcall", "PyBytes_FromStringAndSize", "Py_DecRef")]
+                     for n in ("Py_IncRef", "PyObject_Vectorcall", "PyBytes_FromStringAndSize", "Py_DecRef",
+                               "PyThread_get_thread_ident")]
         new_function = api.PyCFunction_NewEx
     except AttributeError:  # pragma: no cover - a Python without these C-API functions
         return None
@@ -407,9 +413,9 @@ def _finish(address: int | None, keep: Any) -> dict[str, Any] | None:
     if address is None:
         address, keep = _compiled()
     methoddef = _MethodDef(_ENTRY_NAME, address, _METH_FASTCALL, None)
-    incref, vcall, mkbytes, decref = addresses
+    incref, vcall, mkbytes, decref, ident = addresses
     _STATE.update(ok=True, keep=keep, methoddef=methoddef, new_function=new_function,
-                  api=(incref, id(None), vcall, mkbytes, decref))
+                  api=(incref, id(None), vcall, mkbytes, decref), ident=ident)
     return _STATE
 
 
@@ -452,7 +458,7 @@ def native_launcher(buffers: Sequence[tuple[np.dtype, tuple[int, ...], bool]], s
         recs += [id(dtype), C_CONTIGUOUS | (WRITEABLE if written else 0), len(shape), doff + len(dims)]
         dims += shape
     words = [len(buffers), len(scalars), len(pairs), len(stages), *state["api"], soff, poff, goff,
-             id(np.ndarray), id(False), roff, toff, zoff, *syms, *(w for p in pairs for w in p),
+             id(np.ndarray), id(False), roff, toff, zoff, state["ident"], *syms, *(w for p in pairs for w in p),
              *(w for s in stages for w in s), *recs, *(id(d.type) for d in scalars), *(d.itemsize for d in scalars),
              *dims]
     block = struct.pack(f"<{len(words)}q", *words)
