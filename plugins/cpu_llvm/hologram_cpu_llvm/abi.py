@@ -26,8 +26,9 @@ ERROR_KINDS = {ERR_OOB_GLOBAL: "global", ERR_OOB_SHARED: "shared", ERR_OOB_POOL:
 # Cancellation (cancel.py, docs/cpu-llvm.md "Stopping a launch"): stage code polls the
 # byte at CANCEL_SYMBOL, an external global the loader binds to the runtime's block
 # (byte 0: the flag a SIGINT sets; word 1: the handler the hook chains to; word 2: the
-# main thread's pthread id). A launch whose err[3] holds CANCELLABLE when a stage is
-# called (the main thread's) stops at a poll that finds the flag set, with ERR_CANCELLED.
+# main thread's id, `threading.get_ident()`). A launch whose err[3] holds CANCELLABLE
+# when a stage is called (the main thread's) stops at a poll that finds the flag set,
+# with ERR_CANCELLED.
 CANCEL_SYMBOL = "hologram_cancel"
 CANCEL_PREVIOUS, CANCEL_MAIN_THREAD = 8, 16  # byte offsets in the block
 CANCELLABLE = 1

@@ -15,7 +15,8 @@ interrupts only its main thread, and so does this.
 
 The block the code reads (`CANCEL_SYMBOL`, bound by the loader and registered with
 MCJIT): byte 0, the flag; word 1, the handler the hook chains to; word 2, the main
-thread's pthread id (the launch entry point marks the main thread's launches with it).
+thread's id, `threading.get_ident()` (the launch entry point marks the main thread's
+launches with it).
 
 The hook is (re)installed by `arm()`, when a program is prepared or a launcher made and
 at every launch that may run long (runtime.Geometry.long): only over a handler that is
