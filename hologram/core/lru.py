@@ -15,6 +15,8 @@ import threading
 from collections import OrderedDict
 from typing import Generic, Hashable, TypeVar
 
+from hologram.core import forks
+
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
@@ -28,6 +30,7 @@ class LRUCache(Generic[K, V]):
         self.size = size
         self._items: OrderedDict[K, V] = OrderedDict()
         self._lock = threading.Lock()
+        forks.renew_in_child(self, "_lock")
 
     def get(self, key: K) -> V | None:
         """The value under `key` (now the most recently used), or None."""

@@ -337,7 +337,8 @@ def _inside_branch(body: tuple, start: int, k: int) -> bool:
 def _trip_counts(stage: Stage, labels: Mapping[str, int]
                  ) -> tuple[dict[int, Poly], dict[int, tuple[Poly, Poly]]]:
     """Per LOOP position, its trip count: the counter's value on entry to the loop as a
-    polynomial in the symbols, by symbolic evaluation of the integer code before it. A
+    polynomial in the symbols, by symbolic evaluation of the integer code before it (1
+    for a constant below 1, which runs the body once). A
     count that depends on data becomes a symbol of its own, `trips.<stage>.<label>`.
     Also, per branch on a comparison of known integers (`SET.le %p, X, 0`, `SET.lt %p,
     $n, 1024`), (g, h): the code it jumps over runs when g > 0, the code at its target
@@ -394,6 +395,8 @@ def _trip_counts(stage: Stage, labels: Mapping[str, int]
         for k in loops:
             counter = body[k].srcs[0]
             value = _operand(counter, at_top.get(top, {}))
+            if value is not None and value.is_const and value.value < 1:
+                value = Poly.const(1)  # a counter <= 1 runs the body once (LOOP is a do-while)
             counts[k] = value if value is not None else Poly.sym(f"trips.{stage.name}.{body[top].name}")
     return counts, guards
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from hologram.core import trace
+from hologram.core import forks, trace
 from hologram.core.errors import ArgumentError, HologramError, KernelNotFoundError, did_you_mean, in_words, meant
 from hologram.core.lru import LRUCache
 from hologram.core.types import Affine
@@ -81,7 +81,8 @@ class Kernel:
     """A compiled kernel. Call it with its inputs (positional or by name, in declared
     order); it returns its output (or a namedtuple of them). See docs/api.md."""
 
-    __slots__ = ("_c", "_backend_name", "_ready", "_family", "_lock", "_fast", "_hit", "_loops", "_traced")
+    __slots__ = ("_c", "_backend_name", "_ready", "_family", "_lock", "_fast", "_hit", "_loops", "_traced",
+                 "__weakref__")
 
     def __init__(self, compiled: Compiled, backend: str | None = None,
                  _family: dict[str | None, "Kernel"] | None = None):
@@ -90,7 +91,8 @@ class Kernel:
         self._ready: tuple[Backend, Any] | None = None
         self._family = {} if _family is None else _family
         self._family.setdefault(backend, self)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # held while preparing: a forked child gets a free one
+        forks.renew_in_child(self, "_lock")
         self._fast: Callable | None = None  # the generated fast path (hologram.runtime.fastcall)
         # [the last fully checked call the fast path matches against, {input shapes: Hit}
         # of recent ones, so alternating shapes does not rebuild launchers]

@@ -11,9 +11,11 @@ Pipelines are built once per registry (a plugin registered later gives new ones)
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from typing import Any, Callable, Sequence
 
+from hologram.core import forks
 from hologram.core.errors import PluginError, did_you_mean, in_words, meant
 from hologram.passes.api import PIPELINES, Pass
 from hologram.passes.manager import Pipeline, order
@@ -30,6 +32,7 @@ def registered() -> tuple[Pass, ...]:
 
 _BUILT: list[Any] = [None, {}]  # [the registry pipelines were built from, {key: Pipeline}]
 _BUILT_LOCK = threading.Lock()
+forks.renew_in_child(sys.modules[__name__], "_BUILT_LOCK")
 
 
 def _memo(key: Any, build: Callable[[tuple[Pass, ...]], Pipeline]) -> Pipeline:

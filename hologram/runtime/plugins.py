@@ -26,6 +26,7 @@ lazily, and collected again whenever a plugin is registered or unregistered, so
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import warnings
 from types import MappingProxyType
@@ -34,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 import attrs
 import pluggy
 
-from hologram.core import distribution, hookspecs
+from hologram.core import distribution, forks, hookspecs
 from hologram.core.distribution import EntryPoint
 from hologram.core.errors import PluginError, did_you_mean
 from hologram.core.hookspecs import BodyKey, BundleRef, Translator
@@ -213,6 +214,7 @@ class HologramPluginManager(pluggy.PluginManager):
         self._registries: dict[frozenset[str], Registry] = {}  # by the kinds they hold
         self._commands: dict[str, tuple[str, ...]] = {}  # plugin -> the subcommands it added
         self._lock = threading.RLock()
+        forks.renew_in_child(self, "_lock", threading.RLock)
 
     # registering anything invalidates what was collected
     def register(self, plugin: Any, name: str | None = None) -> str | None:
@@ -408,6 +410,7 @@ def _module_version(plugin: Any) -> str | None:
 # ------------------------------------------------------------------------- the cache
 _MANAGERS: dict[str, HologramPluginManager] = {}
 _CACHE_LOCK = threading.Lock()
+forks.renew_in_child(sys.modules[__name__], "_CACHE_LOCK")
 
 
 def plugin_manager() -> HologramPluginManager:

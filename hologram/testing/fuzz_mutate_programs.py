@@ -16,6 +16,7 @@ while perturbing what the verifier must reason about:
 | `shape`, `domain` | a dimension: a repeated symbol (`-n + 2*n`), a zero or negative coefficient, a scaled or shifted term, another symbol |
 | `block` | block sizes: numpy integers (`np.int32(65536)`), 0, huge, more or fewer axes |
 | `loop`, `nest` | a loop counter's start value (0, negative, larger); a nest of loops (5-30 deep, 50-300 with `scale="long"`) |
+| `loop-extreme` | a loop counter's start at an integer extreme (-2**63, -2**63 + 1, 0, 1, near the 1024-trip strips of cpu_llvm's polls); a new loop counting from -2**63 to 2**63 - 1 that a branch leaves after three trips |
 | `drop`, `duplicate`, `swap`, `move`, `insert` | instructions and labels: removed, repeated, reordered, new ones (stores, loads, branches, EXIT, RET, BarSync, CALL, LOOP, pools) |
 | `label`, `pred` | branch, loop and call targets; labels renamed or duplicated; predicates |
 | `decl`, `init`, `param`, `symbols`, `stage` | declarations (register types, shared and pool sizes), inits, parameter roles, dtypes and shapes, the symbol list, whole stages |
@@ -34,6 +35,7 @@ from typing import Any, Callable
 import attrs
 import numpy as np
 
+from hologram.core.names import fresh_name
 from hologram.core.types import Affine, DType
 from hologram.isa.opcodes import OPCODES
 from hologram.isa.program import (COMPARE_MODS, REASSOC, SPECIALS, Addr, BufferParam, Imm, Init, Instr, Label, Pred,
@@ -329,6 +331,45 @@ def m_loop(rng: Rng, p: Program) -> Mutation | None:
     return _with_item(p, s, k, attrs.evolve(ins, srcs=(Imm(n),))), f"loop stage {s} item {k} count -> {n}"
 
 
+LOOP_STARTS = (-2**63, -2**63 + 1, -2**62, -1, 0, 1, 2, 1023, 1024, 1025)  # each runs a loop briefly
+TOP_LEVEL_STARTS = (2049, 4097)  # two or more of cpu_llvm's polling strips: only for a loop in no other
+FRESH_COUNTS = (-2**63, -2**63 + 1, -1, 0, 1, 3, 4, 2**31, 2**32 + 1, 2**62, 2**63 - 2, 2**63 - 1)
+
+
+def m_loop_extreme(rng: Rng, p: Program) -> Mutation | None:
+    """LOOP counters at the integer extremes (issue 21: -2**63 wrapped to 2**63 - 1 and ran
+    ~2**63 trips): an existing counter's start (an immediate or a symbol it is set from)
+    made an extreme that runs the loop briefly, or a new loop at a stage's start counting
+    from any extreme, which a branch leaves after three trips, so the huge counts are
+    verified and decremented but never run out."""
+    if not p.stages:
+        return None
+    loops = [(s, k, i) for s, k, i in _instrs(p) if i.op == "LOOP" and i.srcs and isinstance(i.srcs[0], Reg)]
+    starts = [(s, k, i) for s, k, i in _instrs(p) if i.op in ("MOV_IMM", "MOV") and i.dst is not None
+              and any(ls == s and li.srcs[0] == i.dst for ls, _, li in loops)]
+    if starts and rng.random() < 0.6:
+        s, k, ins = pick(rng, starts)
+        body = p.stages[s].body
+        labels = {it.name: j for j, it in enumerate(body) if isinstance(it, Label)}
+        spans = [(labels.get(li.target, lk), lk) for ls, lk, li in loops if ls == s]
+        outermost = not any(lo <= k <= hi for lo, hi in spans)
+        n = pick(rng, LOOP_STARTS + (TOP_LEVEL_STARTS if outermost else ()))
+        return _with_item(p, s, k, attrs.evolve(ins, op="MOV_IMM", srcs=(Imm(n),))), \
+            f"loop-extreme:start stage {s} item {k} count -> {n}"
+    s = int(rng.integers(len(p.stages)))
+    st = p.stages[s]
+    taken = {r.name for r in st.regs} | {it.name for it in st.body if isinstance(it, Label)}
+    c, k, flag, top, end = (fresh_name(n, taken) for n in ("xc", "xk", "xp", "XTOP", "XEND"))
+    n = pick(rng, FRESH_COUNTS)
+    head = [Instr("MOV_IMM", DType.I64, Reg(c), (Imm(n),)), Instr("MOV_IMM", DType.I64, Reg(k), (Imm(0),)),
+            Label(top), Instr("ADD", DType.I64, Reg(k), (Reg(k), Imm(1))),
+            Instr("SET", DType.I64, Reg(flag), (Reg(k), Imm(3)), mod="ge"),
+            Instr("BRA", target=end, pred=Pred(Reg(flag))), Instr("LOOP", srcs=(Reg(c),), target=top), Label(end)]
+    regs = st.regs + (RegDecl(c, DType.I64), RegDecl(k, DType.I64), RegDecl(flag, DType.BOOL))
+    return _with_stage(p, s, attrs.evolve(st, regs=regs, body=tuple(head) + st.body)), \
+        f"loop-extreme:new stage {s} counting from {n}, left after 3 trips"
+
+
 # ================================================================= body structure
 def _pick_item(rng: Rng, p: Program) -> tuple[int, int, list] | None:
     """A stage, an item of its body, and the body as a list to edit."""
@@ -592,7 +633,8 @@ NEST_DEPTHS = {"ci": (5, 30), "long": (50, 300)}
 MUTATORS: dict[str, tuple[Callable[[Rng, Program], Mutation | None], int]] = {
     "imm": (m_imm, 4), "reg": (m_reg, 3), "operand": (m_operand, 2), "opcode": (m_opcode, 2), "dtype": (m_dtype, 2),
     "mod": (m_mod, 1), "checked": (m_checked, 3), "offset": (m_offset, 3), "address": (m_address, 2),
-    "shape": (m_shape, 4), "domain": (m_domain, 3), "block": (m_block, 3), "loop": (m_loop, 2), "drop": (m_drop, 2),
+    "shape": (m_shape, 4), "domain": (m_domain, 3), "block": (m_block, 3), "loop": (m_loop, 2),
+    "loop-extreme": (m_loop_extreme, 2), "drop": (m_drop, 2),
     "duplicate": (m_duplicate, 2), "swap": (m_swap, 2), "move": (m_move, 1), "label": (m_label, 2),
     "pred": (m_pred, 1), "insert": (m_insert, 3), "decl": (m_decl, 2), "init": (m_init, 1), "param": (m_param, 2),
     "symbols": (m_symbols, 1), "stage": (m_stage, 1),

@@ -89,7 +89,8 @@ def mutate_text(rng: Rng, text: str) -> tuple[str, str]:
 def seed_programs(strategy_examples: int = 40, seed: int = 0) -> tuple[tuple[str, Program], ...]:
     """(name, program) seeds: every stdlib kernel this installation can find, the document
     fuzzer's built-in seed documents, the programs at the block scratch limit and past it
-    (scratch_cases.py), and `strategy_examples` programs drawn from
+    (scratch_cases.py), the repository's corpus of `.hasm` programs (`corpus_programs`),
+    and `strategy_examples` programs drawn from
     `isa_strategies.programs()` with hypothesis seed `seed`."""
     import hologram
 
@@ -104,7 +105,27 @@ def seed_programs(strategy_examples: int = 40, seed: int = 0) -> tuple[tuple[str
             continue
         out += [(f"{name}:{k}", kern.program) for k, kern in lib.items()]
     drawn = tuple((f"isa_strategies:{seed}:{k}", p) for k, p in enumerate(_strategy_programs(strategy_examples, seed)))
-    return tuple(out) + scratch_cases.seeds() + drawn
+    return tuple(out) + scratch_cases.seeds() + corpus_programs() + drawn
+
+
+CORPUS = ("tests", "fuzz_seeds")  # under the repository root: hand-written programs, one per .hasm
+
+
+def corpus_programs() -> tuple[tuple[str, Program], ...]:
+    """(path, program) of every `.hasm` program in the repository's corpus (reproducers
+    of defects the mutators could not reach from the kernels: a LOOP counter at -2**63),
+    or none when the package is installed without the repository. Each must verify: a
+    seed the verifier refuses is a mistake of the corpus, and raises."""
+    from hologram.isa.asm import parse_program
+    from hologram.testing.fuzz_mutate_documents import _repository
+    from hologram.verify.verifier import verify
+
+    root = _repository()
+    if root is None:
+        return ()
+    paths = sorted(root.joinpath(*CORPUS).glob("*.hasm"))
+    return tuple((str(path.relative_to(root)), verify(parse_program(path.read_text(encoding="utf-8"),
+                                                                     file=str(path)))) for path in paths)
 
 
 def _strategy_programs(count: int, seed: int) -> list[Program]:

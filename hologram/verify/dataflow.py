@@ -244,8 +244,9 @@ class StageAnalysis:
         for r, step in steps.items():
             if all(isinstance(x.get(y), Interval) for x in (ev, sv) for y in (r, counter)):
                 trips = d.sub(ev[counter], sv[counter], I64)
-                if trips.exact:  # c0 - c counts arrivals (never wraps): >= 0 even when the
-                    # intervals of c0 and c overlap (a count known only as [1, 15])
+                if trips.exact:  # c0 - c counts arrivals (LOOP goes back only from c > 1, so
+                    # c = c0 - j, never wrapped): >= 0 even when the intervals of c0 and c
+                    # overlap (a count known only as [1, 15])
                     trips = d.make(trips.lo + (Poly(),), trips.hi, I64, True)
                 out[r] = d.add(ev[r], d.mul(Interval.point(step), trips, I64), I64)
         return State(out, s.init)
@@ -273,8 +274,10 @@ class StageAnalysis:
             return {k: v for k, v in edges.items() if not self._infeasible(v)}
         if op == "LOOP":
             c = item.srcs[0].name
+            # LOOP's decrement saturates at the minimum (docs/isa.md): where c may be the
+            # minimum, c - 1 is not exact and the counter is anything (sound, if loose)
             dec = self.dom.add(self.dom.exact(s.vals.get(c), I64), Interval.point(-1), I64)
-            after = self._write(s, c, self.dom.exact(dec, I64))  # LOOP compares the wrapped value
+            after = self._write(s, c, self.dom.exact(dec, I64))
             edges = {"taken": self._narrow(after, c, "gt", Interval.point(0)),
                      "fall": self._narrow(after, c, "le", Interval.point(0))}
             return {k: v for k, v in edges.items() if not self._infeasible(v)}

@@ -362,6 +362,22 @@ def test_lane_work_counts_nested_loop_iterations():
     assert str(lane_work(flat)) == "1"
 
 
+@pytest.mark.parametrize("start", [-2**63, -1, 0, 1])
+def test_a_loop_counter_below_one_counts_one_trip(start):
+    """docs/isa.md: a counter of 1, 0 or below, -2**63 included, runs the body once (issue
+    21); the estimate said `1 + start` trips, -2**63 + 1 for the minimum."""
+    from hologram.passes.stats import lane_work
+    stage = parse_program(f""".program p
+.stage s domain [4] block [4]
+    .reg %c: i64
+    MOV_IMM.i64 %c, {start}
+top:
+    LOOP %c, top
+    EXIT
+""").stages[0]
+    assert str(lane_work(stage)) == "2"
+
+
 def test_lead_lanes_on_two_axes_count_one_lane_per_block():
     s = traffic(HEAD.replace(".param out y: f32[n]", ".param out y: f32[m, n]") + """
 .stage s domain [n, m] block [4, 2]

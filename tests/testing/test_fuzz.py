@@ -20,14 +20,14 @@ from hologram.core.errors import ExecutionError, ISAError, VerifyError
 from hologram.core.types import Affine
 from hologram.isa.asm import parse_program
 from hologram.isa.encoding import decode, encode
-from hologram.testing.fuzz import Finding, _findings, fuzz_documents, fuzz_objects, fuzz_programs, replay
+from hologram.testing.fuzz import Finding, _findings, _run, fuzz_documents, fuzz_objects, fuzz_programs, replay
 from hologram.testing.fuzz_common import CANARY, CRASH, TIMEOUT, VERIFIER_HOLE, CaseResult, Guarded, Problem
 from hologram.testing.fuzz_mutate_documents import seed_documents, to_toml
 from hologram.testing import scratch_cases
-from hologram.testing.fuzz_mutate_programs import m_nest, mutate_affine
+from hologram.testing.fuzz_mutate_programs import m_loop_extreme, m_nest, mutate_affine
 from hologram.testing.fuzz_mutate_scratch import m_scratch
 from hologram.testing.fuzz_pool import WorkerPool
-from hologram.testing.fuzz_program_cases import mutants, mutate_binary, seed_programs
+from hologram.testing.fuzz_program_cases import corpus_programs, mutants, mutate_binary, seed_programs
 from hologram.testing.fuzz_program_oracle import ProgramCase, check_program_case, unchecked_fault
 from hologram.testing.fuzz_trace import find_race
 from hologram.testing.precision import EXACT, OPEN, ULPS, precision
@@ -260,6 +260,38 @@ def test_the_program_fuzzer_is_seeded_with_the_programs_at_and_past_the_scratch_
     names = {name for name, _ in seed_programs(10, 0)}  # the arguments of another test: cached
     assert {f"scratch:{n}" for n in scratch_cases.AT_LIMIT} <= names
     assert {f"scratch-reproducer:{n}" for n in scratch_cases.REPRODUCERS} <= names
+
+
+def _contained(cases: list[ProgramCase]) -> dict:
+    """Run `cases` through the oracle in the fuzzer's worker pool (a launch that hangs is
+    a timeout there, not a hung test); no finding may come of them. The run's stats."""
+    stats: dict = {}
+    findings = _run("program", iter(cases), 2, None, None, stats, None, len(cases))
+    assert not findings, "\n\n".join(str(f) for f in findings)
+    return stats
+
+
+def test_the_corpus_programs_are_seeds_and_pass_the_oracle():
+    """tests/fuzz_seeds/: reproducers the mutators start from (issue 21's LOOP counters at
+    -2**63 among them: they ran ~2**63 trips), each run on both backends and compared."""
+    seeds = dict(seed_programs(10, 0))
+    corpus = [name for name, _ in corpus_programs()]
+    assert corpus and all(name in seeds for name in corpus)
+    stats = _contained([ProgramCase(name, (), k, program=seeds[name]) for name in corpus for k in range(3)])
+    assert stats["outcomes"] == {"ran": 3 * len(corpus)}, stats
+
+
+def test_loop_counters_at_the_extremes_verify_run_and_agree():
+    """Issue 21: the mutator sets an existing counter's start to an extreme, or adds a
+    loop counting from one that a branch leaves after three trips; both backends must
+    finish (no timeout) and agree."""
+    rng = np.random.default_rng(5)
+    seeds = [p for name, p in seed_programs(10, 0) if name.startswith(("kernels/", "tests/fuzz_seeds/"))]
+    cases = [ProgramCase("loop-extreme", (what,), k, program=mutated)
+             for k, (mutated, what) in enumerate(m_loop_extreme(rng, seeds[k % len(seeds)]) for k in range(24))]
+    assert {case.mutations[0].split()[0] for case in cases} == {"loop-extreme:start", "loop-extreme:new"}
+    stats = _contained(cases)
+    assert set(stats["outcomes"]) <= {"ran", "refused"}, stats
 
 
 def test_binary_mutants_keep_a_valid_checksum_so_decode_checks_structure():

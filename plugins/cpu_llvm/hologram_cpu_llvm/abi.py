@@ -19,9 +19,20 @@ ERR_POOL_FREE = 6  # value: the handle PoolFree was given (not the most recent a
 ERR_BARRIER = 7  # err[2], err[3]: two different barriers (body indices) lanes wait at
 ERR_RECURSION = 8  # value: 0 (a CALL re-entering an active subroutine; the verifier forbids it)
 ERR_SCRATCH = 9  # value: the bytes of scratch malloc did not give (instruction index -1)
+ERR_CANCELLED = 10  # value: 0 (Ctrl-C: the launch stopped at a poll of the cancel flag; cancel.py)
 ERROR_KINDS = {ERR_OOB_GLOBAL: "global", ERR_OOB_SHARED: "shared", ERR_OOB_POOL: "pool", ERR_CLASS: "class",
                ERR_POOL_FULL: "pool_full", ERR_POOL_FREE: "pool_free", ERR_BARRIER: "barrier",
-               ERR_RECURSION: "recursion", ERR_SCRATCH: "scratch"}
+               ERR_RECURSION: "recursion", ERR_SCRATCH: "scratch", ERR_CANCELLED: "cancelled"}
+
+# Cancellation (cancel.py, docs/cpu-llvm.md "Stopping a launch"): stage code polls the
+# byte at CANCEL_SYMBOL, an external global the loader binds to the runtime's block
+# (byte 0: the flag a SIGINT sets; word 1: the handler the hook chains to; word 2: the
+# main thread's id, `threading.get_ident()`). A launch whose err[3] holds CANCELLABLE
+# when a stage is called (the main thread's) stops at a poll that finds the flag set,
+# with ERR_CANCELLED.
+CANCEL_SYMBOL = "hologram_cancel"
+CANCEL_PREVIOUS, CANCEL_MAIN_THREAD = 8, 16  # byte offsets in the block
+CANCELLABLE = 1
 
 REDUCE_OPS = ("ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum")
 

@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 import attrs
 import numpy as np
 
-from hologram.core import trace
+from hologram.core import forks, trace
 from hologram.core.errors import ArgumentError, CompileError, HologramError, HologramWarning
 from hologram.core.types import DType
 from hologram.isa.encoding import program_hash
@@ -29,7 +29,7 @@ from hologram.isa.opcodes import OPCODES
 from hologram.isa.program import BufferParam, Instr, Program, ScalarParam
 from hologram.verify.verifier import verify
 
-from . import cpu, loader, native_pool, threads, trampoline
+from . import cancel, cpu, loader, native_pool, threads, trampoline
 from .abi import reduce_op
 from .cache import DiskCache, Entry, MemoryCache, default_cache_dir
 from .launcher import make_launcher
@@ -52,7 +52,7 @@ class StageSymbol:
 # jit.py (llvmlite.binding, ~22 ms to import) and codegen.py (llvmlite.ir, ~8 ms) are
 # imported by what compiles, never by what loads: a process that runs cached or shipped
 # object code links it with loader.py and knows its CPU from cpu.py.
-_CODEGEN_SOURCES = ("codegen", "vecmath", "jit", "abi", "trampoline", "native_pool")
+_CODEGEN_SOURCES = ("codegen", "vecmath", "jit", "abi", "trampoline", "native_pool", "cancel")
 _DECLARED = re.compile(r"^CODEGEN_VERSION = (\d+)", re.MULTILINE)
 # An entry also certifies that its program passed the verifier, so `prepare` does not
 # verify again on a disk hit; a change to the verifier, or to any hologram module it
@@ -134,10 +134,11 @@ def _host_key() -> str:
 
 
 def _support() -> tuple[list[str], dict[str, Any]]:
-    """The launch entry point (trampoline.py) and the thread pool (native_pool.py), as
-    IR compiled into every kernel's object code, and the table saying so: a process that
-    loads such code adopts them (`_adopt`) instead of compiling them with LLVM."""
-    texts, symbols = [trampoline.ir()], {"launch": trampoline.ENTRY}
+    """The launch entry point (trampoline.py), the Ctrl-C hook (cancel.py) and the thread
+    pool (native_pool.py), as IR compiled into every kernel's object code, and the table
+    saying so: a process that loads such code adopts them (`_adopt`) instead of compiling
+    them with LLVM."""
+    texts, symbols = [trampoline.ir(), cancel.ir()], {"launch": trampoline.ENTRY, "sigint": cancel.HANDLER}
     pool = native_pool.ir()
     if pool is not None:
         texts.append(pool)
@@ -161,6 +162,8 @@ def _adopt(meta: Any, loaded: loader.Loaded) -> None:
     at = {k: loaded.addresses.get(str(v)) for k, v in support.get("symbols", {}).items()}
     if at.get("launch"):
         trampoline.adopt(at["launch"], loaded)
+    if at.get("sigint"):
+        cancel.adopt(at["sigint"], loaded)
     if at.get("worker") and at.get("run"):
         native_pool.adopt(at["worker"], at["run"], loaded)
 
@@ -169,6 +172,7 @@ def _load_linked(obj: bytes, meta: Any, symbols: Sequence[StageSymbol], shipped:
     """`obj` loaded with its stage symbols and support code resolved, the support adopted."""
     loaded = _load(obj, [s.name for s in symbols] + _support_symbols(meta), shipped)
     _adopt(meta, loaded)
+    cancel.arm()  # native code is about to run: Ctrl-C must be able to stop it
     return loaded
 
 
@@ -226,7 +230,8 @@ class CpuLlvmBackend:
         self._codegen_version = codegen_version
         self._verifier_version: str | None = None
         self._memory: MemoryCache[str, Executable] = MemoryCache()  # cache.MEMORY_ENTRIES, thread-safe
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # held while building: a forked child gets a free one
+        forks.renew_in_child(self, "_lock", threading.RLock)
         self._available: bool | None = None
 
     def __repr__(self) -> str:

@@ -94,6 +94,7 @@ class BarrierLayouts:
                 b.cbranch(b.icmp_unsigned("!=", b.load(flag, typ=I8), ir.Constant(I8, 0)), run, latch)
                 b.position_at_end(run)
                 self._specials([b.srem(lane, nx), b.srem(b.sdiv(lane, nx), ny), b.sdiv(lane, b.mul(nx, ny))])
+                self._reset_loop_limits()  # this lane's counters were restored, not started at zero
                 self.lane_end = self.new_block(f"region{r}.end")
                 self.region_next = latch
                 self._code(start)
@@ -148,6 +149,7 @@ class BarrierLayouts:
         nx, ny = self.counts[0], self.counts[1]
         tid = [b.srem(lane, nx), b.srem(b.sdiv(lane, nx), ny), b.sdiv(lane, b.mul(nx, ny))]
         self._specials(tid)
+        self._reset_loop_limits()  # this lane's counters were restored, not started at zero
         switch_block = b.block
         # Lane end: never resumed again. Suspension: check all waiters share a barrier.
         self.lane_end = self.new_block("lane.end")

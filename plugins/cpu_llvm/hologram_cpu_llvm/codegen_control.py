@@ -28,6 +28,7 @@ from hologram.isa.program import AXES, REASSOC, Imm, Instr, Label, Program, Reg,
 
 from .codegen_barriers import MAX_BLOCKS, BarrierLayouts, Ctx
 from .codegen_blocks import BlockAccumulators
+from .codegen_loops import LoopLowering
 from .codegen_memory import REDUCE_COMBINE, LaneMemory, allocation_stack_depth
 from .codegen_ops import REASSOCIATED_OPS, VALUE_OPS, compare
 from .abi import ERR_CLASS, ERR_RECURSION
@@ -46,7 +47,7 @@ def _affine(b: ir.IRBuilder, a: Affine, syms: dict[str, ir.Value]) -> ir.Value:
     return v
 
 
-class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators):
+class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering):
     def __init__(self, program: Program, index: int, module: ir.Module, symbol: str, partials: tuple[str, ...]):
         self.program, self.index, self.module, self.symbol = program, index, module, symbol
         self.stage = stage = program.stages[index]
@@ -154,6 +155,7 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators):
                 self.sizes[ins.addr.buffer] = v
         self.bid = self.alloca(I64, "bid")
         self._storage()
+        self._loops_setup()
         self._block_accumulators_entry()
         b.store(self.start, self.bid)
         head = self.new_block("block.head")
@@ -197,6 +199,7 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators):
             self._lane_loops()
         b.position_at_end(latch)
         self._block_accumulators_flush()
+        self.poll_cancel(-1)  # between blocks: a chunk of blocks stops within one block's time
         b.store(b.add(b.load(self.bid), i64(1)), self.bid)
         b.branch(head)
         b.position_at_end(self.exit)
@@ -331,7 +334,10 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators):
 
     def write(self, dst, value: ir.Value, have: DType) -> None:
         want = self.type_of(dst)
-        self.b.store(convert(self.b, value, have, want), self.reg_ptr[dst.name])
+        value = convert(self.b, value, have, want)
+        self.b.store(value, self.reg_ptr[dst.name])
+        if dst.name in self.limited:
+            self._counter_written(dst.name, value)
 
     # ------------------------------------------------------------- instructions
     def instruction(self, ctx: Ctx, pc: int) -> None:
@@ -418,22 +424,6 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators):
         if ins.pred.negate:
             taken, fall = fall, taken
         self.b.cbranch(p, taken, fall)
-
-    def _loop(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
-        target = self.label(ins.target)
-        if target > pc:
-            raise VerifyError(f"cpu_llvm: stage '{self.stage.name}': instruction {k}: LOOP must jump backward")
-        b, counter = self.b, ins.srcs[0]
-        ct = self.type_of(counter)
-        if not isinstance(counter, Reg) or not ct.is_int:
-            raise VerifyError(f"cpu_llvm: stage '{self.stage.name}': instruction {k}: the LOOP counter must be an "
-                              f"integer register")
-        ptr = self.reg_ptr[counter.name]
-        c = b.sub(b.load(ptr, typ=reg_type(ct)), ir.Constant(reg_type(ct), 1))
-        b.store(c, ptr)
-        zero = ir.Constant(reg_type(ct), 0)
-        more = b.icmp_signed(">", c, zero) if ct.is_signed else b.icmp_unsigned(">", c, zero)
-        b.cbranch(more, self.block_for(ctx, target), self.block_for(ctx, pc + 1))
 
     def _call(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
         target = self.label(ins.target)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import threading
 from typing import Iterable, Sequence
 
@@ -27,12 +28,23 @@ import llvmlite.binding as llvm
 
 from hologram.core import trace
 
-from . import cpu
+from . import cancel, cpu
 from .loader import STATS, Loaded, process_symbol
 
 # LLVM's C++ objects are not documented as thread-safe for concurrent use of one target
-# machine or context; compiles are rare and slow anyway, so they are serialized.
+# machine or context; compiles are rare and slow anyway, so they are serialized. Every
+# call into LLVM holds this lock, and a fork waits for it: a child must not inherit LLVM
+# (its context, llvmlite's own lock) in the middle of another thread's compile, which it
+# could neither finish nor undo (hologram.core.forks renews only Python-level locks).
 _LOCK = threading.RLock()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_LOCK.acquire, after_in_parent=_LOCK.release, after_in_child=_LOCK.release)
+
+# What object code may reference besides libc and libm (the cancel flag), for MCJIT as
+# for the loader: every engine in this process resolves these names.
+with _LOCK:
+    for _name, _address in cancel.SYMBOLS.items():
+        llvm.add_symbol(_name, _address)
 
 
 @attrs.frozen
@@ -177,7 +189,8 @@ def native_assembly(module_ir: str, level: int = OPT_LEVEL) -> str:
 def resolvable(name: str) -> bool:
     """Whether MCJIT can resolve `name`: a symbol of the process (libm, libc) or one
     registered with llvmlite."""
-    return bool(llvm.address_of_symbol(name) or process_symbol(name))
+    with _LOCK:
+        return bool(llvm.address_of_symbol(name) or process_symbol(name))
 
 
 def load_object(obj: bytes, symbols: Iterable[str]) -> Loaded:
@@ -224,7 +237,8 @@ class Target:
 def host_features() -> frozenset[str]:
     """The LLVM features this CPU has."""
     host()
-    return frozenset(name for name, on in llvm.get_host_cpu_features().items() if on)
+    with _LOCK:
+        return frozenset(name for name, on in llvm.get_host_cpu_features().items() if on)
 
 
 def level_targets() -> tuple[str, ...]:

@@ -11,8 +11,11 @@ buffer pairs could overlap and their byte sizes) is computed once, here.
 When every stage is small enough to run inline, `run` is a native builtin
 (trampoline.py) that checks, reads the data pointers, tests the overlaps and calls the
 stages in one call from Python. Otherwise it is `general`: the same checks and the
-same launch as runtime.launch, in Python. `Kernel` calls it on its fast path
-(hologram.runtime.fastcall) and takes its full path, with its messages, on a decline.
+same launch as runtime.launch, in Python. A launch that may run long (`Geometry.long`:
+a big stage, or loops counting by data, which no geometry bounds) takes `general`,
+which puts the Ctrl-C hook back in place at every call (cancel.arm). `Kernel` calls it
+on its fast path (hologram.runtime.fastcall) and takes its full path, with its
+messages, on a decline.
 """
 
 from __future__ import annotations
@@ -24,9 +27,9 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 from hologram.runtime.fastcall import exact_arguments
 
-from . import trampoline
+from . import cancel, trampoline
 from .runtime import (
-    _PADDING, INLINE_WORK, Executable, bind_symbols, data_ptr, eval_dim, execution_error, run_stage, temporaries,
+    _PADDING, Executable, bind_symbols, data_ptr, eval_dim, execution_error, run_stage, temporaries,
     unalias,
 )
 
@@ -61,11 +64,15 @@ def make_launcher(exe: Executable, symbols: Mapping[str, int], num_threads: Call
             unalias(exe, geo, arrays, ptrs)
         packed = pack_ptrs(*ptrs), sym_bytes, pack_scalars(args[nparams:])
         threads = num_threads()
+        if geo.long:
+            cancel.arm()
+        mark = cancel.begin()
         for stage, grid in zip(exe.stages, geo.grids):
-            run_stage(exe, stage, grid, arrays, packed, threads)
+            run_stage(exe, stage, grid, arrays, packed, threads, mark)
         return None
 
-    inline = not exe.temps and all(st.plain and work < INLINE_WORK for st, (_, work) in zip(exe.stages, geo.grids))
+    cancel.arm()
+    inline = not exe.temps and not geo.long and all(st.plain for st in exe.stages)
     if not inline or not trampoline.available():
         return general
 

@@ -10,7 +10,9 @@ The stage function ABI (shared with codegen.py):
                ptr partials, ptr err)
 err points to four i64 `[code, stage index, instruction index, value]`; the instruction
 index counts stage body items, labels included (as the verifier's and the interpreter's
-messages do). The codes are codegen's (`codegen_types.ERR_*`).
+messages do). The codes are abi.py's `ERR_*`. err[0] is zero on entry, and err[3] the
+launch's cancel mark (`cancel.begin`): CANCELLABLE lets Ctrl-C stop the stage with
+ERR_CANCELLED, which `execution_error` turns into KeyboardInterrupt.
 """
 
 from __future__ import annotations
@@ -33,10 +35,10 @@ from hologram.passes.work import Formula, lane_work
 from hologram.runtime.args import complete_symbols, plain_array, symbol_value, zeroed_temporary
 from hologram.verify.intervals import SYMBOL_MAX
 
-from . import loader, threads
+from . import cancel, loader, threads
 from .abi import (
-    ERR_BARRIER, ERR_CLASS, ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_FREE, ERR_POOL_FULL,
-    ERR_RECURSION, ERR_SCRATCH,
+    ERR_BARRIER, ERR_CANCELLED, ERR_CLASS, ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_FREE,
+    ERR_POOL_FULL, ERR_RECURSION, ERR_SCRATCH,
 )
 
 
@@ -177,11 +179,14 @@ class StagePlan:
 @attrs.frozen(eq=False)
 class Geometry:
     """What the shape symbols fix: element count and byte size of every buffer, and per
-    stage the number of blocks and lanes."""
+    stage the number of blocks and lanes; and whether a launch may run long (a stage's
+    work at INLINE_WORK or more, or a loop whose trip count comes from data, which no
+    geometry bounds): only such a launch re-arms the Ctrl-C hook (cancel.arm, ~1 µs)."""
 
     sizes: tuple[int, ...]
     nbytes: tuple[int, ...]
     grids: tuple[tuple[int, int], ...]  # (blocks, work: lanes times loop iterations per lane) per stage
+    long: bool = False
 
 
 @attrs.frozen(eq=False)
@@ -248,8 +253,9 @@ class Executable:
                 if ext[a]:
                     lanes = lanes // ext[a] * -(-ext[a] // st.block[a])
             grids.append((math.prod(-(-n // b) for n, b in zip(ext, st.block)), lanes * _per_lane(work, named)))
+        counted_by_data = any(name.startswith("trips.") for work, _ in self._work for name in work.symbols)
         return Geometry(tuple(sizes), tuple(n * b.dtype.itemsize for n, b in zip(sizes, self.buffers)),
-                        tuple(grids))
+                        tuple(grids), counted_by_data or any(work >= INLINE_WORK for _, work in grids))
 
 
 # ---------------------------------------------------------------------------- launch
@@ -263,16 +269,20 @@ def launch(exe: Executable, buffers: Mapping[str, np.ndarray], scalars: Mapping[
         unalias(exe, geo, arrays, ptrs)
     packed = bufs, sym_bytes, scalar_bytes = (exe.pack_ptrs(*ptrs), exe.pack_syms(*syms),
                                               pack_scalars(exe, scalars) if exe.scalars else b"")
+    if geo.long:
+        cancel.arm()
+    mark = cancel.begin()
     short = trace.recorder is None  # a traced launch times every stage in run_stage
     for stage, grid in zip(exe.stages, geo.grids):
         if short and stage.plain and grid[1] < INLINE_WORK:  # the common small case, kept short
             if grid[0]:
                 err = ErrSlot()
+                err[3] = mark  # (ErrSlot(0, 0, 0, mark) costs 0.4 µs more)
                 stage.fn(0, grid[0], bufs, sym_bytes, scalar_bytes, None, err)
                 if err[0]:
                     raise execution_error(exe, tuple(err), arrays)
         else:
-            run_stage(exe, stage, grid, arrays, packed, num_threads)
+            run_stage(exe, stage, grid, arrays, packed, num_threads, mark)
 
 
 _I64 = 1 << 63
@@ -381,9 +391,10 @@ _PADDING = {n: bytes(8 - n) for n in (1, 2, 4, 8)}
 
 
 def run_stage(exe: Executable, stage: StagePlan, grid: tuple[int, int], arrays: list[np.ndarray],
-              packed: tuple[bytes, bytes, bytes], num_threads: int) -> None:
+              packed: tuple[bytes, bytes, bytes], num_threads: int, mark: int = 0) -> None:
     """Inits, then the stage's blocks (inline or one contiguous chunk per thread), then
     the error slots in chunk order, then the reduction partials merged in chunk order.
+    `mark` is the launch's cancel mark (`cancel.begin`), put in every error slot.
     While a trace records, the stage is a span and each chunk of a split one another,
     on the thread that ran it (the native pool times its chunks: docs/cpu-llvm.md)."""
     rec = trace.recorder
@@ -410,11 +421,14 @@ def run_stage(exe: Executable, stage: StagePlan, grid: tuple[int, int], arrays: 
     times = None  # per chunk (thread ident, start, end), when traced
     if nchunks == 1:
         err = ErrSlot()
+        err[3] = mark
         fn(0, nblocks, bufs, syms, scalars, partial_ptrs[0], err)
         errs = (err,)
     else:
         bounds = [nblocks * i // nchunks for i in range(nchunks + 1)]
         errs = tuple(ErrSlot() for _ in range(nchunks))
+        for err in errs:
+            err[3] = mark
         native = threads.native(num_threads)
         if rec is not None:
             times = (ctypes.c_int64 * (3 * nchunks))()
@@ -475,12 +489,14 @@ _U64 = (1 << 64) - 1  # a pthread_t read as a signed word, back to Python's thre
 
 
 # ---------------------------------------------------------------------------- errors
-def execution_error(exe: Executable, record: tuple[int, ...], arrays: Sequence[np.ndarray]
-                    ) -> ExecutionError | MemoryError:
+def execution_error(exe: Executable, record: tuple[int, ...], arrays: Sequence[np.ndarray]) -> BaseException:
     """The ExecutionError for an error record `[code, stage, instruction, value]`, worded
     as the interpreter words it (minus the lane, which the record does not carry); a
-    MemoryError when the stage could not allocate its scratch."""
+    MemoryError when the stage could not allocate its scratch; for a launch Ctrl-C
+    stopped, KeyboardInterrupt (what Python raises for Ctrl-C elsewhere)."""
     code, stage_index, k, value = record
+    if code == ERR_CANCELLED:
+        return KeyboardInterrupt()
     program = exe.program
     body = program.stages[stage_index].body if 0 <= stage_index < len(program.stages) else ()
     if code == ERR_SCRATCH and body:

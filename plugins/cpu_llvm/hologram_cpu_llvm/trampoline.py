@@ -18,6 +18,10 @@ that is called with the arrays and numpy scalars themselves and, in native code:
 4. calls each stage function in order (the stage ABI of runtime.py, with the GIL held:
    only stages small enough to run inline use this); when a stage sets its error
    slot it calls `on_error(record)` with the 32-byte record, which raises. Returns None.
+   On the main thread (`PyThread_get_thread_ident()`, Python's thread id, is the one in
+   the cancel block, cancel.py) the error slot
+   carries the CANCELLABLE mark, and a cancel flag left from an earlier Ctrl-C is
+   dropped first, as `cancel.begin` does for the Python path.
 
 The function is data-driven: its `self` is a tuple (block, fallback, on_error, keep),
 where `block` is a bytes object of i64 words describing the launch (counts, symbol
@@ -34,10 +38,15 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import sys
 import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
+
+from hologram.core import forks
+
+from .abi import CANCEL_MAIN_THREAD, CANCEL_SYMBOL, CANCELLABLE
 
 _OB_TYPE = 8  # PyObject: ob_refcnt, then ob_type
 _TUPLE_ITEMS = tuple.__basicsize__  # PyTupleObject: header, ob_size, then ob_item[]
@@ -51,11 +60,13 @@ _ARRAY_DESCR = _ARRAY_DATA + 40
 _ARRAY_FLAGS = _ARRAY_DATA + 48
 C_CONTIGUOUS, WRITEABLE = 0x0001, 0x0400  # NPY_ARRAY_C_CONTIGUOUS, NPY_ARRAY_WRITEABLE
 _SCALAR_VALUE = object.__basicsize__  # numpy scalar objects: PyObject_HEAD, then `obval`
-_HEADER = 17  # words before the variable parts of the block
+_HEADER = 18  # words before the variable parts of the block
+_IDENT_BITS = 8 * ctypes.sizeof(ctypes.c_ulong)  # PyThread_get_thread_ident's unsigned long
 
 _IR = r"""
 declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
 declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
+@CANCEL_SYMBOL = external global i8
 
 define internal i64 @word(ptr %base, i64 %k) alwaysinline {
   %p = getelementptr i64, ptr %base, i64 %k
@@ -110,6 +121,8 @@ entry:
   %toff = call i64 @word(ptr %blk, i64 15)
   %stypes = getelementptr i64, ptr %blk, i64 %toff
   %zoff = call i64 @word(ptr %blk, i64 16)
+  %ident.i = call i64 @word(ptr %blk, i64 17)
+  %ident = inttoptr i64 %ident.i to ptr
   %sizes = getelementptr i64, ptr %blk, i64 %zoff
   %nargs = and i64 %nargsf, 9223372036854775807
   %want = add i64 %nbufs, %nscal
@@ -201,7 +214,7 @@ decline:
 pairloop:
   %q = phi i64 [0, %scalloop], [%q1, %pairnext]
   %qdone = icmp sge i64 %q, %npairs
-  br i1 %qdone, label %stageloop, label %pairbody
+  br i1 %qdone, label %cancelmark, label %pairbody
 pairbody:
   %q4 = mul i64 %q, 4
   %bi = call i64 @word(ptr %pairs, i64 %q4)
@@ -223,6 +236,27 @@ pairnext:
   %q1 = add i64 %q, 1
   br label %pairloop
 
+; the main thread's launch: Ctrl-C may stop it (see the module docstring)
+cancelmark:
+  CALL_IDENT
+  %mainp = getelementptr i8, ptr @CANCEL_SYMBOL, i64 CANCEL_MAIN_THREAD
+  %main = load i64, ptr %mainp, align 8
+  %ismain = icmp eq i64 %me, %main
+  br i1 %ismain, label %mainlaunch, label %marked
+mainlaunch:
+  %stale = load atomic i8, ptr @CANCEL_SYMBOL monotonic, align 1
+  %isstale = icmp ne i8 %stale, 0
+  br i1 %isstale, label %dropstale, label %markit
+dropstale:
+  store atomic i8 0, ptr @CANCEL_SYMBOL monotonic, align 1
+  br label %markit
+markit:
+  %markp = getelementptr i64, ptr %err, i64 3
+  store i64 CANCELLABLE, ptr %markp, align 8
+  br label %marked
+marked:
+  br label %stageloop
+
 fallback:
   %fbp = getelementptr i8, ptr %self, i64 TUPLE_ITEMS_1
   %fb = load ptr, ptr %fbp
@@ -230,7 +264,7 @@ fallback:
   ret ptr %rf
 
 stageloop:
-  %g = phi i64 [0, %pairloop], [%g1, %stageok]
+  %g = phi i64 [0, %marked], [%g1, %stageok]
   %gdone = icmp sge i64 %g, %nstages
   br i1 %gdone, label %done, label %stagebody
 stagebody:
@@ -277,6 +311,7 @@ class _MethodDef(ctypes.Structure):
 
 
 _LOCK = threading.Lock()
+forks.renew_in_child(sys.modules[__name__], "_LOCK")
 _STATE: dict[str, Any] = {}  # "keep" (what holds the code), "methoddef", "api": set once, kept for the process
 
 
@@ -325,13 +360,16 @@ def ir() -> str:
             .replace("ARRAY_DATA", str(_ARRAY_DATA)).replace("ARRAY_ND", str(_ARRAY_ND))
             .replace("ARRAY_DIMS", str(_ARRAY_DIMS)).replace("ARRAY_DESCR", str(_ARRAY_DESCR))
             .replace("ARRAY_FLAGS", str(_ARRAY_FLAGS)).replace("OB_TYPE", str(_OB_TYPE))
-            .replace("SCALAR_VALUE", str(_SCALAR_VALUE)))
+            .replace("SCALAR_VALUE", str(_SCALAR_VALUE)).replace("CANCEL_SYMBOL", CANCEL_SYMBOL)
+            .replace("CALL_IDENT", "%me = call i64 %ident()" if _IDENT_BITS == 64 else
+                     f"%me.c = call i{_IDENT_BITS} %ident()\n  %me = zext i{_IDENT_BITS} %me.c to i64")
+            .replace("CANCEL_MAIN_THREAD", str(CANCEL_MAIN_THREAD)).replace("CANCELLABLE", str(CANCELLABLE)))
 
 
 # the offsets `ir()` writes into the code: object code carrying the entry point is
 # adopted only by a process whose layout is the same
-LAYOUT = (f"launch 1; ob_type {_OB_TYPE}; tuple {_TUPLE_ITEMS}; bytes {_BYTES_DATA}; array {_ARRAY_DATA}; "
-          f"scalar {_SCALAR_VALUE}")
+LAYOUT = (f"launch 2; ob_type {_OB_TYPE}; tuple {_TUPLE_ITEMS}; bytes {_BYTES_DATA}; array {_ARRAY_DATA}; "
+          f"scalar {_SCALAR_VALUE}; thread id {_IDENT_BITS}")
 
 
 def adopt(address: int, keep: Any) -> None:
@@ -366,7 +404,8 @@ def _finish(address: int | None, keep: Any) -> dict[str, Any] | None:
     api = ctypes.pythonapi
     try:
         addresses = [ctypes.cast(getattr(api, n), ctypes.c_void_p).value
-                     for n in ("Py_IncRef", "PyObject_Vectorcall", "PyBytes_FromStringAndSize", "Py_DecRef")]
+                     for n in ("Py_IncRef", "PyObject_Vectorcall", "PyBytes_FromStringAndSize", "Py_DecRef",
+                               "PyThread_get_thread_ident")]
         new_function = api.PyCFunction_NewEx
     except AttributeError:  # pragma: no cover - a Python without these C-API functions
         return None
@@ -375,9 +414,9 @@ def _finish(address: int | None, keep: Any) -> dict[str, Any] | None:
     if address is None:
         address, keep = _compiled()
     methoddef = _MethodDef(_ENTRY_NAME, address, _METH_FASTCALL, None)
-    incref, vcall, mkbytes, decref = addresses
+    incref, vcall, mkbytes, decref, ident = addresses
     _STATE.update(ok=True, keep=keep, methoddef=methoddef, new_function=new_function,
-                  api=(incref, id(None), vcall, mkbytes, decref))
+                  api=(incref, id(None), vcall, mkbytes, decref), ident=ident)
     return _STATE
 
 
@@ -420,7 +459,7 @@ def native_launcher(buffers: Sequence[tuple[np.dtype, tuple[int, ...], bool]], s
         recs += [id(dtype), C_CONTIGUOUS | (WRITEABLE if written else 0), len(shape), doff + len(dims)]
         dims += shape
     words = [len(buffers), len(scalars), len(pairs), len(stages), *state["api"], soff, poff, goff,
-             id(np.ndarray), id(False), roff, toff, zoff, *syms, *(w for p in pairs for w in p),
+             id(np.ndarray), id(False), roff, toff, zoff, state["ident"], *syms, *(w for p in pairs for w in p),
              *(w for s in stages for w in s), *recs, *(id(d.type) for d in scalars), *(d.itemsize for d in scalars),
              *dims]
     block = struct.pack(f"<{len(words)}q", *words)

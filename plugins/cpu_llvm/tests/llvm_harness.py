@@ -20,7 +20,7 @@ from hologram.core.errors import ExecutionError, VerifyError
 from hologram.core.types import Affine, DType
 from hologram.isa.program import BufferParam, Instr, Program, Reg, RegDecl, Special, Stage
 from hologram.verify.verifier import verify
-from hologram_cpu_llvm import CpuLlvmBackend, codegen
+from hologram_cpu_llvm import CpuLlvmBackend, codegen, jit  # jit: MCJIT learns the runtime's symbols
 from hologram_cpu_llvm.codegen import compile_program, reduce_op
 from hologram_interp import InterpBackend, semantics as sem
 from hologram_interp.backend import program_key

@@ -389,12 +389,19 @@ class _StageDecoder:
         key, ct = self.key_type(counter)
         if not ct.is_int:
             raise self.fail(f"the LOOP counter must be an integer register, not {ct}")
-        one = ct.np.type(1)
+        one, lowest = ct.np.type(1), ct.np.type(ct.min)
 
         def loop(lane):
+            # c = c - 1, saturating at the type's minimum (a counter there must not wrap
+            # to the maximum); loop back while c > 0
             r = lane.regs
-            c = r[key] = r[key] - one
-            return target if c > 0 else None
+            c = r[key]
+            if c > one:
+                r[key] = c - one
+                return target
+            if c != lowest:
+                r[key] = c - one
+            return None
         return loop
 
     def h_exit(self, ins: Instr, t: None) -> Step:
