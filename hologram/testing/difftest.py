@@ -181,8 +181,9 @@ def _write_kernel(case: KernelCase, backend: str, opt: str, message: str, out_di
         arrays.update({f"expected/{name}/{f}": np.asarray(getattr(val, f)) for f in ("v", "err", "ulps", "fuzzy")})
     arrays["meta/errors"] = np.array([e.__name__ for e in case.error], dtype=str)
     arrays["meta/mapped"] = np.array(case.mapped)
-    if case.stream is not None:  # pool_bytes, must, then the chunk sizes
-        arrays["meta/stream"] = np.array([case.stream.pool_bytes, case.stream.must, *case.stream.cuts], np.int64)
+    if case.stream is not None:  # pool_bytes, must (bit 0) and shifted_out (bit 1), then the chunk sizes
+        flags = int(case.stream.must) | int(case.stream.shifted_out) << 1
+        arrays["meta/stream"] = np.array([case.stream.pool_bytes, flags, *case.stream.cuts], np.int64)
     arrays["meta/backend"] = np.array(backend)
     arrays["meta/opt"] = np.array(opt)
     path = stem + (".py" if case.format == "python" else ".toml")
@@ -249,8 +250,8 @@ def _kernel_from_files(path: str) -> KernelCase:
     if "meta/stream" in data:
         from hologram.testing.stream_cases import StreamSpec
 
-        pool, must, *cuts = (int(v) for v in data["meta/stream"])
-        stream = StreamSpec(pool, tuple(cuts), bool(must))
+        pool, flags, *cuts = (int(v) for v in data["meta/stream"])
+        stream = StreamSpec(pool, tuple(cuts), bool(flags & 1), bool(flags & 2))
     return KernelCase(source, inputs, expected, error, mapped=bool(data.get("meta/mapped", False)),
                       format="python" if path.endswith(".py") else "toml", stream=stream)
 

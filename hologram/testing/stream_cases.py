@@ -37,11 +37,14 @@ POOLS = (1, 300, 1024, 4096, 1 << 16)  # bytes; 1 is the least that holds a row 
 class StreamSpec:
     """How a case is streamed: `pool_bytes` (raised to the least that holds a row when
     smaller), `cuts` the sizes of the chunks (cycled) the streamed inputs are given in
-    (empty: as arrays), `must` whether a StreamError fails the case."""
+    (empty: as arrays), `must` whether a StreamError fails the case; `shifted_out`: first
+    try a row output given as the bytes of a streamed input of its size shifted by one
+    element, which must be refused (issue 21: answers depended on the pool)."""
 
     pool_bytes: int
     cuts: tuple[int, ...] = ()
     must: bool = False
+    shifted_out: bool = False
 
 
 @st.composite
@@ -57,7 +60,7 @@ def _specs(must: bool) -> st.SearchStrategy[StreamSpec]:
     """A drawn pool, and the streamed inputs as arrays or as chunks of drawn sizes (empty
     chunks among them; never all empty, which would cut nothing)."""
     cuts = st.one_of(st.just(()), st.lists(st.integers(0, 4), min_size=1, max_size=4).filter(any).map(tuple))
-    return st.builds(StreamSpec, st.sampled_from(POOLS), cuts, st.just(must))
+    return st.builds(StreamSpec, st.sampled_from(POOLS), cuts, st.just(must), st.booleans())
 
 
 @st.composite
@@ -136,8 +139,7 @@ def run_streamed(kernel: Any, inputs: Mapping[str, Any], spec: StreamSpec,
     """`kernel` run by `hologram.stream` as `spec` says, every output given as `out=` (of
     `shapes`, in declared order); a StreamError when the kernel does not stream is
     answered by calling it whole (unless the spec says it must stream)."""
-    import hologram
-    from hologram.core.errors import ArgumentError, StreamError
+    from hologram.core.errors import StreamError
     from hologram.runtime.stream import plan_for
 
     sig = kernel.signature
@@ -148,16 +150,58 @@ def run_streamed(kernel: Any, inputs: Mapping[str, Any], spec: StreamSpec,
             for name in plan_for(kernel).streamed:
                 args[name] = _cut(np.asarray(args[name]), spec.cuts)
         outs = tuple(np.empty(shape, p.dtype.np) for p, shape in zip(sig.outputs, shapes))
-        try:
-            hologram.stream(kernel, *(args[p.name] for p in sig.inputs), out=outs, pool_bytes=spec.pool_bytes)
-        except ArgumentError as exc:  # refused before anything ran, naming the least pool that runs every pass
-            if "cannot hold one row" not in exc.message or exc.hint is None:
-                raise
-            hologram.stream(kernel, *(args[p.name] for p in sig.inputs), out=outs,
-                            pool_bytes=int(exc.hint.rsplit(" ", 1)[1]))
+        if spec.shifted_out and not spec.cuts and not mapped:
+            _refuses_a_shifted_out(kernel, args, outs, spec.pool_bytes)
+        _stream(kernel, [args[p.name] for p in sig.inputs], outs, spec.pool_bytes)
     except StreamError:
         if spec.must:
             raise
         result = (kernel.map if mapped else kernel)(*(inputs[p.name] for p in sig.inputs))
         outs = (result,) if len(sig.outputs) == 1 else tuple(result)
     return {p.name: np.asarray(o) for p, o in zip(sig.outputs, outs)}
+
+
+def _refuses_a_shifted_out(kernel: Any, args: Mapping[str, Any], outs: Sequence[np.ndarray], pool_bytes: int) -> None:
+    """Where a row output has the size and dtype of a streamed input, stream with that
+    output written over the input's bytes one element on (`x = buf[:-1]`, `out = buf[1:]`):
+    refused with a StreamError before anything is written, or the case fails."""
+    from hologram.core.errors import StreamError
+    from hologram.runtime.stream import plan_for
+
+    plan, sig = plan_for(kernel), kernel.signature
+    for k, p in enumerate(sig.outputs):
+        source = next((q.name for q in sig.inputs if q.name in plan.streamed and p.name in plan.row_outputs
+                       and np.asarray(args[q.name]).dtype == outs[k].dtype
+                       and np.size(args[q.name]) == outs[k].size > 0), None)
+        if source is None:
+            continue
+        x = np.asarray(args[source])
+        buf = np.empty(x.size + 1, x.dtype)
+        buf[:-1] = x.reshape(-1)
+        before = buf.copy()
+        shifted = dict(args, **{source: buf[:-1].reshape(x.shape)})
+        out = tuple(buf[1:].reshape(o.shape) if j == k else o for j, o in enumerate(outs))
+        try:
+            _stream(kernel, [shifted[q.name] for q in sig.inputs], out, pool_bytes)
+        except StreamError as exc:
+            if "overlaps" not in exc.message:
+                raise
+        else:
+            raise AssertionError(f"hologram.stream accepted out {p.name!r} overlapping input {source!r} one "
+                                 f"element on (the answer would depend on the pool and the order of chunks)")
+        assert np.array_equal(buf, before, equal_nan=True), "a refused stream wrote its output"
+        return
+
+
+def _stream(kernel: Any, inputs: Sequence[Any], outs: Sequence[np.ndarray], pool_bytes: int) -> None:
+    """`hologram.stream` with `pool_bytes`, raised to the least pool that runs every pass
+    when the stream refuses it as too small (before anything ran, naming that pool)."""
+    import hologram
+    from hologram.core.errors import ArgumentError
+
+    try:
+        hologram.stream(kernel, *inputs, out=tuple(outs), pool_bytes=pool_bytes)
+    except ArgumentError as exc:
+        if "cannot hold one row" not in exc.message or exc.hint is None:
+            raise
+        hologram.stream(kernel, *inputs, out=tuple(outs), pool_bytes=int(exc.hint.rsplit(" ", 1)[1]))
