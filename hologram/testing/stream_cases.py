@@ -172,7 +172,7 @@ def _refuses_a_shifted_out(kernel: Any, args: Mapping[str, Any], outs: Sequence[
     for k, p in enumerate(sig.outputs):
         source = next((q.name for q in sig.inputs if q.name in plan.streamed and p.name in plan.row_outputs
                        and np.asarray(args[q.name]).dtype == outs[k].dtype
-                       and np.size(args[q.name]) == outs[k].size > 0), None)
+                       and np.size(args[q.name]) == outs[k].size > 1), None)  # one element on: they share size - 1
         if source is None:
             continue
         x = np.asarray(args[source])
