@@ -35,9 +35,10 @@ SCRIPT = textwrap.dedent(r'''
         return hg.compile(f'[kernel]\nname = "{name}"\nversion = "1.0.0"\ninputs = {{ x = "f32[n]" }}\n'
                           f'outputs = {{ y = "f32[n]" }}\nbody = """\n{body}\n"""\n').on("cpu_llvm")
 
-    # slow to compile: a long chain the verifier, the code generator and LLVM all walk
-    SLOW = kernel("slow", "\n".join(["t0 = x"] + [f"t{i} = sin(t{i - 1}) * 0.5 + x" for i in range(1, 240)]
-                                    + ["y = t239"]))
+    # slow to compile (~3 s: long enough that the fork lands inside the compile, which
+    # wait_until_held sees begin): a chain the verifier, the code generator and LLVM all walk
+    SLOW = kernel("slow", "\n".join(["t0 = x"] + [f"t{i} = sin(t{i - 1}) * 0.5 + x" for i in range(1, 60)]
+                                    + ["y = t59"]))
     SPIN = parse_program("""
     .program spin
     .symbols n
