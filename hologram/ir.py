@@ -45,19 +45,18 @@ from typing import Any, Callable, Iterator
 import attrs
 
 from hologram.core.errors import Site
+from hologram.core.instructions import ir_ops
 from hologram.core.types import Affine, DType, Shape, type_str
 
-UNARY_OPS = frozenset(
-    """NEG ABS SQRT RSQRT EXP EXP2 EXPM1 LOG LOG2 LOG10 LOG1P SIN COS TAN ASIN ACOS ATAN
-    SINH COSH TANH ASINH ACOSH ATANH ERF ERFC CBRT FLOOR CEIL TRUNC RINT SIGN SIGMOID ISNAN NOT CAST""".split()
-)
-BINARY_OPS = frozenset(
-    """ADD SUB MUL DIV FLOORDIV MOD POW MIN MAX ATAN2 HYPOT FMOD COPYSIGN
-    AND OR XOR SHL SHR CMPEQ CMPNE CMPLT CMPLE CMPGT CMPGE""".split()
-)
+# The IR ops that lower to one instruction are the op table's (`lowers`); these are the
+# IR's own, which the lowering expands (SIGN, ISNAN, CAST, comparisons, WHERE).
+_DIRECT = ir_ops()
+UNARY_OPS = frozenset({"SIGN", "ISNAN", "CAST"} | {op for op, spec in _DIRECT.items()
+                                                   if spec.arity == 1 and spec.group != "atlas"})
 COMPARISONS = frozenset({"CMPEQ", "CMPNE", "CMPLT", "CMPLE", "CMPGT", "CMPGE"})
-TERNARY_OPS = frozenset({"WHERE", "FMA"})
-ATLAS_OPS = frozenset({"ATLAS_CLASS", "MIRROR", "DEGREE", "NEIGHBOR", "IS_UNITY", "BOUND_MAP"})
+BINARY_OPS = COMPARISONS | {op for op, spec in _DIRECT.items() if spec.arity == 2 and spec.group != "atlas"}
+TERNARY_OPS = frozenset({"WHERE"} | {op for op, spec in _DIRECT.items() if spec.arity == 3 and spec.group != "atlas"})
+ATLAS_OPS = frozenset(op for op, spec in _DIRECT.items() if spec.group == "atlas")
 LEAF_OPS = frozenset({"CONST", "IDX", "SYM", "SCALAR"})
 REDUCE_KINDS = ("sum", "prod", "min", "max", "argmin", "argmax")
 OPS = UNARY_OPS | BINARY_OPS | TERNARY_OPS | ATLAS_OPS | LEAF_OPS | {"LOAD", "REDUCE"}

@@ -12,9 +12,8 @@ import numpy as np
 import pytest
 
 from hologram.core.types import Affine, DType
-from hologram.isa.opcodes import OPCODES
+from hologram.isa.opcodes import OPCODES, const
 from hologram.isa.program import Addr, BufferParam, Imm, Instr, Program, Reg, RegDecl, Special, Stage
-from hologram_interp import semantics as sem
 
 I64, BOOL = DType.I64, DType.BOOL
 N = Affine.of("n")
@@ -80,7 +79,7 @@ def random_inputs(program: Program, rng: np.random.Generator) -> tuple[dict, dic
             if size > 4:
                 arr[:4] = [np.nan, -0.0, np.inf, np.finfo(p.dtype.np).smallest_subnormal]
         buffers[name] = arr.reshape([d.evaluate(symbols) for d in p.shape])
-    scalars = {n: sem.const(1.5 if p.dtype.is_float else 3, p.dtype) for n, p in program.scalars().items()}
+    scalars = {n: const(1.5 if p.dtype.is_float else 3, p.dtype) for n, p in program.scalars().items()}
     return buffers, scalars, symbols
 
 

@@ -29,7 +29,8 @@ defines one answer and this module is its executable definition:
   applies that rule, since these functions cannot tell a symbol from a literal
 
 `ORACLE` maps each DSL spelling (operators as written, functions by name) to its
-implementation; casts are `cast(x, dtype)` and reductions `reduce(kind, x, axis, keepdims)`.
+implementation (a function that is one instruction, from the op table, is numpy's
+function of its name unless defined here); casts are `cast(x, dtype)` and reductions `reduce(kind, x, axis, keepdims)`.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ import numpy as np
 
 from hologram.core import atlas
 from hologram.core.errors import ExecutionError
+from hologram.core.instructions import OPCODES
 
 __all__ = ["ORACLE", "cast", "reduce", "fma", "resonance", "add_at", "scan", "REDUCTIONS", "SCANS"]
 
@@ -433,7 +435,14 @@ def _neumaier(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ------------------------------------------------------------------------------ table
+def _instruction_functions() -> dict[str, Callable[..., Any]]:
+    """The DSL functions that are one instruction (the op table's), each numpy's function
+    of its name; the table below defines those numpy lacks or answers otherwise."""
+    return {f.name: getattr(np, f.name) for spec in OPCODES.values() for f in spec.dsl if hasattr(np, f.name)}
+
+
 ORACLE: dict[str, Callable[..., np.ndarray]] = {name: _quiet(fn) for name, fn in {
+    **_instruction_functions(),
     # operators, as written in the DSL
     "+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide,
     "//": _by_zero_is_zero(np.floor_divide), "%": _by_zero_is_zero(np.remainder), "**": power,
@@ -442,16 +451,9 @@ ORACLE: dict[str, Callable[..., np.ndarray]] = {name: _quiet(fn) for name, fn in
     "and": np.logical_and, "or": np.logical_or, "not": np.logical_not,
     "&": np.bitwise_and, "|": np.bitwise_or, "^": np.bitwise_xor, "~": np.invert,
     "<<": _shift(True), ">>": _shift(False),
-    # numpy functions
-    "abs": np.absolute, "sqrt": np.sqrt, "cbrt": np.cbrt, "exp": np.exp, "expm1": np.expm1, "exp2": np.exp2,
-    "log": np.log, "log1p": np.log1p, "log2": np.log2, "log10": np.log10,
-    "sin": np.sin, "cos": np.cos, "tan": np.tan, "arcsin": np.arcsin, "arccos": np.arccos, "arctan": np.arctan,
-    "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "arcsinh": np.arcsinh, "arccosh": np.arccosh,
-    "arctanh": np.arctanh, "floor": np.floor, "ceil": np.ceil, "round": np.round, "trunc": np.trunc,
-    "rint": np.rint, "sign": np.sign, "isnan": np.isnan,
-    "arctan2": np.arctan2, "hypot": np.hypot, "fmod": _by_zero_is_zero(np.fmod), "copysign": np.copysign,
-    "minimum": np.minimum, "maximum": np.maximum, "power": power, "clip": clip,
-    "where": np.where,
+    # numpy functions that are no instruction, or that the DSL defines where numpy does not
+    "round": np.round, "sign": np.sign, "isnan": np.isnan, "fmod": _by_zero_is_zero(np.fmod), "power": power,
+    "clip": clip, "where": np.where,
     # the DSL's own
     "rsqrt": rsqrt, "sigmoid": sigmoid, "relu": relu, "gelu": gelu, "fma": fma, "erf": erf, "erfc": erfc,
     # Atlas

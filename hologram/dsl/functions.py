@@ -25,6 +25,7 @@ import attrs
 import numpy as np
 
 from hologram.core.errors import CompileError, Span
+from hologram.core.instructions import OPCODES
 from hologram.core.types import ALL_TYPES, DType
 from hologram.dsl.reductions import KINDS as REDUCTION_KINDS
 from hologram.dsl.shapes import Val, align, broadcast_shapes
@@ -176,33 +177,11 @@ def _table() -> dict[str, Function]:
     def ew(name: str, ufunc: np.ufunc, op: str, summary: str, params: tuple[str, ...] = ("x",)) -> None:
         fns.append(Function(name, params, "elementwise", summary, op=op, ufunc=ufunc))
 
-    for name, op, summary in (
-        ("abs", "ABS", "absolute value"), ("sqrt", "SQRT", "square root"), ("cbrt", "CBRT", "cube root"),
-        ("exp", "EXP", "e**x"),
-        ("expm1", "EXPM1", "exp(x) - 1, accurate near 0"), ("exp2", "EXP2", "2**x"),
-        ("log", "LOG", "natural logarithm"), ("log1p", "LOG1P", "log(1 + x), accurate near 0"),
-        ("log2", "LOG2", "base-2 logarithm"), ("log10", "LOG10", "base-10 logarithm"),
-        ("sin", "SIN", "sine"), ("cos", "COS", "cosine"), ("tan", "TAN", "tangent"),
-        ("arcsin", "ASIN", "inverse sine"), ("arccos", "ACOS", "inverse cosine"), ("arctan", "ATAN", "inverse tangent"),
-        ("sinh", "SINH", "hyperbolic sine"), ("cosh", "COSH", "hyperbolic cosine"), ("tanh", "TANH", "hyperbolic tangent"),
-        ("arcsinh", "ASINH", "inverse hyperbolic sine"), ("arccosh", "ACOSH", "inverse hyperbolic cosine"),
-        ("arctanh", "ATANH", "inverse hyperbolic tangent"),
-        ("floor", "FLOOR", "round toward -inf"), ("ceil", "CEIL", "round toward +inf"),
-        ("trunc", "TRUNC", "round toward 0"), ("rint", "RINT", "round half to even"),
-        ("sign", "SIGN", "-1, 0 or 1 (NaN for NaN)"), ("isnan", "ISNAN", "true where x is NaN"),
-    ):
-        ew(name, getattr(np, {"abs": "absolute"}.get(name, name)), op, summary)
-    for name, op, summary in (
-        ("arctan2", "ATAN2", "angle of the point (b, a)"), ("hypot", "HYPOT", "sqrt(a**2 + b**2) without overflow"),
-        ("fmod", "FMOD", "C remainder (sign of a)"), ("copysign", "COPYSIGN", "magnitude of a, sign of b"),
-        ("minimum", "MIN", "elementwise minimum, NaN-propagating"),
-        ("maximum", "MAX", "elementwise maximum, NaN-propagating"), ("power", "POW", "a ** b"),
-    ):
-        ew(name, getattr(np, name), op, summary, ("a", "b"))
-    ew("rsqrt", np.sqrt, "RSQRT", "1 / sqrt(x)")
-    ew("sigmoid", np.exp, "SIGMOID", "1 / (1 + exp(-x))")
-    ew("erf", np.exp, "ERF", "error function (math.erf, scipy.special.erf)")
-    ew("erfc", np.exp, "ERFC", "1 - erf(x), accurate where erf(x) is near 1")
+    for spec in OPCODES.values():  # the functions that are one instruction, elementwise
+        for f in spec.dsl:
+            ew(f.name, f.ufunc, spec.name, f.summary, ("x",) if spec.arity == 1 else ("a", "b", "c")[:spec.arity])
+    ew("sign", np.sign, "SIGN", "-1, 0 or 1 (NaN for NaN)")
+    ew("isnan", np.isnan, "ISNAN", "true where x is NaN")
 
     for name, params, expand, summary in (
         ("round", ("x",), _round, "round half to even (no decimals argument)"),

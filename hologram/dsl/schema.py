@@ -24,22 +24,22 @@ from hologram.core import body_keys
 from hologram.core.dims import DimAlgebra, is_derived
 from hologram.core.errors import DocumentError, HologramError, PluginError, Span, did_you_mean, in_words, shorten
 from hologram.core.hookspecs import BodyKey
+from hologram.core.instructions import OPCODES
 from hologram.core.types import Affine, DType, Shape
 from hologram.dsl.document import BodyOrigin, KernelDef, ParamSpec
 from hologram.dsl.positions import Located
 
 # Names with a meaning in kernel bodies cannot name a parameter or a shape symbol
 # (docs/dsl.md, decision 20). The constants pi, e, inf, nan are not reserved: declaring
-# one shadows the constant. Spelled out here rather than imported from functions.py so a
-# translator does not load the analyzer's typing machinery; test_documents.py checks
-# that the two lists agree.
+# one shadows the constant. Spelled out here (the functions that are one instruction:
+# from the op table) rather than imported from functions.py so a translator does not
+# load the analyzer's typing machinery; test_documents.py checks that the two lists agree.
 _RESERVED_GROUPS = {
     "a keyword": "and or not true false True False",
     "a built-in": "len any all",
     "a type name (a cast)": " ".join(d.value for d in DType),
-    "a function": """abs sqrt cbrt exp expm1 exp2 log log1p log2 log10 sin cos tan arcsin arccos arctan
-        arctan2 sinh cosh tanh arcsinh arccosh arctanh floor ceil round trunc rint sign hypot fmod
-        copysign minimum maximum clip isnan where power rsqrt sigmoid relu gelu fma erf erfc""",
+    "a function": " ".join(f.name for spec in OPCODES.values() for f in spec.dsl)
+                  + " round sign clip isnan where relu gelu fma",
     "a reduction": "sum prod min max mean argmin argmax",
     "a scan": "cumsum cumprod",
     "an Atlas function": "atlas_class mirror degree neighbor is_unity bound_map resonance",

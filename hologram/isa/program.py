@@ -28,7 +28,6 @@ COMPARE_MODS = ("eq", "ne", "lt", "le", "gt", "ge")
 # `ADD.reassoc.f64`: a float ADD/MIN/MAX whose tree of `.reassoc` operations may be
 # evaluated in any association (docs/isa.md, "Reassociable operations")
 REASSOC = "reassoc"
-REASSOC_OPS = frozenset({"ADD", "MIN", "MAX"})
 
 
 # ---------------------------------------------------------------------------- operands

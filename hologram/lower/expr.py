@@ -6,7 +6,8 @@ operand (shape symbols and scalar parameters). It value-numbers by `Expr`, so a
 subexpression used twice in a stage is computed once; a scope stack keeps values computed
 inside a loop body or a branch from leaking to code that may run without them.
 
-Each IR op maps onto the ISA through the tables below; the ops with no single opcode
+Each IR op maps onto the instruction the op table says it lowers to (`DIRECT`, from each
+entry's `lowers`); the ops with no single opcode
 (float FLOORDIV, integer FMOD and POW, SIGN, ISNAN, comparisons, WHERE) are expanded here
 with numpy's exact semantics. Memory access: `address`; the loops of reductions: hologram.lower.loops.
 """
@@ -19,20 +20,15 @@ from hologram.core.errors import MISSED_DIMENSION, CompileError
 from hologram.core.types import Affine, DType, convert_const, promote
 from hologram.ir import LEAF_OPS, Expr, TensorDecl
 from hologram.isa.builder import StageBuilder
-from hologram.isa.opcodes import OPCODES
+from hologram.isa.opcodes import OPCODES, ir_ops
 from hologram.isa.program import Imm, Operand, Reg, Sym
 from hologram.lower.plan import I64, affine_expr, flat_index, free_vars
 
 CMP_MOD = {"CMPEQ": "eq", "CMPNE": "ne", "CMPLT": "lt", "CMPLE": "le", "CMPGT": "gt", "CMPGE": "ge"}
-UNARY = frozenset("""NEG ABS SQRT RSQRT EXP EXP2 EXPM1 LOG LOG2 LOG10 LOG1P SIN COS TAN ASIN ACOS ATAN
-    SINH COSH TANH ASINH ACOSH ATANH ERF ERFC CBRT SIGMOID FLOOR CEIL TRUNC RINT NOT""".split())
-BINARY = {"ADD": "ADD", "SUB": "SUB", "MUL": "MUL", "DIV": "DIV", "FLOORDIV": "DIV", "MOD": "REM",
-          "MIN": "MIN", "MAX": "MAX", "POW": "POW", "ATAN2": "ATAN2", "HYPOT": "HYPOT", "FMOD": "FMOD",
-          "COPYSIGN": "COPYSIGN", "AND": "AND", "OR": "OR", "XOR": "XOR", "SHL": "SHL", "SHR": "SHR"}
+# IR op -> the instruction it lowers to, from the op table's `lowers`
+DIRECT = ir_ops()
 BOOL_ALIAS = {"ADD": "OR", "MUL": "AND", "MIN": "AND", "MAX": "OR"}  # numpy's ufuncs on bool
 INTEGER_IDENTITY = frozenset({"FLOOR", "CEIL", "TRUNC", "RINT", "ABS"})  # on ints (ABS: on bool)
-ATLAS = {"ATLAS_CLASS": "ClsGet", "MIRROR": "MIRROR", "DEGREE": "NbrCount", "NEIGHBOR": "NbrGet",
-         "IS_UNITY": "UnityTest", "BOUND_MAP": "BoundMap"}
 Number = bool | int | float
 
 
@@ -158,19 +154,23 @@ class ExprGen:
             t = a.dtype if a.dtype is b.dtype else promote(a.dtype, b.dtype)
             p = self.setp(CMP_MOD[op], t, self.value_as(a, t), self.value_as(b, t))
             return self.convert(p, DType.BOOL, dt)
-        if op in ATLAS:
-            res = self.isa(ATLAS[op], I64, *(self.value_as(s, I64) for s in e.srcs))
-            return self.convert(res, DType.BOOL if op == "IS_UNITY" else I64, dt)
-        if op in UNARY:
+        spec = DIRECT.get(op)
+        if spec is None:
+            raise CompileError(f"cannot lower IR op {op} ({e})")
+        if spec.group == "atlas":  # integer operands of any type, computed in i64
+            res = self.isa(spec.name, I64, *(self.value_as(s, I64) for s in e.srcs))
+            return self.convert(res, spec.result_type(I64), dt)
+        if spec.result == "bool":  # a test of its operand's value, in the operand's type
+            (x,) = e.srcs
+            return self.convert(self.isa(spec.name, x.dtype, self.value(x)), DType.BOOL, dt)
+        if spec.arity == 1:
             x = self.value_as(e.srcs[0], dt)
             if op in INTEGER_IDENTITY and not dt.is_float and (op != "ABS" or dt.is_bool):
                 return x
-            return self.isa(op, dt, x)
-        if op in BINARY:
-            return self._binary(e)
-        raise CompileError(f"cannot lower IR op {op} ({e})")
+            return self.isa(spec.name, dt, x)
+        return self._binary(e, spec.name)
 
-    def _binary(self, e: Expr) -> Operand:
+    def _binary(self, e: Expr, name: str) -> Operand:
         op, dt = e.op, e.dtype
         if op == "FLOORDIV" and dt.is_float:
             return self._floordiv_float(e)
@@ -179,7 +179,7 @@ class ExprGen:
         a, b = (self.value_as(s, dt) for s in e.srcs)
         if op == "FMOD" and dt.is_int:
             return self._fmod_int(a, b, dt)
-        return self.isa(BOOL_ALIAS.get(op, BINARY[op]) if dt.is_bool else BINARY[op], dt, a, b)
+        return self.isa(BOOL_ALIAS.get(op, name) if dt.is_bool else name, dt, a, b)
 
     # -- leaves and memory ------------------------------------------------------------
     def _const(self, e: Expr) -> Operand:

@@ -25,26 +25,27 @@ import numpy as np
 from hologram.core.semantics import ORACLE, power
 from hologram.core.types import DType, convert_const, promote
 from hologram.ir import ATLAS_OPS, COMPARISONS, Expr, KernelIR
+from hologram.isa.opcodes import OPCODES, ir_ops
 from hologram.passes.api import Pass
 from hologram.passes.ir_common import map_kernel, rewrite
 
-# IR op -> oracle name, for ops that convert every operand to the node's dtype
+# IR op -> oracle name, for ops that convert every operand to the node's dtype: the
+# operators, and the DSL functions that are one instruction (the op table's)
 _SAME_TYPE = {
-    "ADD": "+", "SUB": "-", "MUL": "*", "FLOORDIV": "//", "MOD": "%", "MIN": "minimum", "MAX": "maximum",
-    "ATAN2": "arctan2", "HYPOT": "hypot", "FMOD": "fmod", "COPYSIGN": "copysign", "XOR": "^",
-    "SHL": "<<", "SHR": ">>", "NEG": "neg", "ABS": "abs", "SQRT": "sqrt", "RSQRT": "rsqrt", "EXP": "exp",
-    "EXP2": "exp2", "EXPM1": "expm1", "LOG": "log", "LOG2": "log2", "LOG10": "log10", "LOG1P": "log1p",
-    "SIN": "sin", "COS": "cos", "TAN": "tan", "ASIN": "arcsin", "ACOS": "arccos", "ATAN": "arctan",
-    "SINH": "sinh", "COSH": "cosh", "TANH": "tanh", "ASINH": "arcsinh", "ACOSH": "arccosh",
-    "ATANH": "arctanh", "FLOOR": "floor", "CEIL": "ceil", "TRUNC": "trunc", "RINT": "rint",
-    "SIGN": "sign", "SIGMOID": "sigmoid", "FMA": "fma", "ERF": "erf", "ERFC": "erfc", "CBRT": "cbrt",
+    "ADD": "+", "SUB": "-", "MUL": "*", "FLOORDIV": "//", "MOD": "%", "XOR": "^", "SHL": "<<", "SHR": ">>",
+    "NEG": "neg", "SIGN": "sign", "FMA": "fma",
+    **{spec.name: spec.dsl[0].name for spec in OPCODES.values() if spec.dsl and spec.result == "same"},
 }
+# IR op -> oracle name, for tests of their operand's value (a bool of the operand's type)
+_TESTS = {spec.name: spec.dsl[0].name for spec in OPCODES.values() if spec.dsl and spec.result == "bool"}
 _COMPARE = {"CMPEQ": "==", "CMPNE": "!=", "CMPLT": "<", "CMPLE": "<=", "CMPGT": ">", "CMPGE": ">="}
 _ATLAS = {"ATLAS_CLASS": "atlas_class", "MIRROR": "mirror", "DEGREE": "degree", "NEIGHBOR": "neighbor",
           "IS_UNITY": "is_unity", "BOUND_MAP": "bound_map"}
-_FLOAT_ONLY = frozenset({"DIV", "SQRT", "RSQRT", "EXP", "EXP2", "EXPM1", "LOG", "LOG2", "LOG10", "LOG1P",
-                         "SIN", "COS", "TAN", "ASIN", "ACOS", "ATAN", "SINH", "COSH", "TANH", "ASINH",
-                         "ACOSH", "ATANH", "ERF", "ERFC", "CBRT", "SIGMOID", "ATAN2", "HYPOT", "COPYSIGN", "FMA"})
+# ops on float types only: IR DIV (true division) and FMA, and the float-only instructions
+# but those the IR defines on integers too (the lowering expands them: FMOD, POW, and the
+# roundings, which are the integer itself)
+_FLOAT_ONLY = frozenset({"DIV", "FMA"} | {op for op, spec in ir_ops().items() if spec.types == "float"
+                                         and spec.result == "same"} - {"FMOD", "POW", "FLOOR", "CEIL", "TRUNC", "RINT"})
 
 
 def _arr(value: Any, dtype: DType) -> np.ndarray:
@@ -96,6 +97,8 @@ def _compute(op: str, dt: DType, srcs: tuple[Expr, ...], vals: list[Any]) -> boo
         return _scalar(ORACLE[_COMPARE[op]](_arr(vals[0], t), _arr(vals[1], t)), dt)
     if op == "ISNAN":
         return convert_const(isinstance(vals[0], float) and math.isnan(vals[0]) and srcs[0].dtype.is_float, dt)
+    if op in _TESTS:
+        return _scalar(ORACLE[_TESTS[op]](_arr(vals[0], srcs[0].dtype)), dt)
     if op in ATLAS_OPS:
         args = [_arr(v, DType.I64) for v in vals]
         out = ORACLE[_ATLAS[op]](*args)

@@ -30,19 +30,17 @@ from hologram.verify.verifier import verify
 
 Body = tuple  # tuple[Instr | Label, ...]
 
-# Instructions whose only effect is their destination register (and that cannot fault):
-# removable when the result is dead, movable when their operands do not change.
-# Loads are handled apart (they read memory and a checked one can fault), and so are
-# PoolAlloc (it moves the pool's top) and PhaseGet (it reads state PhaseAdv changes).
-PURE_GROUPS = ("arith", "logic", "transcendental", "math")
-PURE_EXTRA = ("MOV", "MOV_IMM", "CVT", "ClsGet", "MIRROR", "NbrCount", "UnityTest", "NbrGet", "BoundMap")
-BLOCK_ENDS = ("BRA", "LOOP", "CALL", "RET", "EXIT")
+BLOCK_ENDS = tuple(name for name, spec in OPCODES.items() if "control" in spec.effects)
 
 
 def is_pure(ins: Instr) -> bool:
-    """Computes its destination from its operands alone, with no other effect."""
+    """Computes its destination from its operands alone, with no other effect (an
+    instruction the op table declares without effects): removable when the result is
+    dead, movable when its operands do not change. Loads are handled apart (they read
+    memory and a checked one can fault), and so are PoolAlloc (it moves the pool's top)
+    and PhaseGet (it reads state PhaseAdv changes)."""
     spec = OPCODES.get(ins.op)
-    return spec is not None and ins.dst is not None and (spec.group in PURE_GROUPS or ins.op in PURE_EXTRA)
+    return spec is not None and ins.dst is not None and spec.pure
 
 
 def removable(ins: Instr) -> bool:

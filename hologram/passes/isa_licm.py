@@ -31,8 +31,8 @@ import attrs
 
 from hologram.isa.program import Instr, Program, Stage
 from hologram.passes.isa_flow import Graph, Liveness, is_pure, labels_of, liveness, per_stage, reads, writes
+from hologram.verify.instr_rules import WRITES_GLOBAL as _WRITES_GLOBAL
 
-_WRITES_GLOBAL = ("STG", "ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum")
 _MAX_HOISTS = 1000
 
 

@@ -164,8 +164,8 @@ def quotient(num: Poly, d: int) -> Poly:
 
 
 # ------------------------------------------------------------------ byte counting
-_READS = frozenset({"LDG"})
-_WRITES = frozenset({"STG", "ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum"})
+_READS = frozenset(name for name, spec in OPCODES.items() if "reads" in spec.effects and spec.space == "global")
+_WRITES = frozenset(name for name, spec in OPCODES.items() if "writes" in spec.effects and spec.space == "global")
 _TRACKED = {"MOV", "MOV_IMM", "ADD", "SUB", "MUL", "DIV", "CVT"}
 
 
@@ -240,8 +240,6 @@ def stage_traffic(stage: Stage, program: Program) -> tuple[Formula, Formula, boo
 
 _MEMORY = _READS | _WRITES | {"CALL"}
 _LANE = frozenset(f"{k}.{a}" for k in ("gid", "tid", "ctaid") for a in "xyz")  # the lane's position
-_PURE_GROUPS = frozenset({"arith", "logic", "transcendental", "math"})
-_PURE = frozenset({"MOV", "MOV_IMM", "CVT", "ClsGet", "MIRROR", "NbrCount", "UnityTest", "NbrGet", "BoundMap"})
 
 
 def _uniform_value(ins: Instr, varying: set[str]) -> bool:
@@ -251,8 +249,7 @@ def _uniform_value(ins: Instr, varying: set[str]) -> bool:
 
     if ins.op == "LDG":
         return ins.addr.index is None or not is_varying(ins.addr.index)
-    pure = ins.op in _PURE or OPCODES[ins.op].group in _PURE_GROUPS
-    return pure and not any(is_varying(op) for op in ins.srcs)
+    return OPCODES[ins.op].pure and not any(is_varying(op) for op in ins.srcs)
 
 
 def _lane_varying(stage: Stage, labels: Mapping[str, int]) -> dict[int, frozenset[str]]:

@@ -34,6 +34,7 @@ from hypothesis import strategies as st
 from hologram.core import semantics as oracle
 from hologram.core.errors import ExecutionError
 from hologram.core.types import DType
+from hologram.isa.opcodes import OPCODES
 from hologram.testing import bounds, values
 from hologram.testing.bounds import Val
 from hologram.testing.scan_forms import render_scan, scan_forms
@@ -75,8 +76,13 @@ def _call(name: str, *kinds: str, literals: tuple[int, ...] = (), group: str = "
     return OpSpec(name, kinds, f"{name}({', '.join(f'{{{i}}}' for i in range(len(kinds)))})", literals, group)
 
 
-_TRANSCENDENTAL_1 = """sqrt exp expm1 exp2 log log1p log2 log10 sin cos tan arcsin arccos arctan sinh cosh
-                       tanh arcsinh arccosh arctanh erf erfc cbrt""".split()
+def _instruction_calls() -> list[OpSpec]:
+    """The DSL functions that are one instruction, from the op table: each argument of the
+    kinds the table gives, a weak literal allowed after the first; 'transcendental' those
+    of an approximated (or a transcendental-group) instruction, else 'math'."""
+    return [_call(f.name, *[f.kinds] * spec.arity, literals=tuple(range(1, spec.arity)),
+                  group="transcendental" if spec.approx or spec.group == "transcendental" else "math")
+            for spec in OPCODES.values() for f in spec.dsl]
 
 VOCABULARY: dict[str, OpSpec] = {op.name: op for op in (
     *(_binary(s, k, "arith") for s, k in (("+", "biuf"), ("-", "iuf"), ("*", "biuf"), ("/", "iuf"),
@@ -86,12 +92,9 @@ VOCABULARY: dict[str, OpSpec] = {op.name: op for op in (
     _binary("and", "b", "logic"), _binary("or", "b", "logic"), OpSpec("not", ("b",), "(not {0})", (), "logic"),
     *(_binary(s, "biu", "bitwise") for s in ("&", "|", "^")), OpSpec("~", ("biu",), "(~{0})", (), "bitwise"),
     _binary("<<", "iu", "bitwise"), _binary(">>", "iu", "bitwise"),
-    *(_call(name, "iuf", group="transcendental") for name in _TRANSCENDENTAL_1),
-    *(_call(name, "iuf", "iuf", literals=(1,), group="transcendental") for name in ("arctan2", "hypot", "power")),
-    *(_call(name, "f", group="transcendental") for name in ("rsqrt", "sigmoid", "gelu")),
-    *(_call(name, "iuf") for name in "abs floor ceil round trunc rint sign isnan relu".split()),
-    _call("fmod", "iuf", "iuf", literals=(1,)), _call("copysign", "iuf", "iuf", literals=(1,)),
-    _call("minimum", "biuf", "biuf", literals=(1,)), _call("maximum", "biuf", "biuf", literals=(1,)),
+    *_instruction_calls(),
+    _call("gelu", "f", group="transcendental"),
+    *(_call(name, "iuf") for name in "round sign isnan relu".split()),
     _call("clip", "iuf", "iuf", "iuf", literals=(1, 2)), _call("fma", "f", "f", "f", literals=(1, 2)),
     _call("where", "b", "biuf", "biuf", literals=(1, 2), group="select"),
     *(_call(name, "iu", group="atlas") for name in ("atlas_class", "mirror", "degree", "is_unity")),

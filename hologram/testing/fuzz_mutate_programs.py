@@ -99,7 +99,9 @@ def m_imm(rng: Rng, p: Program) -> Mutation | None:
     if not sites:
         return None
     s, k, ins, j = pick(rng, sites)
-    value = _value(rng, ins.dtype2 if ins.op == "CVT" and ins.dtype2 is not None else ins.dtype)
+    spec = OPCODES.get(ins.op)
+    typed = spec.source_type(j, ins.dtype, ins.dtype2) if spec is not None and j < spec.arity else None
+    value = _value(rng, typed or ins.dtype)  # of the type the operand is read as
     srcs = ins.srcs[:j] + (Imm(value),) + ins.srcs[j + 1:]
     return _with_item(p, s, k, attrs.evolve(ins, srcs=srcs)), f"imm stage {s} item {k} src {j} = {_short(value)}"
 
@@ -184,12 +186,15 @@ def m_dtype(rng: Rng, p: Program) -> Mutation | None:
         return None
     s, k, ins = pick(rng, sites)
     t = pick(rng, DType)
-    field = "dtype2" if ins.op == "CVT" and rng.random() < 0.5 else "dtype"
+    converts = ins.op in OPCODES and "S" in OPCODES[ins.op].sources  # reads a second (source) type
+    field = "dtype2" if converts and rng.random() < 0.5 else "dtype"
     return _with_item(p, s, k, attrs.evolve(ins, **{field: t})), f"dtype stage {s} item {k} {field} -> {t}"
 
 
 def m_mod(rng: Rng, p: Program) -> Mutation | None:
-    sites = [(s, k, i) for s, k, i in _instrs(p) if i.op in ("SET", "ADD", "MIN", "MAX", "SUB", "MUL")]
+    # where a modifier belongs, and arithmetic where it does not
+    sites = [(s, k, i) for s, k, i in _instrs(p) if i.op in OPCODES and (OPCODES[i.op].modifier is not None
+                                                                          or OPCODES[i.op].group == "arith")]
     if not sites:
         return None
     s, k, ins = pick(rng, sites)
@@ -439,7 +444,7 @@ def m_label(rng: Rng, p: Program) -> Mutation | None:
 
 
 def m_pred(rng: Rng, p: Program) -> Mutation | None:
-    sites = [(s, k, i) for s, k, i in _instrs(p) if i.op == "BRA"]
+    sites = [(s, k, i) for s, k, i in _instrs(p) if i.op in OPCODES and OPCODES[i.op].predicated]
     if not sites:
         return None
     s, k, ins = pick(rng, sites)

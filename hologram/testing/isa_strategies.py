@@ -34,15 +34,15 @@ from hypothesis import strategies as st
 
 from hologram.core.errors import Site
 from hologram.core.types import Affine, DType
-from hologram.isa.program import (Addr, BufferParam, Imm, Init, Instr, Label, MemDecl, Pred, Program, Reg, RegDecl,
-                                  ScalarParam, Special, Stage, Sym)
+from hologram.isa.opcodes import OPCODES
+from hologram.isa.program import (COMPARE_MODS, Addr, BufferParam, Imm, Init, Instr, Label, MemDecl, Pred, Program, Reg,
+                                  RegDecl, ScalarParam, Special, Stage, Sym)
 from hologram.verify.decl_rules import (MAX_BLOCK_SCRATCH_BYTES, MAX_POOL_ELEMENTS, MAX_SHARED_BYTES,
                                         MAX_SHARED_ELEMENTS, REGISTER_BYTES, block_scratch)
 
 I64, BOOL = DType.I64, DType.BOOL
-FLOAT_UNARY = "EXP LOG LOG2 LOG10 SQRT RSQRT SIN COS TAN TANH SIGMOID ASIN ACOS ATAN SINH COSH ASINH ACOSH ERF ERFC " \
-              "ATANH EXP2 EXPM1 LOG1P FLOOR CEIL TRUNC RINT CBRT".split()
-FLOAT_BINARY = "ATAN2 HYPOT FMOD COPYSIGN POW".split()
+# The value-computing instructions: every pure one of the op table, drawn by its typing rule
+VALUE_OPS = tuple(name for name, spec in OPCODES.items() if spec.pure)
 REDUCE_IDENTITY = {"ReduceAdd": lambda t: 0, "ReduceMul": lambda t: 1,
                    "ReduceMin": lambda t: math.inf if t.is_float else int(t.max),
                    "ReduceMax": lambda t: -math.inf if t.is_float else int(t.min)}
@@ -148,32 +148,12 @@ class _Gen:
         """One value-computing instruction of a random group."""
         d = self.draw
         t = d(st.sampled_from([self.t, self.t, I64, d(st.sampled_from(list(DType)))]))
-        ops = ["MOV", "MOV_IMM", "CVT", "SET", "SEL"]
-        if not t.is_bool:
-            ops += "ADD SUB MUL DIV REM MIN MAX MAD FMA ABS NEG".split()
-        if t.is_int or t.is_bool:
-            ops += "AND OR XOR NOT".split()
-        if t.is_int:
-            ops += "SHL SHR ClsGet MIRROR NbrCount UnityTest NbrGet BoundMap".split()
-        if t.is_float:
-            ops += FLOAT_UNARY + FLOAT_BINARY
-        op = d(st.sampled_from(ops))
-        src = lambda k, ty=t: tuple(self.source(ty) for _ in range(k))  # noqa: E731
-        if op == "MOV_IMM":
-            ins = Instr(op, t, self.target(t), (Imm(d(immediates(t))),))
-        elif op == "CVT":
-            frm = d(st.sampled_from(list(DType)))
-            ins = Instr(op, t, self.target(t), src(1, frm), dtype2=frm)
-        elif op == "SET":
-            ins = Instr(op, t, self.target(BOOL), src(2), mod=d(st.sampled_from(["eq", "ne", "lt", "le", "gt", "ge"])))
-        elif op == "SEL":
-            ins = Instr(op, t, self.target(t), (self.source(BOOL),) + src(2))
-        elif op == "UnityTest":
-            ins = Instr(op, t, self.target(BOOL), src(1))
-        else:
-            arity = 3 if op in ("MAD", "FMA", "BoundMap") else 2 if op in (
-                "ADD SUB MUL DIV REM MIN MAX AND OR XOR SHL SHR NbrGet".split() + FLOAT_BINARY) else 1
-            ins = Instr(op, t, self.target(t), src(arity))
+        spec = OPCODES[d(st.sampled_from([op for op in VALUE_OPS if OPCODES[op].admits(t)]))]
+        frm = d(st.sampled_from(list(DType))) if "S" in spec.sources else None
+        srcs = tuple(Imm(d(immediates(t))) if kind == "k" else self.source(spec.source_type(k, t, frm))
+                     for k, kind in enumerate(spec.sources))
+        mod = d(st.sampled_from(COMPARE_MODS)) if spec.modifier == "compare" else None
+        ins = Instr(spec.name, t, self.target(spec.result_type(t)), srcs, mod=mod, dtype2=frm)
         self.emit(ins)
         self.define(ins.dst)
 

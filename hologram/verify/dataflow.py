@@ -39,7 +39,7 @@ from hologram.verify.loops import StageLoops
 I64 = DType.I64
 NEGATE = {"lt": "ge", "ge": "lt", "le": "gt", "gt": "le", "eq": "ne", "ne": "eq"}
 SWAP = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le", "eq": "eq", "ne": "ne"}
-_CONTROL = frozenset({"BRA", "LOOP", "CALL", "RET", "EXIT"})
+_CONTROL = frozenset(name for name, spec in OPCODES.items() if "control" in spec.effects)
 MAX_CONTEXTS = 20_000  # distinct (subroutine, calling state) analyses per stage
 # Steps (a register state copied or joined, a bound compared, a prover term, an
 # instruction of a loop scanned) the verification of one stage may take, so that no

@@ -13,13 +13,24 @@ from __future__ import annotations
 from hologram.core.errors import VerifyError, did_you_mean, shorten
 from hologram.core.types import DType
 from hologram.isa.opcodes import OPCODES
-from hologram.isa.program import COMPARE_MODS, REASSOC, REASSOC_OPS, Imm, Instr, Reg, Special, Sym
+from hologram.isa.program import COMPARE_MODS, REASSOC, Imm, Instr, Reg, Special, Sym
 from hologram.verify.decl_rules import I64_MAX, I64_MIN, StageScope, representable
 
-WRITES_GLOBAL = ("STG", "ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum")
+WRITES_GLOBAL = frozenset(name for name, spec in OPCODES.items() if "writes" in spec.effects and spec.space == "global")
 # How each reduction combines its contributions: ResAccum is a ReduceAdd into a class's bin.
-COMBINES = {"ReduceAdd": "ReduceAdd", "ResAccum": "ReduceAdd", "ReduceMul": "ReduceMul", "ReduceMin": "ReduceMin",
-            "ReduceMax": "ReduceMax"}
+COMBINES = {**{name: name for name, spec in OPCODES.items() if spec.group == "reduce"}, "ResAccum": "ReduceAdd"}
+# How messages name the sources of the opcodes that read a register in a role
+_ROLE = {"LOOP": "the loop counter", "PoolFree": "the pool handle"}
+
+
+def _those(has) -> str:
+    return ", ".join(sorted(name for name, spec in OPCODES.items() if has(spec)))
+
+
+_COMPARING = _those(lambda spec: spec.modifier == "compare")
+_CONVERTING = _those(lambda spec: "S" in spec.sources)
+_PREDICATED = _those(lambda spec: spec.predicated)
+_REASSOCIABLE = _those(lambda spec: spec.modifier == REASSOC)
 
 _TYPE_CLASS_TEXT = {"any": "any type", "num": "a numeric type", "int": "an integer type",
                     "intbool": "an integer type or bool", "float": "a float type"}
@@ -64,19 +75,20 @@ class _InstrChecker:
                 raise self.fail("form", f"{op} {'needs' if needed else 'takes no'} {text}")
         if len(ins.srcs) != form.count("s"):
             raise self.fail("form", f"{op} takes {form.count('s')} source operand(s), got {len(ins.srcs)}")
-        if ins.mod == REASSOC and op in REASSOC_OPS:
+        modifier = self.spec.modifier
+        if ins.mod == REASSOC and modifier == REASSOC:
             if ins.dtype is None or not ins.dtype.is_float:
                 raise self.fail("form", f"{op}.{REASSOC} applies to float types, not {ins.dtype}")
-        elif (ins.mod is not None) != (op == "SET"):
-            raise self.fail("form", f"only SET takes a comparison and only {', '.join(sorted(REASSOC_OPS))} take "
-                                    f".{REASSOC}" if op != "SET" else "SET needs a comparison")
-        if op == "SET" and ins.mod not in COMPARE_MODS:
+        elif (ins.mod is not None) != (modifier == "compare"):
+            raise self.fail("form", f"only {_COMPARING} takes a comparison and only {_REASSOCIABLE} take "
+                                    f".{REASSOC}" if modifier != "compare" else f"{op} needs a comparison")
+        if modifier == "compare" and ins.mod not in COMPARE_MODS:
             raise self.fail("compare", f"unknown comparison {ins.mod!r}; expected one of {', '.join(COMPARE_MODS)}")
-        if (ins.dtype2 is not None) != (op == "CVT"):
-            raise self.fail("form", "only CVT takes a second (source) type" if op != "CVT"
-                            else "CVT needs the source type as a second suffix (CVT.f32.i32)")
-        if ins.pred is not None and op != "BRA":
-            raise self.fail("form", "only BRA can be predicated")
+        if (ins.dtype2 is not None) != ("S" in self.spec.sources):
+            raise self.fail("form", f"only {_CONVERTING} takes a second (source) type" if "S" not in self.spec.sources
+                            else f"{op} needs the source type as a second suffix (CVT.f32.i32)")
+        if ins.pred is not None and not self.spec.predicated:
+            raise self.fail("form", f"only {_PREDICATED} can be predicated")
         if ins.checked and "m" not in form:
             raise self.fail("form", f".chk applies to memory accesses; {op} has none")
         if ins.pred is not None:
@@ -93,13 +105,11 @@ class _InstrChecker:
         elif not spec.admits(t):
             raise self.fail("dtype", f"{op} works on {_TYPE_CLASS_TEXT[spec.types]}, not {t}")
         if ins.dst is not None:
-            want = {"same": t, "bool": DType.BOOL, "i64": DType.I64}[spec.result]
-            self.operand(ins.dst, want, "the destination", reg_only=True)
-        expected = {"CVT": [ins.dtype2], "SEL": [DType.BOOL, t, t]}.get(
-            op, [DType.I64] if op in ("LOOP", "PoolFree", "PhaseAdv") else [t] * len(ins.srcs))
-        for k, (o, want) in enumerate(zip(ins.srcs, expected)):
-            what = "the loop counter" if op == "LOOP" else "the pool handle" if op == "PoolFree" else f"source {k + 1}"
-            self.operand(o, want, what, reg_only=op in ("LOOP", "PoolFree"), imm_only=op == "MOV_IMM")
+            self.operand(ins.dst, spec.result_type(t), "the destination", reg_only=True)
+        for k, o in enumerate(ins.srcs):
+            kind = spec.sources[k]
+            self.operand(o, spec.source_type(k, t, ins.dtype2), _ROLE.get(op, f"source {k + 1}"), reg_only=kind == "c",
+                         imm_only=kind == "k")
         if ins.addr is not None:
             self.check_addr()
 

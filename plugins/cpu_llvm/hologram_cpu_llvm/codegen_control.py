@@ -405,10 +405,9 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering):
                 emit = REASSOCIATED_OPS.get(op, emit)
             if emit is None:
                 raise VerifyError(f"cpu_llvm: no code generator for {op}")
-            types = (DType.BOOL, t, t) if op == "SEL" else (t,) * len(ins.srcs)
-            args = [self.read(s, want) for s, want in zip(ins.srcs, types)]
-            result = DType.BOOL if OPCODES[op].result == "bool" else t
-            self.write(ins.dst, emit(b, t, args), result)
+            spec = OPCODES[op]
+            args = [self.read(s, spec.source_type(k, t)) for k, s in enumerate(ins.srcs)]
+            self.write(ins.dst, emit(b, t, args), spec.result_type(t))
         b.branch(nxt())
 
     # ------------------------------------------------------------------ control

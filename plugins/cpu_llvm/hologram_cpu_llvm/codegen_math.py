@@ -29,6 +29,11 @@ LIBM = {
 }
 
 
+# Every function `math_call` emits: vecmath's (one entry there adds a function to the
+# code generator), and the C library's where vecmath is absent
+FUNCTIONS = frozenset(getattr(_vecmath, "NAMES", ())) | frozenset(LIBM)
+
+
 def _vector_math(name: str, t: DType):
     emit = getattr(_vecmath, "emit_math", None)
     supported = getattr(_vecmath, "NAMES", None)

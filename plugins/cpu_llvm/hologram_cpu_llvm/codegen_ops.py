@@ -25,7 +25,7 @@ from llvmlite import ir
 from hologram.core import atlas
 from hologram.core.types import DType
 
-from .codegen_math import math_call
+from .codegen_math import FUNCTIONS as MATH_FUNCTIONS, math_call
 from .codegen_types import DOUBLE, FLOAT, HALF, I1, I64, convert, double_to_half, intrinsic
 
 Emit = Callable[[ir.IRBuilder, DType, list[ir.Value]], ir.Value]
@@ -300,6 +300,7 @@ def compare(b: ir.IRBuilder, mod: str, t: DType, x: ir.Value, y: ir.Value) -> ir
 
 
 VALUE_OPS: dict[str, Emit] = {
+    **{op: _libm(op) for op in sorted(MATH_FUNCTIONS)},  # the entries below replace some (FMOD, SIGMOID)
     "MOV": lambda b, t, args: args[0], "MOV_IMM": lambda b, t, args: args[0],
     "ADD": _arith("add", "fadd"), "SUB": _arith("sub", "fsub"), "MUL": _arith("mul", "fmul"),
     "DIV": _div, "REM": _rem, "MIN": _minmax(True), "MAX": _minmax(False),
@@ -311,8 +312,6 @@ VALUE_OPS: dict[str, Emit] = {
     "FLOOR": _float1("floor"), "CEIL": _float1("ceil"), "TRUNC": _float1("trunc"), "RINT": _float1("roundeven"),
     "COPYSIGN": _widen(lambda b, t, args: intrinsic(b, "copysign", args[0].type, list(args))),
     "FMOD": _fmod,
-    **{op: _libm(op) for op in ("EXP LOG LOG2 LOG10 SIN COS TAN TANH ASIN ACOS ATAN SINH COSH ASINH ACOSH "
-                                 "ATANH EXP2 EXPM1 LOG1P ATAN2 HYPOT POW ERF ERFC CBRT").split()},
     "ClsGet": _cls_get,
     "MIRROR": _atlas_unary("atlas.mirror", list(atlas.MIRROR), -1),
     "NbrCount": _atlas_unary("atlas.degree", [int(d) for d in atlas.DEGREE_TABLE], 0),

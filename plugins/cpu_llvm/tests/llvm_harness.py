@@ -18,11 +18,12 @@ import numpy as np
 
 from hologram.core.errors import ExecutionError, VerifyError
 from hologram.core.types import Affine, DType
+from hologram.isa.opcodes import const
 from hologram.isa.program import BufferParam, Instr, Program, Reg, RegDecl, Special, Stage
 from hologram.verify.verifier import verify
 from hologram_cpu_llvm import CpuLlvmBackend, codegen, jit  # jit: MCJIT learns the runtime's symbols
 from hologram_cpu_llvm.codegen import compile_program, reduce_op
-from hologram_interp import InterpBackend, semantics as sem
+from hologram_interp import InterpBackend
 from hologram_interp.backend import program_key
 from hologram_interp.decode import decode_program
 
@@ -84,7 +85,7 @@ def llvm_launch(program: Program, buffers: dict[str, np.ndarray], scalars: dict,
     syms = np.array([symbols[s] for s in program.symbols] or [0], dtype=np.int64)
     slots = np.zeros(max(1, len(program.scalars())), dtype=np.uint64)
     for i, (name, p) in enumerate(program.scalars().items()):
-        raw = np.asarray(sem.const(scalars[name], p.dtype) if not isinstance(scalars[name], np.generic)
+        raw = np.asarray(const(scalars[name], p.dtype) if not isinstance(scalars[name], np.generic)
                          else scalars[name], dtype=p.dtype.np).tobytes()
         slots.view(np.uint8)[8 * i:8 * i + len(raw)] = np.frombuffer(raw, np.uint8)
     with np.errstate(all="ignore"):
@@ -92,7 +93,7 @@ def llvm_launch(program: Program, buffers: dict[str, np.ndarray], scalars: dict,
             stage = program.stages[entry.stage_index]
             for init in stage.inits:
                 buf = mem[init.buffer]
-                buf[init.offset] = sem.const(init.value, DType.from_numpy(buf.dtype))
+                buf[init.offset] = const(init.value, DType.from_numpy(buf.dtype))
             ext = [d.evaluate(symbols) for d in stage.domain]
             grid = [-(-e // b) for e, b in zip(ext, tuple(stage.block) + (1,) * 3)]
             total = math.prod(grid) if min(ext) > 0 else 0
@@ -103,7 +104,7 @@ def llvm_launch(program: Program, buffers: dict[str, np.ndarray], scalars: dict,
                 for name in entry.reduce_buffers:
                     op, _ = reduce_op(stage, name)
                     bt = DType.from_numpy(mem[name].dtype)
-                    partials.append(np.full(mem[name].size, sem.const(_IDENTITY[op](bt), bt), bt.np))
+                    partials.append(np.full(mem[name].size, const(_IDENTITY[op](bt), bt), bt.np))
                 pptrs = (ctypes.c_void_p * max(1, len(partials)))(*[p.ctypes.data for p in partials])
                 err = np.zeros(4, np.int64)
                 fn(start, min(total, start + step), ctypes.cast(ptrs, ctypes.c_void_p).value,

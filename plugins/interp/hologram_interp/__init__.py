@@ -1,8 +1,9 @@
 """hologram-backend-interp: the reference interpreter for Atlas ISA programs.
 
 Registered through the `hologram` entry-point group exactly as a third-party backend
-would be. Semantics are specified in docs/isa.md; `semantics.py` is their executable
-form, `decode.py` turns a program into closures, `machine.py` runs them lane by lane,
+would be. Semantics are specified in docs/isa.md; their executable form is the reference
+semantics each opcode's entry in `hologram.isa.opcodes` points at, which the interpreter
+calls as they are: `decode.py` turns a program into closures, `machine.py` runs them lane by lane,
 and `lane.py` holds the state each lane carries (`Lane`, `PoolMem`).
 """
 

@@ -22,7 +22,7 @@ from hologram.isa.program import BufferParam, Program
 from hologram.runtime.args import complete_symbols, plain_array, symbol_value, zeroed_temporary
 from hologram.verify.verifier import verify
 
-# decode, machine and semantics (~3 ms to import) wait for the first program this backend
+# decode and machine (~3 ms to import) wait for the first program this backend
 # prepares: a process whose kernels run elsewhere never imports them
 if TYPE_CHECKING:
     from .decode import Executable
@@ -91,7 +91,8 @@ class InterpBackend:
 def bind(exe: Executable, buffers: Mapping[str, np.ndarray], scalars: Mapping[str, Any],
          symbols: Mapping[str, int]) -> tuple[dict[str, np.ndarray], dict[tuple[str, str], np.generic]]:
     """Flat views of the caller's buffers plus zeroed temporaries, and the launch constants."""
-    from . import semantics as sem
+    from hologram.isa.opcodes import const, convert
+
     from .decode import const_key
 
     program = exe.program
@@ -128,9 +129,9 @@ def bind(exe: Executable, buffers: Mapping[str, np.ndarray], scalars: Mapping[st
             raise ArgumentError(f"scalar parameter '{name}' ({p.dtype}) is missing")
         v = scalars[name]
         if isinstance(v, np.generic):
-            consts[const_key(name)] = v if v.dtype == p.dtype.np else sem.convert(v, p.dtype)
+            consts[const_key(name)] = v if v.dtype == p.dtype.np else convert(v, p.dtype)
         elif isinstance(v, (bool, int, float)):
-            consts[const_key(name)] = sem.const(v, p.dtype)
+            consts[const_key(name)] = const(v, p.dtype)
         else:
             raise ArgumentError(f"scalar parameter '{name}': expected a number of type {p.dtype}, got {v!r}")
     return mem, consts

@@ -3,8 +3,8 @@
 A decoded instruction is a function `step(lane) -> int | None`: None falls through to the
 next instruction, a non-negative int is the next pc, `EXIT` ends the lane and `BARRIER`
 suspends it at a block barrier. Everything that can be resolved statically is resolved
-here (label targets, register keys, operand conversions, the dtype-specific semantics
-from `semantics.py`), so running a lane is a loop of plain calls.
+here (label targets, register keys, operand conversions, the dtype-specific reference
+semantics each opcode's table entry points at), so running a lane is a loop of plain calls.
 
 The decoder also refuses programs it cannot run meaningfully (undeclared registers,
 unknown labels, backward BRA, forward LOOP, bad operand forms). The verifier normally
@@ -27,10 +27,9 @@ from hologram.core import atlas
 from hologram.core.errors import ExecutionError, Site, VerifyError, out_of_bounds
 from hologram.core.types import Affine, DType
 from hologram.isa.asm import format_instr
-from hologram.isa.opcodes import OPCODES
+from hologram.isa.opcodes import OPCODES, OpSpec, const, convert
 from hologram.isa.program import Addr, Imm, Init, Instr, Label, MemDecl, Operand, Program, Reg, Special, Stage, Sym
 
-from . import semantics as sem
 from .lane import Lane
 
 
@@ -168,8 +167,7 @@ class _StageDecoder:
             raise self.fail(f"{ins.op} {'needs' if 'd' in spec.form else 'takes no'} destination register")
         if ("m" in spec.form) != (ins.addr is not None):
             raise self.fail(f"{ins.op} {'needs' if 'm' in spec.form else 'takes no'} memory operand")
-        handler = _HANDLERS.get(ins.op) or _GROUP_HANDLERS[spec.group]
-        return handler(self, ins, t)
+        return _handler(spec)(self, ins, t)
 
     # ------------------------------------------------------------------- operands
     def key_type(self, operand: Operand) -> tuple[Any, DType]:
@@ -188,13 +186,13 @@ class _StageDecoder:
     def read(self, operand: Operand, want: DType) -> Reader:
         """A reader of `operand` as a value of `want` (converted as CVT when its type differs)."""
         if isinstance(operand, Imm):
-            value = sem.const(self.literal(operand.value), want)
+            value = const(self.literal(operand.value), want)
             return lambda r: value
         key, have = self.key_type(operand)
         get = operator.itemgetter(key)
         if have is want:
             return get
-        return lambda r: sem.convert(get(r), want)
+        return lambda r: convert(get(r), want)
 
     def literal(self, value: Any) -> bool | int | float:
         if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
@@ -221,7 +219,7 @@ class _StageDecoder:
         if not isinstance(self.ins.dst, Reg):
             raise self.fail("the destination must be a register")
         key, have = self.key_type(self.ins.dst)
-        return key, None if have is result else (lambda v: sem.convert(v, have))
+        return key, None if have is result else (lambda v: convert(v, have))
 
     def label(self) -> int:
         if self.ins.target not in self.labels:
@@ -270,21 +268,14 @@ class _StageDecoder:
         return step3
 
     def h_value(self, ins: Instr, t: DType) -> Step:
-        """Every opcode whose semantics is a table entry in semantics.py."""
+        """Every pure opcode: its table entry's reference semantics, on its operand types."""
         spec = OPCODES[ins.op]
-        result = DType.BOOL if spec.result == "bool" else t
-        n = len(ins.srcs)
-        table = {1: sem.UNARY, 2: sem.BINARY, 3: sem.TERNARY}[n]
-        key = "MOV" if ins.op == "MOV_IMM" else ins.op
-        if key not in table:
-            raise self.fail(f"no semantics for {ins.op}")  # an OPCODES entry without one
-        srcs_types = (DType.BOOL, t, t) if ins.op == "SEL" else (t,) * n
-        return self.compute(ins, t, table[key](t), srcs_types, result)
-
-    def h_set(self, ins: Instr, t: DType) -> Step:
-        if ins.mod not in sem.COMPARE:
-            raise self.fail(f"SET needs a comparison ({', '.join(sem.COMPARE)}), got {ins.mod!r}")
-        return self.compute(ins, t, sem.COMPARE[ins.mod], (t, t), DType.BOOL)
+        try:
+            fn = spec.semantics(t, ins.mod)
+        except ValueError as e:  # e.g. SET without a known comparison
+            raise self.fail(str(e)) from None
+        srcs_types = tuple(spec.source_type(k, t) for k in range(spec.arity))
+        return self.compute(ins, t, fn, srcs_types, spec.result_type(t))
 
     def h_cvt(self, ins: Instr, t: DType) -> Step:
         src = ins.dtype2
@@ -294,13 +285,13 @@ class _StageDecoder:
             if isinstance(ins.srcs[0], Imm):
                 raise self.fail("CVT of an immediate needs the source type (CVT.dst.src)")
             src = self.key_type(ins.srcs[0])[1]
-        return self.compute(ins, t, lambda x: sem.convert(x, t), (src,), t)
+        return self.compute(ins, t, OPCODES["CVT"].semantics(t), (src,), t)
 
     def h_load(self, ins: Instr, t: DType) -> Step:
         space = OPCODES[ins.op].space
         name, decl, index = self.address(space)
         key, to_dst = self.dst(t)
-        conv = _chain(None if decl.dtype is t else (lambda v: sem.convert(v, t)), to_dst)
+        conv = _chain(None if decl.dtype is t else (lambda v: convert(v, t)), to_dst)
         where, site, memory = self.where, self.site, _MEMORY[space]
 
         def load(lane):
@@ -318,7 +309,7 @@ class _StageDecoder:
         value = self.read(ins.srcs[0], t)
         if decl.dtype is not t:
             raw, bt = value, decl.dtype
-            value = lambda r: sem.convert(raw(r), bt)  # noqa: E731
+            value = lambda r: convert(raw(r), bt)  # noqa: E731
         if space == "global":
             self.writes.add(name)
         where, site, memory = self.where, self.site, _MEMORY[space]
@@ -482,7 +473,7 @@ _MEMORY = {"global": lambda lane, name: lane.mem[name], "shared": _shared, "pool
 _HANDLERS: dict[str, Callable[[_StageDecoder, Instr, Any], Step]] = {
     "LDG": _StageDecoder.h_load, "LDS": _StageDecoder.h_load, "PoolLoad": _StageDecoder.h_load,
     "STG": _StageDecoder.h_store, "STS": _StageDecoder.h_store, "PoolStore": _StageDecoder.h_store,
-    "CVT": _StageDecoder.h_cvt, "SET": _StageDecoder.h_set,
+    "CVT": _StageDecoder.h_cvt,
     "BRA": _StageDecoder.h_bra, "CALL": _StageDecoder.h_call, "RET": _StageDecoder.h_ret,
     "LOOP": _StageDecoder.h_loop, "EXIT": _StageDecoder.h_exit,
     "BarSync": _StageDecoder.h_sync, "MemFence": _StageDecoder.h_sync,
@@ -490,8 +481,19 @@ _HANDLERS: dict[str, Callable[[_StageDecoder, Instr, Any], Step]] = {
     "PhaseGet": _StageDecoder.h_phase_get, "PhaseAdv": _StageDecoder.h_phase_adv,
     "PoolAlloc": _StageDecoder.h_pool_alloc, "PoolFree": _StageDecoder.h_pool_free,
 }
-_GROUP_HANDLERS = {
-    "data": _StageDecoder.h_value, "arith": _StageDecoder.h_value, "logic": _StageDecoder.h_value,
-    "transcendental": _StageDecoder.h_value, "math": _StageDecoder.h_value, "atlas": _StageDecoder.h_value,
-    "reduce": _StageDecoder.h_reduce,
-}
+
+
+def _handler(spec: OpSpec) -> Callable[[_StageDecoder, Instr, Any], Step]:
+    """How an opcode is decoded: by name where the machine defines it (memory, control,
+    lane state), a reduction's contribution, else its reference semantics."""
+    if spec.name in _HANDLERS:
+        return _HANDLERS[spec.name]
+    if spec.group == "reduce":
+        return _StageDecoder.h_reduce
+    if spec.pure and spec.semantics is not None:
+        return _StageDecoder.h_value
+    return _undefined
+
+
+def _undefined(self: _StageDecoder, ins: Instr, t: Any) -> Step:
+    raise self.fail(f"no semantics for {ins.op}")  # an OPCODES entry the machine cannot run

@@ -22,9 +22,9 @@ import numpy as np
 from hologram.core import trace
 from hologram.core.errors import ArgumentError, ExecutionError
 from hologram.core.types import DType
+from hologram.isa.opcodes import OPCODES, const, convert, pairwise
 from hologram.isa.program import AXES
 
-from . import semantics as sem
 from .decode import BARRIER, EXIT, Executable, StageCode, special_key
 from .lane import Lane, PoolMem
 
@@ -70,7 +70,7 @@ def run_stage(stage: StageCode, mem: dict[str, np.ndarray], consts: dict[tuple[s
         if not 0 <= init.offset < len(buf):
             raise ExecutionError(f"stage '{stage.name}': init of '{init.buffer}' at offset {init.offset} is out "
                                  f"of bounds ({len(buf)} elements)")
-        buf[init.offset] = sem.const(init.value, DType.from_numpy(buf.dtype))
+        buf[init.offset] = const(init.value, DType.from_numpy(buf.dtype))
     block = stage.block
     grid = tuple(-(-e // b) for e, b in zip(ext, block))
     base = dict(stage.regs)
@@ -133,11 +133,11 @@ def run_block(stage: StageCode, cta: tuple[int, int, int], lanes: list[Lane]) ->
 def merge(reductions: dict[tuple[str, str, int], list], mem: dict[str, np.ndarray]) -> None:
     """`mem = mem (op) combine(contributions)` for every reduced element."""
     for (op, name, i), values in reductions.items():
-        combine = sem.REDUCE[op]
-        total = sem.pairwise(combine, values)
         buf = mem[name]
+        combine = OPCODES[op].semantics(DType.from_numpy(buf.dtype))
+        total = pairwise(combine, values)
         current = buf[i]
         if current.dtype != total.dtype:
-            current = sem.convert(current, DType.from_numpy(total.dtype))
+            current = convert(current, DType.from_numpy(total.dtype))
         result = combine(current, total)
-        buf[i] = result if result.dtype == buf.dtype else sem.convert(result, DType.from_numpy(buf.dtype))
+        buf[i] = result if result.dtype == buf.dtype else convert(result, DType.from_numpy(buf.dtype))

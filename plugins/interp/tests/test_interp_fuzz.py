@@ -28,8 +28,6 @@ IMMS = [0, 1, -1, 7, 300, -(2**70), 2**64, 0.5, -0.0, math.nan, math.inf, 1e300,
 LABELS = ["L0", "L1", "L2"]
 OPS = sorted(set(OPCODES) - {"LOOP"})
 SPACES = {"global": ["g", "t"], "shared": ["sh"], "pool": ["p"], None: ["nope"]}
-ADMITS = {"any": lambda t: True, "num": lambda t: not t.is_bool, "int": lambda t: t.is_int,
-          "intbool": lambda t: not t.is_float, "float": lambda t: t.is_float, "none": lambda t: False}
 
 regs = st.sampled_from([Reg(r.name) for r in REGS])
 operands = st.one_of(regs, st.sampled_from(SPECIALS).map(Special), st.sampled_from(IMMS).map(Imm),
@@ -45,7 +43,7 @@ def instrs(draw) -> Instr:
     spec = OPCODES[op]
     sloppy = draw(st.integers(0, 7)) == 0
     pick = lambda good: draw(st.one_of(good, junk)) if sloppy else draw(good)  # noqa: E731
-    types = [t for t in ALL_TYPES if ADMITS[spec.types](t)]
+    types = [t for t in ALL_TYPES if spec.types != "none" and spec.admits(t)]
     addr = None
     if "m" in spec.form:
         addr = Addr(draw(st.sampled_from(SPACES[spec.space])), draw(st.none() | st.sampled_from(INT_REGS)),
@@ -56,10 +54,10 @@ def instrs(draw) -> Instr:
         srcs=tuple(pick(operands) for _ in range(spec.form.count("s") + (draw(st.integers(-1, 1)) if sloppy else 0))),
         addr=pick(st.just(addr)) if addr else None,
         target=draw(st.sampled_from(LABELS)) if "l" in spec.form else "p" if "p" in spec.form else None,
-        mod=pick(st.sampled_from(COMPARE_MODS)) if op == "SET" else None,
-        dtype2=pick(st.sampled_from(ALL_TYPES)) if op == "CVT" else None,
+        mod=pick(st.sampled_from(COMPARE_MODS)) if spec.modifier == "compare" else None,
+        dtype2=pick(st.sampled_from(ALL_TYPES)) if "S" in spec.sources else None,
         count=draw(st.sampled_from([0, 1, 2, 5])) if "n" in spec.form else None,
-        pred=draw(st.none() | st.builds(Pred, regs, st.booleans())) if op == "BRA" else None,
+        pred=draw(st.none() | st.builds(Pred, regs, st.booleans())) if spec.predicated else None,
         checked=draw(st.booleans()),
     )
 

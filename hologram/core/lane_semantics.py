@@ -1,26 +1,31 @@
-"""Scalar semantics of every value-computing Atlas ISA opcode.
+"""The reference semantics of the Atlas instructions, one lane at a time.
 
-Values are numpy scalars of the operation's dtype, so float arithmetic rounds exactly as
-IEEE arithmetic in that type (f16 included) and integer arithmetic wraps; the machine
-runs everything under `np.errstate(all="ignore")`. Each table maps an opcode to a
-factory `dtype -> function`, so the decoder resolves the dtype-dependent choice (true
-vs floor division, bitwise vs logical NOT) once per instruction, not once per lane.
-The rules themselves are specified in docs/isa.md; this module is their executable form.
+Each value-computing instruction's entry in the op table (`hologram.core.instructions`)
+points at a factory here, `semantics(dtype, mod) -> function`: the function computes the
+instruction on numpy scalars of its operand types, so float arithmetic rounds exactly as
+IEEE arithmetic in that type (f16 included) and integer arithmetic wraps. A factory
+resolves the dtype-dependent choice (true vs floor division, bitwise vs logical NOT, the
+comparison of SET) once per instruction, so the interpreter, which calls these under
+`np.errstate(all="ignore")`, decides nothing per lane. The rules are specified in
+docs/isa.md; this module is their executable form, and what every backend is held to.
 """
 
 from __future__ import annotations
 
 import math
 import operator
-from fractions import Fraction
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from hologram.core import atlas
 from hologram.core.types import DType
 
+if TYPE_CHECKING:
+    from fractions import Fraction
+
 Fn = Callable[..., Any]
+Semantics = Callable[..., Fn]  # (dtype, mod=None) -> the lane function
 
 
 # ------------------------------------------------------------------------ conversions
@@ -60,7 +65,10 @@ def const(value: bool | int | float, to: DType) -> np.generic:
     if isinstance(value, (bool, np.bool_)):
         return np.bool_(value).astype(to.np)
     if isinstance(value, (int, np.integer)):
-        return wrap_int(int(value), to) if to.is_int else round_exact(Fraction(int(value)), to)
+        if to.is_int:
+            return wrap_int(int(value), to)
+        from fractions import Fraction  # imported when first needed: ~3 ms of a bundle load
+        return round_exact(Fraction(int(value)), to)
     return convert(np.float64(value), to)
 
 
@@ -69,7 +77,7 @@ def const(value: bool | int | float, to: DType) -> np.generic:
 _FORMATS = {DType.F16: (11, -14, 15), DType.F32: (24, -126, 127), DType.F64: (53, -1022, 1023)}
 
 
-def round_exact(q: Fraction, to: DType) -> np.floating:
+def round_exact(q: "Fraction", to: DType) -> np.floating:
     """The rational `q` rounded once, to nearest with ties to even, into float type `to`
     (subnormals and overflow to infinity included). A positive zero for q == 0."""
     prec, emin, emax = _FORMATS[to]
@@ -105,6 +113,8 @@ def fma(a: np.floating, b: np.floating, c: np.floating) -> np.floating:
         return a * b + c  # the product is +-inf or NaN exactly; one addition follows
     if not math.isfinite(fc):
         return c  # finite product (possibly beyond the type's range) plus inf/NaN
+    from fractions import Fraction
+
     q = Fraction(fa) * Fraction(fb) + Fraction(fc)
     if q == 0:
         # IEEE sum of exact zeros: -0 only when both addends are -0 (round to nearest).
@@ -114,100 +124,76 @@ def fma(a: np.floating, b: np.floating, c: np.floating) -> np.floating:
     return round_exact(q, to)
 
 
-# --------------------------------------------------------------------- unary opcodes
-def _rsqrt(t: DType) -> Fn:
+# ------------------------------------------------------------------------ factories
+# Each is `(dtype, mod=None) -> lane function`, the shape the op table's `semantics` has.
+def same(fn: Fn) -> Semantics:
+    """The numpy function `fn` itself, whatever the type (numpy picks the loop of the
+    scalars' own dtype)."""
+    return lambda t, mod=None: fn
+
+
+def via_f64(f: Callable[[float], float]) -> Semantics:
+    """A function numpy lacks: the C library's (Python's math), in double, rounded once
+    to the type."""
+    return lambda t, mod=None: (lambda x: t.np.type(f(float(x))))
+
+
+def array_loop(fn: Fn) -> Fn:
+    """numpy's array loop of `fn`. Its scalar path special-cases some arguments
+    (power(x, 0.5) is sqrt(x), so power(-0.0, 0.5) = -0.0); the ISA means the array
+    loop, which is what a kernel over arrays computes."""
+    return lambda a, b: fn(a.reshape(1), b.reshape(1))[0]
+
+
+def identity(t: DType, mod: str | None = None) -> Fn:
+    return lambda x: x
+
+
+def convert_to(t: DType, mod: str | None = None) -> Fn:
+    """CVT.t: the operand (already read as its source type) converted to t."""
+    return lambda x: convert(x, t)
+
+
+def rsqrt(t: DType, mod: str | None = None) -> Fn:
     one = t.np.type(1)
     return lambda x: one / np.sqrt(x)
 
 
-def _sigmoid(t: DType) -> Fn:
+def sigmoid(t: DType, mod: str | None = None) -> Fn:
     one = t.np.type(1)
 
-    def sigmoid(x):
+    def lane(x):
         # exp of a non-positive argument only, so it never overflows.
         if x >= 0:
             return one / (one + np.exp(-x))
         e = np.exp(x)
         return e / (one + e)
 
-    return sigmoid
+    return lane
 
 
-def _via_f64(f: Callable[[float], float]) -> Callable[[DType], Fn]:
-    # functions numpy lacks: the C library's, in double, rounded once to the type
-    return lambda t: (lambda x: t.np.type(f(float(x))))
-
-
-def _atlas1(f: Callable[[int], int]) -> Callable[[DType], Fn]:
-    return lambda t: (lambda x: wrap_int(f(int(x)), t))
-
-
-def _same(fn: Fn) -> Callable[[DType], Fn]:
-    return lambda t: fn
-
-
-def _array_loop(fn: Fn) -> Fn:
-    # numpy's scalar path special-cases some arguments (power(x, 0.5) is sqrt(x), so
-    # power(-0.0, 0.5) = -0.0); the ISA means the array loop, which is what a kernel
-    # over arrays computes.
-    return lambda a, b: fn(a.reshape(1), b.reshape(1))[0]
-
-
-UNARY: dict[str, Callable[[DType], Fn]] = {
-    "MOV": _same(lambda x: x),
-    "ABS": _same(np.absolute),
-    "NEG": _same(np.negative),
-    "NOT": _same(np.invert),  # bitwise on integers, logical on bool
-    "EXP": _same(np.exp), "LOG": _same(np.log), "LOG2": _same(np.log2), "LOG10": _same(np.log10),
-    "SQRT": _same(np.sqrt), "RSQRT": _rsqrt,
-    "SIN": _same(np.sin), "COS": _same(np.cos), "TAN": _same(np.tan), "TANH": _same(np.tanh),
-    "SIGMOID": _sigmoid,
-    "ASIN": _same(np.arcsin), "ACOS": _same(np.arccos), "ATAN": _same(np.arctan),
-    "SINH": _same(np.sinh), "COSH": _same(np.cosh),
-    "ASINH": _same(np.arcsinh), "ACOSH": _same(np.arccosh), "ATANH": _same(np.arctanh),
-    "EXP2": _same(np.exp2), "EXPM1": _same(np.expm1), "LOG1P": _same(np.log1p), "CBRT": _same(np.cbrt),
-    "ERF": _via_f64(math.erf), "ERFC": _via_f64(math.erfc),
-    "FLOOR": _same(np.floor), "CEIL": _same(np.ceil), "TRUNC": _same(np.trunc), "RINT": _same(np.rint),
-    "ClsGet": _atlas1(lambda c: atlas.byte_class(c & 0xFF)),
-    "MIRROR": _atlas1(atlas.mirror),
-    "NbrCount": _atlas1(atlas.degree),
-    "UnityTest": lambda t: (lambda x: np.bool_(atlas.is_unity(int(x)))),
-}
-
-
-# -------------------------------------------------------------------- binary opcodes
-def _div(t: DType) -> Fn:
+def div(t: DType, mod: str | None = None) -> Fn:
     if t.is_float:
         return operator.truediv
     zero = t.np.type(0)
     return lambda a, b: a // b if b else zero  # floor division; by zero is 0 (defined)
 
 
-def _rem(t: DType) -> Fn:
+def rem(t: DType, mod: str | None = None) -> Fn:
     if t.is_float:
         return np.remainder
     zero = t.np.type(0)
     return lambda a, b: a % b if b else zero  # sign of the divisor; by zero is 0
 
 
-def _shift(op: Fn) -> Callable[[DType], Fn]:
-    def make(t: DType) -> Fn:
+def shift(op: Fn) -> Semantics:
+    """A shift whose amount is masked to the bit width (numpy: arithmetic iff signed)."""
+    def make(t: DType, mod: str | None = None) -> Fn:
         mask = t.np.type(t.bits - 1)
         return lambda a, b: op(a, b & mask)
 
     return make
 
-
-BINARY: dict[str, Callable[[DType], Fn]] = {
-    "ADD": _same(operator.add), "SUB": _same(operator.sub), "MUL": _same(operator.mul),
-    "DIV": _div, "REM": _rem,
-    "MIN": _same(np.minimum), "MAX": _same(np.maximum),  # NaN propagates
-    "AND": _same(operator.and_), "OR": _same(operator.or_), "XOR": _same(operator.xor),
-    "SHL": _shift(operator.lshift), "SHR": _shift(operator.rshift),  # numpy: arithmetic iff signed
-    "ATAN2": _same(np.arctan2), "HYPOT": _same(np.hypot), "FMOD": _same(np.fmod),
-    "COPYSIGN": _same(np.copysign), "POW": _same(_array_loop(np.power)),
-    "NbrGet": lambda t: (lambda c, k: wrap_int(atlas.neighbor(int(c), int(k)), t)),
-}
 
 COMPARE: dict[str, Fn] = {
     "eq": operator.eq, "ne": operator.ne, "lt": operator.lt,
@@ -215,25 +201,41 @@ COMPARE: dict[str, Fn] = {
 }
 
 
-# ------------------------------------------------------------------- ternary opcodes
-def _fma(t: DType) -> Fn:
+def compare(t: DType, mod: str | None = None) -> Fn:
+    """SET.mod.t: IEEE comparisons (every one with a NaN is false but `ne`)."""
+    if mod not in COMPARE:
+        raise ValueError(f"SET needs a comparison ({', '.join(COMPARE)}), got {mod!r}")
+    return COMPARE[mod]
+
+
+def fused(t: DType, mod: str | None = None) -> Fn:
     # Integer arithmetic wraps, which is exact modulo 2**bits: fused and unfused agree.
     return fma if t.is_float else (lambda a, b, c: a * b + c)
 
 
-TERNARY: dict[str, Callable[[DType], Fn]] = {
-    "MAD": _same(lambda a, b, c: a * b + c),  # two roundings
-    "FMA": _fma,
-    "SEL": _same(lambda p, a, b: a if p else b),
-    "BoundMap": lambda t: (lambda c, p, b: wrap_int(atlas.bound_map(int(c), int(p), int(b)), t)),
-}
+def select(t: DType, mod: str | None = None) -> Fn:
+    return lambda p, a, b: a if p else b
 
 
-# ---------------------------------------------------------------------- reductions
-REDUCE: dict[str, Fn] = {
-    "ReduceAdd": operator.add, "ResAccum": operator.add, "ReduceMul": operator.mul,
-    "ReduceMin": np.minimum, "ReduceMax": np.maximum,
-}
+def atlas_unary(f: Callable[[int], int]) -> Semantics:
+    """An Atlas table lookup on the integer operand, its answer wrapped into t."""
+    return lambda t, mod=None: (lambda x: wrap_int(f(int(x)), t))
+
+
+def unity_test(t: DType, mod: str | None = None) -> Fn:
+    return lambda x: np.bool_(atlas.is_unity(int(x)))
+
+
+def neighbor(t: DType, mod: str | None = None) -> Fn:
+    return lambda c, k: wrap_int(atlas.neighbor(int(c), int(k)), t)
+
+
+def bound_map(t: DType, mod: str | None = None) -> Fn:
+    return lambda c, p, b: wrap_int(atlas.bound_map(int(c), int(p), int(b)), t)
+
+
+def byte_class(c: int) -> int:
+    return atlas.byte_class(c & 0xFF)  # the low byte, two's complement for negative c
 
 
 def pairwise(combine: Fn, values: list) -> Any:
