@@ -39,7 +39,7 @@ from hologram.testing import bounds, values
 from hologram.testing.bounds import Val
 from hologram.testing.scan_forms import render_scan, scan_forms
 
-__all__ = ["OpSpec", "VOCABULARY", "GROUPS", "GenConfig", "Node", "Builder", "Env", "Engine", "render", "literal",
+__all__ = ["OpSpec", "VOCABULARY", "VALUE_TESTS", "GROUPS", "GenConfig", "Node", "Builder", "Env", "Engine", "render", "literal",
            "symbol", "infer", "weak_result", "evaluate", "strong", "reachable", "contains", "reduce_dtype"]
 
 Literal = bool | int | float
@@ -101,6 +101,9 @@ VOCABULARY: dict[str, OpSpec] = {op.name: op for op in (
     _call("neighbor", "iu", "iu", literals=(1,), group="atlas"),
     _call("bound_map", "iu", "iu", "iu", literals=(1, 2), group="atlas"),
 )}
+# The value tests (a bool of each element's class): isnan, and every bool-valued
+# instruction the op table gives a DSL function (hologram.testing.value_test_cases)
+VALUE_TESTS = ("isnan", *(f.name for spec in OPCODES.values() if spec.result == "bool" for f in spec.dsl))
 REDUCTIONS = oracle.REDUCTIONS
 SCAN_KINDS = tuple(oracle.SCANS.values())
 ATLAS_OPS = frozenset(n for n, op in VOCABULARY.items() if op.group == "atlas")

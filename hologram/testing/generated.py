@@ -2,7 +2,8 @@
 
 The families live in their own modules (hologram.testing.cases: expressions, index
 notation, the Atlas, shape symbols as values; view_cases: numpy's indexing and loop
-dimensions; gather_cases: gathers and scatter-adds; stream_cases: any of these run
+dimensions; gather_cases: gathers and scatter-adds; value_test_cases: isnan, isinf,
+isfinite at NaN, ±inf, subnormals and f16 overflows; stream_cases: any of these run
 through `hologram.stream`, and softmax / logsumexp that must stream); this is the mix
 `hologram diff-test` and the public `hologram.testing.kernels` draw from.
 """
@@ -16,6 +17,7 @@ from hologram.testing.cases import KernelCase
 from hologram.testing.exprgen import GenConfig
 from hologram.testing.gather_cases import gather_kernels, scatter_kernels
 from hologram.testing.stream_cases import softmax_kernels, streamed
+from hologram.testing.value_test_cases import value_test_kernels
 from hologram.testing.view_cases import looped, view_kernels
 
 __all__ = ["kernels"]
@@ -23,22 +25,24 @@ __all__ = ["kernels"]
 
 @st.composite
 def kernels(draw: st.DrawFn, cfg: GenConfig = GenConfig()) -> KernelCase:
-    """Any generated kernel: about one in two from hologram.testing.cases, one in twelve
-    each over numpy's indexing, gathers, scatter-adds, loop dimensions, streamed (any of
-    those through `hologram.stream`) and softmax / logsumexp streamed. (A drawn roll,
-    not `st.one_of` with a branch repeated: one_of drops repeats.)"""
-    roll = draw(st.integers(0, 11))
-    if roll == 10:
-        return draw(streamed(_called(cfg)))
+    """Any generated kernel: about one in two from hologram.testing.cases, one in thirteen
+    each over numpy's indexing, gathers, scatter-adds, loop dimensions, value tests,
+    streamed (any of those through `hologram.stream`) and softmax / logsumexp streamed.
+    (A drawn roll, not `st.one_of` with a branch repeated: one_of drops repeats.)"""
+    roll = draw(st.integers(0, 12))
     if roll == 11:
+        return draw(streamed(_called(cfg)))
+    if roll == 12:
         return draw(softmax_kernels(cfg))
     return draw(_called(cfg, roll))
 
 
 @st.composite
 def _called(draw: st.DrawFn, cfg: GenConfig, roll: int | None = None) -> KernelCase:
-    """A kernel that is called (or mapped): rolls 0-5 cases.kernels, 6-9 the others."""
-    roll = draw(st.integers(0, 9)) if roll is None else roll
+    """A kernel that is called (or mapped): rolls 0-5 cases.kernels, 6-10 the others."""
+    roll = draw(st.integers(0, 10)) if roll is None else roll
+    if roll == 10:
+        return draw(value_test_kernels(cfg))
     if roll == 6:
         return draw(view_kernels(cfg))
     if roll == 7:

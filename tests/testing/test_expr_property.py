@@ -28,8 +28,9 @@ from hologram.testing import bounds
 from hologram.testing.bounds import Val
 from hologram.testing.cases import KernelCase, atlas_kernels, expression_kernels, index_kernels, kernels, runtime_errors
 from hologram.testing.contract import ulp_step
-from hologram.testing.exprgen import GenConfig
+from hologram.testing.exprgen import VALUE_TESTS, GenConfig
 from hologram.testing.run import check_case, run_kernel_text
+from hologram.testing.value_test_cases import value_test_kernels
 from hologram.testing.values import as_dtype
 
 CFG = GenConfig()
@@ -77,6 +78,13 @@ def test_index_notation(case: KernelCase) -> None:
 @given(atlas_kernels())
 def test_atlas_functions(case: KernelCase) -> None:
     check_case(case, "interp")
+
+
+@given(value_test_kernels())
+def test_value_tests_at_the_values_where_they_matter(case: KernelCase) -> None:
+    assert any(f"{test}(" in case.source for test in VALUE_TESTS), case.source
+    for backend in {"interp", "cpu_llvm"} & set(hologram.list_backends()):
+        check_case(case, backend)
 
 
 @needs_interp
