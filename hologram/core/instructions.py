@@ -228,6 +228,12 @@ _TABLE: tuple[OpSpec, ...] = (
         modifier="compare", semantics=S.compare, syntax="SET.cc.T %p, a, b"),
     _op("SEL", "logic", "dsss", "any", "`d = p ? a : b`; `p` is read as `bool`", sources="btt",
         semantics=S.select, syntax="SEL.T %d, %p, a, b"),
+    _op("ISINF", "logic", "ds", "any", "true where `a` is ±inf (numpy `isinf`), result `bool`; false for NaN, "
+        "every finite value, integers and `bool`", result="bool", semantics=S.same(np.isinf), syntax="ISINF.T %p, a",
+        dsl=_f("isinf", "true where x is +inf or -inf", kinds="f")),
+    _op("ISFINITE", "logic", "ds", "any", "true where `a` is neither ±inf nor NaN (numpy `isfinite`), result "
+        "`bool`; subnormals are finite; true for integers and `bool`", result="bool", semantics=S.same(np.isfinite),
+        syntax="ISFINITE.T %p, a", dsl=_f("isfinite", "true where x is neither infinite nor NaN", kinds="f")),
     # ---------------------------------------------------------------- control flow
     _op("BRA", "control", "l", "none", "jump to label L; L must be **after** the branch. `@%p BRA L`, "
         "`@!%p BRA L`: jump if `p` is true (resp. false); `p` is a `bool` register", result="none",

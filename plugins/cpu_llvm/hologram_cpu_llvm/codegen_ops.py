@@ -282,6 +282,23 @@ def _bound_map(b, t, args):
     return b.add(b.add(b.mul(c, _c(c, atlas.CLASS_STRIDE)), b.mul(p, _c(p, atlas.BYTES_PER_PAGE))), y)
 
 
+# ------------------------------------------------------------------ value tests
+_INFINITY_BITS = {DType.F16: 0x7C00, DType.F32: 0x7F800000, DType.F64: 0x7FF0000000000000}
+
+
+def _class_test(infinite: bool) -> Emit:
+    """ISINF (`infinite`) / ISFINITE: on the bits, |x| (the sign cleared) against the
+    pattern of infinity, so f16 needs no conversion and a lane loop stays vectorizable.
+    Integers and bool are finite."""
+    def emit(b, t, args):
+        if not t.is_float:
+            return ir.Constant(I1, int(not infinite))
+        ity = ir.IntType(t.bits)
+        magnitude = b.and_(b.bitcast(args[0], ity), ir.Constant(ity, (1 << (t.bits - 1)) - 1))
+        return b.icmp_unsigned("==" if infinite else "<", magnitude, ir.Constant(ity, _INFINITY_BITS[t]))
+    return emit
+
+
 # ----------------------------------------------------------------------- compare
 _ICMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
@@ -316,6 +333,7 @@ VALUE_OPS: dict[str, Emit] = {
     "MIRROR": _atlas_unary("atlas.mirror", list(atlas.MIRROR), -1),
     "NbrCount": _atlas_unary("atlas.degree", [int(d) for d in atlas.DEGREE_TABLE], 0),
     "UnityTest": _unity, "NbrGet": _nbr_get, "BoundMap": _bound_map,
+    "ISINF": _class_test(True), "ISFINITE": _class_test(False),
 }
 
 

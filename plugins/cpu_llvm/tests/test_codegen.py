@@ -144,6 +144,19 @@ def test_float_unary(op, t):
         ulp_close(got, want, 4, x)
 
 
+TESTS = [name for name, spec in OPCODES.items() if spec.result == "bool" and spec.form == "ds" and spec.group != "atlas"]
+
+
+@pytest.mark.parametrize("t", NUM_TYPES + (BOOL,), ids=str)
+@pytest.mark.parametrize("op", TESTS)
+def test_value_tests(op, t):
+    # every bool-valued test of one operand the op table declares, on each type it takes
+    if not OPCODES[op].admits(t):
+        pytest.skip(f"{op} does not take {t}")
+    x = float_samples(t) if t.is_float else edges(t)
+    check_same(op, t, x)
+
+
 @pytest.mark.parametrize("t", [F32, F64], ids=str)
 @pytest.mark.parametrize("op", ["SIN", "COS", "TAN"])
 def test_trig_of_huge_arguments(op, t):

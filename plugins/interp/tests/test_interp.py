@@ -276,6 +276,14 @@ def test_float_unary(op, t):
         ulp_close(got, want, 1, x)
 
 
+@pytest.mark.parametrize("op, fn", [("ISINF", np.isinf), ("ISFINITE", np.isfinite)])
+@pytest.mark.parametrize("t", ALL_TYPES, ids=str)
+def test_float_class_tests(op, fn, t):
+    # numpy's isinf / isfinite on every type: integers and bool are finite, never infinite
+    x = float_samples(t) if t.is_float else edges(t)
+    same(run_op(op, t, x), fn(x), x)
+
+
 def test_rint_rounds_half_to_even_and_sigmoid_is_stable():
     x = np.array([0.5, 1.5, 2.5, -0.5, -2.5, 3.5], np.float32)
     same(run_op("RINT", F32, x), np.array([0, 2, 2, -0.0, -2, 4], np.float32))
