@@ -100,11 +100,8 @@ def clear_cache() -> None:
     forget_unpickled()
     manager.clear_cache()
     for name, backend in backends().items():
-        clear = getattr(backend, "clear_cache", None)
-        if not callable(clear):
-            continue
         try:
-            clear()
+            backend.clear_cache()
         except Exception as exc:  # a plugin's bug must not look like a crash of ours
             raise PluginError(f"backend {name!r} failed to clear its cache: {type(exc).__name__}: {exc}") from exc
 

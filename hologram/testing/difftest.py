@@ -143,7 +143,7 @@ def max_elements(backend: str) -> int | None:
 
     if backend == REFERENCE:
         return INTERP_MAX_ELEMENTS
-    return getattr(get_backend(backend), "max_test_elements", None)
+    return get_backend(backend).max_test_elements
 
 
 def _kernel_runs_on(case: KernelCase, backend: str) -> bool:

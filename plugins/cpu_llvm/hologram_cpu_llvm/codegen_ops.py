@@ -22,8 +22,7 @@ from typing import Callable
 
 from llvmlite import ir
 
-from hologram.core import atlas
-from hologram.core.types import DType
+from hologram.backend import DType, atlas
 
 from .codegen_math import math_call
 from .codegen_types import DOUBLE, FLOAT, HALF, I1, I64, convert, double_to_half, intrinsic

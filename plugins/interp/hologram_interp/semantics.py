@@ -17,8 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from hologram.core import atlas
-from hologram.core.types import DType
+from hologram.backend import DType, atlas
 
 Fn = Callable[..., Any]
 
