@@ -60,7 +60,7 @@ class Backend(abc.ABC):
     Optional, with their defaults here: `capabilities` (what it runs), `launcher` (a
     launch with the checks already done), `text_forms` and `emit` (readable forms of its
     code), `clear_cache`, shipping native code in bundles (`native_targets`,
-    `native_toolchain`, `compile_native`, `check_native`, `prepare_native`),
+    `runs_native`, `native_toolchain`, `compile_native`, `check_native`, `prepare_native`),
     `max_test_elements` (how large a generated test case may be) and `observe` (a launch
     reporting its memory accesses).
     """
@@ -157,6 +157,11 @@ class Backend(abc.ABC):
         """The CPUs (or devices) `compile_native` builds object code for on this machine;
         none by default: the backend ships no code in bundles (docs/bundles.md)."""
         return ()
+
+    def runs_native(self, target: str) -> bool:
+        """Whether object code built for `target` runs on this machine (its CPU has
+        every feature the target assumes); False by default."""
+        return False
 
     def native_toolchain(self) -> str:
         """What built object code (the code generator's version first); shipped code is

@@ -347,6 +347,21 @@ class CpuLlvmBackend(Backend):
 
         return (*jit.level_targets(), "host")
 
+    def runs_native(self, target: str) -> bool:
+        """Whether object code for `target` (an x86-64 level, or `host`) runs on this CPU;
+        a level's features are read from the OS, LLVM asked only where the OS says nothing."""
+        if target == "host":
+            return bool(self.native_targets())
+        features = cpu.X86_64_LEVELS.get(target)
+        if features is None or cpu.arch() != "x86_64":
+            return False
+        known = cpu.has_features(features)
+        if known is not None:
+            return known
+        from . import jit
+
+        return jit.has_features(features)
+
     def native_toolchain(self) -> str:
         """What built object code: the code generator (its version and sources: the
         stages' calling convention, the first field) and LLVM."""
