@@ -7,6 +7,7 @@
     hologram profile FILE [--kernel K] [--bind n=1000 ...] [--calls N] [--cold] [--trace OUT.json] [run's options]
     hologram plugins
     hologram diff-test [--backends B1,B2] [--examples N] [--seed S] [--kind K] [--out DIR]   (difftest.py)
+    hologram conformance --backend NAME [--examples N] [--seed S] [--verbose] [--json]      (conformance.py)
     hologram bench [--quick] [--only NAME,...]                                                (bench.py)
 
 Plugins add subcommands through `hologram_register_commands(cli)`. Every error is one
@@ -29,6 +30,7 @@ import numpy as np
 from hologram import __version__
 from hologram.cli.bench import add_bench
 from hologram.cli.bundle import add_bundle
+from hologram.cli.conformance import add_conformance
 from hologram.cli.difftest import add_difftest
 from hologram.cli.fuzz import add_fuzz
 from hologram.cli.options import UsageError, add_opt, count_of, pipeline_of, rich_console
@@ -499,8 +501,8 @@ def _add_plugins(sub: Any) -> None:
     p.set_defaults(func=cmd_plugins)
 
 
-BUILTIN_COMMANDS: tuple[Callable[[Any], None], ...] = (_add_run, _add_compile, _add_plugins, add_bundle, add_difftest, add_fuzz, add_bench,
-                                                      _add_profile)
+BUILTIN_COMMANDS: tuple[Callable[[Any], None], ...] = (_add_run, _add_compile, _add_plugins, add_bundle, add_difftest,
+                                                      add_conformance, add_fuzz, add_bench, _add_profile)
 
 
 def build_parser() -> argparse.ArgumentParser:
