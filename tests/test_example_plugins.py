@@ -7,7 +7,7 @@ directory on its path finds them through their entry points. In process, the mod
 are registered on the plugin manager as docs/plugins.md ("Testing a plugin") shows;
 `lanes` is held bit for bit to the reference interpreter on the elementwise standard
 library kernels and on generated kernels, and must refuse, by name, what it cannot run.
-The code docs/plugins.md shows is checked to be the packages' code.
+The code docs/plugins.md and docs/backends.md show is checked to be the packages' code.
 
 examples/hologram-kernels-example, a library of kernels shipped as the bundle
 `examplekernels`: its wheel, built offline, carries the bundle compiled, and a fresh
@@ -47,6 +47,7 @@ HGK_DIR = EXAMPLES / "hologram-translator-hgk"
 LANES_DIR = EXAMPLES / "hologram-backend-lanes"
 BUNDLE_DIR = EXAMPLES / "hologram-kernels-example"
 GUIDE = (DOCS / "plugins.md").read_text()
+BACKEND_GUIDE = (DOCS / "backends.md").read_text()
 
 ELEMENTWISE_STDLIB = ("vadd", "vsub", "vmul", "vdiv", "axpy", "relu", "stencil3")
 
@@ -88,9 +89,9 @@ def _outputs(result: object) -> tuple:
 
 
 # ------------------------------------------------------------------- the guide's code
-def _guide_block(header: str) -> str:
-    start = GUIDE.index(f"```python\n# {header}\n") + len(f"```python\n# {header}\n")
-    return GUIDE[start:GUIDE.index("```", start)]
+def _guide_block(header: str, guide: str = GUIDE) -> str:
+    start = guide.index(f"```python\n# {header}\n") + len(f"```python\n# {header}\n")
+    return guide[start:guide.index("```", start)]
 
 
 def test_the_guide_shows_the_translator_package_verbatim():
@@ -99,7 +100,7 @@ def test_the_guide_shows_the_translator_package_verbatim():
 
 def test_the_guide_shows_the_backend_object_as_the_package_defines_it():
     source = (LANES_DIR / "hologram_lanes" / "__init__.py").read_text()
-    shown = _guide_block("hologram_lanes/__init__.py (the backend object)")
+    shown = _guide_block("hologram_lanes/__init__.py (the backend object)", BACKEND_GUIDE)
     for part in shown.split("\n\n\n"):
         assert part.strip() in source, part
 
