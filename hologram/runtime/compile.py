@@ -11,7 +11,7 @@ Compilation is cached in process, by content:
   again returns the same artifacts without re-parsing;
 - a kernel by (its `KernelIR` value, pipeline), in hologram.runtime.driver;
 - the pipeline's passes by their input (see hologram.passes.manager).
-Backends cache prepared executables by program hash (see hologram.runtime.backend).
+Backends cache prepared executables by program hash (see hologram.backend.Backend).
 Every one of these is bounded; `clear_cache()` empties them all (docs/api.md, "Caching").
 """
 
