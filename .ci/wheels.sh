@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The plain install, as a user gets it: build the five wheels, install them into a fresh
-# virtual environment with no extras and no editable paths (`pip install hologram-kernels`
+# The plain install, as a user gets it: build the wheels (hologram-kernels and every plugin
+# folder under plugins/, found by its pyproject.toml), install them into a fresh virtual environment with no extras and no editable paths (`pip install hologram-kernels`
 # with the wheels as the only place our distributions come from), then run the CLI, a
 # kernel on every backend and the README demo there. An install-path defect (a missing
 # dependency or package file, a run-time import of the test extra, no backend) fails here.
 #
 #     .ci/wheels.sh [PYTHON]      # `make wheel-check`; PYTHON (default .venv/bin/python)
 #                                 # needs pip and setuptools>=77, as the dev venv has
+#     .ci/wheels.sh --plugins     # the plugin folders it builds, one a line, and nothing else
 #
 # Our distributions are built without build isolation (the given Python's setuptools), so
 # nothing is downloaded for the build; their dependencies (numpy, llvmlite, ...) come from
@@ -15,6 +16,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+PLUGINS=()  # every folder under plugins/ with a pyproject.toml: a new plugin needs no edit here
+for project in plugins/*/pyproject.toml; do PLUGINS+=("$(dirname "$project")"); done
+if [ "${1:-}" = "--plugins" ]; then printf '%s\n' "${PLUGINS[@]}"; exit 0; fi
 PY=${1:-${PYTHON:-$ROOT/.venv/bin/python}}
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/hologram-wheel-check.XXXXXX")
@@ -26,16 +30,15 @@ step() { printf '\n== wheel-check: %s\n' "$*"; }
 step "building the wheels"
 mkdir -p "$WORK/src" "$WORK/wheels"
 tar -C "$ROOT" --exclude='__pycache__' --exclude='*.egg-info' --exclude='build' \
-    -cf - pyproject.toml setup.py MANIFEST.in README.md kernels hologram plugins/interp plugins/cpu_llvm \
-    plugins/sigil plugins/python | tar -C "$WORK/src" -xf -
+    -cf - pyproject.toml setup.py MANIFEST.in README.md kernels hologram "${PLUGINS[@]}" | tar -C "$WORK/src" -xf -
 "$PY" -m pip wheel --quiet --no-deps --no-build-isolation --wheel-dir "$WORK/wheels" \
-    "$WORK/src" "$WORK/src/plugins/interp" "$WORK/src/plugins/cpu_llvm" "$WORK/src/plugins/sigil" "$WORK/src/plugins/python"
+    "$WORK/src" "${PLUGINS[@]/#/$WORK/src/}"
 ls "$WORK/wheels"
 
 step "installing hologram-kernels into a fresh venv (no extras)"
 "$PY" -m venv --without-pip "$WORK/venv"
 VPY=$WORK/venv/bin/python
-# pip runs from the build Python and installs into the new venv; our five distributions can
+# pip runs from the build Python and installs into the new venv; our distributions can
 # come only from the wheels (none is on the index), the rest from the index or pip's cache.
 "$PY" -m pip --python "$VPY" install --quiet --find-links "$WORK/wheels" hologram-kernels
 

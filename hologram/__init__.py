@@ -31,7 +31,8 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hologram.core import errors, trace
+    from hologram import errors
+    from hologram.core import trace
     from hologram.core.hookspecs import hookimpl
     from hologram.runtime.compile import clear_cache, compile, compile_all, compile_file, compile_file_all
     from hologram.runtime.decorator import kernel
@@ -46,7 +47,7 @@ _HOME = {
     "clear_cache": "hologram.runtime.compile", "Kernel": "hologram.runtime.kernel",
     "Library": "hologram.runtime.kernel", "get_backend": "hologram.runtime.lookups",
     "list_backends": "hologram.runtime.lookups", "hookimpl": "hologram.core.hookspecs",
-    "errors": "hologram.core.errors", "kernel": "hologram.runtime.decorator", "trace": "hologram.core.trace",
+    "errors": "hologram.errors", "kernel": "hologram.runtime.decorator", "trace": "hologram.core.trace",
     "stream": "hologram.runtime.stream",
 }
 

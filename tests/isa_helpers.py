@@ -20,7 +20,7 @@ N = Affine.of("n")
 # The instructions whose lanes accumulate into one memory element.
 CROSS_LANE = frozenset(op for op, spec in OPCODES.items() if spec.group == "reduce") | {"ResAccum"}
 # Float functions a backend must round exactly, as + - * / are.
-EXACT_FLOAT = ("SQRT", "FLOOR", "CEIL", "TRUNC", "RINT")
+EXACT_FLOAT = ("SQRT", "RSQRT", "FLOOR", "CEIL", "TRUNC", "RINT")  # correctly rounded (RSQRT: each step)
 
 
 # ======================================================================= inputs

@@ -1,13 +1,14 @@
 """The plain install brings backends, and `make test` proves it from wheels.
 
 The full check is `.ci/wheels.sh` (run by `make test` and `make wheel-check`): it builds
-the three wheels and installs them into a fresh venv without extras. These tests keep
+the wheels (hologram-kernels and every plugin folder's) and installs them into a fresh venv without extras. These tests keep
 the declarations it relies on from drifting.
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -50,13 +51,42 @@ def test_the_root_distribution_depends_on_the_python_translator_everywhere():
     assert python.marker is None and not python.extras
 
 
-def test_the_plugins_depend_on_the_root_distribution():
-    for plugin in ("interp", "cpu_llvm", "python"):
-        assert "hologram-kernels" in _dependencies(ROOT / "plugins" / plugin / "pyproject.toml")
-
-
 def test_make_test_runs_the_wheel_check():
     makefile = (ROOT / "Makefile").read_text()
     recipe = re.search(r"^test:.*\n((?:\t.*\n)+)", makefile, re.M)
     assert recipe and "bash .ci/wheels.sh" in recipe.group(1)
     assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+# ------------------------------------------------ a plugin folder needs no edit elsewhere
+PLUGIN_FOLDERS = sorted(p.parent.relative_to(ROOT).as_posix() for p in ROOT.glob("plugins/*/pyproject.toml"))
+
+
+def test_the_plugins_depend_on_the_root_distribution_every_one():
+    for folder in PLUGIN_FOLDERS:
+        assert "hologram-kernels" in _dependencies(ROOT / folder / "pyproject.toml"), folder
+
+
+def test_the_makefile_installs_every_plugin_folder_found_not_listed():
+    made = subprocess.run(["make", "--dry-run", "--always-make", "venv", "PYTHON=python3"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    install = next(line for line in made.stdout.splitlines() if "pip install" in line and " -e " in line)
+    assert sorted(re.findall(r"-e (plugins/[\w-]+)", install)) == PLUGIN_FOLDERS, install
+    makefile = (ROOT / "Makefile").read_text()
+    assert not [f for f in PLUGIN_FOLDERS if f in makefile], "the Makefile names a plugin folder: derive it"
+
+
+def test_the_wheel_check_builds_every_plugin_folder_found_not_listed():
+    listed = subprocess.run(["bash", ".ci/wheels.sh", "--plugins"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.split() == PLUGIN_FOLDERS
+    script = (ROOT / ".ci" / "wheels.sh").read_text()
+    assert not [f for f in PLUGIN_FOLDERS if f in script], ".ci/wheels.sh names a plugin folder: derive it"
+    assert '"${PLUGINS[@]}"' in script and '"${PLUGINS[@]/#/$WORK/src/}"' in script  # copied, then built
+
+
+def test_pytest_collects_every_plugin_folders_tests():
+    paths = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["testpaths"]
+    assert "plugins/*/tests" in paths and not [p for p in paths if p.startswith("plugins/") and "*" not in p]

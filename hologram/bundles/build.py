@@ -234,10 +234,9 @@ def native_plan(native: str | Sequence[str]) -> NativePlan:
         return ()
     plan = []
     for b in (get_backend(name) for name in sorted(list_backends())):
-        offers = getattr(b, "native_targets", None)
-        if not callable(offers) or not callable(getattr(b, "compile_native", None)):
+        known = tuple(b.native_targets())
+        if not known:
             continue
-        known = tuple(offers())
         if asked == ["auto"]:
             targets = tuple(t for t in known if t != "host")
         else:

@@ -228,12 +228,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
     lib = library(bundle, verify_now=True)  # every hash; every program decoded, held to the manifest, verified
     checked = 0
     for n in bundle.manifest.native:  # indexes and objects agree; objects well formed where the backend is here
-        check = getattr(backends().get(n.backend), "check_native", None)
+        backend = backends().get(n.backend)
         for kernel in n.kernels:
             code = bundle.native_code(n, kernel)
-            if not callable(check):
+            if backend is None:
                 continue
-            problem = check(lib[kernel].program, code)
+            problem = backend.check_native(lib[kernel].program, code)
             if problem is not None:
                 raise BundleError(f"{bundle.where}: {n.object(kernel)}: the {n.backend} object code for {n.target} "
                                   f"is not usable: {problem}")

@@ -6,8 +6,9 @@
 
 A progress bar while it runs, then a table (kind, opt, backend, examples, passed, failed,
 not covered), the reproducer of every failure with the command that replays it, and
-what each backend declined (not covered: a backend that runs part of the ISA refused
-the program with UnsupportedProgram), with the reason whole. Exit status 1 when
+what each backend declined (not covered: a backend that runs part of the ISA does not
+declare what the program needs, or refused it with UnsupportedProgram), with the reason
+whole. Exit status 1 when
 anything failed, 2 for usage errors; an example not covered is not a failure.
 
 `--replay FILE` of a file with no `.npz` beside it (a user's own kernel file) draws
@@ -116,7 +117,7 @@ def _summary(console: Any, report: Any) -> None:
     console.print(table)
     declined = [r for r in report.rows if r.not_covered]
     if declined:
-        print("not covered by the backend (it declined the program in prepare: not a failure):")
+        print("not covered by the backend (its capabilities leave the program out: not a failure):")
         for r in declined:
             print(f"  {r.backend} at {r.opt}: {r.not_covered} of {r.examples} {r.kind}, the first because")
             print(wrapped(r.not_covered_reason or "", console.width, "    "))
@@ -162,8 +163,8 @@ def _replay(console: Any, args: argparse.Namespace) -> int:
         if message is None:
             console.print(f"{escape(backend)}: [green]passes[/green] {escape(path)}")
         elif isinstance(message, NotCovered):
-            console.print(f"{escape(backend)}: [yellow]not covered[/yellow] {escape(path)} (the backend declined "
-                          "it in prepare: not a failure)")
+            console.print(f"{escape(backend)}: [yellow]not covered[/yellow] {escape(path)} (the backend's "
+                          "capabilities leave it out: not a failure)")
             print(wrapped(message.reason, console.width, "    "))
         else:
             console.print(f"{escape(backend)}: [bold red]fails[/bold red] {escape(path)}")

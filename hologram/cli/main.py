@@ -7,6 +7,7 @@
     hologram profile FILE [--kernel K] [--bind n=1000 ...] [--calls N] [--cold] [--trace OUT.json] [run's options]
     hologram plugins
     hologram diff-test [--backends B1,B2] [--examples N] [--seed S] [--kind K] [--out DIR]   (difftest.py)
+    hologram conformance --backend NAME [--examples N] [--seed S] [--verbose] [--json]      (conformance.py)
     hologram bench [--quick] [--only NAME,...]                                                (bench.py)
 
 Plugins add subcommands through `hologram_register_commands(cli)`. Every error is one
@@ -22,13 +23,14 @@ import os
 import sys
 import traceback
 import warnings
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from hologram import __version__
 from hologram.cli.bench import add_bench
 from hologram.cli.bundle import add_bundle
+from hologram.cli.conformance import add_conformance
 from hologram.cli.difftest import add_difftest
 from hologram.cli.fuzz import add_fuzz
 from hologram.cli.options import UsageError, add_opt, count_of, pipeline_of, rich_console
@@ -330,14 +332,41 @@ def cmd_compile(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------- plugins
 STATUS_STYLE = {"ok": "green", "failed": "bold red", "disabled": "yellow", "missing": "yellow"}
 
-# The backends this repository ships (entry-point name = backend name, distribution, what
-# it is): `hologram plugins` says how to add whichever is absent. `pip install
-# hologram-kernels` brings both where it can (pyproject.toml; docs/decisions.md).
-FIRST_PARTY_BACKENDS = (
-    ("cpu_llvm", "hologram-backend-cpu-llvm", "the native CPU backend; needs llvmlite, which has wheels for CPython "
-     "on x86-64 and aarch64 Linux, arm64 macOS and x86-64 Windows"),
-    ("interp", "hologram-backend-interp", "the reference interpreter; pure Python and numpy, runs anywhere"),
-)
+def first_party_backends(environment: Mapping[str, str] | None = None) -> list[tuple[str, str, str | None]]:
+    """The backends `pip install hologram-kernels` brings, read from its own metadata
+    (docs/decisions.md, "What `pip install hologram-kernels` brings"): per backend
+    distribution it depends on, (backend name: the distribution's name after
+    `hologram-backend-`, `-` as `_`; the distribution; the condition under which the
+    plain install brings it, when there is one and it does not hold here, or in
+    `environment`: marker variables in place of this machine's). A new backend made a
+    dependency needs no edit here."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    try:
+        requires = metadata.requires("hologram-kernels") or []
+    except metadata.PackageNotFoundError:
+        return []
+    found = []
+    for requirement in map(Requirement, requires):
+        marker = requirement.marker
+        if not requirement.name.startswith("hologram-backend-") or (marker is not None and "extra" in str(marker)):
+            continue
+        where = None if marker is None or marker.evaluate(dict(environment or {})) else str(marker)
+        found.append((requirement.name.removeprefix("hologram-backend-").replace("-", "_"), requirement.name, where))
+    return found
+
+
+def _summary(distribution: str) -> str:
+    """` (what the installed distribution says it is)`, or ''."""
+    from importlib import metadata
+
+    try:
+        summary = metadata.metadata(distribution).get("Summary")
+    except metadata.PackageNotFoundError:
+        return ""
+    return f" ({summary})" if summary else ""
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
@@ -391,17 +420,20 @@ def backend_notes(report: Sequence[Any], found: dict[str, Any], default: str | N
     else:
         notes = ["no backend is installed: kernels compile but cannot run"]
     rows = {row.name: row for row in report}
-    for name, distribution, what in FIRST_PARTY_BACKENDS:
+    for name, distribution, where in first_party_backends():
         if name in found:
             continue
         row = rows.get(name)
         if row is not None and row.status == "disabled":
-            notes.append(f"{name} ({what}) is installed but left out by HOLOGRAM_PLUGINS")
+            notes.append(f"{name}{_summary(distribution)} is installed but left out by HOLOGRAM_PLUGINS")
         elif row is not None and row.status == "failed":
-            notes.append(f"{name} ({what}) is installed but failed to load (its row above says why); "
+            notes.append(f"{name}{_summary(distribution)} is installed but failed to load (its row above says why); "
                          f"reinstall: pip install --force-reinstall {distribution}")
+        elif where is not None:
+            notes.append(f"{name} is not installed: the plain install brings {distribution} only where {where}; "
+                         f"elsewhere pip install {distribution} builds its dependencies")
         else:
-            notes.append(f"{name} is not installed ({what}): pip install {distribution}")
+            notes.append(f"{name} is not installed: pip install {distribution}")
     return notes
 
 
@@ -499,8 +531,8 @@ def _add_plugins(sub: Any) -> None:
     p.set_defaults(func=cmd_plugins)
 
 
-BUILTIN_COMMANDS: tuple[Callable[[Any], None], ...] = (_add_run, _add_compile, _add_plugins, add_bundle, add_difftest, add_fuzz, add_bench,
-                                                      _add_profile)
+BUILTIN_COMMANDS: tuple[Callable[[Any], None], ...] = (_add_run, _add_compile, _add_plugins, add_bundle, add_difftest,
+                                                      add_conformance, add_fuzz, add_bench, _add_profile)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -106,7 +106,7 @@ def hologram_register_passes(register: Callable[[object], None]) -> None:
 
 @hookspec
 def hologram_register_backends(register: Callable[[object], None]) -> None:
-    """Register backend objects implementing hologram.runtime.backend.Backend."""
+    """Register backend objects: instances of subclasses of hologram.backend.Backend (docs/backends.md)."""
 
 
 @hookspec

@@ -22,7 +22,6 @@ import weakref
 import zlib
 from typing import Callable, Sequence, TypeVar
 
-import attrs
 import numpy as np
 
 from hologram.core.errors import ISAError, Site
@@ -248,19 +247,6 @@ def program_hash(p: Program) -> str:
     digest = hashlib.sha256(encode(p)).hexdigest()
     _remember(p, digest)
     return digest
-
-
-def code_hash(p: Program) -> str:
-    """sha256 (hex) of the program's encoding without its sites (the table and every
-    instruction's reference to it): what the program computes, whatever file and line
-    it was compiled from. The same kernel compiled from a Python function and from the
-    TOML document `hologram translate` wrote has one code hash and two program hashes."""
-    if not _has_sites(p):
-        return program_hash(p)
-    bare = attrs.evolve(p, sites=(), stages=tuple(
-        attrs.evolve(s, body=tuple(attrs.evolve(it, site=None) if isinstance(it, Instr) and it.site is not None else it
-                                   for it in s.body)) for s in p.stages))
-    return hashlib.sha256(encode(bare)).hexdigest()
 
 
 def _remember(p: Program, digest: str) -> None:

@@ -282,3 +282,16 @@ class Program:
 
     def scalars(self) -> dict[str, ScalarParam]:
         return {p.name: p for p in self.params if isinstance(p, ScalarParam)}
+
+
+def without_sites(p: Program) -> Program:
+    """`p` without its source sites (the site table emptied, every instruction's `site`
+    dropped): what the program computes, whatever file and line it was compiled from.
+    `program_hash(without_sites(p))` is the same for a kernel compiled from a Python
+    function and from the document `hologram translate` wrote for it; caches key on the
+    program itself, since the sites are part of what an ExecutionError says."""
+    if not p.sites and not any(isinstance(it, Instr) and it.site is not None for s in p.stages for it in s.body):
+        return p
+    return attrs.evolve(p, sites=(), stages=tuple(
+        attrs.evolve(s, body=tuple(attrs.evolve(it, site=None) if isinstance(it, Instr) and it.site is not None
+                                   else it for it in s.body)) for s in p.stages))

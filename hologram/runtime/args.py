@@ -14,7 +14,6 @@ bound binds it (`c*s + k = size`), a dimension whose symbols are all bound check
 from __future__ import annotations
 
 
-import functools
 import math
 import numbers
 import sys
@@ -23,11 +22,10 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import attrs
 import numpy as np
 
-from hologram.core.dims import derive, is_derived
+from hologram.backend.binding import SYMBOL_MAX, SYMBOL_RANGE, complete_symbols, describe_bytes, plain_array
 from hologram.core.errors import ArgumentError, EmptyReductionError, did_you_mean, shorten
 from hologram.core.types import Affine, DType, Shape, type_str
 from hologram.runtime.mapping import may_share
-from hologram.verify.intervals import SYMBOL_MAX
 
 if TYPE_CHECKING:
     from hologram.ir import KernelIR
@@ -109,18 +107,6 @@ def bind_arguments(sig: Signature, args: Sequence[Any], kwargs: Mapping[str, Any
 def _count(n: int, noun: str, with_number: bool = True) -> str:
     word = noun if n == 1 else noun + "s"
     return f"{n} {word}" if with_number else word
-
-
-def plain_array(where: str, value: np.ndarray) -> np.ndarray:
-    """An ndarray subclass as a base-class `ndarray` over the same memory (np.matrix,
-    np.memmap, a user's subclass: zero-copy, and read by its buffer as any array is).
-    A masked array is refused, `cast=True` or not: a kernel reads every element, so its
-    mask would be dropped without a word. `where` starts the message ("k(): argument 'x'")."""
-    if isinstance(value, np.ma.MaskedArray):
-        raise ArgumentError(f"{where} is a masked array; kernels read every element, so its mask would be "
-                            "silently ignored", hint="pass x.filled(value) to choose what the masked elements "
-                            "become, or np.ma.getdata(x) to ignore the mask")
-    return value.view(np.ndarray)
 
 
 def check_array(kernel: str, p: Param, value: Any, cast: bool, loop_rank: int = 0) -> np.ndarray:
@@ -270,53 +256,6 @@ def _show(value: Any) -> str:
 
 
 # --------------------------------------------------------------------------- symbols
-SYMBOL_RANGE = "0 to 2**62 - 1"
-
-
-def symbol_value(name: str, value: Any) -> int:
-    """`value` as the int shape symbol `name` is bound to at a launch, or ArgumentError.
-
-    The launch contract: every symbol lies in 0..SYMBOL_MAX (2**62 - 1). The verifier
-    proves memory accesses under it (`2*n` or `n + 4` cannot wrap i64), so every launch
-    path enforces it: the binder here, and each backend's `launch` and `launcher`."""
-    if type(value) is not int:
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-            raise ArgumentError(f"shape symbol '{name}' must be bound to an integer, got {_show(value)}")
-        value = int(value)
-    if not 0 <= value <= SYMBOL_MAX:
-        raise ArgumentError(f"shape symbol '{name}' = {_show(value)} is outside the range a launch may bind "
-                            f"a symbol to: {SYMBOL_RANGE} (the verifier's proofs assume it)")
-    return value
-
-
-def complete_symbols(names: Sequence[str], bound: Mapping[str, int]) -> Mapping[str, int]:
-    """`bound` (the bound symbols' values) with the value of every derived symbol among
-    `names` (hologram.core.dims: `max(n - 1, 0)`, `(n + 1)//2`, `m*n`), computed in order
-    and held to the launch contract like a bound one; `bound` itself when there is none.
-    A derived value past SYMBOL_MAX (a product of large sizes) is an ArgumentError."""
-    derived = _derived_names(tuple(names))
-    if not derived:
-        return bound
-    try:
-        values = derive(derived, bound)
-    except KeyError as e:
-        raise ArgumentError(f"shape symbol {e.args[0]!r} is not bound") from None
-    for n in derived:
-        v = values[n]
-        if not 0 <= v <= SYMBOL_MAX:
-            vals = ", ".join(f"{k} = {bound[k]}" for k in sorted(bound))
-            raise ArgumentError(f"the dimension {n} is {_show(v)} for {vals}, outside the range a launch allows: "
-                                f"{SYMBOL_RANGE}")
-    return values
-
-
-@functools.lru_cache(maxsize=1024)
-def _derived_names(names: tuple[str, ...]) -> tuple[str, ...]:
-    """The derived symbols of a program's symbol list (cached by the list: a launch asks
-    for every call)."""
-    return tuple(n for n in names if is_derived(n))
-
-
 @attrs.frozen
 class _Source:
     """Where a symbol's value came from, for error messages."""
@@ -474,36 +413,7 @@ def _too_big(kernel: str, p: Param, shape: tuple[int, ...], symbols: Mapping[str
     used = {s for d in p.shape for s in Affine.of(d).symbols}
     named = ", ".join(f"{s} = {v}" for s, v in symbols.items() if s in used)
     return ArgumentError(f"{kernel}(): cannot allocate output {p.name!r} ({p.type}) of shape {shape}"
-                         f"{f' for {named}' if named else ''}: {_bytes(nbytes)}, {why}")
-
-
-def zeroed_temporary(name: str, dtype: DType | np.dtype, size: int) -> np.ndarray:
-    """A backend's temporary buffer `name`: `size` zeroed elements of `dtype`. When the
-    shape symbols ask for more than numpy can hold or the machine can give, an
-    ArgumentError naming the buffer and the bytes (the symbols come from the arguments,
-    so it is theirs to fix), as `allocate_outputs` gives for an output."""
-    try:
-        return np.zeros(size, dtype.np if isinstance(dtype, DType) else dtype)
-    except (MemoryError, ValueError):  # ValueError: more bytes than an array may have
-        pass
-    d = dtype if isinstance(dtype, DType) else DType.from_numpy(np.dtype(dtype))
-    nbytes = size * d.np.itemsize
-    why = "more than a numpy array can hold" if nbytes > sys.maxsize else "more than this machine can give"
-    raise ArgumentError(f"cannot allocate temporary buffer {name!r} ({size} elements of {d}): {_bytes(nbytes)}, {why}")
-
-
-def _bytes(nbytes: int) -> str:
-    return f"{nbytes} bytes" + (f" ({_binary(nbytes)})" if nbytes < 1 << 80 else "")
-
-
-def _binary(nbytes: int) -> str:
-    """1.5 GiB, 364 TiB: the size as a person reads it."""
-    value, unit = float(nbytes), "bytes"
-    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
-        value /= 1024
-        if value < 1024:
-            break
-    return f"{value:.3g} {unit}"
+                         f"{f' for {named}' if named else ''}: {describe_bytes(nbytes)}, {why}")
 
 
 def check_out(kernel: str, outputs: Sequence[Param], out: Any,

@@ -11,7 +11,7 @@ Compilation is cached in process, by content:
   again returns the same artifacts without re-parsing;
 - a kernel by (its `KernelIR` value, pipeline), in hologram.runtime.driver;
 - the pipeline's passes by their input (see hologram.passes.manager).
-Backends cache prepared executables by program hash (see hologram.runtime.backend).
+Backends cache prepared executables by program hash (see hologram.backend.Backend).
 Every one of these is bounded; `clear_cache()` empties them all (docs/api.md, "Caching").
 """
 
@@ -100,11 +100,8 @@ def clear_cache() -> None:
     forget_unpickled()
     manager.clear_cache()
     for name, backend in backends().items():
-        clear = getattr(backend, "clear_cache", None)
-        if not callable(clear):
-            continue
         try:
-            clear()
+            backend.clear_cache()
         except Exception as exc:  # a plugin's bug must not look like a crash of ours
             raise PluginError(f"backend {name!r} failed to clear its cache: {type(exc).__name__}: {exc}") from exc
 

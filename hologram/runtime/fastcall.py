@@ -24,6 +24,7 @@ from typing import Any, Callable, Mapping
 import attrs
 import numpy as np
 
+from hologram.backend.binding import exact_arguments
 from hologram.core.types import DType
 from hologram.isa.program import BufferParam, Program, ScalarParam
 from hologram.runtime.args import Signature, unalias
@@ -58,25 +59,6 @@ def program_order(sig: Signature, program: Program) -> tuple[list[str], list[str
     if sorted(bufs) != sorted(arrays) or len(bufs) != len(arrays) or sorted(scals) != sorted(scalars):
         return None
     return bufs, scals
-
-
-Accepts = list[tuple[np.dtype, tuple[int, ...], bool]]  # per buffer: dtype, shape, written
-
-
-def exact_arguments(args: tuple, accepts: Accepts, scalar_types: list[type]) -> bool:
-    """The `Run` contract's test: one exact C-contiguous `ndarray` per buffer, of its
-    dtype and shape and writeable if written, then one numpy scalar per scalar param, of
-    exactly its type."""
-    nbufs = len(accepts)
-    if len(args) != nbufs + len(scalar_types):
-        return False
-    for a, (dtype, shape, written) in zip(args, accepts):
-        if type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape:
-            return False
-        flags = a.flags
-        if not flags.c_contiguous or (written and not flags.writeable):
-            return False
-    return all(type(v) is t for v, t in zip(args[nbufs:], scalar_types))
 
 
 def plain_run(backend: Any, executable: Any, sig: Signature, order: tuple[list[str], list[str]],

@@ -27,7 +27,7 @@ from hologram.isa.encoding import decode, encode
 from hologram.isa.program import BufferParam, Program
 from hologram.runtime.args import (Signature, allocate_outputs, bind_arguments, bind_direct, bind_symbols, check_array,
                                    check_out, check_reductions, complete_symbols, concrete_shape, convert_scalar, unalias)
-from hologram.runtime.backend import Backend
+from hologram.backend.base import Backend
 from hologram.runtime.driver import Compiled, compile_kdef
 from hologram.runtime.fastcall import MISS, Hit, make_fast, plain_run, program_order
 from hologram.runtime.lookups import get_backend
@@ -59,12 +59,8 @@ EMITTERS: dict[str, Callable[[Compiled], str]] = {
 
 
 def backend_forms(backend: Backend) -> dict[str, str]:
-    """The text forms `backend` offers beyond the core ones (form -> description); {} for
-    a backend without `text_forms` and `emit`."""
-    forms = getattr(backend, "text_forms", None)
-    if not isinstance(forms, Mapping) or not callable(getattr(backend, "emit", None)):
-        return {}
-    return {str(k): str(v) for k, v in forms.items() if k not in EMITTERS and k != "stats"}
+    """The text forms `backend` offers beyond the core ones (form -> description)."""
+    return {str(k): str(v) for k, v in backend.text_forms.items() if k not in EMITTERS and k != "stats"}
 
 
 def form_choices(kind: str, core: Sequence[str], backend: Backend) -> str:
@@ -293,6 +289,7 @@ class Kernel:
 
             with self._lock:
                 b = batched(self._c.program, *pattern)
+                backend.check_covers(b.program)
                 found = self._loops[pattern] = (b, backend.prepare(b.program))
         return backend, found[0], found[1]
 
@@ -317,9 +314,8 @@ class Kernel:
                           for p in self._c.program.params if isinstance(p, BufferParam)}
         if program_shapes != shapes:  # a launcher checks the program's shapes; they must be the call's
             return
-        make = getattr(backend, "launcher", None)
         try:
-            run = make(executable, symbols) if make is not None else None
+            run = backend.launcher(executable, symbols)
         except HologramError:
             return
         if run is None:
@@ -362,10 +358,10 @@ def _launch(name: str, program: Program, backend: Backend, executable: Any, buff
 def _prepare(backend: Backend, c: Compiled) -> Any:
     """The backend's executable for `c`: from object code a trusted bundle shipped, when
     the backend takes it and it fits this CPU; else prepared from the program."""
+    backend.check_covers(c.program)
     natives = c.native.get(backend.name)
-    prepare_native = getattr(backend, "prepare_native", None)
-    if natives and callable(prepare_native):
-        exe = prepare_native(c.program, natives)
+    if natives:
+        exe = backend.prepare_native(c.program, natives)
         if exe is not None:
             return exe
     return backend.prepare(c.program)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 
 from hologram.core.errors import PluginError, did_you_mean
 from hologram.core.hookspecs import BodyKey, BundleRef, Translator
-from hologram.runtime.backend import Backend
+from hologram.backend.base import Backend
 from hologram.runtime.plugins import normalize_extension, registry
 
 if TYPE_CHECKING:

@@ -35,11 +35,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 import attrs
 import pluggy
 
+from hologram.backend import API_VERSION, Backend, Capabilities
 from hologram.core import distribution, forks, hookspecs
 from hologram.core.distribution import EntryPoint
 from hologram.core.errors import PluginError, did_you_mean
 from hologram.core.hookspecs import BodyKey, BundleRef, Translator
-from hologram.runtime.backend import Backend
 
 if TYPE_CHECKING:
     from hologram.passes.api import Pass
@@ -137,14 +137,16 @@ def _check_translator(obj: Any) -> Translator:
 
 
 def _check_backend(obj: Any) -> Backend:
-    missing = [m for m in ("name", "priority", "available", "allocate", "prepare", "launch") if not hasattr(obj, m)]
-    if missing:
-        raise PluginError(f"registered {type(obj).__name__} as a backend, but it lacks {', '.join(missing)} "
-                          "(see hologram.runtime.backend.Backend)")
-    if not isinstance(obj.name, str) or not obj.name:
+    if not isinstance(obj, Backend):
+        raise PluginError(f"registered {type(obj).__name__} as a backend; expected an instance of a subclass of "
+                          f"hologram.backend.Backend (the backend SDK, API version {API_VERSION}: docs/backends.md)")
+    if not isinstance(getattr(obj, "name", None), str) or not obj.name:
         raise PluginError(f"backend {type(obj).__name__} has no name")
-    if not isinstance(obj.priority, (int, float)) or isinstance(obj.priority, bool):
-        raise PluginError(f"backend {obj.name!r} has priority {obj.priority!r}; expected a number")
+    if not isinstance(getattr(obj, "priority", None), (int, float)) or isinstance(obj.priority, bool):
+        raise PluginError(f"backend {obj.name!r} has priority {getattr(obj, 'priority', None)!r}; expected a number")
+    if not isinstance(obj.capabilities, Capabilities):
+        raise PluginError(f"backend {obj.name!r} declares capabilities {obj.capabilities!r}; expected a "
+                          "hologram.backend.Capabilities")
     return obj
 
 

@@ -13,8 +13,8 @@ Two kinds of examples, each run as hypothesis tests:
   (`check_case`). Each backend is judged on its own, so one backend is enough. The
   reference interpreter runs ~1e5 lanes a second: a case whose inputs hold more than
   `INTERP_MAX_ELEMENTS` elements (a 2**24-term f32 reduction) is not run on it, nor on
-  a backend whose `max_test_elements` attribute is smaller (`max_elements`), so their
-  rows count fewer examples.
+  any backend declaring a smaller `max_test_elements` (`max_elements`), so their rows
+  count fewer examples.
 - `programs`: generated verified Atlas programs (`hologram.testing.isa_strategies`) run
   on the reference interpreter (the original program) and on every backend (the program
   after a `.hasm` text and a binary round trip, so a lone `interp` still tests something:
@@ -41,9 +41,11 @@ program) with no `.npz` beside it, such as a user's own, is replayed on inputs d
 from its signature at a fixed seed and held to the reference interpreter
 (`difftest_checks.check_file_case`).
 
-A backend that runs part of the ISA declines a program with `UnsupportedProgram` from
-`prepare` (docs/plugins.md): such an example is *not covered* by it, counted in
-`Outcome.not_covered` with the first refusal's reason, never a failure (`NotCovered`).
+A backend that runs part of the ISA declares what it runs (`Backend.capabilities`,
+docs/backends.md); a program needing anything else is refused before its `prepare` is
+called (as its own `prepare` may still refuse one with `UnsupportedProgram`): such an
+example is *not covered* by it, counted in `Outcome.not_covered` with the first
+refusal's reason, never a failure (`NotCovered`).
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ __all__ = ["KINDS", "OPTS", "REFERENCE", "INTERP_MAX_ELEMENTS", "DEFAULT_OUT", "
 
 KINDS = ("kernels", "programs")
 OPTS = ("O0", "O2")  # the optimization levels compared by default: none, and everything
-INTERP_MAX_ELEMENTS = 1 << 16  # larger kernel cases skip the reference interpreter (~1 s per run at this size)
+INTERP_MAX_ELEMENTS = 1 << 16  # what the reference interpreter declares: larger kernel cases skip it (~1 s a run)
 DEFAULT_OUT = "difftest-failures"
 Progress = Callable[[str, int, int], None]  # (kind, examples done, examples planned)
 
@@ -87,7 +89,8 @@ class Outcome:
     """One row of the report: how backend `backend` did on `examples` examples of `kind`
     compiled at optimization level `opt`. `reproducer` is the written `.toml`/`.hasm`
     path and `message` the (shrunk) failure; `culprit` the pass it was bisected to.
-    `not_covered` counts the examples the backend declined (`UnsupportedProgram`), not
+    `not_covered` counts the examples the backend declined (`UnsupportedProgram`: its
+    capabilities leave them out, or its `prepare` refused them), not
     counted as passed or failed; `not_covered_reason` is the first such refusal."""
 
     kind: str
@@ -136,14 +139,11 @@ def _runs_on(case: Any, backend: str) -> bool:
 
 def max_elements(backend: str) -> int | None:
     """The most input elements a generated kernel case may hold to be run on `backend`:
-    INTERP_MAX_ELEMENTS for the reference interpreter, the backend's own
-    `max_test_elements` attribute when it has one (a backend that also runs one lane at a
-    time), else no limit."""
+    what it declares (`Backend.max_test_elements`: INTERP_MAX_ELEMENTS for the reference
+    interpreter, which runs one lane at a time), None for no limit."""
     from hologram.runtime.lookups import get_backend
 
-    if backend == REFERENCE:
-        return INTERP_MAX_ELEMENTS
-    return getattr(get_backend(backend), "max_test_elements", None)
+    return get_backend(backend).max_test_elements
 
 
 def _kernel_runs_on(case: KernelCase, backend: str) -> bool:

@@ -2,8 +2,9 @@
 a file (hologram.testing.difftest runs, shrinks and reports them).
 
 Each check returns a `Verdict`: None (the backend agreed), a message (it failed), or
-`NotCovered` (it declined the example with `UnsupportedProgram` from `prepare`, the
-declared refusal of a backend that runs part of the ISA: docs/plugins.md).
+`NotCovered` (the example needs what the backend's `capabilities` do not declare, found
+before `prepare` is called; or its `prepare` declined it with `UnsupportedProgram`: the
+declared refusal of a backend that runs part of the ISA, docs/backends.md).
 
 - `check_kernel`: a generated kernel case, held to the numpy oracle (`check_case`).
 - `check_program`: a verified program after the `.hasm` and binary round trips and the
@@ -42,8 +43,9 @@ MAX_SIZE = 5  # the largest shape symbol drawn: the reference interpreter runs o
 
 @attrs.frozen
 class NotCovered:
-    """An example a backend declined: it raised `UnsupportedProgram` from `prepare`
-    (docs/plugins.md). Neither a pass nor a failure; `reason` is the refusal, whole."""
+    """An example a backend declined: its capabilities leave out something the program
+    needs, or its `prepare` raised `UnsupportedProgram` (docs/backends.md). Neither a pass
+    nor a failure; `reason` is the refusal, whole."""
 
     reason: str
 
@@ -104,6 +106,7 @@ def _run_program(program: Program, backend: str, case: ProgramCase) -> tuple[dic
     from hologram.runtime.lookups import get_backend
 
     be = get_backend(backend)
+    be.check_covers(program)  # the backend's declaration first: what it leaves out is not covered
     bufs = {k: np.array(v, copy=True) for k, v in case.buffers.items()}
     try:
         executable = be.prepare(program)

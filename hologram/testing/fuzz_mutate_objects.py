@@ -425,12 +425,12 @@ body = "c[i, j] = alpha * sum(a[i, p] * b[p, j], p)"
 def native_target() -> str | None:
     """A CPU level of this architecture that this CPU runs (what a bundle built here for
     `--native auto` ships and this machine uses), or None where cpu_llvm ships no code."""
-    try:
-        from hologram_cpu_llvm import CpuLlvmBackend, cpu
-    except ImportError:
+    from hologram.runtime.lookups import backends
+
+    backend = backends().get("cpu_llvm")
+    if backend is None:
         return None
-    offered = CpuLlvmBackend(cache_dir=False).native_targets()
-    runs = [t for t in offered if t in cpu.X86_64_LEVELS and cpu.has_features(cpu.X86_64_LEVELS[t])]
+    runs = [t for t in backend.native_targets() if t != "host" and backend.runs_native(t)]
     return runs[-1] if runs else None
 
 
@@ -443,8 +443,8 @@ def seed_objects() -> tuple[tuple[str, bytes, dict[str, Any]], ...]:
         return ()
     import hologram as hg
     from hologram.isa.encoding import encode
-    from hologram_cpu_llvm import CpuLlvmBackend
+    from hologram.testing.run import fresh_backend
 
-    backend = CpuLlvmBackend(cache_dir=False)
+    backend = fresh_backend("cpu_llvm", cache_dir=False)
     return tuple((name, encode(k.program), backend.compile_native(k.program, target))
                  for name, k in sorted(hg.compile_all(SEED_DOCUMENT).items()))

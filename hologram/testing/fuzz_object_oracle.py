@@ -66,11 +66,10 @@ class _Linked:
 def check_object_case(case: ObjectCase, phase: Phase) -> CaseResult:
     """Judge one mutant (see the module docstring)."""
     from hologram.isa.encoding import decode
-    from hologram_cpu_llvm import CpuLlvmBackend
-    from hologram_interp import InterpBackend
+    from hologram.testing.run import fresh_backend
 
     program = decode(case.program)
-    backend = CpuLlvmBackend(num_threads=2, cache_dir=False)  # fresh: nothing prepared, nothing cached
+    backend = fresh_backend("cpu_llvm", num_threads=2, cache_dir=False)  # nothing prepared, nothing cached
     phase("check", True)
     try:
         problem = backend.check_native(program, case.native)
@@ -95,7 +94,7 @@ def check_object_case(case: ObjectCase, phase: Phase) -> CaseResult:
         problems.append(Problem(UNCHECKED, "load", "malformed object code was linked: " + "; ".join(case.mutations)))
     if problems:
         return CaseResult("linked", tuple(problems))
-    return _run(program, backend, exe, InterpBackend(), case.input_seed, phase)
+    return _run(program, backend, exe, fresh_backend("interp"), case.input_seed, phase)
 
 
 def _run(program: Any, backend: Any, exe: Any, interp: Any, input_seed: int, phase: Phase) -> CaseResult:

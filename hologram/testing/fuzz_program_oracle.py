@@ -226,9 +226,9 @@ def _backends() -> tuple[Any, Any]:
     would fill it) and with two threads."""
     global _INTERP, _NATIVE
     if _INTERP is None:
-        from hologram_cpu_llvm import CpuLlvmBackend
-        from hologram_interp import InterpBackend
-        _INTERP, _NATIVE = InterpBackend(), CpuLlvmBackend(num_threads=2, cache_dir=False)
+        from hologram.testing.run import fresh_backend
+
+        _INTERP, _NATIVE = fresh_backend("interp"), fresh_backend("cpu_llvm", num_threads=2, cache_dir=False)
     return _INTERP, _NATIVE
 
 

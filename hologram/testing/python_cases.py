@@ -7,7 +7,7 @@ only output, `y = e` then `return y`), the TOML kept as the module's docstring. 
 then compiles through whatever translator is registered for the `python` format, so
 `hologram diff-test` holds that translator to the oracle on every backend, and
 `check_python_twin` holds it to the TOML: both must compile to the same code
-(`hologram.isa.encoding.code_hash`, the program without its source sites).
+(the `program_hash` of the program `without_sites`, its source positions).
 
 `with_python_forms(strategy)` draws one case in four as Python when that translator is
 installed (the others, and every case without it, stay TOML); a failure shrinks towards
@@ -94,14 +94,15 @@ def with_python_forms(strategy: st.SearchStrategy[KernelCase]) -> st.SearchStrat
 def check_python_twin(case: KernelCase, opt: str | None = None, passes=None) -> None:
     """The Python form compiles to the code its TOML twin (the module's docstring) does."""
     import hologram
-    from hologram.isa.encoding import code_hash
+    from hologram.isa.encoding import program_hash
+    from hologram.isa.program import without_sites
 
     twin = ast.get_docstring(ast.parse(case.source), clean=False)
     if twin is None:
         return  # a module written by hand: there is nothing to compare with
     py = hologram.compile(case.source, format="python", opt=opt, passes=passes)
     toml = hologram.compile(twin, format="toml", opt=opt, passes=passes)
-    if code_hash(py.program) != code_hash(toml.program):
+    if program_hash(without_sites(py.program)) != program_hash(without_sites(toml.program)):
         raise AssertionError("the Python form compiles to other code than its TOML document:\n"
                              f"--- python ---\n{case.source}\n--- its IR ---\n{py.emit('ir')}\n"
                              f"--- the TOML's IR ---\n{toml.emit('ir')}")

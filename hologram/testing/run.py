@@ -16,7 +16,19 @@ import numpy as np
 from hologram.core.errors import HologramError, UnsupportedProgram
 from hologram.testing.cases import KernelCase
 
-__all__ = ["run_kernel_text", "check_case"]
+__all__ = ["run_kernel_text", "check_case", "fresh_backend"]
+
+
+def fresh_backend(name: str, **options: Any) -> Any:
+    """A new instance of the registered backend `name`'s class, made with `options` (its
+    constructor's keywords): nothing prepared or cached, shared with no kernel. The test
+    kit finds backends through the registry, never by importing their plugins."""
+    from hologram.runtime.lookups import backends
+
+    registered = backends().get(name)
+    if registered is None:
+        raise HologramError(f"backend {name!r} is not installed (registered: {', '.join(sorted(backends())) or 'none'})")
+    return type(registered)(**options)
 
 
 def run_kernel_text(text: str, inputs: Mapping[str, Any] | Sequence[Any], backend: str | None = "interp",
@@ -73,7 +85,7 @@ def check_case(case: KernelCase, backend: str | None = "interp", opt: str | None
     try:
         outputs = run_case(case, backend, opt, passes)
     except UnsupportedProgram:
-        raise  # the backend declined the program (docs/plugins.md): not a verdict on the case
+        raise  # the backend declined the program (docs/backends.md): not a verdict on the case
     except case.error or ():
         return None
     except HologramError as exc:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import hologram
+from hologram.backend import Backend
 from hologram.cli import main as cli
 from hologram.core.types import DType
 from hologram.runtime import plugins
@@ -236,15 +237,15 @@ def test_kernel_emit_asks_its_backend_for_other_forms():
                                    "and backend 'cpu_llvm' adds llvm, llvm-opt and native")
         assert e.value.hint is None
 
-    class Forms:
+    class Forms(Backend):
         name, priority = "forms", 1
         text_forms = {"asm": "shadowed by the core form", "dot": "a graph", "stats": "shadowed too"}
+        available = allocate = prepare = launch = None  # never called here
 
         def emit(self, program, form):
             return f"digraph {program.name} {{}}"
     assert backend_forms(Forms()) == {"dot": "a graph"}
-    assert backend_forms(object()) == {}
-    Forms.emit = None  # forms without an emit method are no forms
+    del Forms.text_forms  # the base class's default: no forms
     assert backend_forms(Forms()) == {}
 
 
@@ -319,24 +320,36 @@ def test_plugins_says_what_runs_kernels_and_how_to_add_a_missing_backend(run_cli
     monkeypatch.setenv("HOLOGRAM_PLUGINS", "-interp")
     plugins.reset()
     code, out, _ = run_cli("plugins")
-    assert code == 0 and "interp (the reference interpreter; pure Python and numpy, runs anywhere) is installed but " \
-                         "left out by HOLOGRAM_PLUGINS" in " ".join(out.split())
+    assert code == 0 and "interp (Reference interpreter backend for Hologram: executes Atlas ISA programs lane by " \
+                         "lane) is installed but left out by HOLOGRAM_PLUGINS" in " ".join(out.split())
 
 
-def test_backend_notes_name_the_distribution_to_install():
+def test_backend_notes_name_the_distribution_to_install(monkeypatch):
     interp = plugins.PluginInfo("interp", "hologram-backend-interp", "0.1.0", ("backend interp",), "ok")
     notes = cli.backend_notes([interp], {"interp": object()}, "interp")
     assert notes[0] == "kernels run on interp unless --backend or HOLOGRAM_BACKEND names another backend"
-    assert notes[1].startswith("cpu_llvm is not installed (the native CPU backend; needs llvmlite")
-    assert notes[1].endswith("): pip install hologram-backend-cpu-llvm")
+    assert notes[1] == "cpu_llvm is not installed: pip install hologram-backend-cpu-llvm"
     assert len(notes) == 2
     notes = cli.backend_notes([], {}, None)
     assert notes[0] == "no backend is installed: kernels compile but cannot run"
-    assert notes[2] == ("interp is not installed (the reference interpreter; pure Python and numpy, runs anywhere): "
-                        "pip install hologram-backend-interp")
+    assert set(notes[1:]) == {"interp is not installed: pip install hologram-backend-interp",
+                              "cpu_llvm is not installed: pip install hologram-backend-cpu-llvm"}
     broken = plugins.PluginInfo("cpu_llvm", "hologram-backend-cpu-llvm", "0.1.0", (), "failed", "ImportError: x")
     assert "failed to load (its row above says why); reinstall: pip install --force-reinstall " \
            "hologram-backend-cpu-llvm" in cli.backend_notes([broken, interp], {"interp": object()}, "interp")[1]
+    elsewhere = cli.first_party_backends({"sys_platform": "plan9"})  # no native backend in the plain install
+    monkeypatch.setattr(cli, "first_party_backends", lambda: elsewhere)
+    assert cli.backend_notes([interp], {"interp": object()}, "interp")[1].startswith(
+        "cpu_llvm is not installed: the plain install brings hologram-backend-cpu-llvm only where "
+        "platform_python_implementation == \"CPython\"")
+
+
+def test_the_first_party_backends_come_from_the_distributions_metadata():
+    """Read from hologram-kernels' dependencies, not listed: a backend made a dependency is
+    known to `hologram plugins` without an edit of the command."""
+    names = {name: dist for name, dist, _ in cli.first_party_backends()}
+    assert names == {"interp": "hologram-backend-interp", "cpu_llvm": "hologram-backend-cpu-llvm"}
+    assert not hasattr(cli, "FIRST_PARTY_BACKENDS")
 
 
 class CommandPlugin:

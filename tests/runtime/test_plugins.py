@@ -17,6 +17,7 @@ import hologram
 from hologram.core.errors import PluginError
 from hologram.core.hookspecs import BundleRef, Translator
 from hologram.passes import Pass
+from hologram.backend import Backend
 from hologram.runtime import lookups, plugins
 from hologram.runtime.plugins import HologramPluginManager, PluginWarning, Selection
 
@@ -24,7 +25,7 @@ from hologram.runtime.plugins import HologramPluginManager, PluginWarning, Selec
 pytestmark = pytest.mark.usefixtures("fresh_plugins")
 
 
-class FakeBackend:
+class FakeBackend(Backend):
     def __init__(self, name: str, priority: int, ok: bool = True):
         self.name, self.priority, self.ok = name, priority, ok
 
@@ -167,8 +168,9 @@ def test_misspelled_hook_is_a_failure_with_a_suggestion():
 
 @pytest.mark.parametrize("hook, obj, error", [
     ("hologram_register_translators", "toml", "registered str as a translator; expected hologram.core.hookspecs.Translator"),
-    ("hologram_register_backends", object(), "registered object as a backend, but it lacks name, priority, available, "
-                                             "allocate, prepare, launch (see hologram.runtime.backend.Backend)"),
+    ("hologram_register_backends", object(), "registered object as a backend; expected an instance of a subclass of "
+                                             "hologram.backend.Backend (the backend SDK, API version 1: "
+                                             "docs/backends.md)"),
     ("hologram_register_bundles", "x.hgb", "registered str as a bundle; expected hologram.core.hookspecs.BundleRef"),
 ])
 def test_registering_the_wrong_kind_of_object_is_a_failure(hook, obj, error):

@@ -15,6 +15,7 @@ import sys
 import numpy as np
 import pytest
 
+from hologram.backend import Backend
 from hologram.cli.main import main
 from hologram.core.errors import ArgumentError, PluginError
 from hologram.core.hookspecs import hookimpl
@@ -29,7 +30,7 @@ from repo_paths import ROOT
 
 
 
-class BrokenBackend:
+class BrokenBackend(Backend):
     """The interpreter, except that the first non-empty output's element 0 comes out wrong."""
 
     name = "broken"
@@ -91,6 +92,7 @@ def test_a_correct_backend_passes(tmp_path):
 
 def test_long_cases_skip_only_slow_backends(broken):
     assert max_elements("interp") == INTERP_MAX_ELEMENTS and max_elements("cpu_llvm") is None
+    assert get_backend("interp").max_test_elements == INTERP_MAX_ELEMENTS  # declared, not special-cased
     assert max_elements(broken) == BrokenBackend.max_test_elements
 
 
@@ -252,8 +254,9 @@ def lanes(register_plugin):
 
 
 def test_a_partial_backends_refusals_are_not_covered_not_failures(lanes, tmp_path):
-    """lanes declines what it cannot run with UnsupportedProgram: those examples are
-    counted apart (with the reason), the run passes, and no reproducer is written."""
+    """lanes declares what it runs (`capabilities`); what it leaves out is refused before
+    its `prepare` is called: those examples are counted apart (with the reason), the run
+    passes, and no reproducer is written."""
     report = run_difftest([lanes], examples=12, seed=1, out_dir=str(tmp_path), opts=("O0",))
     assert report.ok, [r.message for r in report.rows]
     for row in report.rows:
@@ -288,7 +291,8 @@ def test_cli_diff_test_lists_what_a_partial_backend_does_not_cover(lanes, capsys
     assert all(len(line) <= 100 for line in section.splitlines()), section  # wrapped to the terminal
     joined = " ".join(line.strip() for line in section.splitlines())
     # the reason whole: the refused stage and instruction, and the hint, never cut
-    assert "backend 'lanes' cannot run program" in joined and "straight-line elementwise stages only" in joined
+    assert "backend 'lanes' cannot run program" in joined and "is not declared" in joined
+    assert "its capabilities do not declare it" in joined
 
 
 def test_replay_declined_is_not_a_failure(lanes, tmp_path, capsys):

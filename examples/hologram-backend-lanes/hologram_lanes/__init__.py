@@ -5,16 +5,19 @@ instruction over all lanes together: a register is a numpy array with one elemen
 lane, `LDG` is a gather, `STG` a scatter. Running instruction k for every lane before
 instruction k + 1 for any is a valid order only when lanes never wait for each other or
 take different paths, so it runs *straight-line* stages: no branch, loop, barrier,
-shared memory, pool or reduction. `prepare` refuses every other program with an
-UnsupportedProgram (a PluginError) that names the instruction, so a kernel it cannot run
-fails at its first call, clearly, and runs elsewhere with `kernel.on("interp")`; the
-differential harness counts such a kernel as not covered by `lanes`, not as a failure.
-Elementwise kernels (vadd, axpy, relu, stencil3, casts, `where`) run, and give the
-interpreter's results bit for bit: each supported opcode is the numpy function the
-interpreter's per-lane rule is (docs/isa.md).
+shared memory, pool or reduction. It says so in its `capabilities` (the backend SDK,
+`hologram.backend`, docs/backends.md): the runtime refuses every other program before
+`prepare` with an UnsupportedProgram (a PluginError) that names the instruction, so a
+kernel it cannot run fails at its first call, clearly, and runs elsewhere with
+`kernel.on("interp")`; the differential harness counts such a kernel as not covered by
+`lanes`, not as a failure, and `hologram conformance --backend lanes` tests exactly what
+it declares. Elementwise kernels (vadd, axpy, relu, stencil3, casts, `where`) run, and
+give the interpreter's results bit for bit: each supported opcode is the numpy function
+the interpreter's per-lane rule is (docs/isa.md).
 
-Registered with priority 0, below `interp` (10): never the default unless it is the only
-backend; ask for it by name (`backend="lanes"`, `--backend lanes`).
+It imports the SDK and `hologram.errors`, nothing else of Hologram. Registered with
+priority 0, below `interp` (10): never the default unless it is the only backend; ask
+for it by name (`backend="lanes"`, `--backend lanes`).
 """
 
 from __future__ import annotations
@@ -26,14 +29,11 @@ from typing import Any, Callable, Mapping
 import attrs
 import numpy as np
 
-from hologram.core.errors import ArgumentError, ExecutionError, UnsupportedProgram
-from hologram.core.hookspecs import hookimpl
-from hologram.core.types import DType
-from hologram.isa.asm import format_instr
-from hologram.isa.program import AXES, BufferParam, Imm, Instr, Label, Program, Reg, Special, Stage, Sym
-from hologram.runtime.args import symbol_value
+from hologram.backend import (AXES, Backend, Capabilities, DType, Imm, Instr, Label, LaunchBinding, Program, Reg,
+                              Special, Stage, Sym, domain_extents, format_instr, hookimpl, verify)
+from hologram.errors import ArgumentError, ExecutionError
 
-__all__ = ["LanesBackend", "Prepared", "hologram_register_backends"]
+__all__ = ["LanesBackend", "Prepared", "CAPABILITIES", "hologram_register_backends"]
 
 # The opcodes it runs, each as the numpy function over all lanes. MIN/MAX are numpy's
 # minimum/maximum (NaN wins; of -0.0 and +0.0 the second operand), as the ISA defines.
@@ -45,21 +45,31 @@ UNARY: dict[str, Callable[..., Any]] = {"NEG": np.negative, "ABS": np.absolute, 
 COMPARE: dict[str, Callable[..., Any]] = {
     "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
 }
-OTHER = frozenset({"MOV", "MOV_IMM", "CVT", "LDG", "STG", "DIV", "MAD", "SET", "SEL", "EXIT"})
+OTHER = ("MOV", "MOV_IMM", "CVT", "LDG", "STG", "DIV", "MAD", "SET", "SEL", "EXIT")
+
+# What it runs, declared: those opcodes at every dtype, except integer DIV (floor division,
+# 0 for /0) and float -> integer CVT (saturating), and no block-shared memory or pools.
+CAPABILITIES = Capabilities.of(
+    [*BINARY, *UNARY, *OTHER],
+    excluding=[("DIV", d) for d in DType if not d.is_float],
+    conversions=[(to, frm) for to in DType for frm in DType if not (frm.is_float and to.is_int)],
+    shared_memory=False, pools=False)
 
 
 @attrs.frozen
 class Prepared:
-    """What `prepare` returns: a program every instruction of which this backend runs."""
+    """What `prepare` returns: a verified program this backend runs, and its launch binding."""
 
     program: Program
+    binding: LaunchBinding
 
 
-class LanesBackend:
+class LanesBackend(Backend):
     """Straight-line Atlas ISA stages, all lanes at once, with numpy."""
 
     name = "lanes"
     priority = 0
+    capabilities = CAPABILITIES
 
     def available(self) -> bool:
         return True
@@ -68,85 +78,41 @@ class LanesBackend:
         return np.zeros(shape, dtype.np)
 
     def prepare(self, program: Program) -> Prepared:
-        """The program, once every instruction is known to be one this backend runs."""
+        """The program, verified and within `capabilities` (the runtime asks first; a
+        caller of `prepare` may not have)."""
         if not isinstance(program, Program):
             raise ArgumentError(f"prepare expects a hologram.isa.program.Program, got {type(program).__name__}")
-        return _check_supported(program)
+        self.check_covers(program)
+        return _prepared(program)
 
     def launch(self, executable: Prepared | Program, buffers: Mapping[str, np.ndarray],
                scalars: Mapping[str, Any], symbols: Mapping[str, int]) -> None:
-        program = (executable if isinstance(executable, Prepared) else self.prepare(executable)).program
-        consts = _launch_constants(program, scalars, symbols)
-        memory = _bind_buffers(program, buffers, symbols)
+        prepared = executable if isinstance(executable, Prepared) else self.prepare(executable)
+        bound = prepared.binding.bind(buffers, scalars, symbols)  # every check a launch makes, the SDK's words
+        memory = _memory(prepared, bound.arrays)
+        consts = {name: np.int64(v) for name, v in bound.symbols.items()}  # what `$name` reads: i64 symbols,
+        consts.update((s.name, v) for s, v in zip(prepared.binding.scalars, bound.scalars))  # scalars in their dtype
         with np.errstate(all="ignore"):  # IEEE results (inf, NaN) and wrapping integers, not warnings
-            for stage in program.stages:
-                _run_stage(stage, memory, consts, symbols)
+            for stage in prepared.program.stages:
+                _run_stage(stage, memory, consts, bound.symbols)
 
 
 # ------------------------------------------------------------------------------ prepare
-@functools.lru_cache(maxsize=256)  # Programs are frozen and hashable: each is checked once
-def _check_supported(program: Program) -> Prepared:
-    for stage in program.stages:
-        if stage.shared or stage.pools:
-            _refuse(program, stage, "it declares block-shared or pool memory")
-        for k, item in enumerate(stage.body):
-            if isinstance(item, Label):
-                continue  # a label without a branch is only a name
-            if item.op not in BINARY and item.op not in UNARY and item.op not in OTHER:
-                _refuse(program, stage, f"instruction {k} `{format_instr(item, align=False)}`: {item.op} is not a "
-                        "straight-line, all-lanes operation here")
-            if item.op == "DIV" and not item.dtype.is_float:
-                _refuse(program, stage, f"instruction {k}: integer DIV (floor division, 0 for /0) is not supported")
-            if item.op == "CVT" and item.dtype2.is_float and item.dtype.is_int:
-                _refuse(program, stage, f"instruction {k}: float -> integer CVT (saturating) is not supported")
-    return Prepared(program)
-
-
-def _refuse(program: Program, stage: Stage, why: str) -> None:
-    raise UnsupportedProgram(f"backend 'lanes' cannot run program {program.name!r}: stage {stage.name!r}: {why}",
-                             hint="it runs straight-line elementwise stages only; run this kernel on another "
-                                  "backend, e.g. kernel.on('interp') or --backend interp")
+@functools.lru_cache(maxsize=256)  # Programs are frozen and hashable: each is verified once
+def _prepared(program: Program) -> Prepared:
+    return Prepared(verify(program), LaunchBinding.of(program))
 
 
 # ------------------------------------------------------------------------------- launch
-def _launch_constants(program: Program, scalars: Mapping[str, Any], symbols: Mapping[str, int]) -> dict[str, Any]:
-    """What `$name` reads: each shape symbol as an i64, each scalar parameter in its dtype.
-    A symbol outside 0 .. 2**62 - 1, the range the verifier's proofs assume, is refused
-    (`symbol_value`), as every backend's `launch` must."""
-    consts: dict[str, Any] = {s: np.int64(symbol_value(s, symbols.get(s))) for s in program.symbols}
-    for name, p in program.scalars().items():
-        if name not in scalars:
-            raise ArgumentError(f"scalar parameter {name!r} ({p.dtype}) is missing")
-        consts[name] = np.asarray(scalars[name], p.dtype.np)[()]
-    return consts
-
-
-def _bind_buffers(program: Program, buffers: Mapping[str, np.ndarray],
-                  symbols: Mapping[str, int]) -> dict[str, np.ndarray]:
-    """Flat views of the caller's arrays (checked: `launch` is public), zeroed temporaries."""
-    written = {ins.addr.buffer for st in program.stages for ins in st.body
-               if isinstance(ins, Instr) and ins.op == "STG"} | {i.buffer for st in program.stages for i in st.inits}
-    memory: dict[str, np.ndarray] = {}
-    for p in program.params:
-        if not isinstance(p, BufferParam):
-            continue
-        array, size = buffers.get(p.name), _size(p, symbols)
-        if not isinstance(array, np.ndarray) or array.dtype != p.dtype.np or not array.flags.c_contiguous:
-            raise ArgumentError(f"buffer {p.name!r}: expected a C-contiguous numpy array of {p.dtype}")
-        if array.size != size or (p.name in written and not array.flags.writeable):
-            raise ArgumentError(f"buffer {p.name!r}: expected {size} writeable elements, got shape {array.shape}")
-        memory[p.name] = array.reshape(-1)
-    for out in written & memory.keys():  # all lanes load before any stores: inputs must not alias outputs
-        for name, other in memory.items():
-            if name != out and np.may_share_memory(memory[out], other):
-                raise ArgumentError(f"buffer {out!r} overlaps {name!r}; pass arrays that do not alias")
-    for t in program.temps:
-        memory[t.name] = np.zeros(_size(t, symbols), t.dtype.np)
+def _memory(prepared: Prepared, arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """Flat views of the checked arrays (params, then the zeroed temporaries), by name.
+    All lanes load before any stores, so an input overlapping a written buffer is refused."""
+    memory = {b.name: a.reshape(-1) for b, a in zip(prepared.binding.buffers, arrays)}
+    for out in (b.name for b in prepared.binding.params if b.written):
+        for b in prepared.binding.params:
+            if b.name != out and np.may_share_memory(memory[out], memory[b.name]):
+                raise ArgumentError(f"buffer {out!r} overlaps {b.name!r}; pass arrays that do not alias")
     return memory
-
-
-def _size(p: BufferParam, symbols: Mapping[str, int]) -> int:
-    return math.prod(d.evaluate(symbols) for d in p.shape)
 
 
 class LaneSpecials:
@@ -182,9 +148,7 @@ class LaneSpecials:
 
 def _run_stage(stage: Stage, memory: dict[str, np.ndarray], consts: Mapping[str, Any],
                symbols: Mapping[str, int]) -> None:
-    extents = [d.evaluate(symbols) for d in stage.domain]
-    if any(n < 0 for n in extents):
-        raise ExecutionError(f"stage {stage.name!r}: domain {extents} has a negative extent")
+    extents = list(domain_extents(stage, symbols))
     for init in stage.inits:  # once per launch, before any lane, also over an empty domain
         _store(stage, f".init {init.buffer}", memory[init.buffer], np.int64(init.offset), init.value)
     if math.prod(extents) == 0:

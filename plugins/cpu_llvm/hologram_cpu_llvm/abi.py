@@ -6,8 +6,8 @@ when they link object code, so a process that only loads code never imports llvm
 
 from __future__ import annotations
 
-from hologram.core.errors import VerifyError
-from hologram.isa.program import Instr, Stage
+from hologram.backend import Instr, Stage
+from hologram.errors import VerifyError
 
 # Error codes written to err[0] by a stage function; err[3] holds the offending value.
 ERR_OOB_GLOBAL = 1  # value: the index (checked LDG/STG/Reduce*/ResAccum)

@@ -21,22 +21,15 @@ from typing import Any, Callable, Mapping, Sequence
 import attrs
 import numpy as np
 
-from hologram.core import forks, trace
-from hologram.core.errors import ArgumentError, CompileError, HologramError, HologramWarning
-from hologram.core.types import DType
-from hologram.isa.encoding import program_hash
-from hologram.isa.opcodes import OPCODES
-from hologram.isa.program import BufferParam, Instr, Program, ScalarParam
-from hologram.verify.verifier import verify
+from hologram.backend import (Backend, DType, Instr, LaunchBinding, Program, convert_value, program_hash,
+                              renew_in_child, trace, verify)
+from hologram.errors import ArgumentError, CompileError, HologramError, HologramWarning
 
 from . import cancel, cpu, loader, native_pool, threads, trampoline
 from .abi import reduce_op
 from .cache import DiskCache, Entry, MemoryCache, default_cache_dir
 from .launcher import make_launcher
-from .runtime import (
-    REDUCE_KINDS, STAGE_FN, BufferSlot, Executable, ReduceSlot, StagePlan, compile_dim, convert_value, identity,
-    launch,
-)
+from .runtime import REDUCE_KINDS, STAGE_FN, Executable, ReduceSlot, StagePlan, identity, launch
 
 
 @attrs.frozen
@@ -208,7 +201,7 @@ def _usable_here(native: Mapping[str, Any]) -> bool:
 
 
 # ---------------------------------------------------------------------------- backend
-class CpuLlvmBackend:
+class CpuLlvmBackend(Backend):
     """Native, multithreaded execution of Atlas ISA programs through llvmlite.
 
     num_threads   threads per launch (default `$HOLOGRAM_NUM_THREADS`, else the CPU count;
@@ -231,7 +224,7 @@ class CpuLlvmBackend:
         self._verifier_version: str | None = None
         self._memory: MemoryCache[str, Executable] = MemoryCache()  # cache.MEMORY_ENTRIES, thread-safe
         self._lock = threading.RLock()  # held while building: a forked child gets a free one
-        forks.renew_in_child(self, "_lock", threading.RLock)
+        renew_in_child(self, "_lock", threading.RLock)
         self._available: bool | None = None
 
     def __repr__(self) -> str:
@@ -353,6 +346,21 @@ class CpuLlvmBackend:
         from . import jit
 
         return (*jit.level_targets(), "host")
+
+    def runs_native(self, target: str) -> bool:
+        """Whether object code for `target` (an x86-64 level, or `host`) runs on this CPU;
+        a level's features are read from the OS, LLVM asked only where the OS says nothing."""
+        if target == "host":
+            return bool(self.native_targets())
+        features = cpu.X86_64_LEVELS.get(target)
+        if features is None or cpu.arch() != "x86_64":
+            return False
+        known = cpu.has_features(features)
+        if known is not None:
+            return known
+        from . import jit
+
+        return jit.has_features(features)
 
     def native_toolchain(self) -> str:
         """What built object code: the code generator (its version and sources: the
@@ -497,13 +505,9 @@ def _link(program: Program, key: str, symbols: Sequence[StageSymbol], loaded: lo
     slot, plus the pairs of params that could alias a written one."""
     _check_symbols(symbols, program)
     decls = program.buffers()
-    names = list(decls)
-    written = {i.addr.buffer for st in program.stages for i in st.body
-               if isinstance(i, Instr) and i.addr is not None and OPCODES[i.op].form.startswith("m")
-               and OPCODES[i.op].space == "global"}
-    written |= {init.buffer for st in program.stages for init in st.inits}
-    slots = tuple(BufferSlot(n, decls[n].dtype.np, tuple(compile_dim(d, program.symbols) for d in decls[n].shape),
-                             n in written) for n in names)
+    binding = LaunchBinding.of(program)
+    slots = binding.buffers
+    names = [b.name for b in slots]
     plans = []
     for sym in sorted(symbols, key=lambda s: s.stage_index):
         st = program.stages[sym.stage_index]
@@ -515,13 +519,11 @@ def _link(program: Program, key: str, symbols: Sequence[StageSymbol], loaded: lo
         inits = tuple((names.index(i.buffer), i.offset, convert_value(i.value, decls[i.buffer].dtype.np))
                       for i in st.inits)
         block = tuple(st.block) + (1,) * (3 - len(st.block))
-        plans.append(StagePlan(st.name, sym.stage_index, STAGE_FN(loaded.addresses[sym.name]),
-                               tuple(compile_dim(d, program.symbols) for d in st.domain), block, inits,
+        plans.append(StagePlan(st.name, sym.stage_index, STAGE_FN(loaded.addresses[sym.name]), block, inits,
                                tuple(reduces)))
-    nparams = sum(isinstance(p, BufferParam) for p in program.params)
+    nparams = binding.nparams
     pairs = tuple((i, j) for i in range(nparams) for j in range(nparams)
                   if i != j and slots[i].written and not (slots[j].written and j < i))
-    scalars = tuple((p.name, p.dtype.np) for p in program.params if isinstance(p, ScalarParam))
-    return Executable(program, key, tuple(plans), slots, nparams, scalars, loaded,
+    return Executable(program, key, tuple(plans), binding, loaded,
                       struct.Struct(f"<{len(slots)}Q").pack, struct.Struct(f"<{len(program.symbols)}q").pack,
                       from_cache, pairs)

@@ -34,8 +34,7 @@ from pathlib import Path
 from typing import Any, Hashable, TypeVar
 
 import attrs
-from hologram.core.files import UnreadableFileError, read_regular_file, user_cache_root
-from hologram.core.lru import LRUCache
+from hologram.backend import LRUCache, UnreadableFileError, read_regular_file, user_cache_root
 
 MAGIC = b"HGLLVM\x00\x01"
 SUFFIX = ".hgo"

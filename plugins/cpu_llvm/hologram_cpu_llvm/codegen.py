@@ -71,9 +71,8 @@ import re
 import attrs
 from llvmlite import ir
 
-from hologram.core.errors import HologramError, VerifyError
-from hologram.isa.opcodes import OPCODES
-from hologram.isa.program import Instr, Program
+from hologram.backend import OPCODES, Instr, Program
+from hologram.errors import HologramError, VerifyError
 
 from .abi import ERROR_KINDS, REDUCE_OPS, reduce_buffers, reduce_op  # the runtime's side of the contract
 from .codegen_control import StageEmitter

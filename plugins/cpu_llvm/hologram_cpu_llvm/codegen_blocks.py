@@ -38,8 +38,7 @@ from typing import Sequence
 import attrs
 from llvmlite import ir
 
-from hologram.core.types import DType
-from hologram.isa.program import Addr, Imm, Instr, Reg, Special, Stage, Sym
+from hologram.backend import Addr, DType, Imm, Instr, Reg, Special, Stage, Sym
 
 from .codegen_memory import REDUCE_COMBINE
 from .codegen_types import at, convert, i64, intrinsic, reg_type

@@ -21,10 +21,9 @@ from typing import Callable
 
 from llvmlite import ir
 
-from hologram.core.errors import VerifyError
-from hologram.core.types import Affine, DType
-from hologram.isa.opcodes import OPCODES
-from hologram.isa.program import AXES, REASSOC, Imm, Instr, Label, Program, Reg, Special, Sym, lead_lane_axes
+from hologram.backend import (AXES, OPCODES, REASSOC, Affine, DType, Imm, Instr, Label, Program, Reg, Special, Sym,
+                              lead_lane_axes)
+from hologram.errors import VerifyError
 
 from .codegen_barriers import MAX_BLOCKS, BarrierLayouts, Ctx
 from .codegen_blocks import BlockAccumulators

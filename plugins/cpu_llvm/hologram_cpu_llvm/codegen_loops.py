@@ -28,9 +28,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from hologram.core.errors import VerifyError
-from hologram.core.types import DType
-from hologram.isa.program import Instr, Reg
+from hologram.backend import DType, Instr, Reg
+from hologram.errors import VerifyError
 
 from .abi import CANCEL_SYMBOL, CANCELLABLE, ERR_CANCELLED
 from .codegen_barriers import Ctx

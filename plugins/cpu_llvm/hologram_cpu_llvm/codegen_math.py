@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from hologram.core.types import DType
+from hologram.backend import DType
 
 from .codegen_types import reg_type
 

@@ -23,10 +23,8 @@ import math
 
 from llvmlite import ir
 
-from hologram.core.errors import VerifyError
-from hologram.core.types import DType
-from hologram.isa.opcodes import OPCODES
-from hologram.isa.program import Imm, Instr, Stage
+from hologram.backend import OPCODES, DType, Imm, Instr, Stage
+from hologram.errors import VerifyError
 
 from .abi import ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_FREE, ERR_POOL_FULL, ERR_SCRATCH
 from .codegen_types import I8, I32, I64, PTR, at, byte_size, const, i64, int_value, mem_type, reg_type

@@ -22,8 +22,7 @@ from typing import Callable
 
 from llvmlite import ir
 
-from hologram.core import atlas
-from hologram.core.types import DType
+from hologram.backend import DType, atlas
 
 from .codegen_math import FUNCTIONS as MATH_FUNCTIONS, math_call
 from .codegen_types import DOUBLE, FLOAT, HALF, I1, I64, convert, double_to_half, intrinsic
@@ -196,9 +195,13 @@ def _libm(name: str) -> Emit:
     return emit
 
 
-@_widen
 def _rsqrt(b, t, args):
+    """1 / sqrt(x) with two roundings (docs/isa.md): an f16 square root is rounded to
+    half before the division, as `_widen`'s one rounding at the end would not."""
     x = args[0]
+    if t is DType.F16:
+        root = b.fpext(b.fptrunc(intrinsic(b, "sqrt", FLOAT, [b.fpext(x, FLOAT)]), HALF), FLOAT)
+        return b.fptrunc(b.fdiv(ir.Constant(FLOAT, 1.0), root), HALF)
     return b.fdiv(_c(x, 1.0), intrinsic(b, "sqrt", x.type, [x]))
 
 

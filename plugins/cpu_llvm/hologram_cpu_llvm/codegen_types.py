@@ -14,7 +14,7 @@ import math
 import numpy as np
 from llvmlite import ir
 
-from hologram.core.types import DType
+from hologram.backend import DType
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 HALF, FLOAT, DOUBLE = ir.HalfType(), ir.FloatType(), ir.DoubleType()

@@ -26,7 +26,7 @@ import attrs
 import llvmlite
 import llvmlite.binding as llvm
 
-from hologram.core import trace
+from hologram.backend import trace
 
 from . import cancel, cpu
 from .loader import STATS, Loaded, process_symbol

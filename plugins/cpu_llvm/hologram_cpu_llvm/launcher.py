@@ -25,13 +25,11 @@ import struct
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
-from hologram.runtime.fastcall import exact_arguments
+
+from hologram.backend import exact_arguments
 
 from . import cancel, trampoline
-from .runtime import (
-    _PADDING, Executable, bind_symbols, data_ptr, eval_dim, execution_error, run_stage, temporaries,
-    unalias,
-)
+from .runtime import _PADDING, Executable, data_ptr, execution_error, run_stage, unalias
 
 Run = Callable[..., None]
 _Sized = collections.namedtuple("_Sized", "size")
@@ -45,20 +43,20 @@ def make_launcher(exe: Executable, symbols: Mapping[str, int], num_threads: Call
     it launches and returns None. Inputs overlapping a written buffer are copied, and
     two overlapping written buffers refused, exactly as `launch` does. `num_threads` is
     read per call (the backend's attribute may change)."""
-    syms = bind_symbols(exe, symbols)
+    binding = exe.binding
+    syms = binding.symbol_values(symbols)
     geo = exe.geometry(syms)  # raises as `launch` would for a negative or huge geometry
     sym_bytes = exe.pack_syms(*syms)
     pack_ptrs = exe.pack_ptrs
     pack_scalars = _scalar_packer(exe)
-    nparams = exe.nparams
-    accepts = [(b.dtype, tuple(eval_dim(d, syms) for d in b.shape), b.written) for b in exe.params]
-    scalar_types = [dtype.type for _, dtype in exe.scalars]
+    nparams = binding.nparams
+    accepts, scalar_types = binding.accepts(syms)
 
     def general(*args: Any) -> bool | None:
         if not exact_arguments(args, accepts, scalar_types):
             return False
         arrays = list(args[:nparams])
-        arrays += temporaries(exe, geo.sizes[nparams:])
+        arrays += binding.temporaries(geo.sizes)
         ptrs = [data_ptr(a) for a in arrays]
         if exe.alias_pairs:
             unalias(exe, geo, arrays, ptrs)
@@ -72,7 +70,7 @@ def make_launcher(exe: Executable, symbols: Mapping[str, int], num_threads: Call
         return None
 
     cancel.arm()
-    inline = not exe.temps and not geo.long and all(st.plain for st in exe.stages)
+    inline = not binding.temps and not geo.long and all(st.plain for st in exe.stages)
     if not inline or not trampoline.available():
         return general
 
@@ -83,7 +81,7 @@ def make_launcher(exe: Executable, symbols: Mapping[str, int], num_threads: Call
 
     nbytes = geo.nbytes
     return trampoline.native_launcher(
-        accepts, [dtype for _, dtype in exe.scalars], syms,
+        accepts, [s.np for s in binding.scalars], syms,
         [(i, j, nbytes[i], nbytes[j]) for i, j in exe.alias_pairs if nbytes[i] and nbytes[j]],
         [(st.address, nblocks) for st, (nblocks, _) in zip(exe.stages, geo.grids)
          if nblocks],
@@ -93,7 +91,7 @@ def make_launcher(exe: Executable, symbols: Mapping[str, int], num_threads: Call
 def _scalar_packer(exe: Executable) -> Callable[[Sequence[np.generic]], bytes]:
     """One 8-byte slot per scalar, its native bytes first (as runtime.pack_scalars, for
     values already of the declared dtype)."""
-    pads = tuple(_PADDING[dtype.itemsize] for _, dtype in exe.scalars)
+    pads = tuple(_PADDING[s.np.itemsize] for s in exe.binding.scalars)
     if not pads:
         return lambda scalars: b""
     if len(pads) == 1:

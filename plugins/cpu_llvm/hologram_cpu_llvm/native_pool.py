@@ -57,7 +57,7 @@ import threading
 import time
 from typing import Any, Callable, Sequence
 
-from hologram.core import forks, trace
+from hologram.backend import renew_in_child, trace
 
 from . import cpu, loader
 
@@ -331,7 +331,7 @@ def _pause() -> tuple[str, str]:
 
 _STATE: dict[str, object] = {}
 _BUILD_LOCK = threading.Lock()
-forks.renew_in_child(sys.modules[__name__], "_BUILD_LOCK")
+renew_in_child(sys.modules[__name__], "_BUILD_LOCK")
 WORKER, RUN = "hg_pool_worker", "hg_pool_run"
 
 
@@ -405,7 +405,7 @@ class NativePool:
         self._pid = -1
         self._blocks = 0
         self._busy = threading.Lock()  # held by the one launch using the workers
-        forks.renew_in_child(self, "_busy")  # a child forked during a launch has no workers to wait for
+        renew_in_child(self, "_busy")  # a child forked during a launch has no workers to wait for
 
     def _ensure_started(self, state: dict) -> None:
         """Workers for this process (called holding `_busy`)."""

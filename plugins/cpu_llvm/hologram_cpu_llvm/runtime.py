@@ -25,15 +25,9 @@ from typing import Any, Callable, Mapping, Sequence
 import attrs
 import numpy as np
 
-from hologram.core import trace
-from hologram.core.atlas import NUM_CLASSES
-from hologram.core.errors import ArgumentError, ExecutionError, out_of_bounds
-from hologram.core.types import Affine
-from hologram.isa.asm import format_instr
-from hologram.isa.program import AXES, Instr, Program, lead_lane_axes
-from hologram.passes.work import Formula, lane_work
-from hologram.runtime.args import complete_symbols, plain_array, symbol_value, zeroed_temporary
-from hologram.verify.intervals import SYMBOL_MAX
+from hologram.backend import (Formula, Instr, LaunchBinding, Program, Slot, atlas, domain_extents, format_instr,
+                              lane_work, lead_lane_axes, trace)
+from hologram.errors import ArgumentError, ExecutionError, out_of_bounds
 
 from . import cancel, loader, threads
 from .abi import (
@@ -73,38 +67,6 @@ def identity(kind: str, dtype: np.dtype) -> Any:
     return -np.inf if floating else np.iinfo(dtype).min
 
 
-def convert_value(value: Any, dtype: np.dtype) -> np.generic:
-    """A number as a numpy scalar of `dtype`, by the ISA's CVT rules: -> bool is != 0,
-    integers wrap, float -> int truncates and saturates (NaN -> 0), -> float rounds once."""
-    if dtype.kind == "b":
-        return np.bool_(value != 0)
-    if isinstance(value, (bool, np.bool_)):
-        return dtype.type(int(value))
-    if dtype.kind in "iu":
-        if isinstance(value, (float, np.floating)):
-            value = float(value)
-            if math.isnan(value):
-                return dtype.type(0)
-            info = np.iinfo(dtype)
-            if math.isinf(value):
-                return dtype.type(info.max if value > 0 else info.min)
-            return dtype.type(min(max(math.trunc(value), int(info.min)), int(info.max)))
-        bits = dtype.itemsize * 8
-        v = int(value) & ((1 << bits) - 1)
-        if dtype.kind == "i" and v >= 1 << (bits - 1):
-            v -= 1 << bits
-        return dtype.type(v)
-    with np.errstate(all="ignore"):
-        if isinstance(value, np.generic):
-            return value.astype(dtype)
-        if isinstance(value, int):
-            try:
-                return np.array(value).astype(dtype)[()]  # int64/uint64 -> float rounds once
-            except OverflowError:
-                return dtype.type(float(value))
-        return dtype.type(value)
-
-
 # ------------------------------------------------------------------------ data pointers
 _ARRAY_DATA_OFFSET = object.__basicsize__  # PyArrayObject_fields: PyObject_HEAD, then `char *data`
 _read_ptr = ctypes.c_void_p.from_address
@@ -126,28 +88,6 @@ else:  # pragma: no cover - a Python/numpy build with another object layout
 
 
 # ---------------------------------------------------------------------- the executable
-Dim = tuple[int, tuple[tuple[int, int], ...]]  # const, ((symbol index, coefficient), ...)
-
-
-def compile_dim(d: Affine, symbols: Sequence[str]) -> Dim:
-    return d.const, tuple((symbols.index(n), c) for n, c in d.terms)
-
-
-def eval_dim(d: Dim, syms: Sequence[int]) -> int:
-    n, terms = d
-    for i, c in terms:
-        n += c * syms[i]
-    return n
-
-
-@attrs.frozen(eq=False)
-class BufferSlot:
-    name: str
-    dtype: np.dtype
-    shape: tuple[Dim, ...]
-    written: bool
-
-
 @attrs.frozen(eq=False)
 class ReduceSlot:
     buffer: int  # index into Executable.buffers
@@ -160,7 +100,6 @@ class StagePlan:
     name: str
     index: int
     fn: Callable
-    domain: tuple[Dim, ...]
     block: tuple[int, int, int]
     inits: tuple[tuple[int, int, np.generic], ...]  # (buffer index, offset, value in the buffer's dtype)
     reduces: tuple[ReduceSlot, ...]
@@ -197,9 +136,7 @@ class Executable:
     program: Program
     key: str
     stages: tuple[StagePlan, ...]
-    buffers: tuple[BufferSlot, ...]  # params' buffers in param order, then temps
-    nparams: int  # how many of `buffers` are params
-    scalars: tuple[tuple[str, np.dtype], ...]
+    binding: LaunchBinding  # the buffers (params in param order, then temps) and scalars, and every launch check
     loaded: loader.Loaded = attrs.field(repr=False)
     pack_ptrs: Callable[..., bytes] = attrs.field(repr=False)  # struct packers of the bufs and syms arrays
     pack_syms: Callable[..., bytes] = attrs.field(repr=False)
@@ -209,16 +146,14 @@ class Executable:
     _geometries: dict = attrs.field(factory=dict, repr=False)
     # per stage: (lane_work, the lead lane axis), once known
     _work: list[tuple[Formula, int | None]] = attrs.field(factory=list, init=False, repr=False)
-    params: tuple[BufferSlot, ...] = attrs.field(init=False, repr=False)
-    temps: tuple[BufferSlot, ...] = attrs.field(init=False, repr=False)
 
-    @params.default
-    def _params(self) -> tuple[BufferSlot, ...]:
-        return self.buffers[:self.nparams]
+    @property
+    def buffers(self) -> tuple[Slot, ...]:
+        return self.binding.buffers
 
-    @temps.default
-    def _temps(self) -> tuple[BufferSlot, ...]:
-        return self.buffers[self.nparams:]
+    @property
+    def nparams(self) -> int:
+        return self.binding.nparams
 
     def geometry(self, syms: tuple[int, ...]) -> Geometry:
         g = self._geometries.get(syms)
@@ -230,22 +165,14 @@ class Executable:
         return g
 
     def _geometry(self, syms: tuple[int, ...]) -> Geometry:
-        sizes = []
-        for b in self.buffers:
-            dims = [eval_dim(d, syms) for d in b.shape]
-            if any(n < 0 for n in dims):
-                raise ArgumentError(f"buffer '{b.name}': shape {dims} has a negative dimension")
-            sizes.append(math.prod(dims))
+        sizes = self.binding.sizes(syms)
         grids = []
         named = dict(zip(self.program.symbols, syms))
         if not self._work:  # at the first launch, not in prepare: a warm load stays a load
             self._work[:] = [(lane_work(s), lead_lane_axes(s)) for s in (self.program.stages[st.index]
                                                                         for st in self.stages)]
         for st, (work, lead) in zip(self.stages, self._work):
-            ext = [eval_dim(d, syms) for d in st.domain]
-            for axis, n, dim in zip(AXES, ext, self.program.stages[st.index].domain):
-                if n < 0:
-                    raise ExecutionError(f"stage '{st.name}': domain axis {axis} is {dim} = {n}, which is negative")
+            ext = domain_extents(self.program.stages[st.index], named)
             lanes = math.prod(ext)
             if lanes >= _I64:  # lane and block ids are i64 in the native code
                 raise ExecutionError(f"stage '{st.name}': the domain {ext} has {lanes} lanes, more than 2**63")
@@ -254,7 +181,7 @@ class Executable:
                     lanes = lanes // ext[a] * -(-ext[a] // st.block[a])
             grids.append((math.prod(-(-n // b) for n, b in zip(ext, st.block)), lanes * _per_lane(work, named)))
         counted_by_data = any(name.startswith("trips.") for work, _ in self._work for name in work.symbols)
-        return Geometry(tuple(sizes), tuple(n * b.dtype.itemsize for n, b in zip(sizes, self.buffers)),
+        return Geometry(sizes, tuple(n * b.np.itemsize for n, b in zip(sizes, self.buffers)),
                         tuple(grids), counted_by_data or any(work >= INLINE_WORK for _, work in grids))
 
 
@@ -262,13 +189,17 @@ class Executable:
 def launch(exe: Executable, buffers: Mapping[str, np.ndarray], scalars: Mapping[str, Any],
            symbols: Mapping[str, int], num_threads: int) -> None:
     """Run every stage of `exe` in order (what `CpuLlvmBackend.launch` does)."""
-    syms = bind_symbols(exe, symbols)
+    binding = exe.binding
+    syms = binding.symbol_values(symbols)
     geo = exe.geometry(syms)
-    arrays, ptrs = bind_buffers(exe, geo, buffers)
+    arrays = binding.arrays(buffers, geo.sizes)
+    scalar_bytes = pack_scalars(binding.scalar_values(scalars)) if binding.scalars else b""
+    if binding.temps:
+        arrays += binding.temporaries(geo.sizes)
+    ptrs = [data_ptr(a) for a in arrays]
     if exe.alias_pairs:
         unalias(exe, geo, arrays, ptrs)
-    packed = bufs, sym_bytes, scalar_bytes = (exe.pack_ptrs(*ptrs), exe.pack_syms(*syms),
-                                              pack_scalars(exe, scalars) if exe.scalars else b"")
+    packed = bufs, sym_bytes, scalar_bytes = exe.pack_ptrs(*ptrs), exe.pack_syms(*syms), scalar_bytes
     if geo.long:
         cancel.arm()
     mark = cancel.begin()
@@ -294,67 +225,6 @@ def _per_lane(work: Formula, symbols: Mapping[str, int]) -> int:
     return max(work.evaluate({**symbols, **unknown}), 1)
 
 
-def bind_symbols(exe: Executable, symbols: Mapping[str, int]) -> tuple[int, ...]:
-    """The symbols' values in program order, each an int in the range the verifier
-    assumed (the launch contract, `symbol_value`): both `launch` and `make_launcher`
-    bind through here, so native code never sees a symbol its proofs did not cover."""
-    out = []
-    symbols = complete_symbols(exe.program.symbols, symbols)
-    for s in exe.program.symbols:
-        v = symbols.get(s)
-        if type(v) is not int or not 0 <= v <= SYMBOL_MAX:
-            v = symbol_value(s, v)
-        out.append(v)
-    return tuple(out)
-
-
-def bind_buffers(exe: Executable, geo: Geometry, buffers: Mapping[str, np.ndarray]
-                 ) -> tuple[list[np.ndarray], list[int]]:
-    """The caller's arrays, checked (native code trusts sizes), then fresh temporaries;
-    and their data pointers. Written for speed: it runs once per buffer per call."""
-    if len(buffers) != exe.nparams:
-        _wrong_names(exe, buffers)
-    arrays, ptrs = [], []
-    for b, size in zip(exe.params, geo.sizes):
-        a = buffers.get(b.name)
-        if type(a) is not np.ndarray:
-            if not isinstance(a, np.ndarray):
-                if b.name not in buffers:
-                    _wrong_names(exe, buffers)
-                raise ArgumentError(f"buffer '{b.name}': expected a numpy array of {b.dtype}, got {type(a).__name__}")
-            a = plain_array(f"buffer '{b.name}'", a)  # a subclass's memory as is; a masked array refused
-        dtype = a.dtype
-        if dtype is not b.dtype and dtype != b.dtype:
-            raise ArgumentError(f"buffer '{b.name}': expected dtype {b.dtype}, got {dtype}")
-        if a.size != size:
-            raise ArgumentError(f"buffer '{b.name}': expected {size} elements, got {a.size} (shape {a.shape})")
-        flags = a.flags
-        if not flags.c_contiguous:
-            raise ArgumentError(f"buffer '{b.name}' must be C-contiguous")
-        if b.written and not flags.writeable:
-            raise ArgumentError(f"buffer '{b.name}' is written by the program but the array is read-only")
-        arrays.append(a)
-        ptrs.append(data_ptr(a))
-    for a in temporaries(exe, geo.sizes[exe.nparams:]) if exe.temps else ():
-        arrays.append(a)
-        ptrs.append(data_ptr(a))
-    return arrays, ptrs
-
-
-def temporaries(exe: Executable, sizes: Sequence[int]) -> list[np.ndarray]:
-    """The program's temporaries, zeroed, of these sizes (`Geometry.sizes` past the
-    params); ArgumentError when the symbols ask for more memory than there is."""
-    return [zeroed_temporary(b.name, b.dtype, size) for b, size in zip(exe.temps, sizes)]
-
-
-def _wrong_names(exe: Executable, buffers: Mapping[str, Any]) -> None:
-    expected = {b.name for b in exe.buffers[:exe.nparams]}
-    unknown, missing = set(buffers) - expected, expected - set(buffers)
-    what = (f"has no buffer parameter(s) {', '.join(sorted(unknown))}" if unknown
-            else f"needs buffer(s) {', '.join(sorted(missing))}")
-    raise ArgumentError(f"program '{exe.program.name}' {what}")
-
-
 def unalias(exe: Executable, geo: Geometry, arrays: list[np.ndarray], ptrs: list[int]) -> None:
     """Make the code's `noalias` promise true. An input overlapping a written buffer is
     replaced by a copy (as if it were read in full before anything is written); two
@@ -369,21 +239,15 @@ def unalias(exe: Executable, geo: Geometry, arrays: list[np.ndarray], ptrs: list
             ptrs[j] = data_ptr(arrays[j])
 
 
-def pack_scalars(exe: Executable, scalars: Mapping[str, Any]) -> bytes:
-    """One 8-byte slot per scalar param, the value's native bytes at the slot start.
-    numpy scalars expose their bytes through the buffer protocol, which `join` reads
-    directly (10x faster than `tobytes`; and unlike struct, NaN payloads survive)."""
+def pack_scalars(values: Sequence[np.generic]) -> bytes:
+    """One 8-byte slot per scalar param (`values`, the binding's `scalar_values`), the
+    value's native bytes at the slot start. numpy scalars expose their bytes through the
+    buffer protocol, which `join` reads directly (10x faster than `tobytes`; and unlike
+    struct, NaN payloads survive)."""
     out = []
-    for name, dtype in exe.scalars:
-        v = scalars.get(name)
-        if type(v) is not dtype.type:
-            if name not in scalars:
-                raise ArgumentError(f"scalar parameter '{name}' ({dtype}) is missing")
-            if not isinstance(v, (bool, int, float, np.bool_, np.integer, np.floating)):
-                raise ArgumentError(f"scalar parameter '{name}': expected a number of type {dtype}, got {v!r}")
-            v = convert_value(v, dtype)
+    for v in values:
         out.append(v)
-        out.append(_PADDING[dtype.itemsize])
+        out.append(_PADDING[v.itemsize])
     return b"".join(out)
 
 
@@ -522,7 +386,7 @@ def execution_error(exe: Executable, record: tuple[int, ...], arrays: Sequence[n
     if code == ERR_OOB_POOL and name is not None:
         return ExecutionError(f"{where}: index {value} is out of bounds for the allocated part of pool '{name}'")
     if code == ERR_CLASS:
-        return ExecutionError.at(site, f"{where}: {value} is not an Atlas class (0..{NUM_CLASSES - 1})")
+        return ExecutionError.at(site, f"{where}: {value} is not an Atlas class (0..{atlas.NUM_CLASSES - 1})")
     if code == ERR_POOL_FULL:
         size = next((m.size for m in stage.pools if m.name == ins.target), "?")
         return ExecutionError(f"{where}: pool '{ins.target}' of {size} elements cannot allocate {ins.count} more "

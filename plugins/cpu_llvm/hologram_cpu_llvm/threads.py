@@ -22,7 +22,7 @@ import threading
 import warnings
 from typing import Any, Callable, Sequence
 
-from hologram.core import forks, trace
+from hologram.backend import renew_in_child, trace
 
 from . import native_pool
 from .native_pool import NativePool
@@ -86,7 +86,7 @@ class ThreadPool:
         self.size = size
         self._pid = -1
         self._lock = threading.Lock()
-        forks.renew_in_child(self, "_lock")
+        renew_in_child(self, "_lock")
         self._tasks: queue.SimpleQueue = queue.SimpleQueue()
 
     def _ensure_started(self) -> None:
@@ -140,7 +140,7 @@ def _work(tasks: queue.SimpleQueue) -> None:
 
 _POOLS: dict[int, ThreadPool] = {}
 _POOLS_LOCK = threading.Lock()
-forks.renew_in_child(sys.modules[__name__], "_POOLS_LOCK")
+renew_in_child(sys.modules[__name__], "_POOLS_LOCK")
 
 
 def pool(size: int) -> ThreadPool:

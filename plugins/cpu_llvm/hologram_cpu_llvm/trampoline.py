@@ -44,7 +44,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from hologram.core import forks
+from hologram.backend import renew_in_child
 
 from .abi import CANCEL_MAIN_THREAD, CANCEL_SYMBOL, CANCELLABLE
 
@@ -311,7 +311,7 @@ class _MethodDef(ctypes.Structure):
 
 
 _LOCK = threading.Lock()
-forks.renew_in_child(sys.modules[__name__], "_LOCK")
+renew_in_child(sys.modules[__name__], "_LOCK")
 _STATE: dict[str, Any] = {}  # "keep" (what holds the code), "methoddef", "api": set once, kept for the process
 
 

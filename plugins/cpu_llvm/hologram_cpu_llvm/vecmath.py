@@ -16,8 +16,8 @@ from typing import Callable
 
 from llvmlite import ir
 
-from hologram.core.errors import CompileError
-from hologram.core.types import DType
+from hologram.backend import DType
+from hologram.errors import CompileError
 
 from . import vecmath_erf as R
 from . import vecmath_exp as X

@@ -24,7 +24,7 @@ from hologram.verify.verifier import verify
 from hologram_cpu_llvm import CpuLlvmBackend, codegen, jit  # jit: MCJIT learns the runtime's symbols
 from hologram_cpu_llvm.codegen import compile_program, reduce_op
 from hologram_interp import InterpBackend
-from hologram_interp.backend import program_key
+from hologram.isa.encoding import program_hash
 from hologram_interp.decode import decode_program
 
 I64, F32 = DType.I64, DType.F32
@@ -150,7 +150,7 @@ def verifies(program: Program) -> bool:
 
 def decoded(program: Program):
     """The interpreter's executable of `program`, decoded without the verifier."""
-    return decode_program(program, program_key(program))
+    return decode_program(program, program_hash(program))
 
 
 # ===================================================================== programs

@@ -13,7 +13,7 @@ import pytest
 
 import hologram as hg
 from hologram.core.errors import ArgumentError, ExecutionError
-from hologram.runtime.backend import Backend
+from hologram.backend import Backend
 from hologram.testing import assert_close
 from hologram_cpu_llvm import CpuLlvmBackend, runtime as rt
 
@@ -174,16 +174,6 @@ def test_backend_protocol_and_registration():
     assert a.shape == (2, 3) and not a.any()
     with pytest.raises(ArgumentError):
         b.prepare("not a program")
-
-
-def test_convert_value_follows_cvt():
-    cv = rt.convert_value
-    assert cv(300, np.dtype(np.uint8)) == 44 and cv(-1, np.dtype(np.uint16)) == 65535
-    assert cv(float("nan"), np.dtype(np.int32)) == 0 and cv(1e30, np.dtype(np.int8)) == 127
-    assert cv(-2.7, np.dtype(np.int64)) == -2 and cv(float("-inf"), np.dtype(np.int16)) == -32768
-    assert cv(2, np.dtype(np.bool_)) and cv(True, np.dtype(np.float32)) == 1.0
-    assert cv(2**63 + 1, np.dtype(np.float32)) == np.float32(2.0**63)
-    assert cv(np.float64(0.1), np.dtype(np.float16)) == np.float16(0.1)
 
 
 # ----------------------------------------------- end to end: real codegen, public API

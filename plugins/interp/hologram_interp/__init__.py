@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from hologram.core.hookspecs import hookimpl
+from hologram.backend import hookimpl
 
 from .backend import InterpBackend
 

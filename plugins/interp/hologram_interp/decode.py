@@ -23,12 +23,9 @@ from typing import Any, Callable
 import attrs
 import numpy as np
 
-from hologram.core import atlas
-from hologram.core.errors import ExecutionError, Site, VerifyError, out_of_bounds
-from hologram.core.types import Affine, DType
-from hologram.isa.asm import format_instr
-from hologram.isa.opcodes import OPCODES, OpSpec, const, convert
-from hologram.isa.program import Addr, Imm, Init, Instr, Label, MemDecl, Operand, Program, Reg, Special, Stage, Sym
+from hologram.backend import (OPCODES, Addr, Affine, DType, Imm, Init, Instr, Label, MemDecl, Operand, OpSpec, Program,
+                              Reg, Special, Stage, Sym, atlas, const, convert, format_instr)
+from hologram.errors import ExecutionError, Site, VerifyError, out_of_bounds
 
 from .lane import Lane
 

@@ -19,11 +19,8 @@ from typing import Iterator, Mapping
 
 import numpy as np
 
-from hologram.core import trace
-from hologram.core.errors import ArgumentError, ExecutionError
-from hologram.core.types import DType
-from hologram.isa.opcodes import OPCODES, const, convert, pairwise
-from hologram.isa.program import AXES
+from hologram.backend import AXES, OPCODES, DType, const, convert, domain_extents, pairwise, trace
+from hologram.errors import ExecutionError
 
 from .decode import BARRIER, EXIT, Executable, StageCode, special_key
 from .lane import Lane, PoolMem
@@ -42,17 +39,8 @@ def run(exe: Executable, mem: dict[str, np.ndarray], consts: dict[tuple[str, str
 
 def extents(stage: StageCode, symbols: Mapping[str, int]) -> tuple[int, int, int]:
     """The stage's domain under `symbols`, padded to three axes."""
-    out = []
-    for axis, dim in zip(AXES, stage.domain):
-        try:
-            n = dim.evaluate(symbols)
-        except KeyError as e:
-            raise ArgumentError(f"stage '{stage.name}': the domain uses shape symbol '{e.args[0]}', "
-                                f"which the launch did not bind") from None
-        if n < 0:
-            raise ExecutionError(f"stage '{stage.name}': domain axis {axis} is {dim} = {n}, which is negative")
-        out.append(n)
-    return tuple(out + [1] * (3 - len(out)))
+    ext = domain_extents(stage, symbols)
+    return ext + (1,) * (3 - len(ext))
 
 
 def _keys(kind: str) -> tuple:

@@ -16,7 +16,7 @@ from hologram.core import hookspecs
 from hologram.core.errors import ArgumentError, VerifyError
 from hologram.core.types import DType
 from hologram.isa.asm import parse_program
-from hologram.runtime.backend import Backend
+from hologram.backend import Backend
 from hologram_interp import InterpBackend, backend as backend_module
 
 SAXPY = """

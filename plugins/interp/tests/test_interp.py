@@ -19,10 +19,10 @@ import pytest
 
 from hologram.core import atlas
 from hologram.core.types import ALL_TYPES, FLOAT_TYPES, INTEGER_TYPES, DType
+from hologram.isa.encoding import program_hash
 from hologram.isa.opcodes import OPCODES
 from hologram.isa.program import Program
 from hologram_interp import InterpBackend
-from hologram_interp.backend import program_key
 from hologram_interp.decode import decode_program
 from erf_reference import ERF, ERFC
 from isa_helpers import edges, float_samples, op_program, pairs, same, triples, ulp_close
@@ -50,7 +50,7 @@ def launch(program: Program, buffers: dict[str, np.ndarray], scalars: dict, symb
     """Decode without the verifier, then launch. These tests pin down the interpreter's
     semantics, also for programs the verifier refuses (inexact immediates, mismatched
     operand types); test_backend.py covers prepare() and the verifier."""
-    BACKEND.launch(decode_program(program, program_key(program)), buffers, scalars, symbols)
+    BACKEND.launch(decode_program(program, program_hash(program)), buffers, scalars, symbols)
 
 
 def wrapped(values, t: DType) -> np.ndarray:

@@ -648,7 +648,8 @@ def test_launch_checks_its_arguments():
     exe = decode_program(parse_program(LOOP), "k")
     c, s = np.ones(4, np.int64), np.zeros(4, np.int64)
     cases = [
-        ({"c": c}, {"n": 4}, "buffer 's': expected a numpy array"),
+        ({"c": c}, {"n": 4}, r"program 't' needs buffer\(s\) s"),
+        ({"c": c, "s": [0, 0, 0, 0]}, {"n": 4}, "buffer 's': expected a numpy array of i64, got list"),
         ({"c": c, "s": s.astype(np.int32)}, {"n": 4}, "buffer 's': expected dtype i64, got int32"),
         ({"c": c, "s": s}, {"n": 5}, "buffer 'c': expected 5 elements, got 4"),
         ({"c": np.ones(8, np.int64)[::2], "s": s}, {"n": 4}, "'c' must be C-contiguous"),
