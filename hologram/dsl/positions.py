@@ -1,12 +1,11 @@
 """Where a kernel document's keys and values sit in its source text: the position model.
 
-The stdlib parsers (tomllib, json) give values without positions, and PyYAML's nodes give
-only the start and end of each scalar. The locators (locators.py for TOML and JSON,
-yaml_scalars.py for YAML's strings) find those positions; the translators pair them with
-the parsed values into a tree of `Located` values, which know their key's and value's
+Every translator builds a tree of `Located` values, which know their key's and value's
 `Span` and, for strings, the source offset of every decoded character, so a position
 inside a string (a kernel body, a type string) maps back to the exact file line and
-column.
+column. TOML's reader (toml_reader.py) builds the tree as it reads; PyYAML's nodes give
+only the start and end of each scalar (yaml_scalars.py replays a string's characters);
+the stdlib's json gives values without positions (locators.py finds them, as `Place`s).
 
 Lines and columns follow `str.splitlines`, the line model `Span.excerpt` renders with.
 """
