@@ -172,3 +172,76 @@ def test_the_architecture_map_names_every_module():
         if path.name not in body:
             missing.append(f"{path.relative_to(ROOT)} (under the heading with {where})")
     assert not missing, "docs/architecture.md does not list:\n" + "\n".join(missing)
+
+
+# --- translator plugins: hologram through its public translator API only -------------------
+# (docs/plugins.md, "Translators"; the backend plugins have a rule of their own)
+
+TRANSLATOR_PLUGINS = {"hologram_python": ROOT / "plugins/python/hologram_python",
+                      "hologram_sigil": ROOT / "plugins/sigil/hologram_sigil",
+                      "hologram_hgk": ROOT / "examples/hologram-translator-hgk/hologram_hgk"}
+TRANSLATOR_API = {"hologram.translator", "hologram.errors"}
+TEST_KIT = "hologram.testing"  # for a plugin's `cases` module only: its hook's contract is in the kit's types
+
+
+def is_hologram_module(name: str) -> bool:
+    return name in MODULES and (name == "hologram" or name.startswith("hologram.")) or \
+        any(m.startswith(name + ".") for m in MODULES if m.startswith("hologram."))
+
+
+def hologram_names(source: str, file: str = "<source>") -> set[str]:
+    """The hologram modules a module uses: imported (`import`, `from ... import`, at any
+    level), or named by a string handed to a call (`importlib.import_module("hologram.x")`,
+    `__import__(...)`, a lazy loader of the plugin's own)."""
+    found = set()
+    for node in ast.walk(ast.parse(source, file)):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.update(f"{node.module}.{a.name}" if is_hologram_module(f"{node.module}.{a.name}") else node.module
+                         for a in node.names)
+        elif isinstance(node, ast.Call):
+            found.update(arg.value for arg in (*node.args, *(k.value for k in node.keywords))
+                         if isinstance(arg, ast.Constant) and isinstance(arg.value, str))
+    return {n for n in found if is_hologram_module(n)}
+
+
+def allowed_for(module: str) -> set[str]:
+    return TRANSLATOR_API | ({TEST_KIT} if module.rpartition(".")[2] == "cases" else set())
+
+
+def translator_plugin_violations(plugins: dict[str, Path]) -> list[str]:
+    bad = []
+    for package, root in plugins.items():
+        for path in sorted(root.rglob("*.py")):
+            parts = [package, *path.relative_to(root).with_suffix("").parts]
+            module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            allowed = allowed_for(module)
+            for name in sorted(hologram_names(path.read_text(), str(path))):
+                if not any(name == a or name.startswith(a + ".") for a in allowed):
+                    bad.append(f"{module} uses {name}")
+    return bad
+
+
+def test_translator_plugins_import_only_the_translator_api():
+    bad = translator_plugin_violations(TRANSLATOR_PLUGINS)
+    assert not bad, ("a translator plugin imports hologram only through hologram.translator (its `cases` "
+                     "module the test kit too):\n" + "\n".join(bad))
+
+
+@pytest.mark.parametrize("source, found", [
+    ("from hologram.translator import KernelDef", {"hologram.translator"}),
+    ("import hologram.dsl.schema", {"hologram.dsl.schema"}),
+    ("from hologram import testing", {"hologram.testing"}),
+    ("def f():\n    from hologram.runtime.driver import compile_kdef", {"hologram.runtime.driver"}),
+    ("import importlib\nm = importlib.import_module('hologram.runtime.compile')", {"hologram.runtime.compile"}),
+    ("m = __import__('hologram.core.errors', fromlist=['x'])", {"hologram.core.errors"}),
+    ("load = lazy(module='hologram.dsl')", {"hologram.dsl"}),
+    ("from . import sibling\nif module == 'hologram.types': pass", set()),  # a name the plugin reads, not uses
+])
+def test_the_translator_rule_sees_every_kind_of_import(source, found):
+    assert hologram_names(source) == found
+
+
+def test_the_translator_rule_lets_only_cases_modules_use_the_test_kit():
+    assert TEST_KIT in allowed_for("hologram_sigil.cases") and TEST_KIT not in allowed_for("hologram_sigil.api")

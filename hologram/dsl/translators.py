@@ -15,12 +15,14 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+from types import MappingProxyType
 from typing import Any, Callable, Iterator, Mapping
 
 import attrs
 import yaml
 
 from hologram.core.errors import DocumentError, Span
+from hologram.core.hookspecs import BodyKey
 from hologram.dsl.document import KernelDef
 from hologram.dsl.locators import json_places
 from hologram.dsl.positions import Located, Path, Place, SourceText
@@ -29,14 +31,18 @@ from hologram.dsl.toml_reader import read_toml
 from hologram.dsl.yaml_scalars import yaml_scalar_chars
 
 
-def parse_toml(text: str, file: str = "<toml>") -> list[KernelDef]:
-    """The kernels of a TOML document; DocumentError (with a span) on anything malformed."""
+NO_KEYS: Mapping[str, BodyKey] = MappingProxyType({})
+
+
+def parse_toml(text: str, file: str = "<toml>", keys: Mapping[str, BodyKey] = NO_KEYS) -> list[KernelDef]:
+    """The kernels of a TOML document; DocumentError (with a span) on anything malformed.
+    `keys`: the document keys plugins handle in place of `body` (Translator.parse)."""
     src = _source(text, file)
     with _nesting(src):
-        return kernels_from_mapping(read_toml(src))
+        return kernels_from_mapping(read_toml(src), keys=keys)
 
 
-def parse_yaml(text: str, file: str = "<yaml>") -> list[KernelDef]:
+def parse_yaml(text: str, file: str = "<yaml>", keys: Mapping[str, BodyKey] = NO_KEYS) -> list[KernelDef]:
     """The kernels of a YAML document (one document; PyYAML's node API, nothing is
     constructed but strings, numbers, mappings and sequences)."""
     src = _source(text, file)
@@ -54,10 +60,10 @@ def parse_yaml(text: str, file: str = "<yaml>") -> list[KernelDef]:
         if node is None:
             raise DocumentError("empty YAML document: expected a 'kernel' mapping or a 'kernels' sequence",
                                 src.span(0))
-        return kernels_from_mapping(_YamlBuilder(src).build(node))
+        return kernels_from_mapping(_YamlBuilder(src).build(node), keys=keys)
 
 
-def parse_json(text: str, file: str = "<json>") -> list[KernelDef]:
+def parse_json(text: str, file: str = "<json>", keys: Mapping[str, BodyKey] = NO_KEYS) -> list[KernelDef]:
     """The kernels of a JSON document (an object with a "kernel" or "kernels" key)."""
     src = _source(text, file)
     bom = 1 if text.startswith("\ufeff") else 0
@@ -68,7 +74,7 @@ def parse_json(text: str, file: str = "<json>") -> list[KernelDef]:
             raise DocumentError(f"invalid JSON: {_lower(err.msg)}", src.span(err.pos + bom)) from None
         except ValueError as err:
             raise _value_error("JSON", err, src) from None
-        return kernels_from_mapping(located_from_data(data, _locate(json_places, src), src, json_kind))
+        return kernels_from_mapping(located_from_data(data, _locate(json_places, src), src, json_kind), keys=keys)
 
 
 # --- syntax errors ------------------------------------------------------------------
