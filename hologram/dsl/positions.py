@@ -47,11 +47,18 @@ class SourceText:
 
     def span(self, start: int, end: int | None = None) -> Span:
         """The span of characters [start, end); a point when `end` is None."""
-        line, col = self.pos(start)
+        # pos() twice, inlined: the readers make a span of every key and value
+        starts, size = self.starts, len(self.text)
+        start = min(max(start, 0), size)
+        row = bisect.bisect_right(starts, start) - 1
+        line, col = row + 1, start - starts[row] + 1
         if end is None or end <= start:
             return Span(self.file, line, col, line, col + 1, source=self.text)
-        end_line, end_col = self.pos(end - 1)
-        return Span(self.file, line, col, end_line, end_col + 1, source=self.text)
+        last = min(end - 1, size)
+        if last >= starts[row] and (row + 1 == len(starts) or last < starts[row + 1]):  # on the same line
+            return Span(self.file, line, col, line, last - starts[row] + 2, source=self.text)
+        end_row = bisect.bisect_right(starts, last) - 1
+        return Span(self.file, line, col, end_row + 1, last - starts[end_row] + 2, source=self.text)
 
 
 @attrs.frozen(eq=False)
