@@ -413,23 +413,17 @@ class _Reader:
         s = self.s
         array = _Array(key, (start, start), of_tables=False)
         pos = self.blank(start + 1)
-        if s.startswith("]", pos):
-            array.span = (start, pos + 1)
-            return pos + 1, array
-        while True:
+        while not s.startswith("]", pos):  # (after a comma too: a trailing comma is allowed)
             pos, item = self.value(pos, None)
             array.items.append(item)
             pos = self.blank(pos)
-            c = s[pos:pos + 1]
-            if c == "]":
-                array.span = (start, pos + 1)
-                return pos + 1, array
-            if c != ",":
+            if s.startswith("]", pos):
+                break
+            if not s.startswith(",", pos):
                 raise _Syntax("Unclosed array", pos)
             pos = self.blank(pos + 1)
-            if s.startswith("]", pos):
-                array.span = (start, pos + 1)
-                return pos + 1, array
+        array.span = (start, pos + 1)
+        return pos + 1, array
 
     def inline_table(self, start: int, key: tuple[int, int] | None) -> tuple[int, _Table]:
         s = self.s
@@ -442,14 +436,7 @@ class _Reader:
             pos, path, parts, value = self.pair(pos)
             if _frozen_on(table, path):
                 raise _Syntax(f"Cannot mutate immutable namespace {path}", pos)
-            parent = table
-            for name, part in zip(path[:-1], parts):
-                node = parent.items.get(name)
-                if node is None:
-                    node = parent.items[name] = _Table(part, part, False)
-                if not isinstance(node, _Table):
-                    raise _Syntax("Cannot overwrite a value", pos)
-                parent = node
+            parent = self.tables(table, path[:-1], parts, None, pos)[-1]
             if path[-1] in parent.items:
                 raise _Syntax(f"Duplicate inline table key {path[-1]!r}", pos)
             parent.items[path[-1]] = value
