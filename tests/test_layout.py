@@ -195,57 +195,86 @@ def test_the_architecture_map_names_every_module():
 
 
 # ------------------------------------------------------------------- what plugins import
-SDK = frozenset({"hologram.backend", "hologram.errors"})  # all of Hologram a backend plugin may import
+# A backend plugin imports Hologram only through the SDK (docs/backends.md), a translator
+# plugin only through the translator API (docs/plugins.md, "Translators"); neither imports
+# another plugin, and the compiler, runtime, test kit and command import no plugin.
+SDK = frozenset({"hologram.backend", "hologram.errors"})
+TRANSLATOR_API = frozenset({"hologram.translator", "hologram.errors"})
+TEST_KIT = "hologram.testing"  # for a translator's `cases` module only: its hook's contract is in the kit's types
 
 
-def hologram_imports(source: str, filename: str) -> list[tuple[int, str]]:
-    """Every module of `hologram` (or of a plugin) `source` imports, with its line: import
-    statements anywhere, and imports by name (`importlib.import_module("...")`,
-    `import_module(...)`, `__import__(...)`); a name computed at run time is reported as
-    `<computed>`, since nobody can check it."""
+def is_ours(name: str) -> bool:
+    """A module of hologram or of a plugin, or a package above one."""
+    return name in MODULES or any(m.startswith(name + ".") for m in MODULES)
+
+
+def hologram_imports(source: str, filename: str = "<source>") -> list[tuple[int, str]]:
+    """Every module of `hologram` (or of a plugin) `source` uses, with its line: import
+    statements anywhere (`from hologram import testing` is hologram.testing), and modules
+    named by a string handed to a call (`importlib.import_module("...")`, `__import__`, a
+    lazy loader of the plugin's own); `import_module` of a name computed at run time is
+    reported as `<computed>`, since nobody can check it, unless the name is a parameter
+    of the function calling it (a lazy loader: its callers' strings are checked)."""
+    tree = ast.parse(source, filename)
+    parameters: dict[int, set[str]] = {}  # a call -> the parameters of the functions around it
+    for f in ast.walk(tree):
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            names = {a.arg for a in ast.walk(f.args) if isinstance(a, ast.arg)}
+            for call in ast.walk(f):
+                if isinstance(call, ast.Call):
+                    parameters.setdefault(id(call), set()).update(names)
     found = []
-    for node in ast.walk(ast.parse(source, filename)):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found += [(node.lineno, a.name) for a in node.names]
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-            found.append((node.lineno, node.module))
+            found += [(node.lineno, f"{node.module}.{a.name}" if is_ours(f"{node.module}.{a.name}") else node.module)
+                      for a in node.names]
         elif isinstance(node, ast.Call):
             f = node.func
             called = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
-            if called in ("import_module", "__import__") and node.args:
-                arg = node.args[0]
-                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                    if not arg.value.startswith("."):
-                        found.append((node.lineno, arg.value))
-                else:
-                    found.append((node.lineno, "<computed>"))
-    return sorted((line, m) for line, m in found if m == "<computed>" or m.split(".")[0] == "hologram"
-                  or m.split(".")[0] in PLUGINS)
+            named = [arg.value for arg in (*node.args, *(k.value for k in node.keywords))
+                     if isinstance(arg, ast.Constant) and isinstance(arg.value, str)]
+            found += [(node.lineno, n) for n in named if is_ours(n)]
+            first = node.args[0] if node.args else None
+            if called in ("import_module", "__import__") and first is not None and not isinstance(first, ast.Constant) \
+                    and not (isinstance(first, ast.Name) and first.id in parameters.get(id(node), ())):
+                found.append((node.lineno, "<computed>"))
+    return sorted({(line, m) for line, m in found if m == "<computed>" or is_ours(m)})
 
 
-def registers_backends(package: Path) -> bool:
-    """Whether the plugin module (the package's __init__) implements `hologram_register_backends`."""
+def registers(package: Path, hook: str) -> bool:
+    """Whether the plugin module (the package's __init__) implements `hook`."""
     tree = ast.parse((package / "__init__.py").read_text())
-    return any(isinstance(n, ast.FunctionDef) and n.name == "hologram_register_backends" for n in tree.body)
+    return any(isinstance(n, ast.FunctionDef) and n.name == hook for n in tree.body)
 
 
-BACKEND_PLUGINS = {name: path for name, path in {**PLUGINS, **plugin_packages("examples")}.items()
-                   if registers_backends(path)}
+ALL_PLUGINS = {**PLUGINS, **plugin_packages("examples")}
+BACKEND_PLUGINS = {n: p for n, p in ALL_PLUGINS.items() if registers(p, "hologram_register_backends")}
+TRANSLATOR_PLUGINS = {n: p for n, p in ALL_PLUGINS.items() if registers(p, "hologram_register_translators")}
 
 
-def sdk_violations(package: str, root: Path) -> list[str]:
-    """The imports of `package`'s modules that are neither its own nor the SDK's."""
+def allowed_for(module: str, api: frozenset[str]) -> frozenset[str]:
+    return api | ({TEST_KIT} if api is TRANSLATOR_API and module.rpartition(".")[2] == "cases" else set())
+
+
+def violations(package: str, root: Path, api: frozenset[str]) -> list[str]:
+    """The imports of `package`'s modules that are neither its own nor in `api`."""
     bad = []
     for path in sorted(root.rglob("*.py")):
-        for line, module in hologram_imports(path.read_text(), str(path)):
-            if module.split(".")[0] != package and module not in SDK:
-                bad.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
+        parts = [package, *path.relative_to(root).with_suffix("").parts]
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        allowed = allowed_for(module, api)
+        for line, name in hologram_imports(path.read_text(), str(path)):
+            if name.split(".")[0] != package and not any(name == a or name.startswith(a + ".") for a in allowed):
+                bad.append(f"{path.relative_to(ROOT)}:{line} uses {name}")
     return bad
 
 
-def test_the_backend_plugins_are_found():
+def test_the_plugins_are_found_by_their_hooks():
     assert {"hologram_interp", "hologram_cpu_llvm", "hologram_lanes"} <= set(BACKEND_PLUGINS)
-    assert "hologram_sigil" not in BACKEND_PLUGINS  # a translator: held to its own API
+    assert {"hologram_python", "hologram_sigil", "hologram_hgk"} <= set(TRANSLATOR_PLUGINS)
+    assert not set(BACKEND_PLUGINS) & set(TRANSLATOR_PLUGINS)
 
 
 @pytest.mark.parametrize("package", sorted(BACKEND_PLUGINS))
@@ -253,29 +282,46 @@ def test_backend_plugins_import_only_the_sdk(package):
     """A backend imports `hologram.backend` and `hologram.errors` and nothing else of
     Hologram, by statement or by string (docs/backends.md), so the compiler can change
     under it without breaking it."""
-    bad = sdk_violations(package, BACKEND_PLUGINS[package])
+    bad = violations(package, BACKEND_PLUGINS[package], SDK)
     assert not bad, f"{package} imports more than hologram.backend and hologram.errors:\n" + "\n".join(bad)
 
 
-def test_the_sdk_check_sees_every_way_of_importing():
+@pytest.mark.parametrize("package", sorted(TRANSLATOR_PLUGINS))
+def test_translator_plugins_import_only_the_translator_api(package):
+    bad = violations(package, TRANSLATOR_PLUGINS[package], TRANSLATOR_API)
+    assert not bad, (f"{package} imports hologram only through hologram.translator (its `cases` module the "
+                     "test kit too):\n" + "\n".join(bad))
+
+
+def test_the_import_check_sees_every_way_of_importing():
     source = textwrap.dedent("""
         import hologram.core.types
         from hologram.runtime.args import symbol_value
         from hologram.backend import Backend
         from hologram.errors import ArgumentError
+        from hologram import testing
         from . import machine
 
         def late():
             import importlib
             importlib.import_module("hologram.verify.verifier")
-            __import__("hologram.isa.opcodes")
+            __import__("hologram.isa.opcodes", fromlist=["x"])
             importlib.import_module(name_of_the_day())
             importlib.import_module(".decode", __package__)
+            lazy = lambda module: importlib.import_module(module)  # checked where it is called
+            load = lazy(module="hologram.dsl")
+            if module == "hologram.ir": pass  # a name the plugin reads, not uses
             from hologram_cpu_llvm import cpu
     """)
     found = [m for _, m in hologram_imports(source, "<test>") if m not in SDK]
-    assert found == ["hologram.core.types", "hologram.runtime.args", "hologram.verify.verifier",
-                     "hologram.isa.opcodes", "<computed>", "hologram_cpu_llvm"]
+    assert found == ["hologram.core.types", "hologram.runtime.args", "hologram.testing", "hologram.verify.verifier",
+                     "hologram.isa.opcodes", "<computed>", "hologram.dsl", "hologram_cpu_llvm.cpu"]
+
+
+def test_only_a_translators_cases_module_may_use_the_test_kit():
+    assert TEST_KIT in allowed_for("hologram_sigil.cases", TRANSLATOR_API)
+    assert TEST_KIT not in allowed_for("hologram_sigil.api", TRANSLATOR_API)
+    assert TEST_KIT not in allowed_for("hologram_lanes.cases", SDK)
 
 
 def test_hologram_imports_no_plugin():

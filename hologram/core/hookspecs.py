@@ -13,7 +13,7 @@ for commands, the CLI's subcommand registry) and calls it once per thing it prov
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import attrs
 import pluggy
@@ -42,32 +42,53 @@ class BodyKey:
     interface: bool = False
 
 
+# the form of `Translator.parse` this hologram calls by default and the newest it knows
+# (docs/plugins.md, "Translators"): 1 `parse(text, file)`, 2 `parse(text, file, keys)`
+TRANSLATOR_APIS = (1, 2)
+
+
 @attrs.frozen
 class Translator:
     """Turns source text of one format into kernel definitions.
 
-    parse(text, file) -> list of hologram.dsl.document.KernelDef; raises DocumentError
-    with a span on malformed input. `body_keys`: document keys this translator's plugin
-    handles inside every kernel document (`BodyKey`). `cases(cfg)`, when given, is a
-    hypothesis strategy of `hologram.testing.KernelCase`s written in what the plugin
-    adds (documents with its keys, say), with their expected outputs: `hologram
-    diff-test` mixes them into what it draws (called only there; import hypothesis in
-    it). `claims(text)`, when given, says whether a file with one of the extensions
-    holds kernels at all: a folder of sources (a bundle build) skips the files it does
-    not claim, as the Python translator does a module without kernels; None claims
-    every file. `declaring`, when given, says how a file of this format declares a
-    kernel ("decorate a function with @hologram.kernel"): the hint when `parse` finds
-    none."""
+    parse(text, file, keys) -> list of KernelDef (hologram.translator); raises
+    DocumentError with a span on malformed input. `keys` maps the document keys plugins
+    handle in place of `body` (`BodyKey`, by name) to their handlers: hand them to
+    `kernels_from_mapping` when the format is read through the schema. `api` is the form
+    of `parse`: 2, as above; 1 (the default, deprecated) `parse(text, file)`, without
+    the keys. `body_keys`: document keys this translator's plugin handles inside every
+    kernel document (`BodyKey`). `cases(cfg)`, when given, is a hypothesis strategy of
+    `hologram.testing.KernelCase`s written in what the plugin adds (documents with its
+    keys, say), with their expected outputs: `hologram diff-test` mixes them into what
+    it draws (called only there; import hypothesis in it). `claims(text)`, when given,
+    says whether a file with one of the extensions holds kernels at all: a folder of
+    sources (a bundle build) skips the files it does not claim, as the Python
+    translator does a module without kernels; None claims every file. `declaring`,
+    when given, says how a file of this format declares a kernel ("decorate a function
+    with @hologram.kernel"): the hint when `parse` finds none. `decorated(text, file,
+    line, options)`, when given (the `python` format's), is the kernel of the function
+    whose definition starts at `line` of the running module `text`, with `options` (the
+    keyword arguments name, version, reassociate as `@hologram.kernel` received them,
+    those given) in place of whatever its decorator's source says."""
 
     name: str
     extensions: tuple[str, ...]
-    parse: Callable[[str, str], Sequence[object]]
+    parse: Callable[..., Sequence[object]]
     # the optional parts are keywords: a plugin names what it adds, so adding one here
     # never shifts another plugin's positional argument into the wrong field
     body_keys: tuple[BodyKey, ...] = attrs.field(default=(), kw_only=True)
     cases: Callable[[object], object] | None = attrs.field(default=None, eq=False, kw_only=True)
     claims: Callable[[str], bool] | None = attrs.field(default=None, kw_only=True)
     declaring: str | None = attrs.field(default=None, kw_only=True)
+    api: int = attrs.field(default=1, kw_only=True)
+    decorated: Callable[[str, str, int, Mapping[str, object]], object] | None = \
+        attrs.field(default=None, kw_only=True)
+
+    def read(self, text: str, file: str, keys: Mapping[str, BodyKey]) -> Sequence[object]:
+        """`parse` called in the form `api` declares."""
+        if self.api == 1:
+            return self.parse(text, file)
+        return self.parse(text, file, keys)
 
     def no_kernels_hint(self) -> str:
         """The hint for a file of this format that declares no kernel."""

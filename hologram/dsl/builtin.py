@@ -5,9 +5,10 @@ document read: a process that only loads bundles never pays for them (~12 ms).""
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from types import MappingProxyType
+from typing import Callable, Mapping, Sequence
 
-from hologram.core.hookspecs import Translator, hookimpl
+from hologram.core.hookspecs import BodyKey, Translator, hookimpl
 
 FORMATS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("toml", (".toml",), "declare one with [kernel] or several with [[kernels]]"),
@@ -15,12 +16,12 @@ FORMATS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("json", (".json",), 'declare one as {"kernel": {...}} or several as {"kernels": [...]}'))
 
 
-def _parser(name: str) -> Callable[[str, str], Sequence[object]]:
-    def parse(text: str, file: str) -> Sequence[object]:
+def _parser(name: str) -> Callable[[str, str, Mapping[str, BodyKey]], Sequence[object]]:
+    def parse(text: str, file: str, keys: Mapping[str, BodyKey] = MappingProxyType({})) -> Sequence[object]:
         from hologram.dsl import translators
 
         return {"toml": translators.parse_toml, "yaml": translators.parse_yaml,
-                "json": translators.parse_json}[name](text, file)
+                "json": translators.parse_json}[name](text, file, keys)
     parse.__name__ = parse.__qualname__ = f"parse_{name}"
     return parse
 
@@ -28,4 +29,4 @@ def _parser(name: str) -> Callable[[str, str], Sequence[object]]:
 @hookimpl
 def hologram_register_translators(register: Callable[[Translator], None]) -> None:
     for name, extensions, declaring in FORMATS:
-        register(Translator(name, extensions, _parser(name), declaring=declaring))
+        register(Translator(name, extensions, _parser(name), declaring=declaring, api=2))

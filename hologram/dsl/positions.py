@@ -1,12 +1,11 @@
 """Where a kernel document's keys and values sit in its source text: the position model.
 
-The stdlib parsers (tomllib, json) give values without positions, and PyYAML's nodes give
-only the start and end of each scalar. The locators (locators.py for TOML and JSON,
-yaml_scalars.py for YAML's strings) find those positions; the translators pair them with
-the parsed values into a tree of `Located` values, which know their key's and value's
+Every translator builds a tree of `Located` values, which know their key's and value's
 `Span` and, for strings, the source offset of every decoded character, so a position
 inside a string (a kernel body, a type string) maps back to the exact file line and
-column.
+column. TOML's reader (toml_reader.py) builds the tree as it reads; PyYAML's nodes give
+only the start and end of each scalar (yaml_scalars.py replays a string's characters);
+the stdlib's json gives values without positions (locators.py finds them, as `Place`s).
 
 Lines and columns follow `str.splitlines`, the line model `Span.excerpt` renders with.
 """
@@ -48,11 +47,18 @@ class SourceText:
 
     def span(self, start: int, end: int | None = None) -> Span:
         """The span of characters [start, end); a point when `end` is None."""
-        line, col = self.pos(start)
+        # pos() twice, inlined: the readers make a span of every key and value
+        starts, size = self.starts, len(self.text)
+        start = min(max(start, 0), size)
+        row = bisect.bisect_right(starts, start) - 1
+        line, col = row + 1, start - starts[row] + 1
         if end is None or end <= start:
             return Span(self.file, line, col, line, col + 1, source=self.text)
-        end_line, end_col = self.pos(end - 1)
-        return Span(self.file, line, col, end_line, end_col + 1, source=self.text)
+        last = min(end - 1, size)
+        if last >= starts[row] and (row + 1 == len(starts) or last < starts[row + 1]):  # on the same line
+            return Span(self.file, line, col, line, last - starts[row] + 2, source=self.text)
+        end_row = bisect.bisect_right(starts, last) - 1
+        return Span(self.file, line, col, end_row + 1, last - starts[end_row] + 2, source=self.text)
 
 
 @attrs.frozen(eq=False)

@@ -16,11 +16,11 @@ accepted too, for kernels defined in code.
 from __future__ import annotations
 
 import re
+from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 import attrs
 
-from hologram.core import body_keys
 from hologram.core.dims import DimAlgebra, is_derived
 from hologram.core.errors import DocumentError, HologramError, PluginError, Span, did_you_mean, in_words, shorten
 from hologram.core.hookspecs import BodyKey
@@ -279,10 +279,13 @@ class _TypeParser:
 # --- documents ----------------------------------------------------------------------
 
 
-def kernels_from_mapping(doc: Located | Mapping[str, Any], file: str = "<mapping>") -> list[KernelDef]:
+def kernels_from_mapping(doc: Located | Mapping[str, Any], file: str = "<mapping>", *,
+                         keys: Mapping[str, BodyKey] = MappingProxyType({})) -> list[KernelDef]:
     """The kernels of a document, given as a `Located` tree (what the translators build)
     or as a plain mapping (`{"kernel": {"name": ..., ...}}`; positions are then unknown
-    and body errors point into the body text itself, named `file`)."""
+    and body errors point into the body text itself, named `file`). `keys`: the document
+    keys plugins handle in place of `body` (`Translator.parse`'s `keys`); without them a
+    key such as `circuit` is an unknown key."""
     try:
         root = doc if isinstance(doc, Located) else located_from_python(doc, file)
     except RecursionError:
@@ -319,8 +322,9 @@ def kernels_from_mapping(doc: Located | Mapping[str, Any], file: str = "<mapping
                             hint='a document starts with [kernel] (TOML), kernel: (YAML) or {"kernel": ...} (JSON)')
     kernels: list[KernelDef] = []
     seen: dict[str, Located] = {}
+    claimed = {k: b for k, b in keys.items() if k not in KERNEL_KEYS}  # never a key of the schema's own
     for table, where in entries:
-        kdef = _kernel(table, where, words, file)
+        kdef = _kernel(table, where, words, file, claimed)
         if kdef.name in seen:
             first = seen[kdef.name]
             raise DocumentError(f"duplicate kernel name {kdef.name!r}", table.value["name"].span,
@@ -360,7 +364,7 @@ def _check_keys(table: Located, allowed: tuple[str, ...] | Mapping[str, str], wh
                                 value.key_span or value.span, hint=f"expected one of: {', '.join(allowed)}")
 
 
-def _kernel(table: Located, where: str, words: _Words, file: str) -> KernelDef:
+def _kernel(table: Located, where: str, words: _Words, file: str, claimed: Mapping[str, BodyKey]) -> KernelDef:
     if not table.is_table:
         raise DocumentError(f"{where} must be {_a(words.table)} of kernel keys ({', '.join(KERNEL_KEYS)}), got "
                             f"{_a(table.kind)}", table.span)
@@ -368,7 +372,6 @@ def _kernel(table: Located, where: str, words: _Words, file: str) -> KernelDef:
     name = keys.get("name")
     if name is not None and name.is_string and IDENTIFIER.match(name.value):
         where = f"kernel {name.value!r}"
-    claimed = _claimed_keys()
     _check_keys(table, {**KERNEL_KEYS, **{k: b.summary for k, b in claimed.items()}}, f"in {where}")
     body_key = _body_key(table, claimed)
     interface = body_key is not None and body_key.interface
@@ -406,12 +409,6 @@ def _kernel(table: Located, where: str, words: _Words, file: str) -> KernelDef:
     kdef = KernelDef(name.value, version.value, summary, inputs, outputs, body.value,
                      _origin(body, file), table.span, reassociate)
     return kdef if body_key is None else _handed_over(body_key, kdef)
-
-
-def _claimed_keys() -> Mapping[str, BodyKey]:
-    """The document keys plugins handle in place of `body` (hologram.core.body_keys); a
-    plugin cannot take over a key of the schema's own."""
-    return {k: b for k, b in body_keys.in_effect().items() if k not in KERNEL_KEYS}
 
 
 def _body_key(table: Located, claimed: Mapping[str, BodyKey]) -> BodyKey | None:

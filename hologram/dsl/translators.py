@@ -1,48 +1,48 @@
 """The builtin translators: TOML, YAML and JSON kernel documents to `KernelDef`s.
 
 Registered by hologram.dsl.builtin (entry point `builtin_translators` in the `hologram`
-group), which imports this module at the first document. Each translator parses with a safe stdlib or PyYAML parser, turns syntax errors
-into `DocumentError`s with a span, pairs the parsed values with their source positions
-(found by `locators.py` and `yaml_scalars.py`) into one format-neutral `Located` tree
-(`positions.py`), and hands that tree to the one schema all formats share
-(`schema.kernels_from_mapping`).
+group), which imports this module at the first document. Each translator reads its
+format into one format-neutral `Located` tree (`positions.py`: every value with its
+source position), turning syntax errors into `DocumentError`s with a span, and hands
+that tree to the one schema all formats share (`schema.kernels_from_mapping`). TOML is
+read in one pass by a reader that keeps positions (`toml_reader.py`); YAML by PyYAML's
+node API (positions of its own, strings' characters replayed by `yaml_scalars.py`);
+JSON by `json` (C, the syntax errors' wording), its positions found by `locators.py`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime
 import json
 import re
-import tomllib
+from types import MappingProxyType
 from typing import Any, Callable, Iterator, Mapping
 
 import attrs
 import yaml
 
 from hologram.core.errors import DocumentError, Span
+from hologram.core.hookspecs import BodyKey
 from hologram.dsl.document import KernelDef
-from hologram.dsl.locators import json_places, toml_places, toml_view
+from hologram.dsl.locators import json_places
 from hologram.dsl.positions import Located, Path, Place, SourceText
 from hologram.dsl.schema import kernels_from_mapping
+from hologram.dsl.toml_reader import read_toml
 from hologram.dsl.yaml_scalars import yaml_scalar_chars
 
 
-def parse_toml(text: str, file: str = "<toml>") -> list[KernelDef]:
-    """The kernels of a TOML document; DocumentError (with a span) on anything malformed."""
+NO_KEYS: Mapping[str, BodyKey] = MappingProxyType({})
+
+
+def parse_toml(text: str, file: str = "<toml>", keys: Mapping[str, BodyKey] = NO_KEYS) -> list[KernelDef]:
+    """The kernels of a TOML document; DocumentError (with a span) on anything malformed.
+    `keys`: the document keys plugins handle in place of `body` (Translator.parse)."""
     src = _source(text, file)
     with _nesting(src):
-        folded, shift = toml_view(text)
-        try:
-            data = tomllib.loads(folded)
-        except tomllib.TOMLDecodeError as err:
-            raise _toml_error(err, folded, shift, src) from None
-        except ValueError as err:  # e.g. an integer beyond Python's digit limit
-            raise _value_error("TOML", err, src) from None
-        return kernels_from_mapping(located_from_data(data, _locate(toml_places, text), src, toml_kind))
+        return kernels_from_mapping(read_toml(src), keys=keys)
 
 
-def parse_yaml(text: str, file: str = "<yaml>") -> list[KernelDef]:
+def parse_yaml(text: str, file: str = "<yaml>", keys: Mapping[str, BodyKey] = NO_KEYS) -> list[KernelDef]:
     """The kernels of a YAML document (one document; PyYAML's node API, nothing is
     constructed but strings, numbers, mappings and sequences)."""
     src = _source(text, file)
@@ -60,10 +60,10 @@ def parse_yaml(text: str, file: str = "<yaml>") -> list[KernelDef]:
         if node is None:
             raise DocumentError("empty YAML document: expected a 'kernel' mapping or a 'kernels' sequence",
                                 src.span(0))
-        return kernels_from_mapping(_YamlBuilder(src).build(node))
+        return kernels_from_mapping(_YamlBuilder(src).build(node), keys=keys)
 
 
-def parse_json(text: str, file: str = "<json>") -> list[KernelDef]:
+def parse_json(text: str, file: str = "<json>", keys: Mapping[str, BodyKey] = NO_KEYS) -> list[KernelDef]:
     """The kernels of a JSON document (an object with a "kernel" or "kernels" key)."""
     src = _source(text, file)
     bom = 1 if text.startswith("\ufeff") else 0
@@ -74,16 +74,10 @@ def parse_json(text: str, file: str = "<json>") -> list[KernelDef]:
             raise DocumentError(f"invalid JSON: {_lower(err.msg)}", src.span(err.pos + bom)) from None
         except ValueError as err:
             raise _value_error("JSON", err, src) from None
-        return kernels_from_mapping(located_from_data(data, _locate(json_places, src), src, json_kind))
+        return kernels_from_mapping(located_from_data(data, _locate(json_places, src), src, json_kind), keys=keys)
 
 
 # --- syntax errors ------------------------------------------------------------------
-
-_TOML_AT = re.compile(r"\s*\((?:at line (\d+), column (\d+)|at end of document)\)\s*$")
-_TOML_HINTS = {
-    "invalid value": "values are quoted strings (\"...\"), numbers, booleans, arrays [...] or inline tables {...}",
-    "invalid statement": "each line is a key = value pair, a [table] header or a comment",
-}
 
 
 def _source(text: str, file: str) -> SourceText:
@@ -130,23 +124,6 @@ def _lower(message: str) -> str:
     return message[:1].lower() + message[1:]
 
 
-def _toml_error(err: tomllib.TOMLDecodeError, folded: str, shift: Callable[[int], int],
-                src: SourceText) -> DocumentError:
-    message = str(err.args[0]) if err.args else str(err)
-    at = _TOML_AT.search(message)
-    offset = getattr(err, "pos", None)  # Python 3.14+
-    if offset is None and at is not None:
-        offset = len(folded)
-        if at.group(1):  # tomllib counts LF-separated lines of the folded text
-            line_start = 0
-            for _ in range(int(at.group(1)) - 1):
-                line_start = folded.find("\n", line_start) + 1
-            offset = line_start + int(at.group(2)) - 1
-    message = _lower(message[:at.start()] if at else message)
-    hint = next((h for key, h in _TOML_HINTS.items() if message.startswith(key)), None)
-    return DocumentError(f"invalid TOML: {message}", src.span(shift(offset or 0)), hint=hint)
-
-
 def _yaml_error(err: yaml.MarkedYAMLError, src: SourceText) -> DocumentError:
     mark = err.problem_mark or err.context_mark
     message, hint = err.problem or err.context or "malformed document", None
@@ -173,18 +150,6 @@ def _value_error(fmt: str, err: Exception, src: SourceText) -> DocumentError:
 
 
 # --- parsed values to Located trees ---------------------------------------------------
-
-
-def toml_kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, datetime.datetime):
-        return "date-time"
-    for types, word in ((str, "string"), (int, "integer"), (float, "float"), (dict, "table"),
-                        (list, "array"), (datetime.date, "date"), (datetime.time, "time")):
-        if isinstance(value, types):
-            return word
-    return type(value).__name__
 
 
 def json_kind(value: Any) -> str:

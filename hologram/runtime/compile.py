@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import functools
 import os
+from types import MappingProxyType
 from typing import Sequence
 
-from hologram.core import body_keys as document_keys
 from hologram.core import trace
-from hologram.core.errors import DocumentError, HologramError, PluginError
+from hologram.core.errors import ArgumentError, DocumentError, HologramError, PluginError
 from hologram.core.files import read_text_file
 from hologram.core.hookspecs import BodyKey, Translator
 from hologram.dsl.document import KernelDef
@@ -37,7 +37,7 @@ from hologram.runtime.lookups import backends, body_keys, find_translator, get_b
 __all__ = ["compile", "compile_file", "compile_all", "compile_file_all", "clear_cache"]
 
 CACHE_SIZE = 256  # documents kept
-TRANSLATIONS = 64  # modules whose @hologram.kernel functions were translated (runtime.decorator)
+TRANSLATIONS = 64  # @hologram.kernel functions translated with their decorator's arguments (runtime.decorator)
 MAX_DOCUMENT_BYTES = 16 << 20  # compile_file refuses a bigger file (the largest in this repository: 2 KB)
 
 
@@ -95,7 +95,7 @@ def clear_cache() -> None:
     `clear_cache()`; the cpu_llvm disk cache stays). Kernels still referenced keep
     their own program and executable. docs/api.md, "Caching", lists every cache."""
     compile_document.cache_clear()
-    translated.cache_clear()
+    decorated.cache_clear()
     compile_program.cache_clear()
     forget_unpickled()
     manager.clear_cache()
@@ -141,12 +141,37 @@ def compile_document(translator: Translator, text: str, file: str, pipeline: Pip
 
 
 @functools.lru_cache(maxsize=TRANSLATIONS)
-def translated(translator: Translator, text: str, file: str,
-               keys: tuple[tuple[str, BodyKey], ...]) -> tuple[KernelDef, ...]:
-    """Every kernel definition of one source, translated once (with the document keys
-    `keys` in effect, part of the cache key as in `compile_document`): `@hologram.kernel`
-    asks for one function's definition at a time, and a module may hold many."""
-    return tuple(translate(translator, text, file, keys))
+def decorated(translator: Translator, text: str, file: str, line: int,
+              options: tuple[tuple[str, object], ...]) -> KernelDef | None:
+    """The kernel of the function starting at `line` of the running module `text`, with the
+    decorator's arguments `options` (`Translator.decorated`, for `@hologram.kernel`);
+    None when no decorated function starts there. A plugin's failure is a PluginError."""
+    if translator.decorated is None:
+        raise PluginError(f"translator {translator.name!r} does not translate decorated functions (its "
+                          "Translator has no `decorated`)", hint="install hologram-translator-python")
+    try:
+        with trace.span("translate", "compile", translator=translator.name):
+            kdef = translator.decorated(text, file, line, dict(options))
+    except HologramError:
+        raise
+    except Exception as exc:  # a translator plugin's bug must not look like a crash of ours
+        raise PluginError(f"translator {translator.name!r} failed on {file}: {type(exc).__name__}: {exc}") from exc
+    if kdef is not None and not isinstance(kdef, KernelDef):
+        raise PluginError(f"translator {translator.name!r} returned {type(kdef).__name__} for {file}:{line}; "
+                          "expected hologram.translator.KernelDef")
+    return kdef
+
+
+def compile_definition(kdef: KernelDef, *, backend: str | None = None, opt: str | None = None,
+                       passes: Passes = None) -> Kernel:
+    """A translator's kernel definition compiled as a document's kernel is: a `Kernel`
+    (backend, opt, passes as for `compile`)."""
+    if not isinstance(kdef, KernelDef):
+        raise ArgumentError(f"compile_definition takes a KernelDef, got {type(kdef).__name__}")
+    pipeline = pipelines.resolve(opt, passes)
+    if backend is not None:
+        get_backend(backend)  # an unknown or unavailable backend is an error now, not at the first call
+    return Kernel(compile_kdef(kdef, pipeline), backend)
 
 
 def translate(translator: Translator, text: str, file: str,
@@ -155,9 +180,8 @@ def translate(translator: Translator, text: str, file: str,
     handle (`circuit`, ...; by default the registered ones) in effect; a plugin's failure
     is a PluginError."""
     try:
-        with trace.span("translate", "compile", translator=translator.name), \
-                document_keys.use(body_keys() if keys is None else dict(keys)):
-            kdefs = list(translator.parse(text, file))
+        with trace.span("translate", "compile", translator=translator.name):
+            kdefs = list(translator.read(text, file, body_keys() if keys is None else MappingProxyType(dict(keys))))
     except HologramError:
         raise
     except Exception as exc:  # a translator plugin's bug must not look like a crash of ours

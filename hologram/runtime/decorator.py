@@ -10,26 +10,26 @@
 
 The function is never called. Its module's text (from `linecache`, so a notebook cell
 works as a file does) goes to whatever translator is registered for the `python` format
-(the plugin hologram-translator-python), which returns every decorated function of the
-module as a `KernelDef`; this one is the definition that starts at the function's first
-line. It is compiled as a document's kernel is (errors point into the .py file) and the
-result is an ordinary `Kernel`: `.on()`, `.map()`, `.stats()`, `.emit()`, pickling.
+(the plugin hologram-translator-python), with the line the function starts at and the
+arguments this call received (name, version, reassociate: values, whatever expression
+wrote them), and the translator returns that function's `KernelDef`
+(`Translator.decorated`). It is compiled as a document's kernel is (errors point into
+the .py file) and the result is an ordinary `Kernel`: `.on()`, `.map()`, `.stats()`,
+`.emit()`, pickling.
 """
 
 from __future__ import annotations
 
 import inspect
 import linecache
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from hologram.core.errors import DocumentError, PluginError
 from hologram.core.hookspecs import Translator
 from hologram.dsl.document import KernelDef
-from hologram.runtime import pipelines
-from hologram.runtime.compile import translated
-from hologram.runtime.driver import compile_kdef
+from hologram.runtime.compile import compile_definition, decorated
 from hologram.runtime.kernel import Kernel
-from hologram.runtime.lookups import body_keys, find_translator, get_backend
+from hologram.runtime.lookups import find_translator
 
 FORMAT = "python"
 DISTRIBUTION = "hologram-translator-python"
@@ -41,12 +41,15 @@ def kernel(fn: Callable | None = None, /, *, name: str | None = None, version: s
     """Compile a Python function into a `Kernel`, as a decorator: `@hologram.kernel` or
     `@hologram.kernel(version="1.2.0", backend="interp")`.
 
-    name, version, reassociate  the document's keys (read from the decorator's source,
-                                so written as literals)
+    name, version, reassociate  the document's keys (None: the function's name, "0.0.0",
+                                False), as this call receives them: any expression
     backend, opt, passes        as for hologram.compile
     """
+    options = {k: v for k, v in (("name", name), ("version", version), ("reassociate", reassociate))
+               if v is not None}
+
     def decorate(f: Callable) -> Kernel:
-        return _compile_function(f, backend, opt, passes)
+        return _compile_function(f, options, backend, opt, passes)
 
     return decorate if fn is None else decorate(fn)
 
@@ -61,32 +64,35 @@ def python_translator() -> Translator:
                           hint=f"pip install {DISTRIBUTION}") from None
 
 
-def _compile_function(fn: Callable, backend: str | None, opt: str | None,
+def _compile_function(fn: Callable, options: Mapping[str, object], backend: str | None, opt: str | None,
                       passes: Sequence[str] | str | None) -> Kernel:
     if not inspect.isfunction(fn):
         raise DocumentError(f"@hologram.kernel decorates a function (def ...), not {type(fn).__name__}")
     code = fn.__code__
-    kdef = _definition(python_translator(), code.co_filename, code.co_firstlineno,
-                       max((line for *_, line in code.co_lines() if line is not None), default=code.co_firstlineno),
-                       fn.__name__, fn.__globals__)
-    pipeline = pipelines.resolve(opt, passes)
-    if backend is not None:
-        get_backend(backend)  # an unknown or unavailable backend is an error now, as for compile()
-    return Kernel(compile_kdef(kdef, pipeline), backend)
+    kdef = _definition(python_translator(), code.co_filename, code.co_firstlineno, fn.__name__, fn.__globals__,
+                       options)
+    return compile_definition(kdef, backend=backend, opt=opt, passes=passes)
 
 
-def _definition(translator: Translator, file: str, first: int, last: int, name: str,
-                module_globals: dict) -> KernelDef:
-    """The definition of the function whose source spans lines first..last of `file`."""
+def _definition(translator: Translator, file: str, first: int, name: str, module_globals: dict,
+                options: Mapping[str, object]) -> KernelDef:
+    """The definition of the function whose source starts at line `first` of `file`, with
+    the decorator's arguments `options`."""
     linecache.checkcache(file)
     text = "".join(linecache.getlines(file, module_globals))
     if not text:
         raise DocumentError(f"cannot read the source of {name}() (from {file}): @hologram.kernel translates a "
                             "function's source", hint="define the function in a file or a notebook cell")
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    for kdef in translated(translator, text, file, tuple(body_keys().items())):
-        if first <= kdef.span.line <= last:
-            return kdef
-    raise DocumentError(f"{file}:{first}: {name}() is not decorated with @hologram.kernel in its source",
-                        hint="the translator reads the functions decorated with @hologram.kernel (or @hg.kernel); "
-                             "hologram.kernel(f) on an undecorated function is not one")
+    given = tuple(sorted(options.items()))
+    try:
+        hash(given)
+    except TypeError:  # a list for a name, say: not cached; the schema says what it should be
+        kdef = decorated.__wrapped__(translator, text, file, first, given)
+    else:
+        kdef = decorated(translator, text, file, first, given)
+    if kdef is None:
+        raise DocumentError(f"{file}:{first}: {name}() is not decorated with @hologram.kernel in its source",
+                            hint="the translator reads the functions decorated with @hologram.kernel (or @hg.kernel); "
+                                 "hologram.kernel(f) on an undecorated function is not one")
+    return kdef

@@ -39,7 +39,7 @@ from hologram.backend import API_VERSION, Backend, Capabilities
 from hologram.core import distribution, forks, hookspecs
 from hologram.core.distribution import EntryPoint
 from hologram.core.errors import PluginError, did_you_mean
-from hologram.core.hookspecs import BodyKey, BundleRef, Translator
+from hologram.core.hookspecs import TRANSLATOR_APIS, BodyKey, BundleRef, Translator
 
 if TYPE_CHECKING:
     from hologram.passes.api import Pass
@@ -129,6 +129,15 @@ def _check_translator(obj: Any) -> Translator:
     if not obj.name or not isinstance(obj.name, str):
         raise PluginError("registered a translator without a name")
     exts = tuple(normalize_extension(e) for e in obj.extensions)
+    if obj.api not in TRANSLATOR_APIS:
+        raise PluginError(f"translator {obj.name!r} declares api={obj.api!r}; this hologram calls parse in the "
+                          f"forms {', '.join(map(str, TRANSLATOR_APIS))} (docs/plugins.md, \"Translators\")")
+    if obj.api == 1:
+        warnings.warn(f"translator {obj.name!r} takes parse(text, file), which is deprecated: declare api=2 and "
+                      "take parse(text, file, keys), the document keys plugins handle (docs/plugins.md, "
+                      "\"Translators\")", DeprecationWarning, stacklevel=2)
+    if obj.decorated is not None and not callable(obj.decorated):
+        raise PluginError(f"translator {obj.name!r} has decorated={obj.decorated!r}; expected a callable or None")
     for key in obj.body_keys:
         if not isinstance(key, BodyKey) or not isinstance(key.key, str) or not key.key.isidentifier():
             raise PluginError(f"translator {obj.name!r} declares a document key {key!r}; expected a "

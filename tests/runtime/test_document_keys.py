@@ -13,7 +13,6 @@ import pytest
 
 import hologram
 from hologram.bundles.build import build
-from hologram.core import body_keys
 from hologram.core.errors import CompileError, DocumentError, PluginError
 from hologram.core.hookspecs import BodyKey, Translator
 from hologram.dsl.document import KernelDef
@@ -53,7 +52,8 @@ class KeysPlugin:
     @staticmethod
     @hologram.hookimpl
     def hologram_register_translators(register):
-        register(Translator("keys", (".keys",), lambda text, file: [], body_keys=(TWICE, SQUARE, SHADOW)))
+        register(Translator("keys", (".keys",), lambda text, file, keys: [], body_keys=(TWICE, SQUARE, SHADOW),
+                            api=2))
 
 
 @pytest.fixture
@@ -118,13 +118,47 @@ def test_a_plugin_cannot_take_over_a_schema_key(keys_plugin):
 def test_a_failing_handler_is_a_plugin_error(keys_plugin):
     with pytest.raises(PluginError, match="handler of document key 'twice' failed on kernel 'k': ValueError: boom"):
         hologram.compile(TWICE_DOC.replace("a + 1", "boom"))
-    with body_keys.use({"twice": attrs.evolve(TWICE, build=lambda header: "not a kernel")}):
-        with pytest.raises(PluginError, match="returned str; expected hologram.dsl.document.KernelDef"):
-            parse_toml(TWICE_DOC, "k.toml")
+    with pytest.raises(PluginError, match="returned str; expected hologram.dsl.document.KernelDef"):
+        parse_toml(TWICE_DOC, "k.toml", {"twice": attrs.evolve(TWICE, build=lambda header: "not a kernel")})
+
+
+def test_the_keys_are_an_argument_of_parse(keys_plugin, register_plugin):
+    """The runtime hands a translator the registered keys with the text: `parse(text,
+    file, keys)` (api=2); the builtin translators take them the same way."""
+    seen = []
+
+    class Recording:
+        @staticmethod
+        @hologram.hookimpl
+        def hologram_register_translators(register):
+            register(Translator("rec", (".rec",), lambda text, file, keys: seen.append(dict(keys)) or
+                                parse_toml(text, file, keys), api=2))
+
+    register_plugin(Recording(), "test-recording")
+    a = np.arange(3, dtype=np.float32)
+    assert np.array_equal(hologram.compile(TWICE_DOC, format="rec")(a), 2 * (a + 1))
+    assert {"twice", "square"} <= set(seen[0]) and seen[0]["twice"] is TWICE
+    (kdef,) = parse_toml(TWICE_DOC, "k.toml", {"twice": TWICE})  # no runtime in between
+    assert kdef.body == "y = 2 * (a + 1)" and kdef.notes == (("twice", "doubled"),)
+
+
+def test_a_translator_of_the_first_form_still_works(register_plugin):
+    """`parse(text, file)`, the form before the keys were an argument (api=1, the
+    default): still called so, with a DeprecationWarning when it registers."""
+    class Old:
+        @staticmethod
+        @hologram.hookimpl
+        def hologram_register_translators(register):
+            register(Translator("old", (".old",), lambda text, file: parse_toml(text, file)))
+
+    register_plugin(Old(), "test-old-form")
+    with pytest.warns(DeprecationWarning, match=r"translator 'old' takes parse\(text, file\).*api=2"):
+        k = hologram.compile(TWICE_DOC.replace('twice = """\na + 1"""', 'body = "y = a"'), format="old")
+    assert np.array_equal(k(np.ones(2, np.float32)), [1, 1])
 
 
 def test_unclaimed_keys_stay_unknown(keys_plugin):
-    # outside a translation through the runtime, no key is in effect
+    # a translator called without the keys sees none
     with pytest.raises(DocumentError, match="unknown key 'twice'"):
         parse_toml(TWICE_DOC, "k.toml")
     with pytest.raises(DocumentError, match="unknown key 'twice'"):

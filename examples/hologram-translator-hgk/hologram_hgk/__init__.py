@@ -1,12 +1,13 @@
 """hologram-translator-hgk: kernels in a compact line format."""
 
-from hologram.core.errors import DocumentError, Span
-from hologram.core.hookspecs import Translator, hookimpl
-from hologram.dsl.document import BodyOrigin, KernelDef, ParamSpec
-from hologram.dsl.schema import parse_type
+from typing import Mapping
+
+from hologram.translator import (API, BodyKey, BodyOrigin, DocumentError, KernelDef, ParamSpec, Span, Translator,
+                                 hookimpl, parse_type)
 
 
-def parse_hgk(text: str, file: str) -> list[KernelDef]:
+def parse_hgk(text: str, file: str, keys: Mapping[str, BodyKey]) -> list[KernelDef]:
+    # (`keys`: document keys other plugins handle in TOML, YAML and JSON kernels; not .hgk's)
     lines = text.splitlines()
 
     def span(row: int, col: int = 1, end: int | None = None) -> Span:  # row counts from 0
@@ -35,4 +36,4 @@ def parse_hgk(text: str, file: str) -> list[KernelDef]:
 
 @hookimpl
 def hologram_register_translators(register):
-    register(Translator("hgk", (".hgk",), parse_hgk))
+    register(Translator("hgk", (".hgk",), parse_hgk, api=API))

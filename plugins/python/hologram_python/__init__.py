@@ -9,18 +9,27 @@ command load their modules when first used. docs/python-kernels.md describes the
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from hologram.core.hookspecs import Translator, hookimpl
+from hologram.translator import API, Translator, hookimpl
 
 __version__ = "0.1.0"
 
 
-def parse_python(text: str, file: str) -> Sequence[Any]:
-    """Every `@hologram.kernel` function of a Python module, as `KernelDef`s."""
+def parse_python(text: str, file: str, keys: Mapping[str, Any]) -> Sequence[Any]:
+    """Every `@hologram.kernel` function of a Python module, as `KernelDef`s. (`keys`, the
+    document keys other plugins handle, never apply: a function's kernel has no such key.)"""
     from hologram_python.translate import translate_module
 
     return translate_module(text, file)
+
+
+def decorated_python(text: str, file: str, line: int, options: Mapping[str, Any]) -> Any:
+    """The kernel of the `@hologram.kernel` function starting at `line` of a running module,
+    with the decorator's arguments as the call received them."""
+    from hologram_python.translate import translate_function
+
+    return translate_function(text, file, line, options)
 
 
 def claims_python(text: str) -> bool:
@@ -33,7 +42,7 @@ def claims_python(text: str) -> bool:
 
 @hookimpl
 def hologram_register_translators(register: Callable[[Translator], None]) -> None:
-    register(Translator("python", (".py",), parse_python, claims=claims_python,
+    register(Translator("python", (".py",), parse_python, claims=claims_python, api=API, decorated=decorated_python,
                         declaring="decorate a function with @hologram.kernel (docs/python-kernels.md)"))
 
 

@@ -21,7 +21,7 @@ from typing import Iterable, Sequence
 
 import attrs
 
-from hologram.core.errors import CompileError, Span
+from hologram.translator import CompileError, Span
 from hologram_python.module import THREAD_ID, TYPE_NAMES, Names, Source, literal
 from hologram_python.text import BodyLine, Edit, cut
 
@@ -81,7 +81,7 @@ def statement_hint(word: str) -> str | None:
     """The hint for a statement a kernel has not: the body language's, for the statements
     it knows (its parser, and lark, load only when there is an error to explain)."""
     if word in ("for", "while", "if"):
-        from hologram.dsl.parser import STATEMENT_HINTS
+        from hologram.translator import STATEMENT_HINTS
 
         return STATEMENT_HINTS[word]
     return _HINTS.get(word)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from hologram.core.errors import DocumentError
-from hologram.core.files import read_text_file
+from hologram.translator import DocumentError, check_definition, read_text_file
 from hologram_python.document import to_toml
 from hologram_python.translate import translate_module
 
@@ -19,10 +18,8 @@ def translate_command(path: str, output: str | None) -> int:
     if not kdefs:
         raise DocumentError(f"{path}: no @hologram.kernel functions in this module",
                             hint="decorate a function with @hologram.kernel (import hologram as hg: @hg.kernel)")
-    from hologram.dsl.analyze import to_ir  # the front end: the body's errors point into the .py file now
-
-    for kdef in kdefs:
-        to_ir(kdef)
+    for kdef in kdefs:  # the front end: the body's errors point into the .py file now
+        check_definition(kdef)
     document = to_toml(kdefs, os.path.basename(path))
     if output is None:
         sys.stdout.write(document)

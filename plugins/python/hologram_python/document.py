@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from hologram.core.types import type_str
-from hologram.dsl.document import KernelDef, ParamSpec
+from hologram.translator import KernelDef, ParamSpec, type_str
 
 
 def to_toml(kdefs: Sequence[KernelDef], source: str | None = None) -> str:

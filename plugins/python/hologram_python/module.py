@@ -16,7 +16,7 @@ from typing import Callable, Iterator, Mapping
 
 import attrs
 
-from hologram.core.errors import DocumentError, Span
+from hologram.translator import DocumentError, Span
 
 Constant = int | float | bool
 

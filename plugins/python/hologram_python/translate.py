@@ -16,15 +16,13 @@ underlines the function's own text. The body's lines are built by body.py.
 from __future__ import annotations
 
 import ast
+import functools
 from typing import Any, Mapping
 
 import attrs
 
-from hologram.core.errors import CompileError, DocumentError, Span
-from hologram.core.types import Affine, Shape
-from hologram.dsl.document import BodyOrigin, KernelDef
-from hologram.dsl.positions import Located, SourceText
-from hologram.dsl.schema import kernels_from_mapping
+from hologram.translator import (Affine, BodyOrigin, CompileError, DocumentError, KernelDef, Located, Shape, SourceText,
+                                 Span, kernels_from_mapping)
 from hologram_python.body import Body, BodyTranslator
 from hologram_python.module import (TYPE_NAMES, Names, Source, fold, kernel_decorator, kernel_functions,
                                     module_names, parse_module)
@@ -35,10 +33,31 @@ RUNTIME_OPTIONS = ("backend", "opt", "passes")  # read by hologram.kernel when t
 
 
 def translate_module(text: str, file: str) -> list[KernelDef]:
+    """Every `@hologram.kernel` function of the module, its decorator's options read from
+    its text (the module is not running: they must be literals or module constants)."""
+    module, functions = _read(text, file)
+    return [module.kernel(fn) for fn in functions]
+
+
+def translate_function(text: str, file: str, line: int, options: Mapping[str, Any]) -> KernelDef | None:
+    """The kernel of the function whose definition (its first decorator) starts at `line`
+    of the running module `text`, with `options` (name, version, reassociate: those the
+    `@hologram.kernel` call was given) in place of its decorator's text; None when no
+    `@hologram.kernel` function starts there."""
+    module, functions = _read(text, file)
+    for fn in functions:
+        if line in (fn.lineno, min((d.lineno for d in fn.decorator_list), default=fn.lineno)):
+            return module.kernel(fn, options)
+    return None
+
+
+@functools.lru_cache(maxsize=16)
+def _read(text: str, file: str) -> tuple[_Module, tuple[ast.FunctionDef | ast.AsyncFunctionDef, ...]]:
+    """The module parsed once, with its kernel functions: `@hologram.kernel` asks for its
+    functions one at a time, and a module may hold many (the trees are only read)."""
     tree = parse_module(text, file)
     names = module_names(tree)
-    module = _Module(Source(text, file), SourceText.of(text, file), names)
-    return [module.kernel(fn) for fn in kernel_functions(tree, names)]
+    return _Module(Source(text, file), SourceText.of(text, file), names), tuple(kernel_functions(tree, names))
 
 
 @attrs.frozen
@@ -47,11 +66,14 @@ class _Module:
     text: SourceText  # the schema's position model, for `Located` values
     names: Names
 
-    def kernel(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> KernelDef:
+    def kernel(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, given: Mapping[str, Any] | None = None) -> KernelDef:
+        """The function's kernel; its decorator's options as `given` by the call, or (None)
+        as its text writes them."""
         src = self.src
         if isinstance(fn, ast.AsyncFunctionDef):
             raise DocumentError("a kernel is a plain function, not async", src.name_span(fn))  # type: ignore[arg-type]
-        options = self._options(kernel_decorator(fn, self.names), fn)
+        decorator = kernel_decorator(fn, self.names)
+        options = self._options(decorator) if given is None else self._given(decorator, fn, given)
         params = self._params(fn)
         returns = self._return_types(fn)
         symbols = {s for t in [*(t for _, t in params.values()), *returns] for s in _symbol_words(t.value)}
@@ -89,7 +111,8 @@ class _Module:
         return kdef
 
     # -- the decorator --------------------------------------------------------------------
-    def _options(self, dec: ast.expr | None, fn: ast.FunctionDef) -> dict[str, Located]:
+    def _options(self, dec: ast.expr | None) -> dict[str, Located]:
+        """The options the decorator's text gives, literals or module constants."""
         if not isinstance(dec, ast.Call):
             return {}
         if dec.args:
@@ -110,8 +133,21 @@ class _Module:
             else:
                 raise DocumentError(f"{k.arg}= of hologram.kernel must be written as a literal (the translator "
                                     "does not run the module)", self.src.span(value))
-            kind = {str: "string", bool: "boolean"}.get(type(constant), type(constant).__name__)
-            found[k.arg] = Located(kind, constant, self.src.span(value), self.src.span(k), src=self.text)
+            found[k.arg] = Located(_kind(constant), constant, self.src.span(value), self.src.span(k), src=self.text)
+        return found
+
+    def _given(self, dec: ast.expr | None, fn: ast.FunctionDef, given: Mapping[str, Any]) -> dict[str, Located]:
+        """The options a running `@hologram.kernel(...)` call received, each pointing at the
+        keyword that gave it (`version=V`, or the `**options` it came in)."""
+        keywords = dec.keywords if isinstance(dec, ast.Call) else []
+        found: dict[str, Located] = {}
+        for option in OPTIONS:
+            if option not in given:
+                continue
+            written = next((k for k in keywords if k.arg == option), None) or \
+                next((k for k in keywords if k.arg is None), None)
+            span = self.src.span(written) if written is not None else self.src.span(dec or fn)
+            found[option] = Located(_kind(given[option]), given[option], span, span, src=self.text)
         return found
 
     # -- the signature --------------------------------------------------------------------
@@ -236,6 +272,11 @@ def _check_size_params(params: Mapping[str, tuple[ast.arg, Located]], symbols: s
                                 "arrays declared with it, read from them at each call", t.key_span or src.span(arg),
                                 hint=f"drop the parameter {name}; the body (a guard such as `idx < {name}`) reads "
                                      "the shape symbol")
+
+
+def _kind(value: Any) -> str:
+    """A decorator option's kind, in the schema's words."""
+    return {str: "string", bool: "boolean", int: "integer", float: "float"}.get(type(value), type(value).__name__)
 
 
 def _summary(fn: ast.FunctionDef) -> str:

@@ -14,7 +14,7 @@ import pytest
 
 import hologram as hg
 from hologram.core.errors import CompileError, DocumentError, ExecutionError, PluginError
-from py_helpers import load, source
+from py_helpers import load, source, underline
 from repo_paths import EXAMPLES
 
 BACKENDS = ["interp", "cpu_llvm"]
@@ -132,6 +132,56 @@ def test_options_of_the_decorator(tmp_path):
             def f(x: f32["n"]) -> f32["n"]:
                 return x
         ''')
+
+
+def test_the_decorators_arguments_are_read_from_the_call(tmp_path):
+    """name=, version= and reassociate= take the values the call gives them, however they
+    are written: the translator never reads them from the decorator's text."""
+    m = load(tmp_path, '''
+        import os
+        NAME = "sca" + "led"                   # computed: known only once the module runs
+        VERSIONS = {"scaled": "2.1.0"}
+        FAST = os.sep != ""
+
+        @hg.kernel(name=NAME, version=VERSIONS[NAME], reassociate=FAST)
+        def total(x: f32["n"]) -> f32:
+            return x.sum()
+
+        OPTIONS = dict(name="spread", version="3.0.0")
+
+        @hg.kernel(**OPTIONS)
+        def plain(x: f32["n"]) -> f32:
+            return x.sum()
+
+        @hg.kernel
+        def bare(x: f32["n"]) -> f32:
+            return x.sum()
+    ''')
+    assert (m.total.name, m.total.version, m.total.kdef.reassociate) == ("scaled", "2.1.0", True)
+    assert (m.plain.name, m.plain.version, m.plain.kdef.reassociate) == ("spread", "3.0.0", False)
+    assert (m.bare.name, m.bare.version, m.bare.kdef.reassociate) == ("bare", "0.0.0", False)
+    assert "reassoc" in m.total.emit("asm") and "reassoc" not in m.plain.emit("asm")  # it reaches the compiler
+    x = np.arange(5, dtype=np.float32)
+    assert m.total(x) == m.plain(x) == m.bare(x) == 10
+
+
+def test_the_calls_arguments_are_checked_where_the_decorator_is(tmp_path):
+    for options, message, underlined in (('name=NAME', "invalid kernel name '2fast'", "name=NAME"),
+                                         ('version=VERSION', "invalid version '1.0'", "version=VERSION"),
+                                         ('reassociate=FLAG', "'reassociate' of kernel 'f' must be a boolean",
+                                          "reassociate=FLAG"),
+                                         ('**OPTIONS', "invalid version 'x'", "**OPTIONS")):
+        with pytest.raises(DocumentError) as info:
+            load(tmp_path, f'''
+                NAME, VERSION, FLAG, OPTIONS = "2" + "fast", "1" + ".0", "yes", {{"version": "x"}}
+
+                @hg.kernel({options})
+                def f(x: f32["n"]) -> f32:
+                    return x.sum()
+            ''')
+        err = info.value
+        assert message in err.message and err.span.line == 6, (options, str(err))
+        assert underline(err) == underlined, str(err)
 
 
 def test_a_compile_error_is_raised_at_the_definition(tmp_path):

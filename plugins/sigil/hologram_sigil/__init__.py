@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable
 
-from hologram.core.hookspecs import BodyKey, Translator, hookimpl
+from hologram.translator import API, BodyKey, Translator, hookimpl
 
 __version__ = "0.1.0"
 
@@ -53,7 +53,7 @@ def hologram_register_translators(register: Callable[[Translator], None]) -> Non
         "sigil", (".sigil",), _lazy("hologram_sigil.translator", "parse_sigil"),
         body_keys=(BodyKey(CIRCUIT_KEY, CIRCUIT_SUMMARY, _lazy("hologram_sigil.translator", "circuit_key"),
                            interface=True),),
-        cases=_lazy("hologram_sigil.cases", "difftest_cases")))
+        cases=_lazy("hologram_sigil.cases", "difftest_cases"), api=API))
 
 
 @hookimpl

@@ -53,11 +53,7 @@ def compile_circuit(circuit: str | Node, name: str = "circuit", *, canonical: bo
     width      elements per class; 3072 is the class buffer, a narrower one is for tests
     backend, opt  as for `hologram.compile`
     """
-    from hologram.core.errors import ArgumentError
-    from hologram.runtime.driver import compile_kdef
-    from hologram.runtime.kernel import Kernel
-    from hologram.runtime.lookups import get_backend
-    from hologram.runtime.pipelines import resolve
+    from hologram.translator import ArgumentError, compile_definition
 
     if isinstance(width, bool) or not isinstance(width, int) or width < 1:
         raise ArgumentError(f"width={width!r}: expected a positive number of elements per class")
@@ -66,6 +62,4 @@ def compile_circuit(circuit: str | Node, name: str = "circuit", *, canonical: bo
     node = parse_circuit(text, origin) if isinstance(circuit, str) else circuit
     kdef = kernel_def(node, name=name, version="1.0.0", summary="", origin=origin, span=origin.span(1, 1),
                       width=width, canonical=canonical)
-    if backend is not None:
-        get_backend(backend)
-    return Kernel(compile_kdef(kdef, resolve(opt, None)), backend)
+    return compile_definition(kdef, backend=backend, opt=opt)

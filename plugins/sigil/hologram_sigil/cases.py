@@ -17,9 +17,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from hologram.testing import bounds
-from hologram.testing.bounds import Val
-from hologram.testing.cases import KernelCase
+from hologram.testing import KernelCase, Val, bounds
 from hologram_sigil.api import kernel_source
 from hologram_sigil.circuit import CLASSES, MERGE_BINARY, MERGE_UNARY, REDUCTIONS, SPLIT_BINARY, WIDTH, Gen, Node, Par, Seq
 from hologram_sigil.model import Algebra, run_rows

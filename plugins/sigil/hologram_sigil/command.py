@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
 
     source = args.circuit
     if source.lower().endswith(".sigil") and os.path.isfile(source):
-        from hologram.core.errors import DocumentError
+        from hologram.translator import DocumentError
 
         try:
             with open(source, encoding="utf-8") as f:

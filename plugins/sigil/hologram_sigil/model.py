@@ -17,7 +17,7 @@ from typing import Any, Callable
 import attrs
 import numpy as np
 
-from hologram.core import semantics
+from hologram.translator import semantics
 from hologram_sigil.circuit import CLASSES, Gen, Node, Par, Seq, writes
 
 Row = Any  # an array of one class's elements, or what the algebra uses instead

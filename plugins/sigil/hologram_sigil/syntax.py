@@ -16,9 +16,7 @@ import attrs
 from lark import Lark, Token, Transformer_NonRecursive, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
-from hologram.core.errors import CompileError, DocumentError, Span, did_you_mean
-from hologram.dsl.document import BodyOrigin
-from hologram.dsl.schema import SEMVER
+from hologram.translator import SEMVER, BodyOrigin, CompileError, DocumentError, Span, did_you_mean
 from hologram_sigil.circuit import (
     CLASSES, DEFAULT_VARIANT, EXAMPLE, FORM, KINDS, MERGE_UNARY, VARIANTS, Gen, Node, Par, Pos, Seq,
     class_name, generators,

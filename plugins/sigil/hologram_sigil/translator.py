@@ -9,11 +9,10 @@ buffers, compiled from its canonical form (canon.py) and written as a kernel bod
 from __future__ import annotations
 
 import os
+from typing import Mapping
 
-from hologram.core.errors import DocumentError, Span
-from hologram.core.types import DType
-from hologram.dsl.document import BodyOrigin, KernelDef, ParamSpec
-from hologram.dsl.schema import IDENTIFIER, parse_type
+from hologram.translator import (IDENTIFIER, BodyKey, BodyOrigin, DocumentError, DType, KernelDef, ParamSpec, Span,
+                                 parse_type)
 from hologram_sigil.canon import canonicalize
 from hologram_sigil.circuit import CLASSES, WIDTH, Node, generators
 from hologram_sigil.lower import lower
@@ -24,9 +23,10 @@ DEFAULT_VERSION = "1.0.0"  # a .sigil file without a `kernel` header line
 STRING_NAME = "circuit"  # the kernel of a bare circuit compiled from a string (no file name to take)
 
 
-def parse_sigil(text: str, file: str) -> list[KernelDef]:
+def parse_sigil(text: str, file: str, keys: Mapping[str, BodyKey]) -> list[KernelDef]:
     """The kernels of a `.sigil` file: one bare circuit, named after the file, or kernels
-    each introduced by a `kernel NAME [VERSION] ["summary"]` line."""
+    each introduced by a `kernel NAME [VERSION] ["summary"]` line. (`keys`, the document
+    keys plugins handle, are a document's: a circuit file has none.)"""
     origin = own_origin(text, file)
     kernels = parse_file(text, origin)
     out = []
