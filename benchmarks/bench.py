@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 
 import hologram  # noqa: E402
 from rich.markup import escape  # noqa: E402
-from hologram.runtime.lookups import get_backend, list_backends  # noqa: E402
+from hologram.registry.lookups import get_backend, list_backends  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KERNELS = os.path.join(os.path.dirname(HERE), "kernels")

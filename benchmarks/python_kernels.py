@@ -56,7 +56,7 @@ import json, sys, time
 import numpy as np
 x = np.linspace(-3, 3, 1000, dtype=np.float32)
 import hologram
-from hologram.runtime.lookups import find_translator
+from hologram.registry.lookups import find_translator
 find_translator("toml"), find_translator("python")
 sys.path.insert(0, {folder!r})
 t0, c0 = time.perf_counter(), time.process_time()
@@ -71,8 +71,8 @@ k = pysoftmax.softmax.on({backend!r})
 k(x)
 """
 TRANSLATE = """
-from hologram.runtime.compile import translate
-from hologram.runtime.lookups import translator_for_path
+from hologram.compile_api.compile import translate
+from hologram.registry.lookups import translator_for_path
 translate(translator_for_path({path!r}), open({path!r}).read(), {path!r})
 """
 REPORT = """

@@ -16,7 +16,7 @@ times, each run in a fresh child process, `--repeat` times:
 | numpy chunked y = 2x + 1 | `np.multiply(x[i:j], 2, out=y[i:j]); y[i:j] += 1` per 16 Mi elements |
 
 `--pool-mb` is `pool_bytes`, a bound: a chunk's buffers take at most 4 MiB
-(hologram.runtime.stream_args.SLOT_BYTES), so `sum` allocates 8 MiB and y = 2x + 1
+(hologram.streaming.args.SLOT_BYTES), so `sum` allocates 8 MiB and y = 2x + 1
 12 MiB of it. Neither the hologram nor the numpy rows wait for the output's dirty pages
 to reach the disk (no fsync in the timing); the check after reads three values back.
 

@@ -34,21 +34,21 @@ if TYPE_CHECKING:
     from hologram import errors
     from hologram.core import trace
     from hologram.core.hookspecs import hookimpl
-    from hologram.runtime.compile import clear_cache, compile, compile_all, compile_file, compile_file_all
-    from hologram.runtime.decorator import kernel
-    from hologram.runtime.kernel import Kernel, Library
-    from hologram.runtime.lookups import get_backend, list_backends
-    from hologram.runtime.stream import stream
+    from hologram.compile_api.compile import clear_cache, compile, compile_all, compile_file, compile_file_all
+    from hologram.compile_api.decorator import kernel
+    from hologram.call.kernel import Kernel, Library
+    from hologram.registry.lookups import get_backend, list_backends
+    from hologram.streaming.stream import stream
 
 # public name -> the module that defines it (the module itself for `errors`)
 _HOME = {
-    "compile": "hologram.runtime.compile", "compile_all": "hologram.runtime.compile",
-    "compile_file": "hologram.runtime.compile", "compile_file_all": "hologram.runtime.compile",
-    "clear_cache": "hologram.runtime.compile", "Kernel": "hologram.runtime.kernel",
-    "Library": "hologram.runtime.kernel", "get_backend": "hologram.runtime.lookups",
-    "list_backends": "hologram.runtime.lookups", "hookimpl": "hologram.core.hookspecs",
-    "errors": "hologram.errors", "kernel": "hologram.runtime.decorator", "trace": "hologram.core.trace",
-    "stream": "hologram.runtime.stream",
+    "compile": "hologram.compile_api.compile", "compile_all": "hologram.compile_api.compile",
+    "compile_file": "hologram.compile_api.compile", "compile_file_all": "hologram.compile_api.compile",
+    "clear_cache": "hologram.compile_api.compile", "Kernel": "hologram.call.kernel",
+    "Library": "hologram.call.kernel", "get_backend": "hologram.registry.lookups",
+    "list_backends": "hologram.registry.lookups", "hookimpl": "hologram.core.hookspecs",
+    "errors": "hologram.errors", "kernel": "hologram.compile_api.decorator", "trace": "hologram.core.trace",
+    "stream": "hologram.streaming.stream",
 }
 
 

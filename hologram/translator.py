@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from hologram.dsl.parser import STATEMENT_HINTS
     from hologram.dsl.positions import Located, SourceText
     from hologram.dsl.schema import IDENTIFIER, SEMVER, kernels_from_mapping, parse_type
-    from hologram.runtime.compile import compile_definition
+    from hologram.compile_api.compile import compile_definition
 
 # The form of `Translator.parse` this API describes: `parse(text, file, keys)`. A plugin
 # declares it with `Translator(..., api=API)`; without it, parse is called in the
@@ -70,7 +70,7 @@ _HOME = {
                      "did_you_mean"), "hologram.core.errors"),
     "STATEMENT_HINTS": "hologram.dsl.parser",  # the body's parser: lark loads with it
     "read_text_file": "hologram.core.files",
-    "compile_definition": "hologram.runtime.compile",
+    "compile_definition": "hologram.compile_api.compile",
     "semantics": "hologram.core.semantics",
 }
 

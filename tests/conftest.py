@@ -9,7 +9,7 @@ from typing import Callable, Iterator
 import pytest
 
 from hologram.cli import main as cli
-from hologram.runtime import plugins
+from hologram.registry import plugins
 
 
 @pytest.fixture

@@ -32,8 +32,8 @@ PACKAGES = {"hologram": ROOT / "hologram", **PLUGINS}
 
 # A module may import from its own folder or from a folder of a lower rank; folders of
 # one rank are independent of each other (isa and dsl, verify and lower).
-PLUGIN_RANK = 9  # every package under plugins/, unless PLUGIN_RANKS says otherwise
-PLUGIN_RANKS = {"hologram_sigil": 11}  # the sigil translator: its generated circuits use the test kit
+PLUGIN_RANK = 12  # every package under plugins/, unless PLUGIN_RANKS says otherwise
+PLUGIN_RANKS = {"hologram_sigil": 14}  # the sigil translator: its generated circuits use the test kit
 RANKS = {
     "hologram.core": 0,
     "hologram.ir": 1,
@@ -41,13 +41,16 @@ RANKS = {
     "hologram.verify": 3, "hologram.lower": 3,
     "hologram.passes": 4,
     "hologram.backend": 5, "hologram.errors": 5,  # the SDK a backend imports, and the public errors
-    "hologram.runtime": 6,
-    "hologram.bundles": 7,
-    "hologram": 8,  # the package's public face: hologram/__init__.py
+    "hologram.registry": 6,  # plugins loaded and looked up, the pass pipelines
+    "hologram.compiler": 7,  # the driver: a definition to a Compiled kernel, and its interface
+    "hologram.call": 8,  # the call path: Kernel, arguments, loop dimensions, the fast path
+    "hologram.compile_api": 9, "hologram.streaming": 9,  # hologram.compile & co; hologram.stream
+    "hologram.bundles": 10,
+    "hologram": 11,  # the package's public face: hologram/__init__.py
     **{package: PLUGIN_RANKS.get(package, PLUGIN_RANK) for package in PLUGINS},  # installed as plugins
-    "hologram.testing": 10,
-    "hologram.cli": 11,
-    "hologram.__main__": 12,  # `python -m hologram`: the command
+    "hologram.testing": 13,
+    "hologram.cli": 14,
+    "hologram.__main__": 15,  # `python -m hologram`: the command
 }
 
 
@@ -160,7 +163,7 @@ def test_cycles_are_found(graph, expected):
 
 
 def test_the_reader_sees_relative_and_function_level_imports():
-    assert "hologram.dsl.analyze" in GRAPH["hologram.runtime.driver"]  # imported inside compile_kdef
+    assert "hologram.dsl.analyze" in GRAPH["hologram.compiler.driver"]  # imported inside compile_kdef
     assert "hologram_cpu_llvm.jit" in GRAPH["hologram_cpu_llvm.backend"]  # `from . import jit`
     assert "hologram.isa.program" in GRAPH["hologram.verify.verifier"]
 
@@ -296,7 +299,7 @@ def test_translator_plugins_import_only_the_translator_api(package):
 def test_the_import_check_sees_every_way_of_importing():
     source = textwrap.dedent("""
         import hologram.core.types
-        from hologram.runtime.args import symbol_value
+        from hologram.call.args import symbol_value
         from hologram.backend import Backend
         from hologram.errors import ArgumentError
         from hologram import testing
@@ -314,7 +317,7 @@ def test_the_import_check_sees_every_way_of_importing():
             from hologram_cpu_llvm import cpu
     """)
     found = [m for _, m in hologram_imports(source, "<test>") if m not in SDK]
-    assert found == ["hologram.core.types", "hologram.runtime.args", "hologram.testing", "hologram.verify.verifier",
+    assert found == ["hologram.core.types", "hologram.call.args", "hologram.testing", "hologram.verify.verifier",
                      "hologram.isa.opcodes", "<computed>", "hologram.dsl", "hologram_cpu_llvm.cpu"]
 
 
@@ -333,3 +336,14 @@ def test_hologram_imports_no_plugin():
            for line, module in hologram_imports(path.read_text(), str(path))
            if module.split(".")[0] in PLUGINS]
     assert not bad, "hologram/ imports plugins by name:\n" + "\n".join(bad)
+
+
+def test_compiled_is_built_in_the_driver_alone():
+    """`Compiled` is built by `Compiled.of` (from IR) and `Compiled.stored` (from a
+    bundle's or a pickle's parts), both in hologram/compiler/driver.py: the interface is
+    derived from the IR in one place."""
+    builders = [f"{path.relative_to(ROOT)}:{node.lineno}" for name, path in MODULES.items()
+                for node in ast.walk(ast.parse(path.read_text(), str(path)))
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Compiled"
+                and name != "hologram.compiler.driver"]
+    assert not builders, "Compiled built outside the driver:\n" + "\n".join(builders)

@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 import hologram
-from hologram.runtime.lookups import list_backends
-from hologram.runtime.pipelines import resolve
+from hologram.registry.lookups import list_backends
+from hologram.registry.pipelines import resolve
 from hologram.testing.difftest import run_difftest
 
 from repo_paths import EXAMPLES

@@ -20,7 +20,8 @@ import pytest
 import hologram as hg
 from hologram.core.errors import ArgumentError, DocumentError
 from hologram.passes import manager
-from hologram.runtime import compile as compile_module, driver
+from hologram.compile_api import compile as compile_module
+from hologram.compiler import driver
 
 BACKENDS = ("interp", "cpu_llvm")
 pytestmark = pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")

@@ -36,7 +36,7 @@ def test_every_public_name_is_found_when_first_used():
     from hologram import Kernel, compile_file, errors
 
     assert callable(compile_file) and isinstance(Kernel, type) and errors.HologramError
-    assert hologram.compile.__module__ == "hologram.runtime.compile"
+    assert hologram.compile.__module__ == "hologram.compile_api.compile"
     assert set(hologram.__all__) <= set(dir(hologram))
     try:
         hologram.not_a_name
@@ -47,7 +47,7 @@ def test_every_public_name_is_found_when_first_used():
 
 
 COMPILER = ("lark", "hologram.dsl.parser", "hologram.dsl.analyze", "hologram.dsl.document", "hologram.lower.stages",
-            "hologram.passes.manager", "hologram.runtime.compile", "hologram.runtime.pipelines", "llvmlite.binding",
+            "hologram.passes.manager", "hologram.compile_api.compile", "hologram.registry.pipelines", "llvmlite.binding",
             "llvmlite.ir", "importlib.metadata", "hologram_interp.decode", "hologram_cpu_llvm.jit",
             "hologram_cpu_llvm.codegen", "rich", "hypothesis", "hologram.passes.ir_fold",
             "hologram.passes.isa_passes")

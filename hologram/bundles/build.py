@@ -39,11 +39,11 @@ from hologram.isa.encoding import SUPPORTED_ISA_VERSIONS, encode
 from hologram.isa.program import ISA_VERSION
 from hologram.passes.manager import Pipeline
 from hologram.passes.stats import instruction_count, measure
-from hologram.runtime.compile import MAX_DOCUMENT_BYTES, translate
-from hologram.runtime.driver import Compiled, compile_kdef
-from hologram.runtime.lookups import get_backend, list_backends, translator_for_path, translators
-from hologram.runtime.pipelines import resolve
-from hologram.runtime.plugins import registry
+from hologram.compile_api.compile import MAX_DOCUMENT_BYTES, translate
+from hologram.compiler.driver import Compiled, compile_kdef
+from hologram.registry.lookups import get_backend, list_backends, translator_for_path, translators
+from hologram.registry.pipelines import resolve
+from hologram.registry.plugins import registry
 
 Progress = Callable[[int, int, str], None]  # (documents done, documents in all, the one just done)
 NativePlan = tuple[tuple[str, str, tuple[str, ...]], ...]  # (backend, its toolchain, targets)

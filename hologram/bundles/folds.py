@@ -1,7 +1,7 @@
 """The min/max reductions a program shows, so a bundle's manifest can be held to them.
 
 A call refuses a min, max, argmin or argmax over an empty extent, as numpy does, from the
-list of reductions a bundle's manifest gives (hologram.runtime.args.check_reductions).
+list of reductions a bundle's manifest gives (hologram.call.args.check_reductions).
 A program cannot state its reductions in general (it is any code), but the shapes
 hologram lowers them to can be recognized, and a manifest must list an extent for each
 (docs/bundles.md, "What loading checks"):

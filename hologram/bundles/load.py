@@ -35,10 +35,10 @@ from hologram.core.types import Affine, DType, Shape
 from hologram.isa.asm_lexer import LineReader
 from hologram.isa.encoding import SUPPORTED_ISA_VERSIONS, decode
 from hologram.isa.program import BufferParam, Program, ScalarParam
-from hologram.runtime.args import Param, Signature
-from hologram.runtime.driver import Compiled
-from hologram.runtime.kernel import Kernel, Library
-from hologram.runtime.lookups import bundles as registered_bundles, get_backend, translator_for_path
+from hologram.compiler.signature import Param, Signature
+from hologram.compiler.driver import Compiled
+from hologram.call.kernel import Kernel, Library
+from hologram.registry.lookups import bundles as registered_bundles, get_backend, translator_for_path
 from hologram.verify.verifier import verify
 
 if TYPE_CHECKING:
@@ -248,8 +248,8 @@ def _compiled(bundle: Bundle, e: Entry, native: dict[str, tuple]) -> Compiled:
         if problem is not None:
             raise BundleError(f"{where}: {MANIFEST} disagrees with {e.program}: {problem}")
         return p
-    return Compiled(program, signature, e.version, e.summary, bundle.manifest.opt, reductions,
-                    ir_text=bundle.ir(e), definition=_definition(bundle, e), native=native)
+    return Compiled.stored(program, signature, e.version, e.summary, bundle.manifest.opt, reductions,
+                           ir_text=bundle.ir(e), definition=_definition(bundle, e), native=native)
 
 
 def _disagreement(sig: Signature, program: Program) -> str | None:
@@ -317,7 +317,7 @@ def _extent(text: str, symbols: tuple[str, ...], where: str) -> Affine:
 def _definition(bundle: Bundle, e: Entry) -> Callable[[], KernelDef]:
     """The kernel's source translated on demand (Kernel.stats, emit('ast')), not at load."""
     def load() -> KernelDef:
-        from hologram.runtime.compile import translate  # the front end: only for these questions
+        from hologram.compile_api.compile import translate  # the front end: only for these questions
 
         file = f"{bundle.where}:{e.source}"
         for kdef in translate(translator_for_path(e.source), bundle.source(e), file):

@@ -133,7 +133,7 @@ def _register_builtins() -> None:
     (hologram's own wheel build, which runs its source tree uninstalled)."""
     from hologram.dsl import builtin as translators
     from hologram.passes import builtin as passes
-    from hologram.runtime.plugins import plugin_manager
+    from hologram.registry.plugins import plugin_manager
 
     manager: Any = plugin_manager()
     for plugin_name, module in (("builtin_translators", translators), ("builtin_passes", passes)):

@@ -23,7 +23,7 @@ from hologram.cli.options import UsageError, add_opt, pipeline_of, rich_console
 from hologram.cli.tables import print_json, print_table
 from hologram.core.errors import BundleError, did_you_mean
 from hologram.isa.asm import format_program
-from hologram.runtime.lookups import backends
+from hologram.registry.lookups import backends
 
 
 def add_bundle(sub: Any) -> None:

@@ -36,7 +36,7 @@ def cmd_conformance(args: argparse.Namespace) -> int:
         from hologram.testing.conformance import NOT_DECLARED, run_conformance
     except ModuleNotFoundError as exc:
         raise without_test_extra(exc, "hologram conformance", "the generated kernels are drawn with it") from None
-    from hologram.runtime.lookups import get_backend
+    from hologram.registry.lookups import get_backend
 
     get_backend(args.backend)  # an unknown or unavailable backend is an error before anything runs
     report = run_conformance(args.backend, args.examples, args.seed, args.out)

@@ -68,7 +68,7 @@ def _backends(text: str) -> list[str]:
 
 
 def _opts(text: str) -> list[str]:
-    from hologram.runtime.pipelines import parse_opt
+    from hologram.registry.pipelines import parse_opt
 
     try:
         names = [parse_opt(o, "--opt") for o in text.split(",") if o.strip()]
@@ -88,7 +88,7 @@ def cmd_difftest(args: argparse.Namespace) -> int:
         return _replay(console, args)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from hologram.runtime.lookups import list_backends
+    from hologram.registry.lookups import list_backends
 
     backends = args.backends or list_backends()
     kinds = KIND_CHOICES[args.kind]

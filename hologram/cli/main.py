@@ -40,12 +40,13 @@ from hologram.core.types import DType
 from hologram.ir import format_kernel
 from hologram.passes import manager
 from hologram.passes.manager import Pipeline
-from hologram.runtime import pipelines
-from hologram.runtime.args import Param, bind_symbols, check_array, concrete_shape
-from hologram.runtime.compile import compile_file_all
-from hologram.runtime.kernel import EMITTERS, Kernel, Library, backend_forms, form_choices
-from hologram.runtime.lookups import backends, get_backend, list_backends
-from hologram.runtime.plugins import PluginWarning, plugin_manager, plugin_report
+from hologram.registry import pipelines
+from hologram.compiler.signature import Param
+from hologram.call.args import bind_symbols, check_array, concrete_shape
+from hologram.compile_api.compile import compile_file_all
+from hologram.call.kernel import EMITTERS, Kernel, Library, backend_forms, form_choices
+from hologram.registry.lookups import backends, get_backend, list_backends
+from hologram.registry.plugins import PluginWarning, plugin_manager, plugin_report
 
 DEFAULT_SIZE = 16  # a shape symbol that neither --bind nor an --input fixes
 PRINT_OPTIONS = dict(threshold=64, edgeitems=4, linewidth=100)

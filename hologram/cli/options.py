@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 from hologram.core.errors import HologramError, PluginError
 from hologram.passes.manager import Pipeline
-from hologram.runtime import pipelines
+from hologram.registry import pipelines
 
 
 class UsageError(HologramError):

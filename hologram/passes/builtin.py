@@ -2,7 +2,7 @@
 
 The pass modules are imported by the hook, not with this module: every plugin module is
 imported whenever any kind of plugin is looked up, but a process that only loads bundles
-never asks for passes, so this hook is never called there (hologram.runtime.plugins,
+never asks for passes, so this hook is never called there (hologram.registry.plugins,
 `collected`)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The pass manager: the order passes run in, and running them.
 
-It is given the passes (hologram.runtime.pipelines picks them from the plugin registry
+It is given the passes (hologram.registry.pipelines picks them from the plugin registry
 and builds the pipelines `opt=` and `passes=` name); it knows nothing of where they
 came from. Ordering and grouping:
 
@@ -9,7 +9,7 @@ came from. Ordering and grouping:
   constraint naming a pass that is not in the pipeline is ignored; a cycle is a
   PluginError naming the passes on it.
 - A `Pipeline` holds the ordered passes of each level; the named ones (O0, O1, O2,
-  custom) are built by hologram.runtime.pipelines.
+  custom) are built by hologram.registry.pipelines.
 
 A pipeline's result is cached by content, in a bounded LRU (`CACHE_SIZE` entries) keyed
 by (the passes that ran, the input): the `KernelIR` value itself for IR passes (frozen

@@ -190,7 +190,7 @@ def run_conformance(backend: str, examples: int = DEFAULT_EXAMPLES, seed: int = 
     programs (and as many random values per instruction beyond the edge values), from
     `seed`; a failing generated example's reproducer is written to `out_dir` (none kept
     by default)."""
-    from hologram.runtime.lookups import get_backend
+    from hologram.registry.lookups import get_backend
     from hologram.testing.difftest_checks import REFERENCE
 
     reference = reference or REFERENCE

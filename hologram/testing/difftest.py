@@ -141,7 +141,7 @@ def max_elements(backend: str) -> int | None:
     """The most input elements a generated kernel case may hold to be run on `backend`:
     what it declares (`Backend.max_test_elements`: INTERP_MAX_ELEMENTS for the reference
     interpreter, which runs one lane at a time), None for no limit."""
-    from hologram.runtime.lookups import get_backend
+    from hologram.registry.lookups import get_backend
 
     return get_backend(backend).max_test_elements
 
@@ -278,10 +278,10 @@ def replay(path: str, backends: Sequence[str] | None = None, opt: str | None = N
     backend (default: every available one) held to the reference interpreter at `opt`
     (default: HOLOGRAM_OPT, else O2), and a failure is shrunk and described with its
     inputs."""
-    from hologram.runtime.pipelines import parse_opt, resolve
+    from hologram.registry.pipelines import parse_opt, resolve
 
     if stored_inputs(path) is None and os.path.isfile(path):
-        from hologram.runtime.lookups import list_backends
+        from hologram.registry.lookups import list_backends
 
         opt = parse_opt(opt) if opt is not None else resolve().name
         return _replay_drawn(path, list(backends or list_backends()), opt, seed, examples)
@@ -433,8 +433,8 @@ def run_difftest(backends: Iterable[str], examples: int = 100, seed: int | None 
     progress  called as progress(kind, done, planned) after every example
     opts      optimization levels ("O0", "O1", "O2"), each compared with the oracle
     """
-    from hologram.runtime.lookups import get_backend
-    from hologram.runtime.pipelines import parse_opt
+    from hologram.registry.lookups import get_backend
+    from hologram.registry.pipelines import parse_opt
 
     backends = tuple(dict.fromkeys(backends))
     kinds = tuple(kinds)

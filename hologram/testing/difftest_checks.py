@@ -103,7 +103,7 @@ def program_cases(draw: Callable, max_size: int = MAX_SIZE) -> ProgramCase:
 def _run_program(program: Program, backend: str, case: ProgramCase) -> tuple[dict[str, np.ndarray], str | None]:
     """Launch on a fresh copy of the buffers; (buffers after, error as `Type: message`).
     A declared refusal from `prepare` is raised."""
-    from hologram.runtime.lookups import get_backend
+    from hologram.registry.lookups import get_backend
 
     be = get_backend(backend)
     be.check_covers(program)  # the backend's declaration first: what it leaves out is not covered
@@ -130,7 +130,7 @@ Opt = str | tuple[str, ...]  # a level ("O2"), or exactly these passes (for bise
 
 def pipeline_of(opt: Opt) -> Any:
     """The pipeline of level `opt`, or of exactly the passes `opt` names."""
-    from hologram.runtime.pipelines import resolve
+    from hologram.registry.pipelines import resolve
 
     return resolve(opt) if isinstance(opt, str) else resolve(passes=opt)
 
@@ -188,7 +188,7 @@ class FileKernels:
         self.signatures = {name: k.signature for name, k in self._library("O0").items()}
 
     def _library(self, opt: Opt) -> Any:
-        from hologram.runtime.compile import compile_file_all
+        from hologram.compile_api.compile import compile_file_all
 
         if isinstance(opt, tuple):
             return compile_file_all(self.path, opt="O0", passes=list(opt))

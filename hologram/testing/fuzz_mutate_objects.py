@@ -425,7 +425,7 @@ body = "c[i, j] = alpha * sum(a[i, p] * b[p, j], p)"
 def native_target() -> str | None:
     """A CPU level of this architecture that this CPU runs (what a bundle built here for
     `--native auto` ships and this machine uses), or None where cpu_llvm ships no code."""
-    from hologram.runtime.lookups import backends
+    from hologram.registry.lookups import backends
 
     backend = backends().get("cpu_llvm")
     if backend is None:

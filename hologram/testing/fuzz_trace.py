@@ -96,7 +96,7 @@ def find_race(program: Program, buffers: Mapping[str, np.ndarray], scalars: Mapp
     """The first race of this launch (see the module docstring), or None when every
     stage ran without one. The launch runs on copies of `buffers`; a HologramError the
     program raises ends the trace there (what ran until then is judged)."""
-    from hologram.runtime.lookups import get_backend
+    from hologram.registry.lookups import get_backend
     from hologram.testing.difftest_checks import REFERENCE
 
     reference = get_backend(REFERENCE)

@@ -25,7 +25,7 @@ PLUGIN_EVERY = 8  # about one case in eight comes from a plugin, when one offers
 
 def plugin_cases(cfg: GenConfig = GenConfig()) -> tuple[st.SearchStrategy[KernelCase], ...]:
     """The case strategies the installed translators offer, by translator name."""
-    from hologram.runtime.lookups import translators
+    from hologram.registry.lookups import translators
 
     return tuple(t.cases(cfg) for _, t in sorted(translators().items()) if t.cases is not None)
 

@@ -34,7 +34,7 @@ _ASSIGN = re.compile(r"(\s*)([A-Za-z_][A-Za-z0-9_]*)(\s*)=(?!=)")
 def python_available() -> bool:
     """Whether a translator of the `python` format is registered."""
     from hologram.core.errors import HologramError
-    from hologram.runtime.lookups import find_translator
+    from hologram.registry.lookups import find_translator
 
     try:
         find_translator("python")

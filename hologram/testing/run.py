@@ -23,7 +23,7 @@ def fresh_backend(name: str, **options: Any) -> Any:
     """A new instance of the registered backend `name`'s class, made with `options` (its
     constructor's keywords): nothing prepared or cached, shared with no kernel. The test
     kit finds backends through the registry, never by importing their plugins."""
-    from hologram.runtime.lookups import backends
+    from hologram.registry.lookups import backends
 
     registered = backends().get(name)
     if registered is None:

@@ -140,7 +140,7 @@ def run_streamed(kernel: Any, inputs: Mapping[str, Any], spec: StreamSpec,
     `shapes`, in declared order); a StreamError when the kernel does not stream is
     answered by calling it whole (unless the spec says it must stream)."""
     from hologram.core.errors import StreamError
-    from hologram.runtime.stream import plan_for
+    from hologram.streaming.stream import plan_for
 
     sig = kernel.signature
     args = dict(inputs)
@@ -166,7 +166,7 @@ def _refuses_a_shifted_out(kernel: Any, args: Mapping[str, Any], outs: Sequence[
     output written over the input's bytes one element on (`x = buf[:-1]`, `out = buf[1:]`):
     refused with a StreamError before anything is written, or the case fails."""
     from hologram.core.errors import StreamError
-    from hologram.runtime.stream import plan_for
+    from hologram.streaming.stream import plan_for
 
     plan, sig = plan_for(kernel), kernel.signature
     for k, p in enumerate(sig.outputs):

@@ -18,8 +18,8 @@ from hologram.backend import (API_VERSION, Backend, Capabilities, DType, LaunchB
                               trace)
 from hologram.errors import ArgumentError, PluginError, UnsupportedProgram
 from hologram.isa.asm import parse_program
-from hologram.runtime import plugins
-from hologram.runtime.lookups import get_backend
+from hologram.registry import plugins
+from hologram.registry.lookups import get_backend
 
 from repo_paths import EXAMPLES, KERNELS, ROOT
 
@@ -82,8 +82,9 @@ def test_importing_the_sdk_loads_only_what_a_plugin_reads():
         import hologram.backend
         from hologram.backend import Backend, DType
         loaded = sorted(m for m in sys.modules if m.startswith("hologram"))
-        assert not any(m.startswith(("hologram.verify", "hologram.passes", "hologram.runtime", "hologram.isa.asm",
-                                     "hologram.isa.encoding")) for m in loaded), loaded
+        assert not any(m.startswith(("hologram.verify", "hologram.passes", "hologram.registry", "hologram.compiler",
+                                     "hologram.call", "hologram.compile_api", "hologram.streaming",
+                                     "hologram.isa.asm", "hologram.isa.encoding")) for m in loaded), loaded
         from hologram.backend import verify
         assert "hologram.verify.verifier" in sys.modules
     """)

@@ -151,7 +151,7 @@ def test_native_code_in_the_cache_never_runs(checkout, tmp_path):
     path.parent.mkdir(parents=True)
     # the checkout's own documents, with object code: what a writer of the cache can make
     build([tmp_path / "kernels"], "minilib", "1.0.0", path, cache_dir=False, jobs=1, native=levels[0])
-    plugin = (f"import hologram.bundles.shipping as s, hologram.core.hookspecs as h, hologram.runtime.plugins as p\n"
+    plugin = (f"import hologram.bundles.shipping as s, hologram.core.hookspecs as h, hologram.registry.plugins as p\n"
               f"class P:\n"
               f"    @h.hookimpl\n"
               f"    def hologram_register_bundles(self, register):\n"

@@ -322,7 +322,7 @@ def _rezip(data: bytes, rename: dict | None = None, duplicate: str | None = None
 # -------------------------------------------------------------------- the stdlib
 def test_a_checkout_builds_the_stdlib_bundle_at_its_first_load(tmp_path, monkeypatch):
     from hologram.bundles import stdlib
-    from hologram.runtime import plugins
+    from hologram.registry import plugins
 
     monkeypatch.setenv("HOLOGRAM_CACHE_DIR", str(tmp_path / "cache"))
     plugins.reset()  # the stdlib registers its path when plugins load: under this cache

@@ -14,7 +14,7 @@ import hologram
 from hologram.backend import Backend
 from hologram.cli import main as cli
 from hologram.core.types import DType
-from hologram.runtime import plugins
+from hologram.registry import plugins
 
 from dsl_helpers import TWO_KERNELS
 
@@ -225,7 +225,7 @@ def test_compile_emits_backend_text_forms(run_cli):
 
 def test_kernel_emit_asks_its_backend_for_other_forms():
     from hologram.core.errors import ArgumentError
-    from hologram.runtime.kernel import backend_forms
+    from hologram.call.kernel import backend_forms
     k = hologram.compile_file("kernels/axpy.toml")
     with pytest.raises(ArgumentError, match=r"cannot emit 'llvm': the text forms are ast, ir and asm \(backend "
                                             r"'interp' adds none\)"):

@@ -147,7 +147,7 @@ def test_a_derived_value_past_the_launch_contract_is_an_argument_error():
     k = hg.compile('[kernel]\nname = "k"\nversion = "1.0.0"\ninputs = { a = "u8[m, n]" }\n'
                    'outputs = { s = "i64" }\nbody = "s = sum(a.size + 0 * a)"\n')
     with pytest.raises(ArgumentError, match=r"m\*n"):
-        from hologram.runtime.args import complete_symbols
+        from hologram.call.args import complete_symbols
 
         complete_symbols(("m", "n", "m*n"), {"m": 2 ** 40, "n": 2 ** 40})
     assert k(np.ones((3, 4), np.uint8)) == 12 * 12

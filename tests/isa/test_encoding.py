@@ -19,7 +19,7 @@ from hologram.isa import encoding
 from hologram.isa.asm import format_program, parse_program
 from hologram.isa.encoding import FORMAT_VERSION, MAGIC, decode, encode, program_hash
 from hologram.isa.program import BufferParam, Imm, Instr, Program, Reg, RegDecl, Stage
-from hologram.runtime.lookups import get_backend
+from hologram.registry.lookups import get_backend
 from hologram.testing.isa_strategies import programs
 from hologram.verify.verifier import verify
 

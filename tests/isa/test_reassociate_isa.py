@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from hologram.core.errors import ISAError
 from hologram.isa.asm import format_program, parse_program
 from hologram.isa.encoding import decode, encode, program_hash
-from hologram.runtime.lookups import get_backend
+from hologram.registry.lookups import get_backend
 
 LOOPS = """.program loops
 .isa 1

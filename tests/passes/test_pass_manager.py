@@ -14,7 +14,9 @@ from hologram.dsl.analyze import to_ir
 from hologram.lower.stages import lower
 from hologram.passes import Pass, manager
 from hologram.passes.manager import Pipeline
-from hologram.runtime import driver, pipelines, plugins
+from hologram.compiler import driver
+from hologram.registry import pipelines
+from hologram.registry import plugins
 
 from repo_paths import DOCS
 

@@ -489,6 +489,6 @@ def test_stdlib_kernels_shrink_and_agree(kernel):
 
 
 def _ir_passes():
-    from hologram.runtime.pipelines import resolve
+    from hologram.registry.pipelines import resolve
 
     return resolve("O2").ir

@@ -20,9 +20,9 @@ import hologram
 from hologram.core.hookspecs import hookimpl
 from hologram.ir import Expr, KernelIR, map_statement
 from hologram.passes import Pass
-from hologram.runtime.lookups import list_backends
-from hologram.runtime.pipelines import resolve
-from hologram.runtime.plugins import plugin_manager
+from hologram.registry.lookups import list_backends
+from hologram.registry.pipelines import resolve
+from hologram.registry.plugins import plugin_manager
 from hologram.testing.difftest import replay, run_difftest
 
 

@@ -1,4 +1,4 @@
-"""The call fast path (hologram.runtime.fastcall) and the backends' launchers: a call that
+"""The call fast path (hologram.call.fastcall) and the backends' launchers: a call that
 matches the last fully checked one skips re-deriving its checks, and anything else,
 in any order, behaves exactly as the full path (same result, same error message)."""
 
@@ -17,8 +17,8 @@ import hologram as hg
 from hologram.core.errors import ArgumentError, ExecutionError, HologramError
 from hologram.core.types import Affine
 from hologram.isa.program import BufferParam, ScalarParam
-from hologram.runtime import kernel as kernel_module
-from hologram.runtime.kernel import Kernel
+from hologram.call import kernel as kernel_module
+from hologram.call.kernel import Kernel
 
 from dsl_helpers import TWO_KERNELS
 

@@ -28,7 +28,7 @@ CHILD = textwrap.dedent(r'''
     import signal, sys, threading, time
     import numpy as np
     from hologram.isa.asm import format_program, parse_program
-    from hologram.runtime.lookups import get_backend
+    from hologram.registry.lookups import get_backend
 
     BACKEND, PATH = sys.argv[1], sys.argv[2]
     SPIN = parse_program("""
@@ -58,7 +58,7 @@ CHILD = textwrap.dedent(r'''
     def run(counts):
         c = np.asarray(counts, np.int64)
         y = np.zeros(len(c), np.int64)
-        if PATH == "launcher":  # the Kernel fast path's run (hologram.runtime.fastcall)
+        if PATH == "launcher":  # the Kernel fast path's run (hologram.call.fastcall)
             assert backend.launcher(exe, {"n": len(c)})(c, y) is None
         else:
             backend.launch(exe, {"c": c, "y": y}, {}, {"n": len(c)})
@@ -156,7 +156,7 @@ SPIN_SOURCE = textwrap.dedent(CHILD.split('SPIN = parse_program("""')[1].split('
 
 def _cpu_llvm():
     from hologram.isa.asm import parse_program
-    from hologram.runtime.lookups import get_backend
+    from hologram.registry.lookups import get_backend
     backend = get_backend("cpu_llvm")
     return backend, backend.prepare(parse_program(SPIN_SOURCE))
 

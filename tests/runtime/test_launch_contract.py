@@ -24,8 +24,9 @@ import hologram as hg
 from hologram.core.errors import ArgumentError
 from hologram.core.types import Affine, DType
 from hologram.isa.asm import parse_program
-from hologram.runtime.args import Param, bind_symbols
-from hologram.runtime.lookups import get_backend
+from hologram.compiler.signature import Param
+from hologram.call.args import bind_symbols
+from hologram.registry.lookups import get_backend
 from hologram.verify.intervals import SYMBOL_MAX
 
 BACKENDS = ("interp", "cpu_llvm")

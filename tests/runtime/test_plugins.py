@@ -18,8 +18,9 @@ from hologram.core.errors import PluginError
 from hologram.core.hookspecs import BundleRef, Translator
 from hologram.passes import Pass
 from hologram.backend import Backend
-from hologram.runtime import lookups, plugins
-from hologram.runtime.plugins import HologramPluginManager, PluginWarning, Selection
+from hologram.registry import lookups
+from hologram.registry import plugins
+from hologram.registry.plugins import HologramPluginManager, PluginWarning, Selection
 
 
 pytestmark = pytest.mark.usefixtures("fresh_plugins")

@@ -154,7 +154,7 @@ def test_a_row_output_that_a_reduction_reads_streams(backend, tmp_path):
 def test_a_plan_reads_as_text_and_its_repr_is_one_line():
     """`plan_for(k)` at the prompt: a short repr, and str() the steps in order, each
     with its statements, what feeds it and what it gives."""
-    from hologram.runtime.stream import plan_for
+    from hologram.streaming.stream import plan_for
 
     k = kernel('x = "f32[n]"', 'y = "f32[n]"', "m = max(x)\ne = exp(x - m)\ny = e / sum(e)", "interp")
     p = plan_for(k)
@@ -172,7 +172,7 @@ def test_a_plan_reads_as_text_and_its_repr_is_one_line():
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_softmax_reads_its_input_twice(backend, tmp_path):
-    from hologram.runtime.stream import plan_for
+    from hologram.streaming.stream import plan_for
 
     n = sizes(backend)
     x = np.random.default_rng(6).standard_normal(n).astype(np.float32) * 30
@@ -316,7 +316,7 @@ def test_empty_inputs(backend):
 def test_a_memmap_whose_file_is_gone_is_read_through_a_descriptor_of_it(tmp_path, monkeypatch):
     """A deleted file is read with pread through a descriptor the process holds on it
     (the mmap's own); where none can be had, through the mapping."""
-    from hologram.runtime import stream_io
+    from hologram.streaming import io as stream_io
 
     x = np.random.default_rng(13).standard_normal(5000).astype(np.float32)
     m = memmap(tmp_path / "x.npy", x)

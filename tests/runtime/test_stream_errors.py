@@ -160,11 +160,11 @@ def test_iterables_that_disagree_or_end_early():
 def test_a_bundles_kernel_without_its_source_streams_over_loop_dimensions_only(tmp_path):
     import pickle
 
-    from hologram.runtime.driver import Compiled
+    from hologram.compiler.driver import Compiled
 
     std = hg.load_bundle("stdlib").on("interp")
     c = std.sum._c
-    bare = hg.Kernel(Compiled(c.program, c.signature, c.version, c.summary, c.pipeline_name, c.reductions), "interp")
+    bare = hg.Kernel(Compiled.stored(c.program, c.signature, c.version, c.summary, c.pipeline_name, c.reductions), "interp")
     with pytest.raises(StreamError, match="has no source to build it from") as info:
         hg.stream(bare, X)
     assert "loop dimensions" in info.value.hint

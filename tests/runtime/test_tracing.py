@@ -1,4 +1,4 @@
-"""Tracing (hologram.core.trace, hologram.runtime.tracing; docs/tracing.md): the file a
+"""Tracing (hologram.core.trace, hologram.call.tracing; docs/tracing.md): the file a
 traced process writes, the spans of a compile and of calls on every backend, what a
 launch span says, and that an untraced call runs the untraced code."""
 
@@ -18,7 +18,7 @@ import hologram
 from hologram.core import trace
 from hologram.core.errors import HologramError
 from hologram.isa.encoding import program_hash
-from hologram.runtime.kernel import Kernel
+from hologram.call.kernel import Kernel
 from hologram.testing import check_case, kernels as generated_kernels
 
 from repo_paths import KERNELS, ROOT

@@ -14,7 +14,7 @@ import hologram
 from hologram.backend import Backend, Capabilities, DType, Instr
 from hologram.core.errors import UnsupportedProgram
 from hologram.isa.opcodes import OPCODES
-from hologram.runtime.lookups import get_backend
+from hologram.registry.lookups import get_backend
 from hologram.testing.conformance import FAILED, NOT_DECLARED, PASSED, run_cases, run_conformance
 from hologram.testing.conformance_cases import hand_written_cases, instruction_cases, stage_shape_cases
 

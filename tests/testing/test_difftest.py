@@ -21,7 +21,7 @@ from hologram.core.errors import ArgumentError, PluginError
 from hologram.core.hookspecs import hookimpl
 from hologram.core.types import Affine, DType
 from hologram.isa.program import Addr, BufferParam, Imm, Instr, Program, Reg, RegDecl, Special, Stage
-from hologram.runtime.lookups import get_backend
+from hologram.registry.lookups import get_backend
 from hologram.testing.difftest import (INTERP_MAX_ELEMENTS, NotCovered, ProgramCase, check_program, max_elements, replay,
                                        run_difftest)
 from hologram.testing.precision import EXACT, OPEN, ULPS, precision

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import hologram as hg
-from hologram.runtime import stream_loops, stream_rows
+from hologram.streaming import loops as stream_loops
+from hologram.streaming import rows as stream_rows
 from hologram.testing.stream_cases import StreamSpec, run_streamed
 
 DOUBLE = '''

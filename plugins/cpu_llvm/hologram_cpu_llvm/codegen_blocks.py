@@ -20,7 +20,7 @@ Only a buffer no lane scatters into gets block accumulators: every contribution 
 at a constant element, or at an element the same for every lane of a block (a
 *block-uniform* index: computed before any branch from specials that do not vary
 within a block, symbols and constants, as the item of a batched program is,
-hologram/runtime/batch.py). A uniform element's block total joins a running sum for
+hologram/passes/isa_batch.py). A uniform element's block total joins a running sum for
 that element; when a block's element differs from the last one's, the running sum
 restarts from what the partial holds for the new element. A scattered contribution may
 hit the same element as another lane's, and is added to the partial in memory, in the

@@ -14,7 +14,7 @@ stages in one call from Python. Otherwise it is `general`: the same checks and t
 same launch as runtime.launch, in Python. A launch that may run long (`Geometry.long`:
 a big stage, or loops counting by data, which no geometry bounds) takes `general`,
 which puts the Ctrl-C hook back in place at every call (cancel.arm). `Kernel` calls it
-on its fast path (hologram.runtime.fastcall) and takes its full path, with its
+on its fast path (hologram.call.fastcall) and takes its full path, with its
 messages, on a decline.
 """
 

@@ -24,7 +24,7 @@ SCRIPT = textwrap.dedent(r'''
     import numpy as np
     import hologram as hg
     from hologram.isa.asm import parse_program
-    from hologram.runtime.lookups import get_backend
+    from hologram.registry.lookups import get_backend
     from hologram_cpu_llvm import threads
 
     warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12+: fork() with threads

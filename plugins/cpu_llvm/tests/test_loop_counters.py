@@ -15,7 +15,7 @@ import pytest
 
 from hologram.core.types import INTEGER_TYPES, DType
 from hologram.isa.asm import parse_program
-from hologram.runtime.lookups import get_backend
+from hologram.registry.lookups import get_backend
 
 from llvm_harness import both
 

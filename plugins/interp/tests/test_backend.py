@@ -104,7 +104,7 @@ def test_registered_through_the_entry_point_group():
 
 
 def test_the_plugin_manager_finds_it():
-    lookups = pytest.importorskip("hologram.runtime.lookups")
+    lookups = pytest.importorskip("hologram.registry.lookups")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # other plugins may warn while loading; not this test's business
         backends = lookups.backends()

@@ -36,8 +36,8 @@ def one(body: str) -> KernelDef:
 
 def error(body: str, kind: type[HologramError] = HologramError) -> HologramError:
     """The error translating and compiling the module raises."""
-    from hologram.runtime.driver import compile_kdef
-    from hologram.runtime.pipelines import resolve
+    from hologram.compiler.driver import compile_kdef
+    from hologram.registry.pipelines import resolve
 
     with pytest.raises(kind) as info:
         for kdef in translate(body):

@@ -8,8 +8,8 @@ import pytest
 
 from hologram.core.errors import CompileError, DocumentError
 from hologram.core.types import DType
-from hologram.runtime.driver import compile_kdef
-from hologram.runtime.pipelines import resolve
+from hologram.compiler.driver import compile_kdef
+from hologram.registry.pipelines import resolve
 from hologram_python.module import has_kernels, literal
 from hologram_python.translate import translate_module
 from py_helpers import HEADER, error, one, source, translate, underline
@@ -20,7 +20,7 @@ def compiled(kdef):
 
 
 def run(kdef, *args, backend="interp"):
-    from hologram.runtime.kernel import Kernel
+    from hologram.call.kernel import Kernel
 
     return Kernel(compiled(kdef), backend)(*args)
 

@@ -12,7 +12,7 @@ from hologram.bundles.build import build
 from hologram.bundles.load import library, read_bundle
 from hologram.cli.main import main
 from hologram.isa.encoding import program_hash
-from hologram.runtime import plugins
+from hologram.registry import plugins
 from hologram.testing import assert_close
 from hologram_sigil import run_model
 

@@ -15,7 +15,7 @@ import pytest
 import hologram
 from hologram.cli.main import main
 from hologram.core.errors import CompileError, DocumentError
-from hologram.runtime import plugins
+from hologram.registry import plugins
 from hologram_sigil import run_model
 
 SEEDS = "copy@c05->c06 . mark@c21 . copy@c05->c06 . mark@c21"
@@ -158,7 +158,7 @@ def test_a_fresh_process_finds_the_plugin_by_its_entry_point(tmp_path):
     """Installed (here: editable), the distribution registers through the `hologram`
     entry-point group, like any third party's; loading a bundle imports nothing of it
     but its light hook module."""
-    code = ("import hologram, sys; from hologram.runtime.lookups import translators; "
+    code = ("import hologram, sys; from hologram.registry.lookups import translators; "
             "t = translators()['sigil']; print(t.extensions, [k.key for k in t.body_keys]); "
             "print(sorted(m for m in sys.modules if m.startswith('hologram_sigil')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,

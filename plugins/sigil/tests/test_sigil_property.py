@@ -61,7 +61,7 @@ def test_what_diff_test_draws(case):
 
 
 def test_diff_test_draws_circuits(tmp_path):
-    from hologram.runtime.lookups import translators
+    from hologram.registry.lookups import translators
     from hologram.testing.difftest import run_difftest
     from hologram.testing.plugin_cases import plugin_cases
 

@@ -19,7 +19,8 @@ from hologram.core import forks
 from hologram.core.errors import PluginError, did_you_mean, in_words, meant
 from hologram.passes.api import PIPELINES, Pass
 from hologram.passes.manager import Pipeline, order
-from hologram.runtime import lookups, plugins
+from hologram.registry import lookups
+from hologram.registry import plugins
 
 ENV_OPT = "HOLOGRAM_OPT"
 DEFAULT_OPT = "O2"

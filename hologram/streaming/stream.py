@@ -15,8 +15,8 @@ back to their memmaps. Two ways to stream (docs/streaming.md):
   `kernel.map`: any kernel, a bundle's included, with no compiler;
 - **along a shape symbol** (the first dimension of the first array input, or
   `along="m"`): the kernel's IR is split into passes over the data
-  (hologram.runtime.stream_plan): elementwise and row-wise statements run per chunk,
-  full reductions carry their state across chunks (hologram.runtime.stream_reduce), and
+  (hologram.streaming.plan): elementwise and row-wise statements run per chunk,
+  full reductions carry their state across chunks (hologram.streaming.reduce), and
   statements over the reductions' results run once in between. An elementwise kernel is
   its own pass; `sum`, `mean`, `min`, `max`, `argmax` and logsumexp read the data once,
   softmax twice.
@@ -31,10 +31,10 @@ from __future__ import annotations
 from typing import Any
 
 from hologram.core.errors import ArgumentError
-from hologram.runtime.args import bind_arguments
-from hologram.runtime.kernel import Kernel
-from hologram.runtime.stream_args import DEFAULT_POOL_BYTES, classify, loop_rank
-from hologram.runtime.stream_args import pool_bytes as pool_bytes_of
+from hologram.call.args import bind_arguments
+from hologram.call.kernel import Kernel
+from hologram.streaming.args import DEFAULT_POOL_BYTES, classify, loop_rank
+from hologram.streaming.args import pool_bytes as pool_bytes_of
 
 __all__ = ["stream", "plan_for", "DEFAULT_POOL_BYTES"]
 
@@ -58,10 +58,10 @@ def stream(kernel: Kernel, /, *args: Any, out: Any = None, pool_bytes: int | Non
         if along is not None:
             raise ArgumentError(f"stream({sig.name}): along= streams along a shape symbol; these arguments have loop "
                                 "dimensions, which stream on their own", hint="drop along=, or the loop dimensions")
-        from hologram.runtime.stream_loops import stream_loops
+        from hologram.streaming.loops import stream_loops
 
         return stream_loops(kernel, given, out, budget, cast)
-    from hologram.runtime.stream_rows import stream_rows
+    from hologram.streaming.rows import stream_rows
 
     return stream_rows(kernel, given, out, budget, cast, along)
 
@@ -70,9 +70,9 @@ def stream(kernel: Kernel, /, *args: Any, out: Any = None, pool_bytes: int | Non
 
 def plan_for(kernel: Kernel, along: str | None = None) -> Any:
     """How `stream` runs `kernel` along a shape symbol (`along`, else its first array
-    input's first dimension): a `hologram.runtime.stream_plan.Plan` (`passes`, `steps`
+    input's first dimension): a `hologram.streaming.plan.Plan` (`passes`, `steps`
     with each step's `KernelIR`, `streamed`, `row_outputs`; `print()` it to read the
     steps, its repr is one line), or the StreamError that says what stops it."""
-    from hologram.runtime.stream_rows import plan_of, stream_symbol
+    from hologram.streaming.rows import plan_of, stream_symbol
 
     return plan_of(kernel, stream_symbol(kernel._c.signature, along))[0]

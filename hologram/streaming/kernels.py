@@ -28,14 +28,14 @@ from hologram.core.errors import StreamError
 from hologram.core.types import Affine, DType
 from hologram.ir import (Compute, Expr, KernelIR, Statement, TensorDecl, defines, format_statement,
                          map_statement, statement_exprs)
-from hologram.runtime.stream_plan import (REDUCE, ROW, SCATTER, SMALL, Info, Plan, Planner, Reduction, Step,
+from hologram.streaming.plan import (REDUCE, ROW, SCATTER, SMALL, Info, Plan, Planner, Reduction, Step,
                                           base_symbols, prune, rename_vars, walk_loads)
 
 F64, I64 = DType.F64, DType.I64
 
 
 def plan(kir: KernelIR, symbol: str) -> Plan:
-    """How `kir` streams along `symbol` (hologram.runtime.stream_plan); a StreamError
+    """How `kir` streams along `symbol` (hologram.streaming.plan); a StreamError
     says what stops it."""
     return build_plan(Planner(kir, symbol))
 

@@ -3,13 +3,13 @@
 `stream_kernels.plan(kir, symbol)` takes a kernel's IR as the front end built it and the symbol `S` to
 stream along (the leading dimension of its big inputs) and returns a `Plan`: the
 kernels to run, in order, each a `KernelIR` made from the kernel's own statements
-(hologram.runtime.stream_kernels builds them):
+(hologram.streaming.kernels builds them):
 
 - a **pass** kernel runs once per chunk of rows: the kernel's *row* statements (those
   whose target has `S` as its first dimension; each row of the output reads only the same
   row of every streamed array) and, for each full reduction over `S` computed in this
   pass, the reduction over the chunk: its *partial* state (`Reduction`), which the
-  runtime combines across chunks (hologram.runtime.stream_reduce);
+  runtime combines across chunks (hologram.streaming.reduce);
 - a **small** kernel runs once between passes: the statements over the reductions'
   results (softmax's nothing, `mean`'s division by `n`, logsumexp's `m + log(s)`).
 

@@ -1,6 +1,6 @@
 """What the plugins registered, looked up: translators by format or file extension,
 backends by name or priority (HOLOGRAM_BACKEND), passes and bundles. The registry these
-read is built and cached by hologram.runtime.plugins."""
+read is built and cached by hologram.registry.plugins."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 from hologram.core.errors import PluginError, did_you_mean
 from hologram.core.hookspecs import BodyKey, BundleRef, Translator
 from hologram.backend.base import Backend
-from hologram.runtime.plugins import normalize_extension, registry
+from hologram.registry.plugins import normalize_extension, registry
 
 if TYPE_CHECKING:
     from hologram.passes.api import Pass

@@ -1,6 +1,6 @@
-"""`hologram.stream` along a shape symbol: a kernel's plan (hologram.runtime.stream_plan)
+"""`hologram.stream` along a shape symbol: a kernel's plan (hologram.streaming.plan)
 run step by step, pass kernels over chunks of rows, small kernels in between, the
-reductions' states carried across chunks (hologram.runtime.stream_reduce)."""
+reductions' states carried across chunks (hologram.streaming.reduce)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ import numpy as np
 
 from hologram.core.dims import derive, derived_closure, is_derived
 from hologram.core.errors import ArgumentError, StreamError
-from hologram.runtime.args import (Param, Signature, bind_symbols, check_array, check_reductions, complete_symbols,
-                                   concrete_shape, convert_scalar)
-from hologram.runtime.kernel import Kernel
-from hologram.runtime.loops import Core
-from hologram.runtime.stream_args import Arg, chunk_array, chunk_rows, least_pool, refuse_overlaps, temp_bytes
-from hologram.runtime.stream_io import IterSource, Pool, Sink, Source, pool_size, run_chunks, sink_for, source_for
+from hologram.compiler.signature import Param, Signature
+from hologram.call.args import bind_symbols, check_array, check_reductions, complete_symbols, concrete_shape, convert_scalar
+from hologram.call.kernel import Kernel
+from hologram.call.loops import Core
+from hologram.streaming.args import Arg, chunk_array, chunk_rows, least_pool, refuse_overlaps, temp_bytes
+from hologram.streaming.io import IterSource, Pool, Sink, Source, pool_size, run_chunks, sink_for, source_for
 
 
 def stream_rows(kernel: Kernel, given: dict[str, Arg], out: Any, budget: int, cast: bool, along: str | None) -> Any:
@@ -32,7 +32,7 @@ _PLANS: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 def plan_of(kernel: Kernel, symbol: str) -> tuple[Any, tuple[Kernel, ...]]:
     """The plan for streaming `kernel` along `symbol` and a Kernel per step (cached per
     compiled kernel; a step that is the kernel itself is the kernel)."""
-    from hologram.runtime.stream_kernels import plan
+    from hologram.streaming.kernels import plan
 
     c = kernel._c
     cache = _PLANS.setdefault(c, {})
@@ -68,19 +68,15 @@ def _pipeline(c: Any) -> Any:
     if c.pipeline is not None:
         return c.pipeline
     from hologram.passes.api import PIPELINES
-    from hologram.runtime.pipelines import resolve
+    from hologram.registry.pipelines import resolve
 
     return resolve(c.pipeline_name if c.pipeline_name in PIPELINES else None)
 
 
 def _compile_step(kir: Any, pipeline: Any, backend: str | None) -> Kernel:
-    from hologram.runtime.args import identityless_reductions
-    from hologram.runtime.driver import Compiled, compile_program
+    from hologram.compiler.driver import compile_ir
 
-    optimized, program = compile_program(kir, pipeline)
-    compiled = Compiled(program, Signature.of(kir), kir.version, "", pipeline.name, identityless_reductions(kir),
-                        kir=optimized, pipeline=pipeline, source_ir=kir)
-    return Kernel(compiled, backend)
+    return Kernel(compile_ir(kir, pipeline), backend)
 
 
 def stream_symbol(sig: Signature, along: str | None) -> str:
@@ -317,7 +313,7 @@ class _Rows:
             chunk_rows(self.budget, worst[1], worst[0], worst[2], self.where())  # raises, with the hint
 
     def _pass(self, step: Any, k: Kernel, all_sinks: dict[str, Sink], pool: Pool | None) -> Pool:
-        from hologram.runtime.stream_reduce import reducer
+        from hologram.streaming.reduce import reducer
 
         sources, sinks, parts, slots, temps = self._layout(step, k, all_sinks)
         constant = {name: self._value(role, src, 0) for name, role, src in step.params
@@ -370,7 +366,7 @@ class _Rows:
 
 def _bases(symbol: str) -> set[str]:
     from hologram.core.types import Affine
-    from hologram.runtime.stream_plan import base_symbols
+    from hologram.streaming.plan import base_symbols
 
     return base_symbols(Affine.of(symbol))
 

@@ -1,4 +1,4 @@
-"""The fast path of a kernel call: every check of hologram.runtime.args, made cheap.
+"""The fast path of a kernel call: every check of hologram.call.args, made cheap.
 
 A `Kernel` remembers the last call that passed the full checks as a `Hit`: the shapes
 of its input arrays, the output shapes they imply, and a run prepared by the backend
@@ -27,8 +27,9 @@ import numpy as np
 from hologram.backend.binding import exact_arguments
 from hologram.core.types import DType
 from hologram.isa.program import BufferParam, Program, ScalarParam
-from hologram.runtime.args import Signature, unalias
-from hologram.runtime.mapping import mmap_behind
+from hologram.compiler.signature import Signature
+from hologram.call.args import unalias
+from hologram.call.mapping import mmap_behind
 
 MISS = object()  # what a fast call returns when the full path must decide
 
@@ -42,7 +43,7 @@ class Hit:
     shapes: tuple[tuple[int, ...], ...]
     out_shapes: tuple[tuple[int, ...], ...]
     run: Run
-    symbols: Mapping[str, int] = attrs.field(factory=dict)  # what a traced launch reports (hologram.runtime.tracing)
+    symbols: Mapping[str, int] = attrs.field(factory=dict)  # what a traced launch reports (hologram.call.tracing)
 
 
 def program_order(sig: Signature, program: Program) -> tuple[list[str], list[str]] | None:
@@ -147,7 +148,7 @@ def make_fast(sig: Signature, order: tuple[list[str], list[str]], result: type |
     nanoseconds count. The arrays' checks are the run's (natively, on cpu_llvm).
 
     With `launch`, the function calls `launch(hit, *arguments)` instead of
-    `hit.run(*arguments)` (the traced variant, hologram.runtime.tracing)."""
+    `hit.run(*arguments)` (the traced variant, hologram.call.tracing)."""
     ns: dict[str, Any] = {"MISS": MISS, "ndarray": np.ndarray, "CELL": cell, "alloc": allocate,
                           "RESULT": result, "may_share": np.may_share_memory, "LAUNCH": launch, "MAPPED": mmap_behind}
     bufs, scals = order

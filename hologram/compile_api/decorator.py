@@ -27,9 +27,9 @@ from typing import Any, Callable, Mapping, Sequence
 from hologram.core.errors import DocumentError, PluginError
 from hologram.core.hookspecs import Translator
 from hologram.dsl.document import KernelDef
-from hologram.runtime.compile import compile_definition, decorated
-from hologram.runtime.kernel import Kernel
-from hologram.runtime.lookups import find_translator
+from hologram.compile_api.compile import compile_definition, decorated
+from hologram.call.kernel import Kernel
+from hologram.registry.lookups import find_translator
 
 FORMAT = "python"
 DISTRIBUTION = "hologram-translator-python"

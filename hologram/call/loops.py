@@ -6,7 +6,7 @@ argument's dimensions beyond its declared rank are its *loop dimensions*; those 
 arguments broadcast together (numpy's rules) into the call's loop shape, which leads
 every output's shape. A scalar parameter given an array takes its dimensions as loop
 dimensions too. The whole batch runs in one launch of the kernel's program rewritten by
-hologram.runtime.batch, prepared once per pattern (which arguments carry which loop
+hologram.passes.isa_batch, prepared once per pattern (which arguments carry which loop
 dimensions) and backend.
 
 Nothing is copied: an argument with the whole loop shape is read where it lies, one with
@@ -23,7 +23,8 @@ import attrs
 import numpy as np
 
 from hologram.core.errors import ArgumentError
-from hologram.runtime.args import Param, Signature, check_array
+from hologram.compiler.signature import Param, Signature
+from hologram.call.args import check_array
 
 
 @attrs.frozen

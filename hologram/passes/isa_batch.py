@@ -1,7 +1,7 @@
 """Loop dimensions in the program: one launch runs a kernel over a batch of items.
 
 A kernel declared on `f32[n]` and called with a `(4, 7, n)` array maps over the leading
-(loop) dimensions, as a numpy gufunc does (hologram.runtime.loops decides which arguments
+(loop) dimensions, as a numpy gufunc does (hologram.call.loops decides which arguments
 carry which loop dimensions). `batch_program` rewrites the kernel's verified program
 into one that computes every item of the batch in the same launch, so any backend runs
 it as it runs any program, and a bundle's kernel is batched without the compiler:

@@ -3,13 +3,13 @@
     source text --translator--> KernelDefs --driver--> Compiled --> Kernel (prepared on a
     backend at its first call)
 
-The passes are a `Pipeline` (hologram.runtime.pipelines): `opt=` names one (O0, O1, O2),
+The passes are a `Pipeline` (hologram.registry.pipelines): `opt=` names one (O0, O1, O2),
 `passes=` lists pass names instead; by default HOLOGRAM_OPT, else O2.
 
 Compilation is cached in process, by content:
 - a document by (translator, source text, file name, pipeline): compiling the same text
   again returns the same artifacts without re-parsing;
-- a kernel by (its `KernelIR` value, pipeline), in hologram.runtime.driver;
+- a kernel by (its `KernelIR` value, pipeline), in hologram.compiler.driver;
 - the pipeline's passes by their input (see hologram.passes.manager).
 Backends cache prepared executables by program hash (see hologram.backend.Backend).
 Every one of these is bounded; `clear_cache()` empties them all (docs/api.md, "Caching").
@@ -29,10 +29,10 @@ from hologram.core.hookspecs import BodyKey, Translator
 from hologram.dsl.document import KernelDef
 from hologram.passes import manager
 from hologram.passes.manager import Pipeline
-from hologram.runtime import pipelines
-from hologram.runtime.driver import Compiled, compile_kdef, compile_program
-from hologram.runtime.kernel import Kernel, Library, forget_unpickled
-from hologram.runtime.lookups import backends, body_keys, find_translator, get_backend, translator_for_path
+from hologram.registry import pipelines
+from hologram.compiler.driver import Compiled, compile_kdef, compile_program
+from hologram.call.kernel import Kernel, Library, forget_unpickled
+from hologram.registry.lookups import backends, body_keys, find_translator, get_backend, translator_for_path
 
 __all__ = ["compile", "compile_file", "compile_all", "compile_file_all", "clear_cache"]
 

@@ -13,71 +13,21 @@ bound binds it (`c*s + k = size`), a dimension whose symbols are all bound check
 
 from __future__ import annotations
 
-
 import math
 import numbers
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import attrs
 import numpy as np
 
 from hologram.backend.binding import SYMBOL_MAX, SYMBOL_RANGE, complete_symbols, describe_bytes, plain_array
 from hologram.core.errors import ArgumentError, EmptyReductionError, did_you_mean, shorten
-from hologram.core.types import Affine, DType, Shape, type_str
-from hologram.runtime.mapping import may_share
-
-if TYPE_CHECKING:
-    from hologram.ir import KernelIR
+from hologram.call.mapping import may_share
+from hologram.compiler.signature import Param, Signature
+from hologram.core.types import Affine, DType
 
 CAST_HINT = "pass cast=True to convert it (one explicit copy)"
-
-
-# ---------------------------------------------------------------------------- signature
-@attrs.frozen
-class Param:
-    """An input or output of a kernel call. kind: 'array', 'scalar' or 'output'."""
-
-    name: str
-    dtype: DType
-    shape: Shape
-    kind: str
-
-    @property
-    def type(self) -> str:
-        return type_str(self.dtype, self.shape)
-
-    def __str__(self) -> str:
-        return f"{self.name}: {self.type}"
-
-
-@attrs.frozen
-class Signature:
-    """What a kernel takes and returns: `softmax(x: f32[n]) -> y: f32[n]`."""
-
-    name: str
-    inputs: tuple[Param, ...]
-    outputs: tuple[Param, ...]
-    symbols: tuple[str, ...] = ()
-
-    @staticmethod
-    def of(kir: KernelIR) -> "Signature":
-        ins = tuple(Param(d.name, d.dtype, d.shape, "scalar" if d.kind == "scalar" else "array") for d in kir.params)
-        outs = tuple(Param(d.name, d.dtype, d.shape, "output") for d in kir.outputs)
-        return Signature(kir.name, ins, outs, kir.symbols)
-
-    @property
-    def input_names(self) -> tuple[str, ...]:
-        return tuple(p.name for p in self.inputs)
-
-    @property
-    def output_names(self) -> tuple[str, ...]:
-        return tuple(p.name for p in self.outputs)
-
-    def __str__(self) -> str:
-        ins = ", ".join(map(str, self.inputs))
-        outs = ", ".join(map(str, self.outputs))
-        return f"{self.name}({ins}) -> {outs if len(self.outputs) == 1 else f'({outs})'}"
 
 
 # ------------------------------------------------------------------------- arguments
@@ -111,7 +61,7 @@ def _count(n: int, noun: str, with_number: bool = True) -> str:
 
 def check_array(kernel: str, p: Param, value: Any, cast: bool, loop_rank: int = 0) -> np.ndarray:
     """`value` as an input array of `p`'s dtype and rank (plus `loop_rank` leading loop
-    dimensions, hologram.runtime.loops), C-contiguous; with `cast=True` anything numpy can
+    dimensions, hologram.call.loops), C-contiguous; with `cast=True` anything numpy can
     convert becomes one converted copy (`cast_array`; never a copy otherwise). An ndarray
     subclass is viewed as a plain ndarray, a masked array refused (`plain_array`)."""
     where = f"{kernel}(): argument {p.name!r}"
@@ -267,25 +217,6 @@ class _Source:
 
     def __str__(self) -> str:
         return f"argument {self.arg!r} dim {self.dim} ({self.expr}) has size {self.size}"
-
-
-def direct_binding(params: Sequence[Param]) -> tuple[tuple[str, int, str | None, int], ...] | None:
-    """When every array dim is a constant or a bare symbol (the common case), binding is a
-    lookup: (param, dim, symbol or None, constant) per dim. None when some dim needs
-    solving (`n - 2`, `2*n`): then `bind_symbols` does the general work."""
-    plan = []
-    for p in params:
-        if p.kind == "scalar":
-            continue
-        for i, d in enumerate(p.shape):
-            a = Affine.of(d)
-            if a.is_const:
-                plan.append((p.name, i, None, a.const))
-            elif a.const == 0 and len(a.terms) == 1 and a.terms[0][1] == 1:
-                plan.append((p.name, i, a.terms[0][0], 0))
-            else:
-                return None
-    return tuple(plan)
 
 
 def bind_direct(plan: Sequence[tuple[str, int, str | None, int]], arrays: Mapping[str, np.ndarray],
@@ -455,28 +386,11 @@ def unalias(inputs: Mapping[str, np.ndarray], outs: Sequence[np.ndarray]) -> dic
     """Inputs that overlap an output array are copied first, so writing an output can
     never change an input another lane still has to read (numpy's ufuncs do the same).
     Overlap is by address, and by file for arrays in file mappings: two mappings of one
-    file are two addresses for the same bytes (hologram.runtime.mapping)."""
+    file are two addresses for the same bytes (hologram.call.mapping)."""
     return {name: a.copy() if any(may_share(a, o) for o in outs) else a for name, a in inputs.items()}
 
 
 # ------------------------------------------------------------------------ reductions
-_NO_IDENTITY = frozenset({"min", "max", "argmin", "argmax"})
-
-
-def identityless_reductions(kir: KernelIR) -> tuple[tuple[str, tuple], ...]:
-    """The (kind, axes) of every min/max/argmin/argmax in `kir` (a Kernel finds them once,
-    so a call only evaluates their extents)."""
-    from hologram.ir import statement_exprs  # compiling imported it already; loading a bundle never asks
-
-    found: dict[tuple[str, tuple], None] = {}
-    for st in kir.body:
-        for e in statement_exprs(st):
-            for node in e.walk():
-                if node.op == "REDUCE" and node.arg[0] in _NO_IDENTITY:
-                    found[node.arg] = None
-    return tuple(found)
-
-
 def check_reductions(name: str, reductions: Sequence[tuple[str, tuple]], symbols: Mapping[str, int]) -> None:
     """numpy refuses min/max/argmin/argmax of an empty array; so do we, before launching."""
     for kind, axes in reductions:

@@ -5,7 +5,7 @@ program) with a backend. The backend is resolved, and the program prepared on it
 the first call; `kernel.on(name)` gives the same kernel on another backend, sharing
 the artifact (each backend prepares it once, lazily).
 
-A call checks everything before launching (see hologram.runtime.args) and copies nothing
+A call checks everything before launching (see hologram.call.args) and copies nothing
 unless asked: outputs are allocated by the backend, or the caller's `out=` arrays are
 written in place. If an `out=` array overlaps an input, that input is copied first so
 the result is the same as without aliasing.
@@ -25,13 +25,13 @@ from hologram.core.lru import LRUCache
 from hologram.core.types import Affine
 from hologram.isa.encoding import decode, encode
 from hologram.isa.program import BufferParam, Program
-from hologram.runtime.args import (Signature, allocate_outputs, bind_arguments, bind_direct, bind_symbols, check_array,
-                                   check_out, check_reductions, complete_symbols, concrete_shape, convert_scalar, unalias)
+from hologram.compiler.signature import Signature
+from hologram.call.args import allocate_outputs, bind_arguments, bind_direct, bind_symbols, check_array, check_out, check_reductions, complete_symbols, concrete_shape, convert_scalar, unalias
 from hologram.backend.base import Backend
-from hologram.runtime.driver import Compiled, compile_kdef
-from hologram.runtime.fastcall import MISS, Hit, make_fast, plain_run, program_order
-from hologram.runtime.lookups import get_backend
-from hologram.runtime.loops import LoopCall, core_views, loop_call, output_shapes
+from hologram.compiler.driver import Compiled, compile_kdef
+from hologram.call.fastcall import MISS, Hit, make_fast, plain_run, program_order
+from hologram.registry.lookups import get_backend
+from hologram.call.loops import LoopCall, core_views, loop_call, output_shapes
 
 if TYPE_CHECKING:  # the compiler's values: a kernel from a bundle runs without them
     from hologram.dsl.document import KernelDef
@@ -89,12 +89,12 @@ class Kernel:
         self._family.setdefault(backend, self)
         self._lock = threading.Lock()  # held while preparing: a forked child gets a free one
         forks.renew_in_child(self, "_lock")
-        self._fast: Callable | None = None  # the generated fast path (hologram.runtime.fastcall)
+        self._fast: Callable | None = None  # the generated fast path (hologram.call.fastcall)
         # [the last fully checked call the fast path matches against, {input shapes: Hit}
         # of recent ones, so alternating shapes does not rebuild launchers]
         self._hit: list = [None, {}]
         self._loops: dict[tuple, tuple[Any, Any]] = {}  # loop pattern -> (Batched, executable)
-        self._traced: Callable | None = None  # the fast path with its launch traced (hologram.runtime.tracing)
+        self._traced: Callable | None = None  # the fast path with its launch traced (hologram.call.tracing)
 
     # -- what it is ---------------------------------------------------------------
     @property
@@ -155,7 +155,7 @@ class Kernel:
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
                 raise ArgumentError(f"shape symbol {name} must be an integer >= 0, got {value!r}")
         from hologram.passes.api import PIPELINES
-        from hologram.runtime.pipelines import resolve
+        from hologram.registry.pipelines import resolve
 
         pipelines = [resolve(level) for level in PIPELINES]
         if self._c.pipeline is not None and self._c.pipeline.name not in PIPELINES:
@@ -200,7 +200,7 @@ class Kernel:
         return self._call(args, out, cast, kwargs)
 
     def _call(self, args: tuple, out: Any, cast: bool, kwargs: dict[str, Any]) -> Any:
-        """The full path: every check, with the messages of hologram.runtime.args."""
+        """The full path: every check, with the messages of hologram.call.args."""
         c = self._c
         # a bundle's program is decoded, held to the manifest and verified before the
         # manifest's signature is trusted to check these arguments
@@ -247,7 +247,7 @@ class Kernel:
         return self._call_loops(loop, out, cast)
 
     def _call_loops(self, loop: LoopCall, out: Any, cast: bool) -> Any:
-        """A call whose arguments have loop dimensions (hologram.runtime.loops): the
+        """A call whose arguments have loop dimensions (hologram.call.loops): the
         kernel over every item, in one launch of its batched program."""
         c = self._c
         sig, name = c.signature, c.signature.name
@@ -285,7 +285,7 @@ class Kernel:
         backend, _ = self._prepare()
         found = self._loops.get(pattern)
         if found is None:
-            from hologram.runtime.batch import batched  # the rewrite: only for calls that map
+            from hologram.passes.isa_batch import batched  # the rewrite: only for calls that map
 
             with self._lock:
                 b = batched(self._c.program, *pattern)
@@ -350,7 +350,7 @@ def _launch(name: str, program: Program, backend: Backend, executable: Any, buff
     if trace.recorder is None:
         backend.launch(executable, buffers, scalars, symbols)
     else:
-        from hologram.runtime.tracing import traced_launch
+        from hologram.call.tracing import traced_launch
 
         traced_launch(name, program, backend, executable, buffers, scalars, symbols)
 
@@ -379,8 +379,8 @@ def _unpickle(data: bytes, digest: str, signature: Signature, version: str, summ
     if kernel is None:
         if hashlib.sha256(data).hexdigest() != digest:
             raise HologramError(f"a pickled kernel {signature.name!r} is corrupt: its program does not match its hash")
-        compiled = Compiled(decode(data), signature, version, summary, pipeline_name, reductions, kdef=kdef,
-                            ir_text=ir_text)  # the backend verifies it when it prepares it
+        compiled = Compiled.stored(decode(data), signature, version, summary, pipeline_name, reductions, kdef=kdef,
+                                   ir_text=ir_text)  # the backend verifies it when it prepares it
         kernel = Kernel(compiled, backend)
         _UNPICKLED.put(key, kernel)
     return kernel
@@ -484,10 +484,10 @@ _UNTRACED = (Kernel.__call__, Kernel.map)
 
 
 def _switch(on: bool) -> None:
-    """While a trace records, calls go through hologram.runtime.tracing; otherwise they
+    """While a trace records, calls go through hologram.call.tracing; otherwise they
     run exactly the methods above, which know nothing of tracing (docs/tracing.md)."""
     if on:
-        from hologram.runtime.tracing import traced_call, traced_map
+        from hologram.call.tracing import traced_call, traced_map
 
         Kernel.__call__, Kernel.map = traced_call(_UNTRACED[0]), traced_map(_UNTRACED[1])
     else:

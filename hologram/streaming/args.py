@@ -12,9 +12,10 @@ import attrs
 import numpy as np
 
 from hologram.core.errors import ArgumentError, StreamError
-from hologram.runtime.args import Param, cast_array, complete_symbols, plain_array
-from hologram.runtime.mapping import Extent, extent
-from hologram.runtime.stream_io import ALIGN, pool_size
+from hologram.compiler.signature import Param
+from hologram.call.args import cast_array, complete_symbols, plain_array
+from hologram.call.mapping import Extent, extent
+from hologram.streaming.io import ALIGN, pool_size
 
 DEFAULT_POOL_BYTES = 64 << 20
 MAX_CHUNK_ROWS = 1 << 40  # a bound for the search; a pool never holds more rows than this
@@ -146,7 +147,7 @@ def refuse_overlaps(where: str, streamed: Sequence[tuple[str, Extent | None]], w
                     outputs: Sequence[tuple[str, np.ndarray]]) -> None:
     """Refuse outputs written a chunk at a time (`outputs`) whose bytes overlap an
     input's, however the two reach them (one array, two mappings of one file, a file
-    read with pread: hologram.runtime.mapping). A call copies such an input first; a
+    read with pread: hologram.call.mapping). A call copies such an input first; a
     stream cannot, its input being larger than memory. Two exceptions hold by
     construction: an output that is exactly a streamed input's bytes (in place: each
     chunk is read before it is written, and a plan writes its outputs in its last pass

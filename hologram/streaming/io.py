@@ -15,7 +15,7 @@ with `pread` do not. So a memmap is read and written through its file, never by
 touching its pages, and the process's peak RSS is the pool's size plus what it had.
 The descriptor is the file's name reopened when it still names the mapped file, else
 one this process holds on it (an `mmap.mmap` keeps its own), so a renamed or deleted
-file is read and written the same way (hologram.runtime.mapping).
+file is read and written the same way (hologram.call.mapping).
 
 A page of a mapping past the end of its file is a SIGBUS when touched, which kills the
 process. Through a descriptor, a file that ends early is a short read and a write that
@@ -42,7 +42,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from hologram.core.errors import ArgumentError, StreamError
-from hologram.runtime.mapping import Extent, Mapped, extent, file_size, mapped, mmap_behind, open_file
+from hologram.call.mapping import Extent, Mapped, extent, file_size, mapped, mmap_behind, open_file
 
 ALIGN = 64  # bytes: each pool buffer starts on a cache line
 

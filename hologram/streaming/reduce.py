@@ -32,7 +32,7 @@ from typing import Sequence
 
 import numpy as np
 
-from hologram.runtime.stream_plan import Reduction
+from hologram.streaming.plan import Reduction
 
 
 class Reducer(ABC):

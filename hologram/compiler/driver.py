@@ -19,7 +19,7 @@ import attrs
 from hologram.core import trace
 from hologram.core.errors import CompileError
 from hologram.isa.program import Program
-from hologram.runtime.args import Signature, direct_binding, identityless_reductions
+from hologram.compiler.signature import Signature, direct_binding, identityless_reductions
 
 if TYPE_CHECKING:  # the compiler's values: a kernel loaded from a bundle never imports them
     from hologram.dsl.document import KernelDef
@@ -32,7 +32,8 @@ CACHE_SIZE = 256  # kernels' verified programs kept
 @attrs.frozen(eq=False)
 class Compiled:
     """One kernel ready to run: its verified program and its interface, compiled from a
-    document (`Compiled.of`) or loaded from a bundle (hologram.bundles).
+    document or a streaming plan (`Compiled.of`) or stored in a bundle or a pickle
+    (`Compiled.stored`); nothing else builds one.
 
     The interface (`signature`, the identity-less `reductions` a call checks) comes from
     the IR as the front end built it, so no pass (a dead-code one, say) can change what a
@@ -62,12 +63,24 @@ class Compiled:
     binding: tuple | None = attrs.field()  # a direct shape-binding plan, or None
 
     @staticmethod
-    def of(kdef: KernelDef, kir: KernelIR, program: Program, pipeline: Pipeline,
-           source_ir: KernelIR | None = None) -> "Compiled":
-        """A kernel compiled from `kdef`: `kir` after the IR passes, `source_ir` before them."""
-        source = kir if source_ir is None else source_ir
-        return Compiled(program, Signature.of(source), kir.version, kdef.summary, pipeline.name,
-                        identityless_reductions(source), kdef=kdef, kir=kir, pipeline=pipeline, source_ir=source)
+    def of(source_ir: KernelIR, kir: KernelIR, program: Program, pipeline: Pipeline,
+           kdef: KernelDef | None = None) -> "Compiled":
+        """A kernel compiled from IR: `source_ir` as the front end built it (the interface
+        is read from it), `kir` after the IR passes, `kdef` the definition it came from
+        (None for a streaming step, whose IR the planner made)."""
+        return Compiled(program, Signature.of(source_ir), kir.version, kdef.summary if kdef else "", pipeline.name,
+                        identityless_reductions(source_ir), kdef=kdef, kir=kir, pipeline=pipeline,
+                        source_ir=source_ir)
+
+    @staticmethod
+    def stored(program: Program | Callable[[], Program], signature: Signature, version: str, summary: str,
+               pipeline_name: str, reductions: tuple, *, ir_text: str | None = None, kdef: KernelDef | None = None,
+               definition: Callable[[], KernelDef] | None = None,
+               native: Mapping[str, tuple[Mapping[str, Any], ...]] | None = None) -> "Compiled":
+        """A kernel compiled earlier, from the parts a bundle or a pickle keeps: `program`
+        may be a function that decodes, checks and verifies it at its first use."""
+        return Compiled(program, signature, version, summary, pipeline_name, reductions, kdef=kdef, ir_text=ir_text,
+                        definition=definition, native=native or {})
 
     @property
     def program(self) -> Program:
@@ -120,7 +133,14 @@ def compile_kdef(kdef: KernelDef, pipeline: Pipeline) -> Compiled:
         with trace.span("analyze", "compile"):
             kir = to_ir(kdef, body)
         optimized, program = trace.cached(info, compile_program, kir, pipeline)
-    return Compiled.of(kdef, optimized, program, pipeline, source_ir=kir)
+    return Compiled.of(kir, optimized, program, pipeline, kdef)
+
+
+def compile_ir(kir: KernelIR, pipeline: Pipeline) -> Compiled:
+    """A kernel from IR that no document holds (a streaming plan's step): the passes,
+    lower, verify, as `compile_kdef` after the front end."""
+    optimized, program = compile_program(kir, pipeline)
+    return Compiled.of(kir, optimized, program, pipeline)
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)

@@ -19,12 +19,11 @@ from typing import Any
 import numpy as np
 
 from hologram.core.errors import ArgumentError
-from hologram.runtime.args import (bind_symbols, check_array, check_reductions, complete_symbols, concrete_shape,
-                                   convert_scalar)
-from hologram.runtime.kernel import Kernel
-from hologram.runtime.loops import Core
-from hologram.runtime.stream_args import Arg, chunk_array, chunk_rows, loop_rank, refuse_overlaps, temp_bytes
-from hologram.runtime.stream_io import IterSource, Pool, Sink, Source, pool_size, run_chunks, sink_for, source_for
+from hologram.call.args import bind_symbols, check_array, check_reductions, complete_symbols, concrete_shape, convert_scalar
+from hologram.call.kernel import Kernel
+from hologram.call.loops import Core
+from hologram.streaming.args import Arg, chunk_array, chunk_rows, loop_rank, refuse_overlaps, temp_bytes
+from hologram.streaming.io import IterSource, Pool, Sink, Source, pool_size, run_chunks, sink_for, source_for
 
 
 def stream_loops(kernel: Kernel, given: dict[str, Arg], out: Any, budget: int, cast: bool) -> Any:
