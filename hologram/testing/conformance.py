@@ -33,10 +33,11 @@ from typing import Any, Iterable, Mapping
 import attrs
 import numpy as np
 
-from hologram.core.errors import HologramError, UnsupportedProgram
+from hologram.core.errors import UnsupportedProgram
 from hologram.isa.program import BufferParam
 from hologram.testing.conformance_cases import (AREAS, Case, NotDeclared, hand_written_cases, instruction_cases,
                                                 stage_shape_cases)
+from hologram.testing.difftest_checks import launch_on_copies
 from hologram.testing.precision import EXACT, compare_outputs, precision
 
 __all__ = ["PASSED", "FAILED", "NOT_DECLARED", "Check", "ConformanceReport", "run_conformance", "run_cases",
@@ -101,27 +102,11 @@ class ConformanceReport:
 
 
 # ------------------------------------------------------------------------- running
-def _launch(backend: Any, case: Case) -> tuple[dict[str, np.ndarray], str | None]:
-    """The case on `backend`, on copies of its buffers: (buffers after, the error as
-    `Type: message` or None). A refusal from `prepare` is raised."""
-    buffers = {k: np.array(v, copy=True) for k, v in case.buffers.items()}
-    try:
-        executable = backend.prepare(case.program)
-    except UnsupportedProgram:
-        raise
-    except HologramError as exc:
-        return buffers, f"{type(exc).__name__}: {exc.message}"
-    try:
-        backend.launch(executable, buffers, dict(case.scalars), dict(case.symbols))
-    except HologramError as exc:
-        return buffers, f"{type(exc).__name__}: {exc.message}"
-    return buffers, None
-
-
 def _guarded(backend: Any, case: Case) -> tuple[dict[str, np.ndarray], str | None]:
-    """`_launch`, where anything but a HologramError (a bug in the backend) is an error too."""
+    """The case on `backend`, on copies of its buffers (`launch_on_copies`), where anything
+    but a HologramError (a bug in the backend) is an error too."""
     try:
-        return _launch(backend, case)
+        return launch_on_copies(backend, case.program, case.buffers, case.scalars, case.symbols)
     except (KeyboardInterrupt, SystemExit, MemoryError, UnsupportedProgram):
         raise
     except Exception as exc:  # noqa: BLE001 - the backend failed, not the kit

@@ -100,14 +100,11 @@ def program_cases(draw: Callable, max_size: int = MAX_SIZE) -> ProgramCase:
     return draw(launches(draw(programs()), max_size))
 
 
-def _run_program(program: Program, backend: str, case: ProgramCase) -> tuple[dict[str, np.ndarray], str | None]:
-    """Launch on a fresh copy of the buffers; (buffers after, error as `Type: message`).
-    A declared refusal from `prepare` is raised."""
-    from hologram.registry.lookups import get_backend
-
-    be = get_backend(backend)
-    be.check_covers(program)  # the backend's declaration first: what it leaves out is not covered
-    bufs = {k: np.array(v, copy=True) for k, v in case.buffers.items()}
+def launch_on_copies(be: Any, program: Program, buffers: Mapping[str, np.ndarray], scalars: Mapping[str, Any],
+                     symbols: Mapping[str, int]) -> tuple[dict[str, np.ndarray], str | None]:
+    """`program` on backend `be`, on fresh copies of `buffers`: (buffers after, the error
+    as `Type: message` or None). A declared refusal from `prepare` is raised."""
+    bufs = {k: np.array(v, copy=True) for k, v in buffers.items()}
     try:
         executable = be.prepare(program)
     except UnsupportedProgram:
@@ -115,10 +112,20 @@ def _run_program(program: Program, backend: str, case: ProgramCase) -> tuple[dic
     except HologramError as exc:
         return bufs, f"{type(exc).__name__}: {exc}"
     try:
-        be.launch(executable, bufs, dict(case.scalars), dict(case.symbols))
+        be.launch(executable, bufs, dict(scalars), dict(symbols))
     except HologramError as exc:
         return bufs, f"{type(exc).__name__}: {exc}"
     return bufs, None
+
+
+def _run_program(program: Program, backend: str, case: ProgramCase) -> tuple[dict[str, np.ndarray], str | None]:
+    """`launch_on_copies` on the backend named `backend`, its declaration checked first
+    (what it leaves out is not covered: `check_covers` raises)."""
+    from hologram.registry.lookups import get_backend
+
+    be = get_backend(backend)
+    be.check_covers(program)
+    return launch_on_copies(be, program, case.buffers, case.scalars, case.symbols)
 
 
 def _round_trip(program: Program) -> Program:
