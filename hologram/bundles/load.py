@@ -39,7 +39,7 @@ from hologram.runtime.args import Param, Signature
 from hologram.runtime.driver import Compiled
 from hologram.runtime.kernel import Kernel, Library
 from hologram.runtime.lookups import bundles as registered_bundles, get_backend, translator_for_path
-from hologram.runtime.source_ir import lazy_source_ir
+from hologram.runtime.source_ir import EncodedIR
 from hologram.verify.verifier import verify
 
 if TYPE_CHECKING:
@@ -249,7 +249,7 @@ def _compiled(bundle: Bundle, e: Entry, native: dict[str, tuple]) -> Compiled:
     bundle.source(e)  # present and unaltered: it is the kernel's provenance
     bundle.check_program_hash(e)  # so a damaged program is refused now, with the rest
     # the IR the stream planner reads: its hash checked now, decoded and checked at its first use
-    source_ir = lazy_source_ir(bundle.source_ir(e), signature, f"{where}: {e.source_ir}", BundleError)
+    source_ir = EncodedIR(bundle.source_ir(e), signature, f"{where}: {e.source_ir}", BundleError)
 
     def program() -> Program:  # decoding and verifying wait for the kernel's first use
         p = bundle.program(e)

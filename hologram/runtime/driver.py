@@ -88,6 +88,12 @@ class Compiled:
             object.__setattr__(self, "_source_ir", ir)
         return ir
 
+    def encoded_source_ir(self) -> bytes | None:
+        """`source_ir`'s encoding (hologram.ir_codec), for pickling: one still encoded is not decoded."""
+        from hologram.runtime.source_ir import encoded
+
+        return encoded(self._source_ir)
+
     @binding.default
     def _binding(self) -> tuple | None:
         return direct_binding(self.signature.inputs)

@@ -31,7 +31,7 @@ from hologram.backend.base import Backend
 from hologram.runtime.driver import Compiled, compile_kdef
 from hologram.runtime.fastcall import MISS, Hit, make_fast, plain_run, program_order
 from hologram.runtime.lookups import get_backend
-from hologram.runtime.source_ir import lazy_source_ir
+from hologram.runtime.source_ir import EncodedIR
 from hologram.runtime.loops import LoopCall, core_views, loop_call, output_shapes
 
 if TYPE_CHECKING:  # the compiler's values: a kernel from a bundle runs without them
@@ -343,7 +343,7 @@ class Kernel:
         data = encode(c.program)
         return (_unpickle, (data, hashlib.sha256(data).hexdigest(), c.signature, c.version, c.summary,
                             c.pipeline_name, c.reductions, c.ir_form(), c.kdef, self._backend_name,
-                            _encoded_source_ir(c)))
+                            c.encoded_source_ir()))
 
 
 def _launch(name: str, program: Program, backend: Backend, executable: Any, buffers: dict[str, np.ndarray],
@@ -374,16 +374,6 @@ def _prepare(backend: Backend, c: Compiled) -> Any:
 _UNPICKLED: LRUCache[tuple, "Kernel"] = LRUCache(256)
 
 
-def _encoded_source_ir(c: Compiled) -> bytes | None:
-    """The encoding of the IR the stream planner reads, so a kernel streams along a
-    symbol wherever it is unpickled without translating its source again there."""
-    if c.source_ir is None:
-        return None
-    from hologram.ir_codec import encode as encode_ir
-
-    return encode_ir(c.source_ir)
-
-
 def _unpickle(data: bytes, digest: str, signature: Signature, version: str, summary: str, pipeline_name: str,
               reductions: tuple, ir_text: str, kdef: KernelDef | None, backend: str | None,
               source_ir: bytes | None = None) -> "Kernel":
@@ -392,7 +382,7 @@ def _unpickle(data: bytes, digest: str, signature: Signature, version: str, summ
     if kernel is None:
         if hashlib.sha256(data).hexdigest() != digest:
             raise HologramError(f"a pickled kernel {signature.name!r} is corrupt: its program does not match its hash")
-        ir = None if source_ir is None else lazy_source_ir(source_ir, signature, f"a pickled kernel {signature.name!r}")
+        ir = None if source_ir is None else EncodedIR(source_ir, signature, f"a pickled kernel {signature.name!r}")
         compiled = Compiled(decode(data), signature, version, summary, pipeline_name, reductions, kdef=kdef,
                             source_ir=ir, ir_text=ir_text)  # the backend verifies it when it prepares it
         kernel = Kernel(compiled, backend)

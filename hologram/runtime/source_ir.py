@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
+import attrs
+
 from hologram.core.errors import HologramError
 from hologram.runtime.args import Signature
 
@@ -16,22 +18,40 @@ if TYPE_CHECKING:
     from hologram.ir import KernelIR
 
 
-def lazy_source_ir(data: bytes, signature: Signature, where: str,
-                   error: type[HologramError] = HologramError) -> Callable[[], KernelIR]:
-    """A function giving the IR `data` encodes, held to the kernel's `signature`: an
-    encoding that is damaged or is another kernel's IR raises `error` naming `where`."""
-    def decode() -> KernelIR:
-        from hologram.ir_codec import decode as decode_ir
+@attrs.frozen(eq=False)
+class EncodedIR:
+    """The IR `data` encodes, given when called, held to the kernel's `signature`: an
+    encoding that is damaged or is another kernel's IR raises `error` naming `where`.
+    The bytes stay at hand, so a kernel pickles them as they are (`encoded`)."""
+
+    data: bytes = attrs.field(repr=False)
+    signature: Signature
+    where: str
+    error: type[HologramError] = HologramError
+
+    def __call__(self) -> KernelIR:
+        from hologram.ir_codec import decode
 
         try:
-            kir = decode_ir(data)
+            kir = decode(self.data)
         except ValueError as exc:
-            raise error(f"{where}: not a kernel IR this hologram reads: {exc}") from None
-        problem = foreign(kir, signature)
+            raise self.error(f"{self.where}: not a kernel IR this hologram reads: {exc}") from None
+        problem = foreign(kir, self.signature)
         if problem is not None:
-            raise error(f"{where}: the IR is not this kernel's: {problem}")
+            raise self.error(f"{self.where}: the IR is not this kernel's: {problem}")
         return kir
-    return decode
+
+
+def encoded(ir: KernelIR | Callable[[], KernelIR] | None) -> bytes | None:
+    """The encoding of a `Compiled`'s source IR as it holds it: the bytes of one not yet
+    decoded, else the IR encoded (None for none)."""
+    if isinstance(ir, EncodedIR):
+        return ir.data
+    if ir is None:
+        return None
+    from hologram.ir_codec import encode
+
+    return encode(ir() if callable(ir) else ir)
 
 
 def foreign(kir: KernelIR, signature: Signature) -> str | None:

@@ -19,9 +19,9 @@ import pytest
 import hologram as hg
 from hologram.bundles import archive
 from hologram.bundles.build import build
-from hologram.bundles.load import load_bundle
+from hologram.bundles.load import library, load_bundle, open_bundle
 from hologram.bundles.manifest import MANIFEST
-from hologram.core.errors import BundleError
+from hologram.core.errors import BundleError, HologramError
 
 DOCUMENT = '''
 [[kernels]]
@@ -53,6 +53,14 @@ def intact(tmp_path_factory) -> Path:
     out = folder / "k-1.0.0.hgb"
     build([folder / "k.toml"], "k", "1.0.0", out, cache_dir=False, jobs=1, native="none")
     return out
+
+
+@pytest.fixture(autouse=True)
+def forget_unpickled():
+    """The kernels unpickled here are forgotten after each test: a process keeps the first
+    kernel unpickled per (program, signature, version), and this softmax's are the stdlib's."""
+    yield
+    hg.clear_cache()
 
 
 def streamed(kernel: hg.Kernel) -> np.ndarray:
@@ -164,3 +172,13 @@ def test_the_ir_member_holds_the_front_ends_ir(intact):
     from hologram.ir_codec import decode
 
     assert decode(members["ir/softmax.json"]) == hg.compile_all(DOCUMENT, file="sources/k.toml")["softmax"]._c.source_ir
+
+
+def test_bundle_verify_decodes_every_ir_and_a_pickle_carries_it_undecoded(intact, tmp_path):
+    path = rewritten(intact, tmp_path / "k.hgb", "softmax", b"[]")
+    with pytest.raises(BundleError, match=r"ir/softmax.json: not a kernel IR .*expected an object"):
+        library(open_bundle(path), verify_now=True)
+    hg.clear_cache()
+    copy = pickle.loads(pickle.dumps(load_bundle(path).softmax))  # pickling does not read it either
+    with pytest.raises(HologramError, match=r"a pickled kernel 'softmax': not a kernel IR .*expected an object"):
+        streamed(copy)
