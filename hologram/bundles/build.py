@@ -324,7 +324,7 @@ def _kernel_build(c: Compiled, member: str, text: str, o0: Pipeline) -> KernelBu
         name=name, version=c.version, summary=c.summary, source=member,
         source_sha256=hashlib.sha256(text.encode()).hexdigest(),
         program=f"programs/{name}.hbc", program_sha256=hashlib.sha256(program).hexdigest(), ir=f"ir/{name}.ir",
-        source_ir=f"ir/{name}.json", source_ir_sha256=hashlib.sha256(source_ir).hexdigest(), symbols=sig.symbols,
+        source_ir_sha256=hashlib.sha256(source_ir).hexdigest(), symbols=sig.symbols,
         inputs=tuple(Port(p.name, format_type(p.dtype, p.shape), p.kind) for p in sig.inputs),
         outputs=tuple(Port(p.name, format_type(p.dtype, p.shape)) for p in sig.outputs),
         reductions=tuple((kind, tuple((var, str(ext)) for var, ext in axes)) for kind, axes in c.reductions),

@@ -80,14 +80,20 @@ class Entry:
     program: str  # member holding its encoded program
     program_sha256: str
     ir: str  # member holding its IR's text form (after the passes)
-    source_ir: str  # member holding its IR as the front end built it, encoded (hologram.ir_codec)
-    source_ir_sha256: str
+    source_ir_sha256: str  # of the member `source_ir`
     symbols: tuple[str, ...]
     inputs: tuple[Port, ...]
     outputs: tuple[Port, ...]
     # (kind, ((var, extent), ...)) of each min/max/argmin/argmax: a call checks its extents
     reductions: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
     stats: Mapping[str, Any]  # stages, instructions (before and after the passes), bytes
+
+    @property
+    def source_ir(self) -> str:
+        """The member holding its IR as the front end built it, encoded (hologram.ir_codec):
+        named by the kernel, as native objects are, so the manifest (parsed at every load)
+        spends one line on it, its digest."""
+        return f"ir/{self.name}.json"
 
 
 @attrs.frozen
@@ -116,7 +122,7 @@ def to_toml(m: Manifest) -> str:
     for k in m.kernels:
         out += ["", "[[kernels]]"]
         for field in ("name", "version", "summary", "source", "source_sha256", "program", "program_sha256", "ir",
-                      "source_ir", "source_ir_sha256"):
+                      "source_ir_sha256"):
             out.append(f"{field} = {_str(getattr(k, field))}")
         out.append(f"symbols = [{', '.join(map(_str, k.symbols))}]")
         out.append("inputs = " + _list([{"name": p.name, "type": p.type, "kind": p.kind} for p in k.inputs]))
@@ -232,7 +238,7 @@ def _entry(f: "_Fields") -> Entry:
         name=f.str("name", NAME), version=f.str("version"), summary=f.str("summary"),
         source=f.str("source"), source_sha256=f.str("source_sha256", SHA256),
         program=f.str("program"), program_sha256=f.str("program_sha256", SHA256), ir=f.str("ir"),
-        source_ir=f.str("source_ir"), source_ir_sha256=f.str("source_ir_sha256", SHA256),
+        source_ir_sha256=f.str("source_ir_sha256", SHA256),
         symbols=tuple(f.list("symbols", str)),
         inputs=tuple(_port(_Fields(p, f"{f.where}.inputs[{i}]"), True) for i, p in enumerate(f.list("inputs", dict))),
         outputs=tuple(_port(_Fields(p, f"{f.where}.outputs[{i}]"), False)

@@ -127,8 +127,9 @@ def rewritten(intact: Path, out: Path, kernel: str, data: bytes, rehash: bool = 
     members[member] = data
     text = members[MANIFEST].decode()
     if rehash:
-        text = re.sub(rf'(source_ir = "{re.escape(member)}"\nsource_ir_sha256 = )"[0-9a-f]+"',
-                      rf'\1"{hashlib.sha256(data).hexdigest()}"', text)
+        start = text.index(f'name = "{kernel}"')
+        text = text[:start] + re.sub(r'(source_ir_sha256 = )"[0-9a-f]+"', rf'\1"{hashlib.sha256(data).hexdigest()}"',
+                                     text[start:], count=1)
     members[MANIFEST] = text.encode()
     out.write_bytes(archive.write(members))
     return out
