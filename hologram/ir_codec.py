@@ -32,6 +32,7 @@ from typing import Any, Callable
 
 from hologram.core.dims import is_derived, parse_derived
 from hologram.core.errors import Site
+from hologram.core.instructions import ir_ops
 from hologram.core.types import Affine, DType
 from hologram.ir import (ATLAS_OPS, BINARY_OPS, LEAF_OPS, OPS, REDUCE_KINDS, SCAN_KINDS, TERNARY_OPS, UNARY_OPS,
                          Accumulate, Compute, Expr, KernelIR, OnlineMaxSum, Scan, Statement, TensorDecl,
@@ -344,8 +345,6 @@ def _arity(op: str) -> int | None:
     if op in TERNARY_OPS:
         return 3
     if op in ATLAS_OPS:
-        from hologram.core.instructions import ir_ops
-
         return ir_ops()[op].arity
     return None
 

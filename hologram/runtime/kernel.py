@@ -31,8 +31,8 @@ from hologram.backend.base import Backend
 from hologram.runtime.driver import Compiled, compile_kdef
 from hologram.runtime.fastcall import MISS, Hit, make_fast, plain_run, program_order
 from hologram.runtime.lookups import get_backend
-from hologram.runtime.source_ir import EncodedIR
 from hologram.runtime.loops import LoopCall, core_views, loop_call, output_shapes
+from hologram.runtime.source_ir import EncodedIR
 
 if TYPE_CHECKING:  # the compiler's values: a kernel from a bundle runs without them
     from hologram.dsl.document import KernelDef

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-import attrs
-
 from hologram.core.errors import HologramError
 from hologram.runtime.args import Signature
 
@@ -18,16 +16,18 @@ if TYPE_CHECKING:
     from hologram.ir import KernelIR
 
 
-@attrs.frozen(eq=False)
 class EncodedIR:
     """The IR `data` encodes, given when called, held to the kernel's `signature`: an
     encoding that is damaged or is another kernel's IR raises `error` naming `where`.
-    The bytes stay at hand, so a kernel pickles them as they are (`encoded`)."""
+    The bytes stay at hand, so a kernel pickles them as they are (`encoded`). A plain
+    class, not an attrs one: it is created on the bundle load path, where each attrs
+    class costs ~0.4 ms to create (docs/decisions.md, "Start-up")."""
 
-    data: bytes = attrs.field(repr=False)
-    signature: Signature
-    where: str
-    error: type[HologramError] = HologramError
+    __slots__ = ("data", "signature", "where", "error")
+
+    def __init__(self, data: bytes, signature: Signature, where: str,
+                 error: type[HologramError] = HologramError) -> None:
+        self.data, self.signature, self.where, self.error = data, signature, where, error
 
     def __call__(self) -> KernelIR:
         from hologram.ir_codec import decode
