@@ -37,7 +37,7 @@ PLUGIN_RANKS = {"hologram_sigil": 14}  # the sigil translator: its generated cir
 RANKS = {
     "hologram.core": 0,
     "hologram.ir": 1,
-    "hologram.isa": 2, "hologram.dsl": 2,
+    "hologram.isa": 2, "hologram.dsl": 2, "hologram.ir_codec": 2,
     "hologram.verify": 3, "hologram.lower": 3,
     "hologram.passes": 4,
     "hologram.backend": 5, "hologram.errors": 5,  # the SDK a backend imports, and the public errors

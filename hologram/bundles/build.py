@@ -34,6 +34,7 @@ from hologram.core.distribution import hologram_version
 from hologram.core.errors import BundleError, HologramError
 from hologram.core.files import cache_root, read_regular_file, read_text_file
 from hologram.dsl.document import DSL_VERSION, KernelDef
+from hologram.ir_codec import encode as encode_ir
 from hologram.isa.asm import format_type
 from hologram.isa.encoding import SUPPORTED_ISA_VERSIONS, encode
 from hologram.isa.program import ISA_VERSION
@@ -315,6 +316,7 @@ def _kernel_build(c: Compiled, member: str, text: str, o0: Pipeline) -> KernelBu
                           hint="a bundled kernel's name uses letters, digits and _ . - only")
     program = encode(c.program)
     ir = c.ir_form().encode()
+    source_ir = encode_ir(c.source_ir)
     before = c if c.pipeline == o0 else compile_kdef(c.source_definition(), o0)
     stats = measure(c.kir, c.program)
     sig = c.signature
@@ -322,7 +324,7 @@ def _kernel_build(c: Compiled, member: str, text: str, o0: Pipeline) -> KernelBu
         name=name, version=c.version, summary=c.summary, source=member,
         source_sha256=hashlib.sha256(text.encode()).hexdigest(),
         program=f"programs/{name}.hbc", program_sha256=hashlib.sha256(program).hexdigest(), ir=f"ir/{name}.ir",
-        symbols=sig.symbols,
+        source_ir_sha256=hashlib.sha256(source_ir).hexdigest(), symbols=sig.symbols,
         inputs=tuple(Port(p.name, format_type(p.dtype, p.shape), p.kind) for p in sig.inputs),
         outputs=tuple(Port(p.name, format_type(p.dtype, p.shape)) for p in sig.outputs),
         reductions=tuple((kind, tuple((var, str(ext)) for var, ext in axes)) for kind, axes in c.reductions),
@@ -333,7 +335,7 @@ def _kernel_build(c: Compiled, member: str, text: str, o0: Pipeline) -> KernelBu
                # what the translator noted (a circuit's "4 ops -> 1 op"); absent when nothing, so
                # the manifests of plain documents are what they were
                **({"notes": [list(n) for n in c.kdef.notes]} if c.kdef is not None and c.kdef.notes else {})})
-    return KernelBuild(entry, ((entry.program, program), (entry.ir, ir)), 0.0)
+    return KernelBuild(entry, ((entry.program, program), (entry.ir, ir), (entry.source_ir, source_ir)), 0.0)
 
 
 def _compile_all(todo: list[tuple[str, str, str]], opt: str | None, passes: Sequence[str] | str | None,
@@ -394,7 +396,7 @@ def _cache_load(cache: Path | None, key: str) -> list[KernelBuild] | None:
         return None
     kernels = []
     for e in manifest.kernels:
-        names = (e.program, e.ir)
+        names = (e.program, e.ir, e.source_ir)
         if any(n not in members for n in names):
             return None
         kernels.append(KernelBuild(e, tuple((n, members[n]) for n in names), 0.0, cached=True,

@@ -37,6 +37,7 @@ from hologram.isa.encoding import SUPPORTED_ISA_VERSIONS, decode
 from hologram.isa.program import BufferParam, Program, ScalarParam
 from hologram.compiler.signature import Param, Signature
 from hologram.compiler.driver import Compiled
+from hologram.compiler.source_ir import EncodedIR
 from hologram.call.kernel import Kernel, Library
 from hologram.registry.lookups import bundles as registered_bundles, get_backend, translator_for_path
 from hologram.verify.verifier import verify
@@ -128,6 +129,10 @@ class Bundle:
     def source(self, entry: Entry) -> str:
         return self._member(entry.source, entry.source_sha256, entry).decode("utf-8", "replace")
 
+    def source_ir(self, entry: Entry) -> bytes:
+        """The encoding of the kernel's IR as the front end built it, its hash checked (not decoded)."""
+        return self._member(entry.source_ir, entry.source_ir_sha256, entry)
+
     def ir(self, entry: Entry) -> str:
         if entry.ir not in self.members:
             raise BundleError(f"{self.where}: kernel {entry.name!r} names {entry.ir!r}, which the bundle does not hold")
@@ -169,7 +174,7 @@ def read_bundle(data: bytes, where: str = "<bundle>", path: str | None = None) -
         raise BundleError(f"{where}: its programs are ISA version {manifest.isa}, {newer} the versions this "
                           f"hologram runs ({', '.join(map(str, SUPPORTED_ISA_VERSIONS))})",
                           hint="install a newer hologram, or rebuild the bundle with this one")
-    described = {MANIFEST} | {m for e in manifest.kernels for m in (e.program, e.source, e.ir)} | \
+    described = {MANIFEST} | {m for e in manifest.kernels for m in (e.program, e.source, e.ir, e.source_ir)} | \
         {n.index for n in manifest.native} | {n.object(k) for n in manifest.native for k in n.kernels}
     for name in sorted(members.keys() - described):
         raise BundleError(f"{where}: member {name!r} is not described by {MANIFEST}",
@@ -183,7 +188,8 @@ def library(bundle: Bundle, backend: str | None = None, verify_now: bool = False
     member's hash is checked now; each program is decoded, held to the manifest and
     verified at its kernel's first use, or now for all with `verify_now`. The native code
     the bundle ships is handed to backends only with `trust_native` (machine code cannot
-    be verified: docs/bundles.md, "Native code")."""
+    be verified: docs/bundles.md, "Native code"). `verify_now` also decodes and checks
+    each kernel's IR, which otherwise waits for its first stream along a shape symbol."""
     if backend is not None:
         get_backend(backend)  # an unknown backend is an error now, not at the first call
     native: dict[str, dict[str, tuple]] = {}  # kernel -> backend -> code, for prepare_native
@@ -196,6 +202,7 @@ def library(bundle: Bundle, backend: str | None = None, verify_now: bool = False
     if verify_now:
         for c in compiled:
             c.program  # noqa: B018 - decoding, checking and verifying is the point
+            c.source_ir  # noqa: B018 - and the IR the stream planner reads
     m = bundle.manifest
     return Library({c.signature.name: Kernel(c, backend) for c in compiled},
                    (m.name, m.version, bundle.path, trust_native))
@@ -241,6 +248,8 @@ def _compiled(bundle: Bundle, e: Entry, native: dict[str, tuple]) -> Compiled:
                        for kind, axes in e.reductions)
     bundle.source(e)  # present and unaltered: it is the kernel's provenance
     bundle.check_program_hash(e)  # so a damaged program is refused now, with the rest
+    # the IR the stream planner reads: its hash checked now, decoded and checked at its first use
+    source_ir = EncodedIR(bundle.source_ir(e), signature, f"{where}: {e.source_ir}", BundleError)
 
     def program() -> Program:  # decoding and verifying wait for the kernel's first use
         p = bundle.program(e)
@@ -249,7 +258,7 @@ def _compiled(bundle: Bundle, e: Entry, native: dict[str, tuple]) -> Compiled:
             raise BundleError(f"{where}: {MANIFEST} disagrees with {e.program}: {problem}")
         return p
     return Compiled.stored(program, signature, e.version, e.summary, bundle.manifest.opt, reductions,
-                           ir_text=bundle.ir(e), definition=_definition(bundle, e), native=native)
+                           source_ir=source_ir, ir_text=bundle.ir(e), definition=_definition(bundle, e), native=native)
 
 
 def _disagreement(sig: Signature, program: Program) -> str | None:

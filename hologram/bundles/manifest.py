@@ -18,7 +18,9 @@ import attrs
 
 from hologram.core.errors import BundleError
 
-FORMAT_VERSION = 2  # 2: native code described per target, its per-kernel details in a JSON index
+# 2: native code described per target, its per-kernel details in a JSON index; 3: each
+# kernel's IR as the front end built it, encoded (hologram.ir_codec), for the stream planner
+FORMAT_VERSION = 3
 MANIFEST = "bundle.toml"
 # A bundle's name and a kernel's name become member paths: letters, digits, _ . - only,
 # not starting with a dot (no hidden files, no `..`)
@@ -77,13 +79,21 @@ class Entry:
     source_sha256: str
     program: str  # member holding its encoded program
     program_sha256: str
-    ir: str  # member holding its IR's text form
+    ir: str  # member holding its IR's text form (after the passes)
+    source_ir_sha256: str  # of the member `source_ir`
     symbols: tuple[str, ...]
     inputs: tuple[Port, ...]
     outputs: tuple[Port, ...]
     # (kind, ((var, extent), ...)) of each min/max/argmin/argmax: a call checks its extents
     reductions: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
     stats: Mapping[str, Any]  # stages, instructions (before and after the passes), bytes
+
+    @property
+    def source_ir(self) -> str:
+        """The member holding its IR as the front end built it, encoded (hologram.ir_codec):
+        named by the kernel, as native objects are, so the manifest (parsed at every load)
+        spends one line on it, its digest."""
+        return f"ir/{self.name}.json"
 
 
 @attrs.frozen
@@ -111,7 +121,8 @@ def to_toml(m: Manifest) -> str:
            f"hologram = {_str(m.hologram)}", f"dsl = {m.dsl}", f"opt = {_str(m.opt)}"]
     for k in m.kernels:
         out += ["", "[[kernels]]"]
-        for field in ("name", "version", "summary", "source", "source_sha256", "program", "program_sha256", "ir"):
+        for field in ("name", "version", "summary", "source", "source_sha256", "program", "program_sha256", "ir",
+                      "source_ir_sha256"):
             out.append(f"{field} = {_str(getattr(k, field))}")
         out.append(f"symbols = [{', '.join(map(_str, k.symbols))}]")
         out.append("inputs = " + _list([{"name": p.name, "type": p.type, "kind": p.kind} for p in k.inputs]))
@@ -200,9 +211,10 @@ def parse(data: bytes) -> Manifest:
     if fmt > FORMAT_VERSION:
         raise BundleError(f"{MANIFEST}: bundle format {fmt} is a newer format than this hologram reads "
                           f"({FORMAT_VERSION})", hint="install a hologram version that reads it, or rebuild the bundle")
-    if fmt != FORMAT_VERSION:
+    if fmt != FORMAT_VERSION:  # one format read: docs/decisions.md, "Bundles keep the front end's IR"
+        added = " (format 3 adds each kernel's IR, which streaming along a shape symbol reads)" if fmt == 2 else ""
         raise BundleError(f"{MANIFEST}: bundle format {fmt} is not the one this hologram reads ({FORMAT_VERSION})",
-                          hint="rebuild the bundle with this hologram")
+                          hint=f"rebuild the bundle with this hologram{added}")
     kernels = tuple(_entry(_Fields(k, f"{MANIFEST}: kernels[{i}]")) for i, k in enumerate(top.list("kernels", dict)))
     names = [k.name for k in kernels]
     dup = next((n for n in names if names.count(n) > 1), None)
@@ -226,6 +238,7 @@ def _entry(f: "_Fields") -> Entry:
         name=f.str("name", NAME), version=f.str("version"), summary=f.str("summary"),
         source=f.str("source"), source_sha256=f.str("source_sha256", SHA256),
         program=f.str("program"), program_sha256=f.str("program_sha256", SHA256), ir=f.str("ir"),
+        source_ir_sha256=f.str("source_ir_sha256", SHA256),
         symbols=tuple(f.list("symbols", str)),
         inputs=tuple(_port(_Fields(p, f"{f.where}.inputs[{i}]"), True) for i, p in enumerate(f.list("inputs", dict))),
         outputs=tuple(_port(_Fields(p, f"{f.where}.outputs[{i}]"), False)

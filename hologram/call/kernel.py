@@ -29,6 +29,7 @@ from hologram.compiler.signature import Signature
 from hologram.call.args import allocate_outputs, bind_arguments, bind_direct, bind_symbols, check_array, check_out, check_reductions, complete_symbols, concrete_shape, convert_scalar, unalias
 from hologram.backend.base import Backend
 from hologram.compiler.driver import Compiled, compile_kdef
+from hologram.compiler.source_ir import EncodedIR
 from hologram.call.fastcall import MISS, Hit, make_fast, plain_run, program_order
 from hologram.registry.lookups import get_backend
 from hologram.call.loops import LoopCall, core_views, loop_call, output_shapes
@@ -341,7 +342,8 @@ class Kernel:
         c = self._c
         data = encode(c.program)
         return (_unpickle, (data, hashlib.sha256(data).hexdigest(), c.signature, c.version, c.summary,
-                            c.pipeline_name, c.reductions, c.ir_form(), c.kdef, self._backend_name))
+                            c.pipeline_name, c.reductions, c.ir_form(), c.kdef, self._backend_name,
+                            c.encoded_source_ir()))
 
 
 def _launch(name: str, program: Program, backend: Backend, executable: Any, buffers: dict[str, np.ndarray],
@@ -373,14 +375,16 @@ _UNPICKLED: LRUCache[tuple, "Kernel"] = LRUCache(256)
 
 
 def _unpickle(data: bytes, digest: str, signature: Signature, version: str, summary: str, pipeline_name: str,
-              reductions: tuple, ir_text: str, kdef: KernelDef | None, backend: str | None) -> "Kernel":
+              reductions: tuple, ir_text: str, kdef: KernelDef | None, backend: str | None,
+              source_ir: bytes | None = None) -> "Kernel":
     key = (digest, signature, version, backend)
     kernel = _UNPICKLED.get(key)
     if kernel is None:
         if hashlib.sha256(data).hexdigest() != digest:
             raise HologramError(f"a pickled kernel {signature.name!r} is corrupt: its program does not match its hash")
+        ir = None if source_ir is None else EncodedIR(source_ir, signature, f"a pickled kernel {signature.name!r}")
         compiled = Compiled.stored(decode(data), signature, version, summary, pipeline_name, reductions, kdef=kdef,
-                                   ir_text=ir_text)  # the backend verifies it when it prepares it
+                                   source_ir=ir, ir_text=ir_text)  # the backend verifies it when it prepares it
         kernel = Kernel(compiled, backend)
         _UNPICKLED.put(key, kernel)
     return kernel

@@ -42,7 +42,8 @@ class Compiled:
     compiled again at another level). From a bundle those are None: the bundle keeps the
     IR's text (`ir_text`) and its sources, which `definition()` translates when asked,
     and may hand its program over as a function that decodes, checks and verifies it:
-    that runs at the first use of `program` (at the latest the first call), once.
+    that runs at the first use of `program` (at the latest the first call), once; its
+    `source_ir` likewise, at its first use (a stream along a shape symbol).
     `result` is the namedtuple type returned when the kernel has several outputs."""
 
     _program: Program | Callable[[], Program] = attrs.field(alias="program")
@@ -54,7 +55,9 @@ class Compiled:
     kdef: KernelDef | None = None
     kir: KernelIR | None = None
     pipeline: Pipeline | None = None
-    source_ir: KernelIR | None = None
+    # the IR as the front end built it, or (from a bundle or a pickle) a function that
+    # decodes and checks its encoding at the first use of `source_ir` (streaming along a symbol)
+    _source_ir: KernelIR | Callable[[], KernelIR] | None = attrs.field(default=None, alias="source_ir")
     ir_text: str | None = None
     definition: Callable[[], KernelDef] | None = None
     # object code shipped with a trusted bundle, by backend name: what its `prepare_native` takes
@@ -74,13 +77,15 @@ class Compiled:
 
     @staticmethod
     def stored(program: Program | Callable[[], Program], signature: Signature, version: str, summary: str,
-               pipeline_name: str, reductions: tuple, *, ir_text: str | None = None, kdef: KernelDef | None = None,
+               pipeline_name: str, reductions: tuple, *, source_ir: Callable[[], KernelIR] | None = None,
+               ir_text: str | None = None, kdef: KernelDef | None = None,
                definition: Callable[[], KernelDef] | None = None,
                native: Mapping[str, tuple[Mapping[str, Any], ...]] | None = None) -> "Compiled":
         """A kernel compiled earlier, from the parts a bundle or a pickle keeps: `program`
-        may be a function that decodes, checks and verifies it at its first use."""
-        return Compiled(program, signature, version, summary, pipeline_name, reductions, kdef=kdef, ir_text=ir_text,
-                        definition=definition, native=native or {})
+        may be a function that decodes, checks and verifies it at its first use, and
+        `source_ir` one that decodes the IR's encoding at its first use."""
+        return Compiled(program, signature, version, summary, pipeline_name, reductions, kdef=kdef,
+                        source_ir=source_ir, ir_text=ir_text, definition=definition, native=native or {})
 
     @property
     def program(self) -> Program:
@@ -89,6 +94,20 @@ class Compiled:
             p = p()
             object.__setattr__(self, "_program", p)  # two threads may both decode: the same value
         return p
+
+    @property
+    def source_ir(self) -> KernelIR | None:
+        ir = self._source_ir
+        if callable(ir):
+            ir = ir()
+            object.__setattr__(self, "_source_ir", ir)
+        return ir
+
+    def encoded_source_ir(self) -> bytes | None:
+        """`source_ir`'s encoding (hologram.ir_codec), for pickling: one still encoded is not decoded."""
+        from hologram.compiler.source_ir import encoded
+
+        return encoded(self._source_ir)
 
     @binding.default
     def _binding(self) -> tuple | None:

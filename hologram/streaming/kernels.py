@@ -1,7 +1,7 @@
 """The kernels of a streaming plan, built from the kernel's own statements.
 
-`plan(kir, symbol)` sorts the hoisted, classified statements of hologram.runtime.
-stream_plan into passes (the fewest the dependencies allow, the online max-and-sum
+`plan(kir, symbol)` sorts the hoisted, classified statements of
+hologram.streaming.plan into passes (the fewest the dependencies allow, the online max-and-sum
 fused into its max's pass) and writes one `KernelIR` per step:
 
 - a pass kernel holds the row statements its outputs need and, per reduction of the

@@ -47,21 +47,16 @@ def plan_of(kernel: Kernel, symbol: str) -> tuple[Any, tuple[Kernel, ...]]:
 
 
 def source_ir(kernel: Kernel):
-    """The kernel's IR as the front end built it: kept when compiled from a document; for
-    a kernel from a bundle (or unpickled) its source, translated and analyzed again."""
+    """The kernel's IR as the front end built it: kept when compiled from a document,
+    decoded from its encoding for a kernel from a bundle or a pickle (never its source
+    translated again: the front end is not needed to stream)."""
     c = kernel._c
-    if c.source_ir is not None:
-        return c.source_ir
-    from hologram.dsl.analyze import to_ir  # the front end: only a bundle's kernel streamed along a symbol needs it
-
-    try:
-        kdef = c.source_definition()
-    except Exception as exc:
-        raise StreamError(f"stream({c.signature.name}): streaming along a shape symbol reads the kernel's IR, "
-                          f"and this kernel has no source to build it from ({exc})",
-                          hint="give inputs loop dimensions instead (stream over rows of items), which needs no "
-                               "source") from None
-    return to_ir(kdef)
+    kir = c.source_ir
+    if kir is None:
+        raise StreamError(f"stream({c.signature.name}): streaming along a shape symbol reads the kernel's IR, and "
+                          f"this kernel does not carry one",
+                          hint="give inputs loop dimensions instead (stream over rows of items), which needs no IR")
+    return kir
 
 
 def _pipeline(c: Any) -> Any:

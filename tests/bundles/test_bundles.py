@@ -233,7 +233,7 @@ def test_the_bundle_commands(tmp_path, monkeypatch, run_cli):
     code, out, _ = run_cli("bundle", "verify", "stdlib-1.0.0.hgb")
     assert code == 0 and "19 kernels verified" in out
     code, out, _ = run_cli("bundle", "inspect", "stdlib-1.0.0.hgb")
-    assert code == 0 and "stdlib 1.0.0: format 2, ISA 1" in out and "layernorm" in out
+    assert code == 0 and "stdlib 1.0.0: format 3, ISA 1" in out and "layernorm" in out
     code, out, _ = run_cli("bundle", "inspect", "stdlib-1.0.0.hgb", "--kernel", "softmax", "--emit", "asm")
     assert code == 0 and out.startswith(".program softmax")
     code, out, _ = run_cli("bundle", "inspect", "stdlib-1.0.0.hgb", "--kernel", "softmax", "--emit", "source")
@@ -273,8 +273,11 @@ def test_a_bundle_that_is_not_one_is_refused(tmp_path):
     cases = {
         "not a readable zip archive": b"hello",
         "no bundle.toml member": archive.write({k: v for k, v in members.items() if k != MANIFEST}),
-        "bundle format 3 is a newer format": archive.write(
-            {**members, MANIFEST: members[MANIFEST].replace(b"format = 2", b"format = 3")}),
+        "bundle format 4 is a newer format": archive.write(
+            {**members, MANIFEST: members[MANIFEST].replace(b"format = 3", b"format = 4")}),
+        r"bundle format 2 is not the one this hologram reads \(3\)\n  hint: rebuild .*format 3 adds each kernel's IR":
+            archive.write(
+            {**members, MANIFEST: members[MANIFEST].replace(b"format = 3", b"format = 2")}),
         "ISA version 9, newer than": archive.write(
             {**members, MANIFEST: members[MANIFEST].replace(b"isa = 1", b"isa = 9")}),
         "unknown field 'extra'": archive.write({**members, MANIFEST: members[MANIFEST] + b"extra = 1\n"}),

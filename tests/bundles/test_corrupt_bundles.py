@@ -134,7 +134,7 @@ def corrupt(data: bytes, kind: str, a: int, b: int, noise: bytes) -> bytes:
         manifest = manifest.replace('type = "f32[n]"', ['type = "f64[n]"', 'type = "f32[n, n]"',
                                                        'type = "f32[m]"', 'type = "f32"'][a % 4], 1)
     elif kind == "manifest-format":
-        manifest = manifest.replace("format = 2", f"format = {[1, 3, 4, 7, 99][b % 5]}")
+        manifest = manifest.replace("format = 3", f"format = {[1, 2, 4, 7, 99][b % 5]}")
     elif kind == "manifest-isa":
         manifest = manifest.replace("isa = 1", f"isa = {[0, 2, 99, -1][a % 4]}")
     elif kind == "swap-programs":

@@ -157,15 +157,16 @@ def test_iterables_that_disagree_or_end_early():
                   out=np.empty(10, np.float32))
 
 
-def test_a_bundles_kernel_without_its_source_streams_over_loop_dimensions_only(tmp_path):
+def test_a_kernel_without_its_ir_streams_over_loop_dimensions_only(tmp_path):
     import pickle
 
     from hologram.compiler.driver import Compiled
 
     std = hg.load_bundle("stdlib").on("interp")
     c = std.sum._c
-    bare = hg.Kernel(Compiled.stored(c.program, c.signature, c.version, c.summary, c.pipeline_name, c.reductions), "interp")
-    with pytest.raises(StreamError, match="has no source to build it from") as info:
+    bare = hg.Kernel(Compiled.stored(c.program, c.signature, c.version, c.summary, c.pipeline_name, c.reductions),
+                     "interp")
+    with pytest.raises(StreamError, match="reads the kernel's IR, and this kernel does not carry one") as info:
         hg.stream(bare, X)
     assert "loop dimensions" in info.value.hint
     out = np.empty(3, np.float32)
