@@ -28,7 +28,8 @@ import attrs
 
 from hologram.bundles import archive
 from hologram.bundles.manifest import (
-    MANIFEST, NAME, SEMVER, Entry, Manifest, NativeTarget, Port, parse, read_index, to_toml, write_index,
+    IR_INDEX, MANIFEST, NAME, SEMVER, Entry, Manifest, NativeTarget, Port, parse, read_index, to_toml, write_index,
+    write_ir_index,
 )
 from hologram.core.distribution import hologram_version
 from hologram.core.errors import BundleError, HologramError
@@ -135,9 +136,11 @@ def build(sources: Sequence[str | os.PathLike], name: str, version: str, output:
                               hint="a bundle's kernels have unique names")
         seen[k.entry.name] = k.entry.source
     native, native_members = native_section(kernels)
+    ir_index = ir_index_member(kernels)
     manifest = Manifest(name=name, version=version, isa=ISA_VERSION, hologram=built_by or hologram_version(),
-                        dsl=DSL_VERSION, opt=pipeline.name, kernels=tuple(k.entry for k in kernels), native=native)
-    members = {MANIFEST: to_toml(manifest).encode()}
+                        dsl=DSL_VERSION, opt=pipeline.name, kernels=tuple(k.entry for k in kernels), native=native,
+                        ir_index_sha256=hashlib.sha256(ir_index).hexdigest())
+    members = {MANIFEST: to_toml(manifest).encode(), IR_INDEX: ir_index}
     members.update((m, text.encode()) for m, (_, text) in documents.items())
     for k in kernels:
         members.update(k.members)
@@ -291,6 +294,12 @@ def native_section(kernels: Sequence[KernelBuild]) -> tuple[tuple[NativeTarget, 
     return tuple(targets), members
 
 
+def ir_index_member(kernels: Sequence[KernelBuild]) -> bytes:
+    """The IR index of `kernels`: each one's IR member's sha256 (manifest.IR_INDEX)."""
+    return write_ir_index({k.entry.name: hashlib.sha256(dict(k.members)[k.entry.source_ir]).hexdigest()
+                           for k in kernels})
+
+
 def _compile_as_member(kdef: KernelDef, member: str, pipeline: Pipeline) -> Compiled:
     """`kdef` compiled with its body's file named `member`: the source locations a program
     keeps for run-time errors (hologram.core.errors.Site) name the bundle's member, never
@@ -324,7 +333,7 @@ def _kernel_build(c: Compiled, member: str, text: str, o0: Pipeline) -> KernelBu
         name=name, version=c.version, summary=c.summary, source=member,
         source_sha256=hashlib.sha256(text.encode()).hexdigest(),
         program=f"programs/{name}.hbc", program_sha256=hashlib.sha256(program).hexdigest(), ir=f"ir/{name}.ir",
-        source_ir_sha256=hashlib.sha256(source_ir).hexdigest(), symbols=sig.symbols,
+        symbols=sig.symbols,
         inputs=tuple(Port(p.name, format_type(p.dtype, p.shape), p.kind) for p in sig.inputs),
         outputs=tuple(Port(p.name, format_type(p.dtype, p.shape)) for p in sig.outputs),
         reductions=tuple((kind, tuple((var, str(ext)) for var, ext in axes)) for kind, axes in c.reductions),
@@ -408,9 +417,11 @@ def _cache_store(cache: Path | None, key: str, kernels: list[KernelBuild]) -> No
     if cache is None:
         return
     native, native_members = native_section(kernels)
+    ir_index = ir_index_member(kernels)
     manifest = Manifest(name="cache", version="0.0.0", isa=ISA_VERSION, hologram=hologram_version(), dsl=DSL_VERSION,
-                        opt="-", kernels=tuple(k.entry for k in kernels), native=native)
-    members = {MANIFEST: to_toml(manifest).encode(), **native_members}
+                        opt="-", kernels=tuple(k.entry for k in kernels), native=native,
+                        ir_index_sha256=hashlib.sha256(ir_index).hexdigest())
+    members = {MANIFEST: to_toml(manifest).encode(), IR_INDEX: ir_index, **native_members}
     for k in kernels:
         members.update(k.members)
     try:

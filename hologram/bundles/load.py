@@ -16,6 +16,7 @@ The front end (lark, the analyzer) and the passes are never imported here.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -26,7 +27,8 @@ import attrs
 
 from hologram.bundles import archive
 from hologram.bundles.folds import unlisted_reduction
-from hologram.bundles.manifest import MANIFEST, NAME, SEMVER, Entry, Manifest, NativeTarget, Port, parse, read_index
+from hologram.bundles.manifest import (IR_INDEX, MANIFEST, NAME, SEMVER, Entry, Manifest, NativeTarget, Port, parse,
+                                       read_index, read_ir_index)
 from hologram.core import trace
 from hologram.core.dims import is_derived
 from hologram.core.errors import BundleError, HologramError, HologramWarning, did_you_mean
@@ -81,6 +83,7 @@ class Bundle:
     digests: dict[str, str] = attrs.field(repr=False)  # sha256 by member, checked against the bytes by RECORD
     path: str | None = None  # the file it was read from (None: bytes in memory)
     _indexes: dict[tuple[str, str], dict] = attrs.field(factory=dict, init=False, repr=False)
+    _ir_digests: dict[str, str] | None = attrs.field(default=None, init=False, repr=False)
 
     def program(self, entry: Entry) -> Program:
         """The kernel's program, decoded and verified; BundleError naming the member otherwise."""
@@ -130,21 +133,38 @@ class Bundle:
         return self._member(entry.source, entry.source_sha256, entry).decode("utf-8", "replace")
 
     def source_ir(self, entry: Entry) -> bytes:
-        """The encoding of the kernel's IR as the front end built it, its hash checked (not decoded)."""
-        return self._member(entry.source_ir, entry.source_ir_sha256, entry)
+        """The encoding of the kernel's IR as the front end built it, its hash checked
+        against the IR index (not decoded)."""
+        return self._member(entry.source_ir, self.ir_digests()[entry.name], entry, IR_INDEX)
+
+    def ir_digests(self) -> dict[str, str]:
+        """{kernel: its IR member's sha256}: the IR index, its own hash checked against the manifest."""
+        if self._ir_digests is None:
+            if IR_INDEX not in self.members:
+                raise BundleError(f"{self.where}: no {IR_INDEX} member (each kernel's IR member's sha256)")
+            if self.digests.get(IR_INDEX) != self.manifest.ir_index_sha256:
+                raise BundleError(f"{self.where}: {IR_INDEX}: its sha256 is not the one {MANIFEST} gives (the "
+                                  f"manifest disagrees with the archive)")
+            try:
+                digests = read_ir_index(self.members[IR_INDEX], tuple(e.name for e in self.manifest.kernels))
+            except BundleError as exc:
+                raise BundleError(f"{self.where}: {exc.message}") from None
+            object.__setattr__(self, "_ir_digests", digests)  # read once: the same value if two threads race
+        return self._ir_digests
 
     def ir(self, entry: Entry) -> str:
         if entry.ir not in self.members:
             raise BundleError(f"{self.where}: kernel {entry.name!r} names {entry.ir!r}, which the bundle does not hold")
         return self.members[entry.ir].decode("utf-8", "replace")
 
-    def _member(self, name: str, sha256: str, entry: Entry) -> bytes:
+    def _member(self, name: str, sha256: str, entry: Entry, listed_in: str = MANIFEST) -> bytes:
         data = self.members.get(name)
         if data is None:
             raise BundleError(f"{self.where}: kernel {entry.name!r} names {name!r}, which the bundle does not hold")
         if self.digests.get(name) != sha256:
-            raise BundleError(f"{self.where}: {name}: its sha256 is not the one {MANIFEST} gives for kernel "
-                              f"{entry.name!r} (the manifest disagrees with the archive)")
+            raise BundleError(f"{self.where}: {name}: its sha256 is not the one {listed_in} gives for kernel "
+                              f"{entry.name!r} (the {'manifest' if listed_in == MANIFEST else 'index'} disagrees "
+                              f"with the archive)")
         return data
 
 
@@ -174,7 +194,7 @@ def read_bundle(data: bytes, where: str = "<bundle>", path: str | None = None) -
         raise BundleError(f"{where}: its programs are ISA version {manifest.isa}, {newer} the versions this "
                           f"hologram runs ({', '.join(map(str, SUPPORTED_ISA_VERSIONS))})",
                           hint="install a newer hologram, or rebuild the bundle with this one")
-    described = {MANIFEST} | {m for e in manifest.kernels for m in (e.program, e.source, e.ir, e.source_ir)} | \
+    described = {MANIFEST, IR_INDEX} | {m for e in manifest.kernels for m in (e.program, e.source, e.ir, e.source_ir)} | \
         {n.index for n in manifest.native} | {n.object(k) for n in manifest.native for k in n.kernels}
     for name in sorted(members.keys() - described):
         raise BundleError(f"{where}: member {name!r} is not described by {MANIFEST}",
@@ -299,12 +319,19 @@ def _param(port: Port, kind: str, where: str) -> Param:
 
 def _type(text: str, where: str) -> tuple[DType, Shape]:
     try:
-        r = LineReader(text, 1, where, text)
-        dtype = r.dtype()
-        shape = r.dims("a shape") if r.peek() is not None else ()
-        r.end()
+        return _parse_type(text)
     except HologramError as exc:
         raise BundleError(f"{where}: type {text!r}: {exc.message}") from None
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_type(text: str) -> tuple[DType, Shape]:
+    """A port's type, `f32[n, 2*m]`, read as `.hasm` spells it. Cached by the text (a
+    pure function of it: a bundle's ports repeat a few types, and every load reads them)."""
+    r = LineReader(text, 1, "<type>", text)
+    dtype = r.dtype()
+    shape = r.dims("a shape") if r.peek() is not None else ()
+    r.end()
     return dtype, shape
 
 

@@ -22,6 +22,7 @@ from hologram.core.errors import BundleError
 # kernel's IR as the front end built it, encoded (hologram.ir_codec), for the stream planner
 FORMAT_VERSION = 3
 MANIFEST = "bundle.toml"
+IR_INDEX = "ir/index.json"  # {kernel: sha256 of its IR member}, JSON: read by the C parser, not in the TOML
 # A bundle's name and a kernel's name become member paths: letters, digits, _ . - only,
 # not starting with a dot (no hidden files, no `..`)
 NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
@@ -80,7 +81,6 @@ class Entry:
     program: str  # member holding its encoded program
     program_sha256: str
     ir: str  # member holding its IR's text form (after the passes)
-    source_ir_sha256: str  # of the member `source_ir`
     symbols: tuple[str, ...]
     inputs: tuple[Port, ...]
     outputs: tuple[Port, ...]
@@ -91,8 +91,8 @@ class Entry:
     @property
     def source_ir(self) -> str:
         """The member holding its IR as the front end built it, encoded (hologram.ir_codec):
-        named by the kernel, as native objects are, so the manifest (parsed at every load)
-        spends one line on it, its digest."""
+        named by the kernel, as native objects are, and its digest in the IR index
+        (`IR_INDEX`), so the manifest (parsed at every load) spends nothing on it per kernel."""
         return f"ir/{self.name}.json"
 
 
@@ -106,6 +106,7 @@ class Manifest:
     opt: str  # the pipeline the kernels went through
     kernels: tuple[Entry, ...]
     native: tuple[NativeTarget, ...] = ()
+    ir_index_sha256: str = ""  # of the member IR_INDEX: each kernel's IR member's sha256
     format: int = FORMAT_VERSION
 
     def kernel(self, name: str) -> Entry:
@@ -118,11 +119,11 @@ class Manifest:
 # ----------------------------------------------------------------------------- writing
 def to_toml(m: Manifest) -> str:
     out = [f"format = {m.format}", f"name = {_str(m.name)}", f"version = {_str(m.version)}", f"isa = {m.isa}",
-           f"hologram = {_str(m.hologram)}", f"dsl = {m.dsl}", f"opt = {_str(m.opt)}"]
+           f"hologram = {_str(m.hologram)}", f"dsl = {m.dsl}", f"opt = {_str(m.opt)}",
+           f"ir_index_sha256 = {_str(m.ir_index_sha256)}"]
     for k in m.kernels:
         out += ["", "[[kernels]]"]
-        for field in ("name", "version", "summary", "source", "source_sha256", "program", "program_sha256", "ir",
-                      "source_ir_sha256"):
+        for field in ("name", "version", "summary", "source", "source_sha256", "program", "program_sha256", "ir"):
             out.append(f"{field} = {_str(getattr(k, field))}")
         out.append(f"symbols = [{', '.join(map(_str, k.symbols))}]")
         out.append("inputs = " + _list([{"name": p.name, "type": p.type, "kind": p.kind} for p in k.inputs]))
@@ -139,24 +140,23 @@ def to_toml(m: Manifest) -> str:
 
 def write_index(entries: Mapping[str, tuple[str, Any]]) -> bytes:
     """A target's index: {kernel: {object_sha256, meta}}, as deterministic JSON."""
-    return json.dumps({k: {"object_sha256": sha, "meta": meta} for k, (sha, meta) in entries.items()},
-                      sort_keys=True, separators=(",", ":")).encode()
+    return _json({k: {"object_sha256": sha, "meta": meta} for k, (sha, meta) in entries.items()})
+
+
+def write_ir_index(digests: Mapping[str, str]) -> bytes:
+    """The IR index: {kernel: sha256 of its IR member}, as deterministic JSON."""
+    return _json(dict(digests))
+
+
+def _json(doc: Any) -> bytes:
+    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
 
 
 def read_index(data: bytes, target: NativeTarget) -> dict[str, tuple[str, Any]]:
     """{kernel: (object sha256, meta)} of `target`'s index, every field checked: exactly
     the kernels the manifest lists; BundleError naming the member otherwise."""
     where = target.index
-    try:
-        doc = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BundleError(f"{where}: not JSON ({exc})") from None
-    except RecursionError:
-        raise BundleError(f"{where}: nested deeper than a JSON reader follows") from None
-    _refuse_deep(doc, where)
-    if not isinstance(doc, dict) or sorted(doc) != sorted(target.kernels):
-        raise BundleError(f"{where}: expected an object with one entry per kernel {MANIFEST} lists for "
-                          f"{target.backend}/{target.target}")
+    doc = _read_json(data, where, target.kernels, f"{MANIFEST} lists for {target.backend}/{target.target}")
     out = {}
     for kernel, item in doc.items():
         if not isinstance(item, dict) or set(item) != {"object_sha256", "meta"} \
@@ -164,6 +164,30 @@ def read_index(data: bytes, target: NativeTarget) -> dict[str, tuple[str, Any]]:
             raise BundleError(f"{where}: kernel {kernel!r}: expected {{object_sha256, meta}}")
         out[kernel] = (item["object_sha256"], item["meta"])
     return out
+
+
+def read_ir_index(data: bytes, kernels: tuple[str, ...]) -> dict[str, str]:
+    """{kernel: sha256 of its IR member}: exactly the manifest's kernels, each a sha256;
+    BundleError naming the member otherwise."""
+    doc = _read_json(data, IR_INDEX, kernels, f"{MANIFEST} lists")
+    for kernel, digest in doc.items():
+        if not isinstance(digest, str) or not SHA256.match(digest):
+            raise BundleError(f"{IR_INDEX}: kernel {kernel!r}: expected a sha256 (64 hex digits)")
+    return doc
+
+
+def _read_json(data: bytes, where: str, kernels: tuple[str, ...], listed: str) -> dict[str, Any]:
+    """An index member: a JSON object with exactly one entry per kernel of `kernels`."""
+    try:
+        doc = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BundleError(f"{where}: not JSON ({exc})") from None
+    except RecursionError:
+        raise BundleError(f"{where}: nested deeper than a JSON reader follows") from None
+    _refuse_deep(doc, where)
+    if not isinstance(doc, dict) or sorted(doc) != sorted(kernels):
+        raise BundleError(f"{where}: expected an object with one entry per kernel {listed}")
+    return doc
 
 
 def _str(s: str) -> str:
@@ -228,7 +252,7 @@ def parse(data: bytes) -> Manifest:
         raise BundleError(f"{MANIFEST}: native code for {'/'.join(dup_target)} is listed twice")
     m = Manifest(name=top.str("name", NAME), version=top.str("version", SEMVER), isa=top.int("isa"),
                  hologram=top.str("hologram"), dsl=top.int("dsl"), opt=top.str("opt"), kernels=kernels,
-                 native=native, format=fmt)
+                 native=native, ir_index_sha256=top.str("ir_index_sha256", SHA256), format=fmt)
     top.done()
     return m
 
@@ -238,7 +262,6 @@ def _entry(f: "_Fields") -> Entry:
         name=f.str("name", NAME), version=f.str("version"), summary=f.str("summary"),
         source=f.str("source"), source_sha256=f.str("source_sha256", SHA256),
         program=f.str("program"), program_sha256=f.str("program_sha256", SHA256), ir=f.str("ir"),
-        source_ir_sha256=f.str("source_ir_sha256", SHA256),
         symbols=tuple(f.list("symbols", str)),
         inputs=tuple(_port(_Fields(p, f"{f.where}.inputs[{i}]"), True) for i, p in enumerate(f.list("inputs", dict))),
         outputs=tuple(_port(_Fields(p, f"{f.where}.outputs[{i}]"), False)

@@ -20,7 +20,7 @@ import hologram as hg
 from hologram.bundles import archive
 from hologram.bundles.build import build
 from hologram.bundles.load import library, load_bundle, open_bundle
-from hologram.bundles.manifest import MANIFEST
+from hologram.bundles.manifest import IR_INDEX, MANIFEST
 from hologram.core.errors import BundleError, HologramError
 
 DOCUMENT = '''
@@ -120,25 +120,50 @@ def test_loading_and_calling_never_decode_the_ir_and_streaming_never_imports_the
 # ----------------------------------------------------------------------- damage
 def rewritten(intact: Path, out: Path, kernel: str, data: bytes, rehash: bool = True) -> Path:
     """`intact` with `kernel`'s IR member replaced by `data`, the hashes made to agree
-    (RECORD always; the manifest's when `rehash`)."""
+    (RECORD always; the IR index's, and the manifest's of the index, when `rehash`)."""
     members = archive.read(intact.read_bytes())
     member = f"ir/{kernel}.json"
     assert member in members
     members[member] = data
-    text = members[MANIFEST].decode()
     if rehash:
-        start = text.index(f'name = "{kernel}"')
-        text = text[:start] + re.sub(r'(source_ir_sha256 = )"[0-9a-f]+"', rf'\1"{hashlib.sha256(data).hexdigest()}"',
-                                     text[start:], count=1)
-    members[MANIFEST] = text.encode()
+        index = json.loads(members[IR_INDEX])
+        index[kernel] = hashlib.sha256(data).hexdigest()
+        members[IR_INDEX] = json.dumps(index, sort_keys=True, separators=(",", ":")).encode()
+        members[MANIFEST] = re.sub(r'(ir_index_sha256 = )"[0-9a-f]+"',
+                                   rf'\1"{hashlib.sha256(members[IR_INDEX]).hexdigest()}"',
+                                   members[MANIFEST].decode(), count=1).encode()
     out.write_bytes(archive.write(members))
     return out
 
 
-def test_an_ir_member_the_manifest_disagrees_with_is_refused_at_load(intact, tmp_path):
+def test_an_ir_member_the_index_disagrees_with_is_refused_at_load(intact, tmp_path):
     path = rewritten(intact, tmp_path / "k.hgb", "softmax", b"{}", rehash=False)
-    with pytest.raises(BundleError, match=r"ir/softmax.json: its sha256 is not the one bundle.toml gives"):
+    with pytest.raises(BundleError, match=r"ir/softmax.json: its sha256 is not the one ir/index.json gives"):
         load_bundle(path)
+
+
+@pytest.mark.parametrize("index, message", [
+    (b"[]", "expected an object with one entry per kernel"),
+    (b'{"softmax": "00"}', "expected an object with one entry per kernel"),
+    (b"\xff", "not JSON"),
+])
+def test_a_damaged_ir_index_is_refused_at_load(intact, tmp_path, index, message):
+    members = archive.read(intact.read_bytes())
+    members[IR_INDEX] = index
+    members[MANIFEST] = re.sub(r'(ir_index_sha256 = )"[0-9a-f]+"', rf'\1"{hashlib.sha256(index).hexdigest()}"',
+                               members[MANIFEST].decode(), count=1).encode()
+    (tmp_path / "k.hgb").write_bytes(archive.write(members))
+    with pytest.raises(BundleError, match=rf"ir/index.json: {message}"):
+        load_bundle(tmp_path / "k.hgb")
+
+
+def test_an_ir_index_the_manifest_disagrees_with_is_refused_at_load(intact, tmp_path):
+    members = archive.read(intact.read_bytes())
+    index = json.loads(members[IR_INDEX])
+    members[IR_INDEX] = json.dumps(index, indent=1).encode()  # the same digests, other bytes
+    (tmp_path / "k.hgb").write_bytes(archive.write(members))
+    with pytest.raises(BundleError, match=r"ir/index.json: its sha256 is not the one bundle.toml gives"):
+        load_bundle(tmp_path / "k.hgb")
 
 
 @pytest.mark.parametrize("damage, message", [

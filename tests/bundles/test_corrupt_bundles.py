@@ -169,7 +169,7 @@ def corrupt(data: bytes, kind: str, a: int, b: int, noise: bytes) -> bytes:
     elif kind == "native-other-cpu":  # objects that claim to need a feature no CPU has: never loaded
         manifest = manifest.replace('features = [', 'features = ["a-feature-no-cpu-has", ')
     elif kind in ("native-index", "native-index-lies"):  # a target's index altered (RECORD rebuilt)
-        index = next((k for k in names if k.endswith("/index.json")), None)
+        index = next((k for k in names if k.startswith("native/") and k.endswith("/index.json")), None)
         if index is not None:
             import hashlib
 
@@ -178,7 +178,7 @@ def corrupt(data: bytes, kind: str, a: int, b: int, noise: bytes) -> bytes:
                 members[index] = body.replace('"meta":', '"meta" :', 1).encode()
             else:  # an object's digest that lies, the manifest made to agree with the index
                 members[index] = re.sub(r'"object_sha256":"[0-9a-f]{4}', '"object_sha256":"0000', body, 1).encode()
-                manifest = re.sub(r'index_sha256 = "[0-9a-f]+"',
+                manifest = re.sub(r'(?m)^index_sha256 = "[0-9a-f]+"',
                                   f'index_sha256 = "{hashlib.sha256(members[index]).hexdigest()}"', manifest)
     members[MANIFEST] = manifest.encode()
     return archive.write(members)

@@ -91,7 +91,7 @@ def reshipped(bundle: Path, out: Path, damage) -> Path:
     table = json.loads(members[index])
     table["softmax"]["object_sha256"] = hashlib.sha256(members[member]).hexdigest()
     members[index] = json.dumps(table, sort_keys=True, separators=(",", ":")).encode()
-    members[MANIFEST] = re.sub(rb'index_sha256 = "[0-9a-f]+"',
+    members[MANIFEST] = re.sub(rb'(?m)^index_sha256 = "[0-9a-f]+"',
                                f'index_sha256 = "{hashlib.sha256(members[index]).hexdigest()}"'.encode(),
                                members[MANIFEST])
     out.write_bytes(archive.write(members))
