@@ -34,9 +34,9 @@ from hypothesis import HealthCheck, given, settings
 
 import hologram
 from hologram.bundles.load import resolve
+from hologram.bundles.shipping import bundle_ref
 from hologram.core.errors import ArgumentError, CompileError, DocumentError, ExecutionError, HologramError, PluginError
 from hologram.isa.asm import format_program, parse_program
-from hologram.bundles.shipping import bundle_ref
 from hologram.registry import plugins
 from hologram.testing import kernels
 from hologram.verify.verifier import verify

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 import hologram as hg
-from hologram.core.errors import ArgumentError, DocumentError
-from hologram.passes import manager
 from hologram.compile_api import compile as compile_module
 from hologram.compiler import driver
+from hologram.core.errors import ArgumentError, DocumentError
+from hologram.passes import manager
 
 BACKENDS = ("interp", "cpu_llvm")
 pytestmark = pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")

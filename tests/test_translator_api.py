@@ -12,9 +12,9 @@ import sys
 import numpy as np
 import pytest
 
-import hologram.translator as api
 from hologram.core.errors import ArgumentError, CompileError
 from hologram.dsl.translators import parse_toml
+import hologram.translator as api
 
 DOC = '''[kernel]
 name = "scale"

@@ -31,6 +31,8 @@ from hologram.bundles.manifest import (
     IR_INDEX, MANIFEST, NAME, SEMVER, Entry, Manifest, NativeTarget, Port, parse, read_index, to_toml, write_index,
     write_ir_index,
 )
+from hologram.compile_api.compile import MAX_DOCUMENT_BYTES, translate
+from hologram.compiler.driver import Compiled, compile_kdef
 from hologram.core.distribution import hologram_version
 from hologram.core.errors import BundleError, HologramError
 from hologram.core.files import cache_root, read_regular_file, read_text_file
@@ -41,8 +43,6 @@ from hologram.isa.encoding import SUPPORTED_ISA_VERSIONS, encode
 from hologram.isa.program import ISA_VERSION
 from hologram.passes.manager import Pipeline
 from hologram.passes.stats import instruction_count, measure
-from hologram.compile_api.compile import MAX_DOCUMENT_BYTES, translate
-from hologram.compiler.driver import Compiled, compile_kdef
 from hologram.registry.lookups import get_backend, list_backends, translator_for_path, translators
 from hologram.registry.pipelines import resolve
 from hologram.registry.plugins import registry

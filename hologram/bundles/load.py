@@ -29,6 +29,10 @@ from hologram.bundles import archive
 from hologram.bundles.folds import unlisted_reduction
 from hologram.bundles.manifest import (IR_INDEX, MANIFEST, NAME, SEMVER, Entry, Manifest, NativeTarget, Port, parse,
                                        read_index, read_ir_index)
+from hologram.call.kernel import Kernel, Library
+from hologram.compiler.driver import Compiled
+from hologram.compiler.signature import Param, Signature
+from hologram.compiler.source_ir import EncodedIR
 from hologram.core import trace
 from hologram.core.dims import is_derived
 from hologram.core.errors import BundleError, HologramError, HologramWarning, did_you_mean
@@ -37,10 +41,6 @@ from hologram.core.types import Affine, DType, Shape
 from hologram.isa.asm_lexer import LineReader
 from hologram.isa.encoding import SUPPORTED_ISA_VERSIONS, decode
 from hologram.isa.program import BufferParam, Program, ScalarParam
-from hologram.compiler.signature import Param, Signature
-from hologram.compiler.driver import Compiled
-from hologram.compiler.source_ir import EncodedIR
-from hologram.call.kernel import Kernel, Library
 from hologram.registry.lookups import bundles as registered_bundles, get_backend, translator_for_path
 from hologram.verify.verifier import verify
 
@@ -194,7 +194,8 @@ def read_bundle(data: bytes, where: str = "<bundle>", path: str | None = None) -
         raise BundleError(f"{where}: its programs are ISA version {manifest.isa}, {newer} the versions this "
                           f"hologram runs ({', '.join(map(str, SUPPORTED_ISA_VERSIONS))})",
                           hint="install a newer hologram, or rebuild the bundle with this one")
-    described = {MANIFEST, IR_INDEX} | {m for e in manifest.kernels for m in (e.program, e.source, e.ir, e.source_ir)} | \
+    described = {MANIFEST, IR_INDEX} | \
+        {m for e in manifest.kernels for m in (e.program, e.source, e.ir, e.source_ir)} | \
         {n.index for n in manifest.native} | {n.object(k) for n in manifest.native for k in n.kernels}
     for name in sorted(members.keys() - described):
         raise BundleError(f"{where}: member {name!r} is not described by {MANIFEST}",

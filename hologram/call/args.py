@@ -22,9 +22,9 @@ import attrs
 import numpy as np
 
 from hologram.backend.binding import SYMBOL_MAX, SYMBOL_RANGE, complete_symbols, describe_bytes, plain_array
-from hologram.core.errors import ArgumentError, EmptyReductionError, did_you_mean, shorten
 from hologram.call.mapping import may_share
 from hologram.compiler.signature import Param, Signature
+from hologram.core.errors import ArgumentError, EmptyReductionError, did_you_mean, shorten
 from hologram.core.types import Affine, DType
 
 CAST_HINT = "pass cast=True to convert it (one explicit copy)"

@@ -25,11 +25,11 @@ import attrs
 import numpy as np
 
 from hologram.backend.binding import exact_arguments
-from hologram.core.types import DType
-from hologram.isa.program import BufferParam, Program, ScalarParam
-from hologram.compiler.signature import Signature
 from hologram.call.args import unalias
 from hologram.call.mapping import mmap_behind
+from hologram.compiler.signature import Signature
+from hologram.core.types import DType
+from hologram.isa.program import BufferParam, Program, ScalarParam
 
 MISS = object()  # what a fast call returns when the full path must decide
 

@@ -19,20 +19,21 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from hologram.backend.base import Backend
+from hologram.call.args import (allocate_outputs, bind_arguments, bind_direct, bind_symbols, check_array, check_out,
+                                check_reductions, complete_symbols, concrete_shape, convert_scalar, unalias)
+from hologram.call.fastcall import MISS, Hit, make_fast, plain_run, program_order
+from hologram.call.loops import LoopCall, core_views, loop_call, output_shapes
+from hologram.compiler.driver import Compiled, compile_kdef
+from hologram.compiler.signature import Signature
+from hologram.compiler.source_ir import EncodedIR
 from hologram.core import forks, trace
 from hologram.core.errors import ArgumentError, HologramError, KernelNotFoundError, did_you_mean, in_words, meant
 from hologram.core.lru import LRUCache
 from hologram.core.types import Affine
 from hologram.isa.encoding import decode, encode
 from hologram.isa.program import BufferParam, Program
-from hologram.compiler.signature import Signature
-from hologram.call.args import allocate_outputs, bind_arguments, bind_direct, bind_symbols, check_array, check_out, check_reductions, complete_symbols, concrete_shape, convert_scalar, unalias
-from hologram.backend.base import Backend
-from hologram.compiler.driver import Compiled, compile_kdef
-from hologram.compiler.source_ir import EncodedIR
-from hologram.call.fastcall import MISS, Hit, make_fast, plain_run, program_order
 from hologram.registry.lookups import get_backend
-from hologram.call.loops import LoopCall, core_views, loop_call, output_shapes
 
 if TYPE_CHECKING:  # the compiler's values: a kernel from a bundle runs without them
     from hologram.dsl.document import KernelDef

@@ -22,9 +22,9 @@ from typing import Any, Mapping, Sequence
 import attrs
 import numpy as np
 
-from hologram.core.errors import ArgumentError
-from hologram.compiler.signature import Param, Signature
 from hologram.call.args import check_array
+from hologram.compiler.signature import Param, Signature
+from hologram.core.errors import ArgumentError
 
 
 @attrs.frozen

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
+from hologram.call.fastcall import MISS, Hit, make_fast, program_order
 from hologram.core import trace
 from hologram.core.lru import LRUCache
 from hologram.isa.encoding import program_hash
 from hologram.isa.program import Program
-from hologram.call.fastcall import MISS, Hit, make_fast, program_order
 
 # program sha256 -> (bytes read, bytes written, exact) as formulas in the shape symbols
 _TRAFFIC: LRUCache[str, tuple[Any, Any, bool]] = LRUCache(64)

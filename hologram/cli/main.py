@@ -28,6 +28,8 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from hologram import __version__
+from hologram.call.args import bind_symbols, check_array, concrete_shape
+from hologram.call.kernel import EMITTERS, Kernel, Library, backend_forms, form_choices
 from hologram.cli.bench import add_bench
 from hologram.cli.bundle import add_bundle
 from hologram.cli.conformance import add_conformance
@@ -35,16 +37,14 @@ from hologram.cli.difftest import add_difftest
 from hologram.cli.fuzz import add_fuzz
 from hologram.cli.options import UsageError, add_opt, count_of, pipeline_of, rich_console
 from hologram.cli.profile import caller_thread, record, render, summarize
+from hologram.compile_api.compile import compile_file_all
+from hologram.compiler.signature import Param
 from hologram.core.errors import ArgumentError, HologramError, HologramWarning, PluginError, did_you_mean
 from hologram.core.types import DType
 from hologram.ir import format_kernel
 from hologram.passes import manager
 from hologram.passes.manager import Pipeline
 from hologram.registry import pipelines
-from hologram.compiler.signature import Param
-from hologram.call.args import bind_symbols, check_array, concrete_shape
-from hologram.compile_api.compile import compile_file_all
-from hologram.call.kernel import EMITTERS, Kernel, Library, backend_forms, form_choices
 from hologram.registry.lookups import backends, get_backend, list_backends
 from hologram.registry.plugins import PluginWarning, plugin_manager, plugin_report
 

@@ -22,6 +22,8 @@ import os
 from types import MappingProxyType
 from typing import Sequence
 
+from hologram.call.kernel import Kernel, Library, forget_unpickled
+from hologram.compiler.driver import Compiled, compile_kdef, compile_program
 from hologram.core import trace
 from hologram.core.errors import ArgumentError, DocumentError, HologramError, PluginError
 from hologram.core.files import read_text_file
@@ -30,8 +32,6 @@ from hologram.dsl.document import KernelDef
 from hologram.passes import manager
 from hologram.passes.manager import Pipeline
 from hologram.registry import pipelines
-from hologram.compiler.driver import Compiled, compile_kdef, compile_program
-from hologram.call.kernel import Kernel, Library, forget_unpickled
 from hologram.registry.lookups import backends, body_keys, find_translator, get_backend, translator_for_path
 
 __all__ = ["compile", "compile_file", "compile_all", "compile_file_all", "clear_cache"]

@@ -24,11 +24,11 @@ import inspect
 import linecache
 from typing import Any, Callable, Mapping, Sequence
 
+from hologram.call.kernel import Kernel
+from hologram.compile_api.compile import compile_definition, decorated
 from hologram.core.errors import DocumentError, PluginError
 from hologram.core.hookspecs import Translator
 from hologram.dsl.document import KernelDef
-from hologram.compile_api.compile import compile_definition, decorated
-from hologram.call.kernel import Kernel
 from hologram.registry.lookups import find_translator
 
 FORMAT = "python"

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import attrs
 
+from hologram.compiler.signature import Signature, direct_binding, identityless_reductions
 from hologram.core import trace
 from hologram.core.errors import CompileError
 from hologram.isa.program import Program
-from hologram.compiler.signature import Signature, direct_binding, identityless_reductions
 
 if TYPE_CHECKING:  # the compiler's values: a kernel loaded from a bundle never imports them
     from hologram.dsl.document import KernelDef

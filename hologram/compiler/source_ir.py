@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-from hologram.core.errors import HologramError
 from hologram.compiler.signature import Signature
+from hologram.core.errors import HologramError
 
 if TYPE_CHECKING:
     from hologram.ir import KernelIR

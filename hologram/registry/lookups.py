@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Iterable, Mapping
 
+from hologram.backend.base import Backend
 from hologram.core.errors import PluginError, did_you_mean
 from hologram.core.hookspecs import BodyKey, BundleRef, Translator
-from hologram.backend.base import Backend
 from hologram.registry.plugins import normalize_extension, registry
 
 if TYPE_CHECKING:

@@ -11,10 +11,10 @@ from typing import Any, Iterable, Mapping, Sequence
 import attrs
 import numpy as np
 
-from hologram.core.errors import ArgumentError, StreamError
-from hologram.compiler.signature import Param
 from hologram.call.args import cast_array, complete_symbols, plain_array
 from hologram.call.mapping import Extent, extent
+from hologram.compiler.signature import Param
+from hologram.core.errors import ArgumentError, StreamError
 from hologram.streaming.io import ALIGN, pool_size
 
 DEFAULT_POOL_BYTES = 64 << 20

@@ -41,8 +41,8 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from hologram.core.errors import ArgumentError, StreamError
 from hologram.call.mapping import Extent, Mapped, extent, file_size, mapped, mmap_behind, open_file
+from hologram.core.errors import ArgumentError, StreamError
 
 ALIGN = 64  # bytes: each pool buffer starts on a cache line
 

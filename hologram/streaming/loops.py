@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from hologram.core.errors import ArgumentError
 from hologram.call.args import bind_symbols, check_array, check_reductions, complete_symbols, concrete_shape, convert_scalar
 from hologram.call.kernel import Kernel
 from hologram.call.loops import Core
+from hologram.core.errors import ArgumentError
 from hologram.streaming.args import Arg, chunk_array, chunk_rows, loop_rank, refuse_overlaps, temp_bytes
 from hologram.streaming.io import IterSource, Pool, Sink, Source, pool_size, run_chunks, sink_for, source_for
 

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from hologram.core.errors import ArgumentError
 from hologram.call.args import bind_arguments
 from hologram.call.kernel import Kernel
+from hologram.core.errors import ArgumentError
 from hologram.streaming.args import DEFAULT_POOL_BYTES, classify, loop_rank
 from hologram.streaming.args import pool_bytes as pool_bytes_of
 

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 import hologram
+from hologram.compiler import driver
 from hologram.core.errors import CompileError, PluginError, VerifyError
 from hologram.core.lru import LRUCache
 from hologram.dsl.analyze import to_ir
 from hologram.lower.stages import lower
 from hologram.passes import Pass, manager
 from hologram.passes.manager import Pipeline
-from hologram.compiler import driver
 from hologram.registry import pipelines
 from hologram.registry import plugins
 

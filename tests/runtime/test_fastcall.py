@@ -14,11 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hologram as hg
+from hologram.call import kernel as kernel_module
+from hologram.call.kernel import Kernel
 from hologram.core.errors import ArgumentError, ExecutionError, HologramError
 from hologram.core.types import Affine
 from hologram.isa.program import BufferParam, ScalarParam
-from hologram.call import kernel as kernel_module
-from hologram.call.kernel import Kernel
 
 from dsl_helpers import TWO_KERNELS
 

@@ -21,11 +21,11 @@ import numpy as np
 import pytest
 
 import hologram as hg
+from hologram.call.args import bind_symbols
+from hologram.compiler.signature import Param
 from hologram.core.errors import ArgumentError
 from hologram.core.types import Affine, DType
 from hologram.isa.asm import parse_program
-from hologram.compiler.signature import Param
-from hologram.call.args import bind_symbols
 from hologram.registry.lookups import get_backend
 from hologram.verify.intervals import SYMBOL_MAX
 

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 import hologram
+from hologram.backend import Backend
 from hologram.core.errors import PluginError
 from hologram.core.hookspecs import BundleRef, Translator
 from hologram.passes import Pass
-from hologram.backend import Backend
 from hologram.registry import lookups
 from hologram.registry import plugins
 from hologram.registry.plugins import HologramPluginManager, PluginWarning, Selection

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 import hologram as hg
+from hologram.call import args as A
 from hologram.core.errors import (ArgumentError, DocumentError, EmptyReductionError, HologramError, KernelNotFoundError,
                                   PluginError)
 from hologram.core.types import Affine, DType
-from hologram.call import args as A
 
 
 pytestmark = pytest.mark.usefixtures("fresh_plugins")

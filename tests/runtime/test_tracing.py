@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 
 import hologram
+from hologram.call.kernel import Kernel
 from hologram.core import trace
 from hologram.core.errors import HologramError
 from hologram.isa.encoding import program_hash
-from hologram.call.kernel import Kernel
 from hologram.testing import check_case, kernels as generated_kernels
 
 from repo_paths import KERNELS, ROOT

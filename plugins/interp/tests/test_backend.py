@@ -12,11 +12,11 @@ import pluggy
 import pytest
 
 import hologram_interp
+from hologram.backend import Backend
 from hologram.core import hookspecs
 from hologram.core.errors import ArgumentError, VerifyError
 from hologram.core.types import DType
 from hologram.isa.asm import parse_program
-from hologram.backend import Backend
 from hologram_interp import InterpBackend, backend as backend_module
 
 SAXPY = """

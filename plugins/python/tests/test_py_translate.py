@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from hologram.compiler.driver import compile_kdef
 from hologram.core.errors import CompileError, DocumentError
 from hologram.core.types import DType
-from hologram.compiler.driver import compile_kdef
 from hologram.registry.pipelines import resolve
 from hologram_python.module import has_kernels, literal
 from hologram_python.translate import translate_module

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 
 import hologram
+from hologram.testing import check_case
 from hologram_sigil import compile_circuit
 from hologram_sigil.cases import buffers, circuits, difftest_cases, expected
 from hologram_sigil.circuit import format_circuit
-from hologram.testing import check_case
 
 NARROW = 16
 
