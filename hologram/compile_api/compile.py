@@ -37,7 +37,7 @@ from hologram.registry.lookups import backends, body_keys, find_translator, get_
 __all__ = ["compile", "compile_file", "compile_all", "compile_file_all", "clear_cache"]
 
 CACHE_SIZE = 256  # documents kept
-TRANSLATIONS = 64  # @hologram.kernel functions translated with their decorator's arguments (runtime.decorator)
+TRANSLATIONS = 64  # @hologram.kernel functions translated with their decorator's arguments (compile_api.decorator)
 MAX_DOCUMENT_BYTES = 16 << 20  # compile_file refuses a bigger file (the largest in this repository: 2 KB)
 
 

@@ -113,7 +113,7 @@ class _Steps:
 
     def online_partner(self, i: int) -> int | None:
         """The max statement whose pass the sum `i` can share (module docstring of
-        stream_plan): `s = sum(exp(v - m))` after `m = max(v)`, same axes and targets,
+        streaming.plan): `s = sum(exp(v - m))` after `m = max(v)`, same axes and targets,
         seen through the row temporaries they read (softmax's `e = exp(x - m)`). The
         sum's body, so expanded, is what its pass computes (`self.expanded`)."""
         st = self.body[i]

@@ -1,6 +1,6 @@
 """How a kernel streams along one shape symbol: its IR read, sorted into passes over the data.
 
-`stream_kernels.plan(kir, symbol)` takes a kernel's IR as the front end built it and the symbol `S` to
+`streaming.kernels.plan(kir, symbol)` takes a kernel's IR as the front end built it and the symbol `S` to
 stream along (the leading dimension of its big inputs) and returns a `Plan`: the
 kernels to run, in order, each a `KernelIR` made from the kernel's own statements
 (hologram.streaming.kernels builds them):
