@@ -82,8 +82,7 @@ class Bundle:
     members: dict[str, bytes] = attrs.field(repr=False)
     digests: dict[str, str] = attrs.field(repr=False)  # sha256 by member, checked against the bytes by RECORD
     path: str | None = None  # the file it was read from (None: bytes in memory)
-    _indexes: dict[tuple[str, str], dict] = attrs.field(factory=dict, init=False, repr=False)
-    _ir_digests: dict[str, str] | None = attrs.field(default=None, init=False, repr=False)
+    _indexes: dict[str, dict] = attrs.field(factory=dict, init=False, repr=False)  # index members read, by name
 
     def program(self, entry: Entry) -> Program:
         """The kernel's program, decoded and verified; BundleError naming the member otherwise."""
@@ -107,21 +106,29 @@ class Bundle:
     def native_index(self, target: NativeTarget) -> dict[str, tuple[str, object]]:
         """{kernel: (object sha256, meta)} of `target`, its index and every object it
         names checked against the archive; BundleError naming the member otherwise."""
-        key = (target.backend, target.target)
-        if key not in self._indexes:
-            if self.digests.get(target.index) != target.index_sha256:
-                raise BundleError(f"{self.where}: {target.index}: its sha256 is not the one {MANIFEST} gives (the "
-                                  f"manifest disagrees with the archive)")
-            try:
-                index = read_index(self.members[target.index], target)
-            except BundleError as exc:
-                raise BundleError(f"{self.where}: {exc.message}") from None
+        def read(data: bytes) -> dict[str, tuple[str, object]]:
+            index = read_index(data, target)
             for kernel, (sha256, _) in index.items():
                 if self.digests.get(target.object(kernel)) != sha256:
-                    raise BundleError(f"{self.where}: {target.object(kernel)}: its sha256 is not the one "
-                                      f"{target.index} gives (the index disagrees with the archive)")
-            self._indexes[key] = index
-        return self._indexes[key]
+                    raise BundleError(f"{target.object(kernel)}: its sha256 is not the one {target.index} gives (the "
+                                      f"index disagrees with the archive)")
+            return index
+        return self._index(target.index, target.index_sha256, read)
+
+    def _index(self, member: str, sha256: str, read: Callable[[bytes], dict]) -> dict:
+        """An index member (machine data in JSON, outside `bundle.toml`), its hash checked
+        against the manifest's, read by `read` once; BundleError naming it otherwise."""
+        if member not in self._indexes:
+            if member not in self.members:
+                raise BundleError(f"{self.where}: no {member} member, which {MANIFEST} names")
+            if self.digests.get(member) != sha256:
+                raise BundleError(f"{self.where}: {member}: its sha256 is not the one {MANIFEST} gives (the "
+                                  f"manifest disagrees with the archive)")
+            try:
+                self._indexes[member] = read(self.members[member])
+            except BundleError as exc:
+                raise BundleError(f"{self.where}: {exc.message}") from None
+        return self._indexes[member]
 
     def native_code(self, target: NativeTarget, kernel: str) -> dict:
         """What a backend's `prepare_native` takes for `kernel`'s object for `target`."""
@@ -139,18 +146,8 @@ class Bundle:
 
     def ir_digests(self) -> dict[str, str]:
         """{kernel: its IR member's sha256}: the IR index, its own hash checked against the manifest."""
-        if self._ir_digests is None:
-            if IR_INDEX not in self.members:
-                raise BundleError(f"{self.where}: no {IR_INDEX} member (each kernel's IR member's sha256)")
-            if self.digests.get(IR_INDEX) != self.manifest.ir_index_sha256:
-                raise BundleError(f"{self.where}: {IR_INDEX}: its sha256 is not the one {MANIFEST} gives (the "
-                                  f"manifest disagrees with the archive)")
-            try:
-                digests = read_ir_index(self.members[IR_INDEX], tuple(e.name for e in self.manifest.kernels))
-            except BundleError as exc:
-                raise BundleError(f"{self.where}: {exc.message}") from None
-            object.__setattr__(self, "_ir_digests", digests)  # read once: the same value if two threads race
-        return self._ir_digests
+        names = tuple(e.name for e in self.manifest.kernels)
+        return self._index(IR_INDEX, self.manifest.ir_index_sha256, lambda data: read_ir_index(data, names))
 
     def ir(self, entry: Entry) -> str:
         if entry.ir not in self.members:

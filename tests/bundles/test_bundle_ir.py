@@ -157,6 +157,14 @@ def test_a_damaged_ir_index_is_refused_at_load(intact, tmp_path, index, message)
         load_bundle(tmp_path / "k.hgb")
 
 
+def test_a_bundle_without_its_ir_index_is_refused_at_load(intact, tmp_path):
+    members = archive.read(intact.read_bytes())
+    del members[IR_INDEX]
+    (tmp_path / "k.hgb").write_bytes(archive.write(members))
+    with pytest.raises(BundleError, match=r"no ir/index.json member, which bundle.toml names"):
+        load_bundle(tmp_path / "k.hgb")
+
+
 def test_an_ir_index_the_manifest_disagrees_with_is_refused_at_load(intact, tmp_path):
     members = archive.read(intact.read_bytes())
     index = json.loads(members[IR_INDEX])
