@@ -1,0 +1,80 @@
+"""One wgpu device per process, made at the first `prepare` (about a second on the
+software Vulkan driver), and the compute pipelines made from a program's shaders."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import attrs
+
+__all__ = ["Gpu", "gpu", "unavailable_reason", "make_pipelines"]
+
+
+@attrs.frozen
+class Gpu:
+    """The device and what the backend needs of its adapter."""
+
+    device: Any
+    adapter_name: str
+    max_binding_bytes: int
+    max_groups: int  # workgroups per dispatch axis
+
+
+_lock = threading.Lock()
+_gpu: Gpu | None = None
+_failure: str | None = None
+
+
+def _open() -> Gpu:
+    import wgpu  # the one import of wgpu-native: made only when the backend is first used
+
+    adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    if adapter is None:
+        raise RuntimeError("wgpu found no adapter (install a Vulkan, Metal or DX12 driver; on Linux without a GPU: "
+                           "apt-get install mesa-vulkan-drivers libvulkan1)")
+    limits = adapter.limits
+    wanted = {name: limits[name] for name in ("max-storage-buffer-binding-size", "max-buffer-size",
+                                              "max-compute-workgroups-per-dimension",
+                                              "max-compute-workgroup-storage-size",
+                                              "max-compute-invocations-per-workgroup",
+                                              "max-compute-workgroup-size-x", "max-compute-workgroup-size-y",
+                                              "max-compute-workgroup-size-z", "max-storage-buffers-per-shader-stage")}
+    device = adapter.request_device_sync(required_limits=wanted)
+    return Gpu(device, str(adapter.info.get("device", "?")),
+               min(wanted["max-storage-buffer-binding-size"], wanted["max-buffer-size"]),
+               wanted["max-compute-workgroups-per-dimension"])
+
+
+def gpu() -> Gpu:
+    """The process's device, opened once; a RuntimeError saying why there is none."""
+    global _gpu, _failure
+    with _lock:
+        if _gpu is None and _failure is None:
+            try:
+                _gpu = _open()
+            except Exception as exc:  # no wgpu, no driver, no adapter: remembered, said by available()
+                _failure = f"{type(exc).__name__}: {exc}"
+        if _gpu is None:
+            raise RuntimeError(f"wgpu: no device: {_failure}")
+        return _gpu
+
+
+def unavailable_reason() -> str | None:
+    """Why the backend cannot run here (None when it can); opens the device to find out."""
+    try:
+        gpu()
+    except RuntimeError as exc:
+        return str(exc)
+    return None
+
+
+def make_pipelines(codes: tuple[str, ...]) -> tuple[Any, ...]:
+    """A compute pipeline per shader text (naga validates each: a rejected shader is a
+    bug of the code generator, raised as the error wgpu gives)."""
+    device = gpu().device
+    out = []
+    for code in codes:
+        module = device.create_shader_module(code=code)
+        out.append(device.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": "main"}))
+    return tuple(out)

@@ -1,0 +1,421 @@
+"""Atlas ISA stages as WGSL compute shaders (docs/gpu.md, "wgpu").
+
+A stage is one compute dispatch; a block is a workgroup (`@workgroup_size` is the stage's
+block); a lane is an invocation. Each workgroup loops over the blocks it owns (a grid
+axis may have more blocks than a dispatch may name), and a lane outside the domain (a
+partial block) takes part in the block's barriers but runs nothing. Registers are
+`var<private>`s, reset at the start of every block (every register is zero when a lane
+starts); 64-bit integers are `vec2<u32>` (wgsl_lib). Straight-line code is emitted as
+it is; any other body is a `loop` over a `switch` on the basic block to run next (`pc`),
+the general form of a control-flow graph. A `BarSync` ends a basic block: the lane stops
+there, and the workgroup passes a barrier in uniform control flow (`workgroupUniformLoad`
+of "is any lane still running") before every lane resumes, so a barrier inside a loop
+works too. Shared arrays are `var<workgroup>` arrays, zeroed by the block's lanes (the
+software Vulkan driver does not zero workgroup memory) before a barrier.
+
+A failed bounds check writes an error record (code, instruction, index, lane) into the
+`err` buffer, first failure wins, and ends the lane; every later lane and stage sees the
+flag and runs nothing; the backend reads the record after the launch and raises the
+interpreter's ExecutionError (backend.py).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import struct
+
+import attrs
+
+from hologram.backend import OPCODES, DType, Imm, Instr, Label, Program, Reg, ScalarParam, Special, Stage, Sym
+from hologram.errors import UnsupportedProgram
+
+from .wgsl_lib import helpers_for
+
+__all__ = ["StageShader", "ShaderSet", "generate", "WGSL_TYPES", "ERR_OOB_GLOBAL", "ERR_OOB_SHARED", "ERR_WORDS"]
+
+# The register type of each dtype the backend runs; the storage element type is the same.
+WGSL_TYPES = {DType.BOOL: "bool", DType.I32: "i32", DType.U32: "u32", DType.F32: "f32",
+              DType.I64: "vec2<u32>", DType.U64: "vec2<u32>"}
+STORAGE_TYPES = {d: t for d, t in WGSL_TYPES.items() if d is not DType.BOOL}  # bool is 1 byte in numpy: not stored
+WIDE = (DType.I64, DType.U64)
+
+ERR_OOB_GLOBAL = 1
+ERR_OOB_SHARED = 2
+ERR_WORDS = 9  # [failures, code, stage, instruction, index lo, index hi, gid x, gid y, gid z]
+
+OPCODE_SOURCES = {name: spec.sources for name, spec in OPCODES.items()}  # each source's type kind
+TERMINATORS = ("BRA", "LOOP", "EXIT", "RET", "CALL", "BarSync")
+MAX_CALL_DEPTH = 64  # the verifier's nesting bound (docs/isa.md, "Control flow")
+
+
+@attrs.frozen
+class StageShader:
+    """One stage's shader: its WGSL text and the global buffers it binds, in binding
+    order (binding 0 is the error record, 1 the launch info, then these)."""
+
+    code: str
+    buffers: tuple[str, ...]
+
+
+@attrs.frozen
+class ShaderSet:
+    """A program's shaders and the layout of the launch-info words they read: per stage
+    6 words (domain extents, blocks per axis), then each global buffer's size, then each
+    symbol and scalar as two words (low, high)."""
+
+    stage_count: int
+    buffer_names: tuple[str, ...]
+    symbol_names: tuple[str, ...]
+    scalar_names: tuple[str, ...]
+    stages: tuple[StageShader, ...] = ()
+
+    @property
+    def size_base(self) -> int:
+        return 6 * self.stage_count
+
+    @property
+    def value_base(self) -> int:
+        return self.size_base + len(self.buffer_names)
+
+
+def generate(program: Program) -> ShaderSet:
+    """The WGSL of every stage of a verified program the capabilities cover. A register
+    or buffer of a type WGSL cannot hold that no declared instruction reads (so the
+    capability check passed it) is refused here, the same way every time."""
+    buffers = tuple(b.name for b in (*program.params, *program.temps) if not isinstance(b, ScalarParam))
+    scalars = tuple(s.name for s in program.params if isinstance(s, ScalarParam))
+    layout = ShaderSet(len(program.stages), buffers, tuple(program.symbols), scalars)
+    shaders = tuple(_StageWriter(program, layout, k, stage).shader() for k, stage in enumerate(program.stages))
+    return attrs.evolve(layout, stages=shaders)
+
+
+def _ident(name: str) -> str:
+    return re.sub(r"\W", "_", name)
+
+
+def imm_literal(value: bool | int | float, dtype: DType) -> str:
+    """An immediate of `dtype` as WGSL (exact: floats by their bits, so NaN, inf and
+    -0.0 survive)."""
+    if dtype is DType.BOOL:
+        return "true" if value else "false"
+    if dtype is DType.F32:
+        return f"bitcast<f32>(0x{struct.unpack('<I', struct.pack('<f', float(value)))[0]:08x}u)"
+    v = int(value)
+    if dtype in WIDE:
+        v &= (1 << 64) - 1
+        return f"vec2<u32>(0x{v & 0xffffffff:x}u, 0x{v >> 32:x}u)"
+    if dtype is DType.U32:
+        return f"{v & 0xffffffff}u"
+    return f"bitcast<i32>(0x{v & 0xffffffff:x}u)" if v < -(2 ** 31 - 1) else f"{v}i"
+
+
+def zero(dtype: DType) -> str:
+    return f"{WGSL_TYPES[dtype]}()"
+
+
+def convert(expr: str, frm: DType, to: DType) -> str:
+    """`CVT.to.frm` of a WGSL expression (docs/isa.md, "CVT"), among the declared types."""
+    if frm is to or {frm, to} == set(WIDE):
+        return expr
+    if to is DType.BOOL:
+        return {DType.F32: f"!(({expr}) == 0.0)", DType.I32: f"(({expr}) != 0i)", DType.U32: f"(({expr}) != 0u)",
+                DType.I64: f"any(({expr}) != vec2<u32>())", DType.U64: f"any(({expr}) != vec2<u32>())"}[frm]
+    if frm is DType.BOOL:
+        one = imm_literal(1, to)
+        return f"select({zero(to)}, {one}, {expr})"
+    if to in WIDE:
+        return {DType.I32: f"i32_to_x64({expr})", DType.U32: f"vec2<u32>({expr}, 0u)"}[frm]
+    if frm in WIDE:
+        return {DType.I32: f"bitcast<i32>(({expr}).x)", DType.U32: f"({expr}).x"}[to]
+    if to is DType.F32:
+        return f"f32({expr})"
+    if frm is DType.F32:
+        return f"f32_to_{to}({expr})"
+    return f"bitcast<{WGSL_TYPES[to]}>({expr})"  # i32 <-> u32: two's complement
+
+
+def _binary(op: str, t: DType, a: str, b: str) -> str:
+    wide, signed = t in WIDE, t in (DType.I32, DType.I64)
+    if wide:
+        if op in ("ADD", "SUB", "MUL"):
+            return f"x64_{op.lower()}({a}, {b})"
+        if op in ("AND", "OR", "XOR"):
+            return f"(({a}) {'&' if op == 'AND' else '|' if op == 'OR' else '^'} ({b}))"
+        lt = "i64_lt" if signed else "u64_lt"
+        if op == "MIN":
+            return f"select({b}, {a}, {lt}({a}, {b}))"
+        if op == "MAX":
+            return f"select({b}, {a}, {lt}({b}, {a}))"
+        if op == "SHL":
+            return f"x64_shl({a}, ({b}).x)"
+        if op == "SHR":
+            return f"{'i64' if signed else 'u64'}_shr({a}, ({b}).x)"
+    if t is DType.F32:
+        if op in ("MIN", "MAX", "COPYSIGN"):
+            return f"f32_{op.lower()}({a}, {b})"
+        return f"(({a}) {dict(ADD='+', SUB='-', MUL='*', DIV='/')[op]} ({b}))"
+    if t is DType.BOOL:
+        return f"(({a}) {dict(AND='&', OR='|', XOR='!=')[op]} ({b}))"
+    if op in ("DIV", "REM"):
+        return f"{t}_{op.lower()}({a}, {b})"
+    if op in ("MIN", "MAX"):
+        return f"{op.lower()}({a}, {b})"
+    if op in ("SHL", "SHR"):
+        return f"(({a}) {'<<' if op == 'SHL' else '>>'} (bitcast<u32>({b}) & 31u))"
+    return f"(({a}) {dict(ADD='+', SUB='-', MUL='*', AND='&', OR='|', XOR='^')[op]} ({b}))"
+
+
+def _unary(op: str, t: DType, a: str) -> str:
+    if op == "NOT":
+        return f"(!({a}))" if t is DType.BOOL else f"(~({a}))"
+    if t is DType.F32:
+        return {"NEG": f"f32_neg({a})", "ABS": f"f32_abs({a})", "FLOOR": f"floor({a})", "CEIL": f"ceil({a})",
+                "TRUNC": f"trunc({a})", "RINT": f"round({a})", "SQRT": f"sqrt({a})"}[op]
+    if t in WIDE:
+        return {"NEG": f"x64_neg({a})", "ABS": f"i64_abs({a})" if t is DType.I64 else a}[op]
+    if op == "NEG":
+        return f"({zero(t)} - ({a}))"
+    return a if t is DType.U32 else f"select({a}, 0i - ({a}), ({a}) < 0i)"  # ABS; MIN stays MIN (wraps)
+
+
+def _compare(cc: str, t: DType, a: str, b: str) -> str:
+    if t in WIDE:
+        lt = "i64_lt" if t is DType.I64 else "u64_lt"
+        return {"eq": f"x64_eq({a}, {b})", "ne": f"(!x64_eq({a}, {b}))", "lt": f"{lt}({a}, {b})",
+                "gt": f"{lt}({b}, {a})", "le": f"(!{lt}({b}, {a}))", "ge": f"(!{lt}({a}, {b}))"}[cc]
+    if t is DType.BOOL and cc not in ("eq", "ne"):
+        a, b = f"u32({a})", f"u32({b})"
+    if cc == "ne":  # unordered: true for NaN, whatever comparison the driver picks for `!=`
+        return f"(!(({a}) == ({b})))"
+    return f"(({a}) {dict(eq='==', lt='<', le='<=', gt='>', ge='>=')[cc]} ({b}))"
+
+
+class _StageWriter:
+    def __init__(self, program: Program, layout: ShaderSet, index: int, stage: Stage) -> None:
+        self.program, self.layout, self.index, self.stage = program, layout, index, stage
+        self.types = stage.reg_types()
+        for name, dtype in self.types.items():
+            if dtype not in WGSL_TYPES:
+                raise UnsupportedProgram(f"backend 'wgpu' cannot run program {program.name!r}: stage {stage.name!r}: "
+                                         f"register %{name} is {dtype}, which WGSL has no type for")
+        self.regs = {name: f"r{k}_{_ident(name)}" for k, name in enumerate(self.types)}
+        self.shared = {m.name: m for m in stage.shared}
+        self.used_buffers: list[str] = []
+        self.scalar_types = {s.name: s.dtype for s in program.params if isinstance(s, ScalarParam)}
+
+    # ---------------------------------------------------------------------- operands
+    def operand(self, op: object, dtype: DType) -> str:
+        if isinstance(op, Reg):
+            return self.regs[op.name]
+        if isinstance(op, Imm):
+            return imm_literal(op.value, dtype)
+        if isinstance(op, Special):
+            kind, axis = op.name.split(".")
+            return f"vec2<u32>(sp_{kind}.{axis}, 0u)"
+        assert isinstance(op, Sym)
+        base = self.layout.value_base
+        if op.name in self.layout.symbol_names:
+            k = base + 2 * self.layout.symbol_names.index(op.name)
+            return f"vec2<u32>(info[{k}u], info[{k + 1}u])"
+        k = base + 2 * len(self.layout.symbol_names) + 2 * self.layout.scalar_names.index(op.name)
+        st = self.scalar_types[op.name]
+        if st in WIDE:
+            return f"vec2<u32>(info[{k}u], info[{k + 1}u])"
+        return {DType.BOOL: f"(info[{k}u] != 0u)", DType.U32: f"info[{k}u]",
+                DType.I32: f"bitcast<i32>(info[{k}u])", DType.F32: f"bitcast<f32>(info[{k}u])"}[st]
+
+    def source_type(self, ins: Instr, k: int) -> DType:
+        kind = OPCODE_SOURCES.get(ins.op, "")[k: k + 1] or "t"
+        return {"b": DType.BOOL, "c": DType.I64, "S": ins.dtype2}.get(kind, ins.dtype)
+
+    def src(self, ins: Instr, k: int) -> str:
+        return self.operand(ins.srcs[k], self.source_type(ins, k))
+
+    # ------------------------------------------------------------------------ memory
+    def address(self, ins: Instr, k: int, code: int) -> list[str]:
+        """Statements computing `addr` (a u32 element index) for `ins`, failing the lane
+        when the index is outside its buffer or shared array."""
+        a = ins.addr
+        if a.buffer in self.shared:
+            size = f"{self.shared[a.buffer].size}u"
+            code = ERR_OOB_SHARED
+        else:
+            if a.buffer not in self.used_buffers:
+                self.used_buffers.append(a.buffer)
+            size = f"info[{self.layout.size_base + self.layout.buffer_names.index(a.buffer)}u]"
+        offset = imm_literal(a.offset, DType.I64)
+        if a.index is None:
+            index = offset
+        else:
+            itype = self.types[a.index.name]
+            reg = self.regs[a.index.name]
+            wide = reg if itype in WIDE else convert(reg, itype, DType.I64)
+            index = f"x64_add({wide}, {offset})" if a.offset else wide
+        return [f"let at{k} = {index};",
+                f"if (at{k}.y != 0u || at{k}.x >= {size}) {{ fail({code}u, {k}u, at{k}); return; }}"]
+
+    def memory_name(self, ins: Instr) -> str:
+        return f"sh_{_ident(ins.addr.buffer)}" if ins.addr.buffer in self.shared else f"b_{_ident(ins.addr.buffer)}"
+
+    # ------------------------------------------------------------------ instructions
+    def instr(self, ins: Instr, k: int) -> list[str]:
+        op, t = ins.op, ins.dtype
+        if op in ("LDG", "LDS"):
+            return [*self.address(ins, k, ERR_OOB_GLOBAL),
+                    f"{self.regs[ins.dst.name]} = {self.memory_name(ins)}[at{k}.x];"]
+        if op in ("STG", "STS"):
+            return [*self.address(ins, k, ERR_OOB_GLOBAL), f"{self.memory_name(ins)}[at{k}.x] = {self.src(ins, 0)};"]
+        if op == "MemFence":
+            return []  # orders this lane's own accesses, which WGSL already keeps in program order
+        srcs = [self.src(ins, j) for j in range(len(ins.srcs))]
+        if op in ("MOV", "MOV_IMM"):
+            value = srcs[0]
+        elif op == "CVT":
+            value = convert(srcs[0], ins.dtype2, t)
+        elif op == "SET":
+            value = _compare(ins.mod, t, *srcs)
+        elif op == "SEL":
+            value = f"select({srcs[2]}, {srcs[1]}, {srcs[0]})"
+        elif op in ("ISINF", "ISFINITE"):
+            value = (f"f32_{op.lower()}({srcs[0]})" if t is DType.F32
+                     else "false" if op == "ISINF" else "true")
+        elif op == "MAD" or (op == "FMA" and t is not DType.F32):  # integers: both the wrapping a*b + c
+            value = _binary("ADD", t, _binary("MUL", t, srcs[0], srcs[1]), srcs[2])
+        elif len(srcs) == 2:
+            value = _binary(op, t, *srcs)
+        else:
+            value = _unary(op, t, srcs[0])
+        return [f"{self.regs[ins.dst.name]} = {value};"]
+
+    # ------------------------------------------------------------------------ blocks
+    def blocks(self) -> tuple[list[list[tuple[int, Instr]]], dict[str, int]]:
+        """The body's basic blocks (instructions with their body index) and each label's block."""
+        blocks: list[list[tuple[int, Instr]]] = [[]]
+        labels: dict[str, int] = {}
+        for k, item in enumerate(self.stage.body):
+            if isinstance(item, Label):
+                if blocks[-1]:
+                    blocks.append([])
+                labels[item.name] = len(blocks) - 1
+                continue
+            blocks[-1].append((k, item))
+            if item.op in TERMINATORS:
+                blocks.append([])
+        return blocks, labels
+
+    def terminator(self, ins: Instr | None, here: int, labels: dict[str, int]) -> list[str]:
+        nxt = f"pc = {here + 1}u;"
+        if ins is None or ins.op not in TERMINATORS:
+            return [nxt]
+        if ins.op == "EXIT":
+            return ["alive = false; return;"]
+        if ins.op == "BarSync":
+            return [nxt, "return;"]  # stop here; the block's barrier loop resumes the lane at pc
+        if ins.op == "BRA":
+            target = f"pc = {labels[ins.target]}u;"
+            if ins.pred is None:
+                return [target]
+            cond = self.regs[ins.pred.reg.name]
+            return [f"if ({'!' if ins.pred.negate else ''}{cond}) {{ {target} }} else {{ {nxt} }}"]
+        if ins.op == "LOOP":  # do-while; the decrement saturates at the minimum
+            c = self.regs[ins.srcs[0].name]
+            return [f"if (!x64_eq({c}, vec2<u32>(0u, 0x80000000u))) {{ {c} = x64_sub({c}, vec2<u32>(1u, 0u)); }}",
+                    f"if (i64_lt(vec2<u32>(), {c})) {{ pc = {labels[ins.target]}u; }} else {{ {nxt} }}"]
+        if ins.op == "CALL":
+            return [f"if (rsp >= {MAX_CALL_DEPTH}u) {{ alive = false; return; }}",
+                    f"rstack[rsp] = {here + 1}u; rsp += 1u; pc = {labels[ins.target]}u;"]
+        assert ins.op == "RET"  # with an empty return stack, the end of the lane
+        return ["if (rsp == 0u) { alive = false; return; }", "rsp -= 1u; pc = rstack[rsp];"]
+
+    def lane_body(self) -> tuple[list[str], bool]:
+        """The lane's code, and whether it uses the block-id switch."""
+        body = [item for item in self.stage.body if isinstance(item, Instr)]
+        if not any(ins.op in TERMINATORS[:2] + TERMINATORS[3:] for ins in body):  # straight line (EXIT allowed)
+            lines: list[str] = []
+            for k, item in enumerate(self.stage.body):
+                if isinstance(item, Instr):
+                    lines += ["alive = false; return;"] if item.op == "EXIT" else self.instr(item, k)
+            return lines + ["alive = false;"], False
+        blocks, labels = self.blocks()
+        lines = ["loop {", "  switch pc {"]
+        for here, block in enumerate(blocks):
+            lines.append(f"    case {here}u: {{")
+            for k, ins in block:
+                if ins.op not in TERMINATORS:
+                    lines += ["      " + s for s in self.instr(ins, k)]
+            last = block[-1][1] if block else None
+            lines += ["      " + s for s in self.terminator(last, here, labels)]
+            lines.append("    }")
+        lines += ["    default: { alive = false; return; }", "  }", "}"]
+        return lines, True
+
+    # ------------------------------------------------------------------------ shader
+    def shader(self) -> StageShader:
+        stage, s = self.stage, 6 * self.index
+        block = tuple(stage.block) + (1,) * (3 - len(stage.block))
+        lanes = math.prod(block)
+        has_barrier = any(isinstance(i, Instr) and i.op == "BarSync" for i in stage.body)
+        lane, _ = self.lane_body()
+        decls = [f"@group(0) @binding(0) var<storage, read_write> err: array<atomic<u32>, {ERR_WORDS}>;",
+                 "@group(0) @binding(1) var<storage, read> info: array<u32>;"]
+        dtypes = {b.name: b.dtype for b in (*self.program.params, *self.program.temps)}
+        for j, name in enumerate(self.used_buffers):
+            if dtypes[name] not in STORAGE_TYPES:
+                raise UnsupportedProgram(f"backend 'wgpu' cannot run program {self.program.name!r}: stage "
+                                         f"{stage.name!r}: buffer {name!r} is {dtypes[name]}, which WGSL cannot store")
+            decls.append(f"@group(0) @binding({j + 2}) var<storage, read_write> b_{_ident(name)}: "
+                         f"array<{STORAGE_TYPES[dtypes[name]]}>;")
+        for m in stage.shared:
+            decls.append(f"var<workgroup> sh_{_ident(m.name)}: array<{WGSL_TYPES[m.dtype]}, {m.size}>;")
+        if has_barrier:
+            decls.append("var<workgroup> wg_more: array<u32, 3>;")
+        for name, dtype in self.types.items():
+            decls.append(f"var<private> {self.regs[name]}: {WGSL_TYPES[dtype]};")
+        decls += ["var<private> sp_tid: vec3<u32>;", "var<private> sp_ctaid: vec3<u32>;",
+                  "var<private> sp_gid: vec3<u32>;", "var<private> sp_ntid: vec3<u32>;",
+                  "var<private> sp_nctaid: vec3<u32>;", "var<private> sp_gdim: vec3<u32>;",
+                  "var<private> alive: bool;", "var<private> pc: u32;", "var<private> rsp: u32;",
+                  f"var<private> rstack: array<u32, {MAX_CALL_DEPTH}>;"]
+        fail = ["fn fail(code: u32, instruction: u32, index: vec2<u32>) {",
+                "  alive = false;",
+                "  if (atomicAdd(&err[0], 1u) == 0u) {",
+                f"    atomicStore(&err[1], code); atomicStore(&err[2], {self.index}u); atomicStore(&err[3], instruction);",
+                "    atomicStore(&err[4], index.x); atomicStore(&err[5], index.y);",
+                "    atomicStore(&err[6], sp_gid.x); atomicStore(&err[7], sp_gid.y); atomicStore(&err[8], sp_gid.z);",
+                "  }", "}"]
+        lane_fn = ["fn run_lane() {", *("  " + line for line in lane), "}"]
+        resets = [f"  {self.regs[n]} = {zero(d)};" for n, d in self.types.items()]
+        zero_shared = [f"  for (var i = lix; i < {m.size}u; i += {lanes}u) {{ sh_{_ident(m.name)}[i] = {zero(m.dtype)}; }}"
+                       for m in stage.shared]
+        if has_barrier:
+            zero_shared.append("  if (lix == 0u) { wg_more[0] = 0u; wg_more[1] = 0u; wg_more[2] = 0u; }")
+        run = (["  var round = 0u;", "  loop {",
+                "    if (alive) { run_lane(); }",
+                "    if (lix == 0u) { wg_more[(round + 1u) % 3u] = 0u; }",  # its last reader passed a barrier since
+                "    if (alive) { wg_more[round % 3u] = 1u; }",
+                "    storageBarrier();",
+                "    if (workgroupUniformLoad(&wg_more[round % 3u]) == 0u) { break; }",
+                "    round += 1u;", "  }"] if has_barrier else ["  if (alive) { run_lane(); }"])
+        block_fn = ["fn run_block(cta: vec3<u32>, lid: vec3<u32>, lix: u32) {",
+                    "  sp_tid = lid; sp_ctaid = cta; sp_gid = cta * sp_ntid + lid;",
+                    "  alive = all(sp_gid < sp_gdim) && atomicLoad(&err[0]) == 0u;",
+                    "  pc = 0u; rsp = 0u;", *resets, *zero_shared,
+                    *(["  workgroupBarrier();"] if zero_shared else []), *run,
+                    *(["  workgroupBarrier();"] if stage.shared and not has_barrier else []), "}"]
+        main = [f"@compute @workgroup_size({block[0]}, {block[1]}, {block[2]})",
+                "fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,",
+                "        @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lix: u32) {",
+                f"  sp_gdim = vec3<u32>(info[{s}u], info[{s + 1}u], info[{s + 2}u]);",
+                f"  let nct = vec3<u32>(info[{s + 3}u], info[{s + 4}u], info[{s + 5}u]);",
+                "  sp_nctaid = nct;",
+                f"  sp_ntid = vec3<u32>({block[0]}u, {block[1]}u, {block[2]}u);",
+                "  for (var cz = wid.z; cz < nct.z; cz += nwg.z) {",
+                "    for (var cy = wid.y; cy < nct.y; cy += nwg.y) {",
+                "      for (var cx = wid.x; cx < nct.x; cx += nwg.x) {",
+                "        run_block(vec3<u32>(cx, cy, cz), lid, lix);",
+                "      }", "    }", "  }", "}"]
+        body = "\n".join([*fail, *lane_fn, *block_fn, *main])
+        code = "\n".join([f"// program {self.program.name!r}, stage {stage.name!r}", *decls, helpers_for(body), body])
+        return StageShader(code + "\n", tuple(self.used_buffers))
+

@@ -1,0 +1,107 @@
+"""The WGSL helper functions a generated shader calls: 64-bit integers as `vec2<u32>`
+(low word, high word; WGSL has no 64-bit integer), the ISA's float rules that WGSL's
+builtins leave open (NaN in MIN/MAX, saturating float -> integer conversion), and floor
+division. Each helper is emitted only when the shader names it (`helpers_for`)."""
+
+from __future__ import annotations
+
+import re
+
+# name -> (WGSL text, names of the helpers it calls)
+_HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    # ------------------------------------------------------------------ f32 bit tests
+    "f32_isnan": ("fn f32_isnan(a: f32) -> bool { return (bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u; }", ()),
+    "f32_isinf": ("fn f32_isinf(a: f32) -> bool { return (bitcast<u32>(a) & 0x7fffffffu) == 0x7f800000u; }", ()),
+    "f32_isfinite": ("fn f32_isfinite(a: f32) -> bool { return (bitcast<u32>(a) & 0x7f800000u) != 0x7f800000u; }",
+                     ()),
+    # numpy minimum/maximum: NaN if either is NaN; of equal operands (-0.0, +0.0) the second
+    "f32_min": ("fn f32_min(a: f32, b: f32) -> f32 { if (f32_isnan(a)) { return a; } return select(b, a, a < b); }",
+                ("f32_isnan",)),
+    "f32_max": ("fn f32_max(a: f32, b: f32) -> f32 { if (f32_isnan(a)) { return a; } return select(b, a, a > b); }",
+                ("f32_isnan",)),
+    "f32_neg": ("fn f32_neg(a: f32) -> f32 { return bitcast<f32>(bitcast<u32>(a) ^ 0x80000000u); }", ()),
+    "f32_abs": ("fn f32_abs(a: f32) -> f32 { return bitcast<f32>(bitcast<u32>(a) & 0x7fffffffu); }", ()),
+    "f32_copysign": ("fn f32_copysign(a: f32, b: f32) -> f32 {\n"
+                     "  return bitcast<f32>((bitcast<u32>(a) & 0x7fffffffu) | (bitcast<u32>(b) & 0x80000000u));\n}",
+                     ()),
+    # float -> integer: truncate, saturate, NaN -> 0 (2147483648.0 is exactly 2**31)
+    "f32_to_i32": ("fn f32_to_i32(a: f32) -> i32 {\n"
+                   "  if (f32_isnan(a)) { return 0i; }\n"
+                   "  if (a >= 2147483648.0) { return 2147483647i; }\n"
+                   "  if (a <= -2147483648.0) { return bitcast<i32>(0x80000000u); }\n"
+                   "  return i32(a);\n}", ("f32_isnan",)),
+    "f32_to_u32": ("fn f32_to_u32(a: f32) -> u32 {\n"
+                   "  if (f32_isnan(a) || a <= 0.0) { return 0u; }\n"
+                   "  if (a >= 4294967296.0) { return 0xffffffffu; }\n"
+                   "  return u32(a);\n}", ("f32_isnan",)),
+    # ---------------------------------------------------- integer floor division, 0 for /0
+    "i32_div": ("fn i32_div(a: i32, b: i32) -> i32 {\n"
+                "  if (b == 0i) { return 0i; }\n"
+                "  if (b == -1i) { return 0i - a; }\n"  # wraps: MIN / -1 = MIN, where WGSL's `/` is undefined
+                "  let q = a / b;\n"
+                "  if ((a % b != 0i) && ((a < 0i) != (b < 0i))) { return q - 1i; }\n"
+                "  return q;\n}", ()),
+    "i32_rem": ("fn i32_rem(a: i32, b: i32) -> i32 {\n"
+                "  if (b == 0i || b == -1i) { return 0i; }\n"
+                "  let r = a % b;\n"
+                "  if (r != 0i && ((r < 0i) != (b < 0i))) { return r + b; }\n"
+                "  return r;\n}", ()),
+    "u32_div": ("fn u32_div(a: u32, b: u32) -> u32 { if (b == 0u) { return 0u; } return a / b; }", ()),
+    "u32_rem": ("fn u32_rem(a: u32, b: u32) -> u32 { if (b == 0u) { return 0u; } return a % b; }", ()),
+    # ------------------------------------------------------ 64-bit integers: vec2<u32>(lo, hi)
+    "x64_add": ("fn x64_add(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {\n"
+                "  let lo = a.x + b.x;\n"
+                "  return vec2<u32>(lo, a.y + b.y + select(0u, 1u, lo < a.x));\n}", ()),
+    "x64_sub": ("fn x64_sub(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {\n"
+                "  return vec2<u32>(a.x - b.x, a.y - b.y - select(0u, 1u, a.x < b.x));\n}", ()),
+    "u32_mul_wide": ("fn u32_mul_wide(a: u32, b: u32) -> vec2<u32> {\n"  # the 64-bit product, by 16-bit halves
+                     "  let al = a & 0xffffu; let ah = a >> 16u; let bl = b & 0xffffu; let bh = b >> 16u;\n"
+                     "  let ll = al * bl; let lh = al * bh; let hl = ah * bl; let hh = ah * bh;\n"
+                     "  let mid = (ll >> 16u) + (lh & 0xffffu) + (hl & 0xffffu);\n"
+                     "  let lo = (ll & 0xffffu) | (mid << 16u);\n"
+                     "  let hi = hh + (lh >> 16u) + (hl >> 16u) + (mid >> 16u);\n"
+                     "  return vec2<u32>(lo, hi);\n}", ()),
+    "x64_mul": ("fn x64_mul(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {\n"
+                "  let p = u32_mul_wide(a.x, b.x);\n"
+                "  return vec2<u32>(p.x, p.y + a.x * b.y + a.y * b.x);\n}", ("u32_mul_wide",)),
+    "x64_neg": ("fn x64_neg(a: vec2<u32>) -> vec2<u32> { return x64_sub(vec2<u32>(0u, 0u), a); }", ("x64_sub",)),
+    "i64_lt": ("fn i64_lt(a: vec2<u32>, b: vec2<u32>) -> bool {\n"
+               "  if (a.y != b.y) { return bitcast<i32>(a.y) < bitcast<i32>(b.y); }\n"
+               "  return a.x < b.x;\n}", ()),
+    "u64_lt": ("fn u64_lt(a: vec2<u32>, b: vec2<u32>) -> bool {\n"
+               "  if (a.y != b.y) { return a.y < b.y; }\n"
+               "  return a.x < b.x;\n}", ()),
+    "x64_eq": ("fn x64_eq(a: vec2<u32>, b: vec2<u32>) -> bool { return all(a == b); }", ()),
+    "i64_abs": ("fn i64_abs(a: vec2<u32>) -> vec2<u32> { return select(a, x64_neg(a), (a.y & 0x80000000u) != 0u); }",
+                ("x64_neg",)),
+    "x64_shl": ("fn x64_shl(a: vec2<u32>, b: u32) -> vec2<u32> {\n"
+                "  let s = b & 63u;\n"
+                "  if (s == 0u) { return a; }\n"
+                "  if (s >= 32u) { return vec2<u32>(0u, a.x << (s - 32u)); }\n"
+                "  return vec2<u32>(a.x << s, (a.y << s) | (a.x >> (32u - s)));\n}", ()),
+    "u64_shr": ("fn u64_shr(a: vec2<u32>, b: u32) -> vec2<u32> {\n"
+                "  let s = b & 63u;\n"
+                "  if (s == 0u) { return a; }\n"
+                "  if (s >= 32u) { return vec2<u32>(a.y >> (s - 32u), 0u); }\n"
+                "  return vec2<u32>((a.x >> s) | (a.y << (32u - s)), a.y >> s);\n}", ()),
+    "i64_shr": ("fn i64_shr(a: vec2<u32>, b: u32) -> vec2<u32> {\n"
+                "  let s = b & 63u;\n"
+                "  let hi = bitcast<i32>(a.y);\n"
+                "  if (s == 0u) { return a; }\n"
+                "  if (s >= 32u) { return vec2<u32>(bitcast<u32>(hi >> (s - 32u)), bitcast<u32>(hi >> 31u)); }\n"
+                "  return vec2<u32>((a.x >> s) | (a.y << (32u - s)), bitcast<u32>(hi >> s));\n}", ()),
+    "i32_to_x64": ("fn i32_to_x64(a: i32) -> vec2<u32> {\n"
+                   "  return vec2<u32>(bitcast<u32>(a), select(0u, 0xffffffffu, a < 0i));\n}", ()),
+}
+
+
+def helpers_for(code: str) -> str:
+    """The helper functions `code` calls, with those they call, in a fixed order."""
+    wanted: set[str] = set()
+    todo = [name for name in _HELPERS if re.search(rf"\b{name}\(", code)]
+    while todo:
+        name = todo.pop()
+        if name not in wanted:
+            wanted.add(name)
+            todo.extend(_HELPERS[name][1])
+    return "\n".join(_HELPERS[name][0] for name in _HELPERS if name in wanted)
