@@ -30,9 +30,7 @@ CAPABILITIES = Capabilities.of(
     "MOV MOV_IMM CVT ADD SUB MUL MIN MAX MAD ABS NEG AND OR XOR NOT SHL SHR SET SEL ISINF ISFINITE "
     "LDG STG LDS STS DIV REM FMA FLOOR CEIL TRUNC RINT SQRT COPYSIGN BRA LOOP CALL RET EXIT BarSync MemFence",
     dtypes=(*_32, *_64),
-    excluding=[("LDG", DType.BOOL), ("STG", DType.BOOL), ("LDS", DType.BOOL), ("STS", DType.BOOL),
-               ("DIV", DType.I64), ("DIV", DType.U64), ("REM", DType.I64), ("REM", DType.U64),
-               ("REM", DType.F32), ("FMA", DType.F32)],
+    excluding=[("REM", DType.F32), ("FMA", DType.F32)],
     conversions=[(to, frm) for to in (*_32, *_64) for frm in (*_32, *_64)
                  if not (DType.F32 in (to, frm) and {to, frm} & set(_64))],
     pools=False, max_block_threads=256)

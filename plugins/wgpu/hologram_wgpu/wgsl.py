@@ -37,7 +37,8 @@ __all__ = ["StageShader", "ShaderSet", "generate", "WGSL_TYPES", "ERR_OOB_GLOBAL
 # The register type of each dtype the backend runs; the storage element type is the same.
 WGSL_TYPES = {DType.BOOL: "bool", DType.I32: "i32", DType.U32: "u32", DType.F32: "f32",
               DType.I64: "vec2<u32>", DType.U64: "vec2<u32>"}
-STORAGE_TYPES = {d: t for d, t in WGSL_TYPES.items() if d is not DType.BOOL}  # bool is 1 byte in numpy: not stored
+# bool is 1 byte in numpy: 4 to a word, stored with atomics so a lane changes only its byte
+STORAGE_TYPES = {**WGSL_TYPES, DType.BOOL: "atomic<u32>"}
 WIDE = (DType.I64, DType.U64)
 
 ERR_OOB_GLOBAL = 1
@@ -140,6 +141,8 @@ def _binary(op: str, t: DType, a: str, b: str) -> str:
     if wide:
         if op in ("ADD", "SUB", "MUL"):
             return f"x64_{op.lower()}({a}, {b})"
+        if op in ("DIV", "REM"):
+            return f"{t}_{op.lower()}({a}, {b})"
         if op in ("AND", "OR", "XOR"):
             return f"(({a}) {'&' if op == 'AND' else '|' if op == 'OR' else '^'} ({b}))"
         lt = "i64_lt" if signed else "u64_lt"
@@ -261,6 +264,14 @@ class _StageWriter:
     # ------------------------------------------------------------------ instructions
     def instr(self, ins: Instr, k: int) -> list[str]:
         op, t = ins.op, ins.dtype
+        if t is DType.BOOL and op in ("LDG", "STG") and ins.addr.buffer not in self.shared:
+            mem, at = self.memory_name(ins), f"at{k}.x"
+            if op == "LDG":
+                return [*self.address(ins, k, ERR_OOB_GLOBAL),
+                        f"{self.regs[ins.dst.name]} = bool_load(atomicLoad(&{mem}[{at} >> 2u]), {at});"]
+            return [*self.address(ins, k, ERR_OOB_GLOBAL), f"let sh{k} = ({at} & 3u) * 8u;",
+                    f"atomicAnd(&{mem}[{at} >> 2u], ~(0xffu << sh{k}));",
+                    f"atomicOr(&{mem}[{at} >> 2u], select(0u, 1u, {self.src(ins, 0)}) << sh{k});"]
         if op in ("LDG", "LDS"):
             return [*self.address(ins, k, ERR_OOB_GLOBAL),
                     f"{self.regs[ins.dst.name]} = {self.memory_name(ins)}[at{k}.x];"]

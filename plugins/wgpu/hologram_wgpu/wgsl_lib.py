@@ -90,6 +90,43 @@ _HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
                 "  if (s == 0u) { return a; }\n"
                 "  if (s >= 32u) { return vec2<u32>(bitcast<u32>(hi >> (s - 32u)), bitcast<u32>(hi >> 31u)); }\n"
                 "  return vec2<u32>((a.x >> s) | (a.y << (32u - s)), bitcast<u32>(hi >> s));\n}", ()),
+    # 64-bit division: restoring, a bit at a time; then floor division's signs (docs/isa.md)
+    "u64_divrem": ("fn u64_divrem(a: vec2<u32>, b: vec2<u32>) -> array<vec2<u32>, 2> {\n"
+                   "  var q = vec2<u32>(); var r = vec2<u32>();\n"
+                   "  for (var i = 63i; i >= 0i; i -= 1i) {\n"
+                   "    let word = select(a.x, a.y, i >= 32i);\n"
+                   "    r = x64_shl(r, 1u) | vec2<u32>((word >> (u32(i) & 31u)) & 1u, 0u);\n"
+                   "    if (!u64_lt(r, b)) {\n"
+                   "      r = x64_sub(r, b);\n"
+                   "      q = q | x64_shl(vec2<u32>(1u, 0u), u32(i));\n"
+                   "    }\n"
+                   "  }\n"
+                   "  return array<vec2<u32>, 2>(q, r);\n}", ("x64_shl", "u64_lt", "x64_sub")),
+    "u64_div": ("fn u64_div(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {\n"
+                "  if (all(b == vec2<u32>())) { return vec2<u32>(); }\n"
+                "  return u64_divrem(a, b)[0];\n}", ("u64_divrem",)),
+    "u64_rem": ("fn u64_rem(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {\n"
+                "  if (all(b == vec2<u32>())) { return vec2<u32>(); }\n"
+                "  return u64_divrem(a, b)[1];\n}", ("u64_divrem",)),
+    "i64_divrem": ("fn i64_divrem(a: vec2<u32>, b: vec2<u32>) -> array<vec2<u32>, 2> {\n"
+                   "  if (all(b == vec2<u32>())) { return array<vec2<u32>, 2>(vec2<u32>(), vec2<u32>()); }\n"
+                   "  let an = (a.y >> 31u) != 0u; let bn = (b.y >> 31u) != 0u;\n"
+                   "  let mb = select(b, x64_neg(b), bn);\n"
+                   "  let qr = u64_divrem(select(a, x64_neg(a), an), mb);\n"
+                   "  var q = qr[0]; var r = qr[1];\n"
+                   "  if (an != bn) {\n"
+                   "    q = x64_neg(q);\n"
+                   "    if (any(r != vec2<u32>())) { q = x64_sub(q, vec2<u32>(1u, 0u)); r = x64_sub(mb, r); }\n"
+                   "  }\n"
+                   "  return array<vec2<u32>, 2>(q, select(r, x64_neg(r), bn));\n}",
+                   ("u64_divrem", "x64_neg", "x64_sub")),
+    "i64_div": ("fn i64_div(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return i64_divrem(a, b)[0]; }",
+                ("i64_divrem",)),
+    "i64_rem": ("fn i64_rem(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return i64_divrem(a, b)[1]; }",
+                ("i64_divrem",)),
+    # bool buffers: numpy's one byte per element, four to a word; a store changes only its byte
+    "bool_load": ("fn bool_load(word: u32, index: u32) -> bool { return ((word >> ((index & 3u) * 8u)) & 0xffu) != 0u; }",
+                  ()),
     "i32_to_x64": ("fn i32_to_x64(a: i32) -> vec2<u32> {\n"
                    "  return vec2<u32>(bitcast<u32>(a), select(0u, 0xffffffffu, a < 0i));\n}", ()),
 }
