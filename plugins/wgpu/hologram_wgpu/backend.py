@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+import types
+
 import attrs
 import numpy as np
 
 from hologram.backend import (DType, LaunchBinding, LRUCache, Backend, Capabilities, Program, ScalarParam,
                               convert_value, domain_extents, format_instr, program_hash, trace, verify,
                               written_buffers)
-from hologram.errors import ArgumentError, ExecutionError, out_of_bounds
+from hologram.errors import ArgumentError, ExecutionError, UnsupportedProgram, out_of_bounds
 
 from . import device as gpu_device
 from .wgsl import ERR_OOB_SHARED, ERR_WORDS, ShaderSet, generate
@@ -33,7 +35,7 @@ CAPABILITIES = Capabilities.of(
     excluding=[("REM", DType.F32), ("FMA", DType.F32)],
     conversions=[(to, frm) for to in (*_32, *_64) for frm in (*_32, *_64)
                  if not (DType.F32 in (to, frm) and {to, frm} & set(_64))],
-    pools=False, max_block_threads=256)
+    pools=False, max_block_threads=1024)
 
 
 @attrs.frozen(eq=False)
@@ -54,6 +56,7 @@ class WgpuBackend(Backend):
     priority = 5  # below interp (10) and cpu_llvm (100): used when asked for by name
     capabilities = CAPABILITIES
     max_test_elements = 2 ** 16
+    text_forms = types.MappingProxyType({"wgsl": "the WGSL compute shader of each stage"})
 
     def __init__(self) -> None:
         self._cache: LRUCache = LRUCache(256)
@@ -66,6 +69,12 @@ class WgpuBackend(Backend):
 
     def allocate(self, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
         return np.zeros(shape, dtype.np)
+
+    def emit(self, program: Program, form: str) -> str:
+        if form != "wgsl":
+            return super().emit(program, form)
+        self.check_covers(program)
+        return "\n".join(s.code for s in generate(verify(program)).stages)
 
     def clear_cache(self) -> None:
         self._cache.clear()
@@ -80,6 +89,9 @@ class WgpuBackend(Backend):
             return hit
         with trace.span("wgpu prepare", "prepare", program=key):
             verify(program)
+            refusal = gpu_device.device_refusal(program)
+            if refusal is not None:
+                raise UnsupportedProgram(f"backend 'wgpu' cannot run program {program.name!r}: {refusal}")
             shaders = generate(program)
             pipelines = gpu_device.make_pipelines(tuple(s.code for s in shaders.stages))
             prepared = Prepared(program, LaunchBinding.of(program), shaders, pipelines, written_buffers(program))

@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-__all__ = ["Gpu", "gpu", "unavailable_reason", "make_pipelines"]
+__all__ = ["Gpu", "gpu", "unavailable_reason", "make_pipelines", "device_refusal"]
 
 
 @attrs.frozen
@@ -19,6 +19,9 @@ class Gpu:
     adapter_name: str
     max_binding_bytes: int
     max_groups: int  # workgroups per dispatch axis
+    max_block: tuple[int, int, int]  # workgroup size per axis
+    max_lanes: int  # invocations per workgroup
+    max_shared_bytes: int  # workgroup memory
 
 
 _lock = threading.Lock()
@@ -43,7 +46,9 @@ def _open() -> Gpu:
     device = adapter.request_device_sync(required_limits=wanted)
     return Gpu(device, str(adapter.info.get("device", "?")),
                min(wanted["max-storage-buffer-binding-size"], wanted["max-buffer-size"]),
-               wanted["max-compute-workgroups-per-dimension"])
+               wanted["max-compute-workgroups-per-dimension"],
+               tuple(wanted[f"max-compute-workgroup-size-{a}"] for a in "xyz"),
+               wanted["max-compute-invocations-per-workgroup"], wanted["max-compute-workgroup-storage-size"])
 
 
 def gpu() -> Gpu:
@@ -78,3 +83,22 @@ def make_pipelines(codes: tuple[str, ...]) -> tuple[Any, ...]:
         module = device.create_shader_module(code=code)
         out.append(device.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": "main"}))
     return tuple(out)
+
+
+def device_refusal(program: Any) -> str | None:
+    """What in `program` this device's limits cannot run (a block wider than a workgroup
+    may be, shared arrays larger than workgroup memory), in words, or None. The
+    capability declaration says 1024 lanes per block, what most adapters give; the
+    adapter decides, and only the device knows it."""
+    limits = gpu()
+    for stage in program.stages:
+        block = tuple(stage.block) + (1,) * (3 - len(stage.block))
+        lanes = block[0] * block[1] * block[2]
+        if lanes > limits.max_lanes or any(b > m for b, m in zip(block, limits.max_block)):
+            return (f"stage {stage.name!r}: blocks of {tuple(stage.block)} lanes; this adapter ({limits.adapter_name}) "
+                    f"runs workgroups of at most {limits.max_lanes} invocations, {limits.max_block} per axis")
+        shared = sum(m.size * (8 if m.dtype.itemsize == 8 else 4) for m in stage.shared)
+        if shared > limits.max_shared_bytes:
+            return (f"stage {stage.name!r}: shared arrays of {shared:,} bytes (as WGSL holds them); this adapter "
+                    f"({limits.adapter_name}) has {limits.max_shared_bytes:,} bytes of workgroup memory")
+    return None

@@ -347,7 +347,7 @@ class _StageWriter:
             for k, item in enumerate(self.stage.body):
                 if isinstance(item, Instr):
                     lines += ["alive = false; return;"] if item.op == "EXIT" else self.instr(item, k)
-            return lines + ["alive = false;"], False
+            return lines, False
         blocks, labels = self.blocks()
         lines = ["loop {", "  switch pc {"]
         for here, block in enumerate(blocks):
@@ -386,8 +386,9 @@ class _StageWriter:
         decls += ["var<private> sp_tid: vec3<u32>;", "var<private> sp_ctaid: vec3<u32>;",
                   "var<private> sp_gid: vec3<u32>;", "var<private> sp_ntid: vec3<u32>;",
                   "var<private> sp_nctaid: vec3<u32>;", "var<private> sp_gdim: vec3<u32>;",
-                  "var<private> alive: bool;", "var<private> pc: u32;", "var<private> rsp: u32;",
-                  f"var<private> rstack: array<u32, {MAX_CALL_DEPTH}>;"]
+                  "var<private> alive: bool;", "var<private> pc: u32;", "var<private> rsp: u32;"]
+        if any(isinstance(i, Instr) and i.op == "CALL" for i in stage.body):
+            decls.append(f"var<private> rstack: array<u32, {MAX_CALL_DEPTH}>;")
         fail = ["fn fail(code: u32, instruction: u32, index: vec2<u32>) {",
                 "  alive = false;",
                 "  if (atomicAdd(&err[0], 1u) == 0u) {",
