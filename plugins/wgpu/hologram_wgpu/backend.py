@@ -17,7 +17,7 @@ from hologram.backend import (DType, LaunchBinding, LRUCache, Backend, Capabilit
 from hologram.errors import ArgumentError, ExecutionError, UnsupportedProgram, out_of_bounds
 
 from . import device as gpu_device
-from .wgsl import ERR_OOB_SHARED, ERR_WORDS, ShaderSet, generate
+from .wgsl import ERR_CLASS, ERR_OOB_SHARED, ERR_WORDS, ShaderSet, generate
 
 __all__ = ["WgpuBackend", "Prepared", "CAPABILITIES"]
 
@@ -30,9 +30,11 @@ _INTS = (DType.I32, DType.U32, DType.I64, DType.U64)
 # instructions an index or a counter needs. No f64 or f16, no 8/16-bit storage.
 CAPABILITIES = Capabilities.of(
     "MOV MOV_IMM CVT ADD SUB MUL MIN MAX MAD ABS NEG AND OR XOR NOT SHL SHR SET SEL ISINF ISFINITE "
-    "LDG STG LDS STS DIV REM FMA FLOOR CEIL TRUNC RINT SQRT COPYSIGN BRA LOOP CALL RET EXIT BarSync MemFence",
+    "LDG STG LDS STS DIV REM FMA FLOOR CEIL TRUNC RINT SQRT COPYSIGN BRA LOOP CALL RET EXIT BarSync MemFence "
+    "ReduceAdd ReduceMin ReduceMax ReduceMul ResAccum",
     dtypes=(*_32, *_64),
-    excluding=[("REM", DType.F32), ("FMA", DType.F32)],
+    excluding=[("REM", DType.F32), ("FMA", DType.F32),
+               *((op, d) for op in ("ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum") for d in _64)],
     conversions=[(to, frm) for to in (*_32, *_64) for frm in (*_32, *_64)
                  if not (DType.F32 in (to, frm) and {to, frm} & set(_64))],
     pools=False, max_block_threads=1024)
@@ -207,13 +209,15 @@ class _Launch:
         index = lo | (hi << 32)
         index -= (1 << 64) if index >> 63 else 0
         where = f"stage '{stage.name}': instruction {k} `{format_instr(ins, align=False)}`"
+        site = program.sites[ins.site] if ins.site is not None and 0 <= ins.site < len(program.sites) else None
         gid = (gx, gy, gz)[:len(stage.domain)]
+        if code == ERR_CLASS:
+            return ExecutionError.at(site, f"{where} (lane gid={gid}): {index} is not an Atlas class (0..95)")
         if code == ERR_OOB_SHARED:
             shared = next(m for m in stage.shared if m.name == ins.addr.buffer)
             what: tuple[str, int] = (f"shared array {shared.name!r}", shared.size)
         else:
             what = (f"global buffer {ins.addr.buffer!r}", self.arrays[ins.addr.buffer].size)
-        site = program.sites[ins.site] if ins.site is not None and 0 <= ins.site < len(program.sites) else None
         return ExecutionError.at(site, f"{where} (lane gid={gid}): {out_of_bounds(index, *what)}")
 
 

@@ -32,7 +32,8 @@ from hologram.errors import UnsupportedProgram
 
 from .wgsl_lib import helpers_for
 
-__all__ = ["StageShader", "ShaderSet", "generate", "WGSL_TYPES", "ERR_OOB_GLOBAL", "ERR_OOB_SHARED", "ERR_WORDS"]
+__all__ = ["StageShader", "ShaderSet", "generate", "WGSL_TYPES", "ERR_OOB_GLOBAL", "ERR_OOB_SHARED", "ERR_CLASS",
+           "ERR_WORDS"]
 
 # The register type of each dtype the backend runs; the storage element type is the same.
 WGSL_TYPES = {DType.BOOL: "bool", DType.I32: "i32", DType.U32: "u32", DType.F32: "f32",
@@ -43,6 +44,9 @@ WIDE = (DType.I64, DType.U64)
 
 ERR_OOB_GLOBAL = 1
 ERR_OOB_SHARED = 2
+ERR_CLASS = 3  # ResAccum's class register outside 0..95
+REDUCTIONS = {"ReduceAdd": "ADD", "ReduceMin": "MIN", "ReduceMax": "MAX", "ReduceMul": "MUL", "ResAccum": "ADD"}
+ATLAS_CLASSES = 96
 ERR_WORDS = 9  # [failures, code, stage, instruction, index lo, index hi, gid x, gid y, gid z]
 
 OPCODE_SOURCES = {name: spec.sources for name, spec in OPCODES.items()}  # each source's type kind
@@ -206,6 +210,11 @@ class _StageWriter:
         self.shared = {m.name: m for m in stage.shared}
         self.used_buffers: list[str] = []
         self.scalar_types = {s.name: s.dtype for s in program.params if isinstance(s, ScalarParam)}
+        # A buffer a stage reduces into is an array of atomics there (the verifier allows one
+        # combine per buffer and stage); its loads and stores in that stage are atomic too.
+        self.reduced = {i.addr.buffer: REDUCTIONS[i.op] for i in stage.body
+                        if isinstance(i, Instr) and i.op in REDUCTIONS}
+        self.buffer_types = {b.name: b.dtype for b in (*program.params, *program.temps)}
 
     # ---------------------------------------------------------------------- operands
     def operand(self, op: object, dtype: DType) -> str:
@@ -258,12 +267,48 @@ class _StageWriter:
         return [f"let at{k} = {index};",
                 f"if (at{k}.y != 0u || at{k}.x >= {size}) {{ fail({code}u, {k}u, at{k}); return; }}"]
 
+    def atomic_type(self, buffer: str) -> str:
+        dtype = self.buffer_types[buffer]
+        return "atomic<i32>" if dtype is DType.I32 and self.reduced[buffer] in ("MIN", "MAX") else "atomic<u32>"
+
+    def reduce(self, ins: Instr, k: int) -> list[str]:
+        """A contribution merged into memory at once: an atomic add, min or max where WGSL
+        has one (integers), else a compare-exchange loop on the bits. Every order of the
+        contributions is a valid combine (docs/isa.md, "Reductions")."""
+        t, combine = ins.dtype, self.reduced[ins.addr.buffer]
+        mem, v = f"&{self.memory_name(ins)}[at{k}.x]", self.src(ins, 0)
+        lines = []
+        if ins.op == "ResAccum":
+            c = self.regs[ins.addr.index.name]
+            cls = c if self.types[ins.addr.index.name] in WIDE else convert(c, self.types[ins.addr.index.name],
+                                                                             DType.I64)
+            lines.append(f"if ({cls}.y != 0u || {cls}.x >= {ATLAS_CLASSES}u) {{ fail({ERR_CLASS}u, {k}u, {cls}); return; }}")
+        lines += self.address(ins, k, ERR_OOB_GLOBAL)
+        if t is not DType.F32 and (combine == "ADD" or (combine in ("MIN", "MAX") and t in (DType.I32, DType.U32))):
+            word = v if combine != "ADD" or t is DType.U32 else f"bitcast<u32>({v})"
+            return lines + [f"atomic{combine.capitalize()}({mem}, {word});"]
+        bits = "bitcast<f32>" if t is DType.F32 else "bitcast<i32>" if t is DType.I32 else ""
+        new = _binary(combine, t, f"{bits}(old{k})", v)
+        return lines + [f"var old{k} = atomicLoad({mem});", "loop {",
+                        f"  let swap{k} = atomicCompareExchangeWeak({mem}, old{k}, bitcast<u32>({new}));",
+                        f"  if (swap{k}.exchanged) {{ break; }}", f"  old{k} = swap{k}.old_value;", "}"]
+
     def memory_name(self, ins: Instr) -> str:
         return f"sh_{_ident(ins.addr.buffer)}" if ins.addr.buffer in self.shared else f"b_{_ident(ins.addr.buffer)}"
 
     # ------------------------------------------------------------------ instructions
     def instr(self, ins: Instr, k: int) -> list[str]:
         op, t = ins.op, ins.dtype
+        if op in REDUCTIONS:
+            return self.reduce(ins, k)
+        if op in ("LDG", "STG") and ins.addr.buffer in self.reduced:  # unspecified values, but no data race
+            mem, at = self.memory_name(ins), f"at{k}.x"
+            cast = "" if self.atomic_type(ins.addr.buffer) == f"atomic<{WGSL_TYPES[t]}>" else f"bitcast<{WGSL_TYPES[t]}>"
+            if op == "LDG":
+                return [*self.address(ins, k, ERR_OOB_GLOBAL),
+                        f"{self.regs[ins.dst.name]} = {cast}(atomicLoad(&{mem}[{at}]));"]
+            store = self.src(ins, 0) if not cast else f"bitcast<{self.atomic_type(ins.addr.buffer)[7:-1]}>({self.src(ins, 0)})"
+            return [*self.address(ins, k, ERR_OOB_GLOBAL), f"atomicStore(&{mem}[{at}], {store});"]
         if t is DType.BOOL and op in ("LDG", "STG") and ins.addr.buffer not in self.shared:
             mem, at = self.memory_name(ins), f"at{k}.x"
             if op == "LDG":
@@ -375,8 +420,8 @@ class _StageWriter:
             if dtypes[name] not in STORAGE_TYPES:
                 raise UnsupportedProgram(f"backend 'wgpu' cannot run program {self.program.name!r}: stage "
                                          f"{stage.name!r}: buffer {name!r} is {dtypes[name]}, which WGSL cannot store")
-            decls.append(f"@group(0) @binding({j + 2}) var<storage, read_write> b_{_ident(name)}: "
-                         f"array<{STORAGE_TYPES[dtypes[name]]}>;")
+            element = self.atomic_type(name) if name in self.reduced else STORAGE_TYPES[dtypes[name]]
+            decls.append(f"@group(0) @binding({j + 2}) var<storage, read_write> b_{_ident(name)}: array<{element}>;")
         for m in stage.shared:
             decls.append(f"var<workgroup> sh_{_ident(m.name)}: array<{WGSL_TYPES[m.dtype]}, {m.size}>;")
         if has_barrier:
