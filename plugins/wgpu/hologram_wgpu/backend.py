@@ -21,7 +21,7 @@ from .wgsl import ERR_CLASS, ERR_OOB_SHARED, ERR_WORDS, ShaderSet, generate
 
 __all__ = ["WgpuBackend", "Prepared", "CAPABILITIES"]
 
-_32 = (DType.BOOL, DType.I32, DType.U32, DType.F32)
+_32 = (DType.BOOL, DType.I32, DType.U32, DType.F32, DType.I8, DType.I16, DType.U8, DType.U16)
 _64 = (DType.I64, DType.U64)
 _INTS = (DType.I32, DType.U32, DType.I64, DType.U64)
 
@@ -34,7 +34,7 @@ CAPABILITIES = Capabilities.of(
     "ReduceAdd ReduceMin ReduceMax ReduceMul ResAccum",
     dtypes=(*_32, *_64),
     excluding=[("REM", DType.F32), ("FMA", DType.F32),
-               *((op, d) for op in ("ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum") for d in _64)],
+               *((op, d) for op in ("ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum") for d in (*_64, DType.I8, DType.I16, DType.U8, DType.U16))],
     conversions=[(to, frm) for to in (*_32, *_64) for frm in (*_32, *_64)
                  if not (DType.F32 in (to, frm) and {to, frm} & set(_64))],
     pools=False, max_block_threads=1024)
@@ -147,8 +147,8 @@ class _Launch:
                 raise ExecutionError(f"buffer {name!r} is {array.nbytes:,} bytes; this wgpu device binds at most "
                                      f"{self.gpu.max_binding_bytes:,} bytes per buffer")
             data = array.reshape(-1).view(np.uint8)
-            if data.size < 8:  # a binding of an empty array is refused; 8 bytes hold one element of any stored type
-                data = np.concatenate([data, np.zeros(8 - data.size, np.uint8)])
+            if data.size % 8 or not data.size:  # whole words (packed bytes), never empty (a binding of 0 bytes)
+                data = np.concatenate([data, np.zeros(8 - data.size % 8, np.uint8)])
             out[name] = self.gpu.device.create_buffer_with_data(data=data, usage=usage)
         return out
 
@@ -225,8 +225,10 @@ def _scalar_words(param: ScalarParam, value: Any) -> list[int]:
     if param.dtype in (DType.I64, DType.U64):
         v = int(value) & (2 ** 64 - 1)
         return [v & 0xFFFFFFFF, v >> 32]
-    if param.dtype in (DType.F32, DType.I32, DType.U32):
-        return [int(np.asarray(value, param.dtype.np).view(np.uint32)), 0]
+    if param.dtype is DType.F32:
+        return [int(np.asarray(value, np.float32).view(np.uint32)), 0]
+    if param.dtype.is_int:  # 8/16/32-bit: the register's sign- or zero-extended value
+        return [int(value) & 0xFFFFFFFF, 0]
     if param.dtype is DType.BOOL:
         return [int(bool(value)), 0]
     return [0, 0]  # a type no declared instruction reads (the capability check refused every use)

@@ -36,10 +36,16 @@ __all__ = ["StageShader", "ShaderSet", "generate", "WGSL_TYPES", "ERR_OOB_GLOBAL
            "ERR_WORDS"]
 
 # The register type of each dtype the backend runs; the storage element type is the same.
+# 8- and 16-bit integers live in 32-bit registers, sign- or zero-extended (NARROW: the
+# register's type and the bits), wrapped after every operation that can leave the range.
+NARROW = {DType.I8: (DType.I32, 8), DType.I16: (DType.I32, 16), DType.U8: (DType.U32, 8), DType.U16: (DType.U32, 16)}
 WGSL_TYPES = {DType.BOOL: "bool", DType.I32: "i32", DType.U32: "u32", DType.F32: "f32",
-              DType.I64: "vec2<u32>", DType.U64: "vec2<u32>"}
-# bool is 1 byte in numpy: 4 to a word, stored with atomics so a lane changes only its byte
-STORAGE_TYPES = {**WGSL_TYPES, DType.BOOL: "atomic<u32>"}
+              DType.I64: "vec2<u32>", DType.U64: "vec2<u32>", DType.I8: "i32", DType.I16: "i32", DType.U8: "u32",
+              DType.U16: "u32"}
+# bool (numpy's one byte) and 8/16-bit integers are packed into words, read and written with
+# atomics so that a lane's store changes only its own bytes (PACKED: the bits of an element)
+PACKED = {DType.BOOL: 8, DType.I8: 8, DType.U8: 8, DType.I16: 16, DType.U16: 16}
+STORAGE_TYPES = {**WGSL_TYPES, **{d: "atomic<u32>" for d in PACKED}}
 WIDE = (DType.I64, DType.U64)
 
 ERR_OOB_GLOBAL = 1
@@ -104,6 +110,8 @@ def imm_literal(value: bool | int | float, dtype: DType) -> str:
     -0.0 survive)."""
     if dtype is DType.BOOL:
         return "true" if value else "false"
+    if dtype in NARROW:
+        return imm_literal(int(value), NARROW[dtype][0])
     if dtype is DType.F32:
         return f"bitcast<f32>(0x{struct.unpack('<I', struct.pack('<f', float(value)))[0]:08x}u)"
     v = int(value)
@@ -119,9 +127,30 @@ def zero(dtype: DType) -> str:
     return f"{WGSL_TYPES[dtype]}()"
 
 
+def wrap(expr: str, dtype: DType) -> str:
+    """A 32-bit register value wrapped to the 8/16-bit `dtype` (sign- or zero-extended)."""
+    base, bits = NARROW[dtype]
+    if base is DType.U32:
+        return f"(({expr}) & 0x{(1 << bits) - 1:x}u)"
+    return f"((({expr}) << {32 - bits}u) >> {32 - bits}u)"
+
+
 def convert(expr: str, frm: DType, to: DType) -> str:
     """`CVT.to.frm` of a WGSL expression (docs/isa.md, "CVT"), among the declared types."""
     if frm is to or {frm, to} == set(WIDE):
+        return expr
+    if to in NARROW:
+        base, bits = NARROW[to]
+        if frm is DType.F32:  # saturate to the narrow range (the 32-bit conversion saturated to its own)
+            if base is DType.U32:
+                return f"min(f32_to_u32({expr}), {(1 << bits) - 1}u)"
+            return f"clamp(f32_to_i32({expr}), {-(1 << (bits - 1))}i, {(1 << (bits - 1)) - 1}i)"
+        if frm is DType.BOOL:
+            return convert(expr, frm, base)
+        return wrap(convert(expr, NARROW.get(frm, (frm,))[0], base), to)
+    if frm in NARROW:
+        frm = NARROW[frm][0]  # the register holds the extended value
+    if frm is to:
         return expr
     if to is DType.BOOL:
         return {DType.F32: f"!(({expr}) == 0.0)", DType.I32: f"(({expr}) != 0i)", DType.U32: f"(({expr}) != 0u)",
@@ -141,6 +170,13 @@ def convert(expr: str, frm: DType, to: DType) -> str:
 
 
 def _binary(op: str, t: DType, a: str, b: str) -> str:
+    if t in NARROW:
+        base, bits = NARROW[t]
+        if op in ("SHL", "SHR"):
+            value = f"(({a}) {'<<' if op == 'SHL' else '>>'} (bitcast<u32>({b}) & {bits - 1}u))"
+        else:
+            value = _binary(op, base, a, b)
+        return value if op in ("MIN", "MAX", "AND", "OR", "XOR", "SHR") else wrap(value, t)
     wide, signed = t in WIDE, t in (DType.I32, DType.I64)
     if wide:
         if op in ("ADD", "SUB", "MUL"):
@@ -174,6 +210,8 @@ def _binary(op: str, t: DType, a: str, b: str) -> str:
 
 
 def _unary(op: str, t: DType, a: str) -> str:
+    if t in NARROW:
+        return wrap(_unary(op, NARROW[t][0], a), t)
     if op == "NOT":
         return f"(!({a}))" if t is DType.BOOL else f"(~({a}))"
     if t is DType.F32:
@@ -187,6 +225,7 @@ def _unary(op: str, t: DType, a: str) -> str:
 
 
 def _compare(cc: str, t: DType, a: str, b: str) -> str:
+    t = NARROW.get(t, (t,))[0]
     if t in WIDE:
         lt = "i64_lt" if t is DType.I64 else "u64_lt"
         return {"eq": f"x64_eq({a}, {b})", "ne": f"(!x64_eq({a}, {b}))", "lt": f"{lt}({a}, {b})",
@@ -293,6 +332,22 @@ class _StageWriter:
                         f"  let swap{k} = atomicCompareExchangeWeak({mem}, old{k}, bitcast<u32>({new}));",
                         f"  if (swap{k}.exchanged) {{ break; }}", f"  old{k} = swap{k}.old_value;", "}"]
 
+    def packed(self, ins: Instr, k: int) -> list[str]:
+        """LDG/STG of a bool or 8/16-bit element, packed in a word of atomics."""
+        t, bits = ins.dtype, PACKED[ins.dtype]
+        per, mask = 32 // bits, (1 << bits) - 1
+        mem, at = self.memory_name(ins), f"at{k}.x"
+        word = f"&{mem}[{at} >> {per.bit_length() - 1}u]"
+        lines = [*self.address(ins, k, ERR_OOB_GLOBAL), f"let sh{k} = ({at} & {per - 1}u) * {bits}u;"]
+        if ins.op == "LDG":
+            raw = f"((atomicLoad({word}) >> sh{k}) & 0x{mask:x}u)"
+            value = (f"({raw} != 0u)" if t is DType.BOOL else raw if NARROW[t][0] is DType.U32
+                     else f"((bitcast<i32>({raw}) << {32 - bits}u) >> {32 - bits}u)")
+            return lines + [f"{self.regs[ins.dst.name]} = {value};"]
+        v = self.src(ins, 0)
+        bits_of = f"select(0u, 1u, {v})" if t is DType.BOOL else f"(bitcast<u32>({v}) & 0x{mask:x}u)"
+        return lines + [f"atomicAnd({word}, ~(0x{mask:x}u << sh{k}));", f"atomicOr({word}, {bits_of} << sh{k});"]
+
     def memory_name(self, ins: Instr) -> str:
         return f"sh_{_ident(ins.addr.buffer)}" if ins.addr.buffer in self.shared else f"b_{_ident(ins.addr.buffer)}"
 
@@ -309,14 +364,8 @@ class _StageWriter:
                         f"{self.regs[ins.dst.name]} = {cast}(atomicLoad(&{mem}[{at}]));"]
             store = self.src(ins, 0) if not cast else f"bitcast<{self.atomic_type(ins.addr.buffer)[7:-1]}>({self.src(ins, 0)})"
             return [*self.address(ins, k, ERR_OOB_GLOBAL), f"atomicStore(&{mem}[{at}], {store});"]
-        if t is DType.BOOL and op in ("LDG", "STG") and ins.addr.buffer not in self.shared:
-            mem, at = self.memory_name(ins), f"at{k}.x"
-            if op == "LDG":
-                return [*self.address(ins, k, ERR_OOB_GLOBAL),
-                        f"{self.regs[ins.dst.name]} = bool_load(atomicLoad(&{mem}[{at} >> 2u]), {at});"]
-            return [*self.address(ins, k, ERR_OOB_GLOBAL), f"let sh{k} = ({at} & 3u) * 8u;",
-                    f"atomicAnd(&{mem}[{at} >> 2u], ~(0xffu << sh{k}));",
-                    f"atomicOr(&{mem}[{at} >> 2u], select(0u, 1u, {self.src(ins, 0)}) << sh{k});"]
+        if t in PACKED and op in ("LDG", "STG") and ins.addr.buffer not in self.shared:
+            return self.packed(ins, k)
         if op in ("LDG", "LDS"):
             return [*self.address(ins, k, ERR_OOB_GLOBAL),
                     f"{self.regs[ins.dst.name]} = {self.memory_name(ins)}[at{k}.x];"]

@@ -124,9 +124,6 @@ _HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
                 ("i64_divrem",)),
     "i64_rem": ("fn i64_rem(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return i64_divrem(a, b)[1]; }",
                 ("i64_divrem",)),
-    # bool buffers: numpy's one byte per element, four to a word; a store changes only its byte
-    "bool_load": ("fn bool_load(word: u32, index: u32) -> bool { return ((word >> ((index & 3u) * 8u)) & 0xffu) != 0u; }",
-                  ()),
     "i32_to_x64": ("fn i32_to_x64(a: i32) -> vec2<u32> {\n"
                    "  return vec2<u32>(bitcast<u32>(a), select(0u, 0xffffffffu, a < 0i));\n}", ()),
 }
