@@ -17,7 +17,8 @@ from hologram.backend import (DType, LaunchBinding, LRUCache, Backend, Capabilit
 from hologram.errors import ArgumentError, ExecutionError, UnsupportedProgram, out_of_bounds
 
 from . import device as gpu_device
-from .wgsl import ERR_CLASS, ERR_OOB_SHARED, ERR_WORDS, ShaderSet, generate
+from .wgsl import (ATLAS_BINDING, ERR_CLASS, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_DEPTH, ERR_POOL_FREE,
+                   ERR_POOL_FULL, ERR_WORDS, MAX_LIVE_ALLOCATIONS, NOTHING_ALLOCATED, ShaderSet, generate)
 
 __all__ = ["WgpuBackend", "Prepared", "CAPABILITIES"]
 
@@ -31,13 +32,14 @@ _INTS = (DType.I32, DType.U32, DType.I64, DType.U64)
 CAPABILITIES = Capabilities.of(
     "MOV MOV_IMM CVT ADD SUB MUL MIN MAX MAD ABS NEG AND OR XOR NOT SHL SHR SET SEL ISINF ISFINITE "
     "LDG STG LDS STS DIV REM FMA FLOOR CEIL TRUNC RINT SQRT COPYSIGN BRA LOOP CALL RET EXIT BarSync MemFence "
-    "ReduceAdd ReduceMin ReduceMax ReduceMul ResAccum",
+    "ReduceAdd ReduceMin ReduceMax ReduceMul ResAccum PoolAlloc PoolFree PoolLoad PoolStore "
+    "ClsGet MIRROR NbrCount UnityTest NbrGet BoundMap PhaseGet PhaseAdv",
     dtypes=(*_32, *_64),
     excluding=[("REM", DType.F32), ("FMA", DType.F32),
                *((op, d) for op in ("ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum") for d in (*_64, DType.I8, DType.I16, DType.U8, DType.U16))],
     conversions=[(to, frm) for to in (*_32, *_64) for frm in (*_32, *_64)
                  if not (DType.F32 in (to, frm) and {to, frm} & set(_64))],
-    pools=False, max_block_threads=1024)
+    max_block_threads=1024)
 
 
 @attrs.frozen(eq=False)
@@ -157,9 +159,10 @@ class _Launch:
 
         device, prepared = self.gpu.device, self.prepared
         shaders = prepared.shaders
-        used = {name for s in shaders.stages for name in s.buffers}
+        used = {name for s in shaders.stages for name in s.buffers} - {ATLAS_BINDING}
         inits = {i.buffer for st in prepared.program.stages for i in st.inits}
         buffers = self.device_buffers(used | (inits & set(self.arrays)))
+        buffers[ATLAS_BINDING] = self.gpu.atlas_tables
         usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
         err = device.create_buffer_with_data(data=np.zeros(ERR_WORDS, np.uint32), usage=usage)
         info = device.create_buffer_with_data(data=self.info_words(), usage=wgpu.BufferUsage.STORAGE)
@@ -202,7 +205,7 @@ class _Launch:
 
     def error(self, record: np.ndarray) -> ExecutionError:
         """The interpreter's ExecutionError for the first failure a shader recorded."""
-        _, code, stage_index, k, lo, hi, gx, gy, gz = (int(v) for v in record)
+        _, code, stage_index, k, lo, hi, gx, gy, gz, aux = (int(v) for v in record)
         program = self.prepared.program
         stage = program.stages[stage_index]
         ins = stage.body[k]
@@ -211,8 +214,22 @@ class _Launch:
         where = f"stage '{stage.name}': instruction {k} `{format_instr(ins, align=False)}`"
         site = program.sites[ins.site] if ins.site is not None and 0 <= ins.site < len(program.sites) else None
         gid = (gx, gy, gz)[:len(stage.domain)]
+        lane = f"{where} (lane gid={gid})"
         if code == ERR_CLASS:
-            return ExecutionError.at(site, f"{where} (lane gid={gid}): {index} is not an Atlas class (0..95)")
+            return ExecutionError.at(site, f"{lane}: {index} is not an Atlas class (0..95)")
+        if code == ERR_POOL_FULL:
+            size = next(m.size for m in stage.pools if m.name == ins.target)
+            return ExecutionError(f"{lane}: pool '{ins.target}' of {size} elements cannot allocate {ins.count} more "
+                                  f"({index} in use)")
+        if code == ERR_POOL_FREE:
+            last = "nothing is allocated" if aux == NOTHING_ALLOCATED else f"the most recent starts at {aux}"
+            return ExecutionError(f"{lane}: PoolFree of handle {index}, but {last}")
+        if code == ERR_POOL_DEPTH:
+            return ExecutionError(f"{lane}: more than {MAX_LIVE_ALLOCATIONS} live pool allocations (the wgpu "
+                                  f"backend's limit)")
+        if code == ERR_OOB_POOL:
+            return ExecutionError.at(site, f"{lane}: "
+                                           f"{out_of_bounds(index, f'the allocated part of pool {ins.addr.buffer!r}', aux)}")
         if code == ERR_OOB_SHARED:
             shared = next(m for m in stage.shared if m.name == ins.addr.buffer)
             what: tuple[str, int] = (f"shared array {shared.name!r}", shared.size)

@@ -7,6 +7,9 @@ import threading
 from typing import Any
 
 import attrs
+import numpy as np
+
+from .wgsl import ATLAS_TABLE_WORDS
 
 __all__ = ["Gpu", "gpu", "unavailable_reason", "make_pipelines", "device_refusal"]
 
@@ -22,6 +25,7 @@ class Gpu:
     max_block: tuple[int, int, int]  # workgroup size per axis
     max_lanes: int  # invocations per workgroup
     max_shared_bytes: int  # workgroup memory
+    atlas_tables: Any  # the Atlas tables' read-only storage buffer (wgsl.ATLAS_TABLE_WORDS)
 
 
 _lock = threading.Lock()
@@ -44,11 +48,13 @@ def _open() -> Gpu:
                                               "max-compute-workgroup-size-x", "max-compute-workgroup-size-y",
                                               "max-compute-workgroup-size-z", "max-storage-buffers-per-shader-stage")}
     device = adapter.request_device_sync(required_limits=wanted)
+    tables = device.create_buffer_with_data(data=np.array(ATLAS_TABLE_WORDS, np.uint32),
+                                            usage=wgpu.BufferUsage.STORAGE)
     return Gpu(device, str(adapter.info.get("device", "?")),
                min(wanted["max-storage-buffer-binding-size"], wanted["max-buffer-size"]),
                wanted["max-compute-workgroups-per-dimension"],
                tuple(wanted[f"max-compute-workgroup-size-{a}"] for a in "xyz"),
-               wanted["max-compute-invocations-per-workgroup"], wanted["max-compute-workgroup-storage-size"])
+               wanted["max-compute-invocations-per-workgroup"], wanted["max-compute-workgroup-storage-size"], tables)
 
 
 def gpu() -> Gpu:

@@ -27,13 +27,15 @@ import struct
 
 import attrs
 
-from hologram.backend import OPCODES, DType, Imm, Instr, Label, Program, Reg, ScalarParam, Special, Stage, Sym
+from hologram.backend import OPCODES, DType, atlas, Imm, Instr, Label, Program, Reg, ScalarParam, Special, Stage, Sym
 from hologram.errors import UnsupportedProgram
 
 from .wgsl_lib import helpers_for
 
 __all__ = ["StageShader", "ShaderSet", "generate", "WGSL_TYPES", "ERR_OOB_GLOBAL", "ERR_OOB_SHARED", "ERR_CLASS",
-           "ERR_WORDS"]
+           "ERR_OOB_POOL", "ERR_POOL_FULL", "ERR_POOL_FREE", "ERR_POOL_DEPTH", "NOTHING_ALLOCATED",
+           "MAX_LIVE_ALLOCATIONS", "ERR_WORDS", "ATLAS_BINDING",
+           "ATLAS_TABLE_WORDS"]
 
 # The register type of each dtype the backend runs; the storage element type is the same.
 # 8- and 16-bit integers live in 32-bit registers, sign- or zero-extended (NARROW: the
@@ -53,7 +55,13 @@ ERR_OOB_SHARED = 2
 ERR_CLASS = 3  # ResAccum's class register outside 0..95
 REDUCTIONS = {"ReduceAdd": "ADD", "ReduceMin": "MIN", "ReduceMax": "MAX", "ReduceMul": "MUL", "ResAccum": "ADD"}
 ATLAS_CLASSES = 96
-ERR_WORDS = 9  # [failures, code, stage, instruction, index lo, index hi, gid x, gid y, gid z]
+ERR_OOB_POOL = 4  # aux: the pool's top
+ERR_POOL_FULL = 5  # index: the pool's top
+ERR_POOL_FREE = 6  # index: the handle; aux: the most recent allocation's base, or NOTHING_ALLOCATED
+ERR_POOL_DEPTH = 7  # more live allocations than the allocation stack holds
+NOTHING_ALLOCATED = 0xFFFFFFFF
+MAX_LIVE_ALLOCATIONS = 64
+ERR_WORDS = 10  # [failures, code, stage, instruction, index lo, index hi, gid x, gid y, gid z, aux]
 
 OPCODE_SOURCES = {name: spec.sources for name, spec in OPCODES.items()}  # each source's type kind
 TERMINATORS = ("BRA", "LOOP", "EXIT", "RET", "CALL", "BarSync")
@@ -63,7 +71,8 @@ MAX_CALL_DEPTH = 64  # the verifier's nesting bound (docs/isa.md, "Control flow"
 @attrs.frozen
 class StageShader:
     """One stage's shader: its WGSL text and the global buffers it binds, in binding
-    order (binding 0 is the error record, 1 the launch info, then these)."""
+    order (binding 0 is the error record, 1 the launch info, then these; ATLAS_BINDING
+    names the Atlas tables)."""
 
     code: str
     buffers: tuple[str, ...]
@@ -110,8 +119,10 @@ def imm_literal(value: bool | int | float, dtype: DType) -> str:
     -0.0 survive)."""
     if dtype is DType.BOOL:
         return "true" if value else "false"
-    if dtype in NARROW:
-        return imm_literal(int(value), NARROW[dtype][0])
+    if dtype in NARROW:  # wrapped to the narrow type, then as its register holds it
+        base, bits = NARROW[dtype]
+        v = int(value) & ((1 << bits) - 1)
+        return imm_literal(v - (1 << bits) if base is DType.I32 and v >> (bits - 1) else v, base)
     if dtype is DType.F32:
         return f"bitcast<f32>(0x{struct.unpack('<I', struct.pack('<f', float(value)))[0]:08x}u)"
     v = int(value)
@@ -224,6 +235,29 @@ def _unary(op: str, t: DType, a: str) -> str:
     return a if t is DType.U32 else f"select({a}, 0i - ({a}), ({a}) < 0i)"  # ABS; MIN stays MIN (wraps)
 
 
+def _small(expr: str, t: DType, bound: int) -> tuple[str, str]:
+    """An integer register as a u32 and whether it lies in 0 .. bound-1 (a negative
+    value's u32 is huge, so one unsigned comparison tests both ends)."""
+    if t in WIDE:
+        return f"({expr}).x", f"(({expr}).y == 0u && ({expr}).x < {bound}u)"
+    value = expr if NARROW.get(t, (t,))[0] is DType.U32 else f"bitcast<u32>({expr})"
+    return value, f"({value} < {bound}u)"
+
+
+ATLAS_OPS = ("ClsGet", "MIRROR", "NbrCount", "UnityTest", "NbrGet", "BoundMap", "PhaseGet", "PhaseAdv")
+# The Atlas tables, one read-only storage buffer (a constant array indexed at run time
+# costs llvmpipe seconds per shader): name -> (first word, contents)
+_TABLE_PARTS = (("ATLAS_CLASS", atlas.BYTE_CLASS_TABLE), ("ATLAS_MIRROR", atlas.MIRROR_TABLE),
+                ("ATLAS_DEGREE", atlas.DEGREE_TABLE), ("ATLAS_NEIGHBOR", atlas.NEIGHBOR_TABLE.reshape(-1)))
+ATLAS_TABLE_WORDS = [int(v) & 0xFFFFFFFF for _, t in _TABLE_PARTS for v in t]  # the neighbour table pads with -1
+ATLAS_TABLE_BASE = {name: sum(len(t) for _, t in _TABLE_PARTS[:k]) for k, (name, _) in enumerate(_TABLE_PARTS)}
+ATLAS_BINDING = "<atlas tables>"  # what StageShader.buffers calls the tables (no buffer's name can be)
+
+
+def _atlas_table(name: str, index: str) -> str:
+    return f"atlas_tables[{ATLAS_TABLE_BASE[name]}u + {index}]"
+
+
 def _compare(cc: str, t: DType, a: str, b: str) -> str:
     t = NARROW.get(t, (t,))[0]
     if t in WIDE:
@@ -247,6 +281,7 @@ class _StageWriter:
                                          f"register %{name} is {dtype}, which WGSL has no type for")
         self.regs = {name: f"r{k}_{_ident(name)}" for k, name in enumerate(self.types)}
         self.shared = {m.name: m for m in stage.shared}
+        self.pools = {m.name: m for m in stage.pools}
         self.used_buffers: list[str] = []
         self.scalar_types = {s.name: s.dtype for s in program.params if isinstance(s, ScalarParam)}
         # A buffer a stage reduces into is an array of atomics there (the verifier allows one
@@ -270,7 +305,7 @@ class _StageWriter:
             k = base + 2 * self.layout.symbol_names.index(op.name)
             return f"vec2<u32>(info[{k}u], info[{k + 1}u])"
         k = base + 2 * len(self.layout.symbol_names) + 2 * self.layout.scalar_names.index(op.name)
-        st = self.scalar_types[op.name]
+        st = NARROW.get(self.scalar_types[op.name], (self.scalar_types[op.name],))[0]  # narrow: sent extended
         if st in WIDE:
             return f"vec2<u32>(info[{k}u], info[{k + 1}u])"
         return {DType.BOOL: f"(info[{k}u] != 0u)", DType.U32: f"info[{k}u]",
@@ -278,7 +313,7 @@ class _StageWriter:
 
     def source_type(self, ins: Instr, k: int) -> DType:
         kind = OPCODE_SOURCES.get(ins.op, "")[k: k + 1] or "t"
-        return {"b": DType.BOOL, "c": DType.I64, "S": ins.dtype2}.get(kind, ins.dtype)
+        return {"b": DType.BOOL, "c": DType.I64, "i": DType.I64, "S": ins.dtype2}.get(kind, ins.dtype)
 
     def src(self, ins: Instr, k: int) -> str:
         return self.operand(ins.srcs[k], self.source_type(ins, k))
@@ -288,7 +323,11 @@ class _StageWriter:
         """Statements computing `addr` (a u32 element index) for `ins`, failing the lane
         when the index is outside its buffer or shared array."""
         a = ins.addr
-        if a.buffer in self.shared:
+        aux = "0u"
+        if a.buffer in self.pools:  # checked against the pool's top, on every access (docs/isa.md, "Pools")
+            size = aux = f"top_{_ident(a.buffer)}"
+            code = ERR_OOB_POOL
+        elif a.buffer in self.shared:
             size = f"{self.shared[a.buffer].size}u"
             code = ERR_OOB_SHARED
         else:
@@ -304,7 +343,7 @@ class _StageWriter:
             wide = reg if itype in WIDE else convert(reg, itype, DType.I64)
             index = f"x64_add({wide}, {offset})" if a.offset else wide
         return [f"let at{k} = {index};",
-                f"if (at{k}.y != 0u || at{k}.x >= {size}) {{ fail({code}u, {k}u, at{k}); return; }}"]
+                f"if (at{k}.y != 0u || at{k}.x >= {size}) {{ fail({code}u, {k}u, at{k}, {aux}); return; }}"]
 
     def atomic_type(self, buffer: str) -> str:
         dtype = self.buffer_types[buffer]
@@ -321,7 +360,7 @@ class _StageWriter:
             c = self.regs[ins.addr.index.name]
             cls = c if self.types[ins.addr.index.name] in WIDE else convert(c, self.types[ins.addr.index.name],
                                                                              DType.I64)
-            lines.append(f"if ({cls}.y != 0u || {cls}.x >= {ATLAS_CLASSES}u) {{ fail({ERR_CLASS}u, {k}u, {cls}); return; }}")
+            lines.append(f"if ({cls}.y != 0u || {cls}.x >= {ATLAS_CLASSES}u) {{ fail({ERR_CLASS}u, {k}u, {cls}, 0u); return; }}")
         lines += self.address(ins, k, ERR_OOB_GLOBAL)
         if t is not DType.F32 and (combine == "ADD" or (combine in ("MIN", "MAX") and t in (DType.I32, DType.U32))):
             word = v if combine != "ADD" or t is DType.U32 else f"bitcast<u32>({v})"
@@ -348,7 +387,61 @@ class _StageWriter:
         bits_of = f"select(0u, 1u, {v})" if t is DType.BOOL else f"(bitcast<u32>({v}) & 0x{mask:x}u)"
         return lines + [f"atomicAnd({word}, ~(0x{mask:x}u << sh{k}));", f"atomicOr({word}, {bits_of} << sh{k});"]
 
+    def atlas(self, ins: Instr) -> list[str]:
+        """The Atlas instructions, on the tables of `hologram.backend.atlas` (ATLAS_TABLES)."""
+        op, t = ins.op, ins.dtype
+        if op == "PhaseGet":
+            return [f"{self.regs[ins.dst.name]} = vec2<u32>(phase, 0u);"]
+        if op == "PhaseAdv":  # (phase + v) mod 768 for any i64 v: floor remainder, 0..767
+            return [f"phase = (phase + i64_rem({self.src(ins, 0)}, vec2<u32>({atlas.PHASE_MODULUS}u, 0u)).x) "
+                    f"% {atlas.PHASE_MODULUS}u;"]
+        srcs = [self.src(ins, j) for j in range(len(ins.srcs))]
+        dst = self.regs[ins.dst.name]
+        if op == "BoundMap":  # exact, then wrapped to T: the same as wrapping arithmetic in T
+            c, p, b = srcs
+            scaled = _binary("ADD", t, _binary("MUL", t, c, imm_literal(atlas.CLASS_STRIDE, t)),
+                             _binary("MUL", t, p, imm_literal(atlas.BYTES_PER_PAGE, t)))
+            return [f"{dst} = {_binary('ADD', t, scaled, b)};"]
+        if op == "ClsGet":
+            low = f"(({srcs[0]}).x & 0xffu)" if t in WIDE else f"(bitcast<u32>({srcs[0]}) & 0xffu)"
+            return [f"{dst} = {convert(_atlas_table('ATLAS_CLASS', low), DType.U32, t)};"]
+        c, inside = _small(srcs[0], t, atlas.NUM_CLASSES)
+        row = f"min({c}, {atlas.NUM_CLASSES - 1}u)"
+        if op == "UnityTest":
+            return [f"{dst} = {inside} && ({' || '.join(f'{c} == {u}u' for u in sorted(atlas.UNITY))});"]
+        if op == "NbrCount":
+            return [f"{dst} = select({zero(t)}, {convert(_atlas_table('ATLAS_DEGREE', row), DType.U32, t)}, {inside});"]
+        none = imm_literal(-1, t)
+        if op == "MIRROR":
+            return [f"{dst} = select({none}, {convert(_atlas_table('ATLAS_MIRROR', row), DType.U32, t)}, {inside});"]
+        assert op == "NbrGet"
+        k, k_small = _small(srcs[1], t, 6)
+        found = _atlas_table("ATLAS_NEIGHBOR", f"{row} * 6u + min({k}, 5u)")
+        return [f"{dst} = select({none}, {convert(found, DType.U32, t)}, "
+                f"{inside} && {k_small} && {k} < {_atlas_table('ATLAS_DEGREE', row)});"]
+
+    def pool_op(self, ins: Instr, k: int) -> list[str]:
+        """PoolAlloc and PoolFree: a per-lane stack of (pool, base) allocations."""
+        if ins.op == "PoolAlloc":
+            pool = self.pools[ins.target]
+            top, n = f"top_{_ident(pool.name)}", ins.count
+            return [f"if ({top} + {n}u > {pool.size}u) {{ fail({ERR_POOL_FULL}u, {k}u, vec2<u32>({top}, 0u), 0u); "
+                    "return; }",
+                    f"if (asp >= {MAX_LIVE_ALLOCATIONS}u) {{ fail({ERR_POOL_DEPTH}u, {k}u, vec2<u32>(), 0u); return; }}",
+                    f"for (var i = {top}; i < {top} + {n}u; i += 1u) {{ pl_{_ident(pool.name)}[i] = {zero(pool.dtype)}; }}",
+                    f"astack[asp] = vec2<u32>({list(self.pools).index(pool.name)}u, {top}); asp += 1u;",
+                    f"{self.regs[ins.dst.name]} = vec2<u32>({top}, 0u);", f"{top} += {n}u;"]
+        h = self.src(ins, 0)
+        lines = [f"if (asp == 0u) {{ fail({ERR_POOL_FREE}u, {k}u, {h}, {NOTHING_ALLOCATED}u); return; }}",
+                 f"if (!x64_eq({h}, vec2<u32>(astack[asp - 1u].y, 0u))) {{ fail({ERR_POOL_FREE}u, {k}u, {h}, "
+                 "astack[asp - 1u].y); return; }", "asp -= 1u;"]
+        for j, name in enumerate(self.pools):
+            lines.append(f"if (astack[asp].x == {j}u) {{ top_{_ident(name)} = astack[asp].y; }}")
+        return lines
+
     def memory_name(self, ins: Instr) -> str:
+        if ins.addr.buffer in self.pools:
+            return f"pl_{_ident(ins.addr.buffer)}"
         return f"sh_{_ident(ins.addr.buffer)}" if ins.addr.buffer in self.shared else f"b_{_ident(ins.addr.buffer)}"
 
     # ------------------------------------------------------------------ instructions
@@ -366,11 +459,15 @@ class _StageWriter:
             return [*self.address(ins, k, ERR_OOB_GLOBAL), f"atomicStore(&{mem}[{at}], {store});"]
         if t in PACKED and op in ("LDG", "STG") and ins.addr.buffer not in self.shared:
             return self.packed(ins, k)
-        if op in ("LDG", "LDS"):
+        if op in ("PoolAlloc", "PoolFree"):
+            return self.pool_op(ins, k)
+        if op in ("LDG", "LDS", "PoolLoad"):
             return [*self.address(ins, k, ERR_OOB_GLOBAL),
                     f"{self.regs[ins.dst.name]} = {self.memory_name(ins)}[at{k}.x];"]
-        if op in ("STG", "STS"):
+        if op in ("STG", "STS", "PoolStore"):
             return [*self.address(ins, k, ERR_OOB_GLOBAL), f"{self.memory_name(ins)}[at{k}.x] = {self.src(ins, 0)};"]
+        if op in ATLAS_OPS:
+            return self.atlas(ins)
         if op == "MemFence":
             return []  # orders this lane's own accesses, which WGSL already keeps in program order
         srcs = [self.src(ins, j) for j in range(len(ins.srcs))]
@@ -475,23 +572,32 @@ class _StageWriter:
             decls.append(f"var<workgroup> sh_{_ident(m.name)}: array<{WGSL_TYPES[m.dtype]}, {m.size}>;")
         if has_barrier:
             decls.append("var<workgroup> wg_more: array<u32, 3>;")
+        for m in stage.pools:
+            decls += [f"var<private> pl_{_ident(m.name)}: array<{WGSL_TYPES[m.dtype]}, {m.size}>;",
+                      f"var<private> top_{_ident(m.name)}: u32;"]
+        if stage.pools:
+            decls += [f"var<private> astack: array<vec2<u32>, {MAX_LIVE_ALLOCATIONS}>;", "var<private> asp: u32;"]
         for name, dtype in self.types.items():
             decls.append(f"var<private> {self.regs[name]}: {WGSL_TYPES[dtype]};")
         decls += ["var<private> sp_tid: vec3<u32>;", "var<private> sp_ctaid: vec3<u32>;",
                   "var<private> sp_gid: vec3<u32>;", "var<private> sp_ntid: vec3<u32>;",
                   "var<private> sp_nctaid: vec3<u32>;", "var<private> sp_gdim: vec3<u32>;",
-                  "var<private> alive: bool;", "var<private> pc: u32;", "var<private> rsp: u32;"]
+                  "var<private> alive: bool;", "var<private> pc: u32;", "var<private> rsp: u32;",
+                  "var<private> phase: u32;"]
         if any(isinstance(i, Instr) and i.op == "CALL" for i in stage.body):
             decls.append(f"var<private> rstack: array<u32, {MAX_CALL_DEPTH}>;")
-        fail = ["fn fail(code: u32, instruction: u32, index: vec2<u32>) {",
+        fail = ["fn fail(code: u32, instruction: u32, index: vec2<u32>, aux: u32) {",
                 "  alive = false;",
                 "  if (atomicAdd(&err[0], 1u) == 0u) {",
                 f"    atomicStore(&err[1], code); atomicStore(&err[2], {self.index}u); atomicStore(&err[3], instruction);",
                 "    atomicStore(&err[4], index.x); atomicStore(&err[5], index.y);",
                 "    atomicStore(&err[6], sp_gid.x); atomicStore(&err[7], sp_gid.y); atomicStore(&err[8], sp_gid.z);",
+                "    atomicStore(&err[9], aux);",
                 "  }", "}"]
         lane_fn = ["fn run_lane() {", *("  " + line for line in lane), "}"]
         resets = [f"  {self.regs[n]} = {zero(d)};" for n, d in self.types.items()]
+        resets.append("  phase = 0u;")
+        resets += [f"  top_{_ident(m.name)} = 0u;" for m in stage.pools] + (["  asp = 0u;"] if stage.pools else [])
         zero_shared = [f"  for (var i = lix; i < {m.size}u; i += {lanes}u) {{ sh_{_ident(m.name)}[i] = {zero(m.dtype)}; }}"
                        for m in stage.shared]
         if has_barrier:
@@ -522,6 +628,10 @@ class _StageWriter:
                 "        run_block(vec3<u32>(cx, cy, cz), lid, lix);",
                 "      }", "    }", "  }", "}"]
         body = "\n".join([*fail, *lane_fn, *block_fn, *main])
+        bound = tuple(self.used_buffers)
+        if "atlas_tables[" in body:
+            decls.append(f"@group(0) @binding({len(bound) + 2}) var<storage, read> atlas_tables: array<u32>;")
+            bound += (ATLAS_BINDING,)
         code = "\n".join([f"// program {self.program.name!r}, stage {stage.name!r}", *decls, helpers_for(body), body])
-        return StageShader(code + "\n", tuple(self.used_buffers))
+        return StageShader(code + "\n", bound)
 
