@@ -36,7 +36,9 @@ CAPABILITIES = Capabilities.of(
     "ClsGet MIRROR NbrCount UnityTest NbrGet BoundMap PhaseGet PhaseAdv",
     dtypes=(*_32, *_64),
     excluding=[("REM", DType.F32), ("FMA", DType.F32),
-               *((op, d) for op in ("ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum") for d in (*_64, DType.I8, DType.I16, DType.U8, DType.U16))],
+               *((op, d) for op in ("ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum")
+                 for d in (DType.I8, DType.I16, DType.U8, DType.U16)),
+               *((op, d) for op in ("ReduceMin", "ReduceMax", "ReduceMul") for d in _64)],
     conversions=[(to, frm) for to in (*_32, *_64) for frm in (*_32, *_64)
                  if not (DType.F32 in (to, frm) and {to, frm} & set(_64))],
     max_block_threads=1024)

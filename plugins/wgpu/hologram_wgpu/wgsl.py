@@ -279,6 +279,10 @@ class _StageWriter:
             if dtype not in WGSL_TYPES:
                 raise UnsupportedProgram(f"backend 'wgpu' cannot run program {program.name!r}: stage {stage.name!r}: "
                                          f"register %{name} is {dtype}, which WGSL has no type for")
+        for m in (*stage.shared, *stage.pools):
+            if m.dtype not in WGSL_TYPES:
+                raise UnsupportedProgram(f"backend 'wgpu' cannot run program {program.name!r}: stage {stage.name!r}: "
+                                         f"array {m.name!r} is {m.dtype}, which WGSL has no type for")
         self.regs = {name: f"r{k}_{_ident(name)}" for k, name in enumerate(self.types)}
         self.shared = {m.name: m for m in stage.shared}
         self.pools = {m.name: m for m in stage.pools}
@@ -362,6 +366,10 @@ class _StageWriter:
                                                                              DType.I64)
             lines.append(f"if ({cls}.y != 0u || {cls}.x >= {ATLAS_CLASSES}u) {{ fail({ERR_CLASS}u, {k}u, {cls}, 0u); return; }}")
         lines += self.address(ins, k, ERR_OOB_GLOBAL)
+        if t in WIDE:  # ADD only (declared): the low words' carries go into the high word, so the sum is exact
+            lo, hi = f"&{self.memory_name(ins)}[2u * at{k}.x]", f"&{self.memory_name(ins)}[2u * at{k}.x + 1u]"
+            return lines + [f"let v{k} = {v};", f"let old{k} = atomicAdd({lo}, v{k}.x);",
+                            f"atomicAdd({hi}, v{k}.y + select(0u, 1u, old{k} + v{k}.x < old{k}));"]
         if t is not DType.F32 and (combine == "ADD" or (combine in ("MIN", "MAX") and t in (DType.I32, DType.U32))):
             word = v if combine != "ADD" or t is DType.U32 else f"bitcast<u32>({v})"
             return lines + [f"atomic{combine.capitalize()}({mem}, {word});"]
@@ -451,11 +459,19 @@ class _StageWriter:
             return self.reduce(ins, k)
         if op in ("LDG", "STG") and ins.addr.buffer in self.reduced:  # unspecified values, but no data race
             mem, at = self.memory_name(ins), f"at{k}.x"
-            cast = "" if self.atomic_type(ins.addr.buffer) == f"atomic<{WGSL_TYPES[t]}>" else f"bitcast<{WGSL_TYPES[t]}>"
+            if t in WIDE:  # two words of atomics
+                words = f"&{mem}[2u * {at}]", f"&{mem}[2u * {at} + 1u]"
+                if op == "LDG":
+                    return [*self.address(ins, k, ERR_OOB_GLOBAL), f"{self.regs[ins.dst.name]} = "
+                            f"vec2<u32>(atomicLoad({words[0]}), atomicLoad({words[1]}));"]
+                return [*self.address(ins, k, ERR_OOB_GLOBAL), f"let v{k} = {self.src(ins, 0)};",
+                        f"atomicStore({words[0]}, v{k}.x); atomicStore({words[1]}, v{k}.y);"]
+            atomic = self.atomic_type(ins.addr.buffer)
+            cast = "" if atomic == f"atomic<{WGSL_TYPES[t]}>" else f"bitcast<{WGSL_TYPES[t]}>"
             if op == "LDG":
                 return [*self.address(ins, k, ERR_OOB_GLOBAL),
                         f"{self.regs[ins.dst.name]} = {cast}(atomicLoad(&{mem}[{at}]));"]
-            store = self.src(ins, 0) if not cast else f"bitcast<{self.atomic_type(ins.addr.buffer)[7:-1]}>({self.src(ins, 0)})"
+            store = self.src(ins, 0) if not cast else f"bitcast<{atomic[7:-1]}>({self.src(ins, 0)})"
             return [*self.address(ins, k, ERR_OOB_GLOBAL), f"atomicStore(&{mem}[{at}], {store});"]
         if t in PACKED and op in ("LDG", "STG") and ins.addr.buffer not in self.shared:
             return self.packed(ins, k)
@@ -584,7 +600,7 @@ class _StageWriter:
                   "var<private> sp_nctaid: vec3<u32>;", "var<private> sp_gdim: vec3<u32>;",
                   "var<private> alive: bool;", "var<private> pc: u32;", "var<private> rsp: u32;",
                   "var<private> phase: u32;"]
-        if any(isinstance(i, Instr) and i.op == "CALL" for i in stage.body):
+        if any(isinstance(i, Instr) and i.op in ("CALL", "RET") for i in stage.body):
             decls.append(f"var<private> rstack: array<u32, {MAX_CALL_DEPTH}>;")
         fail = ["fn fail(code: u32, instruction: u32, index: vec2<u32>, aux: u32) {",
                 "  alive = false;",
