@@ -39,8 +39,7 @@ CAPABILITIES = Capabilities.of(
                *((op, d) for op in ("ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum")
                  for d in (DType.I8, DType.I16, DType.U8, DType.U16)),
                *((op, d) for op in ("ReduceMin", "ReduceMax", "ReduceMul") for d in _64)],
-    conversions=[(to, frm) for to in (*_32, *_64) for frm in (*_32, *_64)
-                 if not (DType.F32 in (to, frm) and {to, frm} & set(_64))],
+    conversions=[(to, frm) for to in (*_32, *_64) for frm in (*_32, *_64)],
     max_block_threads=1024)
 
 

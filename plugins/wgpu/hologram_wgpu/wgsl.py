@@ -170,9 +170,9 @@ def convert(expr: str, frm: DType, to: DType) -> str:
         one = imm_literal(1, to)
         return f"select({zero(to)}, {one}, {expr})"
     if to in WIDE:
-        return {DType.I32: f"i32_to_x64({expr})", DType.U32: f"vec2<u32>({expr}, 0u)"}[frm]
+        return {DType.I32: f"i32_to_x64({expr})", DType.U32: f"vec2<u32>({expr}, 0u)", DType.F32: f"f32_to_{to}({expr})"}[frm]
     if frm in WIDE:
-        return {DType.I32: f"bitcast<i32>(({expr}).x)", DType.U32: f"({expr}).x"}[to]
+        return {DType.I32: f"bitcast<i32>(({expr}).x)", DType.U32: f"({expr}).x", DType.F32: f"{frm}_to_f32({expr})"}[to]
     if to is DType.F32:
         return f"f32({expr})"
     if frm is DType.F32:

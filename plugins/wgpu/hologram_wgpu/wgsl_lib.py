@@ -124,6 +124,31 @@ _HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
                 ("i64_divrem",)),
     "i64_rem": ("fn i64_rem(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return i64_divrem(a, b)[1]; }",
                 ("i64_divrem",)),
+    # 64-bit integer <-> f32, rounded once: the top 32 significant bits with every lower one
+    # folded into a sticky bit round as the whole value does (u32 -> f32 is exact RNE)
+    "u64_to_f32": ("fn u64_to_f32(a: vec2<u32>) -> f32 {\n"
+                   "  if (a.y == 0u) { return f32(a.x); }\n"
+                   "  let s = countLeadingZeros(a.y);\n"
+                   "  if (s == 0u) { return ldexp(f32(a.y | select(0u, 1u, a.x != 0u)), 32i); }\n"
+                   "  let top = (a.y << s) | (a.x >> (32u - s));\n"
+                   "  return ldexp(f32(top | select(0u, 1u, (a.x << s) != 0u)), i32(32u - s));\n}", ()),
+    "i64_to_f32": ("fn i64_to_f32(a: vec2<u32>) -> f32 {\n"
+                   "  if ((a.y >> 31u) != 0u) { return -u64_to_f32(x64_neg(a)); }\n"
+                   "  return u64_to_f32(a);\n}", ("u64_to_f32", "x64_neg")),
+    "f32_to_x64_mag": ("fn f32_to_x64_mag(a: f32) -> vec2<u32> {\n"  # a: a whole number, 0 <= a < 2**64
+                       "  if (a < 4294967296.0) { return vec2<u32>(u32(a), 0u); }\n"
+                       "  let hi = floor(a * 2.3283064365386963e-10);\n"  # exact: a power of two, then whole
+                       "  return vec2<u32>(u32(a - hi * 4294967296.0), u32(hi));\n}", ()),
+    "f32_to_i64": ("fn f32_to_i64(a: f32) -> vec2<u32> {\n"
+                   "  if (f32_isnan(a)) { return vec2<u32>(); }\n"
+                   "  if (a >= 9223372036854775808.0) { return vec2<u32>(0xffffffffu, 0x7fffffffu); }\n"
+                   "  if (a <= -9223372036854775808.0) { return vec2<u32>(0u, 0x80000000u); }\n"
+                   "  let m = f32_to_x64_mag(abs(trunc(a)));\n"
+                   "  return select(m, x64_neg(m), a < 0.0);\n}", ("f32_isnan", "f32_to_x64_mag", "x64_neg")),
+    "f32_to_u64": ("fn f32_to_u64(a: f32) -> vec2<u32> {\n"
+                   "  if (f32_isnan(a) || a <= 0.0) { return vec2<u32>(); }\n"
+                   "  if (a >= 18446744073709551616.0) { return vec2<u32>(0xffffffffu, 0xffffffffu); }\n"
+                   "  return f32_to_x64_mag(trunc(a));\n}", ("f32_isnan", "f32_to_x64_mag")),
     "i32_to_x64": ("fn i32_to_x64(a: i32) -> vec2<u32> {\n"
                    "  return vec2<u32>(bitcast<u32>(a), select(0u, 0xffffffffu, a < 0i));\n}", ()),
 }
