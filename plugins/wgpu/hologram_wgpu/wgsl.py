@@ -227,7 +227,8 @@ def _unary(op: str, t: DType, a: str) -> str:
         return f"(!({a}))" if t is DType.BOOL else f"(~({a}))"
     if t is DType.F32:
         return {"NEG": f"f32_neg({a})", "ABS": f"f32_abs({a})", "FLOOR": f"floor({a})", "CEIL": f"ceil({a})",
-                "TRUNC": f"trunc({a})", "RINT": f"round({a})", "SQRT": f"sqrt({a})"}[op]
+                "TRUNC": f"trunc({a})", "RINT": f"round({a})", "SQRT": f"sqrt({a})",
+                "RSQRT": f"(1.0 / sqrt({a}))"}[op]
     if t in WIDE:
         return {"NEG": f"x64_neg({a})", "ABS": f"i64_abs({a})" if t is DType.I64 else a}[op]
     if op == "NEG":
