@@ -17,14 +17,14 @@ from hologram.backend import (DType, LaunchBinding, LRUCache, Backend, Capabilit
 from hologram.errors import ArgumentError, ExecutionError, UnsupportedProgram, out_of_bounds
 
 from . import device as gpu_device
-from .wgsl import (ATLAS_BINDING, ERR_CLASS, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_DEPTH, ERR_POOL_FREE,
+from .wgsl import (ERR_CLASS, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_DEPTH, ERR_POOL_FREE,
                    ERR_POOL_FULL, ERR_WORDS, MAX_LIVE_ALLOCATIONS, NOTHING_ALLOCATED, ShaderSet, generate)
+from .wgsl_exprs import ATLAS_BINDING
 
 __all__ = ["WgpuBackend", "Prepared", "CAPABILITIES"]
 
 _32 = (DType.BOOL, DType.I32, DType.U32, DType.F32, DType.I8, DType.I16, DType.U8, DType.U16)
 _64 = (DType.I64, DType.U64)
-_INTS = (DType.I32, DType.U32, DType.I64, DType.U64)
 
 # What the backend runs, declared (docs/gpu.md, "What wgpu declares"). WGSL has 32-bit
 # types only: f32, i32, u32, bool in registers; i64/u64 are emulated as two words for the
@@ -229,8 +229,8 @@ class _Launch:
             return ExecutionError(f"{lane}: more than {MAX_LIVE_ALLOCATIONS} live pool allocations (the wgpu "
                                   f"backend's limit)")
         if code == ERR_OOB_POOL:
-            return ExecutionError.at(site, f"{lane}: "
-                                           f"{out_of_bounds(index, f'the allocated part of pool {ins.addr.buffer!r}', aux)}")
+            pool = f"the allocated part of pool {ins.addr.buffer!r}"
+            return ExecutionError.at(site, f"{lane}: {out_of_bounds(index, pool, aux)}")
         if code == ERR_OOB_SHARED:
             shared = next(m for m in stage.shared if m.name == ins.addr.buffer)
             what: tuple[str, int] = (f"shared array {shared.name!r}", shared.size)

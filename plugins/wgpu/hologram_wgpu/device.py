@@ -9,7 +9,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from .wgsl import ATLAS_TABLE_WORDS
+from .wgsl_exprs import ATLAS_TABLE_WORDS
 
 __all__ = ["Gpu", "gpu", "unavailable_reason", "make_pipelines", "device_refusal"]
 

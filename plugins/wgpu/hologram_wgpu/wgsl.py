@@ -23,38 +23,24 @@ from __future__ import annotations
 
 import math
 import re
-import struct
 
 import attrs
 
-from hologram.backend import OPCODES, DType, atlas, Imm, Instr, Label, Program, Reg, ScalarParam, Special, Stage, Sym
+from hologram.backend import OPCODES, DType, Imm, Instr, Label, Program, Reg, ScalarParam, Special, Stage, Sym, atlas
 from hologram.errors import UnsupportedProgram
 
+from .wgsl_exprs import (ATLAS_BINDING, ATLAS_OPS, NARROW, PACKED, STORAGE_TYPES, WGSL_TYPES, WIDE, atlas_table,
+                         binary, compare, convert, imm_literal, small, unary, zero)
 from .wgsl_lib import helpers_for
 
-__all__ = ["StageShader", "ShaderSet", "generate", "WGSL_TYPES", "ERR_OOB_GLOBAL", "ERR_OOB_SHARED", "ERR_CLASS",
-           "ERR_OOB_POOL", "ERR_POOL_FULL", "ERR_POOL_FREE", "ERR_POOL_DEPTH", "NOTHING_ALLOCATED",
-           "MAX_LIVE_ALLOCATIONS", "ERR_WORDS", "ATLAS_BINDING",
-           "ATLAS_TABLE_WORDS"]
+__all__ = ["StageShader", "ShaderSet", "generate", "ERR_OOB_GLOBAL", "ERR_OOB_SHARED", "ERR_CLASS", "ERR_OOB_POOL",
+           "ERR_POOL_FULL", "ERR_POOL_FREE", "ERR_POOL_DEPTH", "NOTHING_ALLOCATED", "MAX_LIVE_ALLOCATIONS", "ERR_WORDS"]
 
-# The register type of each dtype the backend runs; the storage element type is the same.
-# 8- and 16-bit integers live in 32-bit registers, sign- or zero-extended (NARROW: the
-# register's type and the bits), wrapped after every operation that can leave the range.
-NARROW = {DType.I8: (DType.I32, 8), DType.I16: (DType.I32, 16), DType.U8: (DType.U32, 8), DType.U16: (DType.U32, 16)}
-WGSL_TYPES = {DType.BOOL: "bool", DType.I32: "i32", DType.U32: "u32", DType.F32: "f32",
-              DType.I64: "vec2<u32>", DType.U64: "vec2<u32>", DType.I8: "i32", DType.I16: "i32", DType.U8: "u32",
-              DType.U16: "u32"}
-# bool (numpy's one byte) and 8/16-bit integers are packed into words, read and written with
-# atomics so that a lane's store changes only its own bytes (PACKED: the bits of an element)
-PACKED = {DType.BOOL: 8, DType.I8: 8, DType.U8: 8, DType.I16: 16, DType.U16: 16}
-STORAGE_TYPES = {**WGSL_TYPES, **{d: "atomic<u32>" for d in PACKED}}
-WIDE = (DType.I64, DType.U64)
 
 ERR_OOB_GLOBAL = 1
 ERR_OOB_SHARED = 2
 ERR_CLASS = 3  # ResAccum's class register outside 0..95
 REDUCTIONS = {"ReduceAdd": "ADD", "ReduceMin": "MIN", "ReduceMax": "MAX", "ReduceMul": "MUL", "ResAccum": "ADD"}
-ATLAS_CLASSES = 96
 ERR_OOB_POOL = 4  # aux: the pool's top
 ERR_POOL_FULL = 5  # index: the pool's top
 ERR_POOL_FREE = 6  # index: the handle; aux: the most recent allocation's base, or NOTHING_ALLOCATED
@@ -113,163 +99,6 @@ def generate(program: Program) -> ShaderSet:
 def _ident(name: str) -> str:
     return re.sub(r"\W", "_", name)
 
-
-def imm_literal(value: bool | int | float, dtype: DType) -> str:
-    """An immediate of `dtype` as WGSL (exact: floats by their bits, so NaN, inf and
-    -0.0 survive)."""
-    if dtype is DType.BOOL:
-        return "true" if value else "false"
-    if dtype in NARROW:  # wrapped to the narrow type, then as its register holds it
-        base, bits = NARROW[dtype]
-        v = int(value) & ((1 << bits) - 1)
-        return imm_literal(v - (1 << bits) if base is DType.I32 and v >> (bits - 1) else v, base)
-    if dtype is DType.F32:
-        return f"bitcast<f32>(0x{struct.unpack('<I', struct.pack('<f', float(value)))[0]:08x}u)"
-    v = int(value)
-    if dtype in WIDE:
-        v &= (1 << 64) - 1
-        return f"vec2<u32>(0x{v & 0xffffffff:x}u, 0x{v >> 32:x}u)"
-    if dtype is DType.U32:
-        return f"{v & 0xffffffff}u"
-    return f"bitcast<i32>(0x{v & 0xffffffff:x}u)" if v < -(2 ** 31 - 1) else f"{v}i"
-
-
-def zero(dtype: DType) -> str:
-    return f"{WGSL_TYPES[dtype]}()"
-
-
-def wrap(expr: str, dtype: DType) -> str:
-    """A 32-bit register value wrapped to the 8/16-bit `dtype` (sign- or zero-extended)."""
-    base, bits = NARROW[dtype]
-    if base is DType.U32:
-        return f"(({expr}) & 0x{(1 << bits) - 1:x}u)"
-    return f"((({expr}) << {32 - bits}u) >> {32 - bits}u)"
-
-
-def convert(expr: str, frm: DType, to: DType) -> str:
-    """`CVT.to.frm` of a WGSL expression (docs/isa.md, "CVT"), among the declared types."""
-    if frm is to or {frm, to} == set(WIDE):
-        return expr
-    if to in NARROW:
-        base, bits = NARROW[to]
-        if frm is DType.F32:  # saturate to the narrow range (the 32-bit conversion saturated to its own)
-            if base is DType.U32:
-                return f"min(f32_to_u32({expr}), {(1 << bits) - 1}u)"
-            return f"clamp(f32_to_i32({expr}), {-(1 << (bits - 1))}i, {(1 << (bits - 1)) - 1}i)"
-        if frm is DType.BOOL:
-            return convert(expr, frm, base)
-        return wrap(convert(expr, NARROW.get(frm, (frm,))[0], base), to)
-    if frm in NARROW:
-        frm = NARROW[frm][0]  # the register holds the extended value
-    if frm is to:
-        return expr
-    if to is DType.BOOL:
-        return {DType.F32: f"!(({expr}) == 0.0)", DType.I32: f"(({expr}) != 0i)", DType.U32: f"(({expr}) != 0u)",
-                DType.I64: f"any(({expr}) != vec2<u32>())", DType.U64: f"any(({expr}) != vec2<u32>())"}[frm]
-    if frm is DType.BOOL:
-        one = imm_literal(1, to)
-        return f"select({zero(to)}, {one}, {expr})"
-    if to in WIDE:
-        return {DType.I32: f"i32_to_x64({expr})", DType.U32: f"vec2<u32>({expr}, 0u)", DType.F32: f"f32_to_{to}({expr})"}[frm]
-    if frm in WIDE:
-        return {DType.I32: f"bitcast<i32>(({expr}).x)", DType.U32: f"({expr}).x", DType.F32: f"{frm}_to_f32({expr})"}[to]
-    if to is DType.F32:
-        return f"f32({expr})"
-    if frm is DType.F32:
-        return f"f32_to_{to}({expr})"
-    return f"bitcast<{WGSL_TYPES[to]}>({expr})"  # i32 <-> u32: two's complement
-
-
-def _binary(op: str, t: DType, a: str, b: str) -> str:
-    if t in NARROW:
-        base, bits = NARROW[t]
-        if op in ("SHL", "SHR"):
-            value = f"(({a}) {'<<' if op == 'SHL' else '>>'} (bitcast<u32>({b}) & {bits - 1}u))"
-        else:
-            value = _binary(op, base, a, b)
-        return value if op in ("MIN", "MAX", "AND", "OR", "XOR", "SHR") else wrap(value, t)
-    wide, signed = t in WIDE, t in (DType.I32, DType.I64)
-    if wide:
-        if op in ("ADD", "SUB", "MUL"):
-            return f"x64_{op.lower()}({a}, {b})"
-        if op in ("DIV", "REM"):
-            return f"{t}_{op.lower()}({a}, {b})"
-        if op in ("AND", "OR", "XOR"):
-            return f"(({a}) {'&' if op == 'AND' else '|' if op == 'OR' else '^'} ({b}))"
-        lt = "i64_lt" if signed else "u64_lt"
-        if op == "MIN":
-            return f"select({b}, {a}, {lt}({a}, {b}))"
-        if op == "MAX":
-            return f"select({b}, {a}, {lt}({b}, {a}))"
-        if op == "SHL":
-            return f"x64_shl({a}, ({b}).x)"
-        if op == "SHR":
-            return f"{'i64' if signed else 'u64'}_shr({a}, ({b}).x)"
-    if t is DType.F32:
-        if op in ("MIN", "MAX", "COPYSIGN"):
-            return f"f32_{op.lower()}({a}, {b})"
-        return f"(({a}) {dict(ADD='+', SUB='-', MUL='*', DIV='/')[op]} ({b}))"
-    if t is DType.BOOL:
-        return f"(({a}) {dict(AND='&', OR='|', XOR='!=')[op]} ({b}))"
-    if op in ("DIV", "REM"):
-        return f"{t}_{op.lower()}({a}, {b})"
-    if op in ("MIN", "MAX"):
-        return f"{op.lower()}({a}, {b})"
-    if op in ("SHL", "SHR"):
-        return f"(({a}) {'<<' if op == 'SHL' else '>>'} (bitcast<u32>({b}) & 31u))"
-    return f"(({a}) {dict(ADD='+', SUB='-', MUL='*', AND='&', OR='|', XOR='^')[op]} ({b}))"
-
-
-def _unary(op: str, t: DType, a: str) -> str:
-    if t in NARROW:
-        return wrap(_unary(op, NARROW[t][0], a), t)
-    if op == "NOT":
-        return f"(!({a}))" if t is DType.BOOL else f"(~({a}))"
-    if t is DType.F32:
-        return {"NEG": f"f32_neg({a})", "ABS": f"f32_abs({a})", "FLOOR": f"floor({a})", "CEIL": f"ceil({a})",
-                "TRUNC": f"trunc({a})", "RINT": f"round({a})", "SQRT": f"sqrt({a})",
-                "RSQRT": f"(1.0 / sqrt({a}))"}[op]
-    if t in WIDE:
-        return {"NEG": f"x64_neg({a})", "ABS": f"i64_abs({a})" if t is DType.I64 else a}[op]
-    if op == "NEG":
-        return f"({zero(t)} - ({a}))"
-    return a if t is DType.U32 else f"select({a}, 0i - ({a}), ({a}) < 0i)"  # ABS; MIN stays MIN (wraps)
-
-
-def _small(expr: str, t: DType, bound: int) -> tuple[str, str]:
-    """An integer register as a u32 and whether it lies in 0 .. bound-1 (a negative
-    value's u32 is huge, so one unsigned comparison tests both ends)."""
-    if t in WIDE:
-        return f"({expr}).x", f"(({expr}).y == 0u && ({expr}).x < {bound}u)"
-    value = expr if NARROW.get(t, (t,))[0] is DType.U32 else f"bitcast<u32>({expr})"
-    return value, f"({value} < {bound}u)"
-
-
-ATLAS_OPS = ("ClsGet", "MIRROR", "NbrCount", "UnityTest", "NbrGet", "BoundMap", "PhaseGet", "PhaseAdv")
-# The Atlas tables, one read-only storage buffer (a constant array indexed at run time
-# costs llvmpipe seconds per shader): name -> (first word, contents)
-_TABLE_PARTS = (("ATLAS_CLASS", atlas.BYTE_CLASS_TABLE), ("ATLAS_MIRROR", atlas.MIRROR_TABLE),
-                ("ATLAS_DEGREE", atlas.DEGREE_TABLE), ("ATLAS_NEIGHBOR", atlas.NEIGHBOR_TABLE.reshape(-1)))
-ATLAS_TABLE_WORDS = [int(v) & 0xFFFFFFFF for _, t in _TABLE_PARTS for v in t]  # the neighbour table pads with -1
-ATLAS_TABLE_BASE = {name: sum(len(t) for _, t in _TABLE_PARTS[:k]) for k, (name, _) in enumerate(_TABLE_PARTS)}
-ATLAS_BINDING = "<atlas tables>"  # what StageShader.buffers calls the tables (no buffer's name can be)
-
-
-def _atlas_table(name: str, index: str) -> str:
-    return f"atlas_tables[{ATLAS_TABLE_BASE[name]}u + {index}]"
-
-
-def _compare(cc: str, t: DType, a: str, b: str) -> str:
-    t = NARROW.get(t, (t,))[0]
-    if t in WIDE:
-        lt = "i64_lt" if t is DType.I64 else "u64_lt"
-        return {"eq": f"x64_eq({a}, {b})", "ne": f"(!x64_eq({a}, {b}))", "lt": f"{lt}({a}, {b})",
-                "gt": f"{lt}({b}, {a})", "le": f"(!{lt}({b}, {a}))", "ge": f"(!{lt}({a}, {b}))"}[cc]
-    if t is DType.BOOL and cc not in ("eq", "ne"):
-        a, b = f"u32({a})", f"u32({b})"
-    if cc == "ne":  # unordered: true for NaN, whatever comparison the driver picks for `!=`
-        return f"(!(({a}) == ({b})))"
-    return f"(({a}) {dict(eq='==', lt='<', le='<=', gt='>', ge='>=')[cc]} ({b}))"
 
 
 class _StageWriter:
@@ -365,7 +194,8 @@ class _StageWriter:
             c = self.regs[ins.addr.index.name]
             cls = c if self.types[ins.addr.index.name] in WIDE else convert(c, self.types[ins.addr.index.name],
                                                                              DType.I64)
-            lines.append(f"if ({cls}.y != 0u || {cls}.x >= {ATLAS_CLASSES}u) {{ fail({ERR_CLASS}u, {k}u, {cls}, 0u); return; }}")
+            lines.append(f"if ({cls}.y != 0u || {cls}.x >= {atlas.NUM_CLASSES}u) {{ "
+                         f"fail({ERR_CLASS}u, {k}u, {cls}, 0u); return; }}")
         lines += self.address(ins, k, ERR_OOB_GLOBAL)
         if t in WIDE:  # ADD only (declared): the low words' carries go into the high word, so the sum is exact
             lo, hi = f"&{self.memory_name(ins)}[2u * at{k}.x]", f"&{self.memory_name(ins)}[2u * at{k}.x + 1u]"
@@ -375,7 +205,7 @@ class _StageWriter:
             word = v if combine != "ADD" or t is DType.U32 else f"bitcast<u32>({v})"
             return lines + [f"atomic{combine.capitalize()}({mem}, {word});"]
         bits = "bitcast<f32>" if t is DType.F32 else "bitcast<i32>" if t is DType.I32 else ""
-        new = _binary(combine, t, f"{bits}(old{k})", v)
+        new = binary(combine, t, f"{bits}(old{k})", v)
         return lines + [f"var old{k} = atomicLoad({mem});", "loop {",
                         f"  let swap{k} = atomicCompareExchangeWeak({mem}, old{k}, bitcast<u32>({new}));",
                         f"  if (swap{k}.exchanged) {{ break; }}", f"  old{k} = swap{k}.old_value;", "}"]
@@ -408,26 +238,26 @@ class _StageWriter:
         dst = self.regs[ins.dst.name]
         if op == "BoundMap":  # exact, then wrapped to T: the same as wrapping arithmetic in T
             c, p, b = srcs
-            scaled = _binary("ADD", t, _binary("MUL", t, c, imm_literal(atlas.CLASS_STRIDE, t)),
-                             _binary("MUL", t, p, imm_literal(atlas.BYTES_PER_PAGE, t)))
-            return [f"{dst} = {_binary('ADD', t, scaled, b)};"]
+            scaled = binary("ADD", t, binary("MUL", t, c, imm_literal(atlas.CLASS_STRIDE, t)),
+                             binary("MUL", t, p, imm_literal(atlas.BYTES_PER_PAGE, t)))
+            return [f"{dst} = {binary('ADD', t, scaled, b)};"]
         if op == "ClsGet":
             low = f"(({srcs[0]}).x & 0xffu)" if t in WIDE else f"(bitcast<u32>({srcs[0]}) & 0xffu)"
-            return [f"{dst} = {convert(_atlas_table('ATLAS_CLASS', low), DType.U32, t)};"]
-        c, inside = _small(srcs[0], t, atlas.NUM_CLASSES)
+            return [f"{dst} = {convert(atlas_table('ATLAS_CLASS', low), DType.U32, t)};"]
+        c, inside = small(srcs[0], t, atlas.NUM_CLASSES)
         row = f"min({c}, {atlas.NUM_CLASSES - 1}u)"
         if op == "UnityTest":
             return [f"{dst} = {inside} && ({' || '.join(f'{c} == {u}u' for u in sorted(atlas.UNITY))});"]
         if op == "NbrCount":
-            return [f"{dst} = select({zero(t)}, {convert(_atlas_table('ATLAS_DEGREE', row), DType.U32, t)}, {inside});"]
+            return [f"{dst} = select({zero(t)}, {convert(atlas_table('ATLAS_DEGREE', row), DType.U32, t)}, {inside});"]
         none = imm_literal(-1, t)
         if op == "MIRROR":
-            return [f"{dst} = select({none}, {convert(_atlas_table('ATLAS_MIRROR', row), DType.U32, t)}, {inside});"]
+            return [f"{dst} = select({none}, {convert(atlas_table('ATLAS_MIRROR', row), DType.U32, t)}, {inside});"]
         assert op == "NbrGet"
-        k, k_small = _small(srcs[1], t, 6)
-        found = _atlas_table("ATLAS_NEIGHBOR", f"{row} * 6u + min({k}, 5u)")
+        k, k_small = small(srcs[1], t, 6)
+        found = atlas_table("ATLAS_NEIGHBOR", f"{row} * 6u + min({k}, 5u)")
         return [f"{dst} = select({none}, {convert(found, DType.U32, t)}, "
-                f"{inside} && {k_small} && {k} < {_atlas_table('ATLAS_DEGREE', row)});"]
+                f"{inside} && {k_small} && {k} < {atlas_table('ATLAS_DEGREE', row)});"]
 
     def pool_op(self, ins: Instr, k: int) -> list[str]:
         """PoolAlloc and PoolFree: a per-lane stack of (pool, base) allocations."""
@@ -436,8 +266,10 @@ class _StageWriter:
             top, n = f"top_{_ident(pool.name)}", ins.count
             return [f"if ({top} + {n}u > {pool.size}u) {{ fail({ERR_POOL_FULL}u, {k}u, vec2<u32>({top}, 0u), 0u); "
                     "return; }",
-                    f"if (asp >= {MAX_LIVE_ALLOCATIONS}u) {{ fail({ERR_POOL_DEPTH}u, {k}u, vec2<u32>(), 0u); return; }}",
-                    f"for (var i = {top}; i < {top} + {n}u; i += 1u) {{ pl_{_ident(pool.name)}[i] = {zero(pool.dtype)}; }}",
+                    f"if (asp >= {MAX_LIVE_ALLOCATIONS}u) {{ fail({ERR_POOL_DEPTH}u, {k}u, vec2<u32>(), 0u); "
+                    "return; }",
+                    f"for (var i = {top}; i < {top} + {n}u; i += 1u) {{ "
+                    f"pl_{_ident(pool.name)}[i] = {zero(pool.dtype)}; }}",
                     f"astack[asp] = vec2<u32>({list(self.pools).index(pool.name)}u, {top}); asp += 1u;",
                     f"{self.regs[ins.dst.name]} = vec2<u32>({top}, 0u);", f"{top} += {n}u;"]
         h = self.src(ins, 0)
@@ -493,18 +325,18 @@ class _StageWriter:
         elif op == "CVT":
             value = convert(srcs[0], ins.dtype2, t)
         elif op == "SET":
-            value = _compare(ins.mod, t, *srcs)
+            value = compare(ins.mod, t, *srcs)
         elif op == "SEL":
             value = f"select({srcs[2]}, {srcs[1]}, {srcs[0]})"
         elif op in ("ISINF", "ISFINITE"):
             value = (f"f32_{op.lower()}({srcs[0]})" if t is DType.F32
                      else "false" if op == "ISINF" else "true")
         elif op == "MAD" or (op == "FMA" and t is not DType.F32):  # integers: both the wrapping a*b + c
-            value = _binary("ADD", t, _binary("MUL", t, srcs[0], srcs[1]), srcs[2])
+            value = binary("ADD", t, binary("MUL", t, srcs[0], srcs[1]), srcs[2])
         elif len(srcs) == 2:
-            value = _binary(op, t, *srcs)
+            value = binary(op, t, *srcs)
         else:
-            value = _unary(op, t, srcs[0])
+            value = unary(op, t, srcs[0])
         return [f"{self.regs[ins.dst.name]} = {value};"]
 
     # ------------------------------------------------------------------------ blocks
@@ -606,7 +438,8 @@ class _StageWriter:
         fail = ["fn fail(code: u32, instruction: u32, index: vec2<u32>, aux: u32) {",
                 "  alive = false;",
                 "  if (atomicAdd(&err[0], 1u) == 0u) {",
-                f"    atomicStore(&err[1], code); atomicStore(&err[2], {self.index}u); atomicStore(&err[3], instruction);",
+                f"    atomicStore(&err[1], code); atomicStore(&err[2], {self.index}u);",
+                "    atomicStore(&err[3], instruction);",
                 "    atomicStore(&err[4], index.x); atomicStore(&err[5], index.y);",
                 "    atomicStore(&err[6], sp_gid.x); atomicStore(&err[7], sp_gid.y); atomicStore(&err[8], sp_gid.z);",
                 "    atomicStore(&err[9], aux);",
@@ -615,8 +448,8 @@ class _StageWriter:
         resets = [f"  {self.regs[n]} = {zero(d)};" for n, d in self.types.items()]
         resets.append("  phase = 0u;")
         resets += [f"  top_{_ident(m.name)} = 0u;" for m in stage.pools] + (["  asp = 0u;"] if stage.pools else [])
-        zero_shared = [f"  for (var i = lix; i < {m.size}u; i += {lanes}u) {{ sh_{_ident(m.name)}[i] = {zero(m.dtype)}; }}"
-                       for m in stage.shared]
+        zero_shared = [f"  for (var i = lix; i < {m.size}u; i += {lanes}u) {{ "
+                       f"sh_{_ident(m.name)}[i] = {zero(m.dtype)}; }}" for m in stage.shared]
         if has_barrier:
             zero_shared.append("  if (lix == 0u) { wg_more[0] = 0u; wg_more[1] = 0u; wg_more[2] = 0u; }")
         run = (["  var round = 0u;", "  loop {",
