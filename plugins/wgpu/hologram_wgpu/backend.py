@@ -60,7 +60,6 @@ class WgpuBackend(Backend):
     name = "wgpu"
     priority = 5  # below interp (10) and cpu_llvm (100): used when asked for by name
     capabilities = CAPABILITIES
-    max_test_elements = 2 ** 16
     text_forms = types.MappingProxyType({"wgsl": "the WGSL compute shader of each stage"})
 
     def __init__(self) -> None:
@@ -126,9 +125,9 @@ class _Launch:
         for stage, ext in zip(program.stages, self.extents):
             ext3 = tuple(ext) + (1,) * (3 - len(ext))
             block = tuple(stage.block) + (1,) * (3 - len(stage.block))
-            if any(e >= 2 ** 32 for e in ext3):
-                raise ExecutionError(f"stage '{stage.name}': a domain of {ext} lanes; the wgpu backend runs at most "
-                                     f"2**32 - 1 along an axis")
+            if any(e >= 2 ** 31 for e in ext3):  # a lane's id, ctaid * ntid + tid, must not wrap a u32
+                raise ExecutionError(f"stage '{stage.name}': a domain of {ext} lanes; the wgpu backend runs fewer "
+                                     f"than 2**31 along an axis")
             words += [*ext3, *(-(-e // b) for e, b in zip(ext3, block))]
         for name in shaders.buffer_names:
             words.append(self.arrays[name].size & 0xFFFFFFFF)

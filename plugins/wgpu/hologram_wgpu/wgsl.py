@@ -50,7 +50,8 @@ MAX_LIVE_ALLOCATIONS = 64
 ERR_WORDS = 10  # [failures, code, stage, instruction, index lo, index hi, gid x, gid y, gid z, aux]
 
 OPCODE_SOURCES = {name: spec.sources for name, spec in OPCODES.items()}  # each source's type kind
-TERMINATORS = ("BRA", "LOOP", "EXIT", "RET", "CALL", "BarSync")
+TERMINATORS = ("BRA", "LOOP", "EXIT", "RET", "CALL", "BarSync")  # each ends a basic block
+BRANCHING = ("BRA", "LOOP", "RET", "CALL", "BarSync")  # a body without these is straight-line code
 MAX_CALL_DEPTH = 64  # the verifier's nesting bound (docs/isa.md, "Control flow")
 
 
@@ -373,21 +374,20 @@ class _StageWriter:
             c = self.regs[ins.srcs[0].name]
             return [f"if (!x64_eq({c}, vec2<u32>(0u, 0x80000000u))) {{ {c} = x64_sub({c}, vec2<u32>(1u, 0u)); }}",
                     f"if (i64_lt(vec2<u32>(), {c})) {{ pc = {labels[ins.target]}u; }} else {{ {nxt} }}"]
-        if ins.op == "CALL":
+        if ins.op == "CALL":  # the verifier bounds the nesting: the guard only keeps the stack in bounds
             return [f"if (rsp >= {MAX_CALL_DEPTH}u) {{ alive = false; return; }}",
                     f"rstack[rsp] = {here + 1}u; rsp += 1u; pc = {labels[ins.target]}u;"]
         assert ins.op == "RET"  # with an empty return stack, the end of the lane
         return ["if (rsp == 0u) { alive = false; return; }", "rsp -= 1u; pc = rstack[rsp];"]
 
-    def lane_body(self) -> tuple[list[str], bool]:
-        """The lane's code, and whether it uses the block-id switch."""
-        body = [item for item in self.stage.body if isinstance(item, Instr)]
-        if not any(ins.op in TERMINATORS[:2] + TERMINATORS[3:] for ins in body):  # straight line (EXIT allowed)
+    def lane_body(self) -> list[str]:
+        """The lane's code: as it is when straight-line, else a switch on the basic block."""
+        if not any(isinstance(item, Instr) and item.op in BRANCHING for item in self.stage.body):
             lines: list[str] = []
             for k, item in enumerate(self.stage.body):
                 if isinstance(item, Instr):
                     lines += ["alive = false; return;"] if item.op == "EXIT" else self.instr(item, k)
-            return lines, False
+            return lines
         blocks, labels = self.blocks()
         lines = ["loop {", "  switch pc {"]
         for here, block in enumerate(blocks):
@@ -399,7 +399,7 @@ class _StageWriter:
             lines += ["      " + s for s in self.terminator(last, here, labels)]
             lines.append("    }")
         lines += ["    default: { alive = false; return; }", "  }", "}"]
-        return lines, True
+        return lines
 
     # ------------------------------------------------------------------------ shader
     def shader(self) -> StageShader:
@@ -407,7 +407,7 @@ class _StageWriter:
         block = tuple(stage.block) + (1,) * (3 - len(stage.block))
         lanes = math.prod(block)
         has_barrier = any(isinstance(i, Instr) and i.op == "BarSync" for i in stage.body)
-        lane, _ = self.lane_body()
+        lane = self.lane_body()
         decls = [f"@group(0) @binding(0) var<storage, read_write> err: array<atomic<u32>, {ERR_WORDS}>;",
                  "@group(0) @binding(1) var<storage, read> info: array<u32>;"]
         dtypes = {b.name: b.dtype for b in (*self.program.params, *self.program.temps)}
