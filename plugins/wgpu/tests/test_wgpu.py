@@ -138,3 +138,48 @@ def test_shared_arrays_the_adapter_cannot_hold_are_refused_in_prepare(wgpu_backe
     with pytest.raises(UnsupportedProgram, match=r"stage 'main': shared arrays of 131,072 bytes \(as WGSL holds "
                                                  r"them\); this adapter \(.*\) has [0-9,]+ bytes"):
         wgpu_backend.prepare(parse_program(text))
+
+
+CHECKS = """
+.program checks
+.symbols n
+.param in x: i32[n]
+.param out y: f32[n]
+.param out bins: i32[96]
+.stage main domain [n] block [4]
+    .reg %i, %h, %g, %c: i64
+    .reg %v: i32
+    .reg %f: f32
+    .pool p: f32[4]
+    MOV.i64 %i, %gid.x
+    LDG.i32 %v, [x + %i]
+    CVT.i64.i32 %c, %v
+    PoolAlloc %h, p, 2
+    PoolAlloc %g, p, 1
+    MOV_IMM.f32 %f, 0.0
+    {case}
+    PoolFree %g
+    PoolFree %h
+    STG.f32 [y + %i], %f
+    EXIT
+"""
+
+
+@pytest.mark.parametrize("case, words", [
+    ("PoolLoad.f32.chk %f, [p + %c]", "index 3 is out of bounds for the allocated part of pool 'p' of 3 elements"),
+    ("PoolAlloc %c, p, 2", "pool 'p' of 4 elements cannot allocate 2 more (3 in use)"),
+    ("PoolFree %h", "PoolFree of handle 0, but the most recent starts at 2"),
+    ("ResAccum.i32.chk [bins + %c], 1", "200 is not an Atlas class (0..95)"),
+])
+def test_pool_and_class_errors_are_the_interpreters(wgpu_backend, case, words):
+    """One lane, so both backends name the same one."""
+    program = parse_program(CHECKS.format(case=case))
+    x = np.array([200 if "ResAccum" in case else 3], np.int32)
+    messages = []
+    for name in ("interp", "wgpu"):
+        backend = hologram.get_backend(name)
+        arrays = {"x": x, "y": np.zeros(1, np.float32), "bins": np.zeros(96, np.int32)}
+        with pytest.raises(ExecutionError) as e:
+            backend.launch(backend.prepare(program), arrays, {}, {"n": 1})
+        messages.append(str(e.value))
+    assert messages[0] == messages[1] and words in messages[1], messages
