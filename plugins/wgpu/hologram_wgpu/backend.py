@@ -23,7 +23,7 @@ from .wgsl_exprs import ATLAS_BINDING
 
 __all__ = ["WgpuBackend", "Prepared", "CAPABILITIES"]
 
-_32 = (DType.BOOL, DType.I32, DType.U32, DType.F32, DType.I8, DType.I16, DType.U8, DType.U16)
+_32 = (DType.BOOL, DType.I32, DType.U32, DType.F32, DType.I8, DType.I16, DType.U8, DType.U16, DType.F16)
 _64 = (DType.I64, DType.U64)
 
 # What the backend runs, declared (docs/gpu.md, "What wgpu declares"). WGSL has 32-bit
@@ -35,9 +35,9 @@ CAPABILITIES = Capabilities.of(
     "ReduceAdd ReduceMin ReduceMax ReduceMul ResAccum PoolAlloc PoolFree PoolLoad PoolStore "
     "ClsGet MIRROR NbrCount UnityTest NbrGet BoundMap PhaseGet PhaseAdv RSQRT",
     dtypes=(*_32, *_64),
-    excluding=[("REM", DType.F32), ("FMA", DType.F32),
+    excluding=[("REM", DType.F32), ("FMA", DType.F32), ("REM", DType.F16), ("FMA", DType.F16),
                *((op, d) for op in ("ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum")
-                 for d in (DType.I8, DType.I16, DType.U8, DType.U16)),
+                 for d in (DType.I8, DType.I16, DType.U8, DType.U16, DType.F16)),
                *((op, d) for op in ("ReduceMin", "ReduceMax", "ReduceMul") for d in _64)],
     conversions=[(to, frm) for to in (*_32, *_64) for frm in (*_32, *_64)],
     max_block_threads=1024)
@@ -242,7 +242,7 @@ def _scalar_words(param: ScalarParam, value: Any) -> list[int]:
     if param.dtype in (DType.I64, DType.U64):
         v = int(value) & (2 ** 64 - 1)
         return [v & 0xFFFFFFFF, v >> 32]
-    if param.dtype is DType.F32:
+    if param.dtype in (DType.F32, DType.F16):  # an f16 as the f32 register holds it (exact)
         return [int(np.asarray(value, np.float32).view(np.uint32)), 0]
     if param.dtype.is_int:  # 8/16/32-bit: the register's sign- or zero-extended value
         return [int(value) & 0xFFFFFFFF, 0]

@@ -140,7 +140,8 @@ class _StageWriter:
             k = base + 2 * self.layout.symbol_names.index(op.name)
             return f"vec2<u32>(info[{k}u], info[{k + 1}u])"
         k = base + 2 * len(self.layout.symbol_names) + 2 * self.layout.scalar_names.index(op.name)
-        st = NARROW.get(self.scalar_types[op.name], (self.scalar_types[op.name],))[0]  # narrow: sent extended
+        st = self.scalar_types[op.name]
+        st = DType.F32 if st is DType.F16 else NARROW.get(st, (st,))[0]  # sent as the register holds it
         if st in WIDE:
             return f"vec2<u32>(info[{k}u], info[{k + 1}u])"
         return {DType.BOOL: f"(info[{k}u] != 0u)", DType.U32: f"info[{k}u]",
@@ -220,11 +221,13 @@ class _StageWriter:
         lines = [*self.address(ins, k, ERR_OOB_GLOBAL), f"let sh{k} = ({at} & {per - 1}u) * {bits}u;"]
         if ins.op == "LDG":
             raw = f"((atomicLoad({word}) >> sh{k}) & 0x{mask:x}u)"
-            value = (f"({raw} != 0u)" if t is DType.BOOL else raw if NARROW[t][0] is DType.U32
+            value = (f"({raw} != 0u)" if t is DType.BOOL else f"f16_decode({raw})" if t is DType.F16
+                     else raw if NARROW[t][0] is DType.U32
                      else f"((bitcast<i32>({raw}) << {32 - bits}u) >> {32 - bits}u)")
             return lines + [f"{self.regs[ins.dst.name]} = {value};"]
         v = self.src(ins, 0)
-        bits_of = f"select(0u, 1u, {v})" if t is DType.BOOL else f"(bitcast<u32>({v}) & 0x{mask:x}u)"
+        bits_of = (f"select(0u, 1u, {v})" if t is DType.BOOL else f"f16_encode({v})" if t is DType.F16
+                   else f"(bitcast<u32>({v}) & 0x{mask:x}u)")
         return lines + [f"atomicAnd({word}, ~(0x{mask:x}u << sh{k}));", f"atomicOr({word}, {bits_of} << sh{k});"]
 
     def atlas(self, ins: Instr) -> list[str]:
@@ -330,9 +333,9 @@ class _StageWriter:
         elif op == "SEL":
             value = f"select({srcs[2]}, {srcs[1]}, {srcs[0]})"
         elif op in ("ISINF", "ISFINITE"):
-            value = (f"f32_{op.lower()}({srcs[0]})" if t is DType.F32
+            value = (f"f32_{op.lower()}({srcs[0]})" if t in (DType.F32, DType.F16)
                      else "false" if op == "ISINF" else "true")
-        elif op == "MAD" or (op == "FMA" and t is not DType.F32):  # integers: both the wrapping a*b + c
+        elif op == "MAD" or (op == "FMA" and not t.is_float):  # integers: both the wrapping a*b + c
             value = binary("ADD", t, binary("MUL", t, srcs[0], srcs[1]), srcs[2])
         elif len(srcs) == 2:
             value = binary(op, t, *srcs)

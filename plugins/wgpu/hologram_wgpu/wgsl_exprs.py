@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import struct
 
+import numpy as np
+
 from hologram.backend import DType, atlas
 
 __all__ = ["NARROW", "WGSL_TYPES", "PACKED", "STORAGE_TYPES", "WIDE", "imm_literal", "zero", "wrap", "convert",
@@ -16,12 +18,15 @@ __all__ = ["NARROW", "WGSL_TYPES", "PACKED", "STORAGE_TYPES", "WIDE", "imm_liter
 # 8- and 16-bit integers live in 32-bit registers, sign- or zero-extended (NARROW: the
 # register's type and the bits), wrapped after every operation that can leave the range.
 NARROW = {DType.I8: (DType.I32, 8), DType.I16: (DType.I32, 16), DType.U8: (DType.U32, 8), DType.U16: (DType.U32, 16)}
+# f16 lives in an f32 register holding an f16 value: each operation is computed in f32 and
+# rounded to f16 (f16_round), as numpy computes f16, so no adapter feature is needed.
 WGSL_TYPES = {DType.BOOL: "bool", DType.I32: "i32", DType.U32: "u32", DType.F32: "f32",
               DType.I64: "vec2<u32>", DType.U64: "vec2<u32>", DType.I8: "i32", DType.I16: "i32", DType.U8: "u32",
-              DType.U16: "u32"}
-# bool (numpy's one byte) and 8/16-bit integers are packed into words, read and written with
-# atomics so that a lane's store changes only its own bytes (PACKED: the bits of an element)
-PACKED = {DType.BOOL: 8, DType.I8: 8, DType.U8: 8, DType.I16: 16, DType.U16: 16}
+              DType.U16: "u32", DType.F16: "f32"}
+# bool (numpy's one byte), 8/16-bit integers and f16 are packed into words, read and written
+# with atomics so that a lane's store changes only its own bytes (PACKED: the bits of an element)
+PACKED = {DType.BOOL: 8, DType.I8: 8, DType.U8: 8, DType.I16: 16, DType.U16: 16, DType.F16: 16}
+F16_ROUNDED = ("ADD", "SUB", "MUL", "DIV")  # f16 results of f32 arithmetic that need rounding
 STORAGE_TYPES = {**WGSL_TYPES, **{d: "atomic<u32>" for d in PACKED}}
 WIDE = (DType.I64, DType.U64)
 
@@ -35,6 +40,8 @@ def imm_literal(value: bool | int | float, dtype: DType) -> str:
         base, bits = NARROW[dtype]
         v = int(value) & ((1 << bits) - 1)
         return imm_literal(v - (1 << bits) if base is DType.I32 and v >> (bits - 1) else v, base)
+    if dtype is DType.F16:  # exact: an f16 value is an f32 value
+        return imm_literal(float(np.float16(value)), DType.F32)
     if dtype is DType.F32:
         return f"bitcast<f32>(0x{struct.unpack('<I', struct.pack('<f', float(value)))[0]:08x}u)"
     v = int(value)
@@ -62,6 +69,10 @@ def convert(expr: str, frm: DType, to: DType) -> str:
     """`CVT.to.frm` of a WGSL expression (docs/isa.md, "CVT"), among the declared types."""
     if frm is to or {frm, to} == set(WIDE):
         return expr
+    if frm is DType.F16:  # the register holds the exact value, as an f32
+        return convert(expr, DType.F32, to)
+    if to is DType.F16:  # to f32, exact for every value that is finite in f16 (beyond: inf either way), then rounded
+        return f"f16_round({convert(expr, frm, DType.F32)})"
     if to in NARROW:
         base, bits = NARROW[to]
         if frm is DType.F32:  # saturate to the narrow range (the 32-bit conversion saturated to its own)
@@ -95,6 +106,11 @@ def convert(expr: str, frm: DType, to: DType) -> str:
 
 
 def binary(op: str, t: DType, a: str, b: str) -> str:
+    if t is DType.F16:  # f32 has more than 2 x 11 + 2 bits: its rounding, then f16's, is f16's rounding
+        if op in ("MIN", "MAX"):  # numpy's f16 loops keep the *first* of equal operands (-0.0, +0.0)
+            return f"f16_{op.lower()}({a}, {b})"
+        value = binary(op, DType.F32, a, b)
+        return f"f16_round({value})" if op in F16_ROUNDED else value
     if t in NARROW:
         base, bits = NARROW[t]
         if op in ("SHL", "SHR"):
@@ -135,6 +151,11 @@ def binary(op: str, t: DType, a: str, b: str) -> str:
 
 
 def unary(op: str, t: DType, a: str) -> str:
+    if t is DType.F16:
+        if op == "RSQRT":  # two roundings, each to f16
+            return f"f16_round(1.0 / f16_round(sqrt({a})))"
+        value = unary(op, DType.F32, a)
+        return f"f16_round({value})" if op == "SQRT" else value
     if t in NARROW:
         return wrap(unary(op, NARROW[t][0], a), t)
     if op == "NOT":
@@ -174,7 +195,7 @@ def atlas_table(name: str, index: str) -> str:
 
 
 def compare(cc: str, t: DType, a: str, b: str) -> str:
-    t = NARROW.get(t, (t,))[0]
+    t = DType.F32 if t is DType.F16 else NARROW.get(t, (t,))[0]
     if t in WIDE:
         lt = "i64_lt" if t is DType.I64 else "u64_lt"
         return {"eq": f"x64_eq({a}, {b})", "ne": f"(!x64_eq({a}, {b}))", "lt": f"{lt}({a}, {b})",

@@ -19,11 +19,34 @@ _HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
                 ("f32_isnan",)),
     "f32_max": ("fn f32_max(a: f32, b: f32) -> f32 { if (f32_isnan(a)) { return a; } return select(b, a, a > b); }",
                 ("f32_isnan",)),
+    "f16_min": ("fn f16_min(a: f32, b: f32) -> f32 { return select(b, a, f32_isnan(a) || a <= b); }", ("f32_isnan",)),
+    "f16_max": ("fn f16_max(a: f32, b: f32) -> f32 { return select(b, a, f32_isnan(a) || a >= b); }", ("f32_isnan",)),
     "f32_neg": ("fn f32_neg(a: f32) -> f32 { return bitcast<f32>(bitcast<u32>(a) ^ 0x80000000u); }", ()),
     "f32_abs": ("fn f32_abs(a: f32) -> f32 { return bitcast<f32>(bitcast<u32>(a) & 0x7fffffffu); }", ()),
     "f32_copysign": ("fn f32_copysign(a: f32, b: f32) -> f32 {\n"
                      "  return bitcast<f32>((bitcast<u32>(a) & 0x7fffffffu) | (bitcast<u32>(b) & 0x80000000u));\n}",
                      ()),
+    # f16 in f32 registers: the nearest f16 (ties to even, overflow to inf, subnormals kept),
+    # by scaling to the f16 quantum of the value's binade, where round() is exact
+    "f16_round": ("fn f16_round(a: f32) -> f32 {\n"
+                  "  let m = f32_abs(a);\n"
+                  "  if (!(m < 65520.0)) { return select(f32_copysign(bitcast<f32>(0x7f800000u), a), a, f32_isnan(a)); }\n"
+                  "  if (m < 6.103515625e-05) { return f32_copysign(round(m * 16777216.0) * 5.9604644775390625e-08, a); }\n"
+                  "  let quantum = bitcast<f32>((bitcast<u32>(m) & 0x7f800000u) - (10u << 23u));\n"
+                  "  return f32_copysign(round(m / quantum) * quantum, a);\n}",
+                  ("f32_abs", "f32_copysign", "f32_isnan")),
+    "f16_decode": ("fn f16_decode(h: u32) -> f32 {\n"
+                   "  let sign = (h & 0x8000u) << 16u; let e = (h >> 10u) & 0x1fu; let m = h & 0x3ffu;\n"
+                   "  if (e == 0u) { return f32_copysign(f32(m) * 5.9604644775390625e-08, bitcast<f32>(sign)); }\n"
+                   "  if (e == 31u) { return bitcast<f32>(sign | 0x7f800000u | (m << 13u)); }\n"
+                   "  return bitcast<f32>(sign | ((e + 112u) << 23u) | (m << 13u));\n}", ("f32_copysign",)),
+    "f16_encode": ("fn f16_encode(a: f32) -> u32 {\n"  # a: an f16 value
+                   "  let b = bitcast<u32>(a); let sign = (b >> 16u) & 0x8000u; let m = f32_abs(a);\n"
+                   "  if (f32_isnan(a)) { return sign | 0x7c00u | max((b >> 13u) & 0x3ffu, 0x200u); }\n"
+                   "  if (m >= 65536.0) { return sign | 0x7c00u; }\n"
+                   "  if (m < 6.103515625e-05) { return sign | u32(m * 16777216.0); }\n"
+                   "  return sign | ((((b >> 23u) & 0xffu) - 112u) << 10u) | ((b >> 13u) & 0x3ffu);\n}",
+                   ("f32_abs", "f32_isnan")),
     # float -> integer: truncate, saturate, NaN -> 0 (2147483648.0 is exactly 2**31)
     "f32_to_i32": ("fn f32_to_i32(a: f32) -> i32 {\n"
                    "  if (f32_isnan(a)) { return 0i; }\n"
