@@ -50,6 +50,33 @@ def test_the_elementwise_stdlib_runs_bit_for_bit_as_interp(wgpu_backend, name):
         assert np.array_equal(_bits(got), _bits(want))
 
 
+MIXED = """
+[kernel]
+name = "mixed"
+version = "1.0.0"
+inputs  = { a = "i16[n]", b = "i16[n]", x = "f16[n]" }
+outputs = { y = "f16[n]", z = "i16[n]", m = "bool[n]" }
+body = '''
+y = where(a > b, x * x + 0.5, x / f16(a))
+z = (a * b + 7) ^ (a - b) & ~b
+m = (x < 0.5) | (a == b)
+'''
+"""
+
+
+def test_f16_i16_and_bool_run_bit_for_bit_as_interp(wgpu_backend):
+    """Types WGSL stores only packed (two or four to a word) and f16 rounded in software,
+    over an odd length so the last word is shared with nothing."""
+    k = hologram.compile(MIXED)
+    rng = np.random.default_rng(3)
+    a, b = (rng.integers(-32768, 32767, 501, endpoint=True).astype(np.int16) for _ in range(2))
+    b[:50] = a[:50]
+    x = (rng.standard_normal(501) * 300).astype(np.float16)
+    x[:6] = [0.0, -0.0, np.inf, np.nan, 6e-8, 65504]
+    for got, want in zip(k.on("wgpu")(a, b, x), k.on("interp")(a, b, x), strict=True):
+        assert np.array_equal(_bits(got), _bits(want))
+
+
 GATHER = """
 [kernel]
 name = "gather"
