@@ -94,10 +94,10 @@ class WgpuBackend(Backend):
             return hit
         with trace.span("wgpu prepare", "prepare", program=key):
             verify(program)
-            refusal = gpu_device.device_refusal(program)
+            shaders = generate(program)
+            refusal = gpu_device.device_refusal(program, tuple(2 + len(s.buffers) for s in shaders.stages))
             if refusal is not None:
                 raise UnsupportedProgram(f"backend 'wgpu' cannot run program {program.name!r}: {refusal}")
-            shaders = generate(program)
             pipelines = gpu_device.make_pipelines(tuple(s.code for s in shaders.stages))
             prepared = Prepared(program, LaunchBinding.of(program), shaders, pipelines, written_buffers(program))
         self._cache.put(key, prepared)

@@ -25,6 +25,7 @@ class Gpu:
     max_block: tuple[int, int, int]  # workgroup size per axis
     max_lanes: int  # invocations per workgroup
     max_shared_bytes: int  # workgroup memory
+    max_bindings: int  # storage buffers a shader may bind (16 on the OpenGL backend)
     atlas_tables: Any  # the Atlas tables' read-only storage buffer (wgsl.ATLAS_TABLE_WORDS)
 
 
@@ -36,10 +37,17 @@ _failure: str | None = None
 def _open() -> Gpu:
     import wgpu  # the one import of wgpu-native: made only when the backend is first used
 
+    install = ("install a Vulkan, Metal or DX12 driver; on Linux without a GPU: apt-get install "
+               "mesa-vulkan-drivers libvulkan1")
     adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
     if adapter is None:
-        raise RuntimeError("wgpu found no adapter (install a Vulkan, Metal or DX12 driver; on Linux without a GPU: "
-                           "apt-get install mesa-vulkan-drivers libvulkan1)")
+        raise RuntimeError(f"wgpu found no adapter ({install})")
+    if adapter.info["backend_type"] == "OpenGL":
+        # OpenGL binds 16 storage buffers per shader, fewer than programs of many buffers need
+        # (docs/gpu.md, "Traps"): use it only when nothing else is there, which is to say not
+        adapter = next((a for a in wgpu.gpu.enumerate_adapters_sync() if a.info["backend_type"] != "OpenGL"), None)
+        if adapter is None:
+            raise RuntimeError(f"wgpu found only OpenGL adapters, which this backend does not use ({install})")
     limits = adapter.limits
     wanted = {name: limits[name] for name in ("max-storage-buffer-binding-size", "max-buffer-size",
                                               "max-compute-workgroups-per-dimension",
@@ -54,7 +62,8 @@ def _open() -> Gpu:
                min(wanted["max-storage-buffer-binding-size"], wanted["max-buffer-size"]),
                wanted["max-compute-workgroups-per-dimension"],
                tuple(wanted[f"max-compute-workgroup-size-{a}"] for a in "xyz"),
-               wanted["max-compute-invocations-per-workgroup"], wanted["max-compute-workgroup-storage-size"], tables)
+               wanted["max-compute-invocations-per-workgroup"], wanted["max-compute-workgroup-storage-size"],
+               wanted["max-storage-buffers-per-shader-stage"], tables)
 
 
 def gpu() -> Gpu:
@@ -91,13 +100,18 @@ def make_pipelines(codes: tuple[str, ...]) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def device_refusal(program: Any) -> str | None:
+def device_refusal(program: Any, bindings: tuple[int, ...]) -> str | None:
     """What in `program` this device's limits cannot run (a block wider than a workgroup
-    may be, shared arrays larger than workgroup memory), in words, or None. The
-    capability declaration says 1024 lanes per block, what most adapters give; the
-    adapter decides, and only the device knows it."""
+    may be, shared arrays larger than workgroup memory, more storage buffers than a
+    shader may bind: `bindings` per stage), in words, or None. The capability
+    declaration says 1024 lanes per block, what most adapters give; the adapter decides,
+    and only the device knows it."""
     limits = gpu()
-    for stage in program.stages:
+    for stage, bound in zip(program.stages, bindings):
+        if bound > limits.max_bindings:
+            return (f"stage {stage.name!r}: {bound} storage buffers (its global buffers, the error record and the "
+                    f"launch info); this adapter ({limits.adapter_name}) binds at most {limits.max_bindings} "
+                    f"in a shader")
         block = tuple(stage.block) + (1,) * (3 - len(stage.block))
         lanes = block[0] * block[1] * block[2]
         if lanes > limits.max_lanes or any(b > m for b, m in zip(block, limits.max_block)):

@@ -13,12 +13,12 @@ import pytest
 def wgpu_backend():
     if importlib.util.find_spec("wgpu") is None:
         pytest.skip("wgpu is not installed (pip install wgpu)")
-    import hologram
-
-    if "wgpu" not in hologram.list_backends(available_only=False):
+    if importlib.util.find_spec("hologram_wgpu") is None:
         pytest.skip("the hologram-backend-wgpu plugin is not installed (pip install -e plugins/wgpu)")
-    backend = hologram.get_backend("wgpu")
-    reason = backend.unavailable_reason()
+    import hologram
+    from hologram_wgpu.device import unavailable_reason
+
+    reason = unavailable_reason()
     if reason is not None:
         pytest.skip(reason)
-    return backend
+    return hologram.get_backend("wgpu")

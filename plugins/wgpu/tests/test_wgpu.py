@@ -210,3 +210,20 @@ def test_pool_and_class_errors_are_the_interpreters(wgpu_backend, case, words):
             backend.launch(backend.prepare(program), arrays, {}, {"n": 1})
         messages.append(str(e.value))
     assert messages[0] == messages[1] and words in messages[1], messages
+
+
+@pytest.mark.parametrize("limit, value, words", [
+    ("max_bindings", 3, r"4 storage buffers \(its global buffers, the error record and the launch info\); this "
+                        r"adapter \(.*\) binds at most 3 in a shader"),
+    ("max_lanes", 1, r"blocks of \(2,\) lanes; this adapter \(.*\) runs workgroups of at most 1 invocations"),
+])
+def test_a_program_past_the_adapters_limits_is_refused_in_prepare(wgpu_backend, monkeypatch, limit, value, words):
+    """Adapters differ (OpenGL binds 16 storage buffers, WebGPU promises 8): prepare holds a
+    program to the device's own limits, here lowered."""
+    import attrs
+    from hologram_wgpu import device
+
+    monkeypatch.setattr(device, "_gpu", attrs.evolve(device.gpu(), **{limit: value}))
+    wgpu_backend.clear_cache()
+    with pytest.raises(UnsupportedProgram, match=words):
+        wgpu_backend.prepare(parse_program(WIDE_GRID.replace("block [1]", "block [2]")))
