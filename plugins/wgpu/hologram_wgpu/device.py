@@ -43,8 +43,8 @@ def _open() -> Gpu:
     if adapter is None:
         raise RuntimeError(f"wgpu found no adapter ({install})")
     if adapter.info["backend_type"] == "OpenGL":
-        # OpenGL binds 16 storage buffers per shader, fewer than programs of many buffers need
-        # (docs/gpu.md, "Traps"): use it only when nothing else is there, which is to say not
+        # OpenGL binds 16 storage buffers per shader, fewer than programs of many buffers
+        # need (docs/gpu.md, "Traps"): another adapter, or none
         adapter = next((a for a in wgpu.gpu.enumerate_adapters_sync() if a.info["backend_type"] != "OpenGL"), None)
         if adapter is None:
             raise RuntimeError(f"wgpu found only OpenGL adapters, which this backend does not use ({install})")
@@ -58,7 +58,7 @@ def _open() -> Gpu:
     device = adapter.request_device_sync(required_limits=wanted)
     tables = device.create_buffer_with_data(data=np.array(ATLAS_TABLE_WORDS, np.uint32),
                                             usage=wgpu.BufferUsage.STORAGE)
-    return Gpu(device, str(adapter.info.get("device", "?")),
+    return Gpu(device, f"{adapter.info.get('device', '?')} on {adapter.info.get('backend_type', '?')}",
                min(wanted["max-storage-buffer-binding-size"], wanted["max-buffer-size"]),
                wanted["max-compute-workgroups-per-dimension"],
                tuple(wanted[f"max-compute-workgroup-size-{a}"] for a in "xyz"),
