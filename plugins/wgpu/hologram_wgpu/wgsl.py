@@ -114,6 +114,10 @@ class _StageWriter:
             if m.dtype not in WGSL_TYPES:
                 raise UnsupportedProgram(f"backend 'wgpu' cannot run program {program.name!r}: stage {stage.name!r}: "
                                          f"array {m.name!r} is {m.dtype}, which WGSL has no type for")
+        for init in stage.inits:  # written between dispatches by the queue, which writes whole words
+            if PACKED.get({b.name: b.dtype for b in (*program.params, *program.temps)}[init.buffer]):
+                raise UnsupportedProgram(f"backend 'wgpu' cannot run program {program.name!r}: stage {stage.name!r}: "
+                                         f".init of {init.buffer!r}, a buffer of elements smaller than a word")
         self.regs = {name: f"r{k}_{_ident(name)}" for k, name in enumerate(self.types)}
         self.shared = {m.name: m for m in stage.shared}
         self.pools = {m.name: m for m in stage.pools}

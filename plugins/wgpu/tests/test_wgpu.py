@@ -227,3 +227,22 @@ def test_a_program_past_the_adapters_limits_is_refused_in_prepare(wgpu_backend, 
     wgpu_backend.clear_cache()
     with pytest.raises(UnsupportedProgram, match=words):
         wgpu_backend.prepare(parse_program(WIDE_GRID.replace("block [1]", "block [2]")))
+
+
+INIT_BYTES = """
+.program seeded
+.symbols n
+.param in x: i32[n]
+.param out y: i8[4]
+.stage main domain [n] block [4]
+    .init y[1] = 5
+    .reg %i: i64
+    EXIT
+"""
+
+
+def test_an_init_of_a_byte_buffer_is_refused_in_prepare(wgpu_backend):
+    """The queue writes whole words between dispatches, so an .init of one byte is refused,
+    the same way every time, rather than writing its neighbours."""
+    with pytest.raises(UnsupportedProgram, match=r"stage 'main': \.init of 'y', a buffer of elements smaller than"):
+        wgpu_backend.prepare(parse_program(INIT_BYTES))
