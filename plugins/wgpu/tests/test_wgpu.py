@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import numpy as np
 import pytest
 
@@ -220,7 +221,6 @@ def test_pool_and_class_errors_are_the_interpreters(wgpu_backend, case, words):
 def test_a_program_past_the_adapters_limits_is_refused_in_prepare(wgpu_backend, monkeypatch, limit, value, words):
     """Adapters differ (OpenGL binds 16 storage buffers, WebGPU promises 8): prepare holds a
     program to the device's own limits, here lowered."""
-    import attrs
     from hologram_wgpu import device
 
     monkeypatch.setattr(device, "_gpu", attrs.evolve(device.gpu(), **{limit: value}))
