@@ -23,10 +23,10 @@ NARROW = {DType.I8: (DType.I32, 8), DType.I16: (DType.I32, 16), DType.U8: (DType
 WGSL_TYPES = {DType.BOOL: "bool", DType.I32: "i32", DType.U32: "u32", DType.F32: "f32",
               DType.I64: "vec2<u32>", DType.U64: "vec2<u32>", DType.I8: "i32", DType.I16: "i32", DType.U8: "u32",
               DType.U16: "u32", DType.F16: "f32"}
+F16_ROUNDED = ("ADD", "SUB", "MUL", "DIV")  # the f16 results of f32 arithmetic that need rounding
 # bool (numpy's one byte), 8/16-bit integers and f16 are packed into words, read and written
 # with atomics so that a lane's store changes only its own bytes (PACKED: the bits of an element)
 PACKED = {DType.BOOL: 8, DType.I8: 8, DType.U8: 8, DType.I16: 16, DType.U16: 16, DType.F16: 16}
-F16_ROUNDED = ("ADD", "SUB", "MUL", "DIV")  # f16 results of f32 arithmetic that need rounding
 STORAGE_TYPES = {**WGSL_TYPES, **{d: "atomic<u32>" for d in PACKED}}
 WIDE = (DType.I64, DType.U64)
 
