@@ -4,12 +4,34 @@ root's conftest.py, for the plugins' tests too.)"""
 
 from __future__ import annotations
 
+import re
 from typing import Callable, Iterator
 
 import pytest
 
 from hologram.cli import main as cli
+from hologram.errors import UnsupportedProgram
 from hologram.registry import plugins
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """A test run on every available backend skips, with the reason, where a *partial*
+    backend (one whose capabilities leave part of the ISA out, as wgpu's do) refuses the
+    program before prepare: such a backend is described, not failing (docs/backends.md,
+    "Capabilities"). A refusal by a backend that declares the whole ISA still fails."""
+    try:
+        return (yield)
+    except UnsupportedProgram as exc:
+        named = re.match(r"backend '([^']+)' cannot run program", exc.message)
+        if named is None:
+            raise
+        from hologram.registry.lookups import backends
+
+        backend = backends().get(named.group(1))
+        if backend is None or backend.capabilities.complete:
+            raise
+        pytest.skip(f"{backend.name} does not declare what this test runs: {exc.message.splitlines()[0]}")
 
 
 @pytest.fixture

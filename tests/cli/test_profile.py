@@ -11,6 +11,7 @@ import hologram
 from hologram.cli.profile import self_times, summarize
 from hologram.core import trace
 
+from repo_paths import ROOT
 from trace_helpers import check_events, named
 
 
@@ -23,6 +24,10 @@ def fresh(fresh_plugins, monkeypatch):
 
 @pytest.mark.parametrize("backend", hologram.list_backends())
 def test_profile_prints_compile_phases_and_launch_stages(run_cli, backend, tmp_path):
+    uncovered = hologram.get_backend(backend).capabilities.uncovered(
+        hologram.compile_file(ROOT / "kernels/softmax.toml").program)
+    if uncovered is not None:  # a partial backend (wgpu: no transcendentals) is described, not failing
+        pytest.skip(f"{backend} does not declare what softmax needs: {uncovered}")
     hologram.clear_cache()  # so the document is compiled here, phase by phase
     out_trace = tmp_path / "p.json"
     code, out, err = run_cli("profile", "kernels/softmax.toml", "--bind", "n=3000", "--calls", "4",

@@ -1,0 +1,257 @@
+"""The wgpu backend: Atlas ISA programs as WGSL compute shaders (wgsl.py) on whatever
+adapter wgpu finds (Vulkan, Metal, DX12; Mesa's software Vulkan driver on a machine
+without a GPU). docs/gpu.md, "wgpu"."""
+
+from __future__ import annotations
+
+import types
+from typing import Any, Mapping
+
+import attrs
+import numpy as np
+
+from hologram.backend import (DType, LaunchBinding, LRUCache, Backend, Capabilities, Program, ScalarParam,
+                              convert_value, domain_extents, format_instr, program_hash, trace, verify,
+                              written_buffers)
+from hologram.errors import ArgumentError, ExecutionError, UnsupportedProgram, out_of_bounds
+
+from . import device as gpu_device
+from .wgsl import (ERR_CLASS, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_DEPTH, ERR_POOL_FREE,
+                   ERR_POOL_FULL, ERR_WORDS, MAX_LIVE_ALLOCATIONS, NOTHING_ALLOCATED, ShaderSet, generate)
+from .wgsl_exprs import ATLAS_BINDING
+
+__all__ = ["WgpuBackend", "Prepared", "CAPABILITIES"]
+
+TYPES = tuple(d for d in DType if d is not DType.F64)  # every type but f64
+_NARROW = (DType.I8, DType.I16, DType.U8, DType.U16, DType.F16)  # in 32-bit registers, packed in storage
+
+# What the backend runs, declared (docs/gpu.md, "What wgpu declares"), as the conformance
+# kit measured it on lavapipe. WGSL has 32-bit types only: i64/u64 are two words, 8/16-bit
+# integers and f16 live in 32-bit registers and are packed in storage. Not declared: f64,
+# the transcendentals (the drivers' builtins miss the 4-ulp contract), float FMA and REM,
+# reductions WGSL's 32-bit atomics cannot merge.
+CAPABILITIES = Capabilities.of(
+    "MOV MOV_IMM CVT ADD SUB MUL MIN MAX MAD ABS NEG AND OR XOR NOT SHL SHR SET SEL ISINF ISFINITE "
+    "LDG STG LDS STS DIV REM FMA FLOOR CEIL TRUNC RINT SQRT COPYSIGN BRA LOOP CALL RET EXIT BarSync MemFence "
+    "ReduceAdd ReduceMin ReduceMax ReduceMul ResAccum PoolAlloc PoolFree PoolLoad PoolStore "
+    "ClsGet MIRROR NbrCount UnityTest NbrGet BoundMap PhaseGet PhaseAdv RSQRT",
+    dtypes=TYPES,
+    excluding=[("REM", DType.F32), ("FMA", DType.F32), ("REM", DType.F16), ("FMA", DType.F16),
+               *((op, d) for op in ("ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum")
+                 for d in _NARROW),
+               *((op, d) for op in ("ReduceMin", "ReduceMax", "ReduceMul") for d in (DType.I64, DType.U64))],
+    conversions=[(to, frm) for to in TYPES for frm in TYPES],
+    max_block_threads=1024)
+
+
+@attrs.frozen(eq=False)
+class Prepared:
+    """What `prepare` returns: the verified program, its binding, shaders and pipelines."""
+
+    program: Program
+    binding: LaunchBinding
+    shaders: ShaderSet
+    pipelines: tuple[Any, ...]
+    written: frozenset[str]
+
+
+class WgpuBackend(Backend):
+    """Atlas ISA stages as WebGPU compute dispatches."""
+
+    name = "wgpu"
+    priority = 5  # below interp (10) and cpu_llvm (100): used when asked for by name
+    capabilities = CAPABILITIES
+    text_forms = types.MappingProxyType({"wgsl": "the WGSL compute shader of each stage"})
+    # Generated test cases no larger than the interpreter's: on the software driver a sum of
+    # 16M elements takes 5 s (each contribution a compare-exchange on one element) and tests
+    # nothing a small case does not.
+    max_test_elements = 2 ** 16
+
+    def __init__(self) -> None:
+        self._cache: LRUCache = LRUCache(256)
+
+    def available(self) -> bool:
+        return gpu_device.unavailable_reason() is None
+
+    def unavailable_reason(self) -> str | None:
+        return gpu_device.unavailable_reason()
+
+    def allocate(self, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
+        return np.zeros(shape, dtype.np)
+
+    def emit(self, program: Program, form: str) -> str:
+        if form != "wgsl":
+            return super().emit(program, form)
+        self.check_covers(program)
+        return "\n".join(s.code for s in generate(verify(program)).stages)
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+
+    def prepare(self, program: Program) -> Prepared:
+        if not isinstance(program, Program):
+            raise ArgumentError(f"prepare expects a hologram.isa.program.Program, got {type(program).__name__}")
+        self.check_covers(program)
+        key = program_hash(program)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        with trace.span("wgpu prepare", "prepare", program=key):
+            verify(program)
+            shaders = generate(program)
+            refusal = gpu_device.device_refusal(program, tuple(2 + len(s.buffers) for s in shaders.stages))
+            if refusal is not None:
+                raise UnsupportedProgram(f"backend 'wgpu' cannot run program {program.name!r}: {refusal}")
+            pipelines = gpu_device.make_pipelines(tuple(s.code for s in shaders.stages))
+            prepared = Prepared(program, LaunchBinding.of(program), shaders, pipelines, written_buffers(program))
+        self._cache.put(key, prepared)
+        return prepared
+
+    def launch(self, executable: Prepared | Program, buffers: Mapping[str, np.ndarray],
+               scalars: Mapping[str, Any], symbols: Mapping[str, int]) -> None:
+        prepared = executable if isinstance(executable, Prepared) else self.prepare(executable)
+        bound = prepared.binding.bind(buffers, scalars, symbols)
+        _Launch(prepared, bound).run()
+
+
+class _Launch:
+    """One launch: buffers to the device, each stage dispatched, the written ones back."""
+
+    def __init__(self, prepared: Prepared, bound: Any) -> None:
+        self.prepared, self.bound = prepared, bound
+        self.gpu = gpu_device.gpu()
+        program = prepared.program
+        self.arrays = {b.name: a for b, a in zip(prepared.binding.buffers, bound.arrays)}
+        self.extents = [tuple(domain_extents(stage, bound.symbols)) for stage in program.stages]
+
+    def info_words(self) -> np.ndarray:
+        shaders, program = self.prepared.shaders, self.prepared.program
+        words: list[int] = []
+        for stage, ext in zip(program.stages, self.extents):
+            ext3 = tuple(ext) + (1,) * (3 - len(ext))
+            block = tuple(stage.block) + (1,) * (3 - len(stage.block))
+            if any(e >= 2 ** 31 for e in ext3):  # a lane's id, ctaid * ntid + tid, must not wrap a u32
+                raise ExecutionError(f"stage '{stage.name}': a domain of {ext} lanes; the wgpu backend runs fewer "
+                                     f"than 2**31 along an axis")
+            words += [*ext3, *(-(-e // b) for e, b in zip(ext3, block))]
+        for name in shaders.buffer_names:
+            words.append(self.arrays[name].size & 0xFFFFFFFF)
+        for name in shaders.symbol_names:
+            v = int(self.bound.symbols[name]) & (2 ** 64 - 1)
+            words += [v & 0xFFFFFFFF, v >> 32]
+        for param, value in zip(self.prepared.binding.scalars, self.bound.scalars):
+            words += _scalar_words(param, value)
+        return np.array(words or [0], dtype=np.uint32)
+
+    def device_buffers(self, names: set[str]) -> dict[str, Any]:
+        import wgpu
+
+        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+        out = {}
+        for name in names:
+            array = self.arrays[name]
+            if array.nbytes > self.gpu.max_binding_bytes:
+                raise ExecutionError(f"buffer {name!r} is {array.nbytes:,} bytes; this wgpu device binds at most "
+                                     f"{self.gpu.max_binding_bytes:,} bytes per buffer")
+            data = array.reshape(-1).view(np.uint8)
+            if data.size % 8 or not data.size:  # whole words (packed bytes), never empty (a binding of 0 bytes)
+                data = np.concatenate([data, np.zeros(8 - data.size % 8, np.uint8)])
+            out[name] = self.gpu.device.create_buffer_with_data(data=data, usage=usage)
+        return out
+
+    def run(self) -> None:
+        import wgpu
+
+        device, prepared = self.gpu.device, self.prepared
+        shaders = prepared.shaders
+        used = {name for s in shaders.stages for name in s.buffers} - {ATLAS_BINDING}
+        inits = {i.buffer for st in prepared.program.stages for i in st.inits}
+        buffers = self.device_buffers(used | (inits & set(self.arrays)))
+        buffers[ATLAS_BINDING] = self.gpu.atlas_tables
+        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+        err = device.create_buffer_with_data(data=np.zeros(ERR_WORDS, np.uint32), usage=usage)
+        info = device.create_buffer_with_data(data=self.info_words(), usage=wgpu.BufferUsage.STORAGE)
+        for k, (stage, shader, pipeline) in enumerate(zip(prepared.program.stages, shaders.stages,
+                                                          prepared.pipelines)):
+            for init in stage.inits:
+                self.write_init(stage, init, buffers[init.buffer])
+            block = tuple(stage.block) + (1,) * (3 - len(stage.block))
+            ext3 = tuple(self.extents[k]) + (1,) * (3 - len(self.extents[k]))
+            groups = [min(-(-e // b), self.gpu.max_groups) for e, b in zip(ext3, block)]
+            if 0 in groups:
+                continue
+            entries = [{"binding": 0, "resource": {"buffer": err}}, {"binding": 1, "resource": {"buffer": info}}]
+            entries += [{"binding": j + 2, "resource": {"buffer": buffers[name]}}
+                        for j, name in enumerate(shader.buffers)]
+            group = device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=entries)
+            encoder = device.create_command_encoder()
+            compute = encoder.begin_compute_pass()
+            compute.set_pipeline(pipeline)
+            compute.set_bind_group(0, group)
+            compute.dispatch_workgroups(*groups)
+            compute.end()
+            device.queue.submit([encoder.finish()])
+        record = np.frombuffer(device.queue.read_buffer(err), np.uint32)
+        if record[0]:
+            raise self.error(record)
+        for name in prepared.written & set(buffers):
+            if name in self.arrays and name in {b.name for b in prepared.binding.params}:
+                array = self.arrays[name]
+                data = np.frombuffer(device.queue.read_buffer(buffers[name]), np.uint8)[:array.nbytes]
+                array.reshape(-1).view(np.uint8)[:] = data
+
+    def write_init(self, stage: Any, init: Any, buffer: Any) -> None:
+        array = self.arrays[init.buffer]
+        if not 0 <= init.offset < array.size:
+            raise ExecutionError(f"stage '{stage.name}': init of '{init.buffer}' at offset {init.offset} is out "
+                                 f"of bounds ({array.size} elements)")
+        value = np.array([convert_value(init.value, array.dtype)], array.dtype)
+        self.gpu.device.queue.write_buffer(buffer, init.offset * array.itemsize, value.view(np.uint8))
+
+    def error(self, record: np.ndarray) -> ExecutionError:
+        """The interpreter's ExecutionError for the first failure a shader recorded."""
+        _, code, stage_index, k, lo, hi, gx, gy, gz, aux = (int(v) for v in record)
+        program = self.prepared.program
+        stage = program.stages[stage_index]
+        ins = stage.body[k]
+        index = lo | (hi << 32)
+        index -= (1 << 64) if index >> 63 else 0
+        where = f"stage '{stage.name}': instruction {k} `{format_instr(ins, align=False)}`"
+        site = program.sites[ins.site] if ins.site is not None and 0 <= ins.site < len(program.sites) else None
+        gid = (gx, gy, gz)[:len(stage.domain)]
+        lane = f"{where} (lane gid={gid})"
+        if code == ERR_CLASS:
+            return ExecutionError.at(site, f"{lane}: {index} is not an Atlas class (0..95)")
+        if code == ERR_POOL_FULL:
+            size = next(m.size for m in stage.pools if m.name == ins.target)
+            return ExecutionError(f"{lane}: pool '{ins.target}' of {size} elements cannot allocate {ins.count} more "
+                                  f"({index} in use)")
+        if code == ERR_POOL_FREE:
+            last = "nothing is allocated" if aux == NOTHING_ALLOCATED else f"the most recent starts at {aux}"
+            return ExecutionError(f"{lane}: PoolFree of handle {index}, but {last}")
+        if code == ERR_POOL_DEPTH:
+            return ExecutionError(f"{lane}: more than {MAX_LIVE_ALLOCATIONS} live pool allocations (the wgpu "
+                                  f"backend's limit)")
+        if code == ERR_OOB_POOL:
+            pool = f"the allocated part of pool {ins.addr.buffer!r}"
+            return ExecutionError.at(site, f"{lane}: {out_of_bounds(index, pool, aux)}")
+        if code == ERR_OOB_SHARED:
+            shared = next(m for m in stage.shared if m.name == ins.addr.buffer)
+            what: tuple[str, int] = (f"shared array {shared.name!r}", shared.size)
+        else:
+            what = (f"global buffer {ins.addr.buffer!r}", self.arrays[ins.addr.buffer].size)
+        return ExecutionError.at(site, f"{where} (lane gid={gid}): {out_of_bounds(index, *what)}")
+
+
+def _scalar_words(param: ScalarParam, value: Any) -> list[int]:
+    if param.dtype in (DType.I64, DType.U64):
+        v = int(value) & (2 ** 64 - 1)
+        return [v & 0xFFFFFFFF, v >> 32]
+    if param.dtype in (DType.F32, DType.F16):  # an f16 as the f32 register holds it (exact)
+        return [int(np.asarray(value, np.float32).view(np.uint32)), 0]
+    if param.dtype.is_int:  # 8/16/32-bit: the register's sign- or zero-extended value
+        return [int(value) & 0xFFFFFFFF, 0]
+    if param.dtype is DType.BOOL:
+        return [int(bool(value)), 0]
+    return [0, 0]  # a type no declared instruction reads (the capability check refused every use)
+
