@@ -20,8 +20,10 @@ GLOBAL = 1  # NVPTX address spaces
 SHARED = 3
 GLOBAL_PTR = ir.PointerType(addrspace=GLOBAL)
 
-# What this code generator emits: registers and memory of these dtypes.
-DTYPES = (DType.BOOL, DType.I32, DType.I64, DType.F32, DType.F64)
+# What this code generator emits: registers and memory of every dtype but f16 (which
+# needs cpu_llvm's widen-and-round-back emitters; not yet). Integer emission is
+# width-generic: signedness picks the comparison, division, shift and extension.
+DTYPES = tuple(t for t in DType if t is not DType.F16)
 
 
 def reg_type(t: DType) -> ir.Type:
