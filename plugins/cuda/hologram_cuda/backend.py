@@ -20,10 +20,11 @@ from .codegen_types import DTYPES
 # DTYPES, less float REM (NVPTX lowers `frem` to a libcall, libdevice's fmod: not yet
 # linked). Left out, and why: the transcendentals (libdevice, with the ULP contract
 # still to be measured), FMOD and float REM (the same), reductions and ResAccum (atomics
-# or a block tree plus a second pass, not yet), pools, PhaseGet/PhaseAdv, the Atlas
-# lookups (their tables in constant memory, not yet), f16 and the narrow integers.
+# or a block tree plus a second pass, not yet), pools, PhaseGet/PhaseAdv (per-lane
+# phase state, not yet) and f16.
 OPCODES_DECLARED = ("MOV MOV_IMM ADD SUB MUL DIV REM MIN MAX MAD FMA ABS NEG AND OR XOR NOT SHL SHR SEL SET CVT "
                     "SQRT RSQRT FLOOR CEIL TRUNC RINT COPYSIGN ISINF ISFINITE "
+                    "ClsGet MIRROR NbrCount UnityTest NbrGet BoundMap "
                     "LDG STG LDS STS BarSync MemFence BRA LOOP CALL RET EXIT")
 CAPABILITIES = Capabilities.of(
     OPCODES_DECLARED, dtypes=DTYPES,

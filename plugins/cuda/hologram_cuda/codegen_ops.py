@@ -4,8 +4,9 @@
 (`SEL`'s predicate is i1) and returns the result. The semantics are the interpreter's
 (hologram_interp/semantics.py) and these emitters are cpu_llvm's (its codegen_ops.py)
 less what this backend does not declare: f16 (computed in f32 there), the libm and
-vecmath transcendentals (libdevice here, not yet), float REM/FMOD (NVPTX lowers `frem`
-to a libcall PTX cannot resolve without libdevice) and the Atlas lookup tables.
+vecmath transcendentals (libdevice here, not yet) and float REM/FMOD (NVPTX lowers
+`frem` to a libcall PTX cannot resolve without libdevice). The Atlas lookup tables are
+`addrspace(4)` (`.const`) globals here.
 
 On NVPTX: `fdiv` is `div.rn`, `llvm.sqrt` `sqrt.rn`, `llvm.fma` `fma.rn` (no
 fast-math flag is ever set, so every float operation is the correctly rounded one),
@@ -18,9 +19,11 @@ from typing import Callable
 
 from llvmlite import ir
 
-from hologram.backend import DType
+from hologram.backend import DType, atlas
 
-from .codegen_types import I1, typed_intrinsic
+from .codegen_types import I1, I8, I64, convert, typed_intrinsic
+
+CONSTANT = 4  # NVPTX's constant address space: the Atlas tables, cached and broadcast
 
 Emit = Callable[[ir.IRBuilder, DType, list[ir.Value]], ir.Value]
 
@@ -126,6 +129,71 @@ def _rsqrt(b, t, args):
     return b.fdiv(_c(x, 1.0), typed_intrinsic(b, "sqrt", x.type, [x]))
 
 
+# ------------------------------------------------------------------------- Atlas
+def _table(b: ir.IRBuilder, name: str, values: list[int]) -> ir.GlobalVariable:
+    """A constant i8 lookup table in constant memory, emitted once per module."""
+    g = b.module.globals.get(name)
+    if g is None:
+        ty = ir.ArrayType(I8, len(values))
+        g = ir.GlobalVariable(b.module, ty, name, addrspace=CONSTANT)
+        g.global_constant = True
+        g.linkage = "internal"
+        g.initializer = ir.Constant(ty, [v & 0xFF for v in values])
+    return g
+
+
+def _lookup(b: ir.IRBuilder, name: str, values: list[int], index: ir.Value, valid: ir.Value,
+            fallback: int, t: DType) -> ir.Value:
+    """values[index] (sign-extended bytes) where `valid`, else `fallback`, as type t."""
+    g = _table(b, name, values)
+    safe = b.select(valid, index, ir.Constant(I64, 0))  # never read past the table
+    v = b.sext(b.load(b.gep(g, [ir.Constant(I64, 0), safe], inbounds=True), typ=I8), I64)
+    return convert(b, b.select(valid, v, ir.Constant(I64, fallback)), DType.I64, t)
+
+
+def _as_i64(b: ir.IRBuilder, t: DType, x: ir.Value) -> ir.Value:
+    return convert(b, x, t, DType.I64) if t.is_signed else b.zext(x, I64) if t.bits < 64 else x
+
+
+def _class_valid(b: ir.IRBuilder, c: ir.Value) -> ir.Value:
+    # Unsigned compare: negative signed values and huge u64 values are both out.
+    return b.icmp_unsigned("<", c, ir.Constant(I64, atlas.NUM_CLASSES))
+
+
+def _cls_get(b, t, args):
+    byte = b.and_(_as_i64(b, t, args[0]), ir.Constant(I64, 0xFF))
+    return _lookup(b, "atlas.byte_class", list(atlas.BYTE_CLASS), byte, ir.Constant(I1, 1), 0, t)
+
+
+def _atlas_unary(name: str, values: list[int], fallback: int) -> Emit:
+    def emit(b, t, args):
+        c = _as_i64(b, t, args[0])
+        return _lookup(b, name, values, c, _class_valid(b, c), fallback, t)
+    return emit
+
+
+def _unity(b, t, args):
+    c = _as_i64(b, t, args[0])
+    v = _lookup(b, "atlas.unity", [int(u) for u in atlas.UNITY_TABLE], c, _class_valid(b, c), 0, DType.I64)
+    return b.icmp_unsigned("!=", v, ir.Constant(I64, 0))
+
+
+def _nbr_get(b, t, args):
+    c, k = (_as_i64(b, t, a) for a in args)
+    # The table pads degree-5 classes with -1, which is also the out-of-range answer.
+    valid = b.and_(_class_valid(b, c), b.icmp_unsigned("<", k, ir.Constant(I64, 6)))
+    index = b.add(b.mul(c, ir.Constant(I64, 6)), k)
+    return _lookup(b, "atlas.neighbors", [int(v) for v in atlas.NEIGHBOR_TABLE.reshape(-1)], index, valid, -1, t)
+
+
+def _bound_map(b, t, args):
+    # Wrapping arithmetic in t is exact modulo 2**bits, which is what wrapping the
+    # mathematical c*12288 + p*256 + byte into t means.
+    c, p, y = args
+    return b.add(b.add(b.mul(c, _c(c, atlas.CLASS_STRIDE)), b.mul(p, _c(p, atlas.BYTES_PER_PAGE))), y)
+
+
+# ------------------------------------------------------------------ value tests
 _INFINITY_BITS = {DType.F32: 0x7F800000, DType.F64: 0x7FF0000000000000}
 
 
@@ -167,4 +235,8 @@ VALUE_OPS: dict[str, Emit] = {
     "FLOOR": _float1("floor"), "CEIL": _float1("ceil"), "TRUNC": _float1("trunc"), "RINT": _float1("roundeven"),
     "COPYSIGN": lambda b, t, args: typed_intrinsic(b, "copysign", args[0].type, list(args)),
     "ISINF": _class_test(True), "ISFINITE": _class_test(False),
+    "ClsGet": _cls_get,
+    "MIRROR": _atlas_unary("atlas.mirror", list(atlas.MIRROR), -1),
+    "NbrCount": _atlas_unary("atlas.degree", [int(d) for d in atlas.DEGREE_TABLE], 0),
+    "UnityTest": _unity, "NbrGet": _nbr_get, "BoundMap": _bound_map,
 }
