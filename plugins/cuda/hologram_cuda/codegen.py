@@ -26,7 +26,8 @@ What a kernel does, in order:
 - `BarSync` is `barrier.cta.sync.all` (`barrier.sync 0`), the non-`.aligned` form: a
   verified program may reach a barrier from divergent control flow (every live lane at
   the same BarSync), which `.aligned` forbids. A thread that has returned no longer
-  counts toward a barrier (PTX: exited threads), as the ISA says of ended lanes;
+  counts toward a barrier (PTX: exited threads; a lane ends with `exit`), as the ISA
+  says of ended lanes;
 - `MemFence` is a `fence acq_rel` (`fence.acq_rel.sys`).
 """
 
@@ -162,6 +163,9 @@ class KernelEmitter:
         self._domain_guard()
         self._code()
         b.position_at_end(self.exit)
+        # `exit`, not only `ret`: PTX releases a barrier that waits only on exited threads
+        # (docs/gpu.md), which is the ISA's "ended lanes no longer take part".
+        intrinsic(b, "llvm.nvvm.exit", ir.VoidType(), [])
         b.ret_void()
 
     def _size(self, decl) -> ir.Value:

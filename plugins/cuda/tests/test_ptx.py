@@ -100,6 +100,7 @@ def test_shared_memory_barriers_loops_and_calls_make_ptx(target):
     assert re.search(r"^\s*\.shared \.align 8 \.b8 hg_block_scan_0_scan\S*sh\[256\];", ptx, re.M)
     assert re.search(r"\bbar\.sync\s+0;", ptx)  # after the zero-fill: the aligned barrier
     assert re.search(r"\bbarrier\.sync\s+0;", ptx)  # BarSync: the non-aligned form
+    assert re.search(r"^\s*exit;", ptx, re.M)  # a lane ends with `exit`: barriers stop waiting for it
     # The LOOP can walk past the 64-element array, so the checked LDS stays: a failure
     # claims err[0] with code 2 (shared) and writes stage 0, instruction 17, index 64.
     assert re.search(r"atom\.[a-z.]*cas\.b64\s+%rd\d+, \[%rd\d+\], 0, 2;", ptx)
