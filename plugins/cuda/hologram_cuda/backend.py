@@ -35,6 +35,7 @@ CAPABILITIES = Capabilities.of(
     max_rank=3)
 
 CACHE_ENTRIES = 256
+MAX_BLOCK_Z = 64  # a CUDA block's z extent (x and y may reach 1024; the declaration caps the product)
 
 
 @attrs.frozen
@@ -52,7 +53,8 @@ class Executable:
 
 def refusal(program: Program) -> str | None:
     """What `program` has that the declaration cannot say and this backend does not run:
-    a buffer, scalar or shared array of an undeclared dtype, or a stage `.init`."""
+    a buffer, scalar or shared array of an undeclared dtype, a stage `.init`, or a block
+    deeper than CUDA's z limit."""
     for name, decl in program.buffers().items():
         if decl.dtype not in DTYPES:
             return f"buffer '{name}' is {decl.dtype}, which this backend does not declare"
@@ -63,6 +65,8 @@ def refusal(program: Program) -> str | None:
         for m in stage.shared:
             if m.dtype not in DTYPES:
                 return f"stage '{stage.name}': shared array '{m.name}' is {m.dtype}, which this backend does not declare"
+        if len(stage.block) == 3 and stage.block[2] > MAX_BLOCK_Z:
+            return f"stage '{stage.name}': block {list(stage.block)} is deeper than CUDA's {MAX_BLOCK_Z} lanes on z"
         if stage.inits:
             return f"stage '{stage.name}' has .init stores, which this backend does not run yet"
     return None

@@ -154,6 +154,18 @@ def test_a_program_with_inits_is_refused_by_prepare(cuda):
         cuda.prepare(_program(text))
 
 
+def test_a_block_deeper_than_cuda_allows_is_refused_by_prepare(cuda):
+    text = """
+.program deep
+.symbols n
+.param out y: f32[n, n, n]
+.stage s domain [n, n, n] block [1, 1, 128]
+    EXIT
+"""
+    with pytest.raises(UnsupportedProgram, match=r"block \[1, 1, 128\] is deeper than CUDA's 64 lanes on z"):
+        cuda.prepare(_program(text))
+
+
 def test_not_available_without_a_driver_and_launch_says_why(cuda):
     import numpy as np
 
