@@ -14,6 +14,7 @@ from hologram.backend import (Backend, Capabilities, DType, LaunchBinding, LRUCa
                               verify)
 from hologram.errors import ArgumentError, CompileError, HologramError, PluginError, UnsupportedProgram
 
+from .arguments import ArgumentLayout
 from .codegen_types import DTYPES
 
 # What the code generator emits (docs/gpu.md, "CUDA"): these opcodes at the dtypes of
@@ -40,12 +41,14 @@ MAX_BLOCK_Z = 64  # a CUDA block's z extent (x and y may reach 1024; the declara
 
 @attrs.frozen
 class Executable:
-    """A prepared program: its launch binding, its kernels, and the code per target
-    (PTX always; cubins when nvJitLink is installed, else an empty mapping)."""
+    """A prepared program: its launch binding, its kernels' parameter layout, its
+    kernels, and the code per target (PTX always; cubins when nvJitLink is installed,
+    else an empty mapping)."""
 
     program: Program
     key: str
     binding: LaunchBinding
+    arguments: ArgumentLayout
     kernels: tuple  # codegen.KernelEntry per stage
     ptx: Mapping[str, str]
     cubins: Mapping[str, bytes]
@@ -158,7 +161,8 @@ class CudaBackend(Backend):
             raise CompileError(f"cuda: LLVM rejected the code generated for program '{program.name}' "
                                f"(a code generator bug): {e}") from None
         cubins = {t: assemble(text, t, program.name) for t, text in ptx.items()} if have_nvjitlink() else {}
-        return Executable(program, key, LaunchBinding.of(program), module.kernels, ptx, cubins)
+        return Executable(program, key, LaunchBinding.of(program), ArgumentLayout.of(program), module.kernels, ptx,
+                          cubins)
 
     # ------------------------------------------------------------------- launch
     def launch(self, executable: Executable | Program, buffers: Mapping[str, np.ndarray],

@@ -186,3 +186,47 @@ def test_text_forms(cuda):
     assert ".version 7.8" in cuda.emit(program, "ptx")
     with pytest.raises(ArgumentError, match="cuda has no text form 'sass'"):
         cuda.emit(program, "sass")
+
+
+# PTX `.param` types and their sizes (the C layout aligns each to its size)
+_PARAM_BYTES = {"u8": 1, "s8": 1, "b8": 1, "u16": 2, "s16": 2, "b16": 2, "u32": 4, "s32": 4, "b32": 4, "f32": 4,
+                "u64": 8, "s64": 8, "b64": 8, "f64": 8}
+MIXED = """
+.program mix
+.symbols n
+.param in x: f32[n]
+.param a: bool
+.param b: i16
+.param c: f32
+.param d: u8
+.param e: f64
+.param out y: f32[n]
+.stage s domain [n] block [32]
+    EXIT
+"""
+
+
+@pytest.mark.parametrize("target", sorted(PTX_VERSIONS))
+def test_packed_arguments_follow_the_ptx_parameter_list(target):
+    """The parameter buffer's layout is the C layout of the kernel's `.param` list: each
+    parameter at its natural alignment, in order (what cuLaunchKernel reads)."""
+    from hologram_cuda.arguments import ArgumentLayout
+
+    program = _program(MIXED)
+    ptx = emit_ptx(_compile(MIXED), target)
+    params = re.findall(r"\.param \.(\w+)\b[^\n]*_param_(\d+)", ptx)
+    offset, want = 0, []
+    for kind, _ in params:
+        size = _PARAM_BYTES[kind]
+        offset = -(-offset // size) * size
+        want.append(offset)
+        offset += size
+    layout = ArgumentLayout.of(program)
+    assert layout.offsets() == tuple(want) and layout.size == -(-offset // 8) * 8
+    import numpy as np
+
+    packed = layout.pack([0x1000, 0x2000], [7], [np.bool_(True), np.int16(-2), np.float32(1.5), np.uint8(9),
+                                                 np.float64(-0.25)], 0x3000)
+    record = np.frombuffer(packed, layout.struct)[0]
+    assert [record[name].item() for name in layout.struct.names] == [0x1000, 0x2000, 7, 1, -2, 1.5, 9, -0.25,
+                                                                      0x3000]
