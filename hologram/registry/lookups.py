@@ -83,6 +83,16 @@ def _is_available(b: Backend) -> bool:
         return False
 
 
+def unavailable_reason(b: Backend) -> str | None:
+    """What the backend says of why it is not available here (None: nothing, or it failed
+    to say)."""
+    try:
+        reason = b.unavailable_reason()
+    except Exception:  # a backend that cannot tell why says nothing
+        return None
+    return reason if isinstance(reason, str) and reason else None
+
+
 def list_backends(available_only: bool = True) -> list[str]:
     """Backend names, highest priority first (ties by name)."""
     found = sorted(backends().values(), key=lambda b: (-b.priority, b.name))
@@ -105,7 +115,9 @@ def get_backend(name: str | None = None) -> Backend:
         if found is None:
             raise PluginError(f"unknown backend {wanted!r}{via}{did_you_mean(wanted, table)}", hint=hint)
         if not _is_available(found):
-            raise PluginError(f"backend {wanted!r}{via} is not available on this machine", hint=hint)
+            why = unavailable_reason(found)
+            raise PluginError(f"backend {wanted!r}{via} is not available on this machine{f': {why}' if why else ''}",
+                              hint=hint)
         return found
     ready = [b for b in table.values() if _is_available(b)]
     if not ready:
