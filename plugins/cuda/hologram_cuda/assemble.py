@@ -12,7 +12,7 @@ import functools
 
 from hologram.errors import CompileError, PluginError
 
-from .ptx import check_target
+from .targets import check_target
 
 INSTALL_HINT = "pip install nvidia-nvjitlink cuda-bindings"
 

@@ -15,7 +15,7 @@ from hologram.backend import (Backend, Capabilities, DType, LaunchBinding, LRUCa
 from hologram.errors import ArgumentError, CompileError, HologramError, PluginError, UnsupportedProgram
 
 from .arguments import ArgumentLayout
-from .codegen_types import DTYPES
+from .targets import DTYPES, TARGETS, check_target
 
 # What the code generator emits (docs/gpu.md, "CUDA"): these opcodes at the dtypes of
 # DTYPES, less float REM (NVPTX lowers `frem` to a libcall, libdevice's fmod: not yet
@@ -91,8 +91,6 @@ class CudaBackend(Backend):
     }
 
     def __init__(self, targets: tuple[str, ...] | None = None):
-        from .ptx import TARGETS, check_target
-
         self.targets = tuple(check_target(t) for t in (targets or TARGETS))
         self._memory: LRUCache[str, Executable] = LRUCache(CACHE_ENTRIES)
         self._lock = threading.Lock()

@@ -14,16 +14,13 @@ from llvmlite import ir
 
 from hologram.backend import DType, convert_value
 
+from .targets import DTYPES
+
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 FLOAT, DOUBLE = ir.FloatType(), ir.DoubleType()
 GLOBAL = 1  # NVPTX address spaces
 SHARED = 3
 GLOBAL_PTR = ir.PointerType(addrspace=GLOBAL)
-
-# What this code generator emits: registers and memory of every dtype but f16 (which
-# needs cpu_llvm's widen-and-round-back emitters; not yet). Integer emission is
-# width-generic: signedness picks the comparison, division, shift and extension.
-DTYPES = tuple(t for t in DType if t is not DType.F16)
 
 
 def reg_type(t: DType) -> ir.Type:
@@ -36,7 +33,7 @@ def reg_type(t: DType) -> ir.Type:
         return DOUBLE
     if t.is_int:
         return ir.IntType(t.bits)
-    raise TypeError(f"cuda: no register type for {t}")
+    raise TypeError(f"cuda: no register type for {t} (the code generator emits {', '.join(map(str, DTYPES))})")
 
 
 def mem_type(t: DType) -> ir.Type:

@@ -18,12 +18,9 @@ import threading
 import llvmlite
 import llvmlite.binding as llvm
 
-from hologram.errors import ArgumentError
+from .targets import PTX_VERSIONS, check_target
 
 TRIPLE = "nvptx64-nvidia-cuda"
-# target -> the PTX ISA version it is emitted at (LLVM's feature name)
-PTX_VERSIONS = {"sm_80": "ptx78", "sm_90": "ptx80"}
-TARGETS = tuple(PTX_VERSIONS)
 OPT_LEVEL = 3
 
 _LOCK = threading.Lock()
@@ -43,12 +40,6 @@ def _target_machine(target: str) -> llvm.TargetMachine:
     llvm.initialize_all_asmprinters()
     return llvm.Target.from_triple(TRIPLE).create_target_machine(
         cpu=target, features=f"+{PTX_VERSIONS[target]}", opt=OPT_LEVEL)
-
-
-def check_target(target: str) -> str:
-    if target not in PTX_VERSIONS:
-        raise ArgumentError(f"cuda: unknown target {target!r}; expected one of {', '.join(TARGETS)}")
-    return target
 
 
 def optimized_ir(module_ir: str, target: str) -> str:

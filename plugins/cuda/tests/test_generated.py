@@ -14,7 +14,7 @@ from hologram.testing.conformance_cases import hand_written_cases, instruction_c
 from hologram.testing.generated import kernels
 from hologram_cuda.assemble import have_nvjitlink
 from hologram_cuda.backend import CAPABILITIES
-from hologram_cuda.ptx import TARGETS
+from hologram_cuda.targets import TARGETS
 
 
 def _built(exe) -> None:

@@ -14,7 +14,8 @@ import hologram
 from hologram.errors import ArgumentError, CompileError, PluginError, UnsupportedProgram
 from hologram.isa.asm import parse_program
 from hologram_cuda.assemble import assemble, have_nvjitlink
-from hologram_cuda.ptx import PTX_VERSIONS, emit_ptx
+from hologram_cuda.ptx import emit_ptx
+from hologram_cuda.targets import PTX_VERSIONS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 KERNELS = sorted(glob.glob(os.path.join(ROOT, "kernels", "*.toml")))
@@ -230,3 +231,16 @@ def test_packed_arguments_follow_the_ptx_parameter_list(target):
     record = np.frombuffer(packed, layout.struct)[0]
     assert [record[name].item() for name in layout.struct.names] == [0x1000, 0x2000, 7, 1, -2, 1.5, 9, -0.25,
                                                                       0x3000]
+
+
+def test_loading_the_plugin_imports_no_llvm():
+    """Every process that lists backends loads the plugin: LLVM is imported by prepare only."""
+    import subprocess
+    import sys
+
+    code = ("import sys, hologram_cuda; hologram_cuda.CudaBackend().available(); "
+            "print(sorted(m for m in sys.modules if m.startswith(('llvmlite', 'hologram_cuda.codegen', "
+            "'hologram_cuda.ptx'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
