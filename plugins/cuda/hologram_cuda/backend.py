@@ -96,11 +96,14 @@ class CudaBackend(Backend):
         self._lock = threading.Lock()
 
     def available(self) -> bool:
-        return self.unavailable_reason() is None
+        """False everywhere until `launch` is written, without probing the driver: every
+        process that picks a default backend asks, and the probe (importing
+        cuda-bindings, cuInit) costs ~40 ms. `unavailable_reason` probes."""
+        return False
 
-    def unavailable_reason(self) -> str | None:
-        """Why `available()` is False ("no CUDA driver: ..."), or None when it is True.
-        A device alone is not enough yet: `launch` is not written (docs/gpu.md, "CUDA")."""
+    def unavailable_reason(self) -> str:
+        """Why `available()` is False: "no CUDA driver: ..." (cuInit's failure), "no CUDA
+        device: ...", or, with a device, that `launch` is not written (docs/gpu.md, "CUDA")."""
         from .driver import device_status
 
         status = device_status()
