@@ -196,7 +196,7 @@ class KernelEmitter:
     def _shared_arrays(self) -> None:
         """Each shared array a kernel-private `addrspace(3)` global, zeroed by the whole
         block (thread t clears elements t, t + lanes, ...), then an aligned barrier: every
-        thread of the CTA is here, none has returned yet."""
+        thread of the CTA is here, none has exited yet."""
         self.shared: dict[str, tuple[ir.GlobalVariable, object]] = {}
         if not self.stage.shared:
             return
@@ -219,8 +219,7 @@ class KernelEmitter:
             cur = b.load(i, typ=I64)
             b.cbranch(b.icmp_signed("<", cur, i64(m.size)), body, done)
             b.position_at_end(body)
-            b.store(const(0, m.dtype) if m.dtype is not DType.BOOL else ir.Constant(mem_type(m.dtype), 0),
-                    element(b, g, cur, mem_type(m.dtype)))
+            b.store(ir.Constant(mem_type(m.dtype), 0), element(b, g, cur, mem_type(m.dtype)))
             b.store(b.add(cur, i64(lanes)), i)
             b.branch(head)
             b.position_at_end(done)
