@@ -61,8 +61,8 @@ class Backend(abc.ABC):
     launch with the checks already done), `text_forms` and `emit` (readable forms of its
     code), `clear_cache`, shipping native code in bundles (`native_targets`,
     `runs_native`, `native_toolchain`, `compile_native`, `check_native`, `prepare_native`),
-    `max_test_elements` (how large a generated test case may be) and `observe` (a launch
-    reporting its memory accesses).
+    `max_test_elements` (how large a generated test case may be), `observe` (a launch
+    reporting its memory accesses) and `unavailable_reason` (why it cannot run here).
     """
 
     name: str
@@ -113,6 +113,11 @@ class Backend(abc.ABC):
     one-line description (cpu_llvm: `llvm`, `llvm-opt`, `native`), shown by
     `Kernel.emit(form)` and `hologram compile --emit form --backend name`; `emit` makes
     them. A form named like a core one (`ast`, `ir`, `asm`, `stats`) is never reached."""
+
+    def unavailable_reason(self) -> str | None:
+        """Why `available()` is False here, in words (`no CUDA driver: ...`), or None:
+        available, or no reason to give. `hologram plugins` and `get_backend` show it."""
+        return None
 
     max_test_elements: int | None = None
     """The most input elements a generated test case may hold to be run here (None: no

@@ -45,7 +45,7 @@ from hologram.ir import format_kernel
 from hologram.passes import manager
 from hologram.passes.manager import Pipeline
 from hologram.registry import pipelines
-from hologram.registry.lookups import backends, get_backend, list_backends
+from hologram.registry.lookups import backends, get_backend, list_backends, unavailable_reason
 from hologram.registry.plugins import PluginWarning, plugin_manager, plugin_report
 
 DEFAULT_SIZE = 16  # a shape symbol that neither --bind nor an --input fixes
@@ -420,6 +420,11 @@ def backend_notes(report: Sequence[Any], found: dict[str, Any], default: str | N
         notes = ["no installed backend is available on this machine: kernels compile but cannot run"]
     else:
         notes = ["no backend is installed: kernels compile but cannot run"]
+    ready = set(list_backends())
+    for name, backend in sorted(found.items()):
+        why = unavailable_reason(backend) if name not in ready else None
+        if why is not None:
+            notes.append(f"{name} is not available here: {why}")
     rows = {row.name: row for row in report}
     for name, distribution, where in first_party_backends():
         if name in found:

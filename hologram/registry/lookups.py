@@ -83,6 +83,16 @@ def _is_available(b: Backend) -> bool:
         return False
 
 
+def unavailable_reason(b: Backend) -> str | None:
+    """What the backend says of why it is not available here (None: nothing, or it failed
+    to say)."""
+    try:
+        reason = b.unavailable_reason()
+    except Exception:  # a backend that cannot tell why says nothing
+        return None
+    return reason if isinstance(reason, str) and reason else None
+
+
 def list_backends(available_only: bool = True) -> list[str]:
     """Backend names, highest priority first (ties by name)."""
     found = sorted(backends().values(), key=lambda b: (-b.priority, b.name))
@@ -96,18 +106,25 @@ def get_backend(name: str | None = None) -> Backend:
         raise PluginError(f"a backend name is a string such as 'interp', got {type(name).__name__}")
     table = backends()
     wanted = (name or os.environ.get(ENV_BACKEND, "")).strip()
-    choices = ", ".join(f"{b.name} (priority {b.priority}{'' if _is_available(b) else ', unavailable'})"
-                        for b in sorted(table.values(), key=lambda b: (-b.priority, b.name)))
-    hint = f"available backends: {choices}" if choices else "no backend is installed; pip install hologram-backend-interp"
+    by_priority = sorted(table.values(), key=lambda b: (-b.priority, b.name))
+
+    def hint() -> str:  # only on a refusal: asking a GPU backend whether it can run opens its device
+        choices = ", ".join(f"{b.name} (priority {b.priority}{'' if _is_available(b) else ', unavailable'})"
+                            for b in by_priority)
+        return f"available backends: {choices}" if choices else "no backend is installed; pip install hologram-backend-interp"
+
     if wanted:
         via = "" if name else f" (from {ENV_BACKEND})"
         found = table.get(wanted)
         if found is None:
-            raise PluginError(f"unknown backend {wanted!r}{via}{did_you_mean(wanted, table)}", hint=hint)
+            raise PluginError(f"unknown backend {wanted!r}{via}{did_you_mean(wanted, table)}", hint=hint())
         if not _is_available(found):
-            raise PluginError(f"backend {wanted!r}{via} is not available on this machine", hint=hint)
+            why = unavailable_reason(found)
+            raise PluginError(f"backend {wanted!r}{via} is not available on this machine{f': {why}' if why else ''}",
+                              hint=hint())
         return found
-    ready = [b for b in table.values() if _is_available(b)]
-    if not ready:
-        raise PluginError("no backend is available", hint=hint)
-    return min(ready, key=lambda b: (-b.priority, b.name))
+    # Highest priority first, stopping at the first that can run: a lower one is never probed.
+    ready = next((b for b in by_priority if _is_available(b)), None)
+    if ready is None:
+        raise PluginError("no backend is available", hint=hint())
+    return ready

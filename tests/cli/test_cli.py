@@ -324,6 +324,27 @@ def test_plugins_says_what_runs_kernels_and_how_to_add_a_missing_backend(run_cli
                          "lane) is installed but left out by HOLOGRAM_PLUGINS" in " ".join(out.split())
 
 
+def test_plugins_says_why_a_backend_is_not_available(run_cli, monkeypatch):
+    from hologram.backend import Backend
+
+    class Driverless(Backend):
+        name, priority = "gpu", 5
+
+        def available(self):
+            return False
+
+        def unavailable_reason(self):
+            return "no CUDA driver: libcuda.so not found"
+
+        allocate = prepare = launch = None
+
+    pm = plugins.plugin_manager()
+    pm.register(type("P", (), {"hologram_register_backends": staticmethod(
+        hologram.hookimpl(lambda register: register(Driverless())))}), name="driverless")
+    code, out, _ = run_cli("plugins")
+    assert code == 0 and "gpu is not available here: no CUDA driver: libcuda.so not found" in " ".join(out.split())
+
+
 def test_backend_notes_name_the_distribution_to_install(monkeypatch):
     interp = plugins.PluginInfo("interp", "hologram-backend-interp", "0.1.0", ("backend interp",), "ok")
     notes = cli.backend_notes([interp], {"interp": object()}, "interp")

@@ -309,8 +309,11 @@ def test_translator_for_path_prefers_the_longest_extension():
 
 
 def _only_backends(monkeypatch, *bs):
-    """A manager whose only backends are `bs` (the installed ones excluded)."""
-    monkeypatch.setenv("HOLOGRAM_PLUGINS", "-interp,-cpu_llvm")
+    """A manager whose only backends are `bs`: every installed backend distribution's
+    plugin excluded (whichever of plugins/ are installed, cuda's included)."""
+    installed = sorted({ep.name for ep in metadata.entry_points(group="hologram")
+                        if ep.dist is not None and ep.dist.name.startswith("hologram-backend-")})
+    monkeypatch.setenv("HOLOGRAM_PLUGINS", ",".join(f"-{name}" for name in installed))
     pm = plugins.plugin_manager()
     pm.register(type("B", (), {"hologram_register_backends": staticmethod(
         hologram.hookimpl(lambda register: [register(b) for b in bs]))}), name="fakes")
@@ -333,6 +336,26 @@ def test_get_backend_priority_env_and_argument(monkeypatch):
     with pytest.raises(PluginError) as e:
         hologram.get_backend("gone")
     assert e.value.message == "backend 'gone' is not available on this machine"
+
+
+class ReasonedBackend(FakeBackend):
+    def unavailable_reason(self):
+        return None if self.ok else "no CUDA driver: libcuda.so not found"
+
+
+def test_an_unavailable_backend_says_why(monkeypatch):
+    """`unavailable_reason` (a Backend's optional member) is in get_backend's refusal;
+    one that raises says nothing."""
+    broken = ReasonedBackend("broken", 5, ok=False)
+    broken.unavailable_reason = lambda: 1 / 0
+    _only_backends(monkeypatch, ReasonedBackend("gpu", 99, ok=False), FakeBackend("cpu", 1), broken)
+    with pytest.raises(PluginError) as e:
+        hologram.get_backend("gpu")
+    assert e.value.message == "backend 'gpu' is not available on this machine: no CUDA driver: libcuda.so not found"
+    with pytest.raises(PluginError) as e:
+        hologram.get_backend("broken")
+    assert e.value.message == "backend 'broken' is not available on this machine"
+    assert lookups.unavailable_reason(FakeBackend("cpu", 1)) is None  # the default: nothing to say
 
 
 def test_get_backend_without_any_backend(monkeypatch):

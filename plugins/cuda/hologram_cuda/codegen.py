@@ -1,0 +1,422 @@
+"""The code generator: a verified Atlas ISA `Program` -> one LLVM IR module for NVPTX.
+
+Every stage becomes one kernel entry (`ptx_kernel`), launched with one CUDA block per
+Atlas block (CTA = block, `ntid` = the stage's block shape) over a grid of
+`ceil(gdim / ntid)` blocks per axis:
+
+    <symbol>(ptr addrspace(1) noalias buf..., i64 sym..., scalar..., ptr addrspace(1) err)
+
+`buf` are the data pointers of `program.buffers()` in order, `sym` the shape symbols'
+values, each scalar parameter in its memory type (bool a byte), `err` four i64 words in
+global memory. A failed bounds check claims the error word with a compare-and-swap of
+`err[0]` from 0 to the error code (so the first failing lane to get there wins and the
+rest keep `err[1..3]` intact), writes `err[1..3] = [stage, instruction index, value]`
+and ends its lane; the codes are cpu_llvm's (`ERR_*` below), so one decoder can serve
+both. The host zeroes `err` before a launch and reads it after.
+
+What a kernel does, in order:
+- its shared arrays (`addrspace(3)` globals of the kernel) are zeroed by all the
+  block's threads, strided, then one aligned barrier: the ISA zero-fills them per block;
+- the domain guard: a thread whose `gid` (`ctaid * ntid + tid`, in i64) is outside the
+  domain on any axis returns (the CTA has full blocks; the ISA's last block is partial);
+- registers are allocas zeroed at entry, promoted to PTX registers by SROA;
+- the lane's code is laid out as cpu_llvm lays it out (codegen_control.py there): each
+  reachable (call context, pc) one basic block, CALL inlined per call site, RET a branch
+  to the caller's continuation, EXIT/falling off the end a return;
+- `BarSync` is `barrier.cta.sync.all` (`barrier.sync 0`), the non-`.aligned` form: a
+  verified program may reach a barrier from divergent control flow (every live lane at
+  the same BarSync), which `.aligned` forbids. A thread that has returned no longer
+  counts toward a barrier (PTX: exited threads; a lane ends with `exit`), as the ISA
+  says of ended lanes;
+- `MemFence` is a `fence acq_rel` (`fence.acq_rel.sys`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import attrs
+from llvmlite import ir
+
+from hologram.backend import AXES, OPCODES, Affine, DType, Imm, Instr, Label, Program, Reg, Special, Sym
+from hologram.errors import HologramError, VerifyError
+
+from .codegen_ops import VALUE_OPS, compare
+from .codegen_types import (GLOBAL_PTR, I1, I32, I64, SHARED, const, convert, element, from_mem, i64, int_value,
+                            intrinsic, mem_type, reg_type, to_mem)
+
+# Error codes in err[0] (cpu_llvm's abi.py numbers); err[3] holds the offending index.
+ERR_OOB_GLOBAL = 1
+ERR_OOB_SHARED = 2
+ERR_RECURSION = 8
+ERROR_WORDS = 4
+
+# The most (call context, pc) code copies one stage may need (CALL inlining).
+MAX_BLOCKS = 1 << 14
+
+Ctx = tuple[tuple[int, int], ...]  # the inlined CALLs: (subroutine entry pc, return pc)
+
+
+@attrs.frozen
+class KernelEntry:
+    """One stage's kernel: its PTX name, its stage, and its launch shape."""
+
+    name: str
+    stage_index: int
+    block: tuple[int, int, int]
+
+
+@attrs.frozen
+class KernelModule:
+    module_ir: str
+    kernels: tuple[KernelEntry, ...]
+
+
+def _ident(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", text)
+
+
+def kernel_symbol(program: Program, index: int) -> str:
+    return f"hg_{_ident(program.name)}_{index}_{_ident(program.stages[index].name)}"
+
+
+def compile_program(program: Program) -> KernelModule:
+    """The whole program as one module with one kernel per stage."""
+    try:
+        module = ir.Module(name=_ident(program.name))
+        module.triple = "nvptx64-nvidia-cuda"
+        entries = []
+        for index, stage in enumerate(program.stages):
+            symbol = kernel_symbol(program, index)
+            KernelEmitter(program, index, module, symbol).emit()
+            entries.append(KernelEntry(symbol, index, tuple(stage.block) + (1,) * (3 - len(stage.block))))
+        return KernelModule(str(module), tuple(entries))
+    except HologramError:
+        raise
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError) as e:
+        # Only a program the verifier would refuse gets here (prepare verifies first).
+        raise VerifyError(f"cuda: program '{getattr(program, 'name', program)!s}' cannot be compiled; "
+                          f"run hologram.backend.verify on it for the reason ({type(e).__name__}: {e})") from e
+
+
+def _affine(b: ir.IRBuilder, a: Affine, syms: dict[str, ir.Value]) -> ir.Value:
+    v: ir.Value = i64(a.const)
+    for name, c in a.terms:
+        if name not in syms:
+            raise VerifyError(f"cuda: shape symbol '{name}' is not a program symbol")
+        v = b.add(v, b.mul(syms[name], i64(c)))
+    return v
+
+
+def _sreg(b: ir.IRBuilder, name: str) -> ir.Value:
+    """A PTX special register (u32) as i64."""
+    return b.zext(intrinsic(b, f"llvm.nvvm.read.ptx.sreg.{name}", I32, []), I64)
+
+
+class KernelEmitter:
+    def __init__(self, program: Program, index: int, module: ir.Module, symbol: str):
+        self.program, self.index, self.module, self.symbol = program, index, module, symbol
+        self.stage = stage = program.stages[index]
+        if stage.pools:
+            raise VerifyError(f"cuda: stage '{stage.name}' declares pools, which this backend does not run")
+        self.buffers = program.buffers()
+        self.scalar_params = program.scalars()
+        self.reg_types = stage.reg_types()
+        self.items: list[tuple[int, Instr]] = []  # (body index, instruction)
+        self.labels: dict[str, int] = {}
+        for k, item in enumerate(stage.body):
+            if isinstance(item, Label):
+                self.labels[item.name] = len(self.items)
+            else:
+                self.items.append((k, item))
+        self.rank = len(stage.domain)
+        self.block = tuple(stage.block) + (1,) * (3 - len(stage.block))
+
+    # ------------------------------------------------------------------ the kernel
+    def emit(self) -> None:
+        params = ([GLOBAL_PTR] * len(self.buffers) + [I64] * len(self.program.symbols)
+                  + [mem_type(p.dtype) for p in self.scalar_params.values()] + [GLOBAL_PTR])
+        self.fn = fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), params), self.symbol)
+        fn.calling_convention = "ptx_kernel"
+        args = list(fn.args)
+        nbuf, nsym = len(self.buffers), len(self.program.symbols)
+        self.buf_ptr = dict(zip(self.buffers, args[:nbuf]))
+        for a in args[:nbuf]:
+            a.add_attribute("noalias")  # the runtime copies an input that aliases an output (cpu_llvm's contract)
+        self.syms = dict(zip(self.program.symbols, args[nbuf:nbuf + nsym]))
+        self.err = args[-1]
+        self.entry = fn.append_basic_block("entry")
+        self.b = b = ir.IRBuilder(self.entry)
+        self.exit = fn.append_basic_block("exit")
+        self.consts: dict[str, tuple[ir.Value, DType]] = {s: (v, DType.I64) for s, v in self.syms.items()}
+        for (name, p), raw in zip(self.scalar_params.items(), args[nbuf + nsym:-1]):
+            self.consts[name] = (from_mem(b, raw, p.dtype), p.dtype)
+        self.reg_ptr = {r.name: b.alloca(reg_type(r.dtype), name=f"r.{r.name}") for r in self.stage.regs}
+        for r in self.stage.regs:
+            b.store(const(0, r.dtype), self.reg_ptr[r.name])
+        self.sizes = {name: self._size(decl) for name, decl in self.buffers.items()
+                      if any(ins.checked and ins.addr is not None and ins.addr.buffer == name
+                             and OPCODES[ins.op].space == "global" for _, ins in self.items)}
+        self._specials()
+        self._shared_arrays()
+        self._domain_guard()
+        self._code()
+        b.position_at_end(self.exit)
+        # `exit`, not only `ret`: PTX releases a barrier that waits only on exited threads
+        # (docs/gpu.md), which is the ISA's "ended lanes no longer take part".
+        intrinsic(b, "llvm.nvvm.exit", ir.VoidType(), [])
+        b.ret_void()
+
+    def _size(self, decl) -> ir.Value:
+        v = i64(1)
+        for d in decl.shape:
+            v = self.b.mul(v, _affine(self.b, d, self.syms))
+        return v
+
+    def _specials(self) -> None:
+        b = self.b
+        ext = [_affine(b, d, self.syms) for d in self.stage.domain] + [i64(1)] * (3 - self.rank)
+        self.special: dict[str, ir.Value] = {}
+        self.tid = []
+        for a, axis in enumerate(AXES):
+            inside = a < self.rank
+            tid = _sreg(b, f"tid.{axis}") if inside else i64(0)
+            cta = _sreg(b, f"ctaid.{axis}") if inside else i64(0)
+            self.tid.append(tid)
+            self.special[f"tid.{axis}"] = tid
+            self.special[f"ntid.{axis}"] = i64(self.block[a])
+            self.special[f"ctaid.{axis}"] = cta
+            # ceil(gdim / ntid) from the domain, whatever grid the launch used
+            self.special[f"nctaid.{axis}"] = b.sdiv(b.add(ext[a], i64(self.block[a] - 1)), i64(self.block[a])) \
+                if inside else i64(1)
+            self.special[f"gid.{axis}"] = b.add(b.mul(cta, i64(self.block[a])), tid) if inside else i64(0)
+            self.special[f"gdim.{axis}"] = ext[a]
+
+    def _shared_arrays(self) -> None:
+        """Each shared array a kernel-private `addrspace(3)` global, zeroed by the whole
+        block (thread t clears elements t, t + lanes, ...), then an aligned barrier: every
+        thread of the CTA is here, none has exited yet."""
+        self.shared: dict[str, tuple[ir.GlobalVariable, object]] = {}
+        if not self.stage.shared:
+            return
+        b = self.b
+        lanes = math.prod(self.block)
+        linear = b.add(self.tid[0], b.mul(i64(self.block[0]), b.add(self.tid[1], b.mul(i64(self.block[1]),
+                                                                                         self.tid[2]))))
+        for m in self.stage.shared:
+            ty = ir.ArrayType(mem_type(m.dtype), m.size)
+            g = ir.GlobalVariable(self.module, ty, f"{self.symbol}.shared.{_ident(m.name)}", addrspace=SHARED)
+            g.linkage = "internal"
+            g.initializer = ir.Constant(ty, ir.Undefined)
+            g.align = 8
+            self.shared[m.name] = (g, m)
+            i = b.alloca(I64, name=f"zero.{m.name}")
+            b.store(linear, i)
+            head, body, done = (self.fn.append_basic_block(f"zero.{m.name}.{s}") for s in ("head", "body", "done"))
+            b.branch(head)
+            b.position_at_end(head)
+            cur = b.load(i, typ=I64)
+            b.cbranch(b.icmp_signed("<", cur, i64(m.size)), body, done)
+            b.position_at_end(body)
+            b.store(ir.Constant(mem_type(m.dtype), 0), element(b, g, cur, mem_type(m.dtype)))
+            b.store(b.add(cur, i64(lanes)), i)
+            b.branch(head)
+            b.position_at_end(done)
+        intrinsic(b, "llvm.nvvm.barrier.cta.sync.aligned.all", ir.VoidType(), [ir.Constant(I32, 0)])
+
+    def _domain_guard(self) -> None:
+        """Threads of a partial block outside the domain end here (lanes exist only
+        inside the domain, docs/isa.md)."""
+        b = self.b
+        inside: ir.Value = ir.Constant(I1, 1)
+        for a in range(self.rank):
+            axis = AXES[a]
+            inside = b.and_(inside, b.icmp_signed("<", self.special[f"gid.{axis}"], self.special[f"gdim.{axis}"]))
+        self.lane = self.fn.append_basic_block("lane")
+        b.cbranch(inside, self.lane, self.exit)
+        b.position_at_end(self.lane)
+
+    def fail(self, ok: ir.Value, code: int, k: int, value: ir.Value) -> None:
+        """Continue where `ok` holds; otherwise claim the error word and end the lane."""
+        b = self.b
+        bad, claimed, good = (self.fn.append_basic_block(s) for s in ("fail", "fail.claimed", "ok"))
+        b.cbranch(ok, good, bad)
+        b.position_at_end(bad)
+        swap = b.cmpxchg(element(b, self.err, i64(0), I64), i64(0), i64(code), "monotonic", "monotonic")
+        b.cbranch(b.extract_value(swap, 1), claimed, self.exit)
+        b.position_at_end(claimed)
+        for j, v in enumerate((i64(self.index), i64(k), value), start=1):
+            b.store(v, element(b, self.err, i64(j), I64))
+        b.branch(self.exit)
+        b.position_at_end(good)
+
+    # -------------------------------------------------------------- the lane code
+    def _code(self) -> None:
+        self.blocks: dict[tuple[Ctx, int], ir.Block] = {}
+        self.todo: list[tuple[Ctx, int]] = []
+        self.b.branch(self.block_for((), 0))
+        while self.todo:
+            ctx, pc = self.todo.pop()
+            self.b.position_at_end(self.blocks[(ctx, pc)])
+            self.instruction(ctx, pc)
+
+    def block_for(self, ctx: Ctx, pc: int) -> ir.Block:
+        if pc >= len(self.items):
+            return self.exit  # falling off the body ends the lane
+        key = (ctx, pc)
+        blk = self.blocks.get(key)
+        if blk is None:
+            if len(self.blocks) >= MAX_BLOCKS:
+                raise VerifyError(f"cuda: stage '{self.stage.name}': inlining the subroutine calls needs more "
+                                  f"than {MAX_BLOCKS} code copies")
+            blk = self.blocks[key] = self.fn.append_basic_block(f"pc{pc}")
+            self.todo.append(key)
+        return blk
+
+    def label(self, name: str | None) -> int:
+        if name not in self.labels:
+            raise VerifyError(f"cuda: stage '{self.stage.name}': unknown label {name!r}")
+        return self.labels[name]
+
+    # ----------------------------------------------------------------- operands
+    def type_of(self, operand) -> DType:
+        if isinstance(operand, Reg):
+            if operand.name not in self.reg_types:
+                raise VerifyError(f"cuda: stage '{self.stage.name}': register %{operand.name} is not declared")
+            return self.reg_types[operand.name]
+        if isinstance(operand, Special):
+            return DType.I64
+        if isinstance(operand, Sym):
+            if operand.name not in self.consts:
+                raise VerifyError(f"cuda: ${operand.name} is neither a shape symbol nor a scalar parameter")
+            return self.consts[operand.name][1]
+        raise VerifyError(f"cuda: bad operand {operand!r}")
+
+    def raw(self, operand) -> tuple[ir.Value, DType]:
+        t = self.type_of(operand)
+        if isinstance(operand, Reg):
+            return self.b.load(self.reg_ptr[operand.name], typ=reg_type(t)), t
+        if isinstance(operand, Special):
+            return self.special[operand.name], t
+        return self.consts[operand.name][0], t
+
+    def read(self, operand, want: DType) -> ir.Value:
+        """`operand` as a value of `want`, converted as CVT when its type differs."""
+        if isinstance(operand, Imm):
+            return const(operand.value, want)
+        v, have = self.raw(operand)
+        return convert(self.b, v, have, want)
+
+    def read_int(self, operand) -> ir.Value:
+        if isinstance(operand, Imm):
+            return i64(int(operand.value))
+        v, have = self.raw(operand)
+        if have.is_float:
+            raise VerifyError(f"cuda: {operand} must be an integer, not {have}")
+        return int_value(self.b, v, have)
+
+    def write(self, dst, value: ir.Value, have: DType) -> None:
+        self.b.store(convert(self.b, value, have, self.type_of(dst)), self.reg_ptr[dst.name])
+
+    def address(self, ins: Instr, k: int) -> tuple[ir.Value, DType]:
+        """(element pointer, element dtype) of a global or shared operand, bounds-checked
+        when `.chk` (the verifier proved the others)."""
+        b, a = self.b, ins.addr
+        space = OPCODES[ins.op].space
+        if a is None or a.buffer not in (self.buffers if space == "global" else self.shared):
+            raise VerifyError(f"cuda: stage '{self.stage.name}': instruction {k}: "
+                              f"{a.buffer if a else None!r} is not a {space} array")
+        idx = i64(a.offset) if a.index is None else b.add(self.read_int(a.index), i64(a.offset))
+        if space == "global":
+            decl, base = self.buffers[a.buffer], self.buf_ptr[a.buffer]
+            if ins.checked:
+                self.fail(b.icmp_unsigned("<", idx, self.sizes[a.buffer]), ERR_OOB_GLOBAL, k, idx)
+        else:
+            base, decl = self.shared[a.buffer]
+            if ins.checked:
+                self.fail(b.icmp_unsigned("<", idx, i64(decl.size)), ERR_OOB_SHARED, k, idx)
+        return element(b, base, idx, mem_type(decl.dtype)), decl.dtype
+
+    # ------------------------------------------------------------- instructions
+    def instruction(self, ctx: Ctx, pc: int) -> None:
+        k, ins = self.items[pc]
+        b, op, t = self.b, ins.op, ins.dtype
+        control = _CONTROL.get(op)
+        if control is not None:
+            control(self, ctx, pc, k, ins)
+            return
+        if op in ("LDG", "LDS"):
+            ptr, bt = self.address(ins, k)
+            v = from_mem(b, b.load(ptr, typ=mem_type(bt)), bt)
+            self.write(ins.dst, convert(b, v, bt, t), t)
+        elif op in ("STG", "STS"):
+            v = self.read(ins.srcs[0], t)
+            ptr, bt = self.address(ins, k)
+            b.store(to_mem(b, convert(b, v, t, bt), bt), ptr)
+        elif op == "CVT":
+            src = ins.dtype2 or self.type_of(ins.srcs[0])
+            self.write(ins.dst, convert(b, self.read(ins.srcs[0], src), src, t), t)
+        elif op == "SET":
+            x, y = (self.read(s, t) for s in ins.srcs)
+            self.write(ins.dst, compare(b, ins.mod, t, x, y), DType.BOOL)
+        elif op == "BarSync":
+            intrinsic(b, "llvm.nvvm.barrier.cta.sync.all", ir.VoidType(), [ir.Constant(I32, 0)])
+        elif op == "MemFence":
+            b.fence("acq_rel")
+        else:
+            emit = VALUE_OPS.get(op)
+            if emit is None:
+                raise VerifyError(f"cuda: no code generator for {op} (stage '{self.stage.name}', instruction {k})")
+            spec = OPCODES[op]
+            args = [self.read(s, spec.source_type(j, t)) for j, s in enumerate(ins.srcs)]
+            self.write(ins.dst, emit(b, t, args), spec.result_type(t))
+        b.branch(self.block_for(ctx, pc + 1))
+
+    def _bra(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
+        target = self.label(ins.target)
+        if target <= pc:
+            raise VerifyError(f"cuda: stage '{self.stage.name}': instruction {k}: BRA may only jump forward")
+        if ins.pred is None:
+            self.b.branch(self.block_for(ctx, target))
+            return
+        p = self.read(ins.pred.reg, DType.BOOL)
+        taken, fall = self.block_for(ctx, target), self.block_for(ctx, pc + 1)
+        if ins.pred.negate:
+            taken, fall = fall, taken
+        self.b.cbranch(p, taken, fall)
+
+    def _loop(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
+        """`c = c - 1` saturating at the type's minimum; `if c > 0: goto L` (docs/isa.md)."""
+        target = self.label(ins.target)
+        counter = ins.srcs[0] if ins.srcs else None
+        if target > pc or not isinstance(counter, Reg) or not self.type_of(counter).is_int:
+            raise VerifyError(f"cuda: stage '{self.stage.name}': instruction {k}: LOOP needs an integer counter "
+                              f"register and a label at or before it")
+        b, ct = self.b, self.type_of(counter)
+        ptr, rt = self.reg_ptr[counter.name], reg_type(ct)
+        c = b.load(ptr, typ=rt)
+        above = (b.icmp_signed if ct.is_signed else b.icmp_unsigned)(">", c, ir.Constant(rt, 1))
+        at_min = b.icmp_unsigned("==", c, ir.Constant(rt, int(ct.min)))
+        b.store(b.select(at_min, c, b.sub(c, ir.Constant(rt, 1))), ptr)
+        b.cbranch(above, self.block_for(ctx, target), self.block_for(ctx, pc + 1))
+
+    def _call(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
+        target = self.label(ins.target)
+        if any(entry == target for entry, _ in ctx):
+            # Unreachable in verified programs (no recursion); kept total for others.
+            self.fail(ir.Constant(I1, 0), ERR_RECURSION, k, i64(0))
+            self.b.branch(self.exit)
+            return
+        self.b.branch(self.block_for(ctx + ((target, pc + 1),), target))
+
+    def _ret(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
+        # As PTX's `ret`: returning from the stage's entry code ends the lane.
+        self.b.branch(self.block_for(ctx[:-1], ctx[-1][1]) if ctx else self.exit)
+
+    def _exit(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
+        self.b.branch(self.exit)
+
+
+_CONTROL = {"BRA": KernelEmitter._bra, "LOOP": KernelEmitter._loop, "CALL": KernelEmitter._call,
+            "RET": KernelEmitter._ret, "EXIT": KernelEmitter._exit}
