@@ -22,11 +22,15 @@ $(STAMP): pyproject.toml setup.py $(addsuffix /pyproject.toml,$(PLUGINS))
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
-# The held-out acceptance suite pins the reference interpreter; it runs once more on cpu_llvm.
-# Then the plain install, from wheels (wheel-check).
+# The software Vulkan driver first (.ci/vulkan.sh: installed as root with apt), so the wgpu
+# tests run. The held-out acceptance suite pins the reference interpreter; it runs once more
+# on cpu_llvm, and on wgpu with a 300-example diff-test (.ci/gpu.sh). Then the plain install,
+# from wheels (wheel-check).
 test: $(STAMP)
+	bash .ci/vulkan.sh
 	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q
 	HOLOGRAM_HELDOUT_BACKEND=cpu_llvm $(BIN)/python -m pytest -q tests/heldout
+	bash .ci/gpu.sh $(BIN)/python
 	bash .ci/wheels.sh $(BIN)/python
 
 # What `pip install hologram-kernels` gives a user: its wheel and every plugin's built and installed into a

@@ -130,4 +130,22 @@ step "the README demo (every backend)"
 for backend in $("$VPY" -c "import hologram; print(*hologram.list_backends())"); do
     "$VPY" "$ROOT/examples/demo.py" --backend "$backend"
 done
+step "the GPU backends from their wheels: wgpu runs where a driver is, cuda assembles without one"
+"$PY" -m pip --python "$VPY" install --quiet --find-links "$WORK/wheels" hologram-backend-wgpu hologram-backend-cuda
+"$HOLOGRAM" plugins | tee "$WORK/plugins.txt"
+grep -E '^ *wgpu ' "$WORK/plugins.txt" && grep -E '^ *cuda ' "$WORK/plugins.txt"
+if "$VPY" -c "import sys, hologram; sys.exit('wgpu' not in hologram.list_backends())"; then
+    "$HOLOGRAM" run "$ROOT/kernels/axpy.toml" --bind n=5 --input alpha=2 --backend wgpu
+fi
+"$VPY" - "$ROOT/kernels/vadd.toml" <<'EOF'
+import sys
+import hologram
+from hologram_cuda import CudaBackend
+from hologram_cuda.assemble import nvjitlink_version
+program = hologram.compile_file(sys.argv[1], backend="interp").program
+executable = CudaBackend().prepare(program)  # PTX through llvmlite, cubins through nvJitLink: no GPU needed
+assert sorted(executable.cubins) == ["sm_80", "sm_90"], f"no cubins: {sorted(executable.cubins)}"
+print(f"cuda: {program.name} assembled for sm_80 and sm_90 (nvJitLink {nvjitlink_version()})")
+EOF
+
 step "ok: the wheels install and run without extras"
