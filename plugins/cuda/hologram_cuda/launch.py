@@ -159,20 +159,34 @@ def extra_for(packed: np.ndarray, size: np.ndarray) -> np.ndarray:
                      driver.CU_LAUNCH_PARAM_END_AS_INT], dtype=np.uint64)
 
 
-def run(exe: Any, loaded: Loaded, bound: Any, stream: Any, driver: Any) -> None:
-    """One launch of the prepared `exe` (backend.Executable) with `bound`, the checked
-    arguments (`LaunchBinding.bind`), on `stream` in the current context."""
+@attrs.frozen(eq=False)
+class OnDevice:
+    """A launch's arguments on the device: the one allocation (`base`), each buffer's
+    offset, the error word's, and the packed parameters with cuLaunchKernel's `extra`
+    array pointing at them (kept here, alive, for as long as launches use them)."""
+
+    base: int
+    offsets: tuple[int, ...]
+    err_at: int
+    grids: tuple[tuple[int, int, int], ...]
+    packed: np.ndarray
+    size: np.ndarray
+    extra: np.ndarray
+
+
+def upload(exe: Any, bound: Any, stream: Any, driver: Any) -> OnDevice:
+    """The grids checked, then one allocation: the params copied in, the temporaries and
+    the error word zeroed, the parameters packed (once, for every stage kernel)."""
     program = exe.program
-    slots = exe.binding.buffers
-    grids = []
-    for stage, kernel in zip(program.stages, exe.kernels):
-        grids.append(grid(stage.name, domain_extents(stage, bound.symbols), kernel.block))
+    grids = tuple(grid(stage.name, domain_extents(stage, bound.symbols), kernel.block)
+                  for stage, kernel in zip(program.stages, exe.kernels))
     arrays = bound.arrays
     offsets, err_at = layout([a.nbytes for a in arrays])
     base = int(call(driver.cuMemAlloc, err_at + ERROR_WORDS * 8))
     try:
-        for slot, array, at in zip(slots, arrays, offsets):
-            if slot in exe.binding.temps or not array.nbytes:
+        temps = set(map(id, exe.binding.temps))
+        for slot, array, at in zip(exe.binding.buffers, arrays, offsets):
+            if id(slot) in temps or not array.nbytes:
                 call(driver.cuMemsetD8Async, base + at, 0, max(array.nbytes, 1), stream)
             else:
                 call(driver.cuMemcpyHtoDAsync, base + at, array.ctypes.data, array.nbytes, stream)
@@ -180,24 +194,50 @@ def run(exe: Any, loaded: Loaded, bound: Any, stream: Any, driver: Any) -> None:
         packed = np.frombuffer(bytearray(exe.arguments.pack([base + at for at in offsets], bound.values,
                                                              bound.scalars, base + err_at)), np.uint8)
         size = np.array([packed.size], np.uint64)
-        extra = extra_for(packed, size)
-        for function, kernel, blocks in zip(loaded.functions, exe.kernels, grids):
-            if 0 in blocks:
-                continue
-            call(driver.cuLaunchKernel, function, *blocks, *kernel.block, 0, stream, 0, extra.ctypes.data)
+        return OnDevice(base, offsets, err_at, grids, packed, size, extra_for(packed, size))
+    except BaseException:
+        _free_quietly(driver, base)
+        raise
+
+
+def launch_stages(exe: Any, loaded: Loaded, on: OnDevice, stream: Any, driver: Any) -> None:
+    """Each stage's kernel, in order, on `stream` (a stage of an empty domain is skipped)."""
+    for function, kernel, blocks in zip(loaded.functions, exe.kernels, on.grids):
+        if 0 in blocks:
+            continue
+        call(driver.cuLaunchKernel, function, *blocks, *kernel.block, 0, stream, 0, on.extra.ctypes.data)
+
+
+def finish(exe: Any, bound: Any, on: OnDevice, stream: Any, driver: Any) -> None:
+    """The error word read back (a failure raised in the interpreter's words, nothing
+    copied back), else the written params copied back; the allocation freed either way."""
+    try:
         record = np.zeros(ERROR_WORDS, np.int64)
-        call(driver.cuMemcpyDtoHAsync, record.ctypes.data, base + err_at, record.nbytes, stream)
+        call(driver.cuMemcpyDtoHAsync, record.ctypes.data, on.base + on.err_at, record.nbytes, stream)
         call(driver.cuStreamSynchronize, stream)
         if record[0]:
-            raise execution_error(program, record, {s.name: a.size for s, a in zip(slots, arrays)})
-        for slot, array, at in zip(exe.binding.params, arrays, offsets):
+            raise execution_error(exe.program, record,
+                                  {s.name: a.size for s, a in zip(exe.binding.buffers, bound.arrays)})
+        for slot, array, at in zip(exe.binding.params, bound.arrays, on.offsets):
             if slot.written and array.nbytes:
-                call(driver.cuMemcpyDtoHAsync, array.ctypes.data, base + at, array.nbytes, stream)
+                call(driver.cuMemcpyDtoHAsync, array.ctypes.data, on.base + at, array.nbytes, stream)
         call(driver.cuStreamSynchronize, stream)
     except BaseException:
-        _free_quietly(driver, base)  # the first failure is the one to report
+        _free_quietly(driver, on.base)  # the first failure is the one to report
         raise
-    call(driver.cuMemFree, base)
+    call(driver.cuMemFree, on.base)
+
+
+def run(exe: Any, loaded: Loaded, bound: Any, stream: Any, driver: Any) -> None:
+    """One launch of the prepared `exe` (backend.Executable) with `bound`, the checked
+    arguments (`LaunchBinding.bind`), on `stream` in the current context."""
+    on = upload(exe, bound, stream, driver)
+    try:
+        launch_stages(exe, loaded, on, stream, driver)
+    except BaseException:
+        _free_quietly(driver, on.base)
+        raise
+    finish(exe, bound, on, stream, driver)
 
 
 def _free_quietly(driver: Any, base: int) -> None:
