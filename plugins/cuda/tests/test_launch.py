@@ -306,3 +306,12 @@ def test_empty_domains_launch_nothing_and_temporaries_are_zeroed(cuda):
                                                                         "y": np.zeros(0, np.float32)}, {}, {"n": 0})
     assert launched == [] and "cuLaunchKernel" not in driver.calls
     assert driver.calls.count("cuMemsetD8Async") == 3  # the two empty buffers (one byte each) and the error word
+
+
+@needs_no_driver
+def test_gpu_check_fails_loudly_without_cuda():
+    """`make gpu-check` on a machine without a usable device: a non-zero exit, saying why."""
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "gpu_check.py")], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 2
+    assert out.stderr.startswith("gpu-check: cuda is not available here: no CUDA driver: DynamicLibNotFoundError")
