@@ -33,6 +33,8 @@ from typing import Any, Callable
 import numpy as np
 
 import hologram
+from hologram.backend import BufferParam
+from hologram.errors import UnsupportedProgram
 from hologram.registry.lookups import backends as registered, get_backend, unavailable_reason
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -70,7 +72,7 @@ class Table:
 
     def add(self, item: str, cuda: str, wgpu: str, note: str = "") -> None:
         self.rows.append((item, cuda, wgpu, note))
-        print(f"  {item}: cuda {cuda} | wgpu {wgpu} {note}", flush=True)
+        print(f"  {item}: cuda {cuda} | wgpu {wgpu} {note}".rstrip(), flush=True)
 
     def fail(self, what: str) -> str:
         self.failed.append(what)
@@ -82,7 +84,7 @@ class Table:
         widths = [max(len(r[k]) for r in rows) for k in range(3)]
         print()
         for r in rows:
-            print("  ".join(c.ljust(w) for c, w in zip(r[:3], widths)) + ("  " + r[3] if r[3] else ""))
+            print(("  ".join(c.ljust(w) for c, w in zip(r[:3], widths)) + "  " + r[3]).rstrip())
         if self.failed:
             print(f"\nFAILED: {', '.join(self.failed)}")
 
@@ -185,11 +187,21 @@ class CudaTimer:
 
 
 def _refusal(backend: str, program: Any) -> str | None:
+    """What `backend`'s declaration leaves out of `program`, in its words; None if nothing."""
     try:
         get_backend(backend).check_covers(program)
-    except hologram.HologramError as e:
-        return str(e).split(": ")[-1]
+    except UnsupportedProgram as e:
+        return str(e).splitlines()[0].split(f"{program.name!r}: ", 1)[-1]
     return None
+
+
+def _skip(backend: str, on: bool, program: Any) -> str:
+    """A cell's text when `backend` does not run `program` here ("-", or "not declared"
+    with the reason), else ""."""
+    if not on:
+        return "-"
+    why = _refusal(backend, program)
+    return f"not declared ({why})" if why else ""
 
 
 def streaming(table: Table, backends: dict[str, bool], timer: CudaTimer | None, n: int) -> None:
@@ -203,8 +215,9 @@ def streaming(table: Table, backends: dict[str, bool], timer: CudaTimer | None, 
         want = (2 * x + y) if title == "axpy" else np.sqrt(x * x + y * y) * z
         cells = {}
         for name, on in backends.items():
-            if not on:
-                cells[name] = "-"
+            skip = _skip(name, on, program)
+            if skip:
+                cells[name] = skip
                 continue
             k = kernel.on(name)
             out = np.empty(n, np.float32)
@@ -214,8 +227,8 @@ def streaming(table: Table, backends: dict[str, bool], timer: CudaTimer | None, 
                 continue
             cell = f"call {total * 1e3:.1f} ms"
             if name == "cuda" and timer is not None:
-                names = [p.name for p in program.params if hasattr(p, "role")]
-                scalars = {p.name: args[0] for p in program.params if not hasattr(p, "role")}
+                names = [p.name for p in program.params if isinstance(p, BufferParam)]
+                scalars = {p.name: args[0] for p in program.params if not isinstance(p, BufferParam)}
                 bufs = dict(zip(names, [a for a in args if isinstance(a, np.ndarray)] + [out]))
                 t = timer.seconds(program, bufs, scalars, {"n": n})
                 rate = nbytes / t
@@ -230,12 +243,10 @@ def softmax_rows(table: Table, backends: dict[str, bool], rows: int, cols: int) 
     x = np.random.default_rng(1).standard_normal((rows, cols), dtype=np.float32)
     cells = {}
     for name, on in backends.items():
-        why = _refusal(name, kernel.program) if on else None
-        if not on or why:
-            cells[name] = "-" if not on else f"not declared ({why})"
-            continue
-        k = kernel.on(name)
-        cells[name] = f"call {median_seconds(lambda: k(x)) * 1e3:.1f} ms"
+        cells[name] = _skip(name, on, kernel.program)
+        if not cells[name]:
+            k = kernel.on(name)
+            cells[name] = f"call {median_seconds(lambda: k(x)) * 1e3:.1f} ms"
     table.add(f"softmax rows {rows}x{cols} f32", cells["cuda"], cells["wgpu"])
 
 
@@ -246,8 +257,8 @@ def gemm(table: Table, backends: dict[str, bool], timer: CudaTimer | None, size:
     flops = 2 * size ** 3
     cells, note = {}, "cupy not importable: no cuBLAS column"
     for name, on in backends.items():
-        if not on:
-            cells[name] = "-"
+        cells[name] = _skip(name, on, kernel.program)
+        if cells[name]:
             continue
         c = np.empty((size, size), np.float32)
         if name == "cuda" and timer is not None:
@@ -280,8 +291,8 @@ def launch_overhead(table: Table, backends: dict[str, bool]) -> None:
     x = np.ones(1, np.float32)
     cells = {}
     for name, on in backends.items():
-        if not on:
-            cells[name] = "-"
+        cells[name] = _skip(name, on, kernel.program)
+        if cells[name]:
             continue
         k, out = kernel.on(name), np.empty(1, np.float32)
         calls = 200
