@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 import pytest
+from cuda.bindings import driver as REAL_DRIVER
 
 import hologram
 from hologram.errors import ExecutionError, PluginError
@@ -172,9 +173,7 @@ class DryRunDriver:
     BASE = 0x7F00_0000_0000
 
     def __init__(self, kernel):
-        from cuda.bindings import driver
-
-        self.real, self.ok, self.kernel = driver, driver.CUresult.CUDA_SUCCESS, kernel
+        self.real, self.ok, self.kernel = REAL_DRIVER, REAL_DRIVER.CUresult.CUDA_SUCCESS, kernel
         self.calls: list[str] = []
         self.memory: bytearray | None = None
         self.names: dict[int, str] = {}
@@ -182,7 +181,9 @@ class DryRunDriver:
     def __getattr__(self, name):
         from cuda.pathfinder import DynamicLibNotFoundError
 
-        real, simulate = getattr(self.real, name), getattr(self, "sim_" + name)
+        real, simulate = getattr(self.real, name), getattr(self, "sim_" + name, None)
+        if simulate is None:  # a type or a constant (CUresult, CU_LAUNCH_PARAM_*): the binding's own
+            return real
 
         def forward(*args):
             with pytest.raises(DynamicLibNotFoundError):
@@ -235,6 +236,17 @@ class DryRunDriver:
 
     def sim_cuStreamSynchronize(self, stream):
         return (self.ok,)
+
+    def sim_cuEventCreate(self, flags):
+        return self.ok, self.real.CUevent(len(self.calls))
+
+    def sim_cuEventRecord(self, event, stream):
+        return (self.ok,)
+
+    sim_cuEventDestroy = sim_cuEventSynchronize = lambda self, event: (self.ok,)
+
+    def sim_cuEventElapsedTime(self, start, end):
+        return self.ok, 1.0  # milliseconds
 
     def array(self, address: int, n: int, dtype) -> np.ndarray:
         """A view of `n` elements at device `address`."""
@@ -315,3 +327,107 @@ def test_gpu_check_fails_loudly_without_cuda():
                          text=True, timeout=120)
     assert out.returncode == 2
     assert out.stderr.startswith("gpu-check: cuda is not available here: no CUDA driver: DynamicLibNotFoundError")
+
+
+def interpreted(exe):
+    """A dry-run kernel that runs the whole program on the interpreter, on the device
+    memory the packed parameters point at, when its first stage is launched (and records
+    every launch): what the launch path moved in, where, and what it moves back are then
+    those of a real run, every stage kernel standing in for its share of the program."""
+    from hologram.backend import convert_value
+
+    interp, layout = get_backend("interp"), exe.arguments
+    launches = []
+
+    def kernel(name, blocks, block, params, dev):
+        launches.append((name, blocks, block))
+        if len(launches) > 1:
+            return
+        record = np.frombuffer(params, layout.struct)[0]
+        values = tuple(int(record[f"s.{s}"]) for s in layout.symbols)
+        sizes = exe.binding.sizes(values)
+        buffers = {slot.name: dev.array(record[f"b.{slot.name}"], size, slot.np)
+                   for slot, size in zip(exe.binding.params, sizes)}
+        scalars = {slot.name: convert_value(record[f"p.{slot.name}"].item(), slot.np)
+                   for slot in exe.binding.scalars}
+        interp.launch(interp.prepare(exe.program), buffers, scalars, dict(zip(layout.symbols, values)))
+
+    return kernel, launches
+
+
+@pytest.fixture
+def dry_run_device(monkeypatch):
+    """The cuda backend as if an sm_90 device were here, every driver call a DryRunDriver's
+    whose kernels run on the interpreter (`interpreted`)."""
+    import cuda.bindings
+
+    from hologram_cuda import backend as backend_module
+    from hologram_cuda import driver as driver_module
+
+    real = REAL_DRIVER
+
+    class Proxy:
+        """cuda.bindings.driver for the backend: each launch's calls go to a fresh
+        DryRunDriver made for the program being launched."""
+
+        current = None
+
+        def __getattr__(self, name):
+            return getattr(Proxy.current if Proxy.current is not None else real, name)
+
+    fake = driver_module.Device(None, None, real.CUstream(0), "dry run", (9, 0), 1, 1 << 30, 1e12)
+    monkeypatch.setattr(driver_module, "device_status", lambda: driver_module.usable((9, 0), "dry run"))
+    monkeypatch.setattr(driver_module, "device", lambda: fake)
+    monkeypatch.setattr(driver_module.Device, "make_current", lambda self: None)
+    monkeypatch.setattr(cuda.bindings, "driver", Proxy())
+    original = backend_module.CudaBackend._module_on_device
+
+    def module_on_device(self, prepared, gpu, driver):
+        kernel, _ = interpreted(prepared)
+        Proxy.current = DryRunDriver(kernel)
+        self._loaded.clear()  # the module is "loaded" into each launch's own dry-run driver
+        return original(self, prepared, gpu, Proxy.current)
+
+    monkeypatch.setattr(backend_module.CudaBackend, "_module_on_device", module_on_device)
+    yield
+    Proxy.current = None
+
+
+@needs_no_driver
+def test_the_conformance_kit_passes_through_the_launch_path_on_a_dry_run_device(dry_run_device):
+    """Every program of the kit that cuda declares, launched through `CudaBackend.launch`
+    (binding, the module, the grid, one allocation, copies in, packed arguments, the error
+    word, copies back) on the dry-run driver, gives the interpreter's outputs: the host
+    side of a launch is right for every shape, dtype, scalar and stage count the kit has.
+    (The kernels are the interpreter's: what the PTX computes needs a device.)"""
+    from hologram.testing.conformance import FAILED, run_conformance
+
+    report = run_conformance("cuda", examples=0)
+    assert report.ok, report.format()
+    ran = [c for c in report.checks if c.status != "not declared"]
+    assert len(ran) > 100 and not [c for c in ran if c.status == FAILED]
+
+
+@needs_no_driver
+def test_gpu_check_benchmarks_run_their_cuda_columns_on_a_dry_run_device(dry_run_device):
+    """benchmarks/gpu_check.py's cuda columns (device time on device-resident buffers
+    through CUDA events, whole calls through the kernel API) at small sizes: the code a
+    GPU machine runs, with the results checked against numpy."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_check", os.path.join(ROOT, "benchmarks", "gpu_check.py"))
+    gpu_check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_check)
+    table, on = gpu_check.Table(), {"cuda": True, "wgpu": False}
+    timer = gpu_check.CudaTimer()
+    gpu_check.streaming(table, on, timer, 1000)
+    gpu_check.gemm(table, on, timer, 16)
+    gpu_check.softmax_rows(table, on, 4, 8)
+    gpu_check.launch_overhead(table, on)
+    assert not table.failed, table.rows
+    cells = {item: cuda for item, cuda, _, _ in table.rows}
+    # the dry run's events say 1 ms for the timed launches (10 of axpy, 3 of gemm)
+    assert cells["axpy, 1e+03 f32"].startswith("device 0.10 ms = 0 GB/s = 0% of peak; call ")
+    assert cells["gemm 16x16 f32"] == "device 0.3 ms = 0.00 TFLOP/s"
+    assert cells["softmax rows 4x8 f32"].startswith("not declared (")
+    assert cells["launch overhead (vadd, n=1, numpy in/out)"].endswith(" us per call")
