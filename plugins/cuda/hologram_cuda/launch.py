@@ -2,7 +2,8 @@
 capability, the grid of each stage, one launch of the program (numpy in, numpy out),
 and the error word's decoding into the interpreter's words.
 
-A launch (`run`):
+A launch (`run`: `upload`, `launch_stages`, `finish`; the GPU benchmarks call the three
+apart, to time launches on device-resident buffers):
 1. the program's module is loaded once per process (`load`: `cuModuleLoadData` with the
    cubin built for the device's architecture when there is one, else the PTX of the
    newest target the device can run, which the driver JIT-compiles; then
@@ -32,7 +33,7 @@ from typing import Any, Mapping, Sequence
 import attrs
 import numpy as np
 
-from hologram.backend import Instr, Program, domain_extents, format_instr
+from hologram.backend import AXES, Instr, Program, domain_extents, format_instr
 from hologram.errors import ExecutionError, out_of_bounds
 
 from .driver import DriverError, call
@@ -47,7 +48,6 @@ ERROR_WORDS = 4
 # A grid's extent per axis (CUDA's limits: 2**31 - 1 blocks on x, 65535 on y and z).
 MAX_GRID = (2 ** 31 - 1, 65535, 65535)
 ALIGNMENT = 256  # each buffer's offset in the launch's one allocation (cuMemAlloc's own alignment)
-AXES = "xyz"
 
 
 def grid(stage_name: str, extents: Sequence[int], block: Sequence[int]) -> tuple[int, int, int]:
@@ -110,7 +110,8 @@ def execution_error(program: Program, record: Sequence[int], sizes: Mapping[str,
     site = program.sites[ins.site] if ins.site is not None and 0 <= ins.site < len(program.sites) else None
     name = ins.addr.buffer if ins.addr is not None else None
     if code == ERR_OOB_GLOBAL and name is not None:
-        return ExecutionError.at(site, f"{where}: {out_of_bounds(value, f'global buffer {name!r}', sizes.get(name, '?'))}")
+        size = sizes.get(name, "?")
+        return ExecutionError.at(site, f"{where}: {out_of_bounds(value, f'global buffer {name!r}', size)}")
     if code == ERR_OOB_SHARED and name is not None:
         size = next((m.size for m in stage.shared if m.name == name), "?")
         return ExecutionError.at(site, f"{where}: {out_of_bounds(value, f'shared array {name!r}', size)}")
