@@ -431,3 +431,15 @@ def test_gpu_check_benchmarks_run_their_cuda_columns_on_a_dry_run_device(dry_run
     assert cells["gemm 16x16 f32"] == "device 0.3 ms = 0.00 TFLOP/s"
     assert cells["softmax rows 4x8 f32"].startswith("not declared (")
     assert cells["launch overhead (vadd, n=1, numpy in/out)"].endswith(" us per call")
+
+
+@needs_no_driver
+def test_every_device_test_skips_with_the_driver_s_reason():
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+                          os.path.join(os.path.dirname(os.path.abspath(__file__)), "test_device.py")],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-2000:]
+    skips = re.findall(r"^SKIPPED \[(\d+)\] [^:]+:\d+: (.*)$", out.stdout, re.M)
+    summary = re.search(r"^(\d+) skipped in ", out.stdout, re.M)  # skipped, and nothing passed or failed
+    assert summary and sum(int(n) for n, _ in skips) == int(summary.group(1)) > 10, out.stdout[-2000:]
+    assert all(why.startswith("no CUDA driver: DynamicLibNotFoundError: ") for _, why in skips), skips
