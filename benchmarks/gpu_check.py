@@ -14,7 +14,8 @@
 4. the cuda device tests (plugins/cuda/tests/test_device.py).
 
 It prints one table and exits non-zero when cuda is not available (saying why), when any
-check fails, or when a step runs out of its time; the whole stays under 5 minutes on an
+check fails, or when a step runs out of its time (wgpu not available is a note: the
+machine may have no Vulkan driver); the whole stays under 5 minutes on an
 H100/H200-class machine. `--dry-run` runs what a machine without a CUDA device can run
 (the wgpu columns, on whatever adapter wgpu finds, at small sizes) and leaves the cuda
 columns out; it exits 0 when those pass.
@@ -126,8 +127,9 @@ def difftest(table: Table, backends: dict[str, bool], examples: int) -> None:
 
 
 def device_tests(table: Table) -> None:
-    cmd = [sys.executable, "-m", "pytest", "-q", "-rs", os.path.join(ROOT, "plugins", "cuda", "tests",
-                                                                    "test_device.py")]
+    # the conformance kit ran above (its row): not twice
+    cmd = [sys.executable, "-m", "pytest", "-q", "-rs", "-k", "not conformance_kit",
+           os.path.join(ROOT, "plugins", "cuda", "tests", "test_device.py")]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=DEVICE_TESTS_TIMEOUT,
                              env=os.environ | {"HYPOTHESIS_PROFILE": "ci"})
@@ -331,9 +333,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{gpu.memory_bytes / 2 ** 30:.0f} GiB, peak {gpu.peak_bandwidth / 1e9:.0f} GB/s")
     else:
         print(f"cuda left out: {cuda_why or '--dry-run'}")
-    if not wgpu_on:
+    if not wgpu_on:  # a note, not a failure: the GPU machine may have no Vulkan driver; cuda is what is checked
         table.add("wgpu", "-", f"not available: {unavailable_reason(wgpu) if wgpu else 'not installed'}")
-        table.fail("wgpu is not available")
     conformance(table, backends, args.examples)
     difftest(table, backends, args.difftest_examples)
     if backends["cuda"]:
