@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test venv clean bench startup difftest wheel-check
+.PHONY: demo test venv clean bench startup difftest wheel-check gpu-check
 
 venv: $(STAMP)
 
@@ -56,6 +56,13 @@ startup: $(STAMP)
 DIFFTEST_EXAMPLES ?= 500
 difftest: $(STAMP)
 	$(BIN)/python -m hologram diff-test --examples $(DIFFTEST_EXAMPLES) $(DIFFTEST_ARGS)
+
+# On a machine with an NVIDIA GPU: the conformance kit on cuda and wgpu, diff-test on
+# interp,cuda,wgpu, the cuda device tests and the GPU benchmarks, in one table, in under
+# 5 minutes (benchmarks/gpu_check.py; docs/gpu.md, "Running on a GPU"). Fails, saying why,
+# when cuda is not available. GPU_CHECK_ARGS=--dry-run runs the wgpu columns alone.
+gpu-check: $(STAMP)
+	XDG_RUNTIME_DIR=$${XDG_RUNTIME_DIR:-/tmp} $(BIN)/python benchmarks/gpu_check.py $(GPU_CHECK_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis

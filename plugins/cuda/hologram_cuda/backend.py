@@ -1,10 +1,11 @@
 """The CUDA backend object: what it declares, `prepare` (verify, generate, PTX per
-target, cubins when nvJitLink is installed) and `launch` (not yet written: it needs a
-device to be tested; without one it says so)."""
+target, cubins when nvJitLink is installed; cached in memory and on disk) and `launch`
+(launch.py: the module for the device's compute capability, numpy in and out)."""
 
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any, Mapping
 
 import attrs
@@ -40,6 +41,16 @@ MAX_BLOCK_Z = 64  # a CUDA block's z extent (x and y may reach 1024; the declara
 
 
 @attrs.frozen
+class StageKernel:
+    """A stage's kernel as the disk cache gives it back (codegen.KernelEntry's fields
+    the launch reads, without importing the code generator)."""
+
+    name: str
+    stage_index: int
+    block: tuple[int, int, int]
+
+
+@attrs.frozen
 class Executable:
     """A prepared program: its launch binding, its kernels' parameter layout, its
     kernels, and the code per target (PTX always; cubins when nvJitLink is installed,
@@ -49,7 +60,7 @@ class Executable:
     key: str
     binding: LaunchBinding
     arguments: ArgumentLayout
-    kernels: tuple  # codegen.KernelEntry per stage
+    kernels: tuple  # codegen.KernelEntry (or StageKernel, from the disk cache) per stage
     ptx: Mapping[str, str]
     cubins: Mapping[str, bytes]
 
@@ -90,31 +101,39 @@ class CudaBackend(Backend):
         "ptx-sm_90": "the PTX for sm_90 (PTX ISA 8.0)",
     }
 
-    def __init__(self, targets: tuple[str, ...] | None = None):
+    def __init__(self, targets: tuple[str, ...] | None = None, cache_dir: str | Path | bool | None = None):
+        """`targets` to build for (default all); `cache_dir` the disk cache's folder
+        (default `$HOLOGRAM_CACHE_DIR/cuda`, else the user cache directory's
+        `hologram/cuda`; False: no disk cache)."""
         self.targets = tuple(check_target(t) for t in (targets or TARGETS))
+        self._cache_dir = cache_dir
         self._memory: LRUCache[str, Executable] = LRUCache(CACHE_ENTRIES)
+        self._loaded: LRUCache[str, Any] = LRUCache(CACHE_ENTRIES)  # program hash -> launch.Loaded
         self._lock = threading.Lock()
 
     def available(self) -> bool:
-        """False everywhere until `launch` is written, without probing the driver: every
-        process that picks a default backend asks, and the probe (importing
-        cuda-bindings, cuInit) costs ~40 ms. `unavailable_reason` probes."""
-        return False
+        """Whether `cuInit` succeeds and device 0 has compute capability 8.0 or newer.
+        Probed once per process (importing cuda-bindings and cuInit: ~40 ms), and only
+        when asked: the registry asks a backend of lower priority than an available one
+        (cpu_llvm) only when it is named."""
+        from .driver import device_status
 
-    def unavailable_reason(self) -> str:
+        return device_status().available
+
+    def unavailable_reason(self) -> str | None:
         """Why `available()` is False: "no CUDA driver: ..." (cuInit's failure), "no CUDA
-        device: ...", or, with a device, that `launch` is not written (docs/gpu.md, "CUDA")."""
+        device: ...", "no usable CUDA device: ..." (older than sm_80); None when it is."""
         from .driver import device_status
 
         status = device_status()
-        if not status.available:
-            return status.reason
-        return f"{status.reason} found, but launching on a device is not implemented yet (PTX and cubins only)"
+        return None if status.available else status.reason
 
     def allocate(self, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
         return np.zeros(shape, dtype=dtype.np if isinstance(dtype, DType) else dtype)
 
     def clear_cache(self) -> None:
+        """Forget the prepared programs held in memory (the disk cache and the modules
+        loaded on the device stay)."""
         self._memory.clear()
 
     # ------------------------------------------------------------------ prepare
@@ -134,13 +153,17 @@ class CudaBackend(Backend):
                 self._memory.put(key, exe)
         return exe
 
-    def _module(self, program: Program):
-        """The verified, covered program's LLVM module (a codegen.KernelModule)."""
+    def _check(self, program: Program) -> None:
+        """`program` verified, within the declaration and without a refusal."""
         verify(program)
         self.check_covers(program)
         why = refusal(program)
         if why is not None:
             raise UnsupportedProgram(f"backend 'cuda' cannot run program {program.name!r}: {why}")
+
+    def _module(self, program: Program):
+        """The verified, covered program's LLVM module (a codegen.KernelModule)."""
+        self._check(program)
         from .codegen import compile_program
 
         try:
@@ -151,7 +174,40 @@ class CudaBackend(Backend):
             raise CompileError(f"cuda: the code generator failed on program '{program.name}' (a bug in "
                                f"hologram_cuda): {type(e).__name__}: {e}") from e
 
+    @property
+    def disk(self):
+        """The disk cache (cache.DiskCache), or None when `cache_dir` is False."""
+        from .cache import DiskCache, default_cache_dir
+
+        if self._cache_dir is False:
+            return None
+        return DiskCache(default_cache_dir() if self._cache_dir in (None, True) else Path(self._cache_dir))
+
     def _build(self, program: Program, key: str) -> Executable:
+        """From the disk cache when every target's entry is there (the program verified and
+        checked as a fresh build checks it, LLVM and nvJitLink not run), else built and stored."""
+        from .assemble import nvjitlink_version
+        from .cache import Entry, cache_key
+
+        disk, nvjitlink = self.disk, nvjitlink_version()
+        keys = {t: cache_key(key, t, nvjitlink) for t in self.targets}
+        entries = {t: disk.load(k) for t, k in keys.items()} if disk is not None else {}
+        if entries and all(e is not None for e in entries.values()):
+            self._check(program)
+            kernels = tuple(StageKernel(*k) for k in entries[self.targets[0]].kernels)
+            cubins = {t: e.cubin for t, e in entries.items() if e.cubin}
+            if len({e.kernels for e in entries.values()}) == 1 and len(kernels) == len(program.stages) \
+                    and len(cubins) in (0, len(entries)):
+                return Executable(program, key, LaunchBinding.of(program), ArgumentLayout.of(program), kernels,
+                                  {t: e.ptx for t, e in entries.items()}, cubins)
+        exe = self._compile(program, key)
+        if disk is not None:
+            triples = tuple((k.name, k.stage_index, tuple(k.block)) for k in exe.kernels)
+            for t, k in keys.items():
+                disk.store(k, Entry(exe.ptx[t], exe.cubins.get(t, b""), triples))
+        return exe
+
+    def _compile(self, program: Program, key: str) -> Executable:
         from .assemble import assemble, have_nvjitlink
         from .ptx import emit_ptx
 
@@ -168,13 +224,40 @@ class CudaBackend(Backend):
     # ------------------------------------------------------------------- launch
     def launch(self, executable: Executable | Program, buffers: Mapping[str, np.ndarray],
                scalars: Mapping[str, Any], symbols: Mapping[str, int]) -> None:
+        """One launch on the device (launch.run): the arguments checked as every backend
+        checks them, copied to the device, each stage launched, the error word read back
+        and the written buffers copied back."""
         prepared = executable if isinstance(executable, Executable) else self.prepare(executable)
-        prepared.binding.bind(buffers, scalars, symbols)  # wrong arguments are refused alike everywhere
+        bound = prepared.binding.bind(buffers, scalars, symbols)  # wrong arguments are refused alike everywhere
         reason = self.unavailable_reason()
-        raise PluginError(f"backend 'cuda' cannot launch program {prepared.program.name!r}: "
-                          f"{reason}",
-                          hint="the PTX and cubins are built (Kernel.emit('ptx')); run the kernel on another "
-                               "backend, e.g. kernel.on('cpu_llvm')")
+        if reason is not None:
+            raise PluginError(f"backend 'cuda' cannot launch program {prepared.program.name!r}: {reason}",
+                              hint="the PTX and cubins are built (Kernel.emit('ptx')); run the kernel on another "
+                                   "backend, e.g. kernel.on('cpu_llvm')")
+        from cuda.bindings import driver
+
+        from . import launch
+        from .driver import device
+
+        gpu = device()
+        gpu.make_current()
+        with trace.span("cuda launch", "launch", program=prepared.key):
+            launch.run(prepared, self._module_on_device(prepared, gpu, driver), bound, gpu.stream, driver)
+
+    def _module_on_device(self, prepared: Executable, gpu: Any, driver: Any) -> Any:
+        """The program's module loaded into the device's context, once per process
+        (launch.Loaded): the cubin for its compute capability, else PTX for the JIT."""
+        from . import launch
+
+        loaded = self._loaded.get(prepared.key)
+        if loaded is None:
+            with self._lock:
+                loaded = self._loaded.get(prepared.key)
+                if loaded is None:
+                    image = launch.choose_image(prepared.ptx, prepared.cubins, gpu.capability)
+                    loaded = launch.load([k.name for k in prepared.kernels], image, driver)
+                    self._loaded.put(prepared.key, loaded)
+        return loaded
 
     # ---------------------------------------------------------------- text forms
     def emit(self, program: Program, form: str) -> str:

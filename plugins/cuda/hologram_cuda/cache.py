@@ -1,0 +1,148 @@
+"""The disk cache of what `prepare` builds: per program and target, the PTX, the cubin
+(when nvJitLink made one) and the stage kernels' names and blocks, so that a later
+process prepares the program without LLVM or nvJitLink (it still verifies it).
+
+The key, as cpu_llvm keys its objects (plugins/cpu_llvm, cache.py): everything the code
+depends on besides the program, so that a change to any of it is a miss, never a stale
+hit — the program's hash, the target, the toolchain (llvmlite's release, which fixes its
+LLVM, and nvJitLink's version) and a digest of this package's sources (the code
+generator and its ABI: editing any invalidates every entry, without a manual bump).
+
+An entry is one file `<sha256(key)[:40]>.hgcubin` under `$HOLOGRAM_CACHE_DIR/cuda` (else
+the user cache directory's `hologram/cuda`):
+
+    magic   b"HGCUDA\\x00\\x01"
+    header  one line of JSON: the full key, the kernels, the PTX's and cubin's lengths
+            and the sha256 of both
+    body    the PTX (utf-8), then the cubin
+
+Anything that does not parse exactly, has another key or fails the checksum is deleted
+and read as a miss; anything at the path that is not a regular file of at most
+`MAX_ENTRY_BYTES` likewise (`read_regular_file`). Writes go to a temporary file in the
+same folder, published with `os.replace`: a reader sees a whole entry or none.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+import attrs
+
+from hologram.backend import UnreadableFileError, read_regular_file, user_cache_root
+
+MAGIC = b"HGCUDA\x00\x01"
+SUFFIX = ".hgcubin"
+MAX_ENTRY_BYTES = 64 << 20  # a stdlib kernel's PTX and cubin are a few KB
+
+
+@attrs.frozen
+class Entry:
+    """What one target of one program needs: its PTX, its cubin (b"" when none was
+    assembled) and its kernels as (name, stage index, block) triples."""
+
+    ptx: str
+    cubin: bytes
+    kernels: tuple[tuple[str, int, tuple[int, int, int]], ...]
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("HOLOGRAM_CACHE_DIR")
+    return (Path(env).expanduser() if env else user_cache_root()) / "cuda"
+
+
+@functools.cache
+def sources_digest() -> str:
+    """A digest of this package's sources: what the cached code depends on besides its
+    program and toolchain."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def cache_key(program_hash: str, target: str, nvjitlink: str | None) -> str:
+    """The key of `program_hash`'s code for `target`, built by this package's sources with
+    this llvmlite and nvJitLink `nvjitlink` (None: PTX only, a different entry)."""
+    return (f"hologram cuda; program {program_hash}; target {target}; llvmlite {metadata.version('llvmlite')}; "
+            f"nvjitlink {nvjitlink or 'none'}; sources {sources_digest()}")
+
+
+def encode_entry(key: str, entry: Entry) -> bytes:
+    ptx = entry.ptx.encode()
+    header = {"key": key, "kernels": [[n, i, list(b)] for n, i, b in entry.kernels], "ptx": len(ptx),
+              "cubin": len(entry.cubin), "sha256": hashlib.sha256(ptx + entry.cubin).hexdigest()}
+    return MAGIC + json.dumps(header, sort_keys=True, separators=(",", ":")).encode() + b"\n" + ptx + entry.cubin
+
+
+def decode_entry(key: str, data: bytes) -> Entry | None:
+    """The entry in `data` if it is intact and stored under exactly `key`, else None."""
+    if not data.startswith(MAGIC) or b"\n" not in data:
+        return None
+    line, body = data[len(MAGIC):].split(b"\n", 1)
+    try:
+        header = json.loads(line)
+        if header["key"] != key or len(body) != header["ptx"] + header["cubin"]:
+            return None
+        if hashlib.sha256(body).hexdigest() != header["sha256"]:
+            return None
+        kernels = tuple((str(n), int(i), tuple(int(x) for x in b)) for n, i, b in header["kernels"])
+        if any(len(b) != 3 for _, _, b in kernels):
+            return None
+        return Entry(body[:header["ptx"]].decode(), bytes(body[header["ptx"]:]), kernels)
+    except (ValueError, KeyError, TypeError, AttributeError):  # not our JSON, or not its shape
+        return None
+
+
+class DiskCache:
+    """Entries under `root`, one file per key. Every failure is a miss: a cache that
+    cannot be read or written (full disk, read-only home) costs only build time."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def path(self, key: str) -> Path:
+        return self.root / (hashlib.sha256(key.encode()).hexdigest()[:40] + SUFFIX)
+
+    def load(self, key: str) -> Entry | None:
+        path = self.path(key)
+        try:
+            data = read_regular_file(path, MAX_ENTRY_BYTES)
+        except UnreadableFileError:  # not ours to read: out of the way, for the next store
+            _unlink(path)
+            return None
+        except OSError:
+            return None
+        entry = decode_entry(key, data)
+        if entry is None:
+            _unlink(path)
+        return entry
+
+    def store(self, key: str, entry: Entry) -> bool:
+        """Publish `entry` atomically; True when it was written."""
+        data = encode_entry(key, entry)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=SUFFIX, dir=self.root)
+        except OSError:
+            return False
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, self.path(key))
+            return True
+        except OSError:
+            _unlink(Path(tmp))
+            return False
+
+
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass

@@ -1,0 +1,157 @@
+"""On a device: the stdlib kernels, the conformance kit, the error word and both images
+(cubin and PTX through the driver's JIT) against the interpreter. Every test here skips
+with the driver's reason (`no CUDA driver: ...`) where there is no usable device;
+`make gpu-check` (benchmarks/gpu_check.py) runs them on a machine with one."""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import hologram
+from hologram.backend import BufferParam
+from hologram.errors import ExecutionError
+from hologram.isa.asm import parse_program
+from hologram.testing.difftest_checks import launch_on_copies, launches
+from hologram.testing.precision import compare_outputs, precision
+from hologram_cuda.driver import device_status
+
+STATUS = device_status()
+pytestmark = pytest.mark.skipif(not STATUS.available, reason=STATUS.reason)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+KERNELS = sorted(glob.glob(os.path.join(ROOT, "kernels", "*.toml")))
+# What the declaration covers (test_ptx.py holds this list to the declaration).
+COVERED = ("axpy", "gemm", "layernorm", "matvec", "relu", "stencil3", "vadd", "vdiv", "vmul", "vsub")
+
+OOB = """
+.program oob
+.symbols n
+.param in x: f32[n]
+.param out y: f32[n]
+.stage s domain [n] block [32]
+.reg %i, %j: i64
+.reg %v: f32
+    MOV.i64 %i, %gid.x
+    ADD.i64 %j, %i, 3
+    LDG.f32.chk %v, [x + %j]
+    STG.f32.chk [y + %i], %v
+    EXIT
+"""
+
+
+def _program(name: str):
+    return hologram.compile_file(os.path.join(ROOT, "kernels", f"{name}.toml"), backend="interp").program
+
+
+def _same_as_interpreter(cuda, program, case) -> None:
+    from hologram.registry.lookups import get_backend
+
+    want, want_err = launch_on_copies(get_backend("interp"), program, case.buffers, case.scalars, case.symbols)
+    got, got_err = launch_on_copies(cuda, program, case.buffers, case.scalars, case.symbols)
+    assert (got_err is None) == (want_err is None), (want_err, got_err)
+    params = [p for p in program.params if isinstance(p, BufferParam)]
+    failures = compare_outputs(params, precision(program), want, got)
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("name", COVERED)
+def test_stdlib_kernel_matches_the_interpreter(cuda, name):
+    program = _program(name)
+
+    @settings(max_examples=15, derandomize=True, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(case=launches(program, max_size=300))
+    def check(case):
+        _same_as_interpreter(cuda, program, case)
+
+    check()
+
+
+def test_the_conformance_kit_passes_on_cuda():
+    from hologram.testing.conformance import run_conformance
+
+    report = run_conformance("cuda", examples=20)
+    assert report.ok, report.format()
+    assert {area for area, declared, *_ in report.table() if declared} >= {
+        "instructions", "conversions", "memory", "barriers", "control", "stage shapes"}, report.format()
+
+
+def test_a_failed_check_on_the_device_is_the_interpreter_s_error(cuda):
+    from hologram.registry.lookups import get_backend
+
+    program = parse_program(OOB)
+    messages = []
+    for backend in (get_backend("interp"), cuda):
+        y = np.zeros(8, np.float32)
+        with pytest.raises(ExecutionError) as info:
+            backend.launch(backend.prepare(program), {"x": np.zeros(8, np.float32), "y": y}, {}, {"n": 8})
+        messages.append(re.sub(r" \(lane gid=\([^)]*\)\)", "", str(info.value)))
+    assert messages[0] == messages[1]
+    # the device keeps working after a reported failure (a check ends a lane, it does not trap)
+    x = np.arange(8, dtype=np.float32)
+    exe = cuda.prepare(_program("vadd"))
+    z = np.zeros(8, np.float32)
+    cuda.launch(exe, {"x": x, "y": x, "z": z}, {}, {"n": 8})
+    np.testing.assert_array_equal(z, 2 * x)
+
+
+def test_the_cubin_and_the_ptx_image_give_the_same_result(cuda):
+    """The module choice: the cubin for the device's major version, and the PTX the
+    driver JIT-compiles (what a newer GPU than any cubin loads) both run."""
+    from cuda.bindings import driver
+
+    from hologram_cuda import launch
+    from hologram_cuda.driver import device
+
+    gpu = device()
+    exe = cuda.prepare(_program("axpy"))
+    n = 100_003
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    results = []
+    for kind in ("cubin", "ptx"):
+        image = launch.choose_image(exe.ptx, exe.cubins if kind == "cubin" else {}, gpu.capability)
+        assert image.kind == kind or not exe.cubins
+        loaded = launch.load([k.name for k in exe.kernels], image, driver)
+        z = np.zeros(n, np.float32)
+        gpu.make_current()
+        launch.run(exe, loaded, exe.binding.bind({"x": x, "y": y, "z": z}, {"alpha": 1.5}, {"n": n}), gpu.stream,
+                   driver)
+        results.append(z)
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_array_equal(results[0], np.float32(1.5) * x + y)  # no contraction: mul, then add
+
+
+def test_a_launch_of_many_blocks_from_another_thread(cuda):
+    exe = cuda.prepare(_program("vadd"))
+    n = 10_000_019  # a partial last block
+    x = np.arange(n, dtype=np.float32)
+    z = np.zeros(n, np.float32)
+    errors = []
+
+    def work():
+        try:
+            cuda.launch(exe, {"x": x, "y": x, "z": z}, {}, {"n": n})
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    assert not errors, errors
+    np.testing.assert_array_equal(z, x + x)
+
+
+def test_available_and_the_device_found():
+    from hologram.registry.lookups import get_backend
+
+    assert get_backend("cuda").available()
+    assert get_backend("cuda").unavailable_reason() is None
+    assert "compute capability" in STATUS.reason

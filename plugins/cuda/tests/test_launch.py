@@ -1,0 +1,445 @@
+"""The launch path without a device: the grid, the image chosen by compute capability,
+the error word's words, the availability and its reason, and one whole launch
+(`launch.run`) against a dry-run driver: every driver call goes first to cuda-bindings
+itself, whose argument conversion runs before it looks for libcuda (a wrong argument
+type is a TypeError there), then a simulation on host memory answers it."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from cuda.bindings import driver as REAL_DRIVER
+
+import hologram
+from hologram.errors import ExecutionError, PluginError
+from hologram.isa.asm import parse_program
+from hologram.registry.lookups import get_backend
+from hologram_cuda import launch
+from hologram_cuda.driver import MIN_CAPABILITY, device_status, peak_bandwidth, usable
+from hologram_cuda.launch import choose_image, execution_error, grid
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+NO_DRIVER = device_status().reason.startswith("no CUDA driver: DynamicLibNotFoundError")
+needs_no_driver = pytest.mark.skipif(not NO_DRIVER, reason="the dry-run driver stands in for a missing libcuda only; "
+                                                           f"here: {device_status().reason}")
+
+OOB = """
+.program oob
+.symbols n
+.param in x: f32[n]
+.param out y: f32[n]
+.stage s domain [n] block [32]
+.reg %i, %j: i64
+.reg %v: f32
+    MOV.i64 %i, %gid.x
+    ADD.i64 %j, %i, 3
+    LDG.f32.chk %v, [x + %j]
+    STG.f32.chk [y + %i], %v
+    EXIT
+"""
+
+
+# ------------------------------------------------------------------------------ grid
+def test_grid_is_ceil_of_domain_over_block_per_axis():
+    assert grid("s", (1000,), (256, 1, 1)) == (4, 1, 1)
+    assert grid("s", (1024,), (256, 1, 1)) == (4, 1, 1)
+    assert grid("s", (7, 5), (3, 2, 1)) == (3, 3, 1)
+    assert grid("s", (9, 10, 11), (2, 4, 8)) == (5, 3, 2)
+    assert grid("s", (0, 5), (4, 4, 1)) == (0, 2, 1)  # an empty domain: not launched
+
+
+def test_a_grid_beyond_cuda_limits_is_an_execution_error():
+    assert grid("s", (2 ** 31 - 1,), (1, 1, 1)) == (2 ** 31 - 1, 1, 1)
+    with pytest.raises(ExecutionError, match=r"stage 'rows': a domain of 65536 lanes on axis y in blocks of 1 needs "
+                                             r"65536 blocks; CUDA launches at most 65535 on y"):
+        grid("rows", (4, 65536), (4, 1, 1))
+
+
+# ---------------------------------------------------------------------------- images
+PTX = {"sm_80": "ptx for 80", "sm_90": "ptx for 90"}
+CUBINS = {"sm_80": b"\x7fELF80", "sm_90": b"\x7fELF90"}
+
+
+@pytest.mark.parametrize("capability, kind, target", [
+    ((8, 0), "cubin", "sm_80"), ((8, 6), "cubin", "sm_80"), ((8, 9), "cubin", "sm_80"),  # same major, newer minor
+    ((9, 0), "cubin", "sm_90"),
+    ((10, 0), "ptx", "sm_90"), ((12, 0), "ptx", "sm_90"),  # no cubin of that major: the newest PTX, JIT-compiled
+])
+def test_image_is_the_cubin_of_the_device_major_else_the_newest_ptx(capability, kind, target):
+    image = choose_image(PTX, CUBINS, capability)
+    assert (image.kind, image.target) == (kind, target)
+    assert image.data == (CUBINS[target] if kind == "cubin" else PTX[target].encode() + b"\0")
+
+
+def test_without_cubins_the_ptx_is_loaded():
+    image = choose_image(PTX, {}, (9, 0))
+    assert (image.kind, image.target, image.data) == ("ptx", "sm_90", b"ptx for 90\0")
+
+
+def test_a_device_older_than_every_target_is_refused():
+    with pytest.raises(ExecutionError, match=r"compute capability 7\.5 is older than every target built "
+                                             r"\(sm_80, sm_90\)"):
+        choose_image(PTX, CUBINS, (7, 5))
+
+
+def test_device_status_needs_sm_80():
+    assert MIN_CAPABILITY == (8, 0)
+    old = usable((7, 5), "Tesla T4")
+    assert not old.available and old.reason == ("no usable CUDA device: Tesla T4 has compute capability 7.5; the "
+                                                "cuda backend needs 8.0 or newer (sm_80)")
+    h200 = usable((9, 0), "NVIDIA H200")
+    assert h200.available and h200.reason == "NVIDIA H200 (compute capability 9.0)"
+
+
+def test_peak_bandwidth_from_the_device_attributes():
+    # an A100 40GB: 1215 MHz HBM2, 5120-bit bus: 1555 GB/s, as NVIDIA states it
+    assert peak_bandwidth(1_215_000, 5120) == pytest.approx(1555.2e9)
+
+
+# ------------------------------------------------------------------------ error word
+def test_error_codes_are_the_code_generator_s():
+    from hologram_cuda import codegen
+
+    assert (launch.ERR_OOB_GLOBAL, launch.ERR_OOB_SHARED, launch.ERR_RECURSION, launch.ERROR_WORDS) == \
+        (codegen.ERR_OOB_GLOBAL, codegen.ERR_OOB_SHARED, codegen.ERR_RECURSION, codegen.ERROR_WORDS)
+
+
+def _interp_message(program, n: int) -> str:
+    interp = get_backend("interp")
+    with pytest.raises(ExecutionError) as info:
+        interp.launch(interp.prepare(program), {"x": np.zeros(n, np.float32), "y": np.zeros(n, np.float32)}, {},
+                      {"n": n})
+    return re.sub(r" \(lane gid=\([^)]*\)\)", "", str(info.value))  # the word carries no lane
+
+
+def test_error_word_is_decoded_in_the_interpreter_s_words():
+    program = parse_program(OOB)
+    got = execution_error(program, [launch.ERR_OOB_GLOBAL, 0, 2, 8], {"x": 8, "y": 8})
+    assert str(got) == _interp_message(program, 8) == ("stage 's': instruction 2 `LDG.f32.chk %v, [x + %j]`: index 8 "
+                                                       "is out of bounds for global buffer 'x' of 8 elements")
+
+
+def test_an_error_word_naming_no_instruction_is_still_an_execution_error():
+    got = execution_error(parse_program(OOB), [9, 3, 40, 1], {})
+    assert str(got) == "program 'oob': the device reported error 9 at stage 3, instruction 40 (value 1)"
+
+
+# ---------------------------------------------------------------------- availability
+def test_without_a_usable_device_not_available_and_launch_says_why(cuda):
+    status = device_status()
+    if status.available:
+        pytest.skip(f"a device is here: {status.reason}")
+    assert cuda.available() is False
+    reason = cuda.unavailable_reason()
+    assert reason == status.reason and reason.startswith(("no CUDA driver: ", "no CUDA device: ",
+                                                          "no usable CUDA device: "))
+    exe = cuda.prepare(hologram.compile_file(os.path.join(ROOT, "kernels", "vadd.toml"), backend="interp").program)
+    x = np.ones(8, np.float32)
+    with pytest.raises(PluginError, match=r"backend 'cuda' cannot launch program 'vadd': " + re.escape(reason)):
+        cuda.launch(exe, {"x": x, "y": x.copy(), "z": np.zeros(8, np.float32)}, {}, {"n": 8})
+
+
+@needs_no_driver
+def test_hologram_plugins_says_there_is_no_cuda_driver():
+    out = subprocess.run([sys.executable, "-m", "hologram", "plugins"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "cuda is not available here: no CUDA driver: DynamicLibNotFoundError: " in out.stdout, out.stdout
+
+
+def test_a_default_backend_never_probes_cuda():
+    """cpu_llvm (priority 100) is above cuda (50): picking the default never imports
+    cuda-bindings (cuInit is paid only by a process that asks for cuda)."""
+    code = ("import sys; from hologram.registry.lookups import get_backend; b = get_backend(); "
+            "print(b.name, 'cuda.bindings' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={k: v for k, v in os.environ.items() if k != "HOLOGRAM_BACKEND"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["cpu_llvm", "False"]
+
+
+# -------------------------------------------------------------- a dry-run launch
+class DryRunDriver:
+    """`cuda.bindings.driver` as the launch path calls it: each call is made on the real
+    binding first (a wrong argument type raises TypeError there, before it looks for
+    libcuda, which is not here), then answered by a simulation: device memory is host
+    memory, a launch calls `kernel(name, grid, block, params, memory)`."""
+
+    BASE = 0x7F00_0000_0000
+
+    def __init__(self, kernel):
+        self.real, self.ok, self.kernel = REAL_DRIVER, REAL_DRIVER.CUresult.CUDA_SUCCESS, kernel
+        self.calls: list[str] = []
+        self.memory: bytearray | None = None
+        self.names: dict[int, str] = {}
+
+    def __getattr__(self, name):
+        from cuda.pathfinder import DynamicLibNotFoundError
+
+        real, simulate = getattr(self.real, name), getattr(self, "sim_" + name, None)
+        if simulate is None:  # a type or a constant (CUresult, CU_LAUNCH_PARAM_*): the binding's own
+            return real
+
+        def forward(*args):
+            with pytest.raises(DynamicLibNotFoundError):
+                real(*args)
+            self.calls.append(name)
+            return simulate(*args)
+
+        forward.__name__ = name
+        return forward
+
+    def at(self, address: int, n: int) -> slice:
+        start = int(address) - self.BASE
+        assert 0 <= start and start + n <= len(self.memory), "an access outside the allocation"
+        return slice(start, start + n)
+
+    def sim_cuModuleLoadData(self, image):
+        return self.ok, self.real.CUmodule(1)
+
+    def sim_cuModuleGetFunction(self, module, name):
+        self.names[len(self.names) + 1] = name.decode()
+        return self.ok, self.real.CUfunction(len(self.names))
+
+    def sim_cuMemAlloc(self, n):
+        assert self.memory is None, "one allocation per launch"
+        self.memory = bytearray(n)
+        return self.ok, self.real.CUdeviceptr(self.BASE)
+
+    def sim_cuMemFree(self, base):
+        assert int(base) == self.BASE
+        return (self.ok,)
+
+    def sim_cuMemcpyHtoDAsync(self, dst, src, n, stream):
+        self.memory[self.at(dst, n)] = ctypes.string_at(src, n)
+        return (self.ok,)
+
+    def sim_cuMemcpyDtoHAsync(self, dst, src, n, stream):
+        ctypes.memmove(dst, bytes(self.memory[self.at(src, n)]), n)
+        return (self.ok,)
+
+    def sim_cuMemsetD8Async(self, dst, value, n, stream):
+        self.memory[self.at(dst, n)] = bytes([value]) * n
+        return (self.ok,)
+
+    def sim_cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        words = (ctypes.c_uint64 * 5).from_address(extra)
+        assert params == 0 and (words[0], words[2], words[4]) == (1, 2, 0)  # BUFFER_POINTER, BUFFER_SIZE, END
+        size = ctypes.c_size_t.from_address(words[3]).value
+        self.kernel(self.names[int(f)], (gx, gy, gz), (bx, by, bz), ctypes.string_at(words[1], size), self)
+        return (self.ok,)
+
+    def sim_cuStreamSynchronize(self, stream):
+        return (self.ok,)
+
+    def sim_cuEventCreate(self, flags):
+        return self.ok, self.real.CUevent(len(self.calls))
+
+    def sim_cuEventRecord(self, event, stream):
+        return (self.ok,)
+
+    sim_cuEventDestroy = sim_cuEventSynchronize = lambda self, event: (self.ok,)
+
+    def sim_cuEventElapsedTime(self, start, end):
+        return self.ok, 1.0  # milliseconds
+
+    def array(self, address: int, n: int, dtype) -> np.ndarray:
+        """A view of `n` elements at device `address`."""
+        return np.frombuffer(self.memory, dtype, n, int(address) - self.BASE)
+
+
+def _dry_run(cuda, program, kernel, buffers, scalars, symbols):
+    exe = cuda.prepare(program)
+    driver = DryRunDriver(kernel)
+    image = choose_image(exe.ptx, exe.cubins, (9, 0))
+    loaded = launch.load([k.name for k in exe.kernels], image, driver)
+    launch.run(exe, loaded, exe.binding.bind(buffers, scalars, symbols), driver.real.CUstream(0), driver)
+    return exe, driver
+
+
+@needs_no_driver
+def test_a_launch_moves_the_arrays_and_runs_each_stage_with_the_packed_arguments(cuda):
+    """axpy (z = alpha*x + y) on the dry-run driver: the simulated kernel reads the packed
+    parameters as the PTX would (pointers, n, alpha, the error word) and computes on the
+    device copies; z comes back, x and y do not."""
+    program = hologram.compile_file(os.path.join(ROOT, "kernels", "axpy.toml"), backend="interp").program
+    layout = cuda.prepare(program).arguments
+    seen = []
+
+    def kernel(name, blocks, block, params, dev):
+        record = np.frombuffer(params, layout.struct)[0]
+        n, alpha = int(record["s.n"]), record["p.alpha"]
+        seen.append((name, blocks, block, n, float(alpha)))
+        x, y = dev.array(record["b.x"], n, np.float32), dev.array(record["b.y"], n, np.float32)
+        assert not dev.array(record["__err"], 4, np.int64).any()  # zeroed before the launch
+        dev.array(record["b.z"], n, np.float32)[:] = alpha * x + y
+        y[:] = -1  # a device copy: the caller's y is not written back
+
+    n = 1000
+    x, y, z = np.arange(n, dtype=np.float32), np.ones(n, np.float32), np.zeros(n, np.float32)
+    exe, driver = _dry_run(cuda, program, kernel, {"x": x, "y": y, "z": z}, {"alpha": 2.0}, {"n": n})
+    block = exe.kernels[0].block
+    assert seen == [(exe.kernels[0].name, (-(-n // block[0]), 1, 1), block, n, 2.0)]
+    np.testing.assert_array_equal(z, 2 * np.arange(n, dtype=np.float32) + 1)
+    np.testing.assert_array_equal(y, np.ones(n, np.float32))
+    assert driver.calls == ["cuModuleLoadData", "cuModuleGetFunction", "cuMemAlloc", "cuMemcpyHtoDAsync",
+                            "cuMemcpyHtoDAsync", "cuMemcpyHtoDAsync", "cuMemsetD8Async", "cuLaunchKernel",
+                            "cuMemcpyDtoHAsync", "cuStreamSynchronize", "cuMemcpyDtoHAsync", "cuStreamSynchronize",
+                            "cuMemFree"]
+
+
+@needs_no_driver
+def test_a_failed_check_raises_the_interpreter_s_error_and_copies_nothing_back(cuda):
+    program = parse_program(OOB)
+    layout = cuda.prepare(program).arguments
+
+    def kernel(name, blocks, block, params, dev):
+        record = np.frombuffer(params, layout.struct)[0]
+        dev.array(record["b.y"], 8, np.float32)[:] = 5.0  # what lanes stored before one failed
+        dev.array(record["__err"], 4, np.int64)[:] = [launch.ERR_OOB_GLOBAL, 0, 2, 8]
+
+    y = np.zeros(8, np.float32)
+    with pytest.raises(ExecutionError) as info:
+        _dry_run(cuda, program, kernel, {"x": np.zeros(8, np.float32), "y": y}, {}, {"n": 8})
+    assert str(info.value) == _interp_message(program, 8)
+    assert not y.any()
+
+
+@needs_no_driver
+def test_empty_domains_launch_nothing_and_temporaries_are_zeroed(cuda):
+    program = parse_program(OOB)
+    launched = []
+    _, driver = _dry_run(cuda, program, lambda *a: launched.append(a), {"x": np.zeros(0, np.float32),
+                                                                        "y": np.zeros(0, np.float32)}, {}, {"n": 0})
+    assert launched == [] and "cuLaunchKernel" not in driver.calls
+    assert driver.calls.count("cuMemsetD8Async") == 3  # the two empty buffers (one byte each) and the error word
+
+
+@needs_no_driver
+def test_gpu_check_fails_loudly_without_cuda():
+    """`make gpu-check` on a machine without a usable device: a non-zero exit, saying why."""
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "gpu_check.py")], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 2
+    assert out.stderr.startswith("gpu-check: cuda is not available here: no CUDA driver: DynamicLibNotFoundError")
+
+
+def interpreted(exe):
+    """A dry-run kernel that runs the whole program on the interpreter, on the device
+    memory the packed parameters point at, when its first stage is launched (and records
+    every launch): what the launch path moved in, where, and what it moves back are then
+    those of a real run, every stage kernel standing in for its share of the program."""
+    from hologram.backend import convert_value
+
+    interp, layout = get_backend("interp"), exe.arguments
+    launches = []
+
+    def kernel(name, blocks, block, params, dev):
+        launches.append((name, blocks, block))
+        if len(launches) > 1:
+            return
+        record = np.frombuffer(params, layout.struct)[0]
+        values = tuple(int(record[f"s.{s}"]) for s in layout.symbols)
+        sizes = exe.binding.sizes(values)
+        buffers = {slot.name: dev.array(record[f"b.{slot.name}"], size, slot.np)
+                   for slot, size in zip(exe.binding.params, sizes)}
+        scalars = {slot.name: convert_value(record[f"p.{slot.name}"].item(), slot.np)
+                   for slot in exe.binding.scalars}
+        interp.launch(interp.prepare(exe.program), buffers, scalars, dict(zip(layout.symbols, values)))
+
+    return kernel, launches
+
+
+@pytest.fixture
+def dry_run_device(monkeypatch):
+    """The cuda backend as if an sm_90 device were here, every driver call a DryRunDriver's
+    whose kernels run on the interpreter (`interpreted`)."""
+    import cuda.bindings
+
+    from hologram_cuda import backend as backend_module
+    from hologram_cuda import driver as driver_module
+
+    real = REAL_DRIVER
+
+    class Proxy:
+        """cuda.bindings.driver for the backend: each launch's calls go to a fresh
+        DryRunDriver made for the program being launched."""
+
+        current = None
+
+        def __getattr__(self, name):
+            return getattr(Proxy.current if Proxy.current is not None else real, name)
+
+    fake = driver_module.Device(None, None, real.CUstream(0), "dry run", (9, 0), 1, 1 << 30, 1e12)
+    monkeypatch.setattr(driver_module, "device_status", lambda: driver_module.usable((9, 0), "dry run"))
+    monkeypatch.setattr(driver_module, "device", lambda: fake)
+    monkeypatch.setattr(driver_module.Device, "make_current", lambda self: None)
+    monkeypatch.setattr(cuda.bindings, "driver", Proxy())
+    original = backend_module.CudaBackend._module_on_device
+
+    def module_on_device(self, prepared, gpu, driver):
+        kernel, _ = interpreted(prepared)
+        Proxy.current = DryRunDriver(kernel)
+        self._loaded.clear()  # the module is "loaded" into each launch's own dry-run driver
+        return original(self, prepared, gpu, Proxy.current)
+
+    monkeypatch.setattr(backend_module.CudaBackend, "_module_on_device", module_on_device)
+    yield
+    Proxy.current = None
+
+
+@needs_no_driver
+def test_the_conformance_kit_passes_through_the_launch_path_on_a_dry_run_device(dry_run_device):
+    """Every program of the kit that cuda declares, launched through `CudaBackend.launch`
+    (binding, the module, the grid, one allocation, copies in, packed arguments, the error
+    word, copies back) on the dry-run driver, gives the interpreter's outputs: the host
+    side of a launch is right for every shape, dtype, scalar and stage count the kit has.
+    (The kernels are the interpreter's: what the PTX computes needs a device.)"""
+    from hologram.testing.conformance import FAILED, run_conformance
+
+    report = run_conformance("cuda", examples=0)
+    assert report.ok, report.format()
+    ran = [c for c in report.checks if c.status != "not declared"]
+    assert len(ran) > 100 and not [c for c in ran if c.status == FAILED]
+
+
+@needs_no_driver
+def test_gpu_check_benchmarks_run_their_cuda_columns_on_a_dry_run_device(dry_run_device):
+    """benchmarks/gpu_check.py's cuda columns (device time on device-resident buffers
+    through CUDA events, whole calls through the kernel API) at small sizes: the code a
+    GPU machine runs, with the results checked against numpy."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_check", os.path.join(ROOT, "benchmarks", "gpu_check.py"))
+    gpu_check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_check)
+    table, on = gpu_check.Table(), {"cuda": True, "wgpu": False}
+    timer = gpu_check.CudaTimer()
+    gpu_check.streaming(table, on, timer, 1000)
+    gpu_check.gemm(table, on, timer, 16)
+    gpu_check.softmax_rows(table, on, 4, 8)
+    gpu_check.launch_overhead(table, on)
+    assert not table.failed, table.rows
+    cells = {item: cuda for item, cuda, _, _ in table.rows}
+    # the dry run's events say 1 ms for the timed launches (10 of axpy, 3 of gemm)
+    assert cells["axpy, 1e+03 f32"].startswith("device 0.10 ms = 0 GB/s = 0% of peak; call ")
+    assert cells["gemm 16x16 f32"] == "device 0.3 ms = 0.00 TFLOP/s"
+    assert cells["softmax rows 4x8 f32"].startswith("not declared (")
+    assert cells["launch overhead (vadd, n=1, numpy in/out)"].endswith(" us per call")
+
+
+@needs_no_driver
+def test_every_device_test_skips_with_the_driver_s_reason():
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+                          os.path.join(os.path.dirname(os.path.abspath(__file__)), "test_device.py")],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-2000:]
+    skips = re.findall(r"^SKIPPED \[(\d+)\] [^:]+:\d+: (.*)$", out.stdout, re.M)
+    summary = re.search(r"^(\d+) skipped in ", out.stdout, re.M)  # skipped, and nothing passed or failed
+    assert summary and sum(int(n) for n, _ in skips) == int(summary.group(1)) > 10, out.stdout[-2000:]
+    assert all(why.startswith("no CUDA driver: DynamicLibNotFoundError: ") for _, why in skips), skips
