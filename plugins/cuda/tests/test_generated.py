@@ -30,7 +30,8 @@ def test_every_declared_conformance_program_assembles(cuda):
         declared, _ = make()
         cases += declared
     areas = {case.area for case in cases}
-    assert areas == {"instructions", "conversions", "memory", "barriers", "control", "stage shapes"}, areas
+    assert areas == {"instructions", "conversions", "memory", "barriers", "control", "stage shapes", "reductions",
+                     "pools"}, areas
     for case in cases:
         _built(cuda.prepare(case.program))
 
