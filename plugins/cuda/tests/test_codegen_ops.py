@@ -189,3 +189,28 @@ def test_pools_check_every_access_and_their_discipline():
     for code in (3, 5, 6):
         assert re.search(rf"atom\.[a-z.]*cas\.b64\s+%rd\d+, \[%rd\d+\], 0, {code};", ptx), code
     assert "768" in ptx
+
+
+MAD = """
+.program mad
+.symbols n
+.param in x: {t}[n]
+.param out y: {t}[n]
+.stage s domain [n] block [64]
+.reg %i: i64
+.reg %v: {t}
+    MOV.i64 %i, %gid.x
+    LDG.{t} %v, [x + %i]
+    MAD.{t} %v, %v, %v, %v
+    STG.{t} [y + %i], %v
+    EXIT
+"""
+
+
+@pytest.mark.parametrize("dtype", ["f16", "f32", "f64"])
+def test_mad_rounds_twice(dtype):
+    """MAD is a product and a sum, each rounded (docs/isa.md): `.rn` on both keeps ptxas
+    from fusing them, and LLVM contracts nothing (no fast-math)."""
+    ptx = _ptx(MAD.format(t=dtype), "sm_80")
+    assert re.search(rf"\bmul\.rn\.{dtype}\b", ptx) and re.search(rf"\badd\.rn\.{dtype}\b", ptx), ptx
+    assert not re.search(r"\bfma\.", ptx)
