@@ -86,10 +86,8 @@ class LaneState:
         a combine that leaves the element as it is writes nothing."""
         b = self.b
         ety = mem_type(bt)
-        width = ety.width if isinstance(ety, ir.IntType) else _FLOAT_BITS[str(ety)]
-        bits = ir.IntType(width)
-        as_bits = (lambda x: x) if bits == ety else (lambda x: b.bitcast(x, bits))
-        first = b.load_atomic(ptr, "monotonic", width // 8, typ=bits)
+        bits = ir.IntType(ety.width if isinstance(ety, ir.IntType) else _FLOAT_BITS[str(ety)])
+        first = b.load_atomic(ptr, "monotonic", bits.width // 8, typ=bits)
         start = b.block
         loop, done = self.fn.append_basic_block("reduce.cas"), self.fn.append_basic_block("reduce.done")
         b.branch(loop)
@@ -97,11 +95,11 @@ class LaneState:
         old = b.phi(bits)
         old.add_incoming(first, start)
         value = from_mem(b, old if bits == ety else b.bitcast(old, ety), bt)
-        new_bits = as_bits(to_mem(b, convert(b, combine(value), t, bt), bt))
+        new = to_mem(b, convert(b, combine(value), t, bt), bt)
+        new_bits = new if bits == ety else b.bitcast(new, bits)
         swap = b.cmpxchg(ptr, old, new_bits, "monotonic", "monotonic")
-        seen = b.extract_value(swap, 0)
+        old.add_incoming(b.extract_value(swap, 0), b.block)
         unchanged = b.icmp_unsigned("==", new_bits, old)
-        old.add_incoming(seen, b.block)
         b.cbranch(b.or_(unchanged, b.extract_value(swap, 1)), done, loop)
         b.position_at_end(done)
 
