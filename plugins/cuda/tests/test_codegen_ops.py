@@ -214,3 +214,18 @@ def test_mad_rounds_twice(dtype):
     ptx = _ptx(MAD.format(t=dtype), "sm_80")
     assert re.search(rf"\bmul\.rn\.{dtype}\b", ptx) and re.search(rf"\badd\.rn\.{dtype}\b", ptx), ptx
     assert not re.search(r"\bfma\.", ptx)
+
+
+def test_without_libdevice_the_error_names_the_wheel(monkeypatch):
+    import cuda.pathfinder
+
+    from hologram.errors import PluginError
+    from hologram_cuda import ptx
+
+    def missing(name):
+        raise cuda.pathfinder.BitcodeLibNotFoundError('Failure finding "libdevice.10.bc"')
+
+    monkeypatch.setattr(cuda.pathfinder, "locate_bitcode_lib", missing)
+    with pytest.raises(PluginError, match=r"the transcendentals need libdevice, which was not found") as caught:
+        ptx.libdevice_path()
+    assert "pip install nvidia-nvvm" in caught.value.hint
