@@ -36,6 +36,8 @@ import attrs
 
 from hologram.backend import UnreadableFileError, read_regular_file, user_cache_root
 
+from .abi import KernelEntry
+
 MAGIC = b"HGCUDA\x00\x01"
 SUFFIX = ".hgcubin"
 MAX_ENTRY_BYTES = 64 << 20  # a stdlib kernel's PTX and cubin are a few KB
@@ -44,11 +46,11 @@ MAX_ENTRY_BYTES = 64 << 20  # a stdlib kernel's PTX and cubin are a few KB
 @attrs.frozen
 class Entry:
     """What one target of one program needs: its PTX, its cubin (b"" when none was
-    assembled) and its kernels as (name, stage index, block) triples."""
+    assembled) and its kernels."""
 
     ptx: str
     cubin: bytes
-    kernels: tuple[tuple[str, int, tuple[int, int, int]], ...]
+    kernels: tuple[KernelEntry, ...]
 
 
 def default_cache_dir() -> Path:
@@ -75,7 +77,8 @@ def cache_key(program_hash: str, target: str, nvjitlink: str | None) -> str:
 
 def encode_entry(key: str, entry: Entry) -> bytes:
     ptx = entry.ptx.encode()
-    header = {"key": key, "kernels": [[n, i, list(b)] for n, i, b in entry.kernels], "ptx": len(ptx),
+    kernels = [[k.name, k.stage_index, list(k.block), k.init] for k in entry.kernels]
+    header = {"key": key, "kernels": kernels, "ptx": len(ptx),
               "cubin": len(entry.cubin), "sha256": hashlib.sha256(ptx + entry.cubin).hexdigest()}
     return MAGIC + json.dumps(header, sort_keys=True, separators=(",", ":")).encode() + b"\n" + ptx + entry.cubin
 
@@ -91,8 +94,9 @@ def decode_entry(key: str, data: bytes) -> Entry | None:
             return None
         if hashlib.sha256(body).hexdigest() != header["sha256"]:
             return None
-        kernels = tuple((str(n), int(i), tuple(int(x) for x in b)) for n, i, b in header["kernels"])
-        if any(len(b) != 3 for _, _, b in kernels):
+        kernels = tuple(KernelEntry(str(n), int(i), tuple(int(x) for x in b), bool(init))
+                        for n, i, b, init in header["kernels"])
+        if any(len(k.block) != 3 for k in kernels):
             return None
         return Entry(body[:header["ptx"]].decode(), bytes(body[header["ptx"]:]), kernels)
     except (ValueError, KeyError, TypeError, AttributeError):  # not our JSON, or not its shape

@@ -6,13 +6,20 @@ Atlas block (CTA = block, `ntid` = the stage's block shape) over a grid of
 
     <symbol>(ptr addrspace(1) noalias buf..., i64 sym..., scalar..., ptr addrspace(1) err)
 
+A stage with `.init` stores gets one more kernel before it, `<symbol>_init`, with the
+same parameters, launched as one thread (`KernelEntry.init`): it does the stores (the
+verifier proved each offset inside its buffer for every shape), so they happen once
+per launch and before any lane of the stage runs (docs/isa.md, "Inits"), also for an
+empty domain.
+`KernelModule.kernels` lists the kernels in launch order.
+
 `buf` are the data pointers of `program.buffers()` in order, `sym` the shape symbols'
 values, each scalar parameter in its memory type (bool a byte), `err` four i64 words in
-global memory. A failed bounds check claims the error word with a compare-and-swap of
+global memory. A failed check claims the error word with a compare-and-swap of
 `err[0]` from 0 to the error code (so the first failing lane to get there wins and the
 rest keep `err[1..3]` intact), writes `err[1..3] = [stage, instruction index, value]`
-and ends its lane; the codes are cpu_llvm's (`ERR_*` below), so one decoder can serve
-both. The host zeroes `err` before a launch and reads it after.
+and ends its lane; the codes are abi.py's (cpu_llvm's where the failure is the same), so
+one decoder can serve both. The host zeroes `err` before a launch and reads it after.
 
 What a kernel does, in order:
 - its shared arrays (`addrspace(3)` globals of the kernel) are zeroed by all the
@@ -28,7 +35,9 @@ What a kernel does, in order:
   the same BarSync), which `.aligned` forbids. A thread that has returned no longer
   counts toward a barrier (PTX: exited threads; a lane ends with `exit`), as the ISA
   says of ended lanes;
-- `MemFence` is a `fence acq_rel` (`fence.acq_rel.sys`).
+- `MemFence` is a `fence acq_rel` (`fence.acq_rel.sys`);
+- reductions are atomics on global memory, pools per-thread arrays and the phase one
+  more per-thread word (codegen_memory.py).
 """
 
 from __future__ import annotations
@@ -42,29 +51,16 @@ from llvmlite import ir
 from hologram.backend import AXES, OPCODES, Affine, DType, Imm, Instr, Label, Program, Reg, Special, Sym
 from hologram.errors import HologramError, VerifyError
 
+from .abi import ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_RECURSION, ERROR_WORDS, KernelEntry  # noqa: F401
+from .codegen_memory import REDUCE_COMBINE, LaneState
 from .codegen_ops import VALUE_OPS, compare
 from .codegen_types import (GLOBAL_PTR, I1, I32, I64, SHARED, const, convert, element, from_mem, i64, int_value,
                             intrinsic, mem_type, reg_type, to_mem)
-
-# Error codes in err[0] (cpu_llvm's abi.py numbers); err[3] holds the offending index.
-ERR_OOB_GLOBAL = 1
-ERR_OOB_SHARED = 2
-ERR_RECURSION = 8
-ERROR_WORDS = 4
 
 # The most (call context, pc) code copies one stage may need (CALL inlining).
 MAX_BLOCKS = 1 << 14
 
 Ctx = tuple[tuple[int, int], ...]  # the inlined CALLs: (subroutine entry pc, return pc)
-
-
-@attrs.frozen
-class KernelEntry:
-    """One stage's kernel: its PTX name, its stage, and its launch shape."""
-
-    name: str
-    stage_index: int
-    block: tuple[int, int, int]
 
 
 @attrs.frozen
@@ -89,6 +85,9 @@ def compile_program(program: Program) -> KernelModule:
         entries = []
         for index, stage in enumerate(program.stages):
             symbol = kernel_symbol(program, index)
+            if stage.inits:
+                KernelEmitter(program, index, module, f"{symbol}_init", inits=True).emit()
+                entries.append(KernelEntry(f"{symbol}_init", index, (1, 1, 1), init=True))
             KernelEmitter(program, index, module, symbol).emit()
             entries.append(KernelEntry(symbol, index, tuple(stage.block) + (1,) * (3 - len(stage.block))))
         return KernelModule(str(module), tuple(entries))
@@ -114,12 +113,11 @@ def _sreg(b: ir.IRBuilder, name: str) -> ir.Value:
     return b.zext(intrinsic(b, f"llvm.nvvm.read.ptx.sreg.{name}", I32, []), I64)
 
 
-class KernelEmitter:
-    def __init__(self, program: Program, index: int, module: ir.Module, symbol: str):
+class KernelEmitter(LaneState):
+    def __init__(self, program: Program, index: int, module: ir.Module, symbol: str, inits: bool = False):
         self.program, self.index, self.module, self.symbol = program, index, module, symbol
+        self.inits_only = inits
         self.stage = stage = program.stages[index]
-        if stage.pools:
-            raise VerifyError(f"cuda: stage '{stage.name}' declares pools, which this backend does not run")
         self.buffers = program.buffers()
         self.scalar_params = program.scalars()
         self.reg_types = stage.reg_types()
@@ -152,9 +150,34 @@ class KernelEmitter:
         self.consts: dict[str, tuple[ir.Value, DType]] = {s: (v, DType.I64) for s, v in self.syms.items()}
         for (name, p), raw in zip(self.scalar_params.items(), args[nbuf + nsym:-1]):
             self.consts[name] = (from_mem(b, raw, p.dtype), p.dtype)
+        if self.inits_only:
+            self._inits()
+        else:
+            self._lane()
+        b.position_at_end(self.exit)
+        # `exit`, not only `ret`: PTX releases a barrier that waits only on exited threads
+        # (docs/gpu.md), which is the ISA's "ended lanes no longer take part".
+        intrinsic(b, "llvm.nvvm.exit", ir.VoidType(), [])
+        b.ret_void()
+
+    def _inits(self) -> None:
+        """The stage's `.init` stores."""
+        b = self.b
+        for init in self.stage.inits:
+            decl = self.buffers.get(init.buffer)
+            if decl is None:
+                raise VerifyError(f"cuda: stage '{self.stage.name}': .init of {init.buffer!r}, which is not a "
+                                  f"global buffer")
+            value = to_mem(b, const(init.value, decl.dtype), decl.dtype)
+            b.store(value, element(b, self.buf_ptr[init.buffer], i64(init.offset), mem_type(decl.dtype)))
+        b.branch(self.exit)
+
+    def _lane(self) -> None:
+        b = self.b
         self.reg_ptr = {r.name: b.alloca(reg_type(r.dtype), name=f"r.{r.name}") for r in self.stage.regs}
         for r in self.stage.regs:
             b.store(const(0, r.dtype), self.reg_ptr[r.name])
+        self.lane_state()
         self.sizes = {name: self._size(decl) for name, decl in self.buffers.items()
                       if any(ins.checked and ins.addr is not None and ins.addr.buffer == name
                              and OPCODES[ins.op].space == "global" for _, ins in self.items)}
@@ -162,11 +185,6 @@ class KernelEmitter:
         self._shared_arrays()
         self._domain_guard()
         self._code()
-        b.position_at_end(self.exit)
-        # `exit`, not only `ret`: PTX releases a barrier that waits only on exited threads
-        # (docs/gpu.md), which is the ISA's "ended lanes no longer take part".
-        intrinsic(b, "llvm.nvvm.exit", ir.VoidType(), [])
-        b.ret_void()
 
     def _size(self, decl) -> ir.Value:
         v = i64(1)
@@ -324,7 +342,8 @@ class KernelEmitter:
         when `.chk` (the verifier proved the others)."""
         b, a = self.b, ins.addr
         space = OPCODES[ins.op].space
-        if a is None or a.buffer not in (self.buffers if space == "global" else self.shared):
+        known = {"global": self.buffers, "shared": self.shared, "pool": self.pools}[space]
+        if a is None or a.buffer not in known:
             raise VerifyError(f"cuda: stage '{self.stage.name}': instruction {k}: "
                               f"{a.buffer if a else None!r} is not a {space} array")
         idx = i64(a.offset) if a.index is None else b.add(self.read_int(a.index), i64(a.offset))
@@ -332,10 +351,13 @@ class KernelEmitter:
             decl, base = self.buffers[a.buffer], self.buf_ptr[a.buffer]
             if ins.checked:
                 self.fail(b.icmp_unsigned("<", idx, self.sizes[a.buffer]), ERR_OOB_GLOBAL, k, idx)
-        else:
+        elif space == "shared":
             base, decl = self.shared[a.buffer]
             if ins.checked:
                 self.fail(b.icmp_unsigned("<", idx, i64(decl.size)), ERR_OOB_SHARED, k, idx)
+        else:  # a pool: every access is checked against its current top (docs/isa.md, "Pools")
+            base, decl = self.pool_ptr[a.buffer], self.pools[a.buffer]
+            self.fail(b.icmp_unsigned("<", idx, b.load(self.pool_top(a.buffer), typ=I64)), ERR_OOB_POOL, k, idx)
         return element(b, base, idx, mem_type(decl.dtype)), decl.dtype
 
     # ------------------------------------------------------------- instructions
@@ -346,11 +368,11 @@ class KernelEmitter:
         if control is not None:
             control(self, ctx, pc, k, ins)
             return
-        if op in ("LDG", "LDS"):
+        if op in ("LDG", "LDS", "PoolLoad"):
             ptr, bt = self.address(ins, k)
             v = from_mem(b, b.load(ptr, typ=mem_type(bt)), bt)
             self.write(ins.dst, convert(b, v, bt, t), t)
-        elif op in ("STG", "STS"):
+        elif op in ("STG", "STS", "PoolStore"):
             v = self.read(ins.srcs[0], t)
             ptr, bt = self.address(ins, k)
             b.store(to_mem(b, convert(b, v, t, bt), bt), ptr)
@@ -360,6 +382,16 @@ class KernelEmitter:
         elif op == "SET":
             x, y = (self.read(s, t) for s in ins.srcs)
             self.write(ins.dst, compare(b, ins.mod, t, x, y), DType.BOOL)
+        elif op in REDUCE_COMBINE:
+            self.reduce(ins, k)
+        elif op == "PoolAlloc":
+            self.pool_alloc(ins, k)
+        elif op == "PoolFree":
+            self.pool_free(ins, k)
+        elif op == "PhaseGet":
+            self.write(ins.dst, b.load(self.phase_ptr, typ=I64), DType.I64)
+        elif op == "PhaseAdv":
+            self.phase_adv(ins)
         elif op == "BarSync":
             intrinsic(b, "llvm.nvvm.barrier.cta.sync.all", ir.VoidType(), [ir.Constant(I32, 0)])
         elif op == "MemFence":

@@ -3,14 +3,19 @@
 `VALUE_OPS[op](b, t, args)` emits `op.t` on SSA values already of the operand types
 (`SEL`'s predicate is i1) and returns the result. The semantics are the interpreter's
 (hologram_interp/semantics.py) and these emitters are cpu_llvm's (its codegen_ops.py)
-less what this backend does not declare: f16 (computed in f32 there), the libm and
-vecmath transcendentals (libdevice here, not yet) and float REM/FMOD (NVPTX lowers
-`frem` to a libcall PTX cannot resolve without libdevice). The Atlas lookup tables are
-`addrspace(4)` (`.const`) globals here.
+but for the transcendentals, FMOD and float REM, which call libdevice (codegen_math.py;
+NVPTX cannot lower `frem` itself). The Atlas lookup tables are `addrspace(4)`
+(`.const`) globals here.
 
 On NVPTX: `fdiv` is `div.rn`, `llvm.sqrt` `sqrt.rn`, `llvm.fma` `fma.rn` (no
 fast-math flag is ever set, so every float operation is the correctly rounded one),
 and the saturating conversions lower to `cvt.rzi.sat`-style sequences.
+
+f16 is PTX's own type: `add/sub/mul/fma.rn.f16` round once, exactly the ISA's f16
+results (an f16 FMA is a true fused multiply-add, as docs/isa.md asks, with no
+software path); what PTX has no f16 instruction for (division, square root, the
+libdevice functions) LLVM or codegen_math.py computes in f32 and rounds once, which
+for + - * / sqrt is again the correctly rounded f16 result.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from llvmlite import ir
 
 from hologram.backend import DType, atlas
 
-from .codegen_types import I1, I8, I64, convert, typed_intrinsic
+from .codegen_math import LIBDEVICE, libdevice_call
+from .codegen_types import FLOAT, HALF, I1, I8, I64, convert, typed_intrinsic
 
 CONSTANT = 4  # NVPTX's constant address space: the Atlas tables, cached and broadcast
 
@@ -59,17 +65,30 @@ def _div(b, t, args):
     return b.fdiv(*args) if t.is_float else _int_divmod(b, t, *args)[0]
 
 
+def _float_rem(b: ir.IRBuilder, t: DType, a: ir.Value, d: ir.Value) -> ir.Value:
+    """numpy's remainder: fmod, moved into the divisor's sign; a zero takes its sign."""
+    mod = libdevice_call(b, "FMOD", [a, d], t)
+    zero = _c(mod, 0.0)
+    differ = b.xor(b.fcmp_ordered("<", d, zero), b.fcmp_ordered("<", mod, zero))
+    nonzero = b.fcmp_unordered("!=", mod, zero)  # NaN stays NaN through either arm
+    fixed = b.select(b.and_(nonzero, differ), b.fadd(mod, d), mod)
+    signed_zero = typed_intrinsic(b, "copysign", mod.type, [zero, d])
+    return b.select(nonzero, fixed, signed_zero)
+
+
 def _rem(b, t, args):
-    return _int_divmod(b, t, *args)[1]  # integer REM only (the declaration leaves float REM out)
+    return _float_rem(b, t, *args) if t.is_float else _int_divmod(b, t, *args)[1]
 
 
 def _minmax(less: bool) -> Emit:
     """numpy's minimum/maximum: NaN propagates; of operands that compare equal, the
-    second (which fixes the sign of a zero)."""
+    second (which fixes the sign of a zero), but the first for f16 (numpy's half loops
+    compare with <= / >=)."""
     def emit(b, t, args):
         x, y = args
         if t.is_float:
-            pick = b.or_(b.fcmp_ordered("<" if less else ">", x, y), b.fcmp_unordered("uno", x, x))
+            cmp = ("<" if less else ">") + ("=" if t is DType.F16 else "")
+            pick = b.or_(b.fcmp_ordered(cmp, x, y), b.fcmp_unordered("uno", x, x))
         elif t.is_signed:
             pick = b.icmp_signed("<" if less else ">", x, y)
         else:
@@ -127,6 +146,22 @@ def _rsqrt(b, t, args):
     """1 / sqrt(x), two correctly rounded steps (docs/isa.md), not PTX's approximate rsqrt."""
     x = args[0]
     return b.fdiv(_c(x, 1.0), typed_intrinsic(b, "sqrt", x.type, [x]))
+
+
+def _libdevice(name: str) -> Emit:
+    return lambda b, t, args: libdevice_call(b, name, list(args), t)
+
+
+def _sigmoid(b, t, args):
+    """docs/isa.md's formula in type t (f16 in f32, rounded once): exp of a non-positive
+    argument only, so it never overflows."""
+    if t is DType.F16:
+        return b.fptrunc(_sigmoid(b, DType.F32, [b.fpext(args[0], FLOAT)]), HALF)
+    x = args[0]
+    one = _c(x, 1.0)
+    e = libdevice_call(b, "EXP", [b.fneg(typed_intrinsic(b, "fabs", x.type, [x]))], t)
+    nonneg = b.fcmp_ordered(">=", x, _c(x, 0.0))
+    return b.select(nonneg, b.fdiv(one, b.fadd(one, e)), b.fdiv(e, b.fadd(one, e)))
 
 
 # ------------------------------------------------------------------------- Atlas
@@ -194,7 +229,7 @@ def _bound_map(b, t, args):
 
 
 # ------------------------------------------------------------------ value tests
-_INFINITY_BITS = {DType.F32: 0x7F800000, DType.F64: 0x7FF0000000000000}
+_INFINITY_BITS = {DType.F16: 0x7C00, DType.F32: 0x7F800000, DType.F64: 0x7FF0000000000000}
 
 
 def _class_test(infinite: bool) -> Emit:
@@ -224,6 +259,7 @@ def compare(b: ir.IRBuilder, mod: str, t: DType, x: ir.Value, y: ir.Value) -> ir
 
 
 VALUE_OPS: dict[str, Emit] = {
+    **{op: _libdevice(op) for op in LIBDEVICE}, "SIGMOID": _sigmoid,
     "MOV": lambda b, t, args: args[0], "MOV_IMM": lambda b, t, args: args[0],
     "ADD": _arith("add", "fadd"), "SUB": _arith("sub", "fsub"), "MUL": _arith("mul", "fmul"),
     "DIV": _div, "REM": _rem, "MIN": _minmax(True), "MAX": _minmax(False),

@@ -4,8 +4,10 @@ Registers hold `bool` as `i1`, memory as one byte (numpy's layout). Global buffe
 `ptr addrspace(1)`, shared arrays `addrspace(3)` globals; registers are allocas (address
 space 0, the local space), which SROA/mem2reg turn into PTX virtual registers.
 
-The CVT rules are docs/isa.md's and the same as cpu_llvm's (codegen_types.convert there;
-this is that function less f16, which this backend does not declare).
+The CVT rules are docs/isa.md's and the same as cpu_llvm's (codegen_types.convert there).
+f16 is LLVM's `half`: PTX converts between f16 and every other number type in one
+`cvt` with one rounding (`cvt.rn.f16.f64`, `cvt.rn.f16.s64`, ...), so unlike cpu_llvm
+no conversion needs a software path.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from hologram.backend import DType, convert_value
 from .targets import DTYPES
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
-FLOAT, DOUBLE = ir.FloatType(), ir.DoubleType()
+HALF, FLOAT, DOUBLE = ir.HalfType(), ir.FloatType(), ir.DoubleType()
 GLOBAL = 1  # NVPTX address spaces
 SHARED = 3
 GLOBAL_PTR = ir.PointerType(addrspace=GLOBAL)
@@ -27,6 +29,8 @@ def reg_type(t: DType) -> ir.Type:
     """The LLVM type of a register of dtype `t`."""
     if t is DType.BOOL:
         return I1
+    if t is DType.F16:
+        return HALF
     if t is DType.F32:
         return FLOAT
     if t is DType.F64:
@@ -66,8 +70,12 @@ def intrinsic(b: ir.IRBuilder, name: str, ret: ir.Type, args: list[ir.Value]) ->
 
 def typed_intrinsic(b: ir.IRBuilder, base: str, t: ir.Type, args: list[ir.Value]) -> ir.Value:
     """`llvm.<base>.<suffix of t>` returning `t`."""
-    suffix = {FLOAT: "f32", DOUBLE: "f64"}.get(t) or f"i{t.width}"
-    return intrinsic(b, f"llvm.{base}.{suffix}", t, args)
+    return intrinsic(b, f"llvm.{base}.{type_suffix(t)}", t, args)
+
+
+def type_suffix(t: ir.Type) -> str:
+    """The overload suffix LLVM's intrinsics name `t` by (`f32`, `i64`)."""
+    return {HALF: "f16", FLOAT: "f32", DOUBLE: "f64"}.get(t) or f"i{t.width}"
 
 
 def convert(b: ir.IRBuilder, x: ir.Value, src: DType, dst: DType) -> ir.Value:
@@ -93,7 +101,7 @@ def convert(b: ir.IRBuilder, x: ir.Value, src: DType, dst: DType) -> ir.Value:
         return b.sitofp(x, to) if src.is_signed else b.uitofp(x, to)
     if dst.is_int:
         name = "fptosi.sat" if dst.is_signed else "fptoui.sat"
-        return intrinsic(b, f"llvm.{name}.i{dst.bits}.{'f32' if x.type == FLOAT else 'f64'}", to, [x])
+        return intrinsic(b, f"llvm.{name}.i{dst.bits}.{type_suffix(x.type)}", to, [x])
     return b.fpext(x, to) if dst.bits > src.bits else b.fptrunc(x, to)
 
 

@@ -179,8 +179,10 @@ def upload(exe: Any, bound: Any, stream: Any, driver: Any) -> OnDevice:
     """The grids checked, then one allocation: the params copied in, the temporaries and
     the error word zeroed, the parameters packed (once, for every stage kernel)."""
     program = exe.program
-    grids = tuple(grid(stage.name, domain_extents(stage, bound.symbols), kernel.block)
-                  for stage, kernel in zip(program.stages, exe.kernels))
+    grids = tuple((1, 1, 1) if kernel.init else
+                  grid(program.stages[kernel.stage_index].name,
+                       domain_extents(program.stages[kernel.stage_index], bound.symbols), kernel.block)
+                  for kernel in exe.kernels)
     arrays = bound.arrays
     offsets, err_at = layout([a.nbytes for a in arrays])
     base = int(call(driver.cuMemAlloc, err_at + ERROR_WORDS * 8))
@@ -202,7 +204,8 @@ def upload(exe: Any, bound: Any, stream: Any, driver: Any) -> OnDevice:
 
 
 def launch_stages(exe: Any, loaded: Loaded, on: OnDevice, stream: Any, driver: Any) -> None:
-    """Each stage's kernel, in order, on `stream` (a stage of an empty domain is skipped)."""
+    """Each kernel, in order, on `stream`: a stage's `.init` kernel as one thread before
+    the stage's own (a stage of an empty domain is skipped, its inits are not)."""
     for function, kernel, blocks in zip(loaded.functions, exe.kernels, on.grids):
         if 0 in blocks:
             continue

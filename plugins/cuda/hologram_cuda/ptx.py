@@ -5,6 +5,13 @@ has such a GPU can JIT the PTX (a PTX version newer than the driver knows is ref
 load): 7.8 for sm_80 (CUDA 11.8) and 8.0 for sm_90 (CUDA 12.0), as Triton and tinygrad
 pin theirs. LLVM would otherwise emit the newest version it knows.
 
+A module that calls libdevice (codegen_math.py: the transcendentals) gets it linked in
+before the optimizer runs, with every libdevice function made internal, so O3 inlines
+the few it calls and deletes the rest; LLVM's NVPTX pipeline resolves libdevice's
+`__nvvm_reflect("__CUDA_FTZ")` to 0 (subnormals kept, as the ISA wants). libdevice comes
+from the `nvidia-nvvm` wheel (a dependency), found through `cuda.pathfinder`, which also
+looks under CUDA_HOME/CUDA_PATH.
+
 llvmlite >= 0.45 initializes LLVM itself (`llvm.initialize()` now raises); the NVPTX
 target and its asm printer are registered here, once. llvmlite serializes its calls
 into LLVM with one process-wide lock, so one lock here costs nothing more.
@@ -18,6 +25,9 @@ import threading
 import llvmlite
 import llvmlite.binding as llvm
 
+from hologram.errors import PluginError
+
+from .codegen_math import PREFIX as LIBDEVICE_PREFIX
 from .targets import PTX_VERSIONS, check_target
 
 TRIPLE = "nvptx64-nvidia-cuda"
@@ -26,10 +36,58 @@ OPT_LEVEL = 3
 _LOCK = threading.Lock()
 
 
+LIBDEVICE_HINT = "pip install nvidia-nvvm (or set CUDA_HOME to a CUDA toolkit)"
+
+
 def toolchain() -> str:
     """What makes the PTX: part of every cache key of what this backend builds."""
     major, minor, patch = llvm.llvm_version_info
-    return f"llvmlite {llvmlite.__version__}; LLVM {major}.{minor}.{patch}; {TRIPLE}"
+    return f"llvmlite {llvmlite.__version__}; LLVM {major}.{minor}.{patch}; {TRIPLE}; {_libdevice_version()}"
+
+
+def libdevice_path() -> str:
+    """Where libdevice.10.bc is; a PluginError naming what to install when it is nowhere."""
+    from cuda.pathfinder import BitcodeLibNotFoundError, locate_bitcode_lib
+
+    try:
+        return locate_bitcode_lib("device").abs_path
+    except BitcodeLibNotFoundError as e:
+        raise PluginError(f"cuda: the transcendentals need libdevice, which was not found ({e})",
+                          hint=LIBDEVICE_HINT) from None
+
+
+@functools.cache
+def _libdevice_version() -> str:
+    """The libdevice that would be linked, by its wheel's version or its path."""
+    try:
+        from importlib.metadata import version
+
+        return f"libdevice from nvidia-nvvm {version('nvidia-nvvm')}"
+    except Exception:  # no wheel: a toolkit's libdevice, if any
+        try:
+            return f"libdevice at {libdevice_path()}"
+        except PluginError:
+            return "no libdevice"
+
+
+@functools.cache
+def _libdevice() -> llvm.ModuleRef:
+    """libdevice parsed once (callers hold `_LOCK`); each link takes a clone, since
+    linking consumes the module linked in."""
+    with open(libdevice_path(), "rb") as f:
+        return llvm.parse_bitcode(f.read())
+
+
+def _link_libdevice(module: llvm.ModuleRef) -> None:
+    """libdevice linked into `module` when it calls a libdevice function, everything it
+    brings made internal (kept only where called)."""
+    if not any(f.is_declaration and f.name.startswith(LIBDEVICE_PREFIX) for f in module.functions):
+        return
+    own = {g.name for g in (*module.functions, *module.global_variables) if not g.is_declaration}
+    module.link_in(_libdevice().clone())
+    for g in (*module.functions, *module.global_variables):
+        if not g.is_declaration and g.name not in own:
+            g.linkage = "internal"
 
 
 @functools.cache
@@ -59,6 +117,7 @@ def _optimize(module_ir: str, target: str) -> llvm.ModuleRef:
     tm = _target_machine(target)
     module = llvm.parse_assembly(module_ir)
     module.verify()
+    _link_libdevice(module)
     module.triple = TRIPLE
     module.data_layout = str(tm.target_data)
     pto = llvm.create_pipeline_tuning_options(speed_level=OPT_LEVEL)

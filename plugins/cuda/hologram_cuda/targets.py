@@ -8,10 +8,9 @@ from __future__ import annotations
 from hologram.backend import DType
 from hologram.errors import ArgumentError
 
-# Registers and memory of every dtype but f16 (which needs cpu_llvm's widen-and-round-back
-# emitters; not yet). Integer emission is width-generic: signedness picks the comparison,
-# division, shift and extension.
-DTYPES = tuple(t for t in DType if t is not DType.F16)
+# Registers and memory of every dtype (f16 is PTX's own `.f16`). Integer emission is
+# width-generic: signedness picks the comparison, division, shift and extension.
+DTYPES = tuple(DType)
 
 # target -> the PTX ISA version it is emitted at (LLVM's feature name); docs/gpu.md,
 # "Toolchain and the PTX version policy"
