@@ -10,6 +10,7 @@ import pytest
 
 import hologram
 from hologram_cuda import CudaBackend, codegen
+from hologram_cuda.abi import KernelEntry
 from hologram_cuda.assemble import have_nvjitlink, nvjitlink_version
 from hologram_cuda.cache import DiskCache, Entry, cache_key, decode_entry, encode_entry
 
@@ -34,8 +35,7 @@ def test_a_fresh_backend_prepares_from_the_disk_cache_without_compiling(tmp_path
     _no_codegen(monkeypatch)
     again = CudaBackend(cache_dir=tmp_path).prepare(program)
     assert again.ptx == built.ptx and again.cubins == built.cubins
-    assert [(k.name, k.stage_index, tuple(k.block)) for k in again.kernels] == \
-        [(k.name, k.stage_index, tuple(k.block)) for k in built.kernels]
+    assert again.kernels == built.kernels
     assert again.arguments == built.arguments
     if have_nvjitlink():
         assert set(again.cubins) == {"sm_80", "sm_90"}
@@ -70,7 +70,7 @@ def test_keys_differ_by_program_target_and_toolchain():
 
 
 def test_entries_round_trip_and_damage_is_a_miss(tmp_path):
-    entry = Entry(".version 7.8\n", b"\x7fELF...", (("hg_k_0_s", 0, (256, 1, 1)),))
+    entry = Entry(".version 7.8\n", b"\x7fELF...", (KernelEntry("hg_k_0_s", 0, (256, 1, 1)),))
     data = encode_entry("k", entry)
     assert decode_entry("k", data) == entry
     assert decode_entry("other", data) is None
@@ -103,5 +103,5 @@ def test_a_fifo_in_the_cache_is_a_miss_not_a_hang(tmp_path):
     cache = DiskCache(tmp_path)
     os.mkfifo(cache.path("k"))
     assert cache.load("k") is None
-    entry = Entry("ptx", b"", (("k", 0, (1, 1, 1)),))
+    entry = Entry("ptx", b"", (KernelEntry("k", 0, (1, 1, 1), init=True),))
     assert cache.store("k", entry) and cache.load("k") == entry
