@@ -11,7 +11,7 @@ order) and, per stage, the global buffers it binds and its shader's length in by
 
 Shaders are a function of the program and the code generator only (never of the
 adapter), so the same program gives the same bytes on any machine. They are checked in
-two steps: `form_problem` holds the text to the program and the layout (every stage
+two steps: `shipped_shaders` holds the text to the program and the layout (every stage
 there, its bindings exactly 0..k+1, one `main` entry point), with no device; naga
 (through wgpu's `create_shader_module`, with the compute pipeline the driver compiles)
 validates them wherever an adapter exists: at build time, in `hologram bundle verify`
@@ -35,7 +35,7 @@ from . import device as gpu_device
 from .wgsl import ShaderSet, StageShader, generate, layout
 from .wgsl_exprs import ATLAS_BINDING
 
-__all__ = ["TARGET", "toolchain", "compile_native", "check_native", "load_shipped", "form_problem"]
+__all__ = ["TARGET", "toolchain", "compile_native", "check_native", "load_shipped", "shipped_shaders"]
 
 TARGET = "wgsl"
 TRIPLE = "wgsl"  # what the manifest's `triple` says: WebGPU's shading language, for any adapter
@@ -65,7 +65,7 @@ def compile_native(program: Program) -> dict[str, Any]:
                        "scalars": list(shaders.scalar_names),
                        "stages": [{"buffers": list(s.buffers), "bytes": len(s.code.encode())} for s in shaders.stages]},
               "object": b"".join(s.code.encode() for s in shaders.stages)}
-    problem = form_problem(program, native) or _naga_problem(shaders)
+    problem = check_native(program, native)
     if problem is not None:
         raise CompileError(f"wgpu: the WGSL generated for program '{program.name}' is not valid (a code generator "
                            f"bug): {problem}")
@@ -82,17 +82,9 @@ def check_native(program: Program, native: Mapping[str, Any]) -> str | None:
     return _naga_problem(shaders)
 
 
-def form_problem(program: Program, native: Mapping[str, Any]) -> str | None:
-    try:
-        shipped_shaders(program, native)
-    except ValueError as e:
-        return str(e)
-    return None
-
-
 def load_shipped(program: Program, natives: Sequence[Mapping[str, Any]]) -> tuple[ShaderSet, tuple] | None:
     """(shaders, pipelines) of the first shipped `wgsl` code of this code generator that
-    passes `form_problem` and naga, made into pipelines on this device, with no code
+    passes `shipped_shaders` and naga, made into pipelines on this device, with no code
     generation; None when none does. Code refused is named in a HologramWarning, and the
     program is then generated here (docs/bundles.md, "Native code")."""
     mine = [n for n in natives if n.get("target") == TARGET and n.get("toolchain") == toolchain()]
