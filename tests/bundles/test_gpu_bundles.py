@@ -60,7 +60,7 @@ def _wgpu_here() -> None:
 
 
 # ------------------------------------------------------------------------- building
-def test_gpu_targets_build_deterministically_without_a_gpu(gpu_bundle, sources, tmp_path):
+def test_gpu_targets_build_deterministically_without_a_gpu(gpu_bundle, sources, tmp_path, run_cli):
     bundle = open_bundle(gpu_bundle)
     listed = {(n.backend, n.target): n.kernels for n in bundle.manifest.native}
     assert listed == {("cuda", "sm_80"): ("layernorm", "vadd"), ("cuda", "sm_90"): ("layernorm", "vadd"),
@@ -74,6 +74,13 @@ def test_gpu_targets_build_deterministically_without_a_gpu(gpu_bundle, sources, 
     again = build([sources], "gpu", "1.0.0", cache_dir=tmp_path / "cache", jobs=2, native=GPU).data
     cached = build([sources], "gpu", "1.0.0", cache_dir=tmp_path / "cache", jobs=1, native=GPU).data
     assert again == cached == gpu_bundle.read_bytes()
+    # and from the command line, the targets spelled with and without their backend
+    out = tmp_path / "cli.hgb"
+    code, _, err = run_cli("bundle", "build", str(sources), "--name", "gpu", "--version", "1.0.0", "--jobs", "1",
+                           "--no-cache", "--native", "wgpu:wgsl,sm_80,cuda:sm_90", "-o", str(out))
+    assert code == 0 and out.read_bytes() == gpu_bundle.read_bytes(), err
+    code, stdout, err = run_cli("bundle", "verify", str(out))
+    assert code == 0 and "4 kernels verified, 6 native objects well formed" in stdout, err
 
 
 def test_native_targets_are_named_with_or_without_their_backend():
