@@ -264,3 +264,25 @@ def test_a_target_listed_for_another_backend_is_refused(gpu_bundle, tmp_path, ru
     code = bundle.native_code(next(n for n in bundle.manifest.native if n.target == "wgsl"), "vadd")
     assert "not a CUDA target" in backends()["cuda"].check_native(lib.vadd.program, code)
     assert re.search("not WGSL", backends()["wgpu"].check_native(lib.vadd.program, {**code, "target": "sm_80"}))
+
+
+def test_shaders_of_another_code_generator_are_not_used(gpu_bundle, tmp_path, monkeypatch):
+    """Shipped WGSL is used only by the generator that wrote it (its bindings and launch-info
+    layout are that generator's): another's is skipped, silently, and the program generated."""
+    _wgpu_here()
+    import hologram_wgpu.backend as wgpu_backend
+
+    members = archive.read(gpu_bundle.read_bytes())
+    toolchain = wgpu_native.toolchain().encode()
+    members[MANIFEST] = members[MANIFEST].replace(toolchain, b"wgsl-codegen 0000000000000000")
+    other = tmp_path / "other.hgb"
+    other.write_bytes(archive.write(members))
+    generated = []
+    real = wgpu_backend.generate
+    monkeypatch.setattr(wgpu_backend, "generate", lambda program: generated.append(program.name) or real(program))
+    backends()["wgpu"].clear_cache()
+    x = np.arange(20, dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", HologramWarning)
+        assert np.array_equal(hologram.load_bundle(other, trust_native=True).vadd.on("wgpu")(x, x), x + x)
+    assert generated == ["vadd"]
