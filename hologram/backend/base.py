@@ -159,8 +159,10 @@ class Backend(abc.ABC):
 
     # ------------------------------------------------- native code shipped in bundles
     def native_targets(self) -> tuple[str, ...]:
-        """The CPUs (or devices) `compile_native` builds object code for on this machine;
-        none by default: the backend ships no code in bundles (docs/bundles.md)."""
+        """The CPUs (or devices) `compile_native` builds object code for on this machine,
+        whether or not the backend can run here (a GPU backend builds for a device the
+        machine lacks); none by default: the backend ships no code in bundles
+        (docs/bundles.md, "Native code")."""
         return ()
 
     def runs_native(self, target: str) -> bool:
@@ -176,7 +178,8 @@ class Backend(abc.ABC):
     def compile_native(self, program: Program, target: str) -> dict[str, Any]:
         """Object code of the verified `program` for `target` (one of `native_targets`),
         with what loading it needs: {target, triple, cpu, features, toolchain, meta,
-        object}."""
+        object}; UnsupportedProgram when the backend does not run `program` (the bundle
+        then ships no code of this backend for it)."""
         raise PluginError(f"backend {self.name!r} builds no native code (it has no native targets)")
 
     def check_native(self, program: Program, native: Mapping[str, Any]) -> str | None:

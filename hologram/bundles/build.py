@@ -34,7 +34,7 @@ from hologram.bundles.manifest import (
 from hologram.compile_api.compile import MAX_DOCUMENT_BYTES, translate
 from hologram.compiler.driver import Compiled, compile_kdef
 from hologram.core.distribution import hologram_version
-from hologram.core.errors import BundleError, HologramError
+from hologram.core.errors import BundleError, HologramError, UnsupportedProgram
 from hologram.core.files import cache_root, read_regular_file, read_text_file
 from hologram.dsl.document import DSL_VERSION, KernelDef
 from hologram.ir_codec import encode as encode_ir
@@ -43,7 +43,7 @@ from hologram.isa.encoding import SUPPORTED_ISA_VERSIONS, encode
 from hologram.isa.program import ISA_VERSION
 from hologram.passes.manager import Pipeline
 from hologram.passes.stats import instruction_count, measure
-from hologram.registry.lookups import get_backend, list_backends, translator_for_path, translators
+from hologram.registry.lookups import backends, translator_for_path, translators
 from hologram.registry.pipelines import resolve
 from hologram.registry.plugins import registry
 
@@ -96,9 +96,11 @@ def build(sources: Sequence[str | os.PathLike], name: str, version: str, output:
     `$HOLOGRAM_CACHE_DIR/build`, else the user cache dir; False: none). `built_by` is the
     hologram version the manifest records (default: the installed one; a wheel build
     names its own). `native`: object code to ship, from every installed backend that
-    builds it (`compile_native`), for "auto" (the CPU levels of this architecture:
-    x86-64-v2, -v3, -v4), "none", or the targets named (a list, or comma-separated; `host`
-    is this machine, which makes the bundle depend on it)."""
+    builds it (`compile_native`), for "auto" (every target of every installed backend
+    but `host`: this architecture's CPU levels x86-64-v2, -v3, -v4; `wgsl`; `cuda:sm_80`,
+    `cuda:sm_90`), "none", or the targets named (a list, or comma-separated, each
+    `TARGET` or `BACKEND:TARGET`; `host` is this machine, which makes the bundle depend
+    on it). docs/bundles.md, "Native code"."""
     start = time.perf_counter()
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise BundleError(f"jobs={jobs!r}: expected a number of worker processes >= 1")
@@ -228,42 +230,52 @@ def compile_source(member: str, path: str, text: str, opt: str | None, passes: S
 
 # ----------------------------------------------------------------------- native code
 def native_plan(native: str | Sequence[str]) -> NativePlan:
-    """Which backends build object code for which targets: every backend offering
-    `compile_native` that is available here, for the targets asked that it knows."""
+    """Which backends build object code for which targets: every installed backend
+    offering `compile_native`, whether or not it can run here (a GPU backend builds code
+    for a device this machine lacks), for "auto" (every target each offers but `host`),
+    "none", or the targets named: `TARGET` (every backend offering it) or
+    `BACKEND:TARGET` (that one's: `cuda:sm_80`)."""
     if isinstance(native, str):
         asked = [t.strip() for t in native.split(",") if t.strip()]
     else:
         asked = [str(t).strip() for t in native]
     if asked in (["none"], []):
         return ()
-    plan = []
-    for b in (get_backend(name) for name in sorted(list_backends())):
-        known = tuple(b.native_targets())
-        if not known:
-            continue
-        if asked == ["auto"]:
-            targets = tuple(t for t in known if t != "host")
-        else:
-            unknown = [t for t in asked if t not in known]
-            if unknown:
-                raise BundleError(f"backend {b.name!r} cannot build native code for {', '.join(unknown)} here",
-                                  hint=f"its targets here: {', '.join(known) or 'none'}; or --native none")
-            targets = tuple(asked)
-        if targets:
-            plan.append((b.name, str(b.native_toolchain()), targets))
-    if not plan and asked != ["auto"]:
-        raise BundleError(f"no installed backend builds native code for {', '.join(asked)}",
-                          hint="install hologram-backend-cpu-llvm, or --native none")
-    return tuple(plan)
+    installed = backends()
+    offered = {name: tuple(installed[name].native_targets()) for name in sorted(installed)}
+    offered = {name: known for name, known in offered.items() if known}
+    if asked == ["auto"]:
+        chosen = {name: tuple(t for t in known if t != "host") for name, known in offered.items()}
+    else:
+        chosen = {}
+        for spelled in asked:
+            backend, _, target = spelled.rpartition(":")
+            owners = [n for n, known in offered.items() if target in known and backend in ("", n)]
+            if not owners:
+                spellings = [f"{n}:{t}" for n, known in offered.items() for t in known]
+                raise BundleError(f"the installed backends cannot build native code for {spelled} here",
+                                  hint=f"targets here: {', '.join(spellings) or 'none'} (a backend's prefix is "
+                                       f"optional); or --native none")
+            for n in owners:
+                chosen[n] = chosen.get(n, ()) + ((target,) if target not in chosen.get(n, ()) else ())
+    return tuple((name, str(installed[name].native_toolchain()), targets)
+                 for name, targets in sorted(chosen.items()) if targets)
 
 
 def _native_code(c: Compiled, plan: NativePlan) -> tuple[NativeCode, ...]:
-    """The kernel's object code for every (backend, target) of `plan`."""
+    """The kernel's object code for every (backend, target) of `plan`; none for a backend
+    that does not run the kernel (`compile_native` raised UnsupportedProgram: a GPU
+    backend's declaration leaves out what it has no code for), which lists the target
+    without it, so loading it there prepares the program as any other."""
     natives = []
+    installed = backends()
     for backend_name, _, targets in plan:
-        backend = get_backend(backend_name)
+        backend = installed[backend_name]
         for t in targets:
-            code = backend.compile_native(c.program, t)
+            try:
+                code = backend.compile_native(c.program, t)
+            except UnsupportedProgram:
+                break  # the same refusal for every target of this backend
             natives.append(NativeCode(backend_name, t, str(code["triple"]), str(code["cpu"]),
                                       tuple(sorted(code["features"])), str(code["toolchain"]),
                                       json.loads(json.dumps(code["meta"])), bytes(code["object"])))

@@ -43,8 +43,9 @@ def add_bundle(sub: Any) -> None:
     b.add_argument("--jobs", type=int, metavar="N", help="worker processes (default: the CPU count)")
     b.add_argument("--no-cache", action="store_true", help="compile every document, ignoring the build cache")
     b.add_argument("--native", default="auto", metavar="auto|none|T1,T2",
-                   help="object code to ship, from backends that build it: auto (this architecture's CPU levels, "
-                   "e.g. x86-64-v2,x86-64-v3,x86-64-v4), none, or targets by name (host: this machine)")
+                   help="object code to ship, from installed backends that build it: auto (every target but host: "
+                   "this architecture's CPU levels, e.g. x86-64-v2,x86-64-v3,x86-64-v4; wgsl; cuda:sm_80,cuda:sm_90), "
+                   "none, or targets by name, each TARGET or BACKEND:TARGET (host: this machine)")
     add_opt(b)
     _add_json(b, "the bundle written and each kernel's row")
     b.set_defaults(func=cmd_build)

@@ -32,3 +32,21 @@ class KernelEntry:
     stage_index: int
     block: tuple[int, int, int]
     init: bool = False
+
+
+def kernel_shapes(program) -> tuple[tuple[int, tuple[int, int, int], bool], ...]:
+    """(stage index, block, init) of each kernel of `program`'s module, in launch order:
+    per stage, a one-thread kernel of its `.init` stores when it has any, then the
+    stage's own. What the code generator emits and what shipped or cached code must list."""
+    shapes = []
+    for index, stage in enumerate(program.stages):
+        if stage.inits:
+            shapes.append((index, (1, 1, 1), True))
+        shapes.append((index, tuple(stage.block) + (1,) * (3 - len(stage.block)), False))
+    return tuple(shapes)
+
+
+def lists_kernels_of(program, kernels) -> bool:
+    """Whether `kernels` (KernelEntry) have `program`'s kernel shapes, with distinct names."""
+    return (tuple((k.stage_index, tuple(k.block), k.init) for k in kernels) == kernel_shapes(program)
+            and len({k.name for k in kernels}) == len(kernels))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import attrs
 import numpy as np
@@ -15,7 +15,8 @@ from hologram.backend import (OPCODES, Backend, Capabilities, DType, LaunchBindi
                               trace, verify)
 from hologram.errors import ArgumentError, CompileError, HologramError, PluginError, UnsupportedProgram
 
-from .abi import KernelEntry
+from . import native
+from .abi import KernelEntry, lists_kernels_of
 from .arguments import ArgumentLayout
 from .targets import DTYPES, TARGETS, check_target
 
@@ -179,8 +180,7 @@ class CudaBackend(Backend):
             self._check(program)
             kernels = entries[self.targets[0]].kernels
             cubins = {t: e.cubin for t, e in entries.items() if e.cubin}
-            stages = [k.stage_index for k in kernels if not k.init]
-            if len({e.kernels for e in entries.values()}) == 1 and stages == list(range(len(program.stages))) \
+            if len({e.kernels for e in entries.values()}) == 1 and lists_kernels_of(program, kernels) \
                     and len(cubins) in (0, len(entries)):
                 return Executable(program, key, LaunchBinding.of(program), ArgumentLayout.of(program), kernels,
                                   {t: e.ptx for t, e in entries.items()}, cubins)
@@ -203,6 +203,38 @@ class CudaBackend(Backend):
         cubins = {t: assemble(text, t, program.name) for t, text in ptx.items()} if have_nvjitlink() else {}
         return Executable(program, key, LaunchBinding.of(program), ArgumentLayout.of(program), module.kernels, ptx,
                           cubins)
+
+    # ------------------------------------- PTX and cubins shipped in bundles (native.py)
+    def native_targets(self) -> tuple[str, ...]:
+        """`sm_80` and `sm_90` when nvJitLink is installed (no GPU needed), else none."""
+        return native.targets()
+
+    def runs_native(self, target: str) -> bool:
+        return self.available() and target in native.targets()
+
+    def native_toolchain(self) -> str:
+        return native.toolchain()
+
+    def compile_native(self, program: Program, target: str) -> dict[str, Any]:
+        return native.compile_native(program, self._module(program), target)
+
+    def check_native(self, program: Program, code: Mapping[str, Any]) -> str | None:
+        return native.check_native(program, code)
+
+    def prepare_native(self, program: Program, natives: Sequence[Mapping[str, Any]]) -> Executable | None:
+        """`program` from the code a trusted bundle shipped, for this device (the cubin of
+        its architecture, else PTX for the driver to JIT: `native.choose`); None without a
+        device, or when nothing fits it. The hand-off to the launch path: the Executable
+        holds the shipped PTX, and the cubin only when the device runs it, so the launch
+        loads `cubins[target]` when present, else JITs `ptx[target]` (docs/gpu.md, "Bundles")."""
+        if not self.available():
+            return None
+        picked = native.shipped_for_device(program, natives)
+        if picked is None:
+            return None
+        code, kind = picked
+        return Executable(program, program_hash(program), LaunchBinding.of(program), ArgumentLayout.of(program),
+                          code.kernels, {code.target: code.ptx}, {code.target: code.cubin} if kind == "cubin" else {})
 
     # ------------------------------------------------------------------- launch
     def launch(self, executable: Executable | Program, buffers: Mapping[str, np.ndarray],

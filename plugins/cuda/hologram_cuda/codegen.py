@@ -51,7 +51,7 @@ from llvmlite import ir
 from hologram.backend import AXES, OPCODES, Affine, DType, Imm, Instr, Label, Program, Reg, Special, Sym
 from hologram.errors import HologramError, VerifyError
 
-from .abi import ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_RECURSION, ERROR_WORDS, KernelEntry  # noqa: F401
+from .abi import ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_RECURSION, ERROR_WORDS, KernelEntry, kernel_shapes  # noqa: F401
 from .codegen_memory import REDUCE_COMBINE, LaneState
 from .codegen_ops import VALUE_OPS, compare
 from .codegen_types import (GLOBAL_PTR, I1, I32, I64, SHARED, const, convert, element, from_mem, i64, int_value,
@@ -83,13 +83,10 @@ def compile_program(program: Program) -> KernelModule:
         module = ir.Module(name=_ident(program.name))
         module.triple = "nvptx64-nvidia-cuda"
         entries = []
-        for index, stage in enumerate(program.stages):
-            symbol = kernel_symbol(program, index)
-            if stage.inits:
-                KernelEmitter(program, index, module, f"{symbol}_init", inits=True).emit()
-                entries.append(KernelEntry(f"{symbol}_init", index, (1, 1, 1), init=True))
-            KernelEmitter(program, index, module, symbol).emit()
-            entries.append(KernelEntry(symbol, index, tuple(stage.block) + (1,) * (3 - len(stage.block))))
+        for index, block, init in kernel_shapes(program):
+            symbol = kernel_symbol(program, index) + ("_init" if init else "")
+            KernelEmitter(program, index, module, symbol, inits=init).emit()
+            entries.append(KernelEntry(symbol, index, block, init=init))
         return KernelModule(str(module), tuple(entries))
     except HologramError:
         raise

@@ -5,7 +5,7 @@ without a GPU). docs/gpu.md, "wgpu"."""
 from __future__ import annotations
 
 import types
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import attrs
 import numpy as np
@@ -15,7 +15,7 @@ from hologram.backend import (DType, LaunchBinding, LRUCache, Backend, Capabilit
                               written_buffers)
 from hologram.errors import ArgumentError, ExecutionError, UnsupportedProgram, out_of_bounds
 
-from . import device as gpu_device
+from . import device as gpu_device, native
 from .wgsl import (ERR_CLASS, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_DEPTH, ERR_POOL_FREE,
                    ERR_POOL_FULL, ERR_WORDS, MAX_LIVE_ALLOCATIONS, NOTHING_ALLOCATED, ShaderSet, generate)
 from .wgsl_exprs import ATLAS_BINDING
@@ -104,6 +104,39 @@ class WgpuBackend(Backend):
                 raise UnsupportedProgram(f"backend 'wgpu' cannot run program {program.name!r}: {refusal}")
             pipelines = gpu_device.make_pipelines(tuple(s.code for s in shaders.stages))
             prepared = Prepared(program, LaunchBinding.of(program), shaders, pipelines, written_buffers(program))
+        self._cache.put(key, prepared)
+        return prepared
+
+    # ----------------------------------------- shaders shipped in bundles (native.py)
+    def native_targets(self) -> tuple[str, ...]:
+        """`wgsl`, on any machine (writing shaders needs no adapter)."""
+        return (native.TARGET,)
+
+    def runs_native(self, target: str) -> bool:
+        return target == native.TARGET and self.available()
+
+    def native_toolchain(self) -> str:
+        return native.toolchain()
+
+    def compile_native(self, program: Program, target: str) -> dict[str, Any]:
+        if target != native.TARGET:
+            raise ArgumentError(f"wgpu: unknown native target {target!r}; expected {native.TARGET!r}")
+        self.check_covers(program)
+        return native.compile_native(verify(program))
+
+    def check_native(self, program: Program, code: Mapping[str, Any]) -> str | None:
+        return native.check_native(program, code)
+
+    def prepare_native(self, program: Program, natives: Sequence[Mapping[str, Any]]) -> Prepared | None:
+        """`program` from the shaders a trusted bundle shipped (no code generation), or None."""
+        key = program_hash(program)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        shipped = native.load_shipped(program, natives)
+        if shipped is None:
+            return None
+        prepared = Prepared(program, LaunchBinding.of(program), *shipped, written_buffers(program))
         self._cache.put(key, prepared)
         return prepared
 

@@ -33,7 +33,7 @@ from .wgsl_exprs import (ATLAS_BINDING, ATLAS_OPS, NARROW, PACKED, STORAGE_TYPES
                          binary, compare, convert, imm_literal, small, unary, zero)
 from .wgsl_lib import helpers_for
 
-__all__ = ["StageShader", "ShaderSet", "generate", "ERR_OOB_GLOBAL", "ERR_OOB_SHARED", "ERR_CLASS", "ERR_OOB_POOL",
+__all__ = ["StageShader", "ShaderSet", "generate", "layout", "ERR_OOB_GLOBAL", "ERR_OOB_SHARED", "ERR_CLASS", "ERR_OOB_POOL",
            "ERR_POOL_FULL", "ERR_POOL_FREE", "ERR_POOL_DEPTH", "NOTHING_ALLOCATED", "MAX_LIVE_ALLOCATIONS", "ERR_WORDS"]
 
 
@@ -90,11 +90,17 @@ def generate(program: Program) -> ShaderSet:
     """The WGSL of every stage of a verified program the capabilities cover. A register
     or buffer of a type WGSL cannot hold that no declared instruction reads (so the
     capability check passed it) is refused here, the same way every time."""
+    shape = layout(program)
+    shaders = tuple(_StageWriter(program, shape, k, stage).shader() for k, stage in enumerate(program.stages))
+    return attrs.evolve(shape, stages=shaders)
+
+
+def layout(program: Program) -> ShaderSet:
+    """The launch-info layout of `program`'s shaders, without the shaders: a function of
+    its parameters alone (what shipped shaders are held to, native.py)."""
     buffers = tuple(b.name for b in (*program.params, *program.temps) if not isinstance(b, ScalarParam))
     scalars = tuple(s.name for s in program.params if isinstance(s, ScalarParam))
-    layout = ShaderSet(len(program.stages), buffers, tuple(program.symbols), scalars)
-    shaders = tuple(_StageWriter(program, layout, k, stage).shader() for k, stage in enumerate(program.stages))
-    return attrs.evolve(layout, stages=shaders)
+    return ShaderSet(len(program.stages), buffers, tuple(program.symbols), scalars)
 
 
 def _ident(name: str) -> str:
