@@ -128,7 +128,7 @@ def host_array(where: str, value: Any) -> np.ndarray:
         names = ", ".join(str(d) for d in DType)
         raise ArgumentError(f"{where} has dtype {value.dtype}, which hologram has no type for (expected one of "
                             f"{names})") from None
-    return np.ascontiguousarray(value)
+    return value if value.flags.c_contiguous else value.copy(order="C")  # (ascontiguousarray makes a 0-d array 1-d)
 
 
 def foreign_device_array(where: str, array: DeviceArray, runs_on: Any) -> ArgumentError:

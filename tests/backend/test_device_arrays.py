@@ -3,7 +3,7 @@
 backend whose "device memory" is host memory it hides behind its own device arrays and
 whose launches are the interpreter's. It counts every copy between that memory and the
 caller's, so what the call path moves is measured, not assumed. The real thing, a GPU's
-buffers, is plugins/wgpu/tests/test_device_arrays.py."""
+buffers, is plugins/wgpu/tests/test_wgpu_device_arrays.py."""
 
 from __future__ import annotations
 
