@@ -15,13 +15,10 @@ from __future__ import annotations
 
 import abc
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 import numpy as np
-
-if TYPE_CHECKING:
-    from hologram.backend.base import Backend
 
 __all__ = ["DeviceArray"]
 
@@ -34,7 +31,7 @@ class DeviceArray(abc.ABC):
 
     shape: tuple[int, ...] = attrs.field(converter=lambda s: tuple(int(d) for d in s))
     dtype: np.dtype = attrs.field(converter=np.dtype)
-    backend: Backend
+    backend: Any  # the `Backend` that owns it (base.py imports this module, so it is not named here)
 
     @abc.abstractmethod
     def numpy(self) -> np.ndarray:
