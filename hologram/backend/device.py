@@ -68,6 +68,16 @@ class DeviceArray(abc.ABC):
         host = self.numpy()
         return host if dtype is None else host.astype(dtype, copy=False)
 
+    def __copy__(self) -> "DeviceArray":
+        return self.copy()  # as copy.copy of an ndarray is a new array, never a second name for the memory
+
+    def __deepcopy__(self, memo: dict) -> "DeviceArray":
+        return self.copy()
+
+    def __reduce__(self) -> Any:
+        raise TypeError(f"{self!r} does not pickle: its contents are in the backend's memory, which another "
+                        "process cannot reach; pickle d.numpy() and move it back with hologram.to_device")
+
     def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of a 0-d device array")

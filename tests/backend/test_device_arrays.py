@@ -7,6 +7,9 @@ buffers, is plugins/wgpu/tests/test_wgpu_device_arrays.py."""
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import attrs
 import numpy as np
 import pytest
@@ -227,6 +230,11 @@ def test_a_device_array_reads_back_through_numpy_and_says_what_it_is(hostdev):
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         d.shape = (6,)
     assert d != hologram.to_device(x, "hostdev")  # identity: another array of equal contents is another array
+    for twin in (copy.copy(d), copy.deepcopy(d)):  # a new array, as for an ndarray, copied on the device
+        assert twin is not d and twin.memory is not d.memory and np.array_equal(twin.numpy(), x)
+    assert hostdev.device_copies == 2
+    with pytest.raises(TypeError, match="does not pickle: its contents are in the backend's memory"):
+        pickle.dumps(d)
 
 
 def test_a_backend_without_device_arrays_says_so():
