@@ -44,12 +44,13 @@ def _usage() -> Any:
     return wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 
 
-def too_large(name: str, nbytes: int) -> str | None:
-    """Why the device cannot hold an array of `nbytes` as one binding, or None."""
+def too_large(nbytes: int) -> str | None:
+    """Why the device cannot hold an array of `nbytes` as one binding (`1,000 bytes;
+    this wgpu device binds at most ...`), or None."""
     limit = gpu_device.gpu().max_binding_bytes
     if nbytes <= limit:
         return None
-    return f"buffer {name!r} is {nbytes:,} bytes; this wgpu device binds at most {limit:,} bytes per buffer"
+    return f"{nbytes:,} bytes; this wgpu device binds at most {limit:,} bytes per buffer"
 
 
 def upload(array: np.ndarray) -> Any:
@@ -114,7 +115,7 @@ def allocate_device(backend: Any, shape: tuple[int, ...], dtype: DType) -> WgpuA
 
 
 def _check_fits(nbytes: int) -> None:
-    why = too_large("the device array", nbytes)
+    why = too_large(nbytes)
     if why is not None:
-        raise ArgumentError(f"cannot make a device array: {why}",
+        raise ArgumentError(f"cannot make a device array of {why}",
                             hint="keep it on the host, or split it into arrays the device can bind")

@@ -160,9 +160,9 @@ class _Launch:
             if isinstance(array, device_arrays.WgpuArray):
                 out[name] = array.buffer
                 continue
-            too_large = device_arrays.too_large(name, array.nbytes)
+            too_large = device_arrays.too_large(array.nbytes)
             if too_large is not None:
-                raise ExecutionError(too_large)
+                raise ExecutionError(f"buffer {name!r} is {too_large}")
             out[name] = (device_arrays.zeroed_buffer(array.nbytes) if name in temporaries
                          else device_arrays.upload(array))
         return out

@@ -178,7 +178,9 @@ def test_an_array_the_device_cannot_bind_is_refused_before_any_copy(wgpu_backend
     before = _moved(transfers)
     for make in (lambda: hologram.to_device(np.ones(17, np.float32), "wgpu"),
                  lambda: wgpu_backend.allocate_device((17,), DType.F32)):
-        with pytest.raises(ArgumentError, match="cannot make a device array: buffer 'the device array' is 68 bytes; "
-                                                "this wgpu device binds at most 64 bytes per buffer"):
+        with pytest.raises(ArgumentError, match="cannot make a device array of 68 bytes; this wgpu device binds at "
+                                                "most 64 bytes per buffer"):
             make()
     assert _moved(transfers) == before
+    with pytest.raises(ExecutionError, match="buffer 'x' is 68 bytes; this wgpu device binds at most 64 bytes"):
+        hologram.compile(VADD).on("wgpu")(np.ones(17, np.float32), np.ones(17, np.float32))
