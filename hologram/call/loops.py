@@ -22,8 +22,7 @@ from typing import Any, Mapping, Sequence
 import attrs
 import numpy as np
 
-from hologram.backend.device import DeviceArray
-from hologram.call.args import check_array
+from hologram.call.args import check_array, is_device_array
 from hologram.compiler.signature import Param, Signature
 from hologram.core.errors import ArgumentError
 
@@ -57,7 +56,7 @@ class Core:
 def loop_rank(p: Param, value: Any) -> int:
     """How many loop dimensions `value` brings to input `p` (0 when none, or when it is no
     array: the usual checks then judge it)."""
-    if not isinstance(value, (np.ndarray, DeviceArray)):
+    if not isinstance(value, np.ndarray) and not is_device_array(value):
         return 0
     return max(value.ndim - len(p.shape), 0) if p.kind == "array" else value.ndim
 
@@ -106,7 +105,7 @@ def core_views(sig: Signature, call: LoopCall) -> dict[str, Any]:
         if p.kind != "array":
             continue
         v = call.values[p.name]
-        if isinstance(v, (np.ndarray, DeviceArray)):
+        if isinstance(v, np.ndarray) or is_device_array(v):
             out[p.name] = Core(v.shape[v.ndim - len(p.shape):]) if v.ndim >= len(p.shape) else v
         else:
             out[p.name] = v
