@@ -10,6 +10,7 @@ the Atlas ISA, run on pluggable backends.
     with hg.trace.recording("trace.json"):  # spans for Perfetto (or HOLOGRAM_TRACE=trace.json)
         k(x)
     hg.stream(k, x_memmap, out=y_memmap)  # inputs larger than memory, through a fixed pool
+    z = k.on("wgpu")(hg.to_device(x, "wgpu"))  # arrays kept in a GPU's memory between kernels
 
     @hg.kernel                    # a Python function, translated (never run): docs/python-kernels.md
     def scale(x: f32["n"], k: f32) -> f32["n"]:
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
     from hologram.call.kernel import Kernel, Library
     from hologram.registry.lookups import get_backend, list_backends
     from hologram.streaming.stream import stream
+    from hologram.call.device import to_device
+    from hologram.backend.device import DeviceArray
 
 # public name -> the module that defines it (the module itself for `errors`)
 _HOME = {
@@ -48,7 +51,8 @@ _HOME = {
     "Library": "hologram.call.kernel", "get_backend": "hologram.registry.lookups",
     "list_backends": "hologram.registry.lookups", "hookimpl": "hologram.core.hookspecs",
     "errors": "hologram.errors", "kernel": "hologram.compile_api.decorator", "trace": "hologram.core.trace",
-    "stream": "hologram.streaming.stream",
+    "stream": "hologram.streaming.stream", "to_device": "hologram.call.device",
+    "DeviceArray": "hologram.backend.device",
 }
 
 
@@ -80,8 +84,8 @@ def __dir__() -> list[str]:
 
 
 __all__ = ["compile", "compile_file", "compile_all", "compile_file_all", "load_bundle", "get_backend", "list_backends",
-           "clear_cache", "Kernel", "Library", "hookimpl", "errors", "kernel", "trace", "stream",
-           "__version__"]
+           "clear_cache", "Kernel", "Library", "hookimpl", "errors", "kernel", "trace", "stream", "to_device",
+           "DeviceArray", "__version__"]
 
 if os.environ.get("HOLOGRAM_TRACE"):  # trace this whole process (docs/tracing.md)
     from hologram.core.trace import start_from_environment

@@ -18,6 +18,9 @@ What it holds:
   (`OPCODES`, `OpSpec`, and the rest of `hologram.isa.opcodes`), `format_instr` for
   messages, `verify` (a program from anywhere is untrusted) and `program_hash`, the one
   identity of a program (cache by it);
+- device arrays (`DeviceArray`: a backend's arrays kept in its own memory between
+  launches; `host_array` what `Backend.to_device` copies, `foreign_device_array` the
+  refusal of another backend's);
 - the launch-argument binder (`LaunchBinding`: every check a launch must make, with the
   messages every backend gives; `exact_arguments` for a `launcher`), shape and symbol
   evaluation (`Affine`, `domain_extents`, `symbol_value`, `complete_symbols`), the
@@ -43,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from hologram.isa import opcodes
 
 if TYPE_CHECKING:  # the modules the names below come from (the layout test reads these imports)
-    from hologram.backend import base, binding, capabilities
+    from hologram.backend import base, binding, capabilities, device
     from hologram.core import atlas, files, forks, hookspecs, lru, trace, types
     from hologram.isa import asm, encoding, program
     from hologram.passes import work
@@ -56,10 +59,12 @@ API_VERSION = 1
 # own imports (docs/decisions.md, "Start-up").
 _EXPORTS = {
     "hologram.backend.base": "AccessObserver Backend Run",
+    "hologram.backend.device": "DeviceArray",
     "hologram.backend.capabilities": "Capabilities Instruction table_conversions table_instructions",
     "hologram.backend.binding": "SYMBOL_MAX SYMBOL_RANGE Accepts Bound Dim LaunchBinding ScalarSlot Slot compile_dim "
                                 "complete_symbols convert_value describe_bytes domain_extents eval_dim "
-                                "exact_arguments plain_array symbol_value written_buffers zeroed_temporary",
+                                "exact_arguments foreign_device_array host_array plain_array symbol_value "
+                                "written_buffers zeroed_temporary",
     "hologram.core.files": "UnreadableFileError read_regular_file user_cache_root",
     "hologram.core.forks": "renew_in_child",
     "hologram.core.hookspecs": "hookimpl",

@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 import numpy as np
 
 from hologram.backend.capabilities import Capabilities
+from hologram.backend.device import DeviceArray
 from hologram.core.errors import ArgumentError, PluginError, UnsupportedProgram
 from hologram.core.types import DType
 from hologram.isa.program import Program
@@ -62,7 +63,9 @@ class Backend(abc.ABC):
     code), `clear_cache`, shipping native code in bundles (`native_targets`,
     `runs_native`, `native_toolchain`, `compile_native`, `check_native`, `prepare_native`),
     `max_test_elements` (how large a generated test case may be), `observe` (a launch
-    reporting its memory accesses) and `unavailable_reason` (why it cannot run here).
+    reporting its memory accesses), `unavailable_reason` (why it cannot run here) and
+    device arrays (`to_device`, `allocate_device`: arrays kept in the backend's memory
+    between launches).
     """
 
     name: str
@@ -156,6 +159,31 @@ class Backend(abc.ABC):
         """Forget every prepared program held in memory (`hologram.clear_cache()` calls
         this on every loaded backend). A backend that caches what it prepares bounds the
         cache and overrides this, so a user can give the memory back."""
+
+    # ------------------------------------------------------------------ device arrays
+    def to_device(self, array: np.ndarray) -> DeviceArray:
+        """`array` (a C-contiguous ndarray of a hologram dtype: `host_array` makes one)
+        copied into this backend's memory, as one of its `DeviceArray`s. A backend with
+        device arrays overrides this and `allocate_device`, and accepts its own device
+        arrays wherever `launch` takes an array (`LaunchBinding.bind(..., owner=self)`):
+        then a kernel whose inputs are device arrays gets device outputs. The default
+        has none: an ArgumentError saying so."""
+        raise ArgumentError(self._no_device_arrays())
+
+    def allocate_device(self, shape: tuple[int, ...], dtype: DType) -> DeviceArray:
+        """A new zeroed `DeviceArray` of this backend (the outputs of a call whose inputs
+        are on the device). The default has none: an ArgumentError saying so."""
+        raise ArgumentError(self._no_device_arrays())
+
+    @property
+    def has_device_arrays(self) -> bool:
+        """Not to override: whether this backend has device arrays (defines both hooks)."""
+        cls = type(self)
+        return cls.to_device is not Backend.to_device and cls.allocate_device is not Backend.allocate_device
+
+    def _no_device_arrays(self) -> str:
+        return (f"backend {self.name!r} has no device arrays: it runs on numpy arrays in host memory "
+                "(docs/api.md, \"Device arrays\")")
 
     # ------------------------------------------------- native code shipped in bundles
     def native_targets(self) -> tuple[str, ...]:

@@ -29,6 +29,7 @@ from typing import Any, Mapping, Sequence
 import attrs
 import numpy as np
 
+from hologram.backend.device import DeviceArray
 from hologram.core.dims import derive, is_derived
 from hologram.core.errors import ArgumentError, ExecutionError, shorten
 from hologram.core.types import Affine, DType
@@ -36,7 +37,8 @@ from hologram.isa.opcodes import OPCODES
 from hologram.isa.program import AXES, BufferParam, Instr, Program, ScalarParam, Stage
 from hologram.verify.intervals import SYMBOL_MAX
 
-__all__ = ["SYMBOL_MAX", "SYMBOL_RANGE", "symbol_value", "complete_symbols", "plain_array", "zeroed_temporary",
+__all__ = ["SYMBOL_MAX", "SYMBOL_RANGE", "symbol_value", "complete_symbols", "plain_array", "host_array",
+           "foreign_device_array", "zeroed_temporary",
            "convert_value", "written_buffers", "domain_extents", "Dim", "compile_dim", "eval_dim", "Slot",
            "ScalarSlot", "LaunchBinding", "Bound", "Accepts", "exact_arguments"]
 
@@ -103,6 +105,45 @@ def plain_array(where: str, value: np.ndarray) -> np.ndarray:
                             "silently ignored", hint="pass x.filled(value) to choose what the masked elements "
                             "become, or np.ma.getdata(x) to ignore the mask")
     return value.view(np.ndarray)
+
+
+def host_array(where: str, value: Any) -> np.ndarray:
+    """What `Backend.to_device` copies: `value` (an ndarray, or anything `np.asarray`
+    takes) as a C-contiguous ndarray of a hologram dtype; a copy only where it must be
+    made contiguous. A masked array is refused (`plain_array`), as is a dtype hologram has
+    not (complex, strings, objects): an ArgumentError that `where` starts ("to_device(): x")."""
+    if isinstance(value, DeviceArray):
+        raise ArgumentError(f"{where} is already a device array (of backend {value.backend.name!r})",
+                            hint="read it to the host with .numpy() first")
+    if isinstance(value, np.ndarray):
+        value = plain_array(where, value)
+    else:
+        try:
+            value = np.asarray(value)
+        except Exception as exc:
+            raise ArgumentError(f"{where} cannot be converted to an array: {exc}") from None
+    try:
+        DType.from_numpy(value.dtype)
+    except ValueError:
+        names = ", ".join(str(d) for d in DType)
+        raise ArgumentError(f"{where} has dtype {value.dtype}, which hologram has no type for (expected one of "
+                            f"{names})") from None
+    return value if value.flags.c_contiguous else value.copy(order="C")  # (ascontiguousarray makes a 0-d array 1-d)
+
+
+def foreign_device_array(where: str, array: DeviceArray, runs_on: Any) -> ArgumentError:
+    """The error for a device array handed to a backend that does not own it: `runs_on`
+    the backend of the launch (None when its binder was not told: then it has none).
+    `where` starts the message ("k(): argument 'x'")."""
+    owner = array.backend.name
+    if runs_on is None or not runs_on.has_device_arrays:
+        which = "this backend" if runs_on is None else f"backend {runs_on.name!r}"
+        why = f"{which} has no device arrays (it runs on numpy arrays in host memory)"
+    else:
+        why = f"backend {runs_on.name!r} reads only its own"
+    return ArgumentError(f"{where} is a device array of backend {owner!r}, but {why}",
+                         hint=f"read it to the host with .numpy(), or run the kernel on {owner!r} "
+                              f"(kernel.on({owner!r}))")
 
 
 def zeroed_temporary(name: str, dtype: DType | np.dtype, size: int) -> np.ndarray:
@@ -274,12 +315,13 @@ class LaunchBinding:
         return self.buffers[self.nparams:]
 
     def bind(self, buffers: Mapping[str, np.ndarray], scalars: Mapping[str, Any],
-             symbols: Mapping[str, int]) -> Bound:
+             symbols: Mapping[str, int], owner: Any = None) -> Bound:
         """Every check of a launch, in order: symbols, sizes, buffers, scalars; then the
-        temporaries. Nothing is allocated before every argument passed."""
+        temporaries. Nothing is allocated before every argument passed. `owner`: the
+        backend launching, when it has device arrays: its own are accepted as buffers."""
         values = self.symbol_values(symbols)
         sizes = self.sizes(values)
-        arrays = self.arrays(buffers, sizes)
+        arrays = self.arrays(buffers, sizes, owner)
         converted = self.scalar_values(scalars)
         arrays += self.temporaries(sizes)
         return Bound(arrays, sizes, converted, dict(zip(self.program.symbols, values)), values)
@@ -307,15 +349,20 @@ class LaunchBinding:
             sizes.append(math.prod(dims))
         return tuple(sizes)
 
-    def arrays(self, buffers: Mapping[str, np.ndarray], sizes: Sequence[int]) -> list[np.ndarray]:
+    def arrays(self, buffers: Mapping[str, np.ndarray], sizes: Sequence[int],
+               owner: Any = None) -> list[np.ndarray]:
         """The caller's arrays in param order, checked (an ndarray subclass as a plain
-        ndarray over its memory). Written for speed: it runs once per buffer per call."""
+        ndarray over its memory; a device array of `owner`, the launching backend, as it
+        is). Written for speed: it runs once per buffer per call."""
         if len(buffers) != self.nparams:
             self._wrong_names(buffers)
         out = []
         for b, size in zip(self.params, sizes):
             a = buffers.get(b.name)
             if type(a) is not np.ndarray:
+                if isinstance(a, DeviceArray):
+                    out.append(self._device_array(b, a, size, owner))
+                    continue
                 if not isinstance(a, np.ndarray):
                     if b.name not in buffers:
                         self._wrong_names(buffers)
@@ -334,6 +381,18 @@ class LaunchBinding:
                 raise ArgumentError(f"buffer '{b.name}' is written by the program but the array is read-only")
             out.append(a)
         return out
+
+    @staticmethod
+    def _device_array(b: Slot, a: DeviceArray, size: int, owner: Any) -> DeviceArray:
+        """A device array for buffer `b`: `owner`'s own, of the dtype and size (always
+        contiguous and writeable: device arrays have no views)."""
+        if owner is None or a.backend is not owner:
+            raise foreign_device_array(f"buffer '{b.name}'", a, owner)
+        if a.dtype != b.np:
+            raise ArgumentError(f"buffer '{b.name}': expected dtype {b.dtype}, got {a.dtype}")
+        if a.size != size:
+            raise ArgumentError(f"buffer '{b.name}': expected {size} elements, got {a.size} (shape {a.shape})")
+        return a
 
     def _wrong_names(self, buffers: Mapping[str, Any]) -> None:
         expected = {b.name for b in self.params}

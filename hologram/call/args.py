@@ -4,7 +4,8 @@ Pure functions from (signature, Python arguments) to what a backend launch needs
 arrays of the declared dtype, C-contiguous; scalars as numpy scalars of the declared
 dtype; every shape symbol's value. Nothing is converted behind the caller's back: a
 wrong dtype or layout is an `ArgumentError` unless the caller passed `cast=True`, which
-makes one explicit copy.
+makes one explicit copy. A device array (hologram.backend.device) is taken as it is, an
+input or an `out=` array, when the kernel's backend owns it, and never converted.
 
 Shape symbols are solved from the input shapes in declaration order. A dimension is an
 `Affine` (`n`, `n - 2`, `2*n`, `n + m`): a dimension with exactly one symbol not yet
@@ -21,7 +22,9 @@ from typing import Any, Callable, Mapping, Sequence
 import attrs
 import numpy as np
 
-from hologram.backend.binding import SYMBOL_MAX, SYMBOL_RANGE, complete_symbols, describe_bytes, plain_array
+from hologram.backend.binding import (SYMBOL_MAX, SYMBOL_RANGE, complete_symbols, describe_bytes,
+                                      foreign_device_array, plain_array)
+from hologram.backend.device import DeviceArray
 from hologram.call.mapping import may_share
 from hologram.compiler.signature import Param, Signature
 from hologram.core.errors import ArgumentError, EmptyReductionError, did_you_mean, shorten
@@ -65,8 +68,11 @@ def check_array(kernel: str, p: Param, value: Any, cast: bool, loop_rank: int = 
     convert becomes one converted copy (`cast_array`; never a copy otherwise). An ndarray
     subclass is viewed as a plain ndarray, a masked array refused (`plain_array`)."""
     where = f"{kernel}(): argument {p.name!r}"
-    if type(value) is not np.ndarray and isinstance(value, np.ndarray):
-        value = plain_array(where, value)
+    if type(value) is not np.ndarray:
+        if isinstance(value, DeviceArray):
+            return _check_device_array(kernel, where, p, value, loop_rank)
+        if isinstance(value, np.ndarray):
+            value = plain_array(where, value)
     if not isinstance(value, np.ndarray):
         if not cast:
             raise ArgumentError(f"{where} must be a numpy array of {p.type}, got {type(value).__name__}",
@@ -77,10 +83,7 @@ def check_array(kernel: str, p: Param, value: Any, cast: bool, loop_rank: int = 
             raise ArgumentError(f"{where} cannot be converted to an array of {p.type}: {exc}") from None
     if cast:
         _numeric(where, value, p.type)
-    if value.ndim != len(p.shape) + loop_rank:
-        hint = f"to map the kernel over leading dimensions, call {kernel}.map(...)" \
-            if value.ndim > len(p.shape) else None
-        raise ArgumentError(f"{where} must have rank {len(p.shape)} ({p.type}), got shape {value.shape}", hint=hint)
+    _check_rank(kernel, where, p, value, loop_rank)
     want = p.dtype.np
     if cast:
         if value.dtype != want or not value.flags.c_contiguous:
@@ -92,6 +95,50 @@ def check_array(kernel: str, p: Param, value: Any, cast: bool, loop_rank: int = 
         raise ArgumentError(f"{where} must be C-contiguous, got a strided view of shape {value.shape}",
                             hint=f"{CAST_HINT}, or use np.ascontiguousarray")
     return value
+
+
+def _check_rank(kernel: str, where: str, p: Param, value: np.ndarray | DeviceArray, loop_rank: int) -> None:
+    if value.ndim != len(p.shape) + loop_rank:
+        hint = f"to map the kernel over leading dimensions, call {kernel}.map(...)" \
+            if value.ndim > len(p.shape) else None
+        raise ArgumentError(f"{where} must have rank {len(p.shape)} ({p.type}), got shape {value.shape}", hint=hint)
+
+
+def _check_device_array(kernel: str, where: str, p: Param, value: DeviceArray, loop_rank: int) -> DeviceArray:
+    """A device array input: of `p`'s rank and exactly its dtype. It is never converted,
+    `cast=True` or not: a conversion would be a hidden round trip through the host.
+    Whose it is, is checked once the kernel's backend is known (`check_device_owners`)."""
+    _check_rank(kernel, where, p, value, loop_rank)
+    if value.dtype != p.dtype.np:
+        raise ArgumentError(f"{where} must have dtype {p.dtype} ({p.dtype.np}), got a device array of {value.dtype}",
+                            hint="a device array is never converted (not even with cast=True): convert it on the "
+                                 "host, x.numpy().astype(...), and move that to the device")
+    return value
+
+
+def check_device_owners(kernel: str, backend: Any, inputs: Mapping[str, Any], outputs: Sequence[Param],
+                        given: Sequence[Any] | None) -> bool:
+    """Whether any input is a device array, each one (inputs and `out=` arrays) being
+    `backend`'s own: a device array of another backend, or one handed to a backend without
+    device arrays, is an ArgumentError naming the argument and what was expected."""
+    on_device = False
+    for name, a in inputs.items():
+        if type(a) is not np.ndarray and isinstance(a, DeviceArray):  # (is_device_array, inline: every call)
+            if a.backend is not backend:
+                raise foreign_device_array(f"{kernel}(): argument {name!r}", a, backend)
+            on_device = True
+    if given is not None:
+        for p, a in zip(outputs, given):
+            if type(a) is not np.ndarray and isinstance(a, DeviceArray) and a.backend is not backend:
+                raise foreign_device_array(f"{kernel}(): out {p.name!r}", a, backend)
+    return on_device
+
+
+def is_device_array(value: Any) -> bool:
+    """`isinstance(value, DeviceArray)`, with a plain ndarray answered first: the full
+    path asks for every argument, and a negative answer of an abstract class's
+    isinstance costs ~0.4 us (the type check ~0.05)."""
+    return type(value) is not np.ndarray and isinstance(value, DeviceArray)
 
 
 def cast_array(where: str, name: str, value: np.ndarray, d: DType) -> np.ndarray:
@@ -354,7 +401,7 @@ def check_out(kernel: str, outputs: Sequence[Param], out: Any,
     an output to allocate (as numpy's ufuncs take it). Returns the caller's arrays
     themselves (an ndarray subclass included, so `k(x, out=m) is m`; a masked array is
     refused, see `plain_array`), None where None was given."""
-    arrays = (out,) if isinstance(out, np.ndarray) else out
+    arrays = (out,) if isinstance(out, np.ndarray) or is_device_array(out) else out
     if not isinstance(arrays, (tuple, list)) or len(arrays) != len(outputs):
         n = len(arrays) if isinstance(arrays, (tuple, list)) else type(out).__name__
         names = ", ".join(p.name for p in outputs)
@@ -362,6 +409,12 @@ def check_out(kernel: str, outputs: Sequence[Param], out: Any,
     for p, a, shape in zip(outputs, arrays, shapes):
         where = f"{kernel}(): out {p.name!r}"
         if a is None:
+            continue
+        if type(a) is not np.ndarray and isinstance(a, DeviceArray):
+            # always contiguous and writeable; whose it is, check_device_owners says
+            if a.dtype != p.dtype.np or a.shape != shape:
+                raise ArgumentError(f"{where} must be a {p.dtype} array of shape {shape} ({p.type}), got a "
+                                    f"device array of {a.dtype} and shape {a.shape}")
             continue
         if not isinstance(a, np.ndarray):
             raise ArgumentError(f"{where} must be a numpy array of {p.type}, got {type(a).__name__}")
@@ -377,7 +430,7 @@ def check_out(kernel: str, outputs: Sequence[Param], out: Any,
             raise ArgumentError(f"{where} is read-only")
     for i, a in enumerate(arrays):
         for j in range(i):
-            if a is not None and arrays[j] is not None and may_share(a, arrays[j]):
+            if a is not None and arrays[j] is not None and _shares(a, arrays[j]):
                 raise ArgumentError(f"{kernel}(): out {outputs[j].name!r} and out {outputs[i].name!r} share memory")
     return tuple(arrays)
 
@@ -386,8 +439,17 @@ def unalias(inputs: Mapping[str, np.ndarray], outs: Sequence[np.ndarray]) -> dic
     """Inputs that overlap an output array are copied first, so writing an output can
     never change an input another lane still has to read (numpy's ufuncs do the same).
     Overlap is by address, and by file for arrays in file mappings: two mappings of one
-    file are two addresses for the same bytes (hologram.call.mapping)."""
-    return {name: a.copy() if any(may_share(a, o) for o in outs) else a for name, a in inputs.items()}
+    file are two addresses for the same bytes (hologram.call.mapping). A device array
+    overlaps only itself (there are no views of one); its copy is made on the device."""
+    return {name: a.copy() if any(_shares(a, o) for o in outs) else a for name, a in inputs.items()}
+
+
+def _shares(a: np.ndarray | DeviceArray, b: np.ndarray | DeviceArray) -> bool:
+    if type(a) is np.ndarray and type(b) is np.ndarray:  # the common case, answered first
+        return may_share(a, b)
+    if isinstance(a, DeviceArray) or isinstance(b, DeviceArray):  # never np.may_share_memory: it would read one
+        return a is b and a.size > 0
+    return may_share(a, b)
 
 
 # ------------------------------------------------------------------------ reductions

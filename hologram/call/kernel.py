@@ -6,9 +6,10 @@ the first call; `kernel.on(name)` gives the same kernel on another backend, shar
 the artifact (each backend prepares it once, lazily).
 
 A call checks everything before launching (see hologram.call.args) and copies nothing
-unless asked: outputs are allocated by the backend, or the caller's `out=` arrays are
-written in place. If an `out=` array overlaps an input, that input is copied first so
-the result is the same as without aliasing.
+unless asked: outputs are allocated by the backend (in its device memory when an input
+is a device array of it), or the caller's `out=` arrays are written in place. If an
+`out=` array overlaps an input, that input is copied first so the result is the same as
+without aliasing.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from hologram.backend.base import Backend
-from hologram.call.args import (allocate_outputs, bind_arguments, bind_direct, bind_symbols, check_array, check_out,
-                                check_reductions, complete_symbols, concrete_shape, convert_scalar, unalias)
+from hologram.call.args import (allocate_outputs, bind_arguments, bind_direct, bind_symbols, check_array,
+                                check_device_owners, check_out, check_reductions, complete_symbols, concrete_shape,
+                                convert_scalar, unalias)
 from hologram.call.fastcall import MISS, Hit, make_fast, plain_run, program_order
 from hologram.call.loops import LoopCall, core_views, loop_call, output_shapes
 from hologram.compiler.driver import Compiled, compile_kdef
@@ -223,10 +225,7 @@ class Kernel:
         shapes = [concrete_shape(name, p, symbols) for p in sig.outputs]
         check_reductions(name, c.reductions, symbols)
         backend, executable = self._prepare()
-        given = None if out is None else check_out(name, sig.outputs, out, shapes)
-        outs = allocate_outputs(name, sig.outputs, shapes, symbols, backend.allocate, given)
-        if given is not None:
-            arrays = unalias(arrays, outs)
+        arrays, outs = _outputs(name, sig, backend, arrays, out, shapes, symbols)
         self._remember(arrays, tuple(shapes), symbols)
         _launch(self.name, c.program, backend, executable, {**arrays, **dict(zip(sig.output_names, outs))}, scalars,
                 symbols)
@@ -271,10 +270,7 @@ class Kernel:
         symbols = {**symbols, batched.count: loop.count}
         for param, table in batched.tables:
             arrays[table], symbols[dict(batched.items)[param]] = loop.tabled[param]
-        given = None if out is None else check_out(name, sig.outputs, out, shapes)
-        outs = allocate_outputs(name, sig.outputs, shapes, symbols, backend.allocate, given)
-        if given is not None:
-            arrays = unalias(arrays, outs)
+        arrays, outs = _outputs(name, sig, backend, arrays, out, shapes, symbols)
         _launch(self.name, batched.program, backend, executable, {**arrays, **dict(zip(sig.output_names, outs))},
                 scalars, symbols)
         if c.result is not None:
@@ -345,6 +341,18 @@ class Kernel:
         return (_unpickle, (data, hashlib.sha256(data).hexdigest(), c.signature, c.version, c.summary,
                             c.pipeline_name, c.reductions, c.ir_form(), c.kdef, self._backend_name,
                             c.encoded_source_ir()))
+
+
+def _outputs(name: str, sig: Signature, backend: Backend, arrays: dict[str, Any], out: Any,
+             shapes: Sequence[tuple[int, ...]], symbols: Mapping[str, int]) -> tuple[dict[str, Any], tuple]:
+    """The call's outputs: the checked `out=` arrays, the rest allocated by the backend
+    (on its device when any input is one of its device arrays: check_device_owners);
+    and the inputs, those an output overlaps copied (`unalias`)."""
+    given = None if out is None else check_out(name, sig.outputs, out, shapes)
+    on_device = check_device_owners(name, backend, arrays, sig.outputs, given)
+    allocate = backend.allocate_device if on_device else backend.allocate
+    outs = allocate_outputs(name, sig.outputs, shapes, symbols, allocate, given)
+    return (arrays if given is None else unalias(arrays, outs)), outs
 
 
 def _launch(name: str, program: Program, backend: Backend, executable: Any, buffers: dict[str, np.ndarray],

@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 import attrs
 import numpy as np
 
-from hologram.call.args import check_array
+from hologram.call.args import check_array, is_device_array
 from hologram.compiler.signature import Param, Signature
 from hologram.core.errors import ArgumentError
 
@@ -56,7 +56,7 @@ class Core:
 def loop_rank(p: Param, value: Any) -> int:
     """How many loop dimensions `value` brings to input `p` (0 when none, or when it is no
     array: the usual checks then judge it)."""
-    if not isinstance(value, np.ndarray):
+    if not isinstance(value, np.ndarray) and not is_device_array(value):
         return 0
     return max(value.ndim - len(p.shape), 0) if p.kind == "array" else value.ndim
 
@@ -88,7 +88,9 @@ def loop_call(sig: Signature, values: Mapping[str, Any], cast: bool) -> LoopCall
         padded = (1,) * (len(shape) - len(own)) + own
         if padded == shape:
             full.add(n)
-        elif math.prod(own) == 1:  # loop dimensions of 1: one item, shared by all
+        elif math.prod(own) == 1 and isinstance(checked[n], np.ndarray):
+            # loop dimensions of 1: one item, shared by all, as a view without them (a device array has no
+            # views: it is read through a table below, as any broadcast argument is)
             out[n] = checked[n].reshape(checked[n].shape[ranks[n]:])
         else:
             items = np.arange(math.prod(own), dtype=np.int64).reshape(padded)
@@ -103,7 +105,7 @@ def core_views(sig: Signature, call: LoopCall) -> dict[str, Any]:
         if p.kind != "array":
             continue
         v = call.values[p.name]
-        if isinstance(v, np.ndarray):
+        if isinstance(v, np.ndarray) or is_device_array(v):
             out[p.name] = Core(v.shape[v.ndim - len(p.shape):]) if v.ndim >= len(p.shape) else v
         else:
             out[p.name] = v

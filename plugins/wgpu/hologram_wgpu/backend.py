@@ -15,7 +15,9 @@ from hologram.backend import (DType, LaunchBinding, LRUCache, Backend, Capabilit
                               written_buffers)
 from hologram.errors import ArgumentError, ExecutionError, UnsupportedProgram, out_of_bounds
 
-from . import device as gpu_device, native
+from . import arrays as device_arrays
+from . import device as gpu_device
+from . import native
 from .wgsl import (ERR_CLASS, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_DEPTH, ERR_POOL_FREE,
                    ERR_POOL_FULL, ERR_WORDS, MAX_LIVE_ALLOCATIONS, NOTHING_ALLOCATED, ShaderSet, generate)
 from .wgsl_exprs import ATLAS_BINDING
@@ -78,6 +80,12 @@ class WgpuBackend(Backend):
 
     def allocate(self, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
         return np.zeros(shape, dtype.np)
+
+    def to_device(self, array: np.ndarray) -> device_arrays.WgpuArray:
+        return device_arrays.to_device(self, array)
+
+    def allocate_device(self, shape: tuple[int, ...], dtype: DType) -> device_arrays.WgpuArray:
+        return device_arrays.allocate_device(self, shape, dtype)
 
     def emit(self, program: Program, form: str) -> str:
         if form != "wgsl":
@@ -143,12 +151,14 @@ class WgpuBackend(Backend):
     def launch(self, executable: Prepared | Program, buffers: Mapping[str, np.ndarray],
                scalars: Mapping[str, Any], symbols: Mapping[str, int]) -> None:
         prepared = executable if isinstance(executable, Prepared) else self.prepare(executable)
-        bound = prepared.binding.bind(buffers, scalars, symbols)
+        bound = prepared.binding.bind(buffers, scalars, symbols, owner=self)  # its own device arrays as they are
         _Launch(prepared, bound).run()
 
 
 class _Launch:
-    """One launch: buffers to the device, each stage dispatched, the written ones back."""
+    """One launch: numpy buffers to the device (device arrays are there already, and
+    temporaries are made there, zeroed), each stage dispatched, the written numpy
+    buffers back."""
 
     def __init__(self, prepared: Prepared, bound: Any) -> None:
         self.prepared, self.bound = prepared, bound
@@ -177,19 +187,18 @@ class _Launch:
         return np.array(words or [0], dtype=np.uint32)
 
     def device_buffers(self, names: set[str]) -> dict[str, Any]:
-        import wgpu
-
-        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+        temporaries = {b.name for b in self.prepared.binding.temps}
         out = {}
         for name in names:
             array = self.arrays[name]
-            if array.nbytes > self.gpu.max_binding_bytes:
-                raise ExecutionError(f"buffer {name!r} is {array.nbytes:,} bytes; this wgpu device binds at most "
-                                     f"{self.gpu.max_binding_bytes:,} bytes per buffer")
-            data = array.reshape(-1).view(np.uint8)
-            if data.size % 8 or not data.size:  # whole words (packed bytes), never empty (a binding of 0 bytes)
-                data = np.concatenate([data, np.zeros(8 - data.size % 8, np.uint8)])
-            out[name] = self.gpu.device.create_buffer_with_data(data=data, usage=usage)
+            if isinstance(array, device_arrays.WgpuArray):
+                out[name] = array.buffer
+                continue
+            too_large = device_arrays.too_large(array.nbytes)
+            if too_large is not None:
+                raise ExecutionError(f"buffer {name!r} is {too_large}")
+            out[name] = (device_arrays.zeroed_buffer(array.nbytes) if name in temporaries
+                         else device_arrays.upload(array))
         return out
 
     def run(self) -> None:
@@ -227,11 +236,11 @@ class _Launch:
         record = np.frombuffer(device.queue.read_buffer(err), np.uint32)
         if record[0]:
             raise self.error(record)
-        for name in prepared.written & set(buffers):
-            if name in self.arrays and name in {b.name for b in prepared.binding.params}:
-                array = self.arrays[name]
-                data = np.frombuffer(device.queue.read_buffer(buffers[name]), np.uint8)[:array.nbytes]
-                array.reshape(-1).view(np.uint8)[:] = data
+        params = {b.name for b in prepared.binding.params}
+        for name in prepared.written & set(buffers) & params:
+            array = self.arrays[name]
+            if isinstance(array, np.ndarray):  # a device array stays where the stages wrote it
+                device_arrays.download(buffers[name], array)
 
     def write_init(self, stage: Any, init: Any, buffer: Any) -> None:
         array = self.arrays[init.buffer]
