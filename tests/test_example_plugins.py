@@ -311,17 +311,22 @@ def test_the_guide_shows_the_bundle_hook_as_the_package_defines_it():
 
 
 def _examplekernels_agree_with_numpy(lib) -> None:
-    """Each of the example's kernels, on every backend, against its numpy meaning."""
+    """Each of the example's kernels, on every backend that declares it, against its numpy
+    meaning."""
     rng = np.random.default_rng(11)
     x = (3 * rng.standard_normal(1000)).astype(np.float32)
     x[:5] = [np.nan, -0.0, np.inf, -np.inf, 1.0]
     a, b = (rng.standard_normal(1000).astype(np.float32) for _ in range(2))
     m = rng.standard_normal((7, 300)).astype(np.float32)
     t = np.float32(0.3)
+    checks = {"clamp01": lambda k: np.testing.assert_array_equal(k(x), np.clip(x, 0, 1)),
+              "lerp": lambda k: np.testing.assert_array_equal(k(a, b, t), a + t * (b - a)),  # + - * are exact
+              "rms": lambda k: np.testing.assert_allclose(k(m), np.sqrt(np.mean(m * m, axis=1)), rtol=1e-5)}
     for backend in hologram.list_backends():
-        np.testing.assert_array_equal(lib.clamp01.on(backend)(x), np.clip(x, 0, 1))
-        np.testing.assert_array_equal(lib.lerp.on(backend)(a, b, t), a + t * (b - a))  # + - * are exact
-        np.testing.assert_allclose(lib.rms.on(backend)(m), np.sqrt(np.mean(m * m, axis=1)), rtol=1e-5)  # sum order
+        for name, check in checks.items():
+            kernel = getattr(lib, name)
+            if hologram.get_backend(backend).capabilities.uncovered(kernel.program) is None:
+                check(kernel.on(backend))
 
 
 LOAD_INSTALLED = textwrap.dedent("""

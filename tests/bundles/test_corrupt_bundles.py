@@ -59,7 +59,8 @@ CHILD = textwrap.dedent("""
     def results(lib):
         x = np.linspace(-2, 2, 37, dtype=np.float32)
         return {(name, backend): np.asarray(k.on(backend)(*([x, x][:len(k.signature.inputs)]))).tolist()
-                for name, k in sorted(lib.items()) for backend in hg.list_backends()}
+                for name, k in sorted(lib.items()) for backend in hg.list_backends()
+                if hg.get_backend(backend).capabilities.uncovered(k.program) is None}  # what each declares
 
     expected = results(hg.load_bundle(sys.argv[1]))
     for path in sys.argv[2:]:

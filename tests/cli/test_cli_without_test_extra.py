@@ -75,11 +75,13 @@ def test_test_kit_commands_say_how_to_install_what_they_need(no_extra_env, argv)
 
 
 def test_import_and_kernel_calls_load_no_test_module(no_extra_env):
-    """`import hologram`, compiling, and calling on every installed backend import
-    neither hypothesis nor pytest (the blocker would make them fail)."""
+    """`import hologram`, compiling, and calling on every installed backend that declares
+    the kernel import neither hypothesis nor pytest (the blocker would make them fail)."""
     code = ("import sys, numpy as np, hologram\n"
             "k = hologram.compile_file('kernels/softmax.toml')\n"
             "for b in hologram.list_backends():\n"
+            "    if hologram.get_backend(b).capabilities.uncovered(k.program) is not None:\n"
+            "        continue\n"
             "    y = k.on(b)(np.arange(8, dtype=np.float32))\n"
             "    assert abs(float(y.sum()) - 1) < 1e-5, (b, y)\n"
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('hypothesis', 'pytest', '_pytest'))\n"
