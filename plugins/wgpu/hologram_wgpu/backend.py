@@ -34,10 +34,9 @@ CAPABILITIES = Capabilities.of(
     "MOV MOV_IMM CVT ADD SUB MUL MIN MAX MAD ABS NEG AND OR XOR NOT SHL SHR SET SEL ISINF ISFINITE "
     "LDG STG LDS STS DIV REM FMA FLOOR CEIL TRUNC RINT SQRT COPYSIGN BRA LOOP CALL RET EXIT BarSync MemFence "
     "ReduceAdd ReduceMin ReduceMax ReduceMul ResAccum PoolAlloc PoolFree PoolLoad PoolStore "
-    "ClsGet MIRROR NbrCount UnityTest NbrGet BoundMap PhaseGet PhaseAdv RSQRT",
+    "ClsGet MIRROR NbrCount UnityTest NbrGet BoundMap PhaseGet PhaseAdv RSQRT FMOD",
     dtypes=TYPES,
-    excluding=[("REM", DType.F32), ("FMA", DType.F32), ("REM", DType.F16), ("FMA", DType.F16),
-               *((op, d) for op in ("ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum")
+    excluding=[*((op, d) for op in ("ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum")
                  for d in _NARROW),
                *((op, d) for op in ("ReduceMin", "ReduceMax", "ReduceMul") for d in (DType.I64, DType.U64))],
     conversions=[(to, frm) for to in TYPES for frm in TYPES],

@@ -32,6 +32,7 @@ from hologram.errors import UnsupportedProgram
 from .wgsl_exprs import (ATLAS_BINDING, ATLAS_OPS, NARROW, PACKED, STORAGE_TYPES, WGSL_TYPES, WIDE, atlas_table,
                          binary, compare, convert, imm_literal, small, unary, zero)
 from .wgsl_lib import helpers_for
+from .wgsl_math import math_call
 
 __all__ = ["StageShader", "ShaderSet", "generate", "ERR_OOB_GLOBAL", "ERR_OOB_SHARED", "ERR_CLASS", "ERR_OOB_POOL",
            "ERR_POOL_FULL", "ERR_POOL_FREE", "ERR_POOL_DEPTH", "NOTHING_ALLOCATED", "MAX_LIVE_ALLOCATIONS", "ERR_WORDS"]
@@ -341,6 +342,8 @@ class _StageWriter:
                      else "false" if op == "ISINF" else "true")
         elif op == "MAD" or (op == "FMA" and not t.is_float):  # integers: both the wrapping a*b + c
             value = binary("ADD", t, binary("MUL", t, srcs[0], srcs[1]), srcs[2])
+        elif op == "FMA":
+            value = math_call(op, t is DType.F16, *srcs)
         elif len(srcs) == 2:
             value = binary(op, t, *srcs)
         else:
