@@ -34,7 +34,8 @@ CAPABILITIES = Capabilities.of(
     "MOV MOV_IMM CVT ADD SUB MUL MIN MAX MAD ABS NEG AND OR XOR NOT SHL SHR SET SEL ISINF ISFINITE "
     "LDG STG LDS STS DIV REM FMA FLOOR CEIL TRUNC RINT SQRT COPYSIGN BRA LOOP CALL RET EXIT BarSync MemFence "
     "ReduceAdd ReduceMin ReduceMax ReduceMul ResAccum PoolAlloc PoolFree PoolLoad PoolStore "
-    "ClsGet MIRROR NbrCount UnityTest NbrGet BoundMap PhaseGet PhaseAdv RSQRT FMOD",
+    "ClsGet MIRROR NbrCount UnityTest NbrGet BoundMap PhaseGet PhaseAdv RSQRT FMOD "
+    "EXP EXP2 EXPM1 TANH SIGMOID SINH COSH LOG LOG2 LOG10 LOG1P",
     dtypes=TYPES,
     excluding=[*((op, d) for op in ("ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum")
                  for d in _NARROW),

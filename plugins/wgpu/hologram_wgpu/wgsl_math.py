@@ -49,6 +49,13 @@ def _helper(name: str, text: str, *calls: str) -> None:
 
 
 # ------------------------------------------------------------------------ exact arithmetic
+# The value itself, in a form a shader compiler cannot see through. Mesa's NIR treats
+# SPIR-V float arithmetic without `NoContraction` (WGSL has no way to ask for it) as
+# inexact and simplifies algebraically: lavapipe turns `x - ((1 + x) - 1)` into 0. A
+# select on the bits (true only for one NaN, which the callers never pass) stops that.
+_helper("f32_unfolded", """fn f32_unfolded(v: f32) -> f32 {
+  return select(v, 0.0f, bitcast<u32>(v) == 0xffffffffu);
+}""")
 # Finite nonzero values as (integer significand, exponent): |a| = m * 2**e, m < 2**24.
 _helper("f32_unpack", """fn f32_unpack(a: f32) -> vec2<i32> {
   let b = bitcast<u32>(a) & 0x7fffffffu;
@@ -166,8 +173,159 @@ _helper("f32_rem", """fn f32_rem(a: f32, b: f32) -> f32 {
 }""", "f32_fmod", "f32_isnan")
 
 
+# --------------------------------------------------------------------- exp and its family
+# cpu_llvm's reduction (vecmath_exp.py): x = n ln2 + r, n = rint(x log2 e), |r| <= ln2/2;
+# LN2_HI has 16 bits, so n * LN2_HI is exact for |n| <= 255 and x - n * LN2_HI cancels
+# exactly (also when contracted: the product is exact).
+LOG2E = 1.4426950408889634
+LN2_HI = 0.693145751953125
+LN2_LO = math.log(2) - LN2_HI
+# exp(r) on |r| <= ln2/2: cpu_llvm's EXP_F32_POLY (a Chebyshev fit, 2**-34 relative)
+EXP_F32_POLY = [0.9999999999595618, 0.999999999995509, 0.5000000107729166, 0.16666666786308587,
+                0.041666218319291945, 0.008333283538708528, 0.0013948578326459795, 0.00019907569310848288]
+# expm1(r) = r + r**2 * P(r), P's coefficients 1/k! (cpu_llvm's EXPM1_TAIL), cut where the
+# next term is below 2**-27 of the result for |r| <= ln2/2
+EXPM1_TAIL = [1.0 / math.factorial(k) for k in range(2, 10)]
+# 2**r - 1 = r * Q(r), Q's coefficients ln2**k / k! (cpu_llvm's _EXP2M1), |r| <= 1/2
+EXP2M1 = [math.log(2) ** k / math.factorial(k) for k in range(1, 10)]
+
+_helper("f32_pow2", "fn f32_pow2(n: i32) -> f32 { return bitcast<f32>(u32(n + 127i) << 23u); }")  # -126..127
+# p * 2**n for |n| <= 252, rounded once: the first factor is exact (p is near 1)
+_helper("f32_scale", """fn f32_scale(p: f32, n: i32) -> f32 {
+  let h = n / 2i;
+  return (p * f32_pow2(h)) * f32_pow2(n - h);
+}""", "f32_pow2")
+_helper("f32_exp", f"""fn f32_exp(x: f32) -> f32 {{
+  if (f32_isnan(x)) {{ return x; }}
+  let xs = clamp(x, -104.0f, 89.0f);  // beyond: 0 and inf
+  let n = round(xs * {_f(LOG2E)});
+  let r = (xs - n * {_f(LN2_HI)}) - n * {_f(LN2_LO)};
+  return f32_scale({_horner("r", EXP_F32_POLY)}, i32(n));
+}}""", "f32_isnan", "f32_scale")
+# (n, expm1(r)) for x = n ln2 + r, |x| <= 104
+_helper("expm1_reduced", f"""fn expm1_reduced(x: f32) -> vec2<f32> {{
+  let n = round(x * {_f(LOG2E)});
+  let r = (x - n * {_f(LN2_HI)}) - n * {_f(LN2_LO)};
+  return vec2<f32>(n, r + (r * r) * {_horner("r", EXPM1_TAIL)});
+}}""")
+# 2**n (1 + m) - 1 = 2**n m + (2**n - 1): both terms exact for n <= 24; above, the -1 is
+# below half an ulp. x < -40: -1 (the true value rounds to -1 from -17.4 on).
+_helper("f32_expm1", """fn f32_expm1(x: f32) -> f32 {
+  if (f32_isnan(x) || x == 0.0f) { return x; }
+  if (x < -40.0f) { return -1.0f; }
+  let nm = expm1_reduced(min(x, 89.0f));
+  let n = i32(nm.x);
+  if (n > 24i) { return f32_scale(1.0f + nm.y, n); }
+  let s = f32_pow2(n);
+  return s * nm.y + (s - 1.0f);
+}""", "f32_isnan", "expm1_reduced", "f32_scale", "f32_pow2")
+_helper("f32_exp2", f"""fn f32_exp2(x: f32) -> f32 {{
+  if (f32_isnan(x)) {{ return x; }}
+  let xs = clamp(x, -151.0f, 129.0f);
+  let n = round(xs);
+  let r = xs - n;  // exact
+  return f32_scale(1.0f + r * {_horner("r", EXP2M1)}, i32(n));
+}}""", "f32_isnan", "f32_scale")
+# tanh|x| = -y / (y + 2), y = expm1(-2|x|) in (-1, 0]: no overflow, no cancellation
+_helper("f32_tanh", """fn f32_tanh(x: f32) -> f32 {
+  if (f32_isnan(x) || x == 0.0f) { return x; }
+  let y = f32_expm1(-2.0f * min(f32_abs(x), 40.0f));
+  return f32_copysign(-y / (y + 2.0f), x);
+}""", "f32_isnan", "f32_expm1", "f32_abs", "f32_copysign")
+# t = exp(-|x|) in (0, 1]: 1/(1+t) for x >= 0, t/(1+t) below; exp never overflows
+_helper("f32_sigmoid", """fn f32_sigmoid(x: f32) -> f32 {
+  if (f32_isnan(x)) { return x; }
+  let t = f32_exp(-f32_abs(x));
+  let d = 1.0f + t;
+  return select(t / d, 1.0f / d, x >= 0.0f);
+}""", "f32_isnan", "f32_exp", "f32_abs")
+# exp(a)/2 without premature overflow and expm1(a) (accurate for a < 1), a = |x| <= 90
+_helper("half_exp_abs", """fn half_exp_abs(a: f32) -> vec2<f32> {
+  let nm = expm1_reduced(a);
+  let n = i32(nm.x);
+  let s = f32_pow2(min(n, 24i));
+  return vec2<f32>(f32_scale(1.0f + nm.y, n - 1i), s * nm.y + (s - 1.0f));
+}""", "expm1_reduced", "f32_scale", "f32_pow2")
+# |x| < 1: (e + e/(e+1))/2 with e = expm1|x| (no cancellation); above, h - 1/(4h)
+_helper("f32_sinh", """fn f32_sinh(x: f32) -> f32 {
+  if (f32_isnan(x) || x == 0.0f) { return x; }
+  let a = min(f32_abs(x), 90.0f);
+  let he = half_exp_abs(a);
+  let small = 0.5f * (he.y + he.y / (he.y + 1.0f));
+  return f32_copysign(select(he.x - 0.25f / he.x, small, a < 1.0f), x);
+}""", "f32_isnan", "f32_abs", "half_exp_abs", "f32_copysign")
+_helper("f32_cosh", """fn f32_cosh(x: f32) -> f32 {
+  if (f32_isnan(x)) { return x; }
+  let h = half_exp_abs(min(f32_abs(x), 90.0f)).x;
+  return h + 0.25f / h;
+}""", "f32_isnan", "f32_abs", "half_exp_abs")
+
+# --------------------------------------------------------------------- log and its family
+# cpu_llvm's (vecmath_log.py): x = 2**k m, m in [sqrt(1/2), sqrt(2)), f = m - 1 (exact),
+# s = f / (2 + f), log(1 + f) = f - (f**2/2 - s (f**2/2 + R)), R = the atanh series
+# 2/3 s**2 + 2/5 s**4 + ... (fdlibm's arrangement), cut where s**(2k) < 2**-27 (s < 0.172)
+LOG_SERIES = [2.0 / (2 * k + 1) for k in range(1, 6)]
+LOG10_2 = math.log10(2)
+LOG10_2_HI = math.ldexp(math.floor(math.ldexp(LOG10_2, 17)), -17)  # 16 bits: k * HI exact
+LOG10_2_LO = LOG10_2 - LOG10_2_HI
+_helper("log_reduced", f"""fn log_reduced(x: f32) -> vec2<f32> {{  // (k, log m), x finite and > 0
+  var b = bitcast<u32>(x);
+  var k = i32(b >> 23u) - 127i;
+  if ((b >> 23u) == 0u) {{  // subnormal: normalize the significand on the bits
+    let z = countLeadingZeros(b) - 8u;
+    b = b << z;
+    k = -126i - i32(z);
+  }}
+  var m = bitcast<f32>((b & 0x7fffffu) | 0x3f800000u);
+  if (m > {_f(math.sqrt(2))}) {{ m = m * 0.5f; k += 1i; }}
+  let f = m - 1.0f;
+  let s = f / (2.0f + f);
+  let z = s * s;
+  let hfsq = 0.5f * f * f;
+  return vec2<f32>(f32(k), f - (hfsq - s * (hfsq + z * {_horner("z", LOG_SERIES)})));
+}}""")
+# log's special values (NaN, -0/+0 -> -inf, x < 0 -> NaN, inf -> inf), or 0 to go on
+_helper("log_special", """fn log_special(x: f32) -> f32 {
+  let b = bitcast<u32>(x);
+  if (f32_isnan(x) || b == 0x7f800000u) { return x; }
+  if ((b & 0x7fffffffu) == 0u) { return bitcast<f32>(0xff800000u); }
+  if ((b >> 31u) != 0u) { return bitcast<f32>(0x7fc00000u); }
+  return 0.0f;
+}""", "f32_isnan")
+_helper("f32_log", f"""fn f32_log(x: f32) -> f32 {{
+  let special = log_special(x);
+  if (!(special == 0.0f)) {{ return special; }}
+  let km = log_reduced(x);
+  return km.x * {_f(LN2_HI)} + (km.x * {_f(LN2_LO)} + km.y);
+}}""", "log_special", "log_reduced")
+_helper("f32_log2", f"""fn f32_log2(x: f32) -> f32 {{
+  let special = log_special(x);
+  if (!(special == 0.0f)) {{ return special; }}
+  let km = log_reduced(x);
+  return km.x + km.y * {_f(LOG2E)};
+}}""", "log_special", "log_reduced")
+_helper("f32_log10", f"""fn f32_log10(x: f32) -> f32 {{
+  let special = log_special(x);
+  if (!(special == 0.0f)) {{ return special; }}
+  let km = log_reduced(x);
+  return km.x * {_f(LOG10_2_HI)} + (km.x * {_f(LOG10_2_LO)} + km.y * {_f(1 / math.log(10))});
+}}""", "log_special", "log_reduced")
+# u = 1 + x with its rounding error c (Fast2Sum, the larger first): log(u) + c/u
+_helper("f32_log1p", f"""fn f32_log1p(x: f32) -> f32 {{
+  if (f32_isnan(x) || x == 0.0f) {{ return x; }}
+  if (x == -1.0f) {{ return bitcast<f32>(0xff800000u); }}
+  if (x < -1.0f) {{ return bitcast<f32>(0x7fc00000u); }}
+  if (f32_isinf(x)) {{ return x; }}
+  let u = f32_unfolded(1.0f + x);
+  if (u == 1.0f) {{ return x; }}
+  let c = select(1.0f - (u - x), x - (u - 1.0f), f32_abs(x) < 1.0f);
+  let km = log_reduced(u);
+  return km.x * {_f(LN2_HI)} + (km.x * {_f(LN2_LO)} + (km.y + c / u));
+}}""", "f32_isnan", "f32_isinf", "f32_abs", "log_reduced", "f32_unfolded")
+
+
 # ------------------------------------------------------------------------------ dispatch
-MATH_UNARY: frozenset[str] = frozenset()  # the one-operand ops with a helper here
+MATH_UNARY = frozenset({"EXP", "EXP2", "EXPM1", "TANH", "SIGMOID", "SINH", "COSH", "LOG", "LOG2", "LOG10", "LOG1P"})
 MATH_BINARY = frozenset({"FMOD", "REM"})
 
 
