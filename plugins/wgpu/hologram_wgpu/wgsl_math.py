@@ -324,8 +324,119 @@ _helper("f32_log1p", f"""fn f32_log1p(x: f32) -> f32 {{
 }}""", "f32_isnan", "f32_isinf", "f32_abs", "log_reduced", "f32_unfolded")
 
 
+# ---------------------------------------------------------------------- sin, cos and tan
+# Payne-Hanek for every |x| > pi/4 (cpu_llvm's f32 reduction, vecmath_trig.py, in 32-bit
+# words): |x| = M 2**E with a 24-bit integer M and -24 <= E <= 104, so x 2/pi mod 4 =
+# (M W(E) mod 2**96) 2**-94 with W(E) the 96 bits of 2/pi from the fraction's bit E - 1
+# (the bits before it add multiples of 4). The 94-bit fraction, rounded to [-1/2, 1/2)
+# of a quadrant, keeps >= 60 bits after the worst cancellation an f32 can produce; its
+# top 64 bits times pi/2 (a 32-bit constant) round once to r. No float arithmetic: the
+# reduction is immune to what a shader compiler does to floats.
+
+
+def _two_over_pi_words(count: int) -> list[int]:
+    """The first 32 * count bits of 2/pi's fraction, in words (Machin's formula in
+    integers, 64 guard bits)."""
+    guard = 32 * count + 64
+
+    def arctan_inv(k: int) -> int:  # atan(1/k) * 2**guard
+        total, term, n, sign = 0, (1 << guard) // k, 1, 1
+        while term:
+            total += sign * (term // n)
+            term //= k * k
+            n, sign = n + 2, -sign
+        return total
+
+    bits = (2 << (guard + 32 * count)) // (16 * arctan_inv(5) - 4 * arctan_inv(239))
+    return [(bits >> (32 * (count - 1 - k))) & 0xFFFFFFFF for k in range(count)]
+
+
+PIO2_Q31 = round(math.pi / 2 * 2 ** 31)  # pi/2 in 32 bits (2**-32 relative: r stays within 0.5 + 2**-7 ulp)
+# word k of the fraction's bits from bit 32k - 31 (word 0 is the zeros before the point)
+_helper("two_over_pi_word", "fn two_over_pi_word(k: u32) -> u32 {\n  switch k {\n" + "".join(
+    f"    case {k + 1}u: {{ return 0x{w:08x}u; }}\n" for k, w in enumerate(_two_over_pi_words(8)))
+    + "    default: { return 0u; }\n  }\n}")
+# 96 bits of 2/pi's fraction from bit `j0` (>= -25) on: (most significant word first)
+_helper("two_over_pi_window", """fn two_over_pi_window(j0: i32) -> vec3<u32> {
+  let o = u32(j0 + 31i);
+  let w = o / 32u; let sh = o % 32u;
+  var out = vec3<u32>();
+  for (var t = 0u; t < 3u; t += 1u) {
+    let next = select(two_over_pi_word(w + t + 1u) >> (32u - sh), 0u, sh == 0u);
+    out[t] = (two_over_pi_word(w + t) << sh) | next;
+  }
+  return out;
+}""", "two_over_pi_word")
+# (quadrant mod 4, r) with x = quadrant pi/2 + r, |r| <= pi/4, for finite x
+_helper("trig_reduce", f"""fn trig_reduce(x: f32) -> vec2<f32> {{
+  let b = bitcast<u32>(x) & 0x7fffffffu;
+  if (b <= 0x3f490fdau) {{ return vec2<f32>(0.0f, x); }}  // |x| <= pi/4
+  let m = (b & 0x7fffffu) | 0x800000u;
+  let e = i32(b >> 23u) - 150i;
+  let win = two_over_pi_window(e - 1i);
+  let p0 = u32_mul_wide(m, win.z); let p1 = u32_mul_wide(m, win.y);
+  let mid = x64_add(vec2<u32>(p0.y, 0u), vec2<u32>(p1.x, 0u));
+  let r0 = p0.x; let r1 = mid.x; let r2 = p1.y + m * win.x + mid.y;  // M W mod 2**96
+  // the fraction as a signed 96-bit number (f2, f1, f0): negative from half a quadrant on
+  var f2 = (r2 << 2u) | (r1 >> 30u); var f1 = (r1 << 2u) | (r0 >> 30u); var f0 = r0 << 2u;
+  let negative = (f2 >> 31u) != 0u;
+  var quadrant = (r2 >> 30u) + select(0u, 1u, negative);
+  if (negative) {{  // two's complement: the magnitude
+    f0 = ~f0 + 1u; f1 = ~f1 + select(0u, 1u, f0 == 0u); f2 = ~f2 + select(0u, 1u, f0 == 0u && f1 == 0u);
+  }}
+  var top = vec2<u32>(f1, f2); var low = f0; var n = 0u;  // the fraction's top 64 bits, normalized
+  if (f2 == 0u) {{ top = vec2<u32>(f0, f1); low = 0u; n = 32u; }}
+  var r = 0.0f;
+  if (any(top != vec2<u32>())) {{
+    let z = x64_clz(top);
+    top = x64_shl(top, z) | vec2<u32>(select(0u, low >> (32u - z), z != 0u), 0u);
+    n += z;
+    let hi = u32_mul_wide(top.y, {PIO2_Q31}u); let lo = u32_mul_wide(top.x, {PIO2_Q31}u);
+    let prod = x64_add(hi, vec2<u32>(lo.y, 0u)) | vec2<u32>(select(0u, 1u, lo.x != 0u), 0u);
+    r = f32_compose(0u, x64_round(x64_shr_sticky(prod, 1u), -62i - i32(n), 24i, -149i));
+  }}
+  r = select(r, -r, negative);
+  if ((bitcast<u32>(x) >> 31u) != 0u) {{ quadrant = 0u - quadrant; r = -r; }}
+  return vec2<f32>(f32(quadrant & 3u), r);
+}}""", "two_over_pi_window", "u32_mul_wide", "x64_add", "x64_clz", "x64_shl", "x64_shr_sticky", "x64_round",
+        "f32_compose")
+# Taylor series on |r| <= pi/4 (cpu_llvm's _SIN and _COS cut for f32: the first dropped
+# term is below 2**-30 of the result)
+SIN_SERIES = [(-1) ** k / math.factorial(2 * k + 1) for k in range(1, 6)]  # r**3 .. r**11
+COS_SERIES = [(-1) ** k / math.factorial(2 * k) for k in range(2, 7)]  # r**4 .. r**12
+# (sin r, cos r) of trig_reduce's r; cos as w = 1 - r**2/2 plus the tail and w's rounding
+_helper("sincos_reduced", f"""fn sincos_reduced(r: f32) -> vec2<f32> {{
+  let z = r * r;
+  let hz = 0.5f * z;
+  let w = f32_unfolded(1.0f - hz);
+  let s = r + (r * z) * {_horner("z", SIN_SERIES)};
+  return vec2<f32>(s, w + ((z * z) * {_horner("z", COS_SERIES)} + ((1.0f - w) - hz)));
+}}""", "f32_unfolded")
+_helper("sin_or_cos", """fn sin_or_cos(x: f32, shift: u32) -> f32 {
+  if (!f32_isfinite(x)) { return bitcast<f32>(0x7fc00000u); }
+  let qr = trig_reduce(x);
+  let sc = sincos_reduced(qr.y);
+  let q = u32(qr.x) + shift;
+  let v = select(sc.x, sc.y, (q & 1u) != 0u);
+  return select(v, -v, (q & 2u) != 0u);
+}""", "f32_isfinite", "trig_reduce", "sincos_reduced")
+_helper("f32_sin", """fn f32_sin(x: f32) -> f32 {
+  if (x == 0.0f) { return x; }
+  return sin_or_cos(x, 0u);
+}""", "sin_or_cos")
+_helper("f32_cos", "fn f32_cos(x: f32) -> f32 { return sin_or_cos(x, 1u); }", "sin_or_cos")
+_helper("f32_tan", """fn f32_tan(x: f32) -> f32 {
+  if (x == 0.0f) { return x; }
+  if (!f32_isfinite(x)) { return bitcast<f32>(0x7fc00000u); }
+  let qr = trig_reduce(x);
+  let sc = sincos_reduced(qr.y);
+  return select(sc.x / sc.y, -sc.y / sc.x, (u32(qr.x) & 1u) != 0u);
+}""", "f32_isfinite", "trig_reduce", "sincos_reduced")
+
+
 # ------------------------------------------------------------------------------ dispatch
-MATH_UNARY = frozenset({"EXP", "EXP2", "EXPM1", "TANH", "SIGMOID", "SINH", "COSH", "LOG", "LOG2", "LOG10", "LOG1P"})
+MATH_UNARY = frozenset({"EXP", "EXP2", "EXPM1", "TANH", "SIGMOID", "SINH", "COSH", "LOG", "LOG2", "LOG10", "LOG1P",
+                        "SIN", "COS", "TAN"})
 MATH_BINARY = frozenset({"FMOD", "REM"})
 
 

@@ -28,7 +28,7 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 REFERENCE = {"EXP": np.exp, "EXP2": np.exp2, "EXPM1": np.expm1, "LOG": np.log, "LOG2": np.log2,
              "LOG10": np.log10, "LOG1P": np.log1p, "TANH": np.tanh, "SIGMOID": _sigmoid, "SINH": np.sinh,
-             "COSH": np.cosh}
+             "COSH": np.cosh, "SIN": np.sin, "COS": np.cos, "TAN": np.tan}
 SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, 10.0, -10.0, 0.1,
            -0.7, 1e-7, -1e-7, 1e-30, 30.0, 40.0, 41.0, 88.72, 88.73, 89.0, -89.0, 100.0, -87.3, -103.97, -104.0,
            -150.0, 129.0, 1e5, -1e5, 3.4028234663852886e38, -3.4028234663852886e38, 1.401298464324817e-45,
@@ -50,9 +50,12 @@ def _run(body: str, dtype: DType, *args: np.ndarray) -> np.ndarray:
 def sweep_f32(rng: np.random.Generator) -> np.ndarray:
     """Random bit patterns (every exponent, subnormals, NaN), [-10, 10], [-1, 1], just
     around 1 (log's cancellation), tiny arguments, exp's whole range (its subnormal
-    results), and the special values."""
+    results), the f32 values nearest to multiples of pi/2 up to 2**40 and their
+    neighbours (trig's cancellation), and the special values."""
     n = 1 << 18
+    near_pio2 = (rng.integers(1, 2 ** 40, n // 8) * (np.pi / 2)).astype(np.float32)
     return np.concatenate([
+        near_pio2, np.nextafter(near_pio2, np.float32(np.inf)), np.nextafter(near_pio2, np.float32(-np.inf)),
         rng.integers(0, 2 ** 32, n, dtype=np.uint64).astype(np.uint32).view(np.float32),
         rng.uniform(-10, 10, n).astype(np.float32), rng.uniform(-1, 1, n // 2).astype(np.float32),
         (1 + rng.uniform(-2 ** -8, 2 ** -8, n // 4)).astype(np.float32),
