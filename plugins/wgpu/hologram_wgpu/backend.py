@@ -35,7 +35,8 @@ CAPABILITIES = Capabilities.of(
     "LDG STG LDS STS DIV REM FMA FLOOR CEIL TRUNC RINT SQRT COPYSIGN BRA LOOP CALL RET EXIT BarSync MemFence "
     "ReduceAdd ReduceMin ReduceMax ReduceMul ResAccum PoolAlloc PoolFree PoolLoad PoolStore "
     "ClsGet MIRROR NbrCount UnityTest NbrGet BoundMap PhaseGet PhaseAdv RSQRT FMOD "
-    "EXP EXP2 EXPM1 TANH SIGMOID SINH COSH LOG LOG2 LOG10 LOG1P SIN COS TAN",
+    "EXP EXP2 EXPM1 TANH SIGMOID SINH COSH LOG LOG2 LOG10 LOG1P SIN COS TAN ATAN ASIN ACOS ATAN2 "
+    "ASINH ACOSH ATANH HYPOT CBRT",
     dtypes=TYPES,
     excluding=[*((op, d) for op in ("ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum")
                  for d in _NARROW),

@@ -434,10 +434,125 @@ _helper("f32_tan", """fn f32_tan(x: f32) -> f32 {
 }""", "f32_isfinite", "trig_reduce", "sincos_reduced")
 
 
+# ------------------------------------------------------------------ the inverse functions
+# cpu_llvm's atan (vecmath_trig.py): |x| > 1 folds to pi/2 - atan(1/|x|); t in [0, 1] is
+# reduced around c = k/8 by atan(t) = atan(c) + atan((t - c)/(1 + t c)), |u| <= 1/16,
+# atan(c) a pair of f32 (hi + lo) from a 9-entry table, the series to u**9
+ATAN_SERIES = [(-1) ** k / (2 * k + 1) for k in range(1, 5)]
+
+
+def _pair(v: float) -> tuple[str, str]:
+    """v as two f32 literals, hi + lo (about 48 bits)."""
+    hi = float(np.float32(v))
+    return _f(hi), _f(v - hi)
+
+
+_ATAN_CASES = "".join(f"    case {k}i: {{ return vec2<f32>({', '.join(_pair(math.atan(k / 8)))}); }}\n"
+                      for k in range(1, 9))
+_helper("atan_table", "fn atan_table(k: i32) -> vec2<f32> {  // atan(k/8) as hi + lo\n  switch k {\n"
+        + _ATAN_CASES + "    default: { return vec2<f32>(); }\n  }\n}")
+_helper("atan01", f"""fn atan01(t: f32) -> f32 {{  // t in [0, 1]
+  let k = i32(round(t * 8.0f));
+  let c = f32(k) * 0.125f;
+  let u = (t - c) / (1.0f + t * c);
+  let z = u * u;
+  let hl = atan_table(k);
+  return hl.x + (hl.y + (u + (u * z) * {_horner("z", ATAN_SERIES)}));
+}}""", "atan_table")
+PIO2_HI, PIO2_LO = _pair(math.pi / 2)
+PI_HI, PI_LO = _pair(math.pi)
+_helper("pio2_minus", f"fn pio2_minus(r: f32) -> f32 {{ return {PIO2_HI} - (r - {PIO2_LO}); }}")
+_helper("atan_pos", """fn atan_pos(a: f32) -> f32 {  // a >= 0 or +inf
+  if (a > 1.0f) { return pio2_minus(atan01(1.0f / a)); }
+  return atan01(a);
+}""", "atan01", "pio2_minus")
+_helper("f32_atan", """fn f32_atan(x: f32) -> f32 {
+  if (f32_isnan(x)) { return x; }
+  return f32_copysign(atan_pos(f32_abs(x)), x);
+}""", "f32_isnan", "f32_copysign", "atan_pos", "f32_abs")
+# asin(a) = atan(a / sqrt(1 - a**2)), 1 - a**2 as (1 - a)(1 + a): 1 - a is exact from 1/2 on
+_helper("f32_asin", """fn f32_asin(x: f32) -> f32 {
+  let a = f32_abs(x);
+  if (f32_isnan(x) || x == 0.0f) { return x; }
+  if (a > 1.0f) { return bitcast<f32>(0x7fc00000u); }
+  return f32_copysign(atan_pos(a / sqrt((1.0f - a) * (1.0f + a))), x);
+}""", "f32_isnan", "f32_abs", "f32_copysign", "atan_pos")
+# acos(x) = 2 atan(sqrt((1 - x)/(1 + x)))
+_helper("f32_acos", """fn f32_acos(x: f32) -> f32 {
+  if (f32_isnan(x)) { return x; }
+  if (f32_abs(x) > 1.0f) { return bitcast<f32>(0x7fc00000u); }
+  return 2.0f * atan_pos(sqrt((1.0f - x) / (1.0f + x)));
+}""", "f32_isnan", "f32_abs", "atan_pos")
+# atan(min/max), then the folds pi/2 - r and pi - r, the sign of y; C99's infinities and zeros
+_helper("f32_atan2", f"""fn f32_atan2(y: f32, x: f32) -> f32 {{
+  if (f32_isnan(x) || f32_isnan(y)) {{ return x + y; }}
+  let ax = f32_abs(x); let ay = f32_abs(y);
+  let west = (bitcast<u32>(x) >> 31u) != 0u;
+  var r: f32;
+  if (f32_isinf(ay) && f32_isinf(ax)) {{ r = select({_f(math.pi / 4)}, {_f(3 * math.pi / 4)}, west); }}
+  else if (f32_isinf(ay) || (ax == 0.0f && ay != 0.0f)) {{ r = {PIO2_HI}; }}
+  else if (f32_isinf(ax) || ay == 0.0f) {{ r = select(0.0f, {PI_HI}, west); }}
+  else {{
+    r = atan01(min(ax, ay) / max(ax, ay));
+    if (ay > ax) {{ r = pio2_minus(r); }}
+    if (west) {{ r = {PI_HI} - (r - {PI_LO}); }}
+  }}
+  return f32_copysign(r, y);
+}}""", "f32_isnan", "f32_abs", "f32_isinf", "atan01", "pio2_minus", "f32_copysign")
+# cpu_llvm's (vecmath_log.py): asinh = log1p(a + a**2/(1 + sqrt(1 + a**2))), log(a) + ln2 for
+# a > 2**12 (where 1 + a**2 is a**2 in f32); acosh = log1p(t + sqrt(2t + t**2)), t = x - 1;
+# atanh = log1p(2a + 2a**2/(1 - a))/2 below 1/2, log1p(2a/(1 - a))/2 above
+_helper("f32_asinh", f"""fn f32_asinh(x: f32) -> f32 {{
+  if (f32_isnan(x) || x == 0.0f) {{ return x; }}
+  let a = f32_abs(x);
+  if (a > 4096.0f) {{ return f32_copysign(f32_log(a) + {_f(math.log(2))}, x); }}
+  let a2 = a * a;
+  return f32_copysign(f32_log1p(a + a2 / (1.0f + sqrt(1.0f + a2))), x);
+}}""", "f32_isnan", "f32_abs", "f32_copysign", "f32_log", "f32_log1p")
+_helper("f32_acosh", f"""fn f32_acosh(x: f32) -> f32 {{
+  if (f32_isnan(x)) {{ return x; }}
+  if (x < 1.0f) {{ return bitcast<f32>(0x7fc00000u); }}
+  if (x > 4096.0f) {{ return f32_log(x) + {_f(math.log(2))}; }}
+  let t = x - 1.0f;
+  return f32_log1p(t + sqrt(2.0f * t + t * t));
+}}""", "f32_isnan", "f32_log", "f32_log1p")
+_helper("f32_atanh", """fn f32_atanh(x: f32) -> f32 {
+  if (f32_isnan(x) || x == 0.0f) { return x; }
+  let a = f32_abs(x);
+  if (a > 1.0f) { return bitcast<f32>(0x7fc00000u); }
+  if (a == 1.0f) { return f32_copysign(bitcast<f32>(0x7f800000u), x); }
+  let v = select(2.0f * a / (1.0f - a), 2.0f * a + 2.0f * a * a / (1.0f - a), a < 0.5f);
+  return f32_copysign(0.5f * f32_log1p(v), x);
+}""", "f32_isnan", "f32_abs", "f32_copysign", "f32_log1p")
+# both scaled by 2**-exponent(max) (exact, two steps), sqrt(a**2 + b**2), scaled back
+_helper("f32_hypot", """fn f32_hypot(a: f32, b: f32) -> f32 {
+  if (f32_isinf(a) || f32_isinf(b)) { return bitcast<f32>(0x7f800000u); }
+  if (f32_isnan(a) || f32_isnan(b)) { return a + b; }
+  let m = max(f32_abs(a), f32_abs(b));
+  if (m == 0.0f) { return 0.0f; }
+  let k = max(i32(bitcast<u32>(m) >> 23u), 1i) - 127i;
+  let x = f32_scale(a, -k); let y = f32_scale(b, -k);
+  return f32_scale(sqrt(x * x + y * y), k);
+}""", "f32_isinf", "f32_isnan", "f32_abs", "f32_scale")
+# cpu_llvm's cbrt: |x| = m 2**k, k = 3q + r, t = m 2**r in [1, 8), a cubic first guess,
+# Newton steps y -= (y**3 - t) / (3 y**2), an exact scale by 2**q, the sign of x
+_helper("f32_cbrt", """fn f32_cbrt(x: f32) -> f32 {
+  if (!f32_isfinite(x) || x == 0.0f) { return x; }
+  var b = bitcast<u32>(x) & 0x7fffffffu;
+  var k = i32(b >> 23u) - 127i;
+  if ((b >> 23u) == 0u) { let z = countLeadingZeros(b) - 8u; b = b << z; k = -126i - i32(z); }
+  let q = i32(floor(f32(k) / 3.0f));
+  let t = bitcast<f32>(((b & 0x7fffffu) | 0x3f800000u)) * f32(1u << u32(k - 3i * q));
+  var y = 0.4956f + t * (0.6173f + t * (-0.1177f + t * 0.00848f));
+  for (var i = 0; i < 4; i += 1) { y = y - (y * y * y - t) / (3.0f * y * y); }
+  return f32_copysign(f32_scale(y, q), x);
+}""", "f32_isfinite", "f32_copysign", "f32_scale")
+
+
 # ------------------------------------------------------------------------------ dispatch
 MATH_UNARY = frozenset({"EXP", "EXP2", "EXPM1", "TANH", "SIGMOID", "SINH", "COSH", "LOG", "LOG2", "LOG10", "LOG1P",
-                        "SIN", "COS", "TAN"})
-MATH_BINARY = frozenset({"FMOD", "REM"})
+                        "SIN", "COS", "TAN", "ATAN", "ASIN", "ACOS", "ASINH", "ACOSH", "ATANH", "CBRT"})
+MATH_BINARY = frozenset({"FMOD", "REM", "ATAN2", "HYPOT"})
 
 
 def math_call(op: str, is_f16: bool, *args: str) -> str:

@@ -28,7 +28,10 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 REFERENCE = {"EXP": np.exp, "EXP2": np.exp2, "EXPM1": np.expm1, "LOG": np.log, "LOG2": np.log2,
              "LOG10": np.log10, "LOG1P": np.log1p, "TANH": np.tanh, "SIGMOID": _sigmoid, "SINH": np.sinh,
-             "COSH": np.cosh, "SIN": np.sin, "COS": np.cos, "TAN": np.tan}
+             "COSH": np.cosh, "SIN": np.sin, "COS": np.cos, "TAN": np.tan, "ATAN": np.arctan,
+             "ASIN": np.arcsin, "ACOS": np.arccos, "ASINH": np.arcsinh, "ACOSH": np.arccosh,
+             "ATANH": np.arctanh, "CBRT": np.cbrt}
+REFERENCE2 = {"ATAN2": np.arctan2, "HYPOT": np.hypot}
 SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, 10.0, -10.0, 0.1,
            -0.7, 1e-7, -1e-7, 1e-30, 30.0, 40.0, 41.0, 88.72, 88.73, 89.0, -89.0, 100.0, -87.3, -103.97, -104.0,
            -150.0, 129.0, 1e5, -1e5, 3.4028234663852886e38, -3.4028234663852886e38, 1.401298464324817e-45,
@@ -63,17 +66,35 @@ def sweep_f32(rng: np.random.Generator) -> np.ndarray:
         rng.uniform(-110, 95, n // 4).astype(np.float32), np.array(SPECIAL, np.float32)])
 
 
-def max_ulp_error(name: str, x: np.ndarray, got: np.ndarray) -> float:
+def sweep_pairs_f32(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Random bit pairs, every pair of special values, [-4, 4] x [-30, 30], both operands
+    of one magnitude with either sign."""
+    n = 1 << 18
+    sp = np.array(SPECIAL, np.float32)
+
+    def bits() -> np.ndarray:
+        return rng.integers(0, 2 ** 32, n, dtype=np.uint64).astype(np.uint32).view(np.float32)
+
+    u = rng.uniform(-4, 4, n).astype(np.float32)
+    return (np.concatenate([bits(), np.repeat(sp, len(sp)), u, u * rng.uniform(0.5, 2, n).astype(np.float32)]),
+            np.concatenate([bits(), np.tile(sp, len(sp)), rng.uniform(-30, 30, n).astype(np.float32),
+                            -u * rng.uniform(0.5, 2, n).astype(np.float32)]))
+
+
+def max_ulp_error(name: str, x: np.ndarray, got: np.ndarray, y: np.ndarray | None = None) -> float:
     """The largest error in ulp of got's type against numpy in f64 (rounded to the type
     for the special values, which must match exactly, signs of zeros included)."""
     with np.errstate(all="ignore"):
-        exact = REFERENCE[name](x.astype(np.float64))
+        exact = (REFERENCE[name](x.astype(np.float64)) if y is None
+                 else REFERENCE2[name](x.astype(np.float64), y.astype(np.float64)))
         want = exact.astype(got.dtype)
         finite = np.isfinite(want) & np.isfinite(got)
         special = ~finite & ~((np.isnan(want) & np.isnan(got)) | (want == got))
         signed = (want == 0) & (got == 0) & (np.signbit(want) != np.signbit(got))
         wrong = np.nonzero(special | signed)[0][:5]
-        assert not len(wrong), f"{name}: " + "; ".join(f"{x[j]!r} -> {got[j]!r}, expected {want[j]!r}" for j in wrong)
+        args = (x,) if y is None else (x, y)
+        assert not len(wrong), f"{name}: " + "; ".join(f"{[a[j] for a in args]} -> {got[j]!r}, expected {want[j]!r}"
+                                                       for j in wrong)
         ulp = np.spacing(np.abs(want)).astype(np.float64)
         return float(np.where(finite, np.abs(got.astype(np.float64) - exact) / ulp, 0).max())
 
@@ -86,6 +107,17 @@ def test_each_declared_transcendental_is_within_4_ulp_with_exact_special_values(
     assert max_ulp_error(name, x, _run(f"{dsl}(a)", DType.F32, x)) <= CONTRACT_ULPS
     every_f16 = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
     assert max_ulp_error(name, every_f16, _run(f"{dsl}(a)", DType.F16, every_f16)) <= CONTRACT_ULPS
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCE2))
+def test_each_declared_binary_function_is_within_4_ulp_with_exact_special_values(wgpu_backend, name):
+    assert _declared(wgpu_backend, name), f"{name} is not declared by wgpu"
+    dsl = OPCODES[name].dsl[0].name
+    x, y = sweep_pairs_f32(np.random.default_rng(sum(map(ord, name))))
+    assert max_ulp_error(name, x, _run(f"{dsl}(a, b)", DType.F32, x, y), y) <= CONTRACT_ULPS
+    every_f16 = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    a, b = (g.ravel() for g in np.meshgrid(every_f16[::37], every_f16[::41]))
+    assert max_ulp_error(name, a, _run(f"{dsl}(a, b)", DType.F16, a, b), b) <= CONTRACT_ULPS
 
 
 def _exact_cases(rng: np.random.Generator, dtype: type) -> tuple[np.ndarray, ...]:
