@@ -27,9 +27,10 @@ _NARROW = (DType.I8, DType.I16, DType.U8, DType.U16, DType.F16)  # in 32-bit reg
 
 # What the backend runs, declared (docs/gpu.md, "What wgpu declares"), as the conformance
 # kit measured it on lavapipe. WGSL has 32-bit types only: i64/u64 are two words, 8/16-bit
-# integers and f16 live in 32-bit registers and are packed in storage. Not declared: f64,
-# the transcendentals (the drivers' builtins miss the 4-ulp contract), float FMA and REM,
-# reductions WGSL's 32-bit atomics cannot merge.
+# integers and f16 live in 32-bit registers and are packed in storage. Float math (exact
+# FMA FMOD REM, the transcendentals within 4 ulp) is wgsl_math's, never the drivers'
+# builtins. Not declared: f64, POW ERF ERFC (not written yet), reductions WGSL's 32-bit
+# atomics cannot merge.
 CAPABILITIES = Capabilities.of(
     "MOV MOV_IMM CVT ADD SUB MUL MIN MAX MAD ABS NEG AND OR XOR NOT SHL SHR SET SEL ISINF ISFINITE "
     "LDG STG LDS STS DIV REM FMA FLOOR CEIL TRUNC RINT SQRT COPYSIGN BRA LOOP CALL RET EXIT BarSync MemFence "
