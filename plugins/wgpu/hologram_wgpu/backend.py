@@ -29,15 +29,14 @@ _NARROW = (DType.I8, DType.I16, DType.U8, DType.U16, DType.F16)  # in 32-bit reg
 # kit measured it on lavapipe. WGSL has 32-bit types only: i64/u64 are two words, 8/16-bit
 # integers and f16 live in 32-bit registers and are packed in storage. Float math (exact
 # FMA FMOD REM, the transcendentals within 4 ulp) is wgsl_math's, never the drivers'
-# builtins. Not declared: f64, POW ERF ERFC (not written yet), reductions WGSL's 32-bit
-# atomics cannot merge.
+# builtins. Not declared: f64, reductions WGSL's 32-bit atomics cannot merge.
 CAPABILITIES = Capabilities.of(
     "MOV MOV_IMM CVT ADD SUB MUL MIN MAX MAD ABS NEG AND OR XOR NOT SHL SHR SET SEL ISINF ISFINITE "
     "LDG STG LDS STS DIV REM FMA FLOOR CEIL TRUNC RINT SQRT COPYSIGN BRA LOOP CALL RET EXIT BarSync MemFence "
     "ReduceAdd ReduceMin ReduceMax ReduceMul ResAccum PoolAlloc PoolFree PoolLoad PoolStore "
     "ClsGet MIRROR NbrCount UnityTest NbrGet BoundMap PhaseGet PhaseAdv RSQRT FMOD "
     "EXP EXP2 EXPM1 TANH SIGMOID SINH COSH LOG LOG2 LOG10 LOG1P SIN COS TAN ATAN ASIN ACOS ATAN2 "
-    "ASINH ACOSH ATANH HYPOT CBRT",
+    "ASINH ACOSH ATANH HYPOT CBRT ERF ERFC POW",
     dtypes=TYPES,
     excluding=[*((op, d) for op in ("ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum")
                  for d in _NARROW),

@@ -442,7 +442,7 @@ class _StageWriter:
                   "var<private> sp_gid: vec3<u32>;", "var<private> sp_ntid: vec3<u32>;",
                   "var<private> sp_nctaid: vec3<u32>;", "var<private> sp_gdim: vec3<u32>;",
                   "var<private> alive: bool;", "var<private> pc: u32;", "var<private> rsp: u32;",
-                  "var<private> phase: u32;"]
+                  "var<private> phase: u32;", "var<private> opaque_zero: vec2<u32>;"]
         if any(isinstance(i, Instr) and i.op in ("CALL", "RET") for i in stage.body):
             decls.append(f"var<private> rstack: array<u32, {MAX_CALL_DEPTH}>;")
         fail = ["fn fail(code: u32, instruction: u32, index: vec2<u32>, aux: u32) {",
@@ -479,6 +479,9 @@ class _StageWriter:
                 "fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,",
                 "        @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lix: u32) {",
                 f"  sp_gdim = vec3<u32>(info[{s}u], info[{s + 1}u], info[{s + 2}u]);",
+                # zero (the backend launches extents below 2**31), which no compiler can know:
+                # what f32_unfolded hides values from the float folding behind (wgsl_math)
+                "  opaque_zero = sp_gdim.xy >> vec2<u32>(31u);",
                 f"  let nct = vec3<u32>(info[{s + 3}u], info[{s + 4}u], info[{s + 5}u]);",
                 "  sp_nctaid = nct;",
                 f"  sp_ntid = vec3<u32>({block[0]}u, {block[1]}u, {block[2]}u);",

@@ -142,7 +142,10 @@ def binary(op: str, t: DType, a: str, b: str) -> str:
     if t is DType.F32:
         if op in ("MIN", "MAX", "COPYSIGN"):
             return f"f32_{op.lower()}({a}, {b})"
-        return f"(({a}) {dict(ADD='+', SUB='-', MUL='*', DIV='/')[op]} ({b}))"
+        # hidden from the shader compiler's float folding (wgsl_math, f32_unfolded): the
+        # second operand (x - x), an immediate first one (0 * x), the result ((x + y) - y)
+        first = f"f32_unfolded_alt({a})" if a.startswith("bitcast<f32>(") else f"({a})"
+        return f"f32_unfolded({first} {dict(ADD='+', SUB='-', MUL='*', DIV='/')[op]} f32_unfolded({b}))"
     if t is DType.BOOL:
         return f"(({a}) {dict(AND='&', OR='|', XOR='!=')[op]} ({b}))"
     if op in ("DIV", "REM"):

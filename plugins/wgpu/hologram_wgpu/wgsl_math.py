@@ -51,11 +51,14 @@ def _helper(name: str, text: str, *calls: str) -> None:
 # ------------------------------------------------------------------------ exact arithmetic
 # The value itself, in a form a shader compiler cannot see through. Mesa's NIR treats
 # SPIR-V float arithmetic without `NoContraction` (WGSL has no way to ask for it) as
-# inexact and simplifies algebraically: lavapipe turns `x - ((1 + x) - 1)` into 0. A
-# select on the bits (true only for one NaN, which the callers never pass) stops that.
-_helper("f32_unfolded", """fn f32_unfolded(v: f32) -> f32 {
-  return select(v, 0.0f, bitcast<u32>(v) == 0xffffffffu);
-}""")
+# inexact and simplifies algebraically: lavapipe turns `x - ((1 + x) - 1)` and `x - x`
+# into 0 and `x * 0.0` into 0 (NaN and inf lost), `x + 0.0` into x (-0.0 kept). Its
+# bits XOR a zero the shader reads at run time (`opaque_zero`, set by the stage writer
+# from the launch info) stop that, constants included; the second word gives a hidden
+# copy that common-subexpression elimination does not merge with the first.
+_helper("f32_unfolded", "fn f32_unfolded(v: f32) -> f32 { return bitcast<f32>(bitcast<u32>(v) ^ opaque_zero.x); }")
+_helper("f32_unfolded_alt",
+        "fn f32_unfolded_alt(v: f32) -> f32 { return bitcast<f32>(bitcast<u32>(v) ^ opaque_zero.y); }")
 # Finite nonzero values as (integer significand, exponent): |a| = m * 2**e, m < 2**24.
 _helper("f32_unpack", """fn f32_unpack(a: f32) -> vec2<i32> {
   let b = bitcast<u32>(a) & 0x7fffffffu;
@@ -549,10 +552,185 @@ _helper("f32_cbrt", """fn f32_cbrt(x: f32) -> f32 {
 }""", "f32_isfinite", "f32_copysign", "f32_scale")
 
 
+# ------------------------------------------------------------------------- erf and erfc
+# cpu_llvm's (vecmath_erf.py, whose coefficients come from its scripts/fit_erf.py):
+# erf(x) = x + x Q(x**2) for |x| < 1; elsewhere both from erfc(a) = exp(-a**2) g(a), a = |x|,
+# a g(a) a polynomial in a - 0.75 on [0.5, 1] and in 1/a - center on [1, 2], [2, 4],
+# [4, 27.5]; exp(-a**2) with a**2 = hi + lo exactly (Dekker's product on a split made on
+# the bits) as 2**n (1 + m)(1 - lo); erfc(x) = 2 - erfc(-x) below -0.84375 and 1 - erf(x)
+# above, with 1 - x as an exact pair.
+ERF_Q = [
+    0.1283791670955126, -0.37612638903183754, 0.11283791670955126, -0.026866170645131252,
+    0.005223977625442175, -0.0008548327023449497, 0.00012055332981694495, -1.4925650353787866e-05,
+    1.6462114205798046e-06, -1.6365840648222765e-07, 1.4807117719731329e-08,
+    -1.2289529419960295e-09, 9.412558594992829e-11, -6.639294901316118e-12, 4.117309460970657e-13,
+    -1.746609279318069e-14]
+ERFCX_PIECES = [  # (upper end in a, center, coefficients)
+    (1.0, 0.75, [
+        0.3802032377198586, 0.2309581315512983, -0.19475409299232166, 0.13358108505513747,
+        -0.07974315509920456, 0.04286759599780736, -0.021180363040229983, 0.009750549443029364,
+        -0.004223304276640562, 0.001733753314650335, -0.0006784490642780263, 0.0002542348814504876,
+        -9.157501514708721e-05, 3.180613191739838e-05, -1.0680663859941079e-05,
+        3.4756755076941763e-06, -1.0982471462637695e-06, 3.3744392594101176e-07,
+        -1.0104558090232076e-07, 3.030842647122462e-08, -8.638562386214021e-09]),
+    (2.0, 0.75, [
+        0.46817959203854037, -0.16908097778547482, 0.019347872628690175, 0.040293199742531975,
+        -0.050465735252147266, 0.037688720011266, -0.018116937855262402, 0.0005608110503725641,
+        0.011128915210473087, -0.016227456442334403, 0.015771739275268242, -0.011588180814476403,
+        0.005640025891725786, 0.0003726336497046273, -0.005213582220963439, 0.00815532513186202,
+        -0.009030235100484764, 0.008322182900980643, -0.0059838258528661275, 0.000633621876656076,
+        0.0033898654796065686]),
+    (4.0, 0.375, [
+        0.530860349316975, -0.1515855295741559, -0.09203998771159042, 0.17726803412603195,
+        -0.11628192691538146, -0.03780807551873516, 0.19624233325428372, -0.25568449601817994,
+        0.13611580517080926, 0.1702846835722452, -0.5550809021118924, 0.7810663257726871,
+        -0.5348838598321909, -0.42707313186799806, 2.0393411600518263, -3.6533894468516057,
+        3.8886202132113232, -0.8938262562788278, -7.139811094288048, 21.41211382711469,
+        -29.803033857317892]),
+    (27.5, 0.140625, [
+        0.5587688652020621, -0.07495228694130146, -0.23739071037157322, 0.18876771227541392,
+        0.18915955252834898, -0.4873347872612402, 0.08310389800913731, 1.1201012057827873,
+        -1.6735978420548503, -1.1969551105121838, 7.7298409344949, -8.32449357918503,
+        -17.044481952980014, 69.25827775327264, -59.11466651978234, -220.70998039034362,
+        798.185038722838, -567.654669601496, -3145.870730788213, 8559.310847750694,
+        -3315.903700677924]),
+]
+ERFC_SMALL = 0.84375  # erfc(x) below: 1 - erf(x)
+_helper("erf_q", f"fn erf_q(z: f32) -> f32 {{ return {_horner('z', ERF_Q)}; }}")
+# a**2 = (hi, lo) exactly: a split into 12 + 12 bits on the bits, every partial product exact
+_helper("f32_square_exact", """fn f32_square_exact(a: f32) -> vec2<f32> {
+  let hi = a * a;
+  let ah = bitcast<f32>(bitcast<u32>(a) & 0xfffff000u);
+  let al = a - ah;
+  return vec2<f32>(hi, ((ah * ah - hi) + 2.0f * ah * al) + al * al);
+}""")
+_ERFC_BODY = "".join(
+    f"  {'if' if k == 0 else 'else if'} (a < {_f(end)}) {{ u = {'a' if k == 0 else '1.0f / a'} - {_f(center)}; "
+    f"p = {_horner('u', coefficients)}; }}\n"
+    for k, (end, center, coefficients) in enumerate(ERFCX_PIECES[:-1]))
+_LAST = ERFCX_PIECES[-1]
+_helper("erfc_big", f"""fn erfc_big(a: f32) -> f32 {{  // a in [0.5, 10.1]
+  var u: f32; var p: f32;
+{_ERFC_BODY}  else {{ u = 1.0f / a - {_f(_LAST[1])}; p = {_horner('u', _LAST[2])}; }}
+  let g = p / a;  // erfc(a) exp(a**2)
+  let sq = f32_square_exact(a);
+  let nm = expm1_reduced(-sq.x);  // exp(-hi) = 2**n (1 + m)
+  let m = nm.y - sq.y * (1.0f + nm.y);  // exp(-hi - lo) = 2**n (1 + m)(1 - lo)
+  return f32_scale(m * g + g, i32(nm.x));
+}}""", "f32_square_exact", "expm1_reduced", "f32_scale")
+_helper("f32_erf", """fn f32_erf(x: f32) -> f32 {
+  if (f32_isnan(x)) { return x; }
+  let a = f32_abs(x);
+  if (a < 1.0f) { return x + x * erf_q(x * x); }
+  return f32_copysign(1.0f - erfc_big(min(a, 6.0f)), x);
+}""", "f32_isnan", "f32_abs", "erf_q", "erfc_big", "f32_copysign")
+# below ERFC_SMALL: (1 - x) + (-x Q(x**2)), 1 - x = s + err exactly (Fast2Sum, |x| < 1,
+# s hidden from the optimizer so that s - 1 is computed)
+_helper("f32_erfc", f"""fn f32_erfc(x: f32) -> f32 {{
+  if (f32_isnan(x)) {{ return x; }}
+  let a = f32_abs(x);
+  if (a < {_f(ERFC_SMALL)}) {{
+    let s = f32_unfolded(1.0f - x);
+    let err = -x - (s - 1.0f);
+    return s + (err - x * erf_q(x * x));
+  }}
+  let big = erfc_big(min(a, 10.1f));
+  return select(big, 2.0f - big, (bitcast<u32>(x) >> 31u) != 0u);
+}}""", "f32_isnan", "f32_abs", "f32_unfolded", "erf_q", "erfc_big")
+
+
+# ------------------------------------------------------------------------------------ pow
+# cpu_llvm's exp(y log|x|) with the logarithm as a double-double becomes, in f32 pairs,
+# 2**(y log2|x|): log2|x| = k + log2(m) to about 2**-40 relative (s = f/(2 + f) as an
+# exact pair, the atanh series' leading 2s exact and its tail in f32, times 1/ln2 as a
+# pair), y times it as an exact pair (Dekker's product: operands split into 12 + 12 bits
+# on the bits, every partial product exact), then 2**(hi + lo) = 2**n 2**r, r = (hi - n)
+# + lo. The rounding errors of the sums are recovered by TwoSum on values hidden from
+# the optimizer (f32_unfolded), which would otherwise fold them to 0.
+_helper("f32_two_prod", """fn f32_two_prod(a: f32, b: f32) -> vec2<f32> {  // a * b = hi + lo exactly
+  let p = a * b;
+  let ah = bitcast<f32>(bitcast<u32>(a) & 0xfffff000u); let al = a - ah;
+  let bh = bitcast<f32>(bitcast<u32>(b) & 0xfffff000u); let bl = b - bh;
+  return vec2<f32>(p, (((ah * bh - p) + ah * bl) + al * bh) + al * bl);
+}""")
+_helper("f32_two_sum", """fn f32_two_sum(a: f32, b: f32) -> vec2<f32> {  // a + b = hi + lo exactly
+  let s = f32_unfolded(a + b);
+  let bb = f32_unfolded(s - a);
+  return vec2<f32>(s, (a - (s - bb)) + (b - bb));
+}""", "f32_unfolded")
+INV_LN2_HI, INV_LN2_LO = _pair(1 / math.log(2))
+TWO_THIRDS_HI, TWO_THIRDS_LO = _pair(2 / 3)
+_helper("log2_pair", f"""fn log2_pair(x: f32) -> vec2<f32> {{  // log2(x) = hi + lo, x finite and > 0
+  var b = bitcast<u32>(x);
+  var k = i32(b >> 23u) - 127i;
+  if ((b >> 23u) == 0u) {{
+    let z = countLeadingZeros(b) - 8u;
+    b = b << z;
+    k = -126i - i32(z);
+  }}
+  var m = bitcast<f32>((b & 0x7fffffu) | 0x3f800000u);
+  if (m > {_f(math.sqrt(2))}) {{ m = m * 0.5f; k += 1i; }}
+  let f = m - 1.0f;
+  let d = f32_unfolded(2.0f + f);
+  let dl = f - (d - 2.0f);  // 2 + f = d + dl exactly
+  let sh = f32_unfolded(f / d);
+  let q = f32_two_prod(sh, d);
+  let sl = (((f - q.x) - q.y) - sh * dl) / d;  // s = sh + sl
+  // log(m) = 2s + 2/3 s**3 + s**5 R(s**2): the cube and its coefficient as exact pairs
+  // (s**3 = sh**3 + 3 sh**2 sl to first order), the rest in f32 (below 2**-13 of log m)
+  let zz = f32_two_prod(sh, sh);
+  let cube = f32_two_prod(sh, zz.x);
+  let cube_lo = cube.y + sh * zz.y + 3.0f * zz.x * sl;
+  let t = f32_two_prod(cube.x, {TWO_THIRDS_HI});
+  let t_lo = t.y + (cube.x * {TWO_THIRDS_LO} + cube_lo * {TWO_THIRDS_HI});
+  let z = zz.x;
+  let rest = (cube.x * z) * {_horner("z", LOG_SERIES[1:])};
+  let lm = f32_two_sum(2.0f * sh, t.x);
+  let lm_lo = lm.y + (2.0f * sl + (t_lo + rest));
+  let p = f32_two_prod(lm.x, {INV_LN2_HI});  // times 1/ln2, then plus k
+  let u = f32_two_sum(f32(k), p.x);
+  return vec2<f32>(u.x, u.y + (p.y + (lm.x * {INV_LN2_LO} + lm_lo * {INV_LN2_HI})));
+}}""", "f32_unfolded", "f32_two_prod", "f32_two_sum")
+# |x|**y for finite x != 0 and finite y != 0: 2**(y log2|x|), +inf / +0 beyond the range
+_helper("pow_pos", f"""fn pow_pos(a: f32, y: f32) -> f32 {{
+  let l = log2_pair(a);
+  let p = f32_two_prod(y, l.x);
+  let hi = p.x; let lo = p.y + y * l.y;
+  if (hi > 130.0f) {{ return bitcast<f32>(0x7f800000u); }}
+  if (hi < -152.0f) {{ return 0.0f; }}
+  let n = round(hi);
+  let r = (hi - n) + lo;
+  return f32_scale(1.0f + r * {_horner("r", EXP2M1)}, i32(n));
+}}""", "log2_pair", "f32_two_prod", "f32_scale")
+# C99 F.9.4.4 case by case (docs/isa.md, POW), then the sign of a negative base
+_helper("f32_pow", """fn f32_pow(x: f32, y: f32) -> f32 {
+  let ax = f32_abs(x); let ay = f32_abs(y);
+  if (y == 0.0f || x == 1.0f) { return 1.0f; }
+  if (f32_isnan(x) || f32_isnan(y)) { return x + y; }
+  let whole = floor(y) == y;
+  let odd = whole && ay < 16777216.0f && (i32(ay) & 1i) == 1i;
+  let negative = (bitcast<u32>(x) >> 31u) != 0u;
+  let inf = bitcast<f32>(0x7f800000u);
+  if (f32_isinf(y)) {
+    if (ax == 1.0f) { return 1.0f; }
+    return select(0.0f, inf, (ax > 1.0f) == (y > 0.0f));
+  }
+  var mag: f32;
+  if (ax == 0.0f) { mag = select(inf, 0.0f, y > 0.0f); }
+  else if (f32_isinf(ax)) { mag = select(0.0f, inf, y > 0.0f); }
+  else {
+    if (negative && !whole) { return bitcast<f32>(0x7fc00000u); }
+    mag = pow_pos(ax, y);
+  }
+  return select(mag, -mag, negative && odd);
+}""", "f32_abs", "f32_isnan", "f32_isinf", "pow_pos")
+
+
 # ------------------------------------------------------------------------------ dispatch
 MATH_UNARY = frozenset({"EXP", "EXP2", "EXPM1", "TANH", "SIGMOID", "SINH", "COSH", "LOG", "LOG2", "LOG10", "LOG1P",
-                        "SIN", "COS", "TAN", "ATAN", "ASIN", "ACOS", "ASINH", "ACOSH", "ATANH", "CBRT"})
-MATH_BINARY = frozenset({"FMOD", "REM", "ATAN2", "HYPOT"})
+                        "SIN", "COS", "TAN", "ATAN", "ASIN", "ACOS", "ASINH", "ACOSH", "ATANH", "CBRT",
+                        "ERF", "ERFC"})
+MATH_BINARY = frozenset({"FMOD", "REM", "ATAN2", "HYPOT", "POW"})
 
 
 def math_call(op: str, is_f16: bool, *args: str) -> str:
