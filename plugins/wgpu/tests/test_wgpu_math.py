@@ -40,7 +40,7 @@ SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 
            -1.401298464324817e-45, 1.1754942e-38, 5.961261e-08, -5.961261e-08, 65504.0, 6e-8]
 
 
-def _declared(wgpu_backend, name: str) -> bool:  # named so that a test of an undeclared op says so
+def _declared(wgpu_backend, name: str) -> bool:  # asserted first, so a missing declaration fails by name
     return wgpu_backend.capabilities.covers(name, DType.F32)
 
 
