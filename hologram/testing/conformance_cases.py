@@ -154,17 +154,26 @@ def instruction_cases(caps: Capabilities, rng: np.random.Generator, extra: int
     return cases, missing
 
 
+# A stage binds its instructions' outputs and operands: few enough for a GPU adapter,
+# which binds a bounded number of storage buffers per shader (lavapipe 32; WebGPU's
+# default 8, which the wgpu backend raises to the adapter's own limit).
+STAGE_INSTRUCTIONS = 16
+
+
 def _value_case(name: str, ops: Iterable[ValueOp], rng: np.random.Generator, extra: int) -> Case:
-    """One stage per operand signature (unary, binary, ternary, SEL's): each lane loads one
-    row of operands and computes every instruction of that signature on it, storing each
-    result to the instruction's own buffer (what a failure is blamed on)."""
-    groups: dict[tuple[DType, ...], list[ValueOp]] = {}
+    """One stage per operand signature (unary, binary, ternary, SEL's) and up to
+    STAGE_INSTRUCTIONS instructions: each lane loads one row of operands and computes
+    every instruction of the stage on it, storing each result to the instruction's own
+    buffer (what a failure is blamed on)."""
+    by_sources: dict[tuple[DType, ...], list[ValueOp]] = {}
     for v in ops:
-        groups.setdefault(v.sources, []).append(v)
+        by_sources.setdefault(v.sources, []).append(v)
+    groups = [(sources, members[k:k + STAGE_INSTRUCTIONS]) for sources, members in by_sources.items()
+              for k in range(0, len(members), STAGE_INSTRUCTIONS)]
     pb = ProgramBuilder(name)
     buffers: dict[str, np.ndarray] = {}
     items: dict[str, tuple[str, ...]] = {}
-    for g, (sources, members) in enumerate(groups.items()):
+    for g, (sources, members) in enumerate(groups):
         columns = _columns(sources, rng, extra)
         n = len(columns[0])
         s = pb.stage(f"g{g}", (n,))

@@ -29,17 +29,18 @@ _NARROW = (DType.I8, DType.I16, DType.U8, DType.U16, DType.F16)  # in 32-bit reg
 
 # What the backend runs, declared (docs/gpu.md, "What wgpu declares"), as the conformance
 # kit measured it on lavapipe. WGSL has 32-bit types only: i64/u64 are two words, 8/16-bit
-# integers and f16 live in 32-bit registers and are packed in storage. Not declared: f64,
-# the transcendentals (the drivers' builtins miss the 4-ulp contract), float FMA and REM,
-# reductions WGSL's 32-bit atomics cannot merge.
+# integers and f16 live in 32-bit registers and are packed in storage. Float math (exact
+# FMA FMOD REM, the transcendentals within 4 ulp) is wgsl_math's, never the drivers'
+# builtins. Not declared: f64, reductions WGSL's 32-bit atomics cannot merge.
 CAPABILITIES = Capabilities.of(
     "MOV MOV_IMM CVT ADD SUB MUL MIN MAX MAD ABS NEG AND OR XOR NOT SHL SHR SET SEL ISINF ISFINITE "
     "LDG STG LDS STS DIV REM FMA FLOOR CEIL TRUNC RINT SQRT COPYSIGN BRA LOOP CALL RET EXIT BarSync MemFence "
     "ReduceAdd ReduceMin ReduceMax ReduceMul ResAccum PoolAlloc PoolFree PoolLoad PoolStore "
-    "ClsGet MIRROR NbrCount UnityTest NbrGet BoundMap PhaseGet PhaseAdv RSQRT",
+    "ClsGet MIRROR NbrCount UnityTest NbrGet BoundMap PhaseGet PhaseAdv RSQRT FMOD "
+    "EXP EXP2 EXPM1 TANH SIGMOID SINH COSH LOG LOG2 LOG10 LOG1P SIN COS TAN ATAN ASIN ACOS ATAN2 "
+    "ASINH ACOSH ATANH HYPOT CBRT ERF ERFC POW",
     dtypes=TYPES,
-    excluding=[("REM", DType.F32), ("FMA", DType.F32), ("REM", DType.F16), ("FMA", DType.F16),
-               *((op, d) for op in ("ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum")
+    excluding=[*((op, d) for op in ("ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum")
                  for d in _NARROW),
                *((op, d) for op in ("ReduceMin", "ReduceMax", "ReduceMul") for d in (DType.I64, DType.U64))],
     conversions=[(to, frm) for to in TYPES for frm in TYPES],

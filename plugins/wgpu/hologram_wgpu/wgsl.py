@@ -32,6 +32,7 @@ from hologram.errors import UnsupportedProgram
 from .wgsl_exprs import (ATLAS_BINDING, ATLAS_OPS, NARROW, PACKED, STORAGE_TYPES, WGSL_TYPES, WIDE, atlas_table,
                          binary, compare, convert, imm_literal, small, unary, zero)
 from .wgsl_lib import helpers_for
+from .wgsl_math import math_call
 
 __all__ = ["StageShader", "ShaderSet", "generate", "layout", "ERR_OOB_GLOBAL", "ERR_OOB_SHARED", "ERR_CLASS", "ERR_OOB_POOL",
            "ERR_POOL_FULL", "ERR_POOL_FREE", "ERR_POOL_DEPTH", "NOTHING_ALLOCATED", "MAX_LIVE_ALLOCATIONS", "ERR_WORDS"]
@@ -347,6 +348,8 @@ class _StageWriter:
                      else "false" if op == "ISINF" else "true")
         elif op == "MAD" or (op == "FMA" and not t.is_float):  # integers: both the wrapping a*b + c
             value = binary("ADD", t, binary("MUL", t, srcs[0], srcs[1]), srcs[2])
+        elif op == "FMA":
+            value = math_call(op, t is DType.F16, *srcs)
         elif len(srcs) == 2:
             value = binary(op, t, *srcs)
         else:
@@ -445,7 +448,7 @@ class _StageWriter:
                   "var<private> sp_gid: vec3<u32>;", "var<private> sp_ntid: vec3<u32>;",
                   "var<private> sp_nctaid: vec3<u32>;", "var<private> sp_gdim: vec3<u32>;",
                   "var<private> alive: bool;", "var<private> pc: u32;", "var<private> rsp: u32;",
-                  "var<private> phase: u32;"]
+                  "var<private> phase: u32;", "var<private> opaque_zero: vec2<u32>;"]
         if any(isinstance(i, Instr) and i.op in ("CALL", "RET") for i in stage.body):
             decls.append(f"var<private> rstack: array<u32, {MAX_CALL_DEPTH}>;")
         fail = ["fn fail(code: u32, instruction: u32, index: vec2<u32>, aux: u32) {",
@@ -482,6 +485,9 @@ class _StageWriter:
                 "fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,",
                 "        @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lix: u32) {",
                 f"  sp_gdim = vec3<u32>(info[{s}u], info[{s + 1}u], info[{s + 2}u]);",
+                # zero (the backend launches extents below 2**31), which no compiler can know:
+                # what f32_unfolded hides values from the float folding behind (wgsl_math)
+                "  opaque_zero = sp_gdim.xy >> vec2<u32>(31u);",
                 f"  let nct = vec3<u32>(info[{s + 3}u], info[{s + 4}u], info[{s + 5}u]);",
                 "  sp_nctaid = nct;",
                 f"  sp_ntid = vec3<u32>({block[0]}u, {block[1]}u, {block[2]}u);",

@@ -11,6 +11,8 @@ import numpy as np
 
 from hologram.backend import DType, atlas
 
+from .wgsl_math import MATH_BINARY, MATH_UNARY, math_call
+
 __all__ = ["NARROW", "WGSL_TYPES", "PACKED", "STORAGE_TYPES", "WIDE", "imm_literal", "zero", "wrap", "convert",
            "binary", "unary", "compare", "small", "ATLAS_OPS", "ATLAS_TABLE_WORDS", "ATLAS_BINDING", "atlas_table"]
 
@@ -106,6 +108,8 @@ def convert(expr: str, frm: DType, to: DType) -> str:
 
 
 def binary(op: str, t: DType, a: str, b: str) -> str:
+    if t in (DType.F32, DType.F16) and op in MATH_BINARY:
+        return math_call(op, t is DType.F16, a, b)
     if t is DType.F16:  # f32 has more than 2 x 11 + 2 bits: its rounding, then f16's, is f16's rounding
         if op in ("MIN", "MAX"):  # numpy's f16 loops keep the *first* of equal operands (-0.0, +0.0)
             return f"f16_{op.lower()}({a}, {b})"
@@ -138,7 +142,10 @@ def binary(op: str, t: DType, a: str, b: str) -> str:
     if t is DType.F32:
         if op in ("MIN", "MAX", "COPYSIGN"):
             return f"f32_{op.lower()}({a}, {b})"
-        return f"(({a}) {dict(ADD='+', SUB='-', MUL='*', DIV='/')[op]} ({b}))"
+        # hidden from the shader compiler's float folding (wgsl_math, f32_unfolded): the
+        # second operand (x - x), an immediate first one (0 * x), the result ((x + y) - y)
+        first = f"f32_unfolded_alt({a})" if a.startswith("bitcast<f32>(") else f"({a})"
+        return f"f32_unfolded({first} {dict(ADD='+', SUB='-', MUL='*', DIV='/')[op]} f32_unfolded({b}))"
     if t is DType.BOOL:
         return f"(({a}) {dict(AND='&', OR='|', XOR='!=')[op]} ({b}))"
     if op in ("DIV", "REM"):
@@ -151,6 +158,8 @@ def binary(op: str, t: DType, a: str, b: str) -> str:
 
 
 def unary(op: str, t: DType, a: str) -> str:
+    if t in (DType.F32, DType.F16) and op in MATH_UNARY:
+        return math_call(op, t is DType.F16, a)
     if t is DType.F16:
         if op == "RSQRT":  # two roundings, each to f16
             return f"f16_round(1.0 / f16_round(sqrt({a})))"

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+from .wgsl_math import MATH_HELPERS
+
 # name -> (WGSL text, names of the helpers it calls)
 _HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
     # ------------------------------------------------------------------ f32 bit tests
@@ -177,13 +179,16 @@ _HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
+_ALL_HELPERS = {**_HELPERS, **MATH_HELPERS}  # the float math (wgsl_math) calls helpers of both
+
+
 def helpers_for(code: str) -> str:
     """The helper functions `code` calls, with those they call, in a fixed order."""
     wanted: set[str] = set()
-    todo = [name for name in _HELPERS if re.search(rf"\b{name}\(", code)]
+    todo = [name for name in _ALL_HELPERS if re.search(rf"\b{name}\(", code)]
     while todo:
         name = todo.pop()
         if name not in wanted:
             wanted.add(name)
-            todo.extend(_HELPERS[name][1])
-    return "\n".join(_HELPERS[name][0] for name in _HELPERS if name in wanted)
+            todo.extend(_ALL_HELPERS[name][1])
+    return "\n".join(_ALL_HELPERS[name][0] for name in _ALL_HELPERS if name in wanted)
