@@ -102,10 +102,12 @@ class WgpuBackend(Backend):
             raise ArgumentError(f"prepare expects a hologram.isa.program.Program, got {type(program).__name__}")
         self.check_covers(program)
         key = program_hash(program)
-        hit = self._cache.get(key)
-        if hit is not None:
-            return hit
-        with trace.span("wgpu prepare", "prepare", program=key):
+        with trace.span("wgpu prepare", "prepare", program=key) as span:
+            hit = self._cache.get(key)
+            if span is not None:
+                span["cache"] = "miss" if hit is None else "memory"
+            if hit is not None:
+                return hit
             verify(program)
             shaders = generate(program)
             refusal = gpu_device.device_refusal(program, tuple(2 + len(s.buffers) for s in shaders.stages))
@@ -216,24 +218,26 @@ class _Launch:
         info = device.create_buffer_with_data(data=self.info_words(), usage=wgpu.BufferUsage.STORAGE)
         for k, (stage, shader, pipeline) in enumerate(zip(prepared.program.stages, shaders.stages,
                                                           prepared.pipelines)):
-            for init in stage.inits:
-                self.write_init(stage, init, buffers[init.buffer])
-            block = tuple(stage.block) + (1,) * (3 - len(stage.block))
-            ext3 = tuple(self.extents[k]) + (1,) * (3 - len(self.extents[k]))
-            groups = [min(-(-e // b), self.gpu.max_groups) for e, b in zip(ext3, block)]
-            if 0 in groups:
-                continue
-            entries = [{"binding": 0, "resource": {"buffer": err}}, {"binding": 1, "resource": {"buffer": info}}]
-            entries += [{"binding": j + 2, "resource": {"buffer": buffers[name]}}
-                        for j, name in enumerate(shader.buffers)]
-            group = device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=entries)
-            encoder = device.create_command_encoder()
-            compute = encoder.begin_compute_pass()
-            compute.set_pipeline(pipeline)
-            compute.set_bind_group(0, group)
-            compute.dispatch_workgroups(*groups)
-            compute.end()
-            device.queue.submit([encoder.finish()])
+            # the span times the stage's submission: the queue runs it after, in order
+            with trace.span(f"stage {stage.name}", "stage", kernel=prepared.program.name, stage=stage.name):
+                for init in stage.inits:
+                    self.write_init(stage, init, buffers[init.buffer])
+                block = tuple(stage.block) + (1,) * (3 - len(stage.block))
+                ext3 = tuple(self.extents[k]) + (1,) * (3 - len(self.extents[k]))
+                groups = [min(-(-e // b), self.gpu.max_groups) for e, b in zip(ext3, block)]
+                if 0 in groups:
+                    continue
+                entries = [{"binding": 0, "resource": {"buffer": err}}, {"binding": 1, "resource": {"buffer": info}}]
+                entries += [{"binding": j + 2, "resource": {"buffer": buffers[name]}}
+                            for j, name in enumerate(shader.buffers)]
+                group = device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=entries)
+                encoder = device.create_command_encoder()
+                compute = encoder.begin_compute_pass()
+                compute.set_pipeline(pipeline)
+                compute.set_bind_group(0, group)
+                compute.dispatch_workgroups(*groups)
+                compute.end()
+                device.queue.submit([encoder.finish()])
         record = np.frombuffer(device.queue.read_buffer(err), np.uint32)
         if record[0]:
             raise self.error(record)
