@@ -166,6 +166,7 @@ def adopt(backend: Any, value: Any, where: str) -> CudaArray | None:
     if interface.get("mask") is not None:
         raise ArgumentError(f"{what} has a mask; masked device arrays are not taken")
     array = CudaArray(shape, dtype, backend, pointer=pointer, keeps=value, readonly=bool(readonly))
+    _stream()  # the device's context current (a PluginError saying why when there is none)
     if array.nbytes:
         _check_device_memory(what, pointer)
     _wait_for_producer(what, interface.get("stream"))
@@ -203,7 +204,6 @@ def _check_device_memory(what: str, pointer: int) -> None:
     from .driver import DEVICE_ORDINAL
 
     driver = _driver()
-    _stream()
     err, ordinal = driver.cuPointerGetAttribute(
         driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, pointer)
     if err != driver.CUresult.CUDA_SUCCESS:
