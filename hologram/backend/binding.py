@@ -353,7 +353,8 @@ class LaunchBinding:
                owner: Any = None) -> list[np.ndarray]:
         """The caller's arrays in param order, checked (an ndarray subclass as a plain
         ndarray over its memory; a device array of `owner`, the launching backend, as it
-        is, and another library's array that `owner.adopt` recognises, as one). Written for speed: it runs once per buffer per call."""
+        is, and another library's array that `owner.adopt` recognises, as one). Written
+        for speed: it runs once per buffer per call."""
         if len(buffers) != self.nparams:
             self._wrong_names(buffers)
         out = []

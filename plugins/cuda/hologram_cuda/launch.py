@@ -1,7 +1,7 @@
 """Running a prepared program on the device: the module's image for the device's compute
 capability, the grid of each stage, one launch of the program (numpy arrays copied in
-and out, device arrays used where they are),
-and the error word's decoding into the interpreter's words.
+and out, device arrays used where they are), and the error word's decoding into the
+interpreter's words.
 
 A launch (`run`: `upload`, `launch_stages`, `finish`; the GPU benchmarks call the three
 apart, to time launches on device-resident buffers):
@@ -167,8 +167,9 @@ def extra_for(packed: np.ndarray, size: np.ndarray) -> np.ndarray:
 @attrs.frozen(eq=False)
 class OnDevice:
     """A launch's arguments on the device: the one allocation (`base`), each buffer's
-    device pointer (in it, or a device array's own), the error word's offset, and the packed parameters with cuLaunchKernel's `extra`
-    array pointing at them (kept here, alive, for as long as launches use them)."""
+    device pointer (in it, or a device array's own), the error word's offset, and the
+    packed parameters with cuLaunchKernel's `extra` array pointing at them (kept here,
+    alive, for as long as launches use them)."""
 
     base: int
     pointers: tuple[int, ...]

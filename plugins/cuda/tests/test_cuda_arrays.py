@@ -149,6 +149,14 @@ def test_a_cuda_array_interface_object_is_taken_without_a_copy(dry_run_device):
     np.testing.assert_array_equal(vadd(fx, fy).numpy(), 10 + 2 * x)
 
 
+def test_map_takes_interface_objects_with_loop_dimensions(dry_run_device):
+    vadd = _kernel("vadd")
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    z = vadd.map(ForeignArray(dry_run_device, x), ForeignArray(dry_run_device, x))
+    assert isinstance(z, CudaArray) and z.shape == (2, 4)
+    np.testing.assert_array_equal(z.numpy(), 2 * x)
+
+
 def test_an_adopted_array_is_an_out_array_written_in_place(dry_run_device):
     vadd = _kernel("vadd")
     x = np.arange(6, dtype=np.float32)
