@@ -30,12 +30,12 @@ from hologram.backend import DeviceArray, DType, host_array
 from hologram.errors import ArgumentError
 
 from .driver import call
+from .targets import DTYPES
 
 __all__ = ["CudaArray", "to_device", "allocate_device", "adopt", "CAI_VERSION"]
 
 CAI_VERSION = 3
-DTYPES = frozenset(np.dtype(t) for t in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                                         "uint64", "float16", "float32", "float64"))
+NUMPY_DTYPES = frozenset(np.dtype(t.np) for t in DTYPES)  # what an adopted array may hold
 
 
 def _driver() -> Any:
@@ -154,13 +154,14 @@ def adopt(backend: Any, value: Any, where: str) -> CudaArray | None:
         typestr = interface["typestr"]
         pointer, readonly = interface["data"]
         pointer = int(pointer)
+        strides = interface.get("strides")
+        strides = None if strides is None else tuple(int(n) for n in strides)
     except (KeyError, TypeError, ValueError) as e:
         raise ArgumentError(f"{what}: malformed interface ({type(e).__name__}: {e}); expected 'shape', 'typestr' "
                             "and 'data' = (pointer, readonly)") from None
     dtype = _dtype(what, typestr)
-    strides = interface.get("strides")
-    if strides is not None and not _c_contiguous(shape, tuple(strides), dtype.itemsize):
-        raise ArgumentError(f"{what} must be C-contiguous, got strides {tuple(strides)} for shape {shape} of "
+    if strides is not None and not _c_contiguous(shape, strides, dtype.itemsize):
+        raise ArgumentError(f"{what} must be C-contiguous, got strides {strides} for shape {shape} of "
                             f"{dtype.itemsize}-byte items",
                             hint="pass a contiguous copy (cupy.ascontiguousarray(x), x.contiguous() in PyTorch)")
     if interface.get("mask") is not None:
@@ -176,10 +177,10 @@ def adopt(backend: Any, value: Any, where: str) -> CudaArray | None:
 def _dtype(what: str, typestr: Any) -> np.dtype:
     try:
         dtype = np.dtype(typestr)
-    except TypeError:
+    except (TypeError, ValueError):
         dtype = None
-    if dtype is None or dtype not in DTYPES or dtype.byteorder == ">":
-        names = ", ".join(sorted(str(d) for d in DTYPES))
+    if dtype is None or dtype not in NUMPY_DTYPES or dtype.byteorder == ">":
+        names = ", ".join(sorted(str(d) for d in NUMPY_DTYPES))
         raise ArgumentError(f"{what} has typestr {typestr!r}; expected a little-endian one of {names}")
     return dtype.newbyteorder("=")
 

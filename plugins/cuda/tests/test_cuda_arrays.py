@@ -202,6 +202,8 @@ def test_the_producer_s_stream_is_synchronized_before_a_launch(dry_run_device):
     ({"mask": object()}, r"argument 'x' .* has a mask"),
     ({"stream": 0}, r"argument 'x' .* has stream 0; __cuda_array_interface__ v3 allows None or a stream handle "
                     r"other than 0"),
+    ({"strides": 4}, r"argument 'x' .*: malformed interface \(TypeError: .*\)"),
+    ({"typestr": "garbage"}, r"argument 'x' .* has typestr 'garbage'; expected"),
     ({"data": None}, r"argument 'x' .*: malformed interface \(TypeError: .*\); expected 'shape', 'typestr' and "
                      r"'data' = \(pointer, readonly\)"),
 ])
