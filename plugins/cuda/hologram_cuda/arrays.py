@@ -45,21 +45,26 @@ def _driver() -> Any:
 
 
 class Allocation:
-    """One `cuMemAlloc` allocation, freed (`cuMemFree`) when this object is collected.
-    The finalizer does not run at interpreter exit: the driver releases a process's
-    memory with its context, and by then cuda-bindings may be half torn down."""
+    """One `cuMemAlloc` allocation in `context` (current), freed (`cuMemFree`) when this
+    object is collected. The finalizer does not run at interpreter exit: the driver
+    releases a process's memory with its context, and by then cuda-bindings may be half
+    torn down."""
 
     __slots__ = ("pointer", "__weakref__")
 
-    def __init__(self, nbytes: int) -> None:
+    def __init__(self, nbytes: int, context: Any) -> None:
         driver = _driver()
         self.pointer = int(call(driver.cuMemAlloc, max(nbytes, 1)))  # a 0-byte allocation is an error
-        finalizer = weakref.finalize(self, _free, driver, self.pointer)
+        finalizer = weakref.finalize(self, _free, driver, context, self.pointer)
         finalizer.atexit = False
 
 
-def _free(driver: Any, pointer: int) -> None:
+def _free(driver: Any, context: Any, pointer: int) -> None:
+    """The finalizer: a collection runs on whichever thread allocated last, whose current
+    context may be none or another library's, so the allocation's own is made current
+    (directly: `driver.device()` takes a lock the collecting thread may hold)."""
     try:
+        driver.cuCtxSetCurrent(context)
         driver.cuMemFree(pointer)
     except Exception:  # noqa: BLE001 - a finalizer has no caller to tell; the context may already be gone
         pass
@@ -102,18 +107,23 @@ class CudaArray(DeviceArray):
         return f"CudaArray(shape={self.shape}, dtype={self.dtype}, pointer={self.pointer:#x})"
 
 
-def _stream() -> Any:
+def _device() -> Any:
+    """The device (driver.Device), its context made current on this thread."""
     from .driver import device
 
     gpu = device()
     gpu.make_current()
-    return gpu.stream
+    return gpu
+
+
+def _stream() -> Any:
+    return _device().stream
 
 
 def _allocated(backend: Any, shape: tuple[int, ...], dtype: np.dtype) -> CudaArray:
-    _stream()  # the context current first: cuMemAlloc allocates in it
+    context = _device().context  # current first: cuMemAlloc allocates in it
     array = CudaArray(shape, dtype, backend)
-    allocation = Allocation(array.nbytes)
+    allocation = Allocation(array.nbytes, context)
     return attrs.evolve(array, pointer=allocation.pointer, keeps=allocation)
 
 

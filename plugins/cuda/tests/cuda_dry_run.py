@@ -129,6 +129,9 @@ class DryRunDriver:
         self.kernel(self.names[int(f)], (gx, gy, gz), (bx, by, bz), ctypes.string_at(words[1], size), self)
         return (self.ok,)
 
+    def sim_cuCtxSetCurrent(self, context):
+        return (self.ok,)
+
     def sim_cuStreamSynchronize(self, stream):
         self.synchronized.append(int(stream))
         return (self.ok,)
@@ -180,7 +183,7 @@ def install(monkeypatch):
     from hologram_cuda import driver as driver_module
 
     dry = DryRunDriver()
-    fake = driver_module.Device(None, None, REAL_DRIVER.CUstream(0), "dry run", (9, 0), 1, 1 << 30, 1e12)
+    fake = driver_module.Device(None, REAL_DRIVER.CUcontext(1), REAL_DRIVER.CUstream(0), "dry run", (9, 0), 1, 1 << 30, 1e12)
     monkeypatch.setattr(driver_module, "device_status", lambda: driver_module.usable((9, 0), "dry run"))
     monkeypatch.setattr(driver_module, "device", lambda: fake)
     monkeypatch.setattr(driver_module.Device, "make_current", lambda self: None)
