@@ -183,7 +183,8 @@ def install(monkeypatch):
     from hologram_cuda import driver as driver_module
 
     dry = DryRunDriver()
-    fake = driver_module.Device(None, REAL_DRIVER.CUcontext(1), REAL_DRIVER.CUstream(0), "dry run", (9, 0), 1, 1 << 30, 1e12)
+    fake = driver_module.Device(None, REAL_DRIVER.CUcontext(1), REAL_DRIVER.CUstream(0), "dry run", (9, 0), 1,
+                                1 << 30, 1e12)
     monkeypatch.setattr(driver_module, "device_status", lambda: driver_module.usable((9, 0), "dry run"))
     monkeypatch.setattr(driver_module, "device", lambda: fake)
     monkeypatch.setattr(driver_module.Device, "make_current", lambda self: None)
