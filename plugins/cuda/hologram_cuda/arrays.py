@@ -104,7 +104,8 @@ class CudaArray(DeviceArray):
         return target
 
     def __repr__(self) -> str:
-        return f"CudaArray(shape={self.shape}, dtype={self.dtype}, pointer={self.pointer:#x})"
+        return (f"CudaArray(shape={self.shape}, dtype={self.dtype}, backend={self.backend.name!r}, "
+                f"pointer={self.pointer:#x})")
 
 
 def _device() -> Any:

@@ -76,6 +76,7 @@ def test_the_interface_is_cai_v3_of_the_allocation(dry_run_device):
     assert d.__cuda_array_interface__ == {"shape": (2, 3), "typestr": "<f4", "data": (d.pointer, False),
                                           "version": 3, "strides": None, "stream": None}
     assert d.pointer in dry_run_device.allocations
+    assert repr(d) == f"CudaArray(shape=(2, 3), dtype=float32, backend='cuda', pointer={d.pointer:#x})"
 
 
 def test_a_collected_array_frees_its_allocation(dry_run_device):
