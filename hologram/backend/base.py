@@ -65,7 +65,7 @@ class Backend(abc.ABC):
     `max_test_elements` (how large a generated test case may be), `observe` (a launch
     reporting its memory accesses), `unavailable_reason` (why it cannot run here) and
     device arrays (`to_device`, `allocate_device`: arrays kept in the backend's memory
-    between launches).
+    between launches; `adopt`: another library's arrays in that memory, taken as they are).
     """
 
     name: str
@@ -174,6 +174,16 @@ class Backend(abc.ABC):
         """A new zeroed `DeviceArray` of this backend (the outputs of a call whose inputs
         are on the device). The default has none: an ArgumentError saying so."""
         raise ArgumentError(self._no_device_arrays())
+
+    def adopt(self, value: Any, where: str) -> DeviceArray | None:
+        """`value`, another library's array in this backend's memory (a CuPy or PyTorch
+        array through `__cuda_array_interface__`, say), as one of its device arrays over
+        the same memory, no copy; None when `value` is nothing this backend recognises.
+        The call path asks it for an argument that is neither an ndarray nor a
+        DeviceArray, before refusing it. An interface it recognises but cannot take as
+        it is (strided, of another dtype, ...) is an ArgumentError that `where` ("k():
+        argument 'x'") starts. The default recognises nothing."""
+        return None
 
     @property
     def has_device_arrays(self) -> bool:

@@ -353,13 +353,17 @@ class LaunchBinding:
                owner: Any = None) -> list[np.ndarray]:
         """The caller's arrays in param order, checked (an ndarray subclass as a plain
         ndarray over its memory; a device array of `owner`, the launching backend, as it
-        is). Written for speed: it runs once per buffer per call."""
+        is, and another library's array that `owner.adopt` recognises, as one). Written
+        for speed: it runs once per buffer per call."""
         if len(buffers) != self.nparams:
             self._wrong_names(buffers)
         out = []
         for b, size in zip(self.params, sizes):
             a = buffers.get(b.name)
             if type(a) is not np.ndarray:
+                if not isinstance(a, (np.ndarray, DeviceArray)) and owner is not None:
+                    adopted = owner.adopt(a, f"buffer '{b.name}'")  # another library's array in owner's memory
+                    a = a if adopted is None else adopted
                 if isinstance(a, DeviceArray):
                     out.append(self._device_array(b, a, size, owner))
                     continue

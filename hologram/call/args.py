@@ -5,7 +5,9 @@ arrays of the declared dtype, C-contiguous; scalars as numpy scalars of the decl
 dtype; every shape symbol's value. Nothing is converted behind the caller's back: a
 wrong dtype or layout is an `ArgumentError` unless the caller passed `cast=True`, which
 makes one explicit copy. A device array (hologram.backend.device) is taken as it is, an
-input or an `out=` array, when the kernel's backend owns it, and never converted.
+input or an `out=` array, when the kernel's backend owns it, and never converted; so is
+another library's array in the backend's memory (a CuPy array on cuda), as the
+backend's device array over the same memory (`adopt_foreign`, `Backend.adopt`).
 
 Shape symbols are solved from the input shapes in declaration order. A dimension is an
 `Affine` (`n`, `n - 2`, `2*n`, `n + m`): a dimension with exactly one symbol not yet
@@ -95,6 +97,16 @@ def check_array(kernel: str, p: Param, value: Any, cast: bool, loop_rank: int = 
         raise ArgumentError(f"{where} must be C-contiguous, got a strided view of shape {value.shape}",
                             hint=f"{CAST_HINT}, or use np.ascontiguousarray")
     return value
+
+
+def adopt_foreign(kernel: str, p: Param, value: Any, backend: Any) -> Any:
+    """`value`, neither an ndarray nor a device array, as `backend`'s device array over the
+    same memory when the backend recognises it (`Backend.adopt`: a CuPy or PyTorch array
+    on cuda), else `value` as it is, for `check_array` to convert or refuse."""
+    if isinstance(value, (np.ndarray, DeviceArray)):
+        return value
+    adopted = backend.adopt(value, f"{kernel}(): argument {p.name!r}")
+    return value if adopted is None else adopted
 
 
 def _check_rank(kernel: str, where: str, p: Param, value: np.ndarray | DeviceArray, loop_rank: int) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from hologram.backend.binding import host_array
 from hologram.backend.device import DeviceArray
 from hologram.registry.lookups import get_backend
@@ -27,4 +29,8 @@ def to_device(x: Any, backend: str | None = None) -> DeviceArray:
         if x.backend is target:
             return x
         x = x.numpy()
+    elif not isinstance(x, np.ndarray):
+        adopted = target.adopt(x, "to_device(): x")
+        if adopted is not None:
+            return adopted
     return target.to_device(host_array("to_device(): x", x))

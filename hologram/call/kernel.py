@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from hologram.backend.base import Backend
-from hologram.call.args import (allocate_outputs, bind_arguments, bind_direct, bind_symbols, check_array,
-                                check_device_owners, check_out, check_reductions, complete_symbols, concrete_shape,
-                                convert_scalar, unalias)
+from hologram.call.args import (adopt_foreign, allocate_outputs, bind_arguments, bind_direct, bind_symbols,
+                                check_array, check_device_owners, check_out, check_reductions, complete_symbols,
+                                concrete_shape, convert_scalar, unalias)
 from hologram.call.fastcall import MISS, Hit, make_fast, plain_run, program_order
 from hologram.call.loops import LoopCall, core_views, loop_call, output_shapes
 from hologram.compiler.driver import Compiled, compile_kdef
@@ -217,7 +217,10 @@ class Kernel:
             if p.kind == "scalar":
                 scalars[p.name] = convert_scalar(name, p, values[p.name], cast)
             else:
-                arrays[p.name] = check_array(name, p, values[p.name], cast)
+                v = values[p.name]
+                if type(v) is not np.ndarray:  # another library's device array: the backend's, no copy
+                    v = adopt_foreign(name, p, v, self._prepare()[0])
+                arrays[p.name] = check_array(name, p, v, cast)
         symbols = None if c.binding is None else bind_direct(c.binding, arrays, sig.symbols)
         if symbols is None:
             symbols = bind_symbols(name, sig.inputs, arrays, sig.symbols)
@@ -242,6 +245,10 @@ class Kernel:
         c.program  # noqa: B018 - a bundle's program is verified before its signature is trusted
         sig = c.signature
         values = bind_arguments(sig, args, kwargs)
+        for p in sig.inputs:  # another library's device arrays first, as `_call` takes them (their loop ranks)
+            v = values[p.name]
+            if p.kind != "scalar" and type(v) is not np.ndarray:
+                values[p.name] = adopt_foreign(sig.name, p, v, self._prepare()[0])
         loop = loop_call(sig, values, cast)
         if loop is None:
             return self._call(args, out, cast, kwargs)

@@ -87,14 +87,29 @@ class HostDevice(Backend):
         self.device_allocations += 1
         return HostDeviceArray(shape, dtype.np, self, np.zeros(shape, dtype.np))
 
+    def adopt(self, value, where):
+        if not isinstance(value, LibraryArray):
+            return None
+        if value.memory.dtype == np.float16:
+            raise ArgumentError(f"{where}: this library's f16 arrays are not taken")
+        return HostDeviceArray(value.memory.shape, value.memory.dtype, self, value.memory)  # the same memory
+
     def prepare(self, program):
         return get_backend("interp").prepare(program), LaunchBinding.of(program)
 
     def launch(self, executable, buffers, scalars, symbols):
         exe, binding = executable
-        binding.bind(buffers, scalars, symbols, owner=self)  # the SDK's checks, device arrays included
-        memory = {n: a.memory.reshape(a.shape) if isinstance(a, HostDeviceArray) else a for n, a in buffers.items()}
+        bound = binding.bind(buffers, scalars, symbols, owner=self)  # the SDK's checks, device arrays included
+        memory = {slot.name: a.memory.reshape(a.shape) if isinstance(a, HostDeviceArray) else a
+                  for slot, a in zip(binding.params, bound.arrays)}
         get_backend("interp").launch(exe, memory, scalars, symbols)
+
+
+@attrs.frozen(eq=False)
+class LibraryArray:
+    """Another library's array in hostdev's memory (as a CuPy array is in cuda's)."""
+
+    memory: np.ndarray
 
 
 @pytest.fixture
@@ -259,3 +274,38 @@ def test_the_launch_binder_takes_only_its_owners_device_arrays(hostdev):
                      owner=hostdev)
     with pytest.raises(ArgumentError, match="is already a device array"):
         host_array("to_device(): x", xd)
+
+
+def test_another_library_s_array_is_adopted_without_a_copy(hostdev):
+    """Backend.adopt: the call path asks the kernel's backend about an argument that is
+    neither an ndarray nor a device array; the outputs are then on the device."""
+    vadd = hologram.compile(VADD).on("hostdev")
+    x = np.arange(4, dtype=np.float32)
+    foreign = LibraryArray(x.copy())
+    z = vadd(foreign, x)
+    assert isinstance(z, HostDeviceArray) and np.array_equal(z.memory, 2 * x)
+    assert (hostdev.uploads, hostdev.device_allocations) == (0, 1)
+    target = hologram.to_device(LibraryArray(np.zeros(4, np.float32)), backend="hostdev")  # adopted, not copied
+    assert hostdev.uploads == 0 and vadd(x, x, out=target) is target and np.array_equal(target.memory, 2 * x)
+    with pytest.raises(ArgumentError, match=r"vadd\(\): argument 'y': this library's f16 arrays are not taken"):
+        vadd(x, LibraryArray(np.zeros(4, np.float16)))
+
+
+def test_the_launch_binder_adopts_through_its_owner_only(hostdev):
+    program = hologram.compile(VADD, backend="interp").program
+    binding = LaunchBinding.of(program)
+    x = np.ones(3, np.float32)
+    foreign = LibraryArray(x.copy())
+    assert binding.bind({"x": foreign, "y": x, "z": x.copy()}, {}, {"n": 3}, owner=hostdev).arrays[0].memory \
+        is foreign.memory
+    with pytest.raises(ArgumentError, match="buffer 'x': expected a numpy array of f32, got LibraryArray"):
+        binding.bind({"x": foreign, "y": x, "z": x.copy()}, {}, {"n": 3})
+
+
+def test_a_backend_adopts_nothing_by_default():
+    interp = get_backend("interp")
+    foreign = LibraryArray(np.ones(3, np.float32))
+    assert interp.adopt(foreign, "k(): argument 'x'") is None
+    with pytest.raises(ArgumentError, match="vadd\\(\\): argument 'x' must be a numpy array of f32\\[n\\], got "
+                                            "LibraryArray"):
+        hologram.compile(VADD).on("interp")(foreign, foreign)

@@ -1,6 +1,7 @@
 """The CUDA backend object: what it declares, `prepare` (verify, generate, PTX per
 target, cubins when nvJitLink is installed; cached in memory and on disk) and `launch`
-(launch.py: the module for the device's compute capability, numpy in and out)."""
+(launch.py: the module for the device's compute capability, numpy in and out, device
+arrays in place: arrays.py)."""
 
 from __future__ import annotations
 
@@ -114,6 +115,29 @@ class CudaBackend(Backend):
 
     def allocate(self, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
         return np.zeros(shape, dtype=dtype.np if isinstance(dtype, DType) else dtype)
+
+    # ------------------------------------------------ device arrays (arrays.py)
+    def to_device(self, array: np.ndarray) -> Any:
+        """`array` copied into a new allocation on the device (an arrays.CudaArray); a
+        PluginError saying why when there is no usable device (driver.device)."""
+        from . import arrays
+
+        return arrays.to_device(self, array)
+
+    def allocate_device(self, shape: tuple[int, ...], dtype: DType) -> Any:
+        """A new zeroed allocation on the device (the outputs of a call on device arrays)."""
+        from . import arrays
+
+        return arrays.allocate_device(self, shape, dtype)
+
+    def adopt(self, value: Any, where: str) -> Any:
+        """An object exposing `__cuda_array_interface__` (CuPy, PyTorch, numba) as a
+        CudaArray over its memory, no copy (arrays.adopt); None for anything else."""
+        if not hasattr(value, "__cuda_array_interface__"):
+            return None
+        from . import arrays
+
+        return arrays.adopt(self, value, where)
 
     def clear_cache(self) -> None:
         """Forget the prepared programs held in memory (the disk cache and the modules
@@ -240,10 +264,11 @@ class CudaBackend(Backend):
     def launch(self, executable: Executable | Program, buffers: Mapping[str, np.ndarray],
                scalars: Mapping[str, Any], symbols: Mapping[str, int]) -> None:
         """One launch on the device (launch.run): the arguments checked as every backend
-        checks them, copied to the device, each stage launched, the error word read back
-        and the written buffers copied back."""
+        checks them, the numpy ones copied to the device (device arrays are there), each
+        stage launched, the error word read back and the written numpy buffers copied back."""
         prepared = executable if isinstance(executable, Executable) else self.prepare(executable)
-        bound = prepared.binding.bind(buffers, scalars, symbols)  # wrong arguments are refused alike everywhere
+        # wrong arguments are refused alike everywhere; this backend's device arrays are taken as they are
+        bound = prepared.binding.bind(buffers, scalars, symbols, owner=self)
         reason = self.unavailable_reason()
         if reason is not None:
             raise PluginError(f"backend 'cuda' cannot launch program {prepared.program.name!r}: {reason}",

@@ -1,6 +1,7 @@
 """Running a prepared program on the device: the module's image for the device's compute
-capability, the grid of each stage, one launch of the program (numpy in, numpy out),
-and the error word's decoding into the interpreter's words.
+capability, the grid of each stage, one launch of the program (numpy arrays copied in
+and out, device arrays used where they are), and the error word's decoding into the
+interpreter's words.
 
 A launch (`run`: `upload`, `launch_stages`, `finish`; the GPU benchmarks call the three
 apart, to time launches on device-resident buffers):
@@ -8,18 +9,20 @@ apart, to time launches on device-resident buffers):
    cubin built for the device's architecture when there is one, else the PTX of the
    newest target the device can run, which the driver JIT-compiles; then
    `cuModuleGetFunction` per stage kernel);
-2. one device allocation holds every buffer (params then temporaries, each at a
-   256-byte boundary) and the error word; the params are copied in (`cuMemcpyHtoDAsync`),
-   the temporaries and the error word zeroed (`cuMemsetD8Async`), all on the device's
-   one stream;
+2. one device allocation holds every numpy buffer (params then temporaries, each at a
+   256-byte boundary) and the error word; the numpy params are copied in
+   (`cuMemcpyHtoDAsync`), the temporaries and the error word zeroed (`cuMemsetD8Async`),
+   all on the device's one stream; a device array (arrays.py) is not in it: its own
+   pointer is packed, nothing copied;
 3. the kernels' parameters are packed once (`ArgumentLayout.pack`: every stage kernel
    takes the same list) and each stage is launched in order with it
    (`CU_LAUNCH_PARAM_BUFFER_POINTER`), its grid `ceil(domain / block)` per axis; a stage
    with an empty domain is not launched;
 4. the error word is read back; a failed check raises the interpreter's
-   `ExecutionError` and nothing is copied back (as wgpu); otherwise the written params
-   are copied back into the caller's arrays (`cuMemcpyDtoHAsync`), the stream is
-   synchronized and the allocation freed.
+   `ExecutionError` and nothing is copied back (as wgpu; a device array keeps what the
+   kernels wrote before the failure); otherwise the written numpy params are copied
+   back into the caller's arrays (`cuMemcpyDtoHAsync`), the stream is synchronized and
+   the allocation freed.
 
 `driver` is `cuda.bindings.driver` unless a test passes another object with its
 functions (tests/test_launch.py runs this module against cuda-bindings' own argument
@@ -34,8 +37,9 @@ import attrs
 import numpy as np
 
 from hologram.backend import AXES, Instr, Program, domain_extents, format_instr
-from hologram.errors import ExecutionError, out_of_bounds
+from hologram.errors import ArgumentError, ExecutionError, out_of_bounds
 
+from .arrays import CudaArray
 from .driver import DriverError, call
 
 # The error word (codegen.py writes it; a test holds these to its numbers, which are
@@ -142,7 +146,7 @@ def _aligned(n: int) -> int:
 
 
 def layout(nbytes: Sequence[int]) -> tuple[tuple[int, ...], int]:
-    """Each buffer's offset in the launch's one allocation, and the error word's (last)."""
+    """Each numpy buffer's offset in the launch's one allocation, and the error word's (last)."""
     offsets, at = [], 0
     for n in nbytes:
         offsets.append(at)
@@ -163,11 +167,12 @@ def extra_for(packed: np.ndarray, size: np.ndarray) -> np.ndarray:
 @attrs.frozen(eq=False)
 class OnDevice:
     """A launch's arguments on the device: the one allocation (`base`), each buffer's
-    offset, the error word's, and the packed parameters with cuLaunchKernel's `extra`
-    array pointing at them (kept here, alive, for as long as launches use them)."""
+    device pointer (in it, or a device array's own), the error word's offset, and the
+    packed parameters with cuLaunchKernel's `extra` array pointing at them (kept here,
+    alive, for as long as launches use them)."""
 
     base: int
-    offsets: tuple[int, ...]
+    pointers: tuple[int, ...]
     err_at: int
     grids: tuple[tuple[int, int, int], ...]
     packed: np.ndarray
@@ -176,28 +181,39 @@ class OnDevice:
 
 
 def upload(exe: Any, bound: Any, stream: Any, driver: Any) -> OnDevice:
-    """The grids checked, then one allocation: the params copied in, the temporaries and
-    the error word zeroed, the parameters packed (once, for every stage kernel)."""
+    """The grids checked, then one allocation: the numpy params copied in, the temporaries
+    and the error word zeroed, the parameters packed (once, for every stage kernel). A
+    device array (arrays.CudaArray: the backend's own, or adopted) is packed as its
+    pointer, nothing copied; one the program writes must not be read-only."""
     program = exe.program
     grids = tuple((1, 1, 1) if kernel.init else
                   grid(program.stages[kernel.stage_index].name,
                        domain_extents(program.stages[kernel.stage_index], bound.symbols), kernel.block)
                   for kernel in exe.kernels)
     arrays = bound.arrays
-    offsets, err_at = layout([a.nbytes for a in arrays])
+    for slot, array in zip(exe.binding.buffers, arrays):
+        if slot.written and isinstance(array, CudaArray) and array.readonly:
+            raise ArgumentError(f"buffer '{slot.name}' is written by the program but the device array is read-only "
+                                "(its __cuda_array_interface__ says so)")
+    offsets, err_at = layout([a.nbytes for a in arrays if not isinstance(a, CudaArray)])
     base = int(call(driver.cuMemAlloc, err_at + ERROR_WORDS * 8))
     try:
         temps = set(map(id, exe.binding.temps))
-        for slot, array, at in zip(exe.binding.buffers, arrays, offsets):
+        at, pointers = iter(offsets), []
+        for slot, array in zip(exe.binding.buffers, arrays):
+            if isinstance(array, CudaArray):  # already on the device: its pointer as it is
+                pointers.append(array.pointer)
+                continue
+            pointers.append(base + next(at))
             if id(slot) in temps or not array.nbytes:
-                call(driver.cuMemsetD8Async, base + at, 0, max(array.nbytes, 1), stream)
+                call(driver.cuMemsetD8Async, pointers[-1], 0, max(array.nbytes, 1), stream)
             else:
-                call(driver.cuMemcpyHtoDAsync, base + at, array.ctypes.data, array.nbytes, stream)
+                call(driver.cuMemcpyHtoDAsync, pointers[-1], array.ctypes.data, array.nbytes, stream)
         call(driver.cuMemsetD8Async, base + err_at, 0, ERROR_WORDS * 8, stream)
-        packed = np.frombuffer(bytearray(exe.arguments.pack([base + at for at in offsets], bound.values,
-                                                             bound.scalars, base + err_at)), np.uint8)
+        packed = np.frombuffer(bytearray(exe.arguments.pack(pointers, bound.values, bound.scalars, base + err_at)),
+                               np.uint8)
         size = np.array([packed.size], np.uint64)
-        return OnDevice(base, offsets, err_at, grids, packed, size, extra_for(packed, size))
+        return OnDevice(base, tuple(pointers), err_at, grids, packed, size, extra_for(packed, size))
     except BaseException:
         _free_quietly(driver, base)
         raise
@@ -214,7 +230,8 @@ def launch_stages(exe: Any, loaded: Loaded, on: OnDevice, stream: Any, driver: A
 
 def finish(exe: Any, bound: Any, on: OnDevice, stream: Any, driver: Any) -> None:
     """The error word read back (a failure raised in the interpreter's words, nothing
-    copied back), else the written params copied back; the allocation freed either way."""
+    copied back), else the written numpy params copied back (a device array holds its
+    results already); the allocation freed either way."""
     try:
         record = np.zeros(ERROR_WORDS, np.int64)
         call(driver.cuMemcpyDtoHAsync, record.ctypes.data, on.base + on.err_at, record.nbytes, stream)
@@ -222,9 +239,9 @@ def finish(exe: Any, bound: Any, on: OnDevice, stream: Any, driver: Any) -> None
         if record[0]:
             raise execution_error(exe.program, record,
                                   {s.name: a.size for s, a in zip(exe.binding.buffers, bound.arrays)})
-        for slot, array, at in zip(exe.binding.params, bound.arrays, on.offsets):
-            if slot.written and array.nbytes:
-                call(driver.cuMemcpyDtoHAsync, array.ctypes.data, on.base + at, array.nbytes, stream)
+        for slot, array, pointer in zip(exe.binding.params, bound.arrays, on.pointers):
+            if slot.written and array.nbytes and not isinstance(array, CudaArray):  # a device array stays there
+                call(driver.cuMemcpyDtoHAsync, array.ctypes.data, pointer, array.nbytes, stream)
         call(driver.cuStreamSynchronize, stream)
     except BaseException:
         _free_quietly(driver, on.base)  # the first failure is the one to report

@@ -1,5 +1,6 @@
 """On a device: the stdlib kernels, the conformance kit, the error word and both images
-(cubin and PTX through the driver's JIT) against the interpreter. Every test here skips
+(cubin and PTX through the driver's JIT) against the interpreter; device arrays, and
+CuPy's through `__cuda_array_interface__` when CuPy is installed. Every test here skips
 with the driver's reason (`no CUDA driver: ...`) where there is no usable device;
 `make gpu-check` (benchmarks/gpu_check.py) runs them on a machine with one."""
 
@@ -16,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 
 import hologram
 from hologram.backend import BufferParam
-from hologram.errors import ExecutionError
+from hologram.errors import ArgumentError, ExecutionError
 from hologram.isa.asm import parse_program
 from hologram.testing.difftest_checks import launch_on_copies, launches
 from hologram.testing.precision import compare_outputs, precision
@@ -155,3 +156,56 @@ def test_available_and_the_device_found():
     assert get_backend("cuda").available()
     assert get_backend("cuda").unavailable_reason() is None
     assert "compute capability" in STATUS.reason
+
+
+# ----------------------------------------------------------- device arrays (arrays.py)
+def test_a_chain_of_kernels_on_device_arrays(cuda):
+    from hologram_cuda.arrays import CudaArray
+
+    vadd = hologram.compile_file(os.path.join(ROOT, "kernels", "vadd.toml"), backend="cuda")
+    vmul = hologram.compile_file(os.path.join(ROOT, "kernels", "vmul.toml"), backend="cuda")
+    x = np.arange(1_000_003, dtype=np.float32)
+    dx = hologram.to_device(x, "cuda")
+    s = vadd(dx, dx)
+    p = vmul(s, dx)
+    assert isinstance(s, CudaArray) and isinstance(p, CudaArray)
+    np.testing.assert_array_equal(p.numpy(), (x + x) * x)
+    np.testing.assert_array_equal(p.copy().numpy(), (x + x) * x)
+
+
+def test_collected_device_arrays_give_their_memory_back(cuda):
+    """Eight allocations of a quarter of the device's memory each, one alive at a time:
+    without the free at collection the fifth would fail."""
+    from hologram.backend import DType
+    from hologram_cuda.driver import device
+
+    quarter = device().memory_bytes // 4 // 4  # f32 elements
+    for _ in range(8):
+        d = cuda.allocate_device((quarter,), DType.F32)
+        del d
+
+
+def test_cupy_arrays_in_and_out_without_a_copy(cuda):
+    cupy = pytest.importorskip("cupy")
+    vadd = hologram.compile_file(os.path.join(ROOT, "kernels", "vadd.toml"), backend="cuda")
+    x = cupy.arange(100_000, dtype=cupy.float32)
+    z = vadd(x, x)  # adopted: CuPy's memory read in place; the output on the device
+    back = cupy.asarray(z)  # CuPy wraps the output through its __cuda_array_interface__: the same memory
+    assert back.data.ptr == z.pointer
+    cupy.testing.assert_array_equal(back, 2 * x)
+    target = cupy.zeros(100_000, cupy.float32)
+    vadd(x, x, out=hologram.to_device(target, "cuda"))  # CuPy's array written in place
+    cupy.testing.assert_array_equal(target, 2 * x)
+    with pytest.raises(ArgumentError, match=r"argument 'x' \(ndarray, through __cuda_array_interface__\) must be "
+                                            r"C-contiguous"):
+        vadd(x[::2], x[::2])
+
+
+def test_a_cupy_array_still_being_written_on_its_stream_is_waited_for(cuda):
+    cupy = pytest.importorskip("cupy")
+    vadd = hologram.compile_file(os.path.join(ROOT, "kernels", "vadd.toml"), backend="cuda")
+    with cupy.cuda.Stream(non_blocking=True):
+        x = cupy.arange(10_000_000, dtype=cupy.float32) * 3  # queued on that stream
+        assert x.__cuda_array_interface__["stream"] not in (None, 0)
+        z = vadd(x, x)
+    np.testing.assert_array_equal(z.numpy(), np.arange(10_000_000, dtype=np.float32) * np.float32(3) * 2)

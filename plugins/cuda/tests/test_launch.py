@@ -1,12 +1,11 @@
 """The launch path without a device: the grid, the image chosen by compute capability,
 the error word's words, the availability and its reason, and one whole launch
-(`launch.run`) against a dry-run driver: every driver call goes first to cuda-bindings
-itself, whose argument conversion runs before it looks for libcuda (a wrong argument
-type is a TypeError there), then a simulation on host memory answers it."""
+(`launch.run`) against a dry-run driver (cuda_dry_run.py): every driver call goes first
+to cuda-bindings itself, whose argument conversion runs before it looks for libcuda (a
+wrong argument type is a TypeError there), then a simulation on host memory answers it."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 import re
 import subprocess
@@ -14,7 +13,7 @@ import sys
 
 import numpy as np
 import pytest
-from cuda.bindings import driver as REAL_DRIVER
+from cuda_dry_run import DryRunDriver
 
 import hologram
 from hologram.errors import ExecutionError, PluginError
@@ -164,95 +163,6 @@ def test_a_default_backend_never_probes_cuda():
 
 
 # -------------------------------------------------------------- a dry-run launch
-class DryRunDriver:
-    """`cuda.bindings.driver` as the launch path calls it: each call is made on the real
-    binding first (a wrong argument type raises TypeError there, before it looks for
-    libcuda, which is not here), then answered by a simulation: device memory is host
-    memory, a launch calls `kernel(name, grid, block, params, memory)`."""
-
-    BASE = 0x7F00_0000_0000
-
-    def __init__(self, kernel):
-        self.real, self.ok, self.kernel = REAL_DRIVER, REAL_DRIVER.CUresult.CUDA_SUCCESS, kernel
-        self.calls: list[str] = []
-        self.memory: bytearray | None = None
-        self.names: dict[int, str] = {}
-
-    def __getattr__(self, name):
-        from cuda.pathfinder import DynamicLibNotFoundError
-
-        real, simulate = getattr(self.real, name), getattr(self, "sim_" + name, None)
-        if simulate is None:  # a type or a constant (CUresult, CU_LAUNCH_PARAM_*): the binding's own
-            return real
-
-        def forward(*args):
-            with pytest.raises(DynamicLibNotFoundError):
-                real(*args)
-            self.calls.append(name)
-            return simulate(*args)
-
-        forward.__name__ = name
-        return forward
-
-    def at(self, address: int, n: int) -> slice:
-        start = int(address) - self.BASE
-        assert 0 <= start and start + n <= len(self.memory), "an access outside the allocation"
-        return slice(start, start + n)
-
-    def sim_cuModuleLoadData(self, image):
-        return self.ok, self.real.CUmodule(1)
-
-    def sim_cuModuleGetFunction(self, module, name):
-        self.names[len(self.names) + 1] = name.decode()
-        return self.ok, self.real.CUfunction(len(self.names))
-
-    def sim_cuMemAlloc(self, n):
-        assert self.memory is None, "one allocation per launch"
-        self.memory = bytearray(n)
-        return self.ok, self.real.CUdeviceptr(self.BASE)
-
-    def sim_cuMemFree(self, base):
-        assert int(base) == self.BASE
-        return (self.ok,)
-
-    def sim_cuMemcpyHtoDAsync(self, dst, src, n, stream):
-        self.memory[self.at(dst, n)] = ctypes.string_at(src, n)
-        return (self.ok,)
-
-    def sim_cuMemcpyDtoHAsync(self, dst, src, n, stream):
-        ctypes.memmove(dst, bytes(self.memory[self.at(src, n)]), n)
-        return (self.ok,)
-
-    def sim_cuMemsetD8Async(self, dst, value, n, stream):
-        self.memory[self.at(dst, n)] = bytes([value]) * n
-        return (self.ok,)
-
-    def sim_cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
-        words = (ctypes.c_uint64 * 5).from_address(extra)
-        assert params == 0 and (words[0], words[2], words[4]) == (1, 2, 0)  # BUFFER_POINTER, BUFFER_SIZE, END
-        size = ctypes.c_size_t.from_address(words[3]).value
-        self.kernel(self.names[int(f)], (gx, gy, gz), (bx, by, bz), ctypes.string_at(words[1], size), self)
-        return (self.ok,)
-
-    def sim_cuStreamSynchronize(self, stream):
-        return (self.ok,)
-
-    def sim_cuEventCreate(self, flags):
-        return self.ok, self.real.CUevent(len(self.calls))
-
-    def sim_cuEventRecord(self, event, stream):
-        return (self.ok,)
-
-    sim_cuEventDestroy = sim_cuEventSynchronize = lambda self, event: (self.ok,)
-
-    def sim_cuEventElapsedTime(self, start, end):
-        return self.ok, 1.0  # milliseconds
-
-    def array(self, address: int, n: int, dtype) -> np.ndarray:
-        """A view of `n` elements at device `address`."""
-        return np.frombuffer(self.memory, dtype, n, int(address) - self.BASE)
-
-
 def _dry_run(cuda, program, kernel, buffers, scalars, symbols):
     exe = cuda.prepare(program)
     driver = DryRunDriver(kernel)
@@ -327,70 +237,6 @@ def test_gpu_check_fails_loudly_without_cuda():
                          text=True, timeout=120)
     assert out.returncode == 2
     assert out.stderr.startswith("gpu-check: cuda is not available here: no CUDA driver: DynamicLibNotFoundError")
-
-
-def interpreted(exe):
-    """A dry-run kernel that runs the whole program on the interpreter, on the device
-    memory the packed parameters point at, when its first stage is launched (and records
-    every launch): what the launch path moved in, where, and what it moves back are then
-    those of a real run, every stage kernel standing in for its share of the program."""
-    from hologram.backend import convert_value
-
-    interp, layout = get_backend("interp"), exe.arguments
-    launches = []
-
-    def kernel(name, blocks, block, params, dev):
-        launches.append((name, blocks, block))
-        if len(launches) > 1:
-            return
-        record = np.frombuffer(params, layout.struct)[0]
-        values = tuple(int(record[f"s.{s}"]) for s in layout.symbols)
-        sizes = exe.binding.sizes(values)
-        buffers = {slot.name: dev.array(record[f"b.{slot.name}"], size, slot.np)
-                   for slot, size in zip(exe.binding.params, sizes)}
-        scalars = {slot.name: convert_value(record[f"p.{slot.name}"].item(), slot.np)
-                   for slot in exe.binding.scalars}
-        interp.launch(interp.prepare(exe.program), buffers, scalars, dict(zip(layout.symbols, values)))
-
-    return kernel, launches
-
-
-@pytest.fixture
-def dry_run_device(monkeypatch):
-    """The cuda backend as if an sm_90 device were here, every driver call a DryRunDriver's
-    whose kernels run on the interpreter (`interpreted`)."""
-    import cuda.bindings
-
-    from hologram_cuda import backend as backend_module
-    from hologram_cuda import driver as driver_module
-
-    real = REAL_DRIVER
-
-    class Proxy:
-        """cuda.bindings.driver for the backend: each launch's calls go to a fresh
-        DryRunDriver made for the program being launched."""
-
-        current = None
-
-        def __getattr__(self, name):
-            return getattr(Proxy.current if Proxy.current is not None else real, name)
-
-    fake = driver_module.Device(None, None, real.CUstream(0), "dry run", (9, 0), 1, 1 << 30, 1e12)
-    monkeypatch.setattr(driver_module, "device_status", lambda: driver_module.usable((9, 0), "dry run"))
-    monkeypatch.setattr(driver_module, "device", lambda: fake)
-    monkeypatch.setattr(driver_module.Device, "make_current", lambda self: None)
-    monkeypatch.setattr(cuda.bindings, "driver", Proxy())
-    original = backend_module.CudaBackend._module_on_device
-
-    def module_on_device(self, prepared, gpu, driver):
-        kernel, _ = interpreted(prepared)
-        Proxy.current = DryRunDriver(kernel)
-        self._loaded.clear()  # the module is "loaded" into each launch's own dry-run driver
-        return original(self, prepared, gpu, Proxy.current)
-
-    monkeypatch.setattr(backend_module.CudaBackend, "_module_on_device", module_on_device)
-    yield
-    Proxy.current = None
 
 
 @needs_no_driver
