@@ -36,6 +36,10 @@ import hologram  # noqa: E402
 from rich.markup import escape  # noqa: E402
 from hologram.registry.lookups import get_backend, list_backends  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpu_bench  # noqa: E402 - the GPU table's benchmarks, shared with gpu_check.py
+from gpu_bench import FUSED  # noqa: E402 - one fused expression for the CPU and the GPU rows
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 KERNELS = os.path.join(os.path.dirname(HERE), "kernels")
 INTERP_MAX_ELEMENTS = 50_000  # the reference interpreter runs one lane at a time
@@ -45,14 +49,6 @@ def _read(name: str) -> str:
     with open(os.path.join(KERNELS, name), encoding="utf-8") as f:
         return f.read()
 
-
-FUSED = '''[kernel]
-name = "fused"
-version = "1.0.0"
-inputs  = { x = "f32[n]", y = "f32[n]", z = "f32[n]" }
-outputs = { w = "f32[n]" }
-body = "w = sqrt(x*x + y*y) * exp(-z)"
-'''
 
 BMM = '''[kernel]
 name = "bmm"
@@ -339,14 +335,16 @@ def numba_impls(fns: dict[str, Any], d: dict[str, Any]) -> dict[str, Callable[[]
             **{row: (lambda v=d[row], o=np.empty_like(d[row]): fns["cumsum"](v, o)) for row in SCAN_ROWS}}
 
 
-def hologram_impls(backend: str, d: dict[str, Any], benches: list[str]) -> dict[str, Callable[[], Any]]:
+def hologram_impls(backend: str, d: dict[str, Any], benches: list[str]) -> dict[str, Callable[[], Any] | Cell]:
     """Kernels compiled (and prepared) once, only those `benches` use; outputs preallocated
-    and passed with out= (zero-copy), as a user who cares about speed calls them."""
+    and passed with out= (zero-copy), as a user who cares about speed calls them. A
+    benchmark whose kernel the backend does not declare is a Cell saying so, with why."""
     wanted = dict.fromkeys(CALL_STYLES, "axpy") | dict.fromkeys(SCAN_ROWS, "cumsum")
-    k = {}
+    k, refused = {}, {}
     for b in benches:
         name = wanted.get(b, b)
         k[name] = hologram.compile(SOURCES[name]).on(backend)
+        refused[b] = gpu_bench.refusal(backend, k[name].program)
     a, x, y, z = d["a"], d["x"], d["y"], d["z"]
     out = np.empty_like(x)
     total = np.empty((), np.float32)
@@ -372,7 +370,7 @@ def hologram_impls(backend: str, d: dict[str, Any], benches: list[str]) -> dict[
             "launch_mixed": lambda: axpy16(a, x16, y=y16, out=(out16,)),
             "launch_cast": lambda: axpy16(a, x16, y16, out=(out16,), cast=True),
             **{row: (lambda v=d[row], o=np.empty_like(d[row]): k["cumsum"](v, out=(o,)))
-               for row in SCAN_ROWS if row in benches}}
+               for row in SCAN_ROWS if row in benches}} | {b: Cell(None, why) for b, why in refused.items() if why}
 
 
 BENCHES = ("axpy", "fused", "sum", "softmax", "softmax_r", "gemm", "bmm", "blur", "gather", "histogram", "diff",
@@ -399,20 +397,17 @@ def _elements(bench: str, sizes: Sizes) -> int:
 
 def _agrees(bench: str, got: Any, want: Any) -> bool:
     """A light sanity check that a timed implementation computes the right thing."""
-    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
-    if got.shape != want.shape:
-        return False
-    scale = max(float(np.abs(want).max(initial=0)), 1.0)
-    tol = 1e-3 * scale * (np.sqrt(want.size) if bench in ("sum", "gemm", "bmm") else 1)
-    return bool(np.all(np.abs(got - want) <= tol + 1e-5 * np.abs(want)))
+    return gpu_bench.agrees(got, want, np.size(want) if bench in ("sum", "gemm", "bmm") else 1)
 
 
-def measure(bench: str, fn: Callable[[], Any] | None, want: Any, repeat: int, skip: str = "",
+def measure(bench: str, fn: Callable[[], Any] | Cell | None, want: Any, repeat: int, skip: str = "",
             min_time: float = 0.02) -> Cell:
     if skip:
         return Cell(None, skip)
     if fn is None:
         return Cell(None, "n/a")
+    if isinstance(fn, Cell):  # not timed: the backend does not declare the kernel (hologram_impls)
+        return fn
     try:
         got = fn()
         note = "" if _agrees(bench, got, want) else "WRONG RESULT"
@@ -555,6 +550,101 @@ TARGETS = (
 )
 
 
+# ----------------------------------------------------------------------- GPU columns
+# One column per available GPU backend (gpu_bench.py: the same figures as `make gpu-check`).
+GPU_ROWS = {"gpu_axpy": "a*x + y", "gpu_fused": "sqrt(x*x + y*y) * exp(-z)", "gpu_softmax_rows": "softmax rows",
+            "gpu_gemm": "gemm", "gpu_launch": "launch overhead, vadd n=1, numpy in/out",
+            "gpu_launch_device": "launch overhead, vadd n=1, device arrays"}
+GPU_LARGE = {"softmax_rows": (4096, 4096), "gemm": 4096}  # on a GPU (a software device: Sizes.n and Sizes.gemm)
+GPU_QUICK = {"softmax_rows": (4, 64)}
+
+
+def gpu_sizes(device: gpu_bench.Device, sizes: Sizes, quick: bool) -> dict[str, Any]:
+    """The GPU rows' sizes on `device`: the large ones on a GPU with the memory for them;
+    bench.py's normal sizes on a software device (lavapipe: ~1-2 GB/s, only correctness
+    matters there) and with --quick."""
+    if quick:
+        return {"n": sizes.n, "softmax_rows": GPU_QUICK["softmax_rows"], "gemm": sizes.gemm}
+    real = not device.cpu
+    return {"n": gpu_bench.streaming_size(device, sizes.n),
+            "softmax_rows": GPU_LARGE["softmax_rows"] if real else (sizes.n // 4096, 4096),
+            "gemm": GPU_LARGE["gemm"] if real else sizes.gemm}
+
+
+def _count(n: int) -> str:
+    return f"{n:g}".replace("e+0", "e").replace("e+", "e")
+
+
+def _gpu_cell(size: str, measure: Callable[[], gpu_bench.Figure]) -> dict[str, Any]:
+    """A GPU cell for the results: the figure at `size`, or the error a backend under
+    construction raised (reported, as the CPU columns report theirs)."""
+    try:
+        figure = measure()
+    except Exception as exc:
+        figure = gpu_bench.Figure(f"error: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}", ok=False)
+    return {"size": size, **attrs.asdict(figure)}
+
+
+def time_gpu(console: Any, sizes: Sizes, quick: bool) -> dict[str, Any]:
+    """devices[backend] = {description, peak_bandwidth, sizes} or {unavailable};
+    times[row][backend] = {size, cell, seconds, ok, values}."""
+    devices: dict[str, Any] = {}
+    times: dict[str, dict[str, Any]] = {row: {} for row in GPU_ROWS}
+    for name, why in gpu_bench.gpu_status().items():
+        if why is not None:
+            devices[name] = {"unavailable": why}
+            continue
+        with console.status(f"GPU columns: {name}"):
+            device = gpu_bench.device_of(name)
+            sz = gpu_sizes(device, sizes, quick)
+            devices[name] = {"description": device.description, "peak_bandwidth": device.peak_bandwidth, "sizes": sz}
+            timer = gpu_bench.CudaTimer() if name == "cuda" else None
+            n = sz["n"]
+            axpy_args, fused_args, want = gpu_bench.streaming_inputs(n)
+            for row, (title, (kernel, arrays)), args in zip(("gpu_axpy", "gpu_fused"),
+                                                           gpu_bench.streaming_kernels().items(),
+                                                           (axpy_args, fused_args)):
+                times[row][name] = _gpu_cell(f"n={_count(n)}", lambda: gpu_bench.streaming(
+                    name, kernel, arrays, args, want[title], timer, device.peak_bandwidth))
+            rows, cols = sz["softmax_rows"]
+            times["gpu_softmax_rows"][name] = _gpu_cell(f"{rows}x{cols}",
+                                                        lambda: gpu_bench.softmax_rows(name, rows, cols))
+            a, b, product = gpu_bench.gemm_inputs(sz["gemm"])
+            gemm = _gpu_cell(f"{sz['gemm']}²", lambda: gpu_bench.gemm(name, a, b, product, timer))
+            if name == "cuda":
+                gemm["note"] = gpu_bench.cublas_note(a, b, gemm["seconds"] if gemm["ok"] else None)
+            times["gpu_gemm"][name] = gemm
+            for row, resident in (("gpu_launch", False), ("gpu_launch_device", True)):
+                times[row][name] = _gpu_cell("n=1", lambda: gpu_bench.launch_overhead(name, resident,
+                                                                                      calls=20 if quick else 200))
+    return {"devices": devices, "times": times}
+
+
+def report_gpu(console: Any, gpu: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    on = [name for name, dev in gpu["devices"].items() if "unavailable" not in dev]
+    for name, dev in gpu["devices"].items():
+        console.print(escape(f"GPU {name}: " + (f"not available: {dev['unavailable']}" if name not in on
+                                                 else dev["description"])))
+    if not on:
+        return
+    t = Table(title="GPU backends (device arrays or device time; checked against numpy; benchmarks/README.md)",
+              title_justify="left")
+    t.add_column("benchmark")
+    for name in on:
+        t.add_column(name)
+    for row, title in GPU_ROWS.items():
+        cells = []
+        for name in on:
+            cell = gpu["times"][row][name]
+            text = escape(f"{cell['size']}: {cell['cell']}" + (f" ({cell['note']})" if cell.get("note") else ""))
+            cells.append(text if cell["ok"] and not cell["cell"].startswith("not declared")
+                         else f"[dim]{text}[/dim]" if cell["ok"] else f"[bold red]{text}[/bold red]")
+        t.add_row(escape(title), *cells)
+    console.print(t)
+
+
 # ------------------------------------------------------------------------------ main
 Columns = dict[str, "dict[str, Callable[[], Any]] | None"]
 
@@ -636,6 +726,7 @@ def run(args: argparse.Namespace) -> dict:
     columns = build_columns(backends, default, d, benches, ne, numba, notes)
     times = time_all(console, benches, columns, backends, default, d, sizes, repeat, args.quick)
     jit = time_jit(console, default, numba, d, args.quick, notes) if not args.only or "jit" in args.only else {}
+    gpu = time_gpu(console, sizes, args.quick) if not args.only or "gpu" in args.only else {}
     results = {
         "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "quick": bool(args.quick), "sizes": attrs.asdict(sizes), "repeat": repeat,
@@ -643,7 +734,7 @@ def run(args: argparse.Namespace) -> dict:
         "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count(), "python": platform.python_version(),
                     "numpy": np.__version__, "numexpr": getattr(ne, "__version__", None),
                     "numba": getattr(numba, "__version__", None), "hologram": hologram.__version__},
-        "blas": blas_info(), "removed_env": REMOVED_ENV, "notes": notes, "times": times, "jit": jit,
+        "blas": blas_info(), "removed_env": REMOVED_ENV, "notes": notes, "times": times, "jit": jit, "gpu": gpu,
     }
     judged = not args.quick and default != "interp"
     results["targets"] = [judge(t, results, judged) for t in TARGETS]
@@ -687,7 +778,10 @@ def report(console: Any, results: dict) -> None:
         t.add_column(escape(f"{c} ({results['default_backend']})" if c == "hologram" else c), justify="right")
     for bench, row in times.items():
         t.add_row(escape(TITLES[bench]), *(_fmt_time(row[c]) for c in cols))
-    console.print(t)
+    if times:
+        console.print(t)
+    if results.get("gpu"):
+        report_gpu(console, results["gpu"])
 
     jit = results.get("jit", {})
     if jit.get("cold"):
@@ -723,17 +817,18 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Benchmark hologram against numpy, numexpr and numba.")
     p.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test that everything runs")
     p.add_argument("--only", type=lambda s: [x.strip() for x in s.split(",") if x.strip()],
-                   help=f"comma-separated subset of {', '.join(BENCHES + ('jit',))}")
+                   help=f"comma-separated subset of {', '.join(BENCHES + ('jit', 'gpu'))}")
     p.add_argument("--repeat", type=int, help="timed batches per measurement (default 7; 3 with --quick)")
     p.add_argument("--results-dir", default=os.path.join(HERE, "results"), help="where the JSON goes")
     p.add_argument("--list", action="store_true", help="list the benchmarks and exit")
     args = p.parse_args(argv)
     if args.list:
         width = max(map(len, BENCHES))
-        rows = [*((b, TITLES[b]) for b in BENCHES), ("jit", "first JIT and warm disk-cache load")]
+        rows = [*((b, TITLES[b]) for b in BENCHES), ("jit", "first JIT and warm disk-cache load"),
+                ("gpu", "the GPU columns: " + ", ".join(GPU_ROWS.values()))]
         print("\n".join(f"{b:{width}} {title}" for b, title in rows))
         return 0
-    unknown = set(args.only or ()) - set(BENCHES) - {"jit"}
+    unknown = set(args.only or ()) - set(BENCHES) - {"jit", "gpu"}
     if unknown:
         p.error(f"--only: unknown benchmark(s) {', '.join(sorted(unknown))}; see --list")
     results = run(args)

@@ -162,14 +162,20 @@ class CudaTimer:
         return ms / 1e3 / repeat
 
 
-def not_declared(backend: str, program: Any) -> Figure | None:
-    """A "not declared (why)" figure when `backend`'s declaration leaves out part of
-    `program` (the reason in its words), else None."""
+def refusal(backend: str, program: Any) -> str | None:
+    """"not declared (why)" when `backend`'s declaration leaves out part of `program`
+    (the reason in its words), else None. Not a failure: the backend said so."""
     try:
         get_backend(backend).check_covers(program)
     except UnsupportedProgram as e:
-        return Figure(f"not declared ({str(e).splitlines()[0].split(f'{program.name!r}: ', 1)[-1]})")
+        return f"not declared ({str(e).splitlines()[0].split(f'{program.name!r}: ', 1)[-1]})"
     return None
+
+
+def not_declared(backend: str, program: Any) -> Figure | None:
+    """`refusal` as a figure, or None when `backend` declares all of `program`."""
+    why = refusal(backend, program)
+    return Figure(why) if why else None
 
 
 def _device_resident(backend: str, kernel: Any, args: tuple, out: np.ndarray, repeat: int) -> tuple[float, Any] | None:
