@@ -550,101 +550,6 @@ TARGETS = (
 )
 
 
-# ----------------------------------------------------------------------- GPU columns
-# One column per available GPU backend (gpu_bench.py: the same figures as `make gpu-check`).
-GPU_ROWS = {"gpu_axpy": "a*x + y", "gpu_fused": "sqrt(x*x + y*y) * exp(-z)", "gpu_softmax_rows": "softmax rows",
-            "gpu_gemm": "gemm", "gpu_launch": "launch overhead, vadd n=1, numpy in/out",
-            "gpu_launch_device": "launch overhead, vadd n=1, device arrays"}
-GPU_LARGE = {"softmax_rows": (4096, 4096), "gemm": 4096}  # on a GPU (a software device: Sizes.n and Sizes.gemm)
-GPU_QUICK = {"softmax_rows": (4, 64)}
-
-
-def gpu_sizes(device: gpu_bench.Device, sizes: Sizes, quick: bool) -> dict[str, Any]:
-    """The GPU rows' sizes on `device`: the large ones on a GPU with the memory for them;
-    bench.py's normal sizes on a software device (lavapipe: ~1-2 GB/s, only correctness
-    matters there) and with --quick."""
-    if quick:
-        return {"n": sizes.n, "softmax_rows": GPU_QUICK["softmax_rows"], "gemm": sizes.gemm}
-    real = not device.cpu
-    return {"n": gpu_bench.streaming_size(device, sizes.n),
-            "softmax_rows": GPU_LARGE["softmax_rows"] if real else (sizes.n // 4096, 4096),
-            "gemm": GPU_LARGE["gemm"] if real else sizes.gemm}
-
-
-def _count(n: int) -> str:
-    return f"{n:g}".replace("e+0", "e").replace("e+", "e")
-
-
-def _gpu_cell(size: str, measure: Callable[[], gpu_bench.Figure]) -> dict[str, Any]:
-    """A GPU cell for the results: the figure at `size`, or the error a backend under
-    construction raised (reported, as the CPU columns report theirs)."""
-    try:
-        figure = measure()
-    except Exception as exc:
-        figure = gpu_bench.Figure(f"error: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}", ok=False)
-    return {"size": size, **attrs.asdict(figure)}
-
-
-def time_gpu(console: Any, sizes: Sizes, quick: bool) -> dict[str, Any]:
-    """devices[backend] = {description, peak_bandwidth, sizes} or {unavailable};
-    times[row][backend] = {size, cell, seconds, ok, values}."""
-    devices: dict[str, Any] = {}
-    times: dict[str, dict[str, Any]] = {row: {} for row in GPU_ROWS}
-    for name, why in gpu_bench.gpu_status().items():
-        if why is not None:
-            devices[name] = {"unavailable": why}
-            continue
-        with console.status(f"GPU columns: {name}"):
-            device = gpu_bench.device_of(name)
-            sz = gpu_sizes(device, sizes, quick)
-            devices[name] = {"description": device.description, "peak_bandwidth": device.peak_bandwidth, "sizes": sz}
-            timer = gpu_bench.CudaTimer() if name == "cuda" else None
-            n = sz["n"]
-            axpy_args, fused_args, want = gpu_bench.streaming_inputs(n)
-            for row, (title, (kernel, arrays)), args in zip(("gpu_axpy", "gpu_fused"),
-                                                           gpu_bench.streaming_kernels().items(),
-                                                           (axpy_args, fused_args)):
-                times[row][name] = _gpu_cell(f"n={_count(n)}", lambda: gpu_bench.streaming(
-                    name, kernel, arrays, args, want[title], timer, device.peak_bandwidth))
-            rows, cols = sz["softmax_rows"]
-            times["gpu_softmax_rows"][name] = _gpu_cell(f"{rows}x{cols}",
-                                                        lambda: gpu_bench.softmax_rows(name, rows, cols))
-            a, b, product = gpu_bench.gemm_inputs(sz["gemm"])
-            gemm = _gpu_cell(f"{sz['gemm']}²", lambda: gpu_bench.gemm(name, a, b, product, timer))
-            if name == "cuda":
-                gemm["note"] = gpu_bench.cublas_note(a, b, gemm["seconds"] if gemm["ok"] else None)
-            times["gpu_gemm"][name] = gemm
-            for row, resident in (("gpu_launch", False), ("gpu_launch_device", True)):
-                times[row][name] = _gpu_cell("n=1", lambda: gpu_bench.launch_overhead(name, resident,
-                                                                                      calls=20 if quick else 200))
-    return {"devices": devices, "times": times}
-
-
-def report_gpu(console: Any, gpu: dict[str, Any]) -> None:
-    from rich.table import Table
-
-    on = [name for name, dev in gpu["devices"].items() if "unavailable" not in dev]
-    for name, dev in gpu["devices"].items():
-        console.print(escape(f"GPU {name}: " + (f"not available: {dev['unavailable']}" if name not in on
-                                                 else dev["description"])))
-    if not on:
-        return
-    t = Table(title="GPU backends (device arrays or device time; checked against numpy; benchmarks/README.md)",
-              title_justify="left")
-    t.add_column("benchmark")
-    for name in on:
-        t.add_column(name)
-    for row, title in GPU_ROWS.items():
-        cells = []
-        for name in on:
-            cell = gpu["times"][row][name]
-            text = escape(f"{cell['size']}: {cell['cell']}" + (f" ({cell['note']})" if cell.get("note") else ""))
-            cells.append(text if cell["ok"] and not cell["cell"].startswith("not declared")
-                         else f"[dim]{text}[/dim]" if cell["ok"] else f"[bold red]{text}[/bold red]")
-        t.add_row(escape(title), *cells)
-    console.print(t)
-
-
 # ------------------------------------------------------------------------------ main
 Columns = dict[str, "dict[str, Callable[[], Any]] | None"]
 
@@ -726,7 +631,7 @@ def run(args: argparse.Namespace) -> dict:
     columns = build_columns(backends, default, d, benches, ne, numba, notes)
     times = time_all(console, benches, columns, backends, default, d, sizes, repeat, args.quick)
     jit = time_jit(console, default, numba, d, args.quick, notes) if not args.only or "jit" in args.only else {}
-    gpu = time_gpu(console, sizes, args.quick) if not args.only or "gpu" in args.only else {}
+    gpu = gpu_bench.time_gpu(console, sizes.n, sizes.gemm, args.quick) if not args.only or "gpu" in args.only else {}
     results = {
         "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "quick": bool(args.quick), "sizes": attrs.asdict(sizes), "repeat": repeat,
@@ -781,7 +686,7 @@ def report(console: Any, results: dict) -> None:
     if times:
         console.print(t)
     if results.get("gpu"):
-        report_gpu(console, results["gpu"])
+        gpu_bench.report_gpu(console, results["gpu"])
 
     jit = results.get("jit", {})
     if jit.get("cold"):
@@ -825,7 +730,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         width = max(map(len, BENCHES))
         rows = [*((b, TITLES[b]) for b in BENCHES), ("jit", "first JIT and warm disk-cache load"),
-                ("gpu", "the GPU columns: " + ", ".join(GPU_ROWS.values()))]
+                ("gpu", "the GPU columns: " + ", ".join(gpu_bench.GPU_ROWS.values()))]
         print("\n".join(f"{b:{width}} {title}" for b, title in rows))
         return 0
     unknown = set(args.only or ()) - set(BENCHES) - {"jit", "gpu"}

@@ -329,3 +329,98 @@ def launch_overhead(backend: str, device_arrays: bool = False, calls: int = 200)
     t = median_seconds(lambda: [k(x, x, out=(out,)) for _ in range(calls)], repeat=3) / calls
     ok = agrees(np.asarray(out), np.full(1, 3, np.float32))
     return Figure(f"{'' if ok else 'WRONG RESULT; '}{t * 1e6:.0f} us per call", t, ok)
+
+
+# --------------------------------------------------------------- bench.py's GPU table
+# One column per available GPU backend, the figures above (`make gpu-check` shows them too).
+GPU_ROWS = {"gpu_axpy": "a*x + y", "gpu_fused": "sqrt(x*x + y*y) * exp(-z)", "gpu_softmax_rows": "softmax rows",
+            "gpu_gemm": "gemm", "gpu_launch": "launch overhead, vadd n=1, numpy in/out",
+            "gpu_launch_device": "launch overhead, vadd n=1, device arrays"}
+GPU_LARGE = {"softmax_rows": (4096, 4096), "gemm": 4096}  # on a GPU (a software device: bench.py's sizes)
+GPU_QUICK = {"softmax_rows": (4, 64)}
+
+
+def gpu_sizes(device: Device, n: int, gemm_size: int, quick: bool) -> dict[str, Any]:
+    """The GPU rows' sizes on `device`: the large ones on a GPU with the memory for them;
+    bench.py's (`n` elements, gemm `gemm_size`²) on a software device (lavapipe: only
+    correctness matters there) and with --quick."""
+    if quick:
+        return {"n": n, "softmax_rows": GPU_QUICK["softmax_rows"], "gemm": gemm_size}
+    real = not device.cpu
+    return {"n": streaming_size(device, n), "softmax_rows": GPU_LARGE["softmax_rows"] if real else (n // 4096, 4096),
+            "gemm": GPU_LARGE["gemm"] if real else gemm_size}
+
+
+def _count(n: int) -> str:
+    return f"{n:g}".replace("e+0", "e").replace("e+", "e")
+
+
+def _gpu_cell(size: str, measure: Callable[[], Figure]) -> dict[str, Any]:
+    """A GPU cell for the results: the figure at `size`, or the error a backend under
+    construction raised (reported, as the CPU columns report theirs)."""
+    try:
+        figure = measure()
+    except Exception as exc:
+        figure = Figure(f"error: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}", ok=False)
+    return {"size": size, **attrs.asdict(figure)}
+
+
+def time_gpu(console: Any, n: int, gemm_size: int, quick: bool) -> dict[str, Any]:
+    """bench.py's GPU table at its sizes (`gpu_sizes`): devices[backend] = {description,
+    peak_bandwidth, sizes} or {unavailable}; times[row][backend] = {size, cell, seconds,
+    ok, values}."""
+    devices: dict[str, Any] = {}
+    times: dict[str, dict[str, Any]] = {row: {} for row in GPU_ROWS}
+    for name, why in gpu_status().items():
+        if why is not None:
+            devices[name] = {"unavailable": why}
+            continue
+        with console.status(f"GPU columns: {name}"):
+            device = device_of(name)
+            sz = gpu_sizes(device, n, gemm_size, quick)
+            devices[name] = {"description": device.description, "peak_bandwidth": device.peak_bandwidth, "sizes": sz}
+            timer = CudaTimer() if name == "cuda" else None
+            count = sz["n"]
+            axpy_args, fused_args, want = streaming_inputs(count)
+            for row, (title, (kernel, arrays)), args in zip(("gpu_axpy", "gpu_fused"), streaming_kernels().items(),
+                                                           (axpy_args, fused_args)):
+                times[row][name] = _gpu_cell(f"n={_count(count)}", lambda: streaming(
+                    name, kernel, arrays, args, want[title], timer, device.peak_bandwidth))
+            rows, cols = sz["softmax_rows"]
+            times["gpu_softmax_rows"][name] = _gpu_cell(f"{rows}x{cols}", lambda: softmax_rows(name, rows, cols))
+            a, b, product = gemm_inputs(sz["gemm"])
+            matmul = _gpu_cell(f"{sz['gemm']}²", lambda: gemm(name, a, b, product, timer))
+            if name == "cuda":
+                matmul["note"] = cublas_note(a, b, matmul["seconds"] if matmul["ok"] else None)
+            times["gpu_gemm"][name] = matmul
+            for row, resident in (("gpu_launch", False), ("gpu_launch_device", True)):
+                times[row][name] = _gpu_cell("n=1", lambda: launch_overhead(name, resident, calls=20 if quick else 200))
+    return {"devices": devices, "times": times}
+
+
+def report_gpu(console: Any, gpu: dict[str, Any]) -> None:
+    """`time_gpu`'s results: a line per GPU backend (its device, or why it is not
+    available) and a table with a column per available one."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    on = [name for name, dev in gpu["devices"].items() if "unavailable" not in dev]
+    for name, dev in gpu["devices"].items():
+        console.print(escape(f"GPU {name}: " + (f"not available: {dev['unavailable']}" if name not in on
+                                                 else dev["description"])))
+    if not on:
+        return
+    t = Table(title="GPU backends (device arrays or device time; checked against numpy; benchmarks/README.md)",
+              title_justify="left")
+    t.add_column("benchmark")
+    for name in on:
+        t.add_column(name)
+    for row, title in GPU_ROWS.items():
+        cells = []
+        for name in on:
+            cell = gpu["times"][row][name]
+            text = escape(f"{cell['size']}: {cell['cell']}" + (f" ({cell['note']})" if cell.get("note") else ""))
+            cells.append(text if cell["ok"] and not cell["cell"].startswith("not declared")
+                         else f"[dim]{text}[/dim]" if cell["ok"] else f"[bold red]{text}[/bold red]")
+        t.add_row(escape(title), *cells)
+    console.print(t)

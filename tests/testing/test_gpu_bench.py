@@ -74,11 +74,13 @@ def test_bench_gpu_columns_on_wgpu(bench):
     (no fraction of a peak: WebGPU does not say its bandwidth); the rest say why not."""
     from rich.console import Console
 
-    gpu = bench.time_gpu(Console(quiet=True), bench.QUICK, quick=True)
+    import gpu_bench
+
+    gpu = gpu_bench.time_gpu(Console(quiet=True), bench.QUICK.n, bench.QUICK.gemm, quick=True)
     device = gpu["devices"]["wgpu"]
     assert device["peak_bandwidth"] is None and "peak bandwidth unknown" in device["description"]
     assert "cuda" in gpu["devices"]  # a column, or why there is none
-    assert set(gpu["times"]) == set(bench.GPU_ROWS)
+    assert set(gpu["times"]) == set(gpu_bench.GPU_ROWS)
     cells = {row: by_backend["wgpu"] for row, by_backend in gpu["times"].items()}
     for row, cell in cells.items():
         assert cell["ok"], (row, cell)
@@ -95,8 +97,9 @@ def test_gpu_sizes_are_large_on_a_gpu_and_normal_on_a_software_device(bench):
     gpu = gpu_bench.Device("an H200", 4.8e12, 140 * 2 ** 30 // 8, False)
     lavapipe = gpu_bench.Device("llvmpipe", None, 128 * 2 ** 20, True)
     small = gpu_bench.Device("a small GPU", None, 128 * 2 ** 20, False)  # binds 128 MiB: 1e8 f32 do not fit
-    assert bench.gpu_sizes(gpu, bench.FULL, quick=False) == {"n": 10 ** 8, "softmax_rows": (4096, 4096), "gemm": 4096}
-    assert bench.gpu_sizes(lavapipe, bench.FULL, quick=False) == {"n": bench.FULL.n, "softmax_rows": (4882, 4096),
-                                                                  "gemm": bench.FULL.gemm}
-    assert bench.gpu_sizes(small, bench.FULL, quick=False)["n"] == bench.FULL.n
-    assert bench.gpu_sizes(gpu, bench.QUICK, quick=True)["n"] == bench.QUICK.n
+    full, quick = (bench.FULL.n, bench.FULL.gemm), (bench.QUICK.n, bench.QUICK.gemm)
+    assert gpu_bench.gpu_sizes(gpu, *full, quick=False) == {"n": 10 ** 8, "softmax_rows": (4096, 4096), "gemm": 4096}
+    assert gpu_bench.gpu_sizes(lavapipe, *full, quick=False) == {"n": bench.FULL.n, "softmax_rows": (4882, 4096),
+                                                                 "gemm": bench.FULL.gemm}
+    assert gpu_bench.gpu_sizes(small, *full, quick=False)["n"] == bench.FULL.n
+    assert gpu_bench.gpu_sizes(gpu, *quick, quick=True)["n"] == bench.QUICK.n
