@@ -36,6 +36,10 @@ import hologram  # noqa: E402
 from rich.markup import escape  # noqa: E402
 from hologram.registry.lookups import get_backend, list_backends  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpu_bench  # noqa: E402 - the GPU table's benchmarks, shared with gpu_check.py
+from gpu_bench import FUSED  # noqa: E402 - one fused expression for the CPU and the GPU rows
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 KERNELS = os.path.join(os.path.dirname(HERE), "kernels")
 INTERP_MAX_ELEMENTS = 50_000  # the reference interpreter runs one lane at a time
@@ -45,14 +49,6 @@ def _read(name: str) -> str:
     with open(os.path.join(KERNELS, name), encoding="utf-8") as f:
         return f.read()
 
-
-FUSED = '''[kernel]
-name = "fused"
-version = "1.0.0"
-inputs  = { x = "f32[n]", y = "f32[n]", z = "f32[n]" }
-outputs = { w = "f32[n]" }
-body = "w = sqrt(x*x + y*y) * exp(-z)"
-'''
 
 BMM = '''[kernel]
 name = "bmm"
@@ -339,14 +335,16 @@ def numba_impls(fns: dict[str, Any], d: dict[str, Any]) -> dict[str, Callable[[]
             **{row: (lambda v=d[row], o=np.empty_like(d[row]): fns["cumsum"](v, o)) for row in SCAN_ROWS}}
 
 
-def hologram_impls(backend: str, d: dict[str, Any], benches: list[str]) -> dict[str, Callable[[], Any]]:
+def hologram_impls(backend: str, d: dict[str, Any], benches: list[str]) -> dict[str, Callable[[], Any] | Cell]:
     """Kernels compiled (and prepared) once, only those `benches` use; outputs preallocated
-    and passed with out= (zero-copy), as a user who cares about speed calls them."""
+    and passed with out= (zero-copy), as a user who cares about speed calls them. A
+    benchmark whose kernel the backend does not declare is a Cell saying so, with why."""
     wanted = dict.fromkeys(CALL_STYLES, "axpy") | dict.fromkeys(SCAN_ROWS, "cumsum")
-    k = {}
+    k, refused = {}, {}
     for b in benches:
         name = wanted.get(b, b)
         k[name] = hologram.compile(SOURCES[name]).on(backend)
+        refused[b] = gpu_bench.refusal(backend, k[name].program)
     a, x, y, z = d["a"], d["x"], d["y"], d["z"]
     out = np.empty_like(x)
     total = np.empty((), np.float32)
@@ -372,7 +370,7 @@ def hologram_impls(backend: str, d: dict[str, Any], benches: list[str]) -> dict[
             "launch_mixed": lambda: axpy16(a, x16, y=y16, out=(out16,)),
             "launch_cast": lambda: axpy16(a, x16, y16, out=(out16,), cast=True),
             **{row: (lambda v=d[row], o=np.empty_like(d[row]): k["cumsum"](v, out=(o,)))
-               for row in SCAN_ROWS if row in benches}}
+               for row in SCAN_ROWS if row in benches}} | {b: Cell(None, why) for b, why in refused.items() if why}
 
 
 BENCHES = ("axpy", "fused", "sum", "softmax", "softmax_r", "gemm", "bmm", "blur", "gather", "histogram", "diff",
@@ -399,20 +397,17 @@ def _elements(bench: str, sizes: Sizes) -> int:
 
 def _agrees(bench: str, got: Any, want: Any) -> bool:
     """A light sanity check that a timed implementation computes the right thing."""
-    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
-    if got.shape != want.shape:
-        return False
-    scale = max(float(np.abs(want).max(initial=0)), 1.0)
-    tol = 1e-3 * scale * (np.sqrt(want.size) if bench in ("sum", "gemm", "bmm") else 1)
-    return bool(np.all(np.abs(got - want) <= tol + 1e-5 * np.abs(want)))
+    return gpu_bench.agrees(got, want, np.size(want) if bench in ("sum", "gemm", "bmm") else 1)
 
 
-def measure(bench: str, fn: Callable[[], Any] | None, want: Any, repeat: int, skip: str = "",
+def measure(bench: str, fn: Callable[[], Any] | Cell | None, want: Any, repeat: int, skip: str = "",
             min_time: float = 0.02) -> Cell:
     if skip:
         return Cell(None, skip)
     if fn is None:
         return Cell(None, "n/a")
+    if isinstance(fn, Cell):  # not timed: the backend does not declare the kernel (hologram_impls)
+        return fn
     try:
         got = fn()
         note = "" if _agrees(bench, got, want) else "WRONG RESULT"
@@ -636,6 +631,7 @@ def run(args: argparse.Namespace) -> dict:
     columns = build_columns(backends, default, d, benches, ne, numba, notes)
     times = time_all(console, benches, columns, backends, default, d, sizes, repeat, args.quick)
     jit = time_jit(console, default, numba, d, args.quick, notes) if not args.only or "jit" in args.only else {}
+    gpu = gpu_bench.time_gpu(console, sizes.n, sizes.gemm, args.quick) if not args.only or "gpu" in args.only else {}
     results = {
         "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "quick": bool(args.quick), "sizes": attrs.asdict(sizes), "repeat": repeat,
@@ -643,7 +639,7 @@ def run(args: argparse.Namespace) -> dict:
         "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count(), "python": platform.python_version(),
                     "numpy": np.__version__, "numexpr": getattr(ne, "__version__", None),
                     "numba": getattr(numba, "__version__", None), "hologram": hologram.__version__},
-        "blas": blas_info(), "removed_env": REMOVED_ENV, "notes": notes, "times": times, "jit": jit,
+        "blas": blas_info(), "removed_env": REMOVED_ENV, "notes": notes, "times": times, "jit": jit, "gpu": gpu,
     }
     judged = not args.quick and default != "interp"
     results["targets"] = [judge(t, results, judged) for t in TARGETS]
@@ -687,7 +683,10 @@ def report(console: Any, results: dict) -> None:
         t.add_column(escape(f"{c} ({results['default_backend']})" if c == "hologram" else c), justify="right")
     for bench, row in times.items():
         t.add_row(escape(TITLES[bench]), *(_fmt_time(row[c]) for c in cols))
-    console.print(t)
+    if times:
+        console.print(t)
+    if results.get("gpu"):
+        gpu_bench.report_gpu(console, results["gpu"])
 
     jit = results.get("jit", {})
     if jit.get("cold"):
@@ -723,17 +722,18 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Benchmark hologram against numpy, numexpr and numba.")
     p.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test that everything runs")
     p.add_argument("--only", type=lambda s: [x.strip() for x in s.split(",") if x.strip()],
-                   help=f"comma-separated subset of {', '.join(BENCHES + ('jit',))}")
+                   help=f"comma-separated subset of {', '.join(BENCHES + ('jit', 'gpu'))}")
     p.add_argument("--repeat", type=int, help="timed batches per measurement (default 7; 3 with --quick)")
     p.add_argument("--results-dir", default=os.path.join(HERE, "results"), help="where the JSON goes")
     p.add_argument("--list", action="store_true", help="list the benchmarks and exit")
     args = p.parse_args(argv)
     if args.list:
         width = max(map(len, BENCHES))
-        rows = [*((b, TITLES[b]) for b in BENCHES), ("jit", "first JIT and warm disk-cache load")]
+        rows = [*((b, TITLES[b]) for b in BENCHES), ("jit", "first JIT and warm disk-cache load"),
+                ("gpu", "the GPU columns: " + ", ".join(gpu_bench.GPU_ROWS.values()))]
         print("\n".join(f"{b:{width}} {title}" for b, title in rows))
         return 0
-    unknown = set(args.only or ()) - set(BENCHES) - {"jit"}
+    unknown = set(args.only or ()) - set(BENCHES) - {"jit", "gpu"}
     if unknown:
         p.error(f"--only: unknown benchmark(s) {', '.join(sorted(unknown))}; see --list")
     results = run(args)
