@@ -390,7 +390,7 @@ class LaunchBinding:
     def _device_array(b: Slot, a: DeviceArray, size: int, owner: Any) -> DeviceArray:
         """A device array for buffer `b`: `owner`'s own, of the dtype and size (always
         contiguous and writeable: device arrays have no views)."""
-        if owner is None or a.backend is not owner:
+        if owner is None or a.backend.name != owner.name:
             raise foreign_device_array(f"buffer '{b.name}'", a, owner)
         if a.dtype != b.np:
             raise ArgumentError(f"buffer '{b.name}': expected dtype {b.dtype}, got {a.dtype}")

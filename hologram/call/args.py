@@ -136,12 +136,12 @@ def check_device_owners(kernel: str, backend: Any, inputs: Mapping[str, Any], ou
     on_device = False
     for name, a in inputs.items():
         if type(a) is not np.ndarray and isinstance(a, DeviceArray):  # (is_device_array, inline: every call)
-            if a.backend is not backend:
+            if a.backend.name != backend.name:  # by name: a reloaded plugin's arrays stay its own
                 raise foreign_device_array(f"{kernel}(): argument {name!r}", a, backend)
             on_device = True
     if given is not None:
         for p, a in zip(outputs, given):
-            if type(a) is not np.ndarray and isinstance(a, DeviceArray) and a.backend is not backend:
+            if type(a) is not np.ndarray and isinstance(a, DeviceArray) and a.backend.name != backend.name:
                 raise foreign_device_array(f"{kernel}(): out {p.name!r}", a, backend)
     return on_device
 
