@@ -55,7 +55,7 @@ from .abi import ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_RECURSION, ER
 from .codegen_memory import REDUCE_COMBINE, LaneState
 from .codegen_ops import VALUE_OPS, compare
 from .codegen_types import (GLOBAL_PTR, I1, I32, I64, SHARED, const, convert, element, from_mem, i64, int_value,
-                            intrinsic, mem_type, reg_type, to_mem)
+                            declared_call, mem_type, reg_type, to_mem)
 
 # The most (call context, pc) code copies one stage may need (CALL inlining).
 MAX_BLOCKS = 1 << 14
@@ -107,7 +107,7 @@ def _affine(b: ir.IRBuilder, a: Affine, syms: dict[str, ir.Value]) -> ir.Value:
 
 def _sreg(b: ir.IRBuilder, name: str) -> ir.Value:
     """A PTX special register (u32) as i64."""
-    return b.zext(intrinsic(b, f"llvm.nvvm.read.ptx.sreg.{name}", I32, []), I64)
+    return b.zext(declared_call(b, f"llvm.nvvm.read.ptx.sreg.{name}", I32, []), I64)
 
 
 class KernelEmitter(LaneState):
@@ -154,7 +154,7 @@ class KernelEmitter(LaneState):
         b.position_at_end(self.exit)
         # `exit`, not only `ret`: PTX releases a barrier that waits only on exited threads
         # (docs/gpu.md), which is the ISA's "ended lanes no longer take part".
-        intrinsic(b, "llvm.nvvm.exit", ir.VoidType(), [])
+        declared_call(b, "llvm.nvvm.exit", ir.VoidType(), [])
         b.ret_void()
 
     def _inits(self) -> None:
@@ -238,7 +238,7 @@ class KernelEmitter(LaneState):
             b.store(b.add(cur, i64(lanes)), i)
             b.branch(head)
             b.position_at_end(done)
-        intrinsic(b, "llvm.nvvm.barrier.cta.sync.aligned.all", ir.VoidType(), [ir.Constant(I32, 0)])
+        declared_call(b, "llvm.nvvm.barrier.cta.sync.aligned.all", ir.VoidType(), [ir.Constant(I32, 0)])
 
     def _domain_guard(self) -> None:
         """Threads of a partial block outside the domain end here (lanes exist only
@@ -390,7 +390,7 @@ class KernelEmitter(LaneState):
         elif op == "PhaseAdv":
             self.phase_adv(ins)
         elif op == "BarSync":
-            intrinsic(b, "llvm.nvvm.barrier.cta.sync.all", ir.VoidType(), [ir.Constant(I32, 0)])
+            declared_call(b, "llvm.nvvm.barrier.cta.sync.all", ir.VoidType(), [ir.Constant(I32, 0)])
         elif op == "MemFence":
             b.fence("acq_rel")
         else:

@@ -32,7 +32,7 @@ from hologram.errors import VerifyError
 
 from .abi import ERR_CLASS, ERR_POOL_FREE, ERR_POOL_FULL
 from .codegen_ops import VALUE_OPS
-from .codegen_types import I1, I8, I32, I64, convert, element, from_mem, i64, int_value, intrinsic, mem_type, to_mem
+from .codegen_types import I1, I8, I32, I64, convert, declared_call, element, from_mem, i64, int_value, mem_type, to_mem
 
 # How each reduction opcode combines a contribution (an opcode of VALUE_OPS).
 REDUCE_COMBINE = {"ReduceAdd": "ADD", "ResAccum": "ADD", "ReduceMul": "MUL", "ReduceMin": "MIN", "ReduceMax": "MAX"}
@@ -157,7 +157,7 @@ class LaneState:
         ety = mem_type(pool.dtype)
         size = ins.count * (1 if pool.dtype is DType.BOOL else pool.dtype.itemsize)
         start = b.bitcast(element(b, self.pool_ptr[pool.name], top, ety), I8.as_pointer())
-        intrinsic(b, "llvm.memset.p0.i64", ir.VoidType(), [start, ir.Constant(I8, 0), i64(size), ir.Constant(I1, 0)])
+        declared_call(b, "llvm.memset.p0.i64", ir.VoidType(), [start, ir.Constant(I8, 0), i64(size), ir.Constant(I1, 0)])
         b.store(new_top, top_ptr)
         b.store(top, element(b, self.stack_base, sp, I64))
         b.store(ir.Constant(I32, self.pool_ids[pool.name]), element(b, self.stack_pool, sp, I32))

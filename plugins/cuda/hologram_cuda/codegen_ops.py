@@ -27,7 +27,7 @@ from llvmlite import ir
 from hologram.backend import DType, atlas
 
 from .codegen_math import LIBDEVICE, libdevice_call
-from .codegen_types import FLOAT, HALF, I1, I8, I64, convert, typed_intrinsic
+from .codegen_types import FLOAT, HALF, I1, I8, I64, convert, intrinsic
 
 CONSTANT = 4  # NVPTX's constant address space: the Atlas tables, cached and broadcast
 
@@ -72,7 +72,7 @@ def _float_rem(b: ir.IRBuilder, t: DType, a: ir.Value, d: ir.Value) -> ir.Value:
     differ = b.xor(b.fcmp_ordered("<", d, zero), b.fcmp_ordered("<", mod, zero))
     nonzero = b.fcmp_unordered("!=", mod, zero)  # NaN stays NaN through either arm
     fixed = b.select(b.and_(nonzero, differ), b.fadd(mod, d), mod)
-    signed_zero = typed_intrinsic(b, "copysign", mod.type, [zero, d])
+    signed_zero = intrinsic(b, "copysign", mod.type, [zero, d])
     return b.select(nonzero, fixed, signed_zero)
 
 
@@ -100,7 +100,7 @@ def _minmax(less: bool) -> Emit:
 def _abs(b, t, args):
     (x,) = args
     if t.is_float:
-        return typed_intrinsic(b, "fabs", x.type, [x])
+        return intrinsic(b, "fabs", x.type, [x])
     if t.is_unsigned:
         return x
     return b.select(b.icmp_signed("<", x, _c(x, 0)), b.neg(x), x)
@@ -135,17 +135,17 @@ def _mad(b, t, args):
 
 
 def _fma(b, t, args):
-    return typed_intrinsic(b, "fma", args[0].type, list(args)) if t.is_float else _mad(b, t, args)
+    return intrinsic(b, "fma", args[0].type, list(args)) if t.is_float else _mad(b, t, args)
 
 
 def _float1(name: str) -> Emit:
-    return lambda b, t, args: typed_intrinsic(b, name, args[0].type, list(args))
+    return lambda b, t, args: intrinsic(b, name, args[0].type, list(args))
 
 
 def _rsqrt(b, t, args):
     """1 / sqrt(x), two correctly rounded steps (docs/isa.md), not PTX's approximate rsqrt."""
     x = args[0]
-    return b.fdiv(_c(x, 1.0), typed_intrinsic(b, "sqrt", x.type, [x]))
+    return b.fdiv(_c(x, 1.0), intrinsic(b, "sqrt", x.type, [x]))
 
 
 def _libdevice(name: str) -> Emit:
@@ -159,7 +159,7 @@ def _sigmoid(b, t, args):
         return b.fptrunc(_sigmoid(b, DType.F32, [b.fpext(args[0], FLOAT)]), HALF)
     x = args[0]
     one = _c(x, 1.0)
-    e = libdevice_call(b, "EXP", [b.fneg(typed_intrinsic(b, "fabs", x.type, [x]))], t)
+    e = libdevice_call(b, "EXP", [b.fneg(intrinsic(b, "fabs", x.type, [x]))], t)
     nonneg = b.fcmp_ordered(">=", x, _c(x, 0.0))
     return b.select(nonneg, b.fdiv(one, b.fadd(one, e)), b.fdiv(e, b.fadd(one, e)))
 
@@ -269,7 +269,7 @@ VALUE_OPS: dict[str, Emit] = {
     "SEL": lambda b, t, args: b.select(*args),
     "SQRT": _float1("sqrt"), "RSQRT": _rsqrt,
     "FLOOR": _float1("floor"), "CEIL": _float1("ceil"), "TRUNC": _float1("trunc"), "RINT": _float1("roundeven"),
-    "COPYSIGN": lambda b, t, args: typed_intrinsic(b, "copysign", args[0].type, list(args)),
+    "COPYSIGN": lambda b, t, args: intrinsic(b, "copysign", args[0].type, list(args)),
     "ISINF": _class_test(True), "ISFINITE": _class_test(False),
     "ClsGet": _cls_get,
     "MIRROR": _atlas_unary("atlas.mirror", list(atlas.MIRROR), -1),
