@@ -102,11 +102,5 @@ class DiskCache(disk_cache.DiskCache[Entry]):
     cache (hologram/backend/disk_cache.py) reads, publishes and discards them, every
     failure a miss."""
 
-    suffix = SUFFIX
-    max_entry_bytes = MAX_ENTRY_BYTES
-
-    def encode(self, key: str, entry: Entry) -> bytes:
-        return encode_entry(key, entry)
-
-    def decode(self, key: str, data: bytes) -> Entry | None:
-        return decode_entry(key, data)
+    suffix, max_entry_bytes = SUFFIX, MAX_ENTRY_BYTES
+    encode, decode = staticmethod(encode_entry), staticmethod(decode_entry)
