@@ -21,18 +21,18 @@ from typing import Callable
 
 from llvmlite import ir
 
-from hologram.backend import (AXES, OPCODES, REASSOC, Affine, DType, Imm, Instr, Label, Program, Reg, Special, Sym,
-                              lead_lane_axes)
+from hologram.backend import AXES, OPCODES, REASSOC, Affine, DType, Instr, Label, Program, lead_lane_axes
+from hologram.backend.llvm.control import Ctx, LaneCode
 from hologram.errors import VerifyError
 
-from .codegen_barriers import MAX_BLOCKS, BarrierLayouts, Ctx
+from .codegen_barriers import MAX_BLOCKS, BarrierLayouts
 from .codegen_blocks import BlockAccumulators
 from .codegen_loops import LoopLowering
 from .codegen_memory import REDUCE_COMBINE, LaneMemory, allocation_stack_depth
 from .codegen_ops import REASSOCIATED_OPS, VALUE_OPS, compare
-from .abi import ERR_CLASS, ERR_RECURSION
+from .abi import ERR_CLASS
 from .codegen_types import (
-    I1, I8, I32, I64, PTR, at, const, convert, from_mem, i64, int_value, intrinsic, mem_type, reg_type, to_mem,
+    I1, I8, I32, I64, PTR, at, const, convert, from_mem, i64, intrinsic, mem_type, to_mem,
 )
 
 
@@ -46,7 +46,10 @@ def _affine(b: ir.IRBuilder, a: Affine, syms: dict[str, ir.Value]) -> ir.Value:
     return v
 
 
-class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering):
+class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering, LaneCode):
+    backend_name, max_blocks = "cpu_llvm", MAX_BLOCKS
+    convert, const = staticmethod(convert), staticmethod(const)
+
     def __init__(self, program: Program, index: int, module: ir.Module, symbol: str, partials: tuple[str, ...]):
         self.program, self.index, self.module, self.symbol = program, index, module, symbol
         self.stage = stage = program.stages[index]
@@ -262,75 +265,10 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering):
         self._specials(tid)
         self._reset_lane()
         self.lane_end = outer_latch
-        self._code()
+        self.emit_lane_code()
 
     # -------------------------------------------------------------- the lane code
-    def _code(self, start: int = 0) -> None:
-        """Emit the lane's code from (top level, `start`) at the builder's position."""
-        self.blocks: dict[tuple[Ctx, int], ir.Block] = {}
-        self.todo: list[tuple[Ctx, int]] = []
-        self.b.branch(self.block_for((), start))
-        while self.todo:
-            ctx, pc = self.todo.pop()
-            self.b.position_at_end(self.blocks[(ctx, pc)])
-            self.instruction(ctx, pc)
-
-    def block_for(self, ctx: Ctx, pc: int) -> ir.Block:
-        if pc >= len(self.items):
-            return self.lane_end  # falling off the body ends the lane
-        key = (ctx, pc)
-        blk = self.blocks.get(key)
-        if blk is None:
-            if len(self.blocks) >= MAX_BLOCKS:
-                raise VerifyError(f"cpu_llvm: stage '{self.stage.name}': inlining the subroutine calls needs more "
-                                  f"than {MAX_BLOCKS} code copies")
-            blk = self.blocks[key] = self.new_block(f"pc{pc}")
-            self.todo.append(key)
-        return blk
-
-    def label(self, name: str | None) -> int:
-        if name not in self.labels:
-            raise VerifyError(f"cpu_llvm: stage '{self.stage.name}': unknown label {name!r}")
-        return self.labels[name]
-
-    # ----------------------------------------------------------------- operands
-    def type_of(self, operand) -> DType:
-        if isinstance(operand, Reg):
-            if operand.name not in self.reg_types:
-                raise VerifyError(f"cpu_llvm: stage '{self.stage.name}': register %{operand.name} is not declared")
-            return self.reg_types[operand.name]
-        if isinstance(operand, Special):
-            return DType.I64
-        if isinstance(operand, Sym):
-            if operand.name not in self.consts:
-                raise VerifyError(f"cpu_llvm: ${operand.name} is neither a shape symbol nor a scalar parameter")
-            return self.consts[operand.name][1]
-        raise VerifyError(f"cpu_llvm: bad operand {operand!r}")
-
-    def raw(self, operand) -> tuple[ir.Value, DType]:
-        t = self.type_of(operand)
-        if isinstance(operand, Reg):
-            return self.b.load(self.reg_ptr[operand.name], typ=reg_type(t)), t
-        if isinstance(operand, Special):
-            return self.special[operand.name], t
-        return self.consts[operand.name][0], t
-
-    def read(self, operand, want: DType) -> ir.Value:
-        """`operand` as a value of `want`, converted as CVT when its type differs."""
-        if isinstance(operand, Imm):
-            return const(operand.value, want)
-        v, have = self.raw(operand)
-        return convert(self.b, v, have, want)
-
-    def read_int(self, operand) -> ir.Value:
-        """An integer operand's mathematical value as i64 (indices, handles, counts)."""
-        if isinstance(operand, Imm):
-            return i64(int(operand.value))
-        v, have = self.raw(operand)
-        if have.is_float:
-            raise VerifyError(f"cpu_llvm: {operand} must be an integer, not {have}")
-        return int_value(self.b, v, have)
-
+    # The walk over (call context, pc), operands, BRA/CALL/RET/EXIT: the SDK's LaneCode.
     def write(self, dst, value: ir.Value, have: DType) -> None:
         want = self.type_of(dst)
         value = convert(self.b, value, have, want)
@@ -410,35 +348,6 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering):
         b.branch(nxt())
 
     # ------------------------------------------------------------------ control
-    def _bra(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
-        target = self.label(ins.target)
-        if target <= pc:
-            raise VerifyError(f"cpu_llvm: stage '{self.stage.name}': instruction {k}: BRA may only jump forward")
-        if ins.pred is None:
-            self.b.branch(self.block_for(ctx, target))
-            return
-        p = self.read(ins.pred.reg, DType.BOOL)
-        taken, fall = self.block_for(ctx, target), self.block_for(ctx, pc + 1)
-        if ins.pred.negate:
-            taken, fall = fall, taken
-        self.b.cbranch(p, taken, fall)
-
-    def _call(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
-        target = self.label(ins.target)
-        if any(entry == target for entry, _ in ctx):
-            # Unreachable in verified programs; kept total for unverified ones.
-            self.fail(ir.Constant(I1, 0), ERR_RECURSION, k, i64(0))
-            self.b.branch(self.lane_end)
-            return
-        self.b.branch(self.block_for(ctx + ((target, pc + 1),), target))
-
-    def _ret(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
-        # As PTX's `ret`: returning from the stage's entry code ends the lane.
-        self.b.branch(self.block_for(ctx[:-1], ctx[-1][1]) if ctx else self.lane_end)
-
-    def _exit(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
-        self.b.branch(self.lane_end)
-
     def _bar(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
         b = self.b
         if self.region_next is not None:  # region loops: the next region resumes here
@@ -456,6 +365,6 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering):
 
 
 _CONTROL: dict[str, Callable[..., None]] = {
-    "BRA": StageEmitter._bra, "LOOP": StageEmitter._loop, "CALL": StageEmitter._call, "RET": StageEmitter._ret,
-    "EXIT": StageEmitter._exit, "BarSync": StageEmitter._bar,
+    "BRA": StageEmitter.emit_bra, "LOOP": StageEmitter._loop, "CALL": StageEmitter.emit_call,
+    "RET": StageEmitter.emit_ret, "EXIT": StageEmitter.emit_exit, "BarSync": StageEmitter._bar,
 }
