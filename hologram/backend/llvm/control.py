@@ -9,13 +9,15 @@ caller's continuation (the verifier forbids recursion, so the walk ends).
 `LaneCode` is a mixin for a backend's stage emitter, which provides:
 
 - `backend_name` (messages), `max_blocks` (the most code copies a stage may take),
-  and `convert`/`const` (its CVT and immediates, as staticmethods);
+  and `convert`/`const`/`compare` (its CVT, immediates and SET, as staticmethods);
 - `stage`, `items` (the body's instructions: (body index, Instr)), `labels` (label ->
   index in `items`), `reg_types`, `reg_ptr` (register -> alloca), `special` (special
   register -> value), `consts` (shape symbol or scalar -> (value, dtype)), `b` (the
   builder);
 - `lane_end` (the block that ends the lane), `new_block(name)`, `instruction(ctx, pc)`
-  (one instruction, ending its block) and `fail(ok, code, k, value)` (the error record).
+  (one instruction, ending its block), `fail(ok, code, k, value)` (the error record),
+  `address(ins, k)` (an operand's element pointer and dtype, bounds-checked when
+  `.chk`) and `write(dst, value, dtype)` (a register written, converted as CVT).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from hologram.core.types import DType
 from hologram.isa.program import Imm, Instr, Reg, Special, Sym
 
 from ..error_record import ERR_RECURSION
-from .types import I1, i64, int_value, reg_type
+from .types import I1, from_mem, i64, int_value, mem_type, reg_type, to_mem
 
 Ctx = tuple[tuple[int, int], ...]  # (subroutine entry pc, return pc) of each active CALL
 
@@ -39,6 +41,7 @@ class LaneCode:
     max_blocks: int
     convert: Callable[[ir.IRBuilder, ir.Value, DType, DType], ir.Value]
     const: Callable[[Any, DType], ir.Constant]
+    compare: Callable[[ir.IRBuilder, str, DType, ir.Value, ir.Value], ir.Value]
 
     b: ir.IRBuilder
     lane_end: ir.Block
@@ -112,6 +115,28 @@ class LaneCode:
         if have.is_float:
             raise VerifyError(f"{self.backend_name}: {operand} must be an integer, not {have}")
         return int_value(self.b, v, have)
+
+    def emit_data_op(self, ins: Instr, k: int) -> bool:
+        """Emit `ins` if it is one every target emits alike (a load, a store, CVT, SET),
+        without ending its block; False for any other instruction."""
+        b, op, t = self.b, ins.op, ins.dtype
+        if op in ("LDG", "LDS", "PoolLoad"):
+            ptr, bt = self.address(ins, k)
+            v = from_mem(b, b.load(ptr, typ=mem_type(bt)), bt)
+            self.write(ins.dst, self.convert(b, v, bt, t), t)
+        elif op in ("STG", "STS", "PoolStore"):
+            v = self.read(ins.srcs[0], t)
+            ptr, bt = self.address(ins, k)
+            b.store(to_mem(b, self.convert(b, v, t, bt), bt), ptr)
+        elif op == "CVT":
+            src = ins.dtype2 or self.type_of(ins.srcs[0])
+            self.write(ins.dst, self.convert(b, self.read(ins.srcs[0], src), src, t), t)
+        elif op == "SET":
+            x, y = (self.read(s, t) for s in ins.srcs)
+            self.write(ins.dst, self.compare(b, ins.mod, t, x, y), DType.BOOL)
+        else:
+            return False
+        return True
 
     # ------------------------------------------------------------------ control
     def emit_bra(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:

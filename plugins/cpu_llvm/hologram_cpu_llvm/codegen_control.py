@@ -48,7 +48,7 @@ def _affine(b: ir.IRBuilder, a: Affine, syms: dict[str, ir.Value]) -> ir.Value:
 
 class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering, LaneCode):
     backend_name, max_blocks = "cpu_llvm", MAX_BLOCKS
-    convert, const = staticmethod(convert), staticmethod(const)
+    convert, const, compare = staticmethod(convert), staticmethod(const), staticmethod(compare)
 
     def __init__(self, program: Program, index: int, module: ir.Module, symbol: str, partials: tuple[str, ...]):
         self.program, self.index, self.module, self.symbol = program, index, module, symbol
@@ -285,14 +285,8 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering, 
         if handler is not None:
             handler(self, ctx, pc, k, ins)
             return
-        if op in ("LDG", "LDS", "PoolLoad"):
-            ptr, bt = self.address(ins, k)
-            v = from_mem(b, b.load(ptr, typ=mem_type(bt)), bt)
-            self.write(ins.dst, convert(b, v, bt, t), t)
-        elif op in ("STG", "STS", "PoolStore"):
-            v = self.read(ins.srcs[0], t)
-            ptr, bt = self.address(ins, k)
-            b.store(to_mem(b, convert(b, v, t, bt), bt), ptr)
+        if self.emit_data_op(ins, k):
+            pass
         elif op in REDUCE_COMBINE:
             v = self.read(ins.srcs[0], t)
             if op == "ResAccum":
@@ -320,12 +314,6 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering, 
             else:
                 out = VALUE_OPS[combine](b, t, [cur, v])
             b.store(to_mem(b, convert(b, out, t, bt), bt), ptr)
-        elif op == "CVT":
-            src = ins.dtype2 or self.type_of(ins.srcs[0])
-            self.write(ins.dst, convert(b, self.read(ins.srcs[0], src), src, t), t)
-        elif op == "SET":
-            x, y = (self.read(s, t) for s in ins.srcs)
-            self.write(ins.dst, compare(b, ins.mod, t, x, y), DType.BOOL)
         elif op == "PhaseGet":
             self.write(ins.dst, b.load(self.phase_ptr, typ=I64), DType.I64)
         elif op == "PhaseAdv":

@@ -111,7 +111,7 @@ def _sreg(b: ir.IRBuilder, name: str) -> ir.Value:
 
 class KernelEmitter(LaneState, LaneCode):
     backend_name, max_blocks = "cuda", MAX_BLOCKS
-    convert, const = staticmethod(convert), staticmethod(const)
+    convert, const, compare = staticmethod(convert), staticmethod(const), staticmethod(compare)
 
     def __init__(self, program: Program, index: int, module: ir.Module, symbol: str, inits: bool = False):
         self.program, self.index, self.module, self.symbol = program, index, module, symbol
@@ -307,20 +307,8 @@ class KernelEmitter(LaneState, LaneCode):
         if control is not None:
             control(self, ctx, pc, k, ins)
             return
-        if op in ("LDG", "LDS", "PoolLoad"):
-            ptr, bt = self.address(ins, k)
-            v = from_mem(b, b.load(ptr, typ=mem_type(bt)), bt)
-            self.write(ins.dst, convert(b, v, bt, t), t)
-        elif op in ("STG", "STS", "PoolStore"):
-            v = self.read(ins.srcs[0], t)
-            ptr, bt = self.address(ins, k)
-            b.store(to_mem(b, convert(b, v, t, bt), bt), ptr)
-        elif op == "CVT":
-            src = ins.dtype2 or self.type_of(ins.srcs[0])
-            self.write(ins.dst, convert(b, self.read(ins.srcs[0], src), src, t), t)
-        elif op == "SET":
-            x, y = (self.read(s, t) for s in ins.srcs)
-            self.write(ins.dst, compare(b, ins.mod, t, x, y), DType.BOOL)
+        if self.emit_data_op(ins, k):
+            pass
         elif op in REDUCE_COMBINE:
             self.reduce(ins, k)
         elif op == "PoolAlloc":
