@@ -31,6 +31,16 @@ from .types import I1, I8, I64, convert, intrinsic
 
 Emit = Callable[[ir.IRBuilder, DType, list[ir.Value]], ir.Value]
 
+# ISA opcode -> the C99 math function computing it in f64 (the f32 one adds `f`): what
+# a math library (libm, libdevice's `__nv_` functions) is called by
+C_MATH = {
+    "EXP": "exp", "LOG": "log", "LOG2": "log2", "LOG10": "log10", "SIN": "sin", "COS": "cos", "TAN": "tan",
+    "TANH": "tanh", "ASIN": "asin", "ACOS": "acos", "ATAN": "atan", "SINH": "sinh", "COSH": "cosh",
+    "ASINH": "asinh", "ACOSH": "acosh", "ATANH": "atanh", "EXP2": "exp2", "EXPM1": "expm1", "LOG1P": "log1p",
+    "ATAN2": "atan2", "HYPOT": "hypot", "FMOD": "fmod", "POW": "pow", "ERF": "erf", "ERFC": "erfc",
+    "CBRT": "cbrt",
+}
+
 
 def c(v: ir.Value, x) -> ir.Constant:
     """The constant `x` of `v`'s type."""
