@@ -317,11 +317,11 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering, 
         elif op == "PhaseGet":
             self.write(ins.dst, b.load(self.phase_ptr, typ=I64), DType.I64)
         elif op == "PhaseAdv":
-            self._phase_adv(ins)
+            self.phase_adv(ins)
         elif op == "PoolAlloc":
-            self._pool_alloc(ins, k)
+            self.pool_alloc(ins, k)
         elif op == "PoolFree":
-            self._pool_free(ins, k)
+            self.pool_free(ins, k)
         elif op == "MemFence":
             pass  # one lane runs at a time here: its memory operations are already ordered
         else:
