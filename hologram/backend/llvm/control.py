@@ -10,10 +10,9 @@ caller's continuation (the verifier forbids recursion, so the walk ends).
 
 - `backend_name` (messages), `max_blocks` (the most code copies a stage may take),
   and `convert`/`const`/`compare` (its CVT, immediates and SET, as staticmethods);
-- `stage`, `items` (the body's instructions: (body index, Instr)), `labels` (label ->
-  index in `items`), `reg_types`, `reg_ptr` (register -> alloca), `special` (special
-  register -> value), `consts` (shape symbol or scalar -> (value, dtype)), `b` (the
-  builder);
+- after `read_stage` (the stage's facts), `reg_ptr` (register -> alloca), `special`
+  (special register -> value), `syms` (shape symbol -> i64), `consts` (shape symbol or
+  scalar -> (value, dtype)), `b` (the builder);
 - `lane_end` (the block that ends the lane), `new_block(name)`, `instruction(ctx, pc)`
   (one instruction, ending its block), `fail(ok, code, k, value)` (the error record),
   `address(ins, k)` (an operand's element pointer and dtype, bounds-checked when
@@ -27,8 +26,8 @@ from typing import Any, Callable
 from llvmlite import ir
 
 from hologram.core.errors import VerifyError
-from hologram.core.types import DType
-from hologram.isa.program import Imm, Instr, Reg, Special, Sym
+from hologram.core.types import Affine, DType
+from hologram.isa.program import Imm, Instr, Label, Program, Reg, Special, Sym
 
 from ..error_record import ERR_RECURSION
 from .types import I1, from_mem, i64, int_value, mem_type, reg_type, to_mem
@@ -47,6 +46,35 @@ class LaneCode:
     lane_end: ir.Block
     items: list[tuple[int, Instr]]
     labels: dict[str, int]
+
+    def read_stage(self, program: Program, index: int) -> None:
+        """Take in stage `index` of `program`: `program`, `index`, `stage`, `buffers`,
+        `scalar_params`, `reg_types`, `items` and `labels` (the body without its labels,
+        which map to the index in `items` they stand before), `rank`, `block` (3-D)."""
+        self.program, self.index = program, index
+        self.stage = stage = program.stages[index]
+        self.buffers = program.buffers()
+        self.scalar_params = program.scalars()
+        self.reg_types = stage.reg_types()
+        self.items = []  # (body index, instruction)
+        self.labels = {}
+        for k, item in enumerate(stage.body):
+            if isinstance(item, Label):
+                self.labels[item.name] = len(self.items)
+            else:
+                self.items.append((k, item))
+        self.rank = len(stage.domain)
+        self.block = tuple(stage.block) + (1,) * (3 - len(stage.block))
+
+    def affine(self, a: Affine) -> ir.Value:
+        """An affine dimension's value at this launch, from the shape symbols `syms`."""
+        b = self.b
+        v: ir.Value = i64(a.const)
+        for name, c in a.terms:
+            if name not in self.syms:
+                raise VerifyError(f"{self.backend_name}: shape symbol '{name}' is not a program symbol")
+            v = b.add(v, b.mul(self.syms[name], i64(c)))
+        return v
 
     def emit_lane_code(self, start: int = 0) -> None:
         """Emit the lane's code from (top level, `start`) at the builder's position."""

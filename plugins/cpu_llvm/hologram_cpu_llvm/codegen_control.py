@@ -21,7 +21,7 @@ from typing import Callable
 
 from llvmlite import ir
 
-from hologram.backend import AXES, OPCODES, REASSOC, Affine, DType, Instr, Label, Program, lead_lane_axes
+from hologram.backend import AXES, OPCODES, REASSOC, DType, Instr, Program, lead_lane_axes
 from hologram.backend.llvm.control import Ctx, LaneCode
 from hologram.errors import VerifyError
 
@@ -36,37 +36,16 @@ from .codegen_types import (
 )
 
 
-
-def _affine(b: ir.IRBuilder, a: Affine, syms: dict[str, ir.Value]) -> ir.Value:
-    v: ir.Value = i64(a.const)
-    for name, c in a.terms:
-        if name not in syms:
-            raise VerifyError(f"cpu_llvm: shape symbol '{name}' is not a program symbol")
-        v = b.add(v, b.mul(syms[name], i64(c)))
-    return v
-
-
 class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering, LaneCode):
     backend_name, max_blocks = "cpu_llvm", MAX_BLOCKS
     convert, const, compare = staticmethod(convert), staticmethod(const), staticmethod(compare)
 
     def __init__(self, program: Program, index: int, module: ir.Module, symbol: str, partials: tuple[str, ...]):
-        self.program, self.index, self.module, self.symbol = program, index, module, symbol
-        self.stage = stage = program.stages[index]
+        self.read_stage(program, index)
+        self.module, self.symbol = module, symbol
+        stage = self.stage
         self.partial_names = partials
-        self.buffers = program.buffers()
-        self.scalar_params = program.scalars()
-        self.reg_types = stage.reg_types()
-        self.items: list[tuple[int, Instr]] = []  # (body index, instruction)
-        self.labels: dict[str, int] = {}
-        for k, item in enumerate(stage.body):
-            if isinstance(item, Label):
-                self.labels[item.name] = len(self.items)
-            else:
-                self.items.append((k, item))
         self.barrier = any(i.op == "BarSync" for _, i in self.items)
-        self.rank = len(stage.domain)
-        self.block = tuple(stage.block) + (1,) * (3 - len(stage.block))
         self.lanes_max = math.prod(self.block)
         self.pool_ids = {p.name: j for j, p in enumerate(stage.pools)}
         self.region_next: ir.Block | None = None  # set while emitting barrier-separated regions
@@ -111,7 +90,7 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering, 
             return self.sizes[name]
         v = i64(1)
         for d in self.buffers[name].shape:
-            v = self.b.mul(v, _affine(self.b, d, self.syms))
+            v = self.b.mul(v, self.affine(d))
         return v
 
     def alloca(self, ty: ir.Type, name: str, count: int | None = None) -> ir.Value:
@@ -143,7 +122,7 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering, 
         for i, (name, p) in enumerate(self.scalar_params.items()):
             raw = b.load(at(b, self.scalars_arg, i64(8 * i), I8), typ=mem_type(p.dtype), name=f"scalar.{name}")
             self.consts[name] = (from_mem(b, raw, p.dtype), p.dtype)
-        ext = [_affine(b, d, self.syms) for d in self.stage.domain] + [i64(1)] * (3 - self.rank)
+        ext = [self.affine(d) for d in self.stage.domain] + [i64(1)] * (3 - self.rank)
         grid = [b.sdiv(b.add(e, i64(blk - 1)), i64(blk)) if a < self.rank else i64(1)
                 for a, (e, blk) in enumerate(zip(ext, self.block))]
         self.ext, self.grid = ext, grid
@@ -153,7 +132,7 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering, 
                     and ins.addr.buffer in self.buffers and ins.addr.buffer not in self.sizes:
                 v = i64(1)
                 for d in self.buffers[ins.addr.buffer].shape:
-                    v = b.mul(v, _affine(b, d, self.syms))
+                    v = b.mul(v, self.affine(d))
                 self.sizes[ins.addr.buffer] = v
         self.bid = self.alloca(I64, "bid")
         self._storage()

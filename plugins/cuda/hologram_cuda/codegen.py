@@ -48,7 +48,7 @@ import re
 import attrs
 from llvmlite import ir
 
-from hologram.backend import AXES, OPCODES, Affine, DType, Instr, Label, Program, Reg
+from hologram.backend import AXES, OPCODES, DType, Instr, Program, Reg
 from hologram.backend.llvm.control import Ctx, LaneCode
 from hologram.errors import HologramError, VerifyError
 
@@ -95,15 +95,6 @@ def compile_program(program: Program) -> KernelModule:
                           f"run hologram.backend.verify on it for the reason ({type(e).__name__}: {e})") from e
 
 
-def _affine(b: ir.IRBuilder, a: Affine, syms: dict[str, ir.Value]) -> ir.Value:
-    v: ir.Value = i64(a.const)
-    for name, c in a.terms:
-        if name not in syms:
-            raise VerifyError(f"cuda: shape symbol '{name}' is not a program symbol")
-        v = b.add(v, b.mul(syms[name], i64(c)))
-    return v
-
-
 def _sreg(b: ir.IRBuilder, name: str) -> ir.Value:
     """A PTX special register (u32) as i64."""
     return b.zext(declared_call(b, f"llvm.nvvm.read.ptx.sreg.{name}", I32, []), I64)
@@ -114,21 +105,9 @@ class KernelEmitter(LaneState, LaneCode):
     convert, const, compare = staticmethod(convert), staticmethod(const), staticmethod(compare)
 
     def __init__(self, program: Program, index: int, module: ir.Module, symbol: str, inits: bool = False):
-        self.program, self.index, self.module, self.symbol = program, index, module, symbol
+        self.read_stage(program, index)
+        self.module, self.symbol = module, symbol
         self.inits_only = inits
-        self.stage = stage = program.stages[index]
-        self.buffers = program.buffers()
-        self.scalar_params = program.scalars()
-        self.reg_types = stage.reg_types()
-        self.items: list[tuple[int, Instr]] = []  # (body index, instruction)
-        self.labels: dict[str, int] = {}
-        for k, item in enumerate(stage.body):
-            if isinstance(item, Label):
-                self.labels[item.name] = len(self.items)
-            else:
-                self.items.append((k, item))
-        self.rank = len(stage.domain)
-        self.block = tuple(stage.block) + (1,) * (3 - len(stage.block))
 
     # ------------------------------------------------------------------ the kernel
     def emit(self) -> None:
@@ -188,12 +167,12 @@ class KernelEmitter(LaneState, LaneCode):
     def _size(self, decl) -> ir.Value:
         v = i64(1)
         for d in decl.shape:
-            v = self.b.mul(v, _affine(self.b, d, self.syms))
+            v = self.b.mul(v, self.affine(d))
         return v
 
     def _specials(self) -> None:
         b = self.b
-        ext = [_affine(b, d, self.syms) for d in self.stage.domain] + [i64(1)] * (3 - self.rank)
+        ext = [self.affine(d) for d in self.stage.domain] + [i64(1)] * (3 - self.rank)
         self.special: dict[str, ir.Value] = {}
         self.tid = []
         for a, axis in enumerate(AXES):
