@@ -10,5 +10,8 @@ backends: the shared parts"):
   rules as IR (with the software f16 path a host without f16 arithmetic needs);
 - `ops`: the value-op emitters whose IR is the same on every target (integer division,
   MIN/MAX, shifts, comparisons, the value tests, the Atlas tables); a backend builds
-  its `VALUE_OPS` table from them and its own f16 and math-library choices.
+  its `VALUE_OPS` table from them and its own f16 and math-library choices;
+- `control`: `LaneCode`, the lane's basic blocks per (call context, pc), operands,
+  loads/stores/CVT/SET and BRA/CALL/RET/EXIT, mixed into a backend's stage emitter;
+- `lane_state`: `PoolsAndPhase`, PhaseAdv and the pools' allocation stack.
 """
