@@ -42,7 +42,7 @@ C_MATH = {
 }
 
 
-def c(v: ir.Value, x) -> ir.Constant:
+def _c(v: ir.Value, x) -> ir.Constant:
     """The constant `x` of `v`'s type."""
     return ir.Constant(v.type, x)
 
@@ -57,18 +57,18 @@ def arith(int_op: str, float_op: str) -> Emit:
 # ------------------------------------------------------------------- division
 def int_divmod(b: ir.IRBuilder, t: DType, a: ir.Value, d: ir.Value) -> tuple[ir.Value, ir.Value]:
     """Floor quotient and remainder with the sign of the divisor; (0, 0) for d == 0."""
-    zero = c(d, 0)
+    zero = _c(d, 0)
     is_zero = b.icmp_unsigned("==", d, zero)
     if not t.is_signed:
-        safe = b.select(is_zero, c(d, 1), d)
+        safe = b.select(is_zero, _c(d, 1), d)
         return b.select(is_zero, zero, b.udiv(a, safe)), b.select(is_zero, zero, b.urem(a, safe))
     # d == -1 is done as negation: sdiv(MIN, -1) is undefined, the answer wraps to MIN.
-    minus1 = b.icmp_signed("==", d, c(d, -1))
+    minus1 = b.icmp_signed("==", d, _c(d, -1))
     trivial = b.or_(is_zero, minus1)
-    safe = b.select(trivial, c(d, 1), d)
+    safe = b.select(trivial, _c(d, 1), d)
     q, r = b.sdiv(a, safe), b.srem(a, safe)
     adjust = b.and_(b.icmp_signed("!=", r, zero), b.icmp_signed("<", b.xor(r, d), zero))
-    q = b.select(adjust, b.sub(q, c(q, 1)), q)
+    q = b.select(adjust, b.sub(q, _c(q, 1)), q)
     r = b.select(adjust, b.add(r, d), r)
     q = b.select(is_zero, zero, b.select(minus1, b.neg(a), q))
     return q, b.select(trivial, zero, r)
@@ -81,7 +81,7 @@ def div(b: ir.IRBuilder, t: DType, args: list[ir.Value]) -> ir.Value:
 def float_remainder(b: ir.IRBuilder, mod: ir.Value, d: ir.Value) -> ir.Value:
     """numpy's remainder from `mod` = fmod(a, d): moved into the divisor's sign; a zero
     takes its sign."""
-    zero = c(mod, 0.0)
+    zero = _c(mod, 0.0)
     differ = b.xor(b.fcmp_ordered("<", d, zero), b.fcmp_ordered("<", mod, zero))
     nonzero = b.fcmp_unordered("!=", mod, zero)  # NaN stays NaN through either arm
     fixed = b.select(b.and_(nonzero, differ), b.fadd(mod, d), mod)
@@ -122,7 +122,7 @@ def abs_(b: ir.IRBuilder, t: DType, args: list[ir.Value]) -> ir.Value:
         return intrinsic(b, "fabs", x.type, [x])
     if t.is_unsigned:
         return x
-    return b.select(b.icmp_signed("<", x, c(x, 0)), b.neg(x), x)
+    return b.select(b.icmp_signed("<", x, _c(x, 0)), b.neg(x), x)
 
 
 def neg(b: ir.IRBuilder, t: DType, args: list[ir.Value]) -> ir.Value:
@@ -141,7 +141,7 @@ def logic(op: str) -> Emit:
 def shift(left: bool) -> Emit:
     def emit(b, t, args):
         x, s = args
-        s = b.and_(s, c(s, t.bits - 1))  # the ISA masks the count to the type's width
+        s = b.and_(s, _c(s, t.bits - 1))  # the ISA masks the count to the type's width
         if left:
             return b.shl(x, s)
         return b.ashr(x, s) if t.is_signed else b.lshr(x, s)
@@ -166,7 +166,7 @@ def copysign(b: ir.IRBuilder, t: DType, args: list[ir.Value]) -> ir.Value:
 def rsqrt(b: ir.IRBuilder, t: DType, args: list[ir.Value]) -> ir.Value:
     """1 / sqrt(x), two correctly rounded steps (docs/isa.md), not an approximate rsqrt."""
     x = args[0]
-    return b.fdiv(c(x, 1.0), intrinsic(b, "sqrt", x.type, [x]))
+    return b.fdiv(_c(x, 1.0), intrinsic(b, "sqrt", x.type, [x]))
 
 
 def sigmoid(exp: Callable[[ir.IRBuilder, DType, ir.Value], ir.Value]) -> Emit:
@@ -174,9 +174,9 @@ def sigmoid(exp: Callable[[ir.IRBuilder, DType, ir.Value], ir.Value]) -> Emit:
     argument only, so it never overflows (as the interpreter)."""
     def emit(b, t, args):
         x = args[0]
-        one = c(x, 1.0)
+        one = _c(x, 1.0)
         e = exp(b, t, b.fneg(intrinsic(b, "fabs", x.type, [x])))
-        nonneg = b.fcmp_ordered(">=", x, c(x, 0.0))
+        nonneg = b.fcmp_ordered(">=", x, _c(x, 0.0))
         return b.select(nonneg, b.fdiv(one, b.fadd(one, e)), b.fdiv(e, b.fadd(one, e)))
     return emit
 
@@ -238,7 +238,7 @@ def bound_map(b: ir.IRBuilder, t: DType, args: list[ir.Value]) -> ir.Value:
     # Wrapping arithmetic in t is exact modulo 2**bits, which is what wrapping the
     # mathematical c*12288 + p*256 + byte into t means.
     cls, page, byte = args
-    return b.add(b.add(b.mul(cls, c(cls, atlas.CLASS_STRIDE)), b.mul(page, c(page, atlas.BYTES_PER_PAGE))), byte)
+    return b.add(b.add(b.mul(cls, _c(cls, atlas.CLASS_STRIDE)), b.mul(page, _c(page, atlas.BYTES_PER_PAGE))), byte)
 
 
 def atlas_ops(addrspace: int = 0, soft_half: bool = False) -> dict[str, Emit]:
