@@ -327,6 +327,29 @@ def test_only_a_translators_cases_module_may_use_the_test_kit():
     assert TEST_KIT not in allowed_for("hologram_lanes.cases", SDK)
 
 
+LLVM_KIT = "hologram.backend.llvm"  # the SDK's part for llvmlite backends: every module imports llvmlite
+
+
+def _uses_llvm_kit(name: str, path: Path) -> bool:
+    return any(m == LLVM_KIT or m.startswith(LLVM_KIT + ".") for _, m in hologram_imports(path.read_text(), str(path)))
+
+
+def test_only_backends_that_depend_on_llvmlite_import_the_llvm_kit():
+    """hologram-kernels does not depend on llvmlite, so nothing of `hologram` outside the
+    kit imports it (`import hologram`, a bundle's load and a launch never reach llvmlite),
+    and a plugin that does lists llvmlite among its own dependencies (docs/backends.md)."""
+    inside = [name for name, path in MODULES.items() if name.split(".")[0] == "hologram"
+              and not (name == LLVM_KIT or name.startswith(LLVM_KIT + ".")) and _uses_llvm_kit(name, path)]
+    assert not inside, f"hologram modules importing {LLVM_KIT}: {inside}"
+    users = {name.split(".")[0] for name, path in MODULES.items() if name.split(".")[0] in PLUGINS
+             and _uses_llvm_kit(name, path)}
+    assert users, "no plugin uses the LLVM kit: the test has lost its subject"
+    for package in sorted(users):
+        project = tomllib.loads((PLUGINS[package].parent / "pyproject.toml").read_text())["project"]
+        assert any(d.split(">")[0].split("=")[0].strip() == "llvmlite" for d in project.get("dependencies", ())), \
+            f"{package} imports {LLVM_KIT} but does not depend on llvmlite"
+
+
 def test_hologram_imports_no_plugin():
     """Neither the compiler, nor the runtime, the test kit or the command import a plugin
     by name (statement or string): they find plugins through the registry, so the

@@ -34,6 +34,10 @@ What it holds:
   forked child gets back free), `read_regular_file`, `user_cache_root`,
   `UnreadableFileError`; and `atlas` (the Atlas tables its instructions compute with).
 
+Submodules for compiled backends, imported by name: `error_record` (the error record's
+codes and their decoding), `disk_cache` (`DiskCache`), and `llvm` (for backends that
+depend on llvmlite themselves: types, CVT, value ops, lane code; docs/backends.md).
+
 Versioning: `API_VERSION` grows when a name here changes meaning or goes away (never
 for an addition); a backend that needs a given version checks it at import.
 """

@@ -7,22 +7,13 @@ when they link object code, so a process that only loads code never imports llvm
 from __future__ import annotations
 
 from hologram.backend import Instr, Stage
+# The error codes a stage writes to err[0] (err[3]: the offending value) are the SDK's,
+# which also decodes a record into the interpreter's words; re-exported for codegen.
+from hologram.backend.error_record import (  # noqa: F401
+    ERR_BARRIER, ERR_CANCELLED, ERR_CLASS, ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_FREE,
+    ERR_POOL_FULL, ERR_RECURSION, ERR_SCRATCH, ERROR_KINDS,
+)
 from hologram.errors import VerifyError
-
-# Error codes written to err[0] by a stage function; err[3] holds the offending value.
-ERR_OOB_GLOBAL = 1  # value: the index (checked LDG/STG/Reduce*/ResAccum)
-ERR_OOB_SHARED = 2  # value: the index (checked LDS/STS)
-ERR_OOB_POOL = 3  # value: the index (PoolLoad/PoolStore at or above the pool's top)
-ERR_CLASS = 4  # value: the ResAccum class register's value (not in 0..95)
-ERR_POOL_FULL = 5  # value: elements of the pool already in use
-ERR_POOL_FREE = 6  # value: the handle PoolFree was given (not the most recent allocation)
-ERR_BARRIER = 7  # err[2], err[3]: two different barriers (body indices) lanes wait at
-ERR_RECURSION = 8  # value: 0 (a CALL re-entering an active subroutine; the verifier forbids it)
-ERR_SCRATCH = 9  # value: the bytes of scratch malloc did not give (instruction index -1)
-ERR_CANCELLED = 10  # value: 0 (Ctrl-C: the launch stopped at a poll of the cancel flag; cancel.py)
-ERROR_KINDS = {ERR_OOB_GLOBAL: "global", ERR_OOB_SHARED: "shared", ERR_OOB_POOL: "pool", ERR_CLASS: "class",
-               ERR_POOL_FULL: "pool_full", ERR_POOL_FREE: "pool_free", ERR_BARRIER: "barrier",
-               ERR_RECURSION: "recursion", ERR_SCRATCH: "scratch", ERR_CANCELLED: "cancelled"}
 
 # Cancellation (cancel.py, docs/cpu-llvm.md "Stopping a launch"): stage code polls the
 # byte at CANCEL_SYMBOL, an external global the loader binds to the runtime's block

@@ -13,11 +13,9 @@ A disk entry is one file, `<sha256(key)[:40]>.hgo`, holding
 Anything that does not parse exactly, has another key, or fails the checksum is deleted
 and reported as a miss, so the caller rebuilds it: a corrupt cache costs a compile, never
 a crash. So is anything at an entry's path that is not a regular file of at most
-`MAX_ENTRY_BYTES` (a FIFO, which would block the reader forever; a link to /dev/zero,
-which never ends; a sparse terabyte): entries are read through
-`hologram.core.files.read_regular_file`, and the next `store` puts a real entry in its
-place. Writes go to a temporary file in the same directory and are published with
-`os.replace`, so a reader sees a whole entry or none, even with concurrent writers.
+`MAX_ENTRY_BYTES` (a FIFO, a link to /dev/zero, a sparse terabyte). Reading, the atomic
+publish (a temporary file and `os.replace`) and those misses are the SDK's disk cache
+(hologram/backend/disk_cache.py); this module has the entry format.
 
 The memory cache is `hologram.core.lru.LRUCache`: every operation holds its lock, so
 launches from several threads may share it.
@@ -29,12 +27,11 @@ import hashlib
 import json
 import os
 import struct
-import tempfile
 from pathlib import Path
 from typing import Any, Hashable, TypeVar
 
 import attrs
-from hologram.backend import LRUCache, UnreadableFileError, read_regular_file, user_cache_root
+from hologram.backend import LRUCache, disk_cache, user_cache_root
 
 MAGIC = b"HGLLVM\x00\x01"
 SUFFIX = ".hgo"
@@ -100,53 +97,10 @@ def decode_entry(key: str, data: bytes) -> Entry | None:
     return Entry(meta, bytes(body[mlen:]))
 
 
-class DiskCache:
-    """Entries under `root`, one file per key. Every failure is a miss: a cache that
-    cannot be read or written (full disk, read-only home) only costs compile time."""
+class DiskCache(disk_cache.DiskCache[Entry]):
+    """Entries under `root`, one file per key, in this module's format; the SDK's disk
+    cache (hologram/backend/disk_cache.py) reads, publishes and discards them, every
+    failure a miss."""
 
-    def __init__(self, root: Path):
-        self.root = Path(root)
-
-    def path(self, key: str) -> Path:
-        return self.root / (hashlib.sha256(key.encode()).hexdigest()[:40] + SUFFIX)
-
-    def load(self, key: str) -> Entry | None:
-        path = self.path(key)
-        try:
-            data = read_regular_file(path, MAX_ENTRY_BYTES)
-        except UnreadableFileError:  # not ours to read: out of the way, for the next store
-            _unlink(path)
-            return None
-        except OSError:
-            return None
-        entry = decode_entry(key, data)
-        if entry is None:
-            _unlink(path)
-        return entry
-
-    def discard(self, key: str) -> None:
-        _unlink(self.path(key))
-
-    def store(self, key: str, entry: Entry) -> bool:
-        """Publish `entry` atomically; True when it was written."""
-        data = encode_entry(key, entry)
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=SUFFIX, dir=self.root)
-        except OSError:
-            return False
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, self.path(key))
-            return True
-        except OSError:
-            _unlink(Path(tmp))
-            return False
-
-
-def _unlink(path: Path) -> None:
-    try:
-        path.unlink()
-    except OSError:
-        pass
+    suffix, max_entry_bytes = SUFFIX, MAX_ENTRY_BYTES
+    encode, decode = staticmethod(encode_entry), staticmethod(decode_entry)

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from hologram.backend.llvm.control import Ctx
+
 from .abi import ERR_BARRIER
 from .codegen_types import I8, I32, I64, at, i64
 
 MAX_BLOCKS = 200_000  # inlined (context, pc) pairs: a guard against pathological call trees
-Ctx = tuple[tuple[int, int], ...]  # (subroutine entry pc, return pc) of each active CALL
 
 
 class BarrierLayouts:
@@ -97,7 +98,7 @@ class BarrierLayouts:
                 self._reset_loop_limits()  # this lane's counters were restored, not started at zero
                 self.lane_end = self.new_block(f"region{r}.end")
                 self.region_next = latch
-                self._code(start)
+                self.emit_lane_code(start)
                 b.position_at_end(self.lane_end)
                 b.store(ir.Constant(I8, 0), flag)
                 b.branch(latch)
@@ -183,6 +184,6 @@ class BarrierLayouts:
         sw = b.switch(point, rl_latch)
         sw.add_case(ir.Constant(I32, 0), start)
         b.position_at_end(start)
-        self._code()
+        self.emit_lane_code()
         for (ctx, pc), rid in self.resume_points.items():
             sw.add_case(ir.Constant(I32, rid), self.blocks[(ctx, pc)])

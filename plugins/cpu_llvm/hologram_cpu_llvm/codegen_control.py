@@ -21,49 +21,31 @@ from typing import Callable
 
 from llvmlite import ir
 
-from hologram.backend import (AXES, OPCODES, REASSOC, Affine, DType, Imm, Instr, Label, Program, Reg, Special, Sym,
-                              lead_lane_axes)
+from hologram.backend import AXES, OPCODES, REASSOC, DType, Instr, Program, lead_lane_axes
+from hologram.backend.llvm.control import Ctx, LaneCode
 from hologram.errors import VerifyError
 
-from .codegen_barriers import MAX_BLOCKS, BarrierLayouts, Ctx
+from .codegen_barriers import MAX_BLOCKS, BarrierLayouts
 from .codegen_blocks import BlockAccumulators
 from .codegen_loops import LoopLowering
 from .codegen_memory import REDUCE_COMBINE, LaneMemory, allocation_stack_depth
 from .codegen_ops import REASSOCIATED_OPS, VALUE_OPS, compare
-from .abi import ERR_CLASS, ERR_RECURSION
+from .abi import ERR_CLASS
 from .codegen_types import (
-    I1, I8, I32, I64, PTR, at, const, convert, from_mem, i64, int_value, intrinsic, mem_type, reg_type, to_mem,
+    I1, I8, I32, I64, PTR, at, const, convert, from_mem, i64, intrinsic, mem_type, to_mem,
 )
 
 
+class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering, LaneCode):
+    backend_name, max_blocks = "cpu_llvm", MAX_BLOCKS
+    convert, const, compare = staticmethod(convert), staticmethod(const), staticmethod(compare)
 
-def _affine(b: ir.IRBuilder, a: Affine, syms: dict[str, ir.Value]) -> ir.Value:
-    v: ir.Value = i64(a.const)
-    for name, c in a.terms:
-        if name not in syms:
-            raise VerifyError(f"cpu_llvm: shape symbol '{name}' is not a program symbol")
-        v = b.add(v, b.mul(syms[name], i64(c)))
-    return v
-
-
-class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering):
     def __init__(self, program: Program, index: int, module: ir.Module, symbol: str, partials: tuple[str, ...]):
-        self.program, self.index, self.module, self.symbol = program, index, module, symbol
-        self.stage = stage = program.stages[index]
+        self.read_stage(program, index)
+        self.module, self.symbol = module, symbol
+        stage = self.stage
         self.partial_names = partials
-        self.buffers = program.buffers()
-        self.scalar_params = program.scalars()
-        self.reg_types = stage.reg_types()
-        self.items: list[tuple[int, Instr]] = []  # (body index, instruction)
-        self.labels: dict[str, int] = {}
-        for k, item in enumerate(stage.body):
-            if isinstance(item, Label):
-                self.labels[item.name] = len(self.items)
-            else:
-                self.items.append((k, item))
         self.barrier = any(i.op == "BarSync" for _, i in self.items)
-        self.rank = len(stage.domain)
-        self.block = tuple(stage.block) + (1,) * (3 - len(stage.block))
         self.lanes_max = math.prod(self.block)
         self.pool_ids = {p.name: j for j, p in enumerate(stage.pools)}
         self.region_next: ir.Block | None = None  # set while emitting barrier-separated regions
@@ -108,7 +90,7 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering):
             return self.sizes[name]
         v = i64(1)
         for d in self.buffers[name].shape:
-            v = self.b.mul(v, _affine(self.b, d, self.syms))
+            v = self.b.mul(v, self.affine(d))
         return v
 
     def alloca(self, ty: ir.Type, name: str, count: int | None = None) -> ir.Value:
@@ -140,7 +122,7 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering):
         for i, (name, p) in enumerate(self.scalar_params.items()):
             raw = b.load(at(b, self.scalars_arg, i64(8 * i), I8), typ=mem_type(p.dtype), name=f"scalar.{name}")
             self.consts[name] = (from_mem(b, raw, p.dtype), p.dtype)
-        ext = [_affine(b, d, self.syms) for d in self.stage.domain] + [i64(1)] * (3 - self.rank)
+        ext = [self.affine(d) for d in self.stage.domain] + [i64(1)] * (3 - self.rank)
         grid = [b.sdiv(b.add(e, i64(blk - 1)), i64(blk)) if a < self.rank else i64(1)
                 for a, (e, blk) in enumerate(zip(ext, self.block))]
         self.ext, self.grid = ext, grid
@@ -150,7 +132,7 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering):
                     and ins.addr.buffer in self.buffers and ins.addr.buffer not in self.sizes:
                 v = i64(1)
                 for d in self.buffers[ins.addr.buffer].shape:
-                    v = b.mul(v, _affine(b, d, self.syms))
+                    v = b.mul(v, self.affine(d))
                 self.sizes[ins.addr.buffer] = v
         self.bid = self.alloca(I64, "bid")
         self._storage()
@@ -262,75 +244,10 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering):
         self._specials(tid)
         self._reset_lane()
         self.lane_end = outer_latch
-        self._code()
+        self.emit_lane_code()
 
     # -------------------------------------------------------------- the lane code
-    def _code(self, start: int = 0) -> None:
-        """Emit the lane's code from (top level, `start`) at the builder's position."""
-        self.blocks: dict[tuple[Ctx, int], ir.Block] = {}
-        self.todo: list[tuple[Ctx, int]] = []
-        self.b.branch(self.block_for((), start))
-        while self.todo:
-            ctx, pc = self.todo.pop()
-            self.b.position_at_end(self.blocks[(ctx, pc)])
-            self.instruction(ctx, pc)
-
-    def block_for(self, ctx: Ctx, pc: int) -> ir.Block:
-        if pc >= len(self.items):
-            return self.lane_end  # falling off the body ends the lane
-        key = (ctx, pc)
-        blk = self.blocks.get(key)
-        if blk is None:
-            if len(self.blocks) >= MAX_BLOCKS:
-                raise VerifyError(f"cpu_llvm: stage '{self.stage.name}': inlining the subroutine calls needs more "
-                                  f"than {MAX_BLOCKS} code copies")
-            blk = self.blocks[key] = self.new_block(f"pc{pc}")
-            self.todo.append(key)
-        return blk
-
-    def label(self, name: str | None) -> int:
-        if name not in self.labels:
-            raise VerifyError(f"cpu_llvm: stage '{self.stage.name}': unknown label {name!r}")
-        return self.labels[name]
-
-    # ----------------------------------------------------------------- operands
-    def type_of(self, operand) -> DType:
-        if isinstance(operand, Reg):
-            if operand.name not in self.reg_types:
-                raise VerifyError(f"cpu_llvm: stage '{self.stage.name}': register %{operand.name} is not declared")
-            return self.reg_types[operand.name]
-        if isinstance(operand, Special):
-            return DType.I64
-        if isinstance(operand, Sym):
-            if operand.name not in self.consts:
-                raise VerifyError(f"cpu_llvm: ${operand.name} is neither a shape symbol nor a scalar parameter")
-            return self.consts[operand.name][1]
-        raise VerifyError(f"cpu_llvm: bad operand {operand!r}")
-
-    def raw(self, operand) -> tuple[ir.Value, DType]:
-        t = self.type_of(operand)
-        if isinstance(operand, Reg):
-            return self.b.load(self.reg_ptr[operand.name], typ=reg_type(t)), t
-        if isinstance(operand, Special):
-            return self.special[operand.name], t
-        return self.consts[operand.name][0], t
-
-    def read(self, operand, want: DType) -> ir.Value:
-        """`operand` as a value of `want`, converted as CVT when its type differs."""
-        if isinstance(operand, Imm):
-            return const(operand.value, want)
-        v, have = self.raw(operand)
-        return convert(self.b, v, have, want)
-
-    def read_int(self, operand) -> ir.Value:
-        """An integer operand's mathematical value as i64 (indices, handles, counts)."""
-        if isinstance(operand, Imm):
-            return i64(int(operand.value))
-        v, have = self.raw(operand)
-        if have.is_float:
-            raise VerifyError(f"cpu_llvm: {operand} must be an integer, not {have}")
-        return int_value(self.b, v, have)
-
+    # The walk over (call context, pc), operands, BRA/CALL/RET/EXIT: the SDK's LaneCode.
     def write(self, dst, value: ir.Value, have: DType) -> None:
         want = self.type_of(dst)
         value = convert(self.b, value, have, want)
@@ -347,14 +264,8 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering):
         if handler is not None:
             handler(self, ctx, pc, k, ins)
             return
-        if op in ("LDG", "LDS", "PoolLoad"):
-            ptr, bt = self.address(ins, k)
-            v = from_mem(b, b.load(ptr, typ=mem_type(bt)), bt)
-            self.write(ins.dst, convert(b, v, bt, t), t)
-        elif op in ("STG", "STS", "PoolStore"):
-            v = self.read(ins.srcs[0], t)
-            ptr, bt = self.address(ins, k)
-            b.store(to_mem(b, convert(b, v, t, bt), bt), ptr)
+        if self.emit_data_op(ins, k):
+            pass
         elif op in REDUCE_COMBINE:
             v = self.read(ins.srcs[0], t)
             if op == "ResAccum":
@@ -382,20 +293,14 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering):
             else:
                 out = VALUE_OPS[combine](b, t, [cur, v])
             b.store(to_mem(b, convert(b, out, t, bt), bt), ptr)
-        elif op == "CVT":
-            src = ins.dtype2 or self.type_of(ins.srcs[0])
-            self.write(ins.dst, convert(b, self.read(ins.srcs[0], src), src, t), t)
-        elif op == "SET":
-            x, y = (self.read(s, t) for s in ins.srcs)
-            self.write(ins.dst, compare(b, ins.mod, t, x, y), DType.BOOL)
         elif op == "PhaseGet":
             self.write(ins.dst, b.load(self.phase_ptr, typ=I64), DType.I64)
         elif op == "PhaseAdv":
-            self._phase_adv(ins)
+            self.phase_adv(ins)
         elif op == "PoolAlloc":
-            self._pool_alloc(ins, k)
+            self.pool_alloc(ins, k)
         elif op == "PoolFree":
-            self._pool_free(ins, k)
+            self.pool_free(ins, k)
         elif op == "MemFence":
             pass  # one lane runs at a time here: its memory operations are already ordered
         else:
@@ -410,35 +315,6 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering):
         b.branch(nxt())
 
     # ------------------------------------------------------------------ control
-    def _bra(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
-        target = self.label(ins.target)
-        if target <= pc:
-            raise VerifyError(f"cpu_llvm: stage '{self.stage.name}': instruction {k}: BRA may only jump forward")
-        if ins.pred is None:
-            self.b.branch(self.block_for(ctx, target))
-            return
-        p = self.read(ins.pred.reg, DType.BOOL)
-        taken, fall = self.block_for(ctx, target), self.block_for(ctx, pc + 1)
-        if ins.pred.negate:
-            taken, fall = fall, taken
-        self.b.cbranch(p, taken, fall)
-
-    def _call(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
-        target = self.label(ins.target)
-        if any(entry == target for entry, _ in ctx):
-            # Unreachable in verified programs; kept total for unverified ones.
-            self.fail(ir.Constant(I1, 0), ERR_RECURSION, k, i64(0))
-            self.b.branch(self.lane_end)
-            return
-        self.b.branch(self.block_for(ctx + ((target, pc + 1),), target))
-
-    def _ret(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
-        # As PTX's `ret`: returning from the stage's entry code ends the lane.
-        self.b.branch(self.block_for(ctx[:-1], ctx[-1][1]) if ctx else self.lane_end)
-
-    def _exit(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
-        self.b.branch(self.lane_end)
-
     def _bar(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
         b = self.b
         if self.region_next is not None:  # region loops: the next region resumes here
@@ -456,6 +332,6 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering):
 
 
 _CONTROL: dict[str, Callable[..., None]] = {
-    "BRA": StageEmitter._bra, "LOOP": StageEmitter._loop, "CALL": StageEmitter._call, "RET": StageEmitter._ret,
-    "EXIT": StageEmitter._exit, "BarSync": StageEmitter._bar,
+    "BRA": StageEmitter.emit_bra, "LOOP": StageEmitter._loop, "CALL": StageEmitter.emit_call,
+    "RET": StageEmitter.emit_ret, "EXIT": StageEmitter.emit_exit, "BarSync": StageEmitter._bar,
 }

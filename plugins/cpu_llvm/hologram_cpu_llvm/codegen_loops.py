@@ -29,10 +29,10 @@ from __future__ import annotations
 from llvmlite import ir
 
 from hologram.backend import DType, Instr, Reg
+from hologram.backend.llvm.control import Ctx
 from hologram.errors import VerifyError
 
 from .abi import CANCEL_SYMBOL, CANCELLABLE, ERR_CANCELLED
-from .codegen_barriers import Ctx
 from .codegen_types import I8, I64, at, i64, reg_type
 
 POLL_ITERATIONS = 1024  # trips of an innermost loop between two polls

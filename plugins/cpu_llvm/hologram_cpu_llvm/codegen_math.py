@@ -12,6 +12,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from hologram.backend import DType
+from hologram.backend.llvm.ops import C_MATH
 
 from .codegen_types import reg_type
 
@@ -20,13 +21,7 @@ try:  # written in parallel; absent or partial, the C library serves
 except ImportError:  # pragma: no cover - depends on the checkout
     _vecmath = None
 
-LIBM = {
-    "EXP": "exp", "LOG": "log", "LOG2": "log2", "LOG10": "log10", "SIN": "sin", "COS": "cos", "TAN": "tan",
-    "TANH": "tanh", "ASIN": "asin", "ACOS": "acos", "ATAN": "atan", "SINH": "sinh", "COSH": "cosh",
-    "ASINH": "asinh", "ACOSH": "acosh", "ATANH": "atanh", "EXP2": "exp2", "EXPM1": "expm1", "LOG1P": "log1p",
-    "ATAN2": "atan2", "HYPOT": "hypot", "FMOD": "fmod", "POW": "pow", "ERF": "erf", "ERFC": "erfc",
-    "CBRT": "cbrt",
-}
+LIBM = C_MATH  # the C library's names
 
 
 # Every function `math_call` emits: vecmath's (one entry there adds a function to the

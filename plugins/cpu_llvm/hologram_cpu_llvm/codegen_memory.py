@@ -23,11 +23,14 @@ import math
 
 from llvmlite import ir
 
-from hologram.backend import OPCODES, DType, Imm, Instr, Stage
+from hologram.backend import OPCODES, DType, Instr
+from hologram.backend.llvm.lane_state import (  # noqa: F401  (REDUCE_COMBINE, allocation_stack_depth: read here)
+    REDUCE_COMBINE, PoolsAndPhase, allocation_stack_depth,
+)
 from hologram.errors import VerifyError
 
-from .abi import ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_FREE, ERR_POOL_FULL, ERR_SCRATCH
-from .codegen_types import I8, I32, I64, PTR, at, byte_size, const, i64, int_value, mem_type, reg_type
+from .abi import ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_SCRATCH
+from .codegen_types import I8, I32, I64, PTR, at, byte_size, const, i64, mem_type, reg_type
 
 # The most scratch a stage function keeps in its frame; the rest is on the heap. Well
 # below any thread's stack (a Python thread's is 8 MiB on Linux, as small as 512 KiB
@@ -35,23 +38,20 @@ from .codegen_types import I8, I32, I64, PTR, at, byte_size, const, i64, int_val
 STACK_SCRATCH_BYTES = 64 << 10
 _ALIGN = 64  # of each array in the heap block: a cache line
 
-# How each reduction opcode combines a contribution into its partial.
-REDUCE_COMBINE = {"ReduceAdd": "ADD", "ResAccum": "ADD", "ReduceMul": "MUL", "ReduceMin": "MIN", "ReduceMax": "MAX"}
 
+class LaneMemory(PoolsAndPhase):
+    """Mixed into StageEmitter, whose attributes (b, stage, buffers, ...) it uses. The
+    phase counter and the pools' allocation stack are the SDK's (PoolsAndPhase, through
+    the three methods below)."""
 
-def allocation_stack_depth(stage: Stage) -> int:
-    """The most allocations a lane of `stage` can hold at once (its allocation stack's
-    slots): each live allocation of a pool takes at least the smallest count any PoolAlloc
-    of it asks for, and together they fit the pool."""
-    smallest: dict[str, int] = {}
-    for item in stage.body:
-        if isinstance(item, Instr) and item.op == "PoolAlloc" and isinstance(item.count, int):
-            smallest[item.target] = min(smallest.get(item.target, item.count), item.count)
-    return max(1, sum(p.size // max(1, smallest[p.name]) for p in stage.pools if p.name in smallest))
+    def element_at(self, base: ir.Value, index: ir.Value, ety: ir.Type) -> ir.Value:
+        return at(self.b, base, index, ety)
 
+    def pool_top_at(self, index: ir.Value) -> ir.Value:
+        return at(self.b, self.tops_ptr, index, I64)
 
-class LaneMemory:
-    """Mixed into StageEmitter, whose attributes (b, stage, buffers, ...) it uses."""
+    def zero_fill(self, ptr: ir.Value, nbytes: int) -> None:
+        self._memset(ptr, i64(nbytes))
 
     def _storage(self) -> None:
         """The shared arrays and the per-lane state. Without barriers: one slot per lane
@@ -167,49 +167,3 @@ class LaneMemory:
             self.fail(b.icmp_unsigned("<", idx, top), ERR_OOB_POOL, k, idx)
             base = self.pool_ptr[a.buffer]
         return at(b, base, idx, mem_type(decl.dtype), inbounds=True), decl.dtype
-
-    def _phase_adv(self, ins: Instr) -> None:
-        b, src = self.b, ins.srcs[0]
-        if isinstance(src, Imm):
-            step = i64(int(src.value) % 768)
-        else:
-            v, have = self.raw(src)
-            if have.is_unsigned or have.is_bool:
-                step = b.urem(int_value(b, v, have), i64(768))
-            else:
-                r = b.srem(int_value(b, v, have), i64(768))
-                step = b.select(b.icmp_signed("<", r, i64(0)), b.add(r, i64(768)), r)
-        b.store(b.urem(b.add(b.load(self.phase_ptr, typ=I64), step), i64(768)), self.phase_ptr)
-
-    def _pool_alloc(self, ins: Instr, k: int) -> None:
-        b = self.b
-        pool = {m.name: m for m in self.stage.pools}.get(ins.target)
-        if pool is None or not isinstance(ins.count, int) or ins.count < 0:
-            raise VerifyError(f"cpu_llvm: stage '{self.stage.name}': bad PoolAlloc of {ins.count!r} elements "
-                              f"from {ins.target!r}")
-        top_ptr = at(b, self.tops_ptr, i64(self.pool_ids[pool.name]), I64)
-        top = b.load(top_ptr, typ=I64)
-        new_top = b.add(top, i64(ins.count))
-        sp = b.load(self.sp_ptr, typ=I64)
-        fits = b.and_(b.icmp_signed("<=", new_top, i64(pool.size)), b.icmp_signed("<", sp, i64(self.stack_cap)))
-        self.fail(fits, ERR_POOL_FULL, k, top)
-        elt = mem_type(pool.dtype)
-        start = at(b, self.pool_ptr[pool.name], top, elt)
-        self._memset(start, i64(ins.count * (1 if pool.dtype.is_bool else pool.dtype.itemsize)))
-        b.store(new_top, top_ptr)
-        b.store(top, at(b, self.stack_base, sp, I64))
-        b.store(ir.Constant(I32, self.pool_ids[pool.name]), at(b, self.stack_pool, sp, I32))
-        b.store(b.add(sp, i64(1)), self.sp_ptr)
-        self.write(ins.dst, top, DType.I64)
-
-    def _pool_free(self, ins: Instr, k: int) -> None:
-        b = self.b
-        h = self.read_int(ins.srcs[0])
-        sp = b.load(self.sp_ptr, typ=I64)
-        nonempty = b.icmp_signed(">", sp, i64(0))
-        last = b.select(nonempty, b.sub(sp, i64(1)), i64(0))
-        base = b.load(at(b, self.stack_base, last, I64), typ=I64)
-        self.fail(b.and_(nonempty, b.icmp_signed("==", base, h)), ERR_POOL_FREE, k, h)
-        pool_id = b.load(at(b, self.stack_pool, last, I32), typ=I32)
-        b.store(h, at(b, self.tops_ptr, b.zext(pool_id, I64), I64))
-        b.store(last, self.sp_ptr)

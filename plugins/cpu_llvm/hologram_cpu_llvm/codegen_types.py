@@ -4,7 +4,11 @@ Registers hold `bool` as `i1`; memory holds it as one byte (0/1, numpy's layout)
 is LLVM `half`, but arithmetic on it is done in `float` and rounded back after every
 operation (see codegen_ops.py): the host lowers `half` <-> `float` with F16C, whereas
 `double -> half` would be a compiler-rt libcall the JIT cannot resolve, so that one
-conversion is built here from `double -> float` rounded to odd, then `float -> half`.
+conversion is built from `double -> float` rounded to odd, then `float -> half`.
+
+The types, intrinsic calls and CVT are the SDK's (hologram.backend.llvm.types, shared
+with cuda; `convert` here is its soft-f16 form); the immediates' typing, the runtime's
+`__truncdfhf2` and addressing are this backend's.
 """
 
 from __future__ import annotations
@@ -15,24 +19,13 @@ import numpy as np
 from llvmlite import ir
 
 from hologram.backend import DType
+from hologram.backend.llvm import types as llvm_types
+from hologram.backend.llvm.types import (  # noqa: F401  (the code generator's modules import them from here)
+    DOUBLE, FLOAT, HALF, I1, I8, I32, I64, double_to_half, from_mem, i64, int_value, intrinsic,
+    mem_type, reg_type, to_mem,
+)
 
-I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
-HALF, FLOAT, DOUBLE = ir.HalfType(), ir.FloatType(), ir.DoubleType()
 PTR = ir.PointerType()
-
-
-def reg_type(t: DType) -> ir.Type:
-    """The LLVM type of a register (and an SSA value) of dtype `t`."""
-    if t is DType.BOOL:
-        return I1
-    if t.is_float:
-        return {DType.F16: HALF, DType.F32: FLOAT, DType.F64: DOUBLE}[t]
-    return ir.IntType(t.bits)
-
-
-def mem_type(t: DType) -> ir.Type:
-    """The LLVM type of one element of a buffer of dtype `t` (bool is a byte)."""
-    return I8 if t is DType.BOOL else reg_type(t)
 
 
 def byte_size(ty: ir.Type) -> int:
@@ -40,10 +33,6 @@ def byte_size(ty: ir.Type) -> int:
     if isinstance(ty, ir.IntType):
         return max(1, ty.width // 8)
     return {HALF: 2, FLOAT: 4, DOUBLE: 8}[ty]
-
-
-def i64(v: int) -> ir.Constant:
-    return ir.Constant(I64, v)
 
 
 # ------------------------------------------------------------------------ constants
@@ -106,95 +95,11 @@ def zero(t: DType) -> ir.Constant:
     return const(0, t)
 
 
-# ------------------------------------------------------------------ float rounding
-def _intrinsic(b: ir.IRBuilder, name: str, ret: ir.Type, args: list[ir.Value]) -> ir.Value:
-    module = b.module
-    fn = module.globals.get(name)
-    if fn is None:
-        fn = ir.Function(module, ir.FunctionType(ret, [a.type for a in args]), name)
-    return b.call(fn, args)
-
-
-def intrinsic(b: ir.IRBuilder, base: str, t: ir.Type, args: list[ir.Value], ret: ir.Type | None = None) -> ir.Value:
-    """`llvm.<base>.<suffix of t>`, declared on first use."""
-    suffix = {HALF: "f16", FLOAT: "f32", DOUBLE: "f64"}.get(t) or f"i{t.width}"
-    return _intrinsic(b, f"llvm.{base}.{suffix}", ret or t, args)
-
-
-def double_to_half(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
-    """f64 -> f16 rounded once: round to float with round-to-odd (an inexact result gets
-    its last bit forced to 1), which carries the sticky information, then to half; a
-    float has more than 11 + 2 bits, so the second rounding is the correct one."""
-    f = b.fptrunc(x, FLOAT)
-    inexact = b.fcmp_ordered("!=", b.fpext(f, DOUBLE), x)  # false for NaN and exact results
-    bits = b.bitcast(f, I32)
-    # Step back one ulp toward zero when RNE rounded away from zero (the magnitude is the
-    # low 31 bits, so that is `bits - 1` for either sign), then force the last bit on.
-    rounded_up = b.fcmp_ordered(">", b.fpext(intrinsic(b, "fabs", FLOAT, [f]), DOUBLE),
-                                intrinsic(b, "fabs", DOUBLE, [x]))
-    base = b.select(rounded_up, b.sub(bits, ir.Constant(I32, 1)), bits)
-    fixed = b.select(inexact, b.or_(base, ir.Constant(I32, 1)), bits)
-    return b.fptrunc(b.bitcast(fixed, FLOAT), HALF)
-
-
-def fptrunc(b: ir.IRBuilder, x: ir.Value, to: DType) -> ir.Value:
-    if to is DType.F16 and x.type == DOUBLE:
-        return double_to_half(b, x)
-    return b.fptrunc(x, reg_type(to))
-
-
 # ------------------------------------------------------------------------ conversions
 def convert(b: ir.IRBuilder, x: ir.Value, src: DType, dst: DType) -> ir.Value:
-    """CVT semantics (docs/isa.md): anything -> bool is `!= 0` (NaN is true); bool ->
-    number is 0/1; int -> int wraps; int -> float and float -> float round once to
-    nearest even; float -> int truncates and saturates, NaN -> 0."""
-    if src is dst:
-        return x
-    if dst is DType.BOOL:
-        if src.is_float:
-            return b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0))
-        return b.icmp_unsigned("!=", x, ir.Constant(x.type, 0))
-    to = reg_type(dst)
-    if src is DType.BOOL:
-        return b.uitofp(x, to) if dst.is_float else b.zext(x, to)
-    if src.is_int and dst.is_int:
-        if dst.bits < src.bits:
-            return b.trunc(x, to)
-        if dst.bits == src.bits:
-            return x
-        return b.sext(x, to) if src.is_signed else b.zext(x, to)
-    if src.is_int:  # -> float
-        if dst is DType.F16:
-            # Every integer below 2**24 is exact in float and every larger one is inf in
-            # half, so going through float rounds once; i64 -> half is a libcall.
-            f = b.sitofp(x, FLOAT) if src.is_signed else b.uitofp(x, FLOAT)
-            return b.fptrunc(f, HALF)
-        return b.sitofp(x, to) if src.is_signed else b.uitofp(x, to)
-    if dst.is_int:  # float -> int: the saturating intrinsics define NaN -> 0
-        if src is DType.F16:
-            x = b.fpext(x, FLOAT)
-        name = "fptosi.sat" if dst.is_signed else "fptoui.sat"
-        fsuffix = "f32" if x.type == FLOAT else "f64"
-        return _intrinsic(b, f"llvm.{name}.i{dst.bits}.{fsuffix}", to, [x])
-    if dst.bits > src.bits:
-        return b.fpext(x, to)
-    return fptrunc(b, x, dst)
-
-
-def int_value(b: ir.IRBuilder, x: ir.Value, src: DType) -> ir.Value:
-    """An integer-like value as i64 holding its mathematical value (indices, handles,
-    counts): signed types sign-extend, unsigned and bool zero-extend."""
-    if x.type == I64:
-        return x
-    return b.sext(x, I64) if src.is_signed else b.zext(x, I64)
-
-
-def to_mem(b: ir.IRBuilder, x: ir.Value, t: DType) -> ir.Value:
-    return b.zext(x, I8) if t is DType.BOOL else x
-
-
-def from_mem(b: ir.IRBuilder, x: ir.Value, t: DType) -> ir.Value:
-    return b.icmp_unsigned("!=", x, ir.Constant(I8, 0)) if t is DType.BOOL else x
+    """CVT semantics (docs/isa.md), the SDK's (hologram.backend.llvm.types.convert) with
+    the f16 conversions in f32: the host lowers `half` <-> `float` with F16C only."""
+    return llvm_types.convert(b, x, src, dst, soft_half=True)
 
 
 def define_half_runtime(module: ir.Module) -> None:

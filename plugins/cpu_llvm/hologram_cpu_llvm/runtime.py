@@ -25,15 +25,11 @@ from typing import Any, Callable, Mapping, Sequence
 import attrs
 import numpy as np
 
-from hologram.backend import (Formula, Instr, LaunchBinding, Program, Slot, atlas, domain_extents, format_instr,
-                              lane_work, lead_lane_axes, trace)
-from hologram.errors import ArgumentError, ExecutionError, out_of_bounds
+from hologram.backend import (Formula, LaunchBinding, Program, Slot, domain_extents, error_record, lane_work,
+                              lead_lane_axes, trace)
+from hologram.errors import ArgumentError, ExecutionError
 
 from . import cancel, loader, threads
-from .abi import (
-    ERR_BARRIER, ERR_CANCELLED, ERR_CLASS, ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_FREE,
-    ERR_POOL_FULL, ERR_RECURSION, ERR_SCRATCH,
-)
 
 
 # Below this much work (lanes times each lane's loop iterations, `StagePlan.work`) a
@@ -354,45 +350,8 @@ _U64 = (1 << 64) - 1  # a pthread_t read as a signed word, back to Python's thre
 
 # ---------------------------------------------------------------------------- errors
 def execution_error(exe: Executable, record: tuple[int, ...], arrays: Sequence[np.ndarray]) -> BaseException:
-    """The ExecutionError for an error record `[code, stage, instruction, value]`, worded
-    as the interpreter words it (minus the lane, which the record does not carry); a
-    MemoryError when the stage could not allocate its scratch; for a launch Ctrl-C
-    stopped, KeyboardInterrupt (what Python raises for Ctrl-C elsewhere)."""
-    code, stage_index, k, value = record
-    if code == ERR_CANCELLED:
-        return KeyboardInterrupt()
-    program = exe.program
-    body = program.stages[stage_index].body if 0 <= stage_index < len(program.stages) else ()
-    if code == ERR_SCRATCH and body:
-        return MemoryError(f"cpu_llvm: stage '{program.stages[stage_index].name}' of program '{program.name}' could "
-                           f"not allocate its {value:,} bytes of block scratch")
-    if code == ERR_BARRIER and body:
-        return ExecutionError(f"stage '{program.stages[stage_index].name}': lanes of a block wait at different "
-                              f"barriers (instructions {min(k, value)}, {max(k, value)}); every live lane of a "
-                              f"block must reach the same BarSync")
-    if not 0 <= k < len(body) or not isinstance(body[k], Instr):
-        return ExecutionError(f"program '{program.name}': native code reported error {code} at stage "
-                              f"{stage_index}, instruction {k} (value {value})")
-    stage, ins = program.stages[stage_index], body[k]
-    where = f"stage '{stage.name}': instruction {k} `{format_instr(ins, align=False)}`"
-    site = program.sites[ins.site] if ins.site is not None and 0 <= ins.site < len(program.sites) else None
-    name = ins.addr.buffer if ins.addr is not None else None
-    if code == ERR_OOB_GLOBAL and name is not None:
-        size = next((a.size for a, b in zip(arrays, exe.buffers) if b.name == name), "?")
-        return ExecutionError.at(site, f"{where}: {out_of_bounds(value, f'global buffer {name!r}', size)}")
-    if code == ERR_OOB_SHARED and name is not None:
-        size = next((m.size for m in stage.shared if m.name == name), "?")
-        return ExecutionError.at(site, f"{where}: {out_of_bounds(value, f'shared array {name!r}', size)}")
-    if code == ERR_OOB_POOL and name is not None:
-        return ExecutionError(f"{where}: index {value} is out of bounds for the allocated part of pool '{name}'")
-    if code == ERR_CLASS:
-        return ExecutionError.at(site, f"{where}: {value} is not an Atlas class (0..{atlas.NUM_CLASSES - 1})")
-    if code == ERR_POOL_FULL:
-        size = next((m.size for m in stage.pools if m.name == ins.target), "?")
-        return ExecutionError(f"{where}: pool '{ins.target}' of {size} elements cannot allocate {ins.count} more "
-                              f"({value} in use)")
-    if code == ERR_POOL_FREE:
-        return ExecutionError(f"{where}: PoolFree of handle {value}, but it is not the most recent allocation")
-    if code == ERR_RECURSION:
-        return ExecutionError(f"{where}: recursive call to '{ins.target}' (calls may not recurse)")
-    return ExecutionError(f"{where}: native code reported error {code} (value {value})")
+    """The exception for an error record `[code, stage, instruction, value]` (the SDK's
+    decoding, error_record.execution_error: the interpreter's words, MemoryError for
+    scratch, KeyboardInterrupt for Ctrl-C)."""
+    sizes = {b.name: a.size for a, b in zip(arrays, exe.buffers)}
+    return error_record.execution_error(exe.program, record, sizes, backend="cpu_llvm", reporter="native code")

@@ -15,7 +15,7 @@ import attrs
 
 from hologram.isa.asm import parse_program
 from hologram.isa.program import Program
-from hologram_cpu_llvm import runtime as rt
+from hologram_cpu_llvm import abi
 
 
 @attrs.frozen
@@ -235,7 +235,7 @@ ok:
   %k = icmp slt i64 %i1, %hi
   br i1 %k, label %loop, label %done
 fail:
-  store i64 {rt.ERR_OOB_GLOBAL}, ptr %err
+  store i64 {abi.ERR_OOB_GLOBAL}, ptr %err
   %e1 = getelementptr i64, ptr %err, i64 1
   store i64 0, ptr %e1
   %e2 = getelementptr i64, ptr %err, i64 2

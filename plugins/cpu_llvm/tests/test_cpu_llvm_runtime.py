@@ -15,7 +15,7 @@ import hologram as hg
 from hologram.core.errors import ArgumentError, ExecutionError
 from hologram.backend import Backend
 from hologram.testing import assert_close
-from hologram_cpu_llvm import CpuLlvmBackend, runtime as rt
+from hologram_cpu_llvm import CpuLlvmBackend, abi, runtime as rt
 
 from runtime_cases import AXPY, CHK, FSUM, REV, SIG, SUM, TOTALS, Entry, HandWritten
 
@@ -160,9 +160,9 @@ def test_execution_error_wording_per_code(fake_backend):
     b, _ = fake_backend(CHK)
     exe = b.prepare(program)
     arrays = [np.zeros(4, np.float32)] * 2
-    assert "is not an Atlas class (0..95)" in str(rt.execution_error(exe, (rt.ERR_CLASS, 0, 2, 200), arrays))
-    assert "different barriers (instructions 2, 4)" in str(rt.execution_error(exe, (rt.ERR_BARRIER, 0, 4, 2), arrays))
-    assert "PoolFree of handle 3" in str(rt.execution_error(exe, (rt.ERR_POOL_FREE, 0, 2, 3), arrays))
+    assert "is not an Atlas class (0..95)" in str(rt.execution_error(exe, (abi.ERR_CLASS, 0, 2, 200), arrays))
+    assert "different barriers (instructions 2, 4)" in str(rt.execution_error(exe, (abi.ERR_BARRIER, 0, 4, 2), arrays))
+    assert "PoolFree of handle 3" in str(rt.execution_error(exe, (abi.ERR_POOL_FREE, 0, 2, 3), arrays))
     assert "error 99" in str(rt.execution_error(exe, (99, 5, 77, 1), arrays))  # never crashes on garbage
 
 

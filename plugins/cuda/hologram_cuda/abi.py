@@ -4,22 +4,17 @@ kernels of a module with their launch shapes.
 
 A kernel that fails claims `err[0]` with a compare-and-swap from 0 to its code (the
 first failing thread wins), then writes `err[1..3]`: the stage index, the instruction
-(body) index and the offending value. The codes are cpu_llvm's (its abi.py), so one
-decoder serves both.
+(body) index and the offending value. The codes and their decoding are the SDK's
+(hologram/backend/error_record.py), shared with cpu_llvm.
 """
 
 from __future__ import annotations
 
 import attrs
 
-ERR_OOB_GLOBAL = 1  # value: the index (checked LDG/STG/Reduce*/ResAccum)
-ERR_OOB_SHARED = 2  # value: the index (checked LDS/STS)
-ERR_OOB_POOL = 3  # value: the index (PoolLoad/PoolStore at or above the pool's top)
-ERR_CLASS = 4  # value: the ResAccum class register's value (not in 0..95)
-ERR_POOL_FULL = 5  # value: elements of the pool already in use
-ERR_POOL_FREE = 6  # value: the handle PoolFree was given (not the most recent allocation)
-ERR_RECURSION = 8  # value: 0 (a CALL re-entering an active subroutine; the verifier forbids it)
-ERROR_WORDS = 4
+from hologram.backend.error_record import (  # noqa: F401  (re-exported: codegen writes them)
+    ERR_CLASS, ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_FREE, ERR_POOL_FULL, ERR_RECURSION, ERROR_WORDS,
+)
 
 
 @attrs.frozen

@@ -18,8 +18,8 @@ the user cache directory's `hologram/cuda`):
 
 Anything that does not parse exactly, has another key or fails the checksum is deleted
 and read as a miss; anything at the path that is not a regular file of at most
-`MAX_ENTRY_BYTES` likewise (`read_regular_file`). Writes go to a temporary file in the
-same folder, published with `os.replace`: a reader sees a whole entry or none.
+`MAX_ENTRY_BYTES` likewise. Reading, the atomic publish and those misses are the SDK's
+disk cache (hologram/backend/disk_cache.py, cpu_llvm's too); this module has the format.
 """
 
 from __future__ import annotations
@@ -28,13 +28,12 @@ import functools
 import hashlib
 import json
 import os
-import tempfile
 from importlib import metadata
 from pathlib import Path
 
 import attrs
 
-from hologram.backend import UnreadableFileError, read_regular_file, user_cache_root
+from hologram.backend import disk_cache, user_cache_root
 
 from .abi import KernelEntry
 
@@ -103,50 +102,10 @@ def decode_entry(key: str, data: bytes) -> Entry | None:
         return None
 
 
-class DiskCache:
-    """Entries under `root`, one file per key. Every failure is a miss: a cache that
-    cannot be read or written (full disk, read-only home) costs only build time."""
+class DiskCache(disk_cache.DiskCache[Entry]):
+    """Entries under `root`, one file per key, in this module's format; the SDK's disk
+    cache (hologram/backend/disk_cache.py) reads, publishes and discards them, every
+    failure a miss."""
 
-    def __init__(self, root: Path):
-        self.root = Path(root)
-
-    def path(self, key: str) -> Path:
-        return self.root / (hashlib.sha256(key.encode()).hexdigest()[:40] + SUFFIX)
-
-    def load(self, key: str) -> Entry | None:
-        path = self.path(key)
-        try:
-            data = read_regular_file(path, MAX_ENTRY_BYTES)
-        except UnreadableFileError:  # not ours to read: out of the way, for the next store
-            _unlink(path)
-            return None
-        except OSError:
-            return None
-        entry = decode_entry(key, data)
-        if entry is None:
-            _unlink(path)
-        return entry
-
-    def store(self, key: str, entry: Entry) -> bool:
-        """Publish `entry` atomically; True when it was written."""
-        data = encode_entry(key, entry)
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=SUFFIX, dir=self.root)
-        except OSError:
-            return False
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, self.path(key))
-            return True
-        except OSError:
-            _unlink(Path(tmp))
-            return False
-
-
-def _unlink(path: Path) -> None:
-    try:
-        path.unlink()
-    except OSError:
-        pass
+    suffix, max_entry_bytes = SUFFIX, MAX_ENTRY_BYTES
+    encode, decode = staticmethod(encode_entry), staticmethod(decode_entry)

@@ -18,8 +18,8 @@ values, each scalar parameter in its memory type (bool a byte), `err` four i64 w
 global memory. A failed check claims the error word with a compare-and-swap of
 `err[0]` from 0 to the error code (so the first failing lane to get there wins and the
 rest keep `err[1..3]` intact), writes `err[1..3] = [stage, instruction index, value]`
-and ends its lane; the codes are abi.py's (cpu_llvm's where the failure is the same), so
-one decoder can serve both. The host zeroes `err` before a launch and reads it after.
+and ends its lane; the codes are the SDK's (hologram.backend.error_record), which also
+decodes them, for cpu_llvm too. The host zeroes `err` before a launch and reads it after.
 
 What a kernel does, in order:
 - its shared arrays (`addrspace(3)` globals of the kernel) are zeroed by all the
@@ -27,9 +27,9 @@ What a kernel does, in order:
 - the domain guard: a thread whose `gid` (`ctaid * ntid + tid`, in i64) is outside the
   domain on any axis returns (the CTA has full blocks; the ISA's last block is partial);
 - registers are allocas zeroed at entry, promoted to PTX registers by SROA;
-- the lane's code is laid out as cpu_llvm lays it out (codegen_control.py there): each
-  reachable (call context, pc) one basic block, CALL inlined per call site, RET a branch
-  to the caller's continuation, EXIT/falling off the end a return;
+- the lane's code is laid out by the SDK's `LaneCode` (hologram.backend.llvm.control),
+  as cpu_llvm's: each reachable (call context, pc) one basic block, CALL inlined per
+  call site, RET a branch to the caller's continuation, EXIT/falling off the end a return;
 - `BarSync` is `barrier.cta.sync.all` (`barrier.sync 0`), the non-`.aligned` form: a
   verified program may reach a barrier from divergent control flow (every live lane at
   the same BarSync), which `.aligned` forbids. A thread that has returned no longer
@@ -48,19 +48,18 @@ import re
 import attrs
 from llvmlite import ir
 
-from hologram.backend import AXES, OPCODES, Affine, DType, Imm, Instr, Label, Program, Reg, Special, Sym
+from hologram.backend import AXES, OPCODES, DType, Instr, Program, Reg
+from hologram.backend.llvm.control import Ctx, LaneCode
 from hologram.errors import HologramError, VerifyError
 
-from .abi import ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_RECURSION, ERROR_WORDS, KernelEntry, kernel_shapes  # noqa: F401
+from .abi import ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, KernelEntry, kernel_shapes
 from .codegen_memory import REDUCE_COMBINE, LaneState
 from .codegen_ops import VALUE_OPS, compare
-from .codegen_types import (GLOBAL_PTR, I1, I32, I64, SHARED, const, convert, element, from_mem, i64, int_value,
-                            intrinsic, mem_type, reg_type, to_mem)
+from .codegen_types import (GLOBAL_PTR, I1, I32, I64, SHARED, const, convert, declared_call, element, from_mem, i64,
+                            mem_type, reg_type, to_mem)
 
 # The most (call context, pc) code copies one stage may need (CALL inlining).
 MAX_BLOCKS = 1 << 14
-
-Ctx = tuple[tuple[int, int], ...]  # the inlined CALLs: (subroutine entry pc, return pc)
 
 
 @attrs.frozen
@@ -96,37 +95,19 @@ def compile_program(program: Program) -> KernelModule:
                           f"run hologram.backend.verify on it for the reason ({type(e).__name__}: {e})") from e
 
 
-def _affine(b: ir.IRBuilder, a: Affine, syms: dict[str, ir.Value]) -> ir.Value:
-    v: ir.Value = i64(a.const)
-    for name, c in a.terms:
-        if name not in syms:
-            raise VerifyError(f"cuda: shape symbol '{name}' is not a program symbol")
-        v = b.add(v, b.mul(syms[name], i64(c)))
-    return v
-
-
 def _sreg(b: ir.IRBuilder, name: str) -> ir.Value:
     """A PTX special register (u32) as i64."""
-    return b.zext(intrinsic(b, f"llvm.nvvm.read.ptx.sreg.{name}", I32, []), I64)
+    return b.zext(declared_call(b, f"llvm.nvvm.read.ptx.sreg.{name}", I32, []), I64)
 
 
-class KernelEmitter(LaneState):
+class KernelEmitter(LaneState, LaneCode):
+    backend_name, max_blocks = "cuda", MAX_BLOCKS
+    convert, const, compare = staticmethod(convert), staticmethod(const), staticmethod(compare)
+
     def __init__(self, program: Program, index: int, module: ir.Module, symbol: str, inits: bool = False):
-        self.program, self.index, self.module, self.symbol = program, index, module, symbol
+        self.read_stage(program, index)
+        self.module, self.symbol = module, symbol
         self.inits_only = inits
-        self.stage = stage = program.stages[index]
-        self.buffers = program.buffers()
-        self.scalar_params = program.scalars()
-        self.reg_types = stage.reg_types()
-        self.items: list[tuple[int, Instr]] = []  # (body index, instruction)
-        self.labels: dict[str, int] = {}
-        for k, item in enumerate(stage.body):
-            if isinstance(item, Label):
-                self.labels[item.name] = len(self.items)
-            else:
-                self.items.append((k, item))
-        self.rank = len(stage.domain)
-        self.block = tuple(stage.block) + (1,) * (3 - len(stage.block))
 
     # ------------------------------------------------------------------ the kernel
     def emit(self) -> None:
@@ -143,7 +124,7 @@ class KernelEmitter(LaneState):
         self.err = args[-1]
         self.entry = fn.append_basic_block("entry")
         self.b = b = ir.IRBuilder(self.entry)
-        self.exit = fn.append_basic_block("exit")
+        self.lane_end = fn.append_basic_block("exit")
         self.consts: dict[str, tuple[ir.Value, DType]] = {s: (v, DType.I64) for s, v in self.syms.items()}
         for (name, p), raw in zip(self.scalar_params.items(), args[nbuf + nsym:-1]):
             self.consts[name] = (from_mem(b, raw, p.dtype), p.dtype)
@@ -151,10 +132,10 @@ class KernelEmitter(LaneState):
             self._inits()
         else:
             self._lane()
-        b.position_at_end(self.exit)
+        b.position_at_end(self.lane_end)
         # `exit`, not only `ret`: PTX releases a barrier that waits only on exited threads
         # (docs/gpu.md), which is the ISA's "ended lanes no longer take part".
-        intrinsic(b, "llvm.nvvm.exit", ir.VoidType(), [])
+        declared_call(b, "llvm.nvvm.exit", ir.VoidType(), [])
         b.ret_void()
 
     def _inits(self) -> None:
@@ -167,7 +148,7 @@ class KernelEmitter(LaneState):
                                   f"global buffer")
             value = to_mem(b, const(init.value, decl.dtype), decl.dtype)
             b.store(value, element(b, self.buf_ptr[init.buffer], i64(init.offset), mem_type(decl.dtype)))
-        b.branch(self.exit)
+        b.branch(self.lane_end)
 
     def _lane(self) -> None:
         b = self.b
@@ -181,17 +162,17 @@ class KernelEmitter(LaneState):
         self._specials()
         self._shared_arrays()
         self._domain_guard()
-        self._code()
+        self.emit_lane_code()
 
     def _size(self, decl) -> ir.Value:
         v = i64(1)
         for d in decl.shape:
-            v = self.b.mul(v, _affine(self.b, d, self.syms))
+            v = self.b.mul(v, self.affine(d))
         return v
 
     def _specials(self) -> None:
         b = self.b
-        ext = [_affine(b, d, self.syms) for d in self.stage.domain] + [i64(1)] * (3 - self.rank)
+        ext = [self.affine(d) for d in self.stage.domain] + [i64(1)] * (3 - self.rank)
         self.special: dict[str, ir.Value] = {}
         self.tid = []
         for a, axis in enumerate(AXES):
@@ -238,7 +219,7 @@ class KernelEmitter(LaneState):
             b.store(b.add(cur, i64(lanes)), i)
             b.branch(head)
             b.position_at_end(done)
-        intrinsic(b, "llvm.nvvm.barrier.cta.sync.aligned.all", ir.VoidType(), [ir.Constant(I32, 0)])
+        declared_call(b, "llvm.nvvm.barrier.cta.sync.aligned.all", ir.VoidType(), [ir.Constant(I32, 0)])
 
     def _domain_guard(self) -> None:
         """Threads of a partial block outside the domain end here (lanes exist only
@@ -249,7 +230,7 @@ class KernelEmitter(LaneState):
             axis = AXES[a]
             inside = b.and_(inside, b.icmp_signed("<", self.special[f"gid.{axis}"], self.special[f"gdim.{axis}"]))
         self.lane = self.fn.append_basic_block("lane")
-        b.cbranch(inside, self.lane, self.exit)
+        b.cbranch(inside, self.lane, self.lane_end)
         b.position_at_end(self.lane)
 
     def fail(self, ok: ir.Value, code: int, k: int, value: ir.Value) -> None:
@@ -259,77 +240,17 @@ class KernelEmitter(LaneState):
         b.cbranch(ok, good, bad)
         b.position_at_end(bad)
         swap = b.cmpxchg(element(b, self.err, i64(0), I64), i64(0), i64(code), "monotonic", "monotonic")
-        b.cbranch(b.extract_value(swap, 1), claimed, self.exit)
+        b.cbranch(b.extract_value(swap, 1), claimed, self.lane_end)
         b.position_at_end(claimed)
         for j, v in enumerate((i64(self.index), i64(k), value), start=1):
             b.store(v, element(b, self.err, i64(j), I64))
-        b.branch(self.exit)
+        b.branch(self.lane_end)
         b.position_at_end(good)
 
     # -------------------------------------------------------------- the lane code
-    def _code(self) -> None:
-        self.blocks: dict[tuple[Ctx, int], ir.Block] = {}
-        self.todo: list[tuple[Ctx, int]] = []
-        self.b.branch(self.block_for((), 0))
-        while self.todo:
-            ctx, pc = self.todo.pop()
-            self.b.position_at_end(self.blocks[(ctx, pc)])
-            self.instruction(ctx, pc)
-
-    def block_for(self, ctx: Ctx, pc: int) -> ir.Block:
-        if pc >= len(self.items):
-            return self.exit  # falling off the body ends the lane
-        key = (ctx, pc)
-        blk = self.blocks.get(key)
-        if blk is None:
-            if len(self.blocks) >= MAX_BLOCKS:
-                raise VerifyError(f"cuda: stage '{self.stage.name}': inlining the subroutine calls needs more "
-                                  f"than {MAX_BLOCKS} code copies")
-            blk = self.blocks[key] = self.fn.append_basic_block(f"pc{pc}")
-            self.todo.append(key)
-        return blk
-
-    def label(self, name: str | None) -> int:
-        if name not in self.labels:
-            raise VerifyError(f"cuda: stage '{self.stage.name}': unknown label {name!r}")
-        return self.labels[name]
-
-    # ----------------------------------------------------------------- operands
-    def type_of(self, operand) -> DType:
-        if isinstance(operand, Reg):
-            if operand.name not in self.reg_types:
-                raise VerifyError(f"cuda: stage '{self.stage.name}': register %{operand.name} is not declared")
-            return self.reg_types[operand.name]
-        if isinstance(operand, Special):
-            return DType.I64
-        if isinstance(operand, Sym):
-            if operand.name not in self.consts:
-                raise VerifyError(f"cuda: ${operand.name} is neither a shape symbol nor a scalar parameter")
-            return self.consts[operand.name][1]
-        raise VerifyError(f"cuda: bad operand {operand!r}")
-
-    def raw(self, operand) -> tuple[ir.Value, DType]:
-        t = self.type_of(operand)
-        if isinstance(operand, Reg):
-            return self.b.load(self.reg_ptr[operand.name], typ=reg_type(t)), t
-        if isinstance(operand, Special):
-            return self.special[operand.name], t
-        return self.consts[operand.name][0], t
-
-    def read(self, operand, want: DType) -> ir.Value:
-        """`operand` as a value of `want`, converted as CVT when its type differs."""
-        if isinstance(operand, Imm):
-            return const(operand.value, want)
-        v, have = self.raw(operand)
-        return convert(self.b, v, have, want)
-
-    def read_int(self, operand) -> ir.Value:
-        if isinstance(operand, Imm):
-            return i64(int(operand.value))
-        v, have = self.raw(operand)
-        if have.is_float:
-            raise VerifyError(f"cuda: {operand} must be an integer, not {have}")
-        return int_value(self.b, v, have)
+    # The walk over (call context, pc), operands, BRA/CALL/RET/EXIT: the SDK's LaneCode.
+    def new_block(self, name: str) -> ir.Block:
+        return self.fn.append_basic_block(name)
 
     def write(self, dst, value: ir.Value, have: DType) -> None:
         self.b.store(convert(self.b, value, have, self.type_of(dst)), self.reg_ptr[dst.name])
@@ -365,20 +286,8 @@ class KernelEmitter(LaneState):
         if control is not None:
             control(self, ctx, pc, k, ins)
             return
-        if op in ("LDG", "LDS", "PoolLoad"):
-            ptr, bt = self.address(ins, k)
-            v = from_mem(b, b.load(ptr, typ=mem_type(bt)), bt)
-            self.write(ins.dst, convert(b, v, bt, t), t)
-        elif op in ("STG", "STS", "PoolStore"):
-            v = self.read(ins.srcs[0], t)
-            ptr, bt = self.address(ins, k)
-            b.store(to_mem(b, convert(b, v, t, bt), bt), ptr)
-        elif op == "CVT":
-            src = ins.dtype2 or self.type_of(ins.srcs[0])
-            self.write(ins.dst, convert(b, self.read(ins.srcs[0], src), src, t), t)
-        elif op == "SET":
-            x, y = (self.read(s, t) for s in ins.srcs)
-            self.write(ins.dst, compare(b, ins.mod, t, x, y), DType.BOOL)
+        if self.emit_data_op(ins, k):
+            pass
         elif op in REDUCE_COMBINE:
             self.reduce(ins, k)
         elif op == "PoolAlloc":
@@ -390,7 +299,7 @@ class KernelEmitter(LaneState):
         elif op == "PhaseAdv":
             self.phase_adv(ins)
         elif op == "BarSync":
-            intrinsic(b, "llvm.nvvm.barrier.cta.sync.all", ir.VoidType(), [ir.Constant(I32, 0)])
+            declared_call(b, "llvm.nvvm.barrier.cta.sync.all", ir.VoidType(), [ir.Constant(I32, 0)])
         elif op == "MemFence":
             b.fence("acq_rel")
         else:
@@ -401,19 +310,6 @@ class KernelEmitter(LaneState):
             args = [self.read(s, spec.source_type(j, t)) for j, s in enumerate(ins.srcs)]
             self.write(ins.dst, emit(b, t, args), spec.result_type(t))
         b.branch(self.block_for(ctx, pc + 1))
-
-    def _bra(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
-        target = self.label(ins.target)
-        if target <= pc:
-            raise VerifyError(f"cuda: stage '{self.stage.name}': instruction {k}: BRA may only jump forward")
-        if ins.pred is None:
-            self.b.branch(self.block_for(ctx, target))
-            return
-        p = self.read(ins.pred.reg, DType.BOOL)
-        taken, fall = self.block_for(ctx, target), self.block_for(ctx, pc + 1)
-        if ins.pred.negate:
-            taken, fall = fall, taken
-        self.b.cbranch(p, taken, fall)
 
     def _loop(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
         """`c = c - 1` saturating at the type's minimum; `if c > 0: goto L` (docs/isa.md)."""
@@ -430,22 +326,6 @@ class KernelEmitter(LaneState):
         b.store(b.select(at_min, c, b.sub(c, ir.Constant(rt, 1))), ptr)
         b.cbranch(above, self.block_for(ctx, target), self.block_for(ctx, pc + 1))
 
-    def _call(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
-        target = self.label(ins.target)
-        if any(entry == target for entry, _ in ctx):
-            # Unreachable in verified programs (no recursion); kept total for others.
-            self.fail(ir.Constant(I1, 0), ERR_RECURSION, k, i64(0))
-            self.b.branch(self.exit)
-            return
-        self.b.branch(self.block_for(ctx + ((target, pc + 1),), target))
 
-    def _ret(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
-        # As PTX's `ret`: returning from the stage's entry code ends the lane.
-        self.b.branch(self.block_for(ctx[:-1], ctx[-1][1]) if ctx else self.exit)
-
-    def _exit(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:
-        self.b.branch(self.exit)
-
-
-_CONTROL = {"BRA": KernelEmitter._bra, "LOOP": KernelEmitter._loop, "CALL": KernelEmitter._call,
-            "RET": KernelEmitter._ret, "EXIT": KernelEmitter._exit}
+_CONTROL = {"BRA": KernelEmitter.emit_bra, "LOOP": KernelEmitter._loop, "CALL": KernelEmitter.emit_call,
+            "RET": KernelEmitter.emit_ret, "EXIT": KernelEmitter.emit_exit}

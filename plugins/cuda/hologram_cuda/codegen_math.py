@@ -13,17 +13,11 @@ from __future__ import annotations
 from llvmlite import ir
 
 from hologram.backend import DType
+from hologram.backend.llvm.ops import C_MATH
 
 from .codegen_types import FLOAT, HALF, reg_type
 
-# ISA opcode -> libdevice's f64 name (the f32 one adds `f`): C99's math functions
-LIBDEVICE = {
-    "EXP": "exp", "LOG": "log", "LOG2": "log2", "LOG10": "log10", "SIN": "sin", "COS": "cos", "TAN": "tan",
-    "TANH": "tanh", "ASIN": "asin", "ACOS": "acos", "ATAN": "atan", "SINH": "sinh", "COSH": "cosh",
-    "ASINH": "asinh", "ACOSH": "acosh", "ATANH": "atanh", "EXP2": "exp2", "EXPM1": "expm1", "LOG1P": "log1p",
-    "ATAN2": "atan2", "HYPOT": "hypot", "FMOD": "fmod", "POW": "pow", "ERF": "erf", "ERFC": "erfc",
-    "CBRT": "cbrt",
-}
+LIBDEVICE = C_MATH  # libdevice names its functions as C99 does, after PREFIX (`__nv_expf`)
 PREFIX = "__nv_"  # what every libdevice function's name starts with (ptx.py links on seeing one)
 
 

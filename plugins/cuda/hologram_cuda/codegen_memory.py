@@ -27,17 +27,17 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from hologram.backend import DType, Imm, Instr, Stage
+from hologram.backend import DType, Instr
+from hologram.backend.llvm.lane_state import (  # noqa: F401  (codegen.py reads REDUCE_COMBINE here)
+    REDUCE_COMBINE, PoolsAndPhase, allocation_stack_depth,
+)
 from hologram.errors import VerifyError
 
-from .abi import ERR_CLASS, ERR_POOL_FREE, ERR_POOL_FULL
+from .abi import ERR_CLASS
 from .codegen_ops import VALUE_OPS
-from .codegen_types import I1, I8, I32, I64, convert, element, from_mem, i64, int_value, intrinsic, mem_type, to_mem
+from .codegen_types import I1, I8, I32, I64, convert, declared_call, element, from_mem, i64, mem_type, to_mem
 
-# How each reduction opcode combines a contribution (an opcode of VALUE_OPS).
-REDUCE_COMBINE = {"ReduceAdd": "ADD", "ResAccum": "ADD", "ReduceMul": "MUL", "ReduceMin": "MIN", "ReduceMax": "MAX"}
 _FLOAT_BITS = {"half": 16, "float": 32, "double": 64}
-PHASES = 768  # PhaseAdv is modulo this (docs/isa.md, "Atlas")
 
 
 def native_rmw(combine: str, t: DType) -> str | None:
@@ -49,19 +49,10 @@ def native_rmw(combine: str, t: DType) -> str | None:
     return None
 
 
-def allocation_stack_depth(stage: Stage) -> int:
-    """The most allocations a lane of `stage` can hold at once: each live allocation of a
-    pool takes at least the smallest count any PoolAlloc of it asks for, and together
-    they fit the pool (a zero-element allocation counts as one slot of the pool)."""
-    smallest: dict[str, int] = {}
-    for item in stage.body:
-        if isinstance(item, Instr) and item.op == "PoolAlloc" and isinstance(item.count, int):
-            smallest[item.target] = min(smallest.get(item.target, item.count), item.count)
-    return max(1, sum(p.size // max(1, smallest[p.name]) for p in stage.pools if p.name in smallest))
-
-
-class LaneState:
-    """Mixed into KernelEmitter, whose builder, registers and `fail` it uses."""
+class LaneState(PoolsAndPhase):
+    """Mixed into KernelEmitter, whose builder, registers and `fail` it uses. The phase
+    counter and the pools' allocation stack are the SDK's (PoolsAndPhase, through
+    `element_at`, `pool_top_at` and `zero_fill`)."""
 
     # ---------------------------------------------------------------- reductions
     def reduce(self, ins: Instr, k: int) -> None:
@@ -125,53 +116,14 @@ class LaneState:
             b.store(i64(0), element(b, self.tops, i64(j), I64))
         b.store(i64(0), self.sp_ptr)
 
-    def pool_top(self, name: str) -> ir.Value:
-        """The address of pool `name`'s top (its elements in use)."""
-        return element(self.b, self.tops, i64(self.pool_ids[name]), I64)
+    def element_at(self, base: ir.Value, index: ir.Value, ety: ir.Type) -> ir.Value:
+        return element(self.b, base, index, ety)
 
-    def phase_adv(self, ins: Instr) -> None:
-        b, src = self.b, ins.srcs[0]
-        if isinstance(src, Imm):
-            step = i64(int(src.value) % PHASES)
-        else:
-            v, have = self.raw(src)
-            if have.is_unsigned or have.is_bool:
-                step = b.urem(int_value(b, v, have), i64(PHASES))
-            else:
-                r = b.srem(int_value(b, v, have), i64(PHASES))
-                step = b.select(b.icmp_signed("<", r, i64(0)), b.add(r, i64(PHASES)), r)
-        b.store(b.urem(b.add(b.load(self.phase_ptr, typ=I64), step), i64(PHASES)), self.phase_ptr)
+    def pool_top_at(self, index: ir.Value) -> ir.Value:
+        return element(self.b, self.tops, index, I64)
 
-    def pool_alloc(self, ins: Instr, k: int) -> None:
+    def zero_fill(self, ptr: ir.Value, nbytes: int) -> None:
         b = self.b
-        pool = self.pools.get(ins.target)
-        if pool is None or not isinstance(ins.count, int) or ins.count < 0:
-            raise VerifyError(f"cuda: stage '{self.stage.name}': bad PoolAlloc of {ins.count!r} elements "
-                              f"from {ins.target!r}")
-        top_ptr = self.pool_top(pool.name)
-        top = b.load(top_ptr, typ=I64)
-        new_top = b.add(top, i64(ins.count))
-        sp = b.load(self.sp_ptr, typ=I64)
-        fits = b.and_(b.icmp_signed("<=", new_top, i64(pool.size)), b.icmp_signed("<", sp, i64(self.stack_cap)))
-        self.fail(fits, ERR_POOL_FULL, k, top)
-        ety = mem_type(pool.dtype)
-        size = ins.count * (1 if pool.dtype is DType.BOOL else pool.dtype.itemsize)
-        start = b.bitcast(element(b, self.pool_ptr[pool.name], top, ety), I8.as_pointer())
-        intrinsic(b, "llvm.memset.p0.i64", ir.VoidType(), [start, ir.Constant(I8, 0), i64(size), ir.Constant(I1, 0)])
-        b.store(new_top, top_ptr)
-        b.store(top, element(b, self.stack_base, sp, I64))
-        b.store(ir.Constant(I32, self.pool_ids[pool.name]), element(b, self.stack_pool, sp, I32))
-        b.store(b.add(sp, i64(1)), self.sp_ptr)
-        self.write(ins.dst, top, DType.I64)
-
-    def pool_free(self, ins: Instr, k: int) -> None:
-        b = self.b
-        h = self.read_int(ins.srcs[0])
-        sp = b.load(self.sp_ptr, typ=I64)
-        nonempty = b.icmp_signed(">", sp, i64(0))
-        last = b.select(nonempty, b.sub(sp, i64(1)), i64(0))
-        base = b.load(element(b, self.stack_base, last, I64), typ=I64)
-        self.fail(b.and_(nonempty, b.icmp_signed("==", base, h)), ERR_POOL_FREE, k, h)
-        pool_id = b.load(element(b, self.stack_pool, last, I32), typ=I32)
-        b.store(h, element(b, self.tops, b.zext(pool_id, I64), I64))
-        b.store(last, self.sp_ptr)
+        start = b.bitcast(ptr, I8.as_pointer())
+        declared_call(b, "llvm.memset.p0.i64", ir.VoidType(),
+                      [start, ir.Constant(I8, 0), i64(nbytes), ir.Constant(I1, 0)])

@@ -36,18 +36,15 @@ from typing import Any, Mapping, Sequence
 import attrs
 import numpy as np
 
-from hologram.backend import AXES, Instr, Program, domain_extents, format_instr
-from hologram.errors import ArgumentError, ExecutionError, out_of_bounds
+from hologram.backend import AXES, Program, domain_extents, error_record
+from hologram.errors import ArgumentError, ExecutionError
 
 from .arrays import CudaArray
 from .driver import DriverError, call
 
-# The error word (codegen.py writes it; a test holds these to its numbers, which are
-# cpu_llvm's): four i64 `[code, stage, instruction, index]`, zeroed before a launch.
-ERR_OOB_GLOBAL = 1
-ERR_OOB_SHARED = 2
-ERR_RECURSION = 8
-ERROR_WORDS = 4
+# The error word (codegen.py writes it): ERROR_WORDS i64 `[code, stage, instruction,
+# index]`, zeroed before a launch; its codes and decoding are the SDK's (error_record).
+ERROR_WORDS = error_record.ERROR_WORDS
 
 # A grid's extent per axis (CUDA's limits: 2**31 - 1 blocks on x, 65535 on y and z).
 MAX_GRID = (2 ** 31 - 1, 65535, 65535)
@@ -99,29 +96,11 @@ def choose_image(ptx: Mapping[str, str], cubins: Mapping[str, bytes], capability
     return Image("ptx", fitting[-1], ptx[fitting[-1]].encode() + b"\0")
 
 
-def execution_error(program: Program, record: Sequence[int], sizes: Mapping[str, int]) -> ExecutionError:
+def execution_error(program: Program, record: Sequence[int], sizes: Mapping[str, int]) -> BaseException:
     """The ExecutionError for the error word `[code, stage, instruction, index]` a kernel
-    wrote, worded as the interpreter words it (less the lane, which the word does not
-    carry); `sizes` the global buffers' element counts."""
-    code, stage_index, k, value = (int(v) for v in record)
-    stages = program.stages
-    body = stages[stage_index].body if 0 <= stage_index < len(stages) else ()
-    if not 0 <= k < len(body) or not isinstance(body[k], Instr):
-        return ExecutionError(f"program '{program.name}': the device reported error {code} at stage {stage_index}, "
-                              f"instruction {k} (value {value})")
-    stage, ins = stages[stage_index], body[k]
-    where = f"stage '{stage.name}': instruction {k} `{format_instr(ins, align=False)}`"
-    site = program.sites[ins.site] if ins.site is not None and 0 <= ins.site < len(program.sites) else None
-    name = ins.addr.buffer if ins.addr is not None else None
-    if code == ERR_OOB_GLOBAL and name is not None:
-        size = sizes.get(name, "?")
-        return ExecutionError.at(site, f"{where}: {out_of_bounds(value, f'global buffer {name!r}', size)}")
-    if code == ERR_OOB_SHARED and name is not None:
-        size = next((m.size for m in stage.shared if m.name == name), "?")
-        return ExecutionError.at(site, f"{where}: {out_of_bounds(value, f'shared array {name!r}', size)}")
-    if code == ERR_RECURSION:
-        return ExecutionError(f"{where}: recursive call to '{ins.target}' (calls may not recurse)")
-    return ExecutionError(f"{where}: the device reported error {code} (value {value})")
+    wrote, worded as the interpreter words it (the SDK's decoding, shared with cpu_llvm);
+    `sizes` the global buffers' element counts."""
+    return error_record.execution_error(program, record, sizes, backend="cuda", reporter="the device")
 
 
 @attrs.frozen(eq=False)

@@ -16,6 +16,7 @@ import pytest
 from cuda_dry_run import DryRunDriver
 
 import hologram
+from hologram.backend import error_record
 from hologram.errors import ExecutionError, PluginError
 from hologram.isa.asm import parse_program
 from hologram.registry.lookups import get_backend
@@ -102,11 +103,14 @@ def test_peak_bandwidth_from_the_device_attributes():
 
 
 # ------------------------------------------------------------------------ error word
-def test_error_codes_are_the_code_generator_s():
-    from hologram_cuda import codegen
-
-    assert (launch.ERR_OOB_GLOBAL, launch.ERR_OOB_SHARED, launch.ERR_RECURSION, launch.ERROR_WORDS) == \
-        (codegen.ERR_OOB_GLOBAL, codegen.ERR_OOB_SHARED, codegen.ERR_RECURSION, codegen.ERROR_WORDS)
+def test_every_code_the_kernels_write_is_decoded_in_the_interpreter_s_words():
+    """The decoding is the SDK's, cpu_llvm's too: a class or pool failure is worded as
+    the interpreter words it, not as a bare code."""
+    program = parse_program(OOB)
+    got = execution_error(program, [error_record.ERR_CLASS, 0, 2, 200], {})
+    assert str(got).endswith("instruction 2 `LDG.f32.chk %v, [x + %j]`: 200 is not an Atlas class (0..95)")
+    got = execution_error(program, [error_record.ERR_POOL_FREE, 0, 2, 3], {})
+    assert str(got).endswith("PoolFree of handle 3, but it is not the most recent allocation")
 
 
 def _interp_message(program, n: int) -> str:
@@ -119,7 +123,7 @@ def _interp_message(program, n: int) -> str:
 
 def test_error_word_is_decoded_in_the_interpreter_s_words():
     program = parse_program(OOB)
-    got = execution_error(program, [launch.ERR_OOB_GLOBAL, 0, 2, 8], {"x": 8, "y": 8})
+    got = execution_error(program, [error_record.ERR_OOB_GLOBAL, 0, 2, 8], {"x": 8, "y": 8})
     assert str(got) == _interp_message(program, 8) == ("stage 's': instruction 2 `LDG.f32.chk %v, [x + %j]`: index 8 "
                                                        "is out of bounds for global buffer 'x' of 8 elements")
 
@@ -211,7 +215,7 @@ def test_a_failed_check_raises_the_interpreter_s_error_and_copies_nothing_back(c
     def kernel(name, blocks, block, params, dev):
         record = np.frombuffer(params, layout.struct)[0]
         dev.array(record["b.y"], 8, np.float32)[:] = 5.0  # what lanes stored before one failed
-        dev.array(record["__err"], 4, np.int64)[:] = [launch.ERR_OOB_GLOBAL, 0, 2, 8]
+        dev.array(record["__err"], 4, np.int64)[:] = [error_record.ERR_OOB_GLOBAL, 0, 2, 8]
 
     y = np.zeros(8, np.float32)
     with pytest.raises(ExecutionError) as info:
