@@ -26,9 +26,11 @@ demo: $(STAMP)
 # tests run. The held-out acceptance suite pins the reference interpreter; it runs once more
 # on cpu_llvm, and on wgpu with a 300-example diff-test (.ci/gpu.sh). Then the plain install,
 # from wheels (wheel-check).
+# The suite runs on every core (pytest-xdist; a module's tests stay on one worker, so its
+# fixtures are built once).
 test: $(STAMP)
 	bash .ci/vulkan.sh
-	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q
+	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q -n auto --dist loadscope
 	HOLOGRAM_HELDOUT_BACKEND=cpu_llvm $(BIN)/python -m pytest -q tests/heldout
 	bash .ci/gpu.sh $(BIN)/python
 	bash .ci/wheels.sh $(BIN)/python
