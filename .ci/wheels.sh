@@ -20,6 +20,7 @@ PLUGINS=()  # every folder under plugins/ with a pyproject.toml: a new plugin ne
 for project in plugins/*/pyproject.toml; do PLUGINS+=("$(dirname "$project")"); done
 if [ "${1:-}" = "--plugins" ]; then printf '%s\n' "${PLUGINS[@]}"; exit 0; fi
 PY=${1:-${PYTHON:-$ROOT/.venv/bin/python}}
+case $PY in /*) ;; */*) PY=$ROOT/$PY ;; esac  # a relative path still names it after the cd below
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/hologram-wheel-check.XXXXXX")
 cleanup() { if [ -z "${KEEP_WHEEL_CHECK:-}" ]; then rm -rf "$WORK"; else echo "kept $WORK"; fi; }
