@@ -133,8 +133,11 @@ for backend in $("$VPY" -c "import hologram; print(*hologram.list_backends())");
 done
 step "the GPU backends from their wheels: wgpu runs where a driver is, cuda assembles without one"
 "$PY" -m pip --python "$VPY" install --quiet --find-links "$WORK/wheels" hologram-backend-wgpu hologram-backend-cuda
+export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$WORK}  # Mesa probes it for a display; unset, it prints an error
 "$HOLOGRAM" plugins | tee "$WORK/plugins.txt"
-grep -E '^ *wgpu ' "$WORK/plugins.txt" && grep -E '^ *cuda ' "$WORK/plugins.txt"
+for backend in wgpu cuda; do  # a row of the backends table each (not an && list: set -e ignores those)
+    grep -qE "(^|[[:space:]])$backend[[:space:]]" "$WORK/plugins.txt" || { echo "hologram plugins does not list $backend"; exit 1; }
+done
 if "$VPY" -c "import sys, hologram; sys.exit('wgpu' not in hologram.list_backends())"; then
     "$HOLOGRAM" run "$ROOT/kernels/axpy.toml" --bind n=5 --input alpha=2 --backend wgpu
 fi
