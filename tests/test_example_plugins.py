@@ -42,6 +42,7 @@ from hologram.testing import kernels
 from hologram.verify.verifier import verify
 
 from repo_paths import DOCS, EXAMPLES, KERNELS, ROOT
+from stdlib_cases import ELEMENTWISE_STDLIB, elementwise_args, outputs
 
 HGK_DIR = EXAMPLES / "hologram-translator-hgk"
 LANES_DIR = EXAMPLES / "hologram-backend-lanes"
@@ -49,7 +50,6 @@ BUNDLE_DIR = EXAMPLES / "hologram-kernels-example"
 GUIDE = (DOCS / "plugins.md").read_text()
 BACKEND_GUIDE = (DOCS / "backends.md").read_text()
 
-ELEMENTWISE_STDLIB = ("vadd", "vsub", "vmul", "vdiv", "axpy", "relu", "stencil3")
 
 
 def _load(directory: Path, module: str):
@@ -82,10 +82,6 @@ def _bits_equal(got: np.ndarray, want: np.ndarray) -> bool:
         return bool(np.array_equal(got, want))
     unsigned = f"u{got.dtype.itemsize}"
     return bool(np.all((got.view(unsigned) == want.view(unsigned)) | (np.isnan(got) & np.isnan(want))))
-
-
-def _outputs(result: object) -> tuple:
-    return result if isinstance(result, tuple) else (result,)
 
 
 # ------------------------------------------------------------------- the guide's code
@@ -138,17 +134,8 @@ def test_lanes_is_never_the_default_while_interp_is_installed(registered):
 @pytest.mark.parametrize("name", ELEMENTWISE_STDLIB)
 def test_lanes_runs_the_elementwise_stdlib_bit_for_bit_as_interp(registered, name):
     k = hologram.compile_file(KERNELS / f"{name}.toml")
-    rng = np.random.default_rng(7)
-    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, 3e38, -1.5], np.float32)
-    args = []
-    for p in k.signature.inputs:
-        if p.kind == "scalar":
-            args.append(p.dtype.np.type(-2.5))
-        else:
-            data = rng.standard_normal(1000).astype(p.dtype.np)
-            data[:len(specials)] = specials.astype(p.dtype.np)
-            args.append(rng.permutation(data))
-    for got, want in zip(_outputs(k.on("lanes")(*args)), _outputs(k.on("interp")(*args))):
+    args = elementwise_args(k)
+    for got, want in zip(outputs(k.on("lanes")(*args)), outputs(k.on("interp")(*args))):
         assert _bits_equal(got, want)
 
 
@@ -189,7 +176,7 @@ def test_lanes_agrees_with_interp_on_generated_kernels_or_refuses_by_name(regist
     except PluginError as e:
         assert re.match(r"backend 'lanes' cannot run program '\w+': stage '\w+': ", e.message), e.message
         return
-    for g, w in zip(_outputs(got), _outputs(want)):
+    for g, w in zip(outputs(got), outputs(want)):
         assert _bits_equal(g, w), (case.source, g, w)
 
 

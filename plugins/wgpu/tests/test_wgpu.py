@@ -4,8 +4,6 @@ ExecutionError for an access out of bounds, what it refuses and when, its caches
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import attrs
 import numpy as np
 import pytest
@@ -15,12 +13,8 @@ from hologram.errors import ExecutionError, UnsupportedProgram
 from hologram.isa.asm import parse_program
 from hologram.testing.conformance import run_conformance
 
-KERNELS = Path(__file__).resolve().parents[3] / "kernels"
-ELEMENTWISE_STDLIB = ("vadd", "vsub", "vmul", "vdiv", "axpy", "relu", "stencil3")
-
-
-def _outputs(result: object) -> tuple:
-    return result if isinstance(result, tuple) else (result,)
+from repo_paths import KERNELS
+from stdlib_cases import ELEMENTWISE_STDLIB, elementwise_args, outputs
 
 
 def _bits(a: np.ndarray) -> np.ndarray:
@@ -37,17 +31,8 @@ def test_the_conformance_kit_passes_everything_wgpu_declares(wgpu_backend):
 @pytest.mark.parametrize("name", ELEMENTWISE_STDLIB)
 def test_the_elementwise_stdlib_runs_bit_for_bit_as_interp(wgpu_backend, name):
     k = hologram.compile_file(KERNELS / f"{name}.toml")
-    rng = np.random.default_rng(7)
-    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, 3e38, -1.5], np.float32)
-    args = []
-    for p in k.signature.inputs:
-        if p.kind == "scalar":
-            args.append(p.dtype.np.type(-2.5))
-        else:
-            data = rng.standard_normal(1000).astype(p.dtype.np)
-            data[:len(specials)] = specials.astype(p.dtype.np)
-            args.append(rng.permutation(data))
-    for got, want in zip(_outputs(k.on("wgpu")(*args)), _outputs(k.on("interp")(*args)), strict=True):
+    args = elementwise_args(k)
+    for got, want in zip(outputs(k.on("wgpu")(*args)), outputs(k.on("interp")(*args)), strict=True):
         assert np.array_equal(_bits(got), _bits(want))
 
 
