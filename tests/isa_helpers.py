@@ -170,3 +170,21 @@ def compare_buffers(program: Program, got: dict, want: dict) -> None:
         scale = max(np.abs(g64).max(initial=0.0), np.abs(w64).max(initial=0.0), 1.0)
         rtol = {np.float16: 5e-2, np.float32: 1e-3, np.float64: 1e-6}[w.dtype.type]
         assert np.allclose(g64, w64, rtol=rtol, atol=rtol * scale), (name, g, w)
+
+
+# A program whose every lane but the first n - 3 reads past `x` (a checked access): the
+# out-of-bounds error each backend must word as the interpreter does.
+OOB = """
+.program oob
+.symbols n
+.param in x: f32[n]
+.param out y: f32[n]
+.stage s domain [n] block [32]
+.reg %i, %j: i64
+.reg %v: f32
+    MOV.i64 %i, %gid.x
+    ADD.i64 %j, %i, 3
+    LDG.f32.chk %v, [x + %j]
+    STG.f32.chk [y + %i], %v
+    EXIT
+"""

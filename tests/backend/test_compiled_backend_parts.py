@@ -10,6 +10,7 @@ import pytest
 from hologram.backend import disk_cache, error_record
 from hologram.errors import ExecutionError
 from hologram.isa.asm import parse_program
+from isa_helpers import OOB
 
 
 class TextCache(disk_cache.DiskCache[str]):
@@ -57,21 +58,6 @@ def test_an_unwritable_root_is_only_a_miss_and_discard_forgets(tmp_path):
     cache.discard("k")
     assert cache.load("k") is None
 
-
-OOB = """
-.program oob
-.symbols n
-.param in x: f32[n]
-.param out y: f32[n]
-.stage s domain [n] block [32]
-.reg %i, %j: i64
-.reg %v: f32
-    MOV.i64 %i, %gid.x
-    ADD.i64 %j, %i, 3
-    LDG.f32.chk %v, [x + %j]
-    STG.f32.chk [y + %i], %v
-    EXIT
-"""
 
 
 @pytest.mark.parametrize("code, value, expected", [

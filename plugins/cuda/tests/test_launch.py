@@ -23,26 +23,12 @@ from hologram.registry.lookups import get_backend
 from hologram_cuda import launch
 from hologram_cuda.driver import MIN_CAPABILITY, device_status, peak_bandwidth, usable
 from hologram_cuda.launch import choose_image, execution_error, grid
+from isa_helpers import OOB
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 NO_DRIVER = device_status().reason.startswith("no CUDA driver: DynamicLibNotFoundError")
 needs_no_driver = pytest.mark.skipif(not NO_DRIVER, reason="the dry-run driver stands in for a missing libcuda only; "
                                                            f"here: {device_status().reason}")
-
-OOB = """
-.program oob
-.symbols n
-.param in x: f32[n]
-.param out y: f32[n]
-.stage s domain [n] block [32]
-.reg %i, %j: i64
-.reg %v: f32
-    MOV.i64 %i, %gid.x
-    ADD.i64 %j, %i, 3
-    LDG.f32.chk %v, [x + %j]
-    STG.f32.chk [y + %i], %v
-    EXIT
-"""
 
 
 # ------------------------------------------------------------------------------ grid
