@@ -13,6 +13,7 @@ from hologram.errors import ExecutionError, UnsupportedProgram
 from hologram.isa.asm import parse_program
 from hologram.testing.conformance import run_conformance
 
+from isa_helpers import OOB
 from repo_paths import KERNELS
 from stdlib_cases import ELEMENTWISE_STDLIB, elementwise_args, outputs
 
@@ -244,3 +245,15 @@ def test_a_long_full_f32_sum_keeps_the_contract(wgpu_backend):
     got = hologram.compile_file(KERNELS / "sum.toml").on("wgpu")(x)
     assert_close(np.asarray(got), np.asarray(x.sum(dtype=np.float32)), reduction_n=x.size,
                  magnitude=np.asarray(float(x.size)))
+
+
+def test_only_checked_accesses_are_checked_and_read_buffers_are_bound_read_only(wgpu_backend):
+    """What keeps a streaming kernel vectorizable on lavapipe (docs/gpu.md, "Benchmarks"):
+    axpy's accesses, which the verifier proved in bounds, carry no branch to `fail`, and
+    the buffers its stage only reads are bound read-only; a `.chk` access is still checked."""
+    axpy = hologram.compile_file(KERNELS / "axpy.toml").program
+    shader = wgpu_backend.emit(axpy, "wgsl")
+    assert "fail(1u" not in shader
+    assert "var<storage, read> b_x" in shader and "var<storage, read> b_y" in shader
+    assert "var<storage, read_write> b_z" in shader
+    assert "fail(1u" in wgpu_backend.emit(parse_program(OOB), "wgsl")
