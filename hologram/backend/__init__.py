@@ -31,7 +31,9 @@ What it holds:
   `trace.complete`, `trace.now`, `trace.recorder`) and `AccessObserver` (a launch's
   memory accesses, for backends that can report them: `Backend.observe`);
 - what a backend's caches and threads need: `LRUCache`, `renew_in_child` (locks a
-  forked child gets back free), `read_regular_file`, `user_cache_root`,
+  forked child gets back free), `FORK_GUARD` (held around work a fork must wait for: a
+  call into a native compiler, the import of a heavy module on first need),
+  `read_regular_file`, `user_cache_root`,
   `UnreadableFileError`; and `atlas` (the Atlas tables its instructions compute with).
 
 Submodules for compiled backends, imported by name: `error_record` (the error record's
@@ -70,7 +72,7 @@ _EXPORTS = {
                                 "exact_arguments foreign_device_array host_array plain_array symbol_value "
                                 "written_buffers zeroed_temporary",
     "hologram.core.files": "UnreadableFileError read_regular_file user_cache_root",
-    "hologram.core.forks": "renew_in_child",
+    "hologram.core.forks": "FORK_GUARD renew_in_child",
     "hologram.core.hookspecs": "hookimpl",
     "hologram.core.lru": "LRUCache",
     "hologram.core.types": "Affine DType",

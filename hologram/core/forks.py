@@ -9,9 +9,21 @@ and lazily built state whose Python-level updates are each complete under the GI
 the child can simply start with fresh ones: `renew_in_child(owner, "attr")` registers
 `owner.attr`, and after a fork the child replaces it with `factory()`.
 
-State a lock cannot make consistent (LLVM in the middle of a compile, thread pools whose
-workers the child lacks) is handled where it lives: the cpu_llvm JIT makes a fork wait
-for a compile to finish, and its pools notice a new process and start new workers.
+State a fresh lock cannot make consistent is of two kinds. Work a child could neither
+finish nor undo waits: `FORK_GUARD` is held around every call into a native compiler (LLVM,
+for cpu_llvm and cuda) and every import of a heavy module made on first need (`with
+FORK_GUARD: from . import jit`), and a fork waits until no thread holds it. Imports need
+it because CPython gives a child the per-module import locks as they were: a child
+forked while another thread was importing a module (the JIT's, which pulls in
+llvmlite.binding, ~60 ms) hangs at its own import of that module. Thread pools, whose
+workers the child lacks, notice a new process and start new workers where they live
+(hologram_cpu_llvm.threads).
+
+One lock, not one per kind of work: a thread that imports lazily while it holds the
+LLVM lock (or calls LLVM while importing) could otherwise deadlock against a fork taking
+the two in the other order. Module top-level code must never take it (an ordinary
+import of that module in another thread could then wait on a thread that holds the
+guard and waits on the module).
 """
 
 from __future__ import annotations
@@ -38,5 +50,8 @@ def _after_fork_in_child() -> None:
             setattr(owner, attr, factory())
 
 
+FORK_GUARD = threading.RLock()
 if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=FORK_GUARD.acquire, after_in_parent=FORK_GUARD.release,
+                        after_in_child=FORK_GUARD.release)
     os.register_at_fork(after_in_child=_after_fork_in_child)

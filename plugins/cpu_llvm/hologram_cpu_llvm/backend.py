@@ -21,8 +21,8 @@ from typing import Any, Callable, Mapping, Sequence
 import attrs
 import numpy as np
 
-from hologram.backend import (Backend, DType, Instr, LaunchBinding, Program, convert_value, program_hash,
-                              renew_in_child, trace, verify)
+from hologram.backend import (FORK_GUARD, Backend, DType, Instr, LaunchBinding, Program, convert_value,
+                              program_hash, renew_in_child, trace, verify)
 from hologram.errors import ArgumentError, CompileError, HologramError, HologramWarning
 
 from . import cancel, cpu, loader, native_pool, threads, trampoline
@@ -57,9 +57,18 @@ _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(hologram(?:\.\w+)*)[ \t]+import[ \t]
                      r"|import[ \t]+(hologram(?:\.\w+)*))", re.MULTILINE)
 
 
+def _jit() -> Any:
+    """jit.py, imported on first need (its llvmlite.binding costs ~22 ms, which a process
+    that runs only cached or shipped code never pays) under the SDK's fork guard, so no
+    fork lands inside the import (hologram.core.forks)."""
+    with FORK_GUARD:
+        from . import jit
+    return jit
+
+
 def _opt_level(program: Program) -> int:
     """LLVM's pipeline level for `program`: O3, or O2 for a deep loop nest (jit.opt_level)."""
-    from . import jit
+    jit = _jit()
 
     loops = max((sum(1 for i in s.body if isinstance(i, Instr) and i.op == "LOOP") for s in program.stages),
                 default=0)
@@ -118,7 +127,7 @@ def _host_key() -> str:
     where the OS says nothing."""
     here = cpu.fingerprint()
     if here is None:
-        from . import jit
+        jit = _jit()
 
         return jit.host().key
     import llvmlite  # the package alone: its version, not the binding
@@ -182,7 +191,7 @@ def _load(obj: bytes, symbols: Sequence[str], shipped: bool = False) -> loader.L
                 raise RuntimeError(f"the loader cannot link it: {e}") from None
     elif shipped:
         raise RuntimeError("shipped object code is linked by cpu_llvm's loader only, which runs on x86-64 Linux")
-    from . import jit
+    jit = _jit()
 
     return jit.load_object(obj, symbols)
 
@@ -195,7 +204,7 @@ def _usable_here(native: Mapping[str, Any]) -> bool:
     known = cpu.has_features(features)
     if known is not None:
         return known
-    from . import jit
+    jit = _jit()
 
     return jit.has_features(features)
 
@@ -300,7 +309,7 @@ class CpuLlvmBackend(Backend):
                 found["found"] = "nothing" if disk is not None else "no disk cache"
         if info is not None:
             info["cache"] = "miss"
-        from . import jit
+        jit = _jit()
 
         result = self._generate(program)
         symbols = tuple(StageSymbol(e.name, int(e.stage_index), tuple(e.reduce_buffers)) for e in result.stages)
@@ -325,7 +334,8 @@ class CpuLlvmBackend(Backend):
             verify(program)
         codegen = self._codegen
         if codegen is None:
-            from .codegen import compile_program as codegen
+            with FORK_GUARD:  # a fork must not land inside the import (hologram.core.forks)
+                from .codegen import compile_program as codegen
         try:
             with trace.span("codegen", "prepare"):
                 return codegen(program)
@@ -343,7 +353,7 @@ class CpuLlvmBackend(Backend):
         none where shipped code is not used (the loader does not run here)."""
         if not loader.supported():
             return ()
-        from . import jit
+        jit = _jit()
 
         return (*jit.level_targets(), "host")
 
@@ -358,14 +368,14 @@ class CpuLlvmBackend(Backend):
         known = cpu.has_features(features)
         if known is not None:
             return known
-        from . import jit
+        jit = _jit()
 
         return jit.has_features(features)
 
     def native_toolchain(self) -> str:
         """What built object code: the code generator (its version and sources: the
         stages' calling convention, the first field) and LLVM."""
-        from . import jit
+        jit = _jit()
 
         return f"{self._generator()}; {jit.toolchain()}"
 
@@ -377,7 +387,7 @@ class CpuLlvmBackend(Backend):
     def compile_native(self, program: Program, target: str) -> dict[str, Any]:
         """Object code of the verified `program` for the CPU `target`, with what loading it
         needs: {target, triple, cpu, features, toolchain, meta (the stage table), object}."""
-        from . import jit
+        jit = _jit()
 
         try:
             t = jit.target(target)
@@ -458,7 +468,7 @@ class CpuLlvmBackend(Backend):
         """`program` in one of `text_forms` (compiled afresh: nothing is cached)."""
         if form not in self.text_forms:
             raise ArgumentError(f"cpu_llvm has no text form {form!r}; expected one of {', '.join(self.text_forms)}")
-        from . import jit
+        jit = _jit()
 
         module_ir = self._generate(program).module_ir
         if form == "llvm":

@@ -18,33 +18,29 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
-import threading
 from typing import Iterable, Sequence
 
 import attrs
 import llvmlite
 import llvmlite.binding as llvm
 
-from hologram.backend import trace
+from hologram.backend import FORK_GUARD, trace
 
 from . import cancel, cpu
 from .loader import STATS, Loaded, process_symbol
 
 # LLVM's C++ objects are not documented as thread-safe for concurrent use of one target
 # machine or context; compiles are rare and slow anyway, so they are serialized. Every
-# call into LLVM holds this lock, and a fork waits for it: a child must not inherit LLVM
-# (its context, llvmlite's own lock) in the middle of another thread's compile, which it
-# could neither finish nor undo (hologram.core.forks renews only Python-level locks).
-_LOCK = threading.RLock()
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_LOCK.acquire, after_in_parent=_LOCK.release, after_in_child=_LOCK.release)
+# call into LLVM holds the SDK's fork guard, which a fork waits for: a child must not
+# inherit LLVM (its context, llvmlite's own lock) in the middle of another thread's
+# compile, which it could neither finish nor undo. This module is imported on first need
+# under the same guard (backend.py's `_jit`), so its top level takes no lock.
+_LOCK = FORK_GUARD
 
 # What object code may reference besides libc and libm (the cancel flag), for MCJIT as
 # for the loader: every engine in this process resolves these names.
-with _LOCK:
-    for _name, _address in cancel.SYMBOLS.items():
-        llvm.add_symbol(_name, _address)
+for _name, _address in cancel.SYMBOLS.items():
+    llvm.add_symbol(_name, _address)
 
 
 @attrs.frozen

@@ -57,7 +57,7 @@ import threading
 import time
 from typing import Any, Callable, Sequence
 
-from hologram.backend import renew_in_child, trace
+from hologram.backend import FORK_GUARD, renew_in_child, trace
 
 from . import cpu, loader
 
@@ -376,9 +376,9 @@ def _finish(worker: int | None, run: int | None, keep: object) -> bool:
         # counted in jit.STATS (which counts kernel compilations).
         import llvmlite.binding as llvm
 
-        from . import jit
+        with FORK_GUARD:  # the import too: a fork must not land inside it (hologram.core.forks)
+            from . import jit
 
-        with jit._LOCK:
             module = llvm.parse_assembly(ir())
             module.verify()
             keep = llvm.create_mcjit_compiler(module, jit.target_machine())

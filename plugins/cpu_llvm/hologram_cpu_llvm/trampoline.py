@@ -44,7 +44,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from hologram.backend import renew_in_child
+from hologram.backend import FORK_GUARD, renew_in_child
 
 from .abi import CANCEL_MAIN_THREAD, CANCEL_SYMBOL, CANCELLABLE
 
@@ -385,9 +385,9 @@ def _compiled() -> tuple[int, Any]:
     kernel compilations, and this hand-written function needs no optimizing)."""
     import llvmlite.binding as llvm
 
-    from . import jit
+    with FORK_GUARD:  # the import too: a fork must not land inside it (hologram.core.forks)
+        from . import jit
 
-    with jit._LOCK:
         module = llvm.parse_assembly(ir())
         module.verify()
         engine = llvm.create_mcjit_compiler(module, jit.target_machine())

@@ -2,11 +2,14 @@
 run a new kernel. Before the fix a fork during a compile hung the child at its first new
 kernel (CpuLlvmBackend.prepare's lock stayed held by a thread the child does not have),
 and a fork during a parallel launch left the child's launches one-threaded for good
-(the native pool's busy lock stayed held).
+(the native pool's busy lock stayed held). A fork while the other thread was importing
+the JIT (the first compile's `import llvmlite.binding`) hung the child at its own import
+of it, on the module lock CPython gives a child as it was: the import now runs under
+the SDK's fork guard, which a fork waits for.
 
 Each scenario runs in a child process (it forks, and a hang must be contained): one
-thread compiles a slow kernel, or runs a long parallel launch, while the main thread
-forks; the grandchild compiles a new kernel, runs it on the native pool, and runs the
+thread compiles a slow kernel (forking inside prepare, or inside the lazy import of
+the JIT), or runs a long parallel launch, while the main thread forks; the grandchild compiles a new kernel, runs it on the native pool, and runs the
 kernel the other thread was busy with.
 """
 
@@ -67,10 +70,23 @@ SCRIPT = textwrap.dedent(r'''
             time.sleep(0.001)
         sys.exit("the other thread never got to work")
 
+    def wait_until_importing(name):
+        """Until another thread has begun importing module `name` (at most 60 s)."""
+        for _ in range(60_000):
+            if name in sys.modules:
+                return
+            time.sleep(0.001)
+        sys.exit(f"the other thread never imported {name}")
+
     if SCENARIO == "compile":
         busy = threading.Thread(target=SLOW, args=(x,))
         busy.start()
         wait_until_held(backend._lock)  # the other thread is inside prepare
+    elif SCENARIO == "import":
+        assert "hologram_cpu_llvm.jit" not in sys.modules, "the JIT was imported before the compile"
+        busy = threading.Thread(target=SLOW, args=(x,))
+        busy.start()
+        wait_until_importing("hologram_cpu_llvm.jit")  # its llvmlite.binding takes ~60 ms to import
     else:
         spin = backend.prepare(SPIN)
         lanes = 1 << 17  # enough work for two chunks, on the native pool
@@ -106,7 +122,7 @@ SCRIPT = textwrap.dedent(r'''
 ''')
 
 
-@pytest.mark.parametrize("scenario", ["compile", "launch"])
+@pytest.mark.parametrize("scenario", ["compile", "import", "launch"])
 def test_a_child_forked_while_another_thread_works_compiles_and_runs(scenario, tmp_path):
     env = dict(os.environ, HOLOGRAM_NUM_THREADS="2", HOLOGRAM_CACHE_DIR=str(tmp_path / "cache"))
     proc = subprocess.run([sys.executable, "-c", SCRIPT, scenario], capture_output=True, text=True, env=env,

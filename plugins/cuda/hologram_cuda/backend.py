@@ -12,8 +12,8 @@ from typing import Any, Mapping, Sequence
 import attrs
 import numpy as np
 
-from hologram.backend import (OPCODES, Backend, Capabilities, DType, LaunchBinding, LRUCache, Program, program_hash,
-                              trace, verify)
+from hologram.backend import (FORK_GUARD, OPCODES, Backend, Capabilities, DType, LaunchBinding, LRUCache, Program,
+                              program_hash, renew_in_child, trace, verify)
 from hologram.errors import ArgumentError, CompileError, HologramError, PluginError, UnsupportedProgram
 
 from . import native
@@ -95,6 +95,7 @@ class CudaBackend(Backend):
         self._memory: LRUCache[str, Executable] = LRUCache(CACHE_ENTRIES)
         self._loaded: LRUCache[str, Any] = LRUCache(CACHE_ENTRIES)  # program hash -> launch.Loaded
         self._lock = threading.Lock()
+        renew_in_child(self, "_lock")  # held while building: a forked child gets a free one
 
     def available(self) -> bool:
         """Whether `cuInit` succeeds and device 0 has compute capability 8.0 or newer.
@@ -172,8 +173,8 @@ class CudaBackend(Backend):
     def _module(self, program: Program):
         """The verified, covered program's LLVM module (a codegen.KernelModule)."""
         self._check(program)
-        from .codegen import compile_program
-
+        with FORK_GUARD:  # a fork must not land inside the import (hologram.core.forks)
+            from .codegen import compile_program
         try:
             return compile_program(program)
         except HologramError:
@@ -216,8 +217,9 @@ class CudaBackend(Backend):
 
     def _compile(self, program: Program, key: str) -> Executable:
         from .assemble import assemble, have_nvjitlink
-        from .ptx import emit_ptx
 
+        with FORK_GUARD:  # llvmlite.binding: a fork must not land inside the import
+            from .ptx import emit_ptx
         module = self._module(program)
         try:
             ptx = {t: emit_ptx(module.module_ir, t) for t in self.targets}

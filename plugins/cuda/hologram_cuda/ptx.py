@@ -20,11 +20,11 @@ into LLVM with one process-wide lock, so one lock here costs nothing more.
 from __future__ import annotations
 
 import functools
-import threading
 
 import llvmlite
 import llvmlite.binding as llvm
 
+from hologram.backend import FORK_GUARD
 from hologram.errors import PluginError
 
 from .codegen_math import PREFIX as LIBDEVICE_PREFIX
@@ -33,7 +33,9 @@ from .targets import PTX_VERSIONS, check_target
 TRIPLE = "nvptx64-nvidia-cuda"
 OPT_LEVEL = 3
 
-_LOCK = threading.Lock()
+# Every call into LLVM holds the SDK's fork guard: a fork waits for it, so no child
+# inherits LLVM in the middle of a compile (cpu_llvm's JIT holds the same one).
+_LOCK = FORK_GUARD
 
 
 LIBDEVICE_HINT = "pip install nvidia-nvvm (or set CUDA_HOME to a CUDA toolkit)"
