@@ -33,7 +33,7 @@ from hologram.errors import CompileError, HologramWarning
 
 from . import device as gpu_device
 from .wgsl import ShaderSet, StageShader, generate, layout
-from .wgsl_exprs import ATLAS_BINDING
+from .wgsl_exprs import ATLAS_BINDING, PARTIALS_BINDING
 
 __all__ = ["TARGET", "toolchain", "compile_native", "check_native", "load_shipped", "shipped_shaders"]
 
@@ -123,7 +123,7 @@ def shipped_shaders(program: Program, native: Mapping[str, Any]) -> ShaderSet:
     if not isinstance(stages, list) or len(stages) != len(program.stages):
         raise ValueError(f"it describes {len(stages) if isinstance(stages, list) else 'no'} stages; the program has "
                          f"{len(program.stages)}")
-    known = set(expected.buffer_names) | {ATLAS_BINDING}
+    known = set(expected.buffer_names) | {ATLAS_BINDING, PARTIALS_BINDING}
     shaders, offset = [], 0
     for k, (stage, item) in enumerate(zip(program.stages, stages)):
         where = f"stage {k} ({stage.name!r})"

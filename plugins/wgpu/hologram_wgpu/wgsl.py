@@ -29,12 +29,13 @@ import attrs
 from hologram.backend import OPCODES, DType, Imm, Instr, Label, Program, Reg, ScalarParam, Special, Stage, Sym, atlas
 from hologram.errors import UnsupportedProgram
 
-from .wgsl_exprs import (ATLAS_BINDING, ATLAS_OPS, NARROW, PACKED, STORAGE_TYPES, WGSL_TYPES, WIDE, atlas_table,
-                         binary, compare, convert, imm_literal, small, unary, zero)
+from .wgsl_exprs import (ATLAS_BINDING, ATLAS_OPS, NARROW, PACKED, PARTIALS_BINDING, STORAGE_TYPES, WGSL_TYPES, WIDE,
+                         atlas_table, binary, compare, convert, imm_literal, small, unary, zero)
 from .wgsl_lib import helpers_for
 from .wgsl_math import math_call
 
-__all__ = ["StageShader", "ShaderSet", "generate", "layout", "ERR_OOB_GLOBAL", "ERR_OOB_SHARED", "ERR_CLASS", "ERR_OOB_POOL",
+__all__ = ["StageShader", "ShaderSet", "generate", "layout", "gathered_sums", "SUM_GROUPS", "ERR_OOB_GLOBAL",
+           "ERR_OOB_SHARED", "ERR_CLASS", "ERR_OOB_POOL",
            "ERR_POOL_FULL", "ERR_POOL_FREE", "ERR_POOL_DEPTH", "NOTHING_ALLOCATED", "MAX_LIVE_ALLOCATIONS", "ERR_WORDS"]
 
 
@@ -54,13 +55,19 @@ OPCODE_SOURCES = {name: spec.sources for name, spec in OPCODES.items()}  # each 
 TERMINATORS = ("BRA", "LOOP", "EXIT", "RET", "CALL", "BarSync")  # each ends a basic block
 BRANCHING = ("BRA", "LOOP", "RET", "CALL", "BarSync")  # a body without these is straight-line code
 MAX_CALL_DEPTH = 64  # the verifier's nesting bound (docs/isa.md, "Control flow")
+NEGATIVE_ZERO = "bitcast<f32>(0x80000000u)"  # a sum's identity (-0.0 + -0.0 is -0.0)
+# Workgroups a stage with gathered sums is dispatched as, at most (each loops over its
+# share of the blocks): its partials, one per workgroup, fold in two passes of 256. Few
+# enough that the per-workgroup tree is rare on a CPU driver, enough to fill a GPU.
+SUM_GROUPS = 2048
 
 
 @attrs.frozen
 class StageShader:
     """One stage's shader: its WGSL text and the global buffers it binds, in binding
     order (binding 0 is the error record, 1 the launch info, then these; ATLAS_BINDING
-    names the Atlas tables)."""
+    names the Atlas tables, PARTIALS_BINDING the per-block partials of its
+    `gathered_sums`)."""
 
     code: str
     buffers: tuple[str, ...]
@@ -108,6 +115,31 @@ def _ident(name: str) -> str:
     return re.sub(r"\W", "_", name)
 
 
+def gathered_sums(stage: Stage) -> tuple[tuple[str, int], ...]:
+    """The elements `stage` sums f32 contributions into at a constant address (a full
+    sum: `ReduceAdd.f32 [total]`), as (buffer, offset), in first-use order.
+
+    Added into memory one at a time, such a sum leaves the accuracy contract (an error
+    growing with log2 of the count, docs/isa.md, "Reductions") past a few thousand
+    contributions, and stalls at 2**24 for a sum of ones. So each lane adds its
+    contributions, over all the blocks its workgroup runs, in a compensated (Kahan)
+    register pair; at the end each workgroup adds its lanes' as a tree in workgroup
+    memory and writes one partial; and sums.py folds the partials as a tree into memory
+    after the stage. The workgroups are SUM_GROUPS at most, whatever the adapter, so a
+    shape gives the same bits on every launch. A scattered sum (an indexed element) is
+    still merged at once, as the contract allows."""
+    found: list[tuple[str, int]] = []
+    for i in stage.body:
+        if isinstance(i, Instr) and _gathered(i) and (i.addr.buffer, i.addr.offset) not in found:
+            found.append((i.addr.buffer, i.addr.offset))
+    return tuple(found)
+
+
+def _gathered(ins: Instr) -> bool:
+    """Whether `ins` contributes to one of its stage's `gathered_sums`."""
+    return ins.op == "ReduceAdd" and ins.dtype is DType.F32 and ins.addr.index is None
+
+
 
 class _StageWriter:
     def __init__(self, program: Program, layout: ShaderSet, index: int, stage: Stage) -> None:
@@ -134,6 +166,7 @@ class _StageWriter:
         # combine per buffer and stage); its loads and stores in that stage are atomic too.
         self.reduced = {i.addr.buffer: REDUCTIONS[i.op] for i in stage.body
                         if isinstance(i, Instr) and i.op in REDUCTIONS}
+        self.sums = {target: j for j, target in enumerate(gathered_sums(stage))}  # -> its register gs<j>
         self.buffer_types = {b.name: b.dtype for b in (*program.params, *program.temps)}
 
     # ---------------------------------------------------------------------- operands
@@ -183,7 +216,7 @@ class _StageWriter:
             size = f"{self.shared[a.buffer].size}u"
             code = ERR_OOB_SHARED
         else:
-            if a.buffer not in self.used_buffers:
+            if a.buffer not in self.used_buffers and not _gathered(ins):  # a gathered sum's is not bound
                 self.used_buffers.append(a.buffer)
             size = f"info[{self.layout.size_base + self.layout.buffer_names.index(a.buffer)}u]"
         offset = imm_literal(a.offset, DType.I64)
@@ -217,6 +250,12 @@ class _StageWriter:
             lines.append(f"if ({cls}.y != 0u || {cls}.x >= {atlas.NUM_CLASSES}u) {{ "
                          f"fail({ERR_CLASS}u, {k}u, {cls}, 0u); return; }}")
         lines += self.address(ins, k, ERR_OOB_GLOBAL)
+        if _gathered(ins):  # the lane's share of a gathered sum, compensated (Kahan; an inf or NaN ends that)
+            j = self.sums[ins.addr.buffer, ins.addr.offset]
+            lost = binary("SUB", t, binary("SUB", t, f"t{k}", f"gs{j}"), f"y{k}")
+            return lines + [f"let y{k} = {binary('SUB', t, v, f'gc{j}')};",
+                            f"let t{k} = {binary('ADD', t, f'gs{j}', f'y{k}')};",
+                            f"gc{j} = select(0.0f, {lost}, f32_isfinite(t{k}));", f"gs{j} = t{k};"]
         if t in WIDE:  # ADD only (declared): the low words' carries go into the high word, so the sum is exact
             lo, hi = f"&{self.memory_name(ins)}[2u * at{k}.x]", f"&{self.memory_name(ins)}[2u * at{k}.x + 1u]"
             return lines + [f"let v{k} = {v};", f"let old{k} = atomicAdd({lo}, v{k}.x);",
@@ -424,6 +463,25 @@ class _StageWriter:
         lines += ["    default: { alive = false; return; }", "  }", "}"]
         return lines
 
+    def workgroup_partials(self, lanes: int) -> list[str]:
+        """The end of the shader (uniform control flow): each gathered sum's lane shares
+        added as a balanced tree in workgroup memory, the workgroup's partial written to
+        `partials[j * workgroups + workgroup]` (sums.py folds them after the stage)."""
+        if not self.sums:
+            return []
+        f32 = DType.F32
+        lines = [f"  gt{j}[lix] = {binary('SUB', f32, f'gs{j}', f'gc{j}')};" for j in self.sums.values()]
+        lines.append("  workgroupBarrier();")
+        if lanes > 1:
+            lines += [f"  for (var half = {1 << (lanes - 1).bit_length() - 1}u; half > 0u; half >>= 1u) {{",
+                      f"    if (lix < half && lix + half < {lanes}u) {{",
+                      *(f"      gt{j}[lix] = {binary('ADD', f32, f'gt{j}[lix]', f'gt{j}[lix + half]')};"
+                        for j in self.sums.values()),
+                      "    }", "    workgroupBarrier();", "  }"]
+        return lines + ["  if (lix == 0u) {", "    let groups = nwg.x * nwg.y * nwg.z;",
+                        "    let group = wid.x + nwg.x * (wid.y + nwg.y * wid.z);",
+                        *(f"    partials[{j}u * groups + group] = gt{j}[0];" for j in self.sums.values()), "  }"]
+
     # ------------------------------------------------------------------------ shader
     def shader(self) -> StageShader:
         stage, s = self.stage, 6 * self.index
@@ -449,6 +507,9 @@ class _StageWriter:
             decls.append(f"var<workgroup> sh_{_ident(m.name)}: array<{WGSL_TYPES[m.dtype]}, {m.size}>;")
         if has_barrier:
             decls.append("var<workgroup> wg_more: array<u32, 3>;")
+        for j in self.sums.values():
+            decls += [f"var<private> gs{j}: f32;", f"var<private> gc{j}: f32;",
+                      f"var<workgroup> gt{j}: array<f32, {lanes}>;"]
         for m in stage.pools:
             decls += [f"var<private> pl_{_ident(m.name)}: array<{WGSL_TYPES[m.dtype]}, {m.size}>;",
                       f"var<private> top_{_ident(m.name)}: u32;"]
@@ -503,16 +564,20 @@ class _StageWriter:
                 f"  let nct = vec3<u32>(info[{s + 3}u], info[{s + 4}u], info[{s + 5}u]);",
                 "  sp_nctaid = nct;",
                 f"  sp_ntid = vec3<u32>({block[0]}u, {block[1]}u, {block[2]}u);",
+                *(f"  gs{j} = {NEGATIVE_ZERO}; gc{j} = 0.0f;" for j in self.sums.values()),  # the identity
                 "  for (var cz = wid.z; cz < nct.z; cz += nwg.z) {",
                 "    for (var cy = wid.y; cy < nct.y; cy += nwg.y) {",
                 "      for (var cx = wid.x; cx < nct.x; cx += nwg.x) {",
                 "        run_block(vec3<u32>(cx, cy, cz), lid, lix);",
-                "      }", "    }", "  }", "}"]
+                "      }", "    }", "  }", *self.workgroup_partials(lanes), "}"]
         body = "\n".join([*fail, *lane_fn, *block_fn, *main])
         bound = tuple(self.used_buffers)
         if "atlas_tables[" in body:
             decls.append(f"@group(0) @binding({len(bound) + 2}) var<storage, read> atlas_tables: array<u32>;")
             bound += (ATLAS_BINDING,)
+        if self.sums:
+            decls.append(f"@group(0) @binding({len(bound) + 2}) var<storage, read_write> partials: array<f32>;")
+            bound += (PARTIALS_BINDING,)
         code = "\n".join([f"// program {self.program.name!r}, stage {stage.name!r}", *decls, helpers_for(body), body])
         return StageShader(code + "\n", bound)
 

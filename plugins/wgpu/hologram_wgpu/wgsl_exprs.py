@@ -14,7 +14,8 @@ from hologram.backend import DType, atlas
 from .wgsl_math import MATH_BINARY, MATH_UNARY, math_call
 
 __all__ = ["NARROW", "WGSL_TYPES", "PACKED", "STORAGE_TYPES", "WIDE", "imm_literal", "zero", "wrap", "convert",
-           "binary", "unary", "compare", "small", "ATLAS_OPS", "ATLAS_TABLE_WORDS", "ATLAS_BINDING", "atlas_table"]
+           "binary", "unary", "compare", "small", "ATLAS_OPS", "ATLAS_TABLE_WORDS", "ATLAS_BINDING", "PARTIALS_BINDING",
+           "atlas_table"]
 
 # The register type of each dtype the backend runs; the storage element type is the same.
 # 8- and 16-bit integers live in 32-bit registers, sign- or zero-extended (NARROW: the
@@ -197,6 +198,7 @@ _TABLE_PARTS = (("ATLAS_CLASS", atlas.BYTE_CLASS_TABLE), ("ATLAS_MIRROR", atlas.
 ATLAS_TABLE_WORDS = [int(v) & 0xFFFFFFFF for _, t in _TABLE_PARTS for v in t]  # the neighbour table pads with -1
 ATLAS_TABLE_BASE = {name: sum(len(t) for _, t in _TABLE_PARTS[:k]) for k, (name, _) in enumerate(_TABLE_PARTS)}
 ATLAS_BINDING = "<atlas tables>"  # what StageShader.buffers calls the tables (no buffer's name can be)
+PARTIALS_BINDING = "<block partials>"  # ... and a stage's per-block partial sums (wgsl.gathered_sums)
 
 
 def atlas_table(name: str, index: str) -> str:

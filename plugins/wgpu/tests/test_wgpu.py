@@ -234,19 +234,6 @@ def test_an_init_of_a_byte_buffer_is_refused_in_prepare(wgpu_backend):
         wgpu_backend.prepare(parse_program(INIT_BYTES))
 
 
-@pytest.mark.xfail(strict=True, reason="a known defect (docs/gpu.md, 'What differs from the interpreter'): a full "
-                   "float sum is added one contribution at a time, so its error grows with the count past the "
-                   "contract's log2 bound; the fix is a tree per workgroup")
-def test_a_long_full_f32_sum_keeps_the_contract(wgpu_backend):
-    """The stdlib sum of 2**24 + 1000 ones: one-at-a-time f32 addition stalls at 2**24."""
-    from hologram.testing import assert_close
-
-    x = np.ones(2 ** 24 + 1000, np.float32)
-    got = hologram.compile_file(KERNELS / "sum.toml").on("wgpu")(x)
-    assert_close(np.asarray(got), np.asarray(x.sum(dtype=np.float32)), reduction_n=x.size,
-                 magnitude=np.asarray(float(x.size)))
-
-
 def test_only_checked_accesses_are_checked_and_read_buffers_are_bound_read_only(wgpu_backend):
     """What keeps a streaming kernel vectorizable on lavapipe (docs/gpu.md, "Benchmarks"):
     axpy's accesses, which the verifier proved in bounds, carry no branch to `fail`, and
