@@ -12,7 +12,7 @@ import attrs
 import numpy as np
 
 from hologram.backend import (DType, LaunchBinding, LRUCache, Backend, Capabilities, Program, ScalarParam,
-                              convert_value, domain_extents, format_instr, program_hash, trace, verify,
+                              convert_value, domain_extents, format_instr, gathered_sums, program_hash, trace, verify,
                               written_buffers)
 from hologram.errors import ArgumentError, ExecutionError, UnsupportedProgram, out_of_bounds
 
@@ -21,7 +21,7 @@ from . import device as gpu_device
 from . import native, sums
 from .wgsl import (ERR_CLASS, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_DEPTH, ERR_POOL_FREE,
                    ERR_POOL_FULL, ERR_WORDS, MAX_LIVE_ALLOCATIONS, NOTHING_ALLOCATED, SUM_GROUPS, ShaderSet,
-                   gathered_sums, generate)
+                   generate)
 from .wgsl_exprs import ATLAS_BINDING, PARTIALS_BINDING
 
 __all__ = ["WgpuBackend", "Prepared", "CAPABILITIES"]
@@ -211,7 +211,8 @@ class _Launch:
         device, prepared = self.gpu.device, self.prepared
         shaders = prepared.shaders
         used = {name for s in shaders.stages for name in s.buffers} - {ATLAS_BINDING, PARTIALS_BINDING}
-        used |= {name for stage in prepared.program.stages for name, _ in gathered_sums(stage)}  # merged into
+        used |= {name for stage in prepared.program.stages  # the full sums' elements, merged after a stage
+                 for name, _, _ in gathered_sums(prepared.program, stage)}
         inits = {i.buffer for st in prepared.program.stages for i in st.inits}
         buffers = self.device_buffers(used | (inits & set(self.arrays)))
         buffers[ATLAS_BINDING] = self.gpu.atlas_tables
@@ -226,11 +227,11 @@ class _Launch:
                     self.write_init(stage, init, buffers[init.buffer])
                 block = tuple(stage.block) + (1,) * (3 - len(stage.block))
                 ext3 = tuple(self.extents[k]) + (1,) * (3 - len(self.extents[k]))
-                gathered = gathered_sums(stage)
+                gathered = gathered_sums(prepared.program, stage)
                 groups = [min(-(-e // b), self.gpu.max_groups) for e, b in zip(ext3, block)]
                 if 0 in groups:
                     continue
-                if gathered:  # at most SUM_GROUPS workgroups, each one partial (wgsl.gathered_sums)
+                if gathered:  # at most SUM_GROUPS workgroups, each one partial (docs/gpu.md, "Full float sums")
                     for axis in range(3):
                         groups[axis] = min(groups[axis], max(1, SUM_GROUPS // math.prod(groups[:axis])))
                     buffers[PARTIALS_BINDING] = device.create_buffer(size=4 * math.prod(groups) * len(gathered),
@@ -247,7 +248,7 @@ class _Launch:
                 compute.end()
                 if gathered:
                     sums.encode(encoder, buffers[PARTIALS_BINDING], math.prod(groups),
-                                [(buffers[name], offset) for name, offset in gathered], err)
+                                [(buffers[name], offset) for name, offset, _ in gathered], err)
                 device.queue.submit([encoder.finish()])
         record = np.frombuffer(device.queue.read_buffer(err), np.uint32)
         if record[0]:

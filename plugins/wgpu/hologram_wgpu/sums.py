@@ -1,12 +1,12 @@
-"""The passes after a stage that gathers float sums (wgsl.gathered_sums): the stage left
-one partial per block and per sum; each fold adds them as a tree, FOLD at a time in
-one workgroup, until one is left per sum, and a merge adds that into memory, as the
-ISA merges a stage's contributions when it ends (docs/isa.md, "Reductions").
+"""The passes after a stage with full f32 sums (hologram.backend.gathered_sums; docs/gpu.md,
+"Full float sums"): the stage left one partial per workgroup and per sum; each fold
+adds them as a tree, FOLD at a time in one workgroup, until one is left per sum, and a
+merge adds that into memory, as the ISA merges a stage's contributions when it ends
+(docs/isa.md, "Reductions").
 
-With the tree in each block, a sum of n contributions is a tree of depth about
-log2(n) (a lane's own contributions, in a loop, are added in order), the depth the
-accuracy contract's bound grows with; and it is the same tree for every launch of a
-shape, so the result is too. A fold or merge after a stage that failed writes what it
+With a lane's contributions compensated (Kahan) and a tree in each workgroup, a sum of
+n contributions errs by about log2(n) roundings, what the accuracy contract's bound
+grows with; and it is the same tree for every launch of a shape, so the result is too. A fold or merge after a stage that failed writes what it
 likes: the launch raises the stage's error and returns no outputs.
 """
 

@@ -26,7 +26,8 @@ import re
 
 import attrs
 
-from hologram.backend import OPCODES, DType, Imm, Instr, Label, Program, Reg, ScalarParam, Special, Stage, Sym, atlas
+from hologram.backend import (OPCODES, DType, Imm, Instr, Label, Program, Reg, ScalarParam, Special, Stage, Sym, atlas,
+                              gathered_sums)
 from hologram.errors import UnsupportedProgram
 
 from .wgsl_exprs import (ATLAS_BINDING, ATLAS_OPS, NARROW, PACKED, PARTIALS_BINDING, STORAGE_TYPES, WGSL_TYPES, WIDE,
@@ -34,7 +35,7 @@ from .wgsl_exprs import (ATLAS_BINDING, ATLAS_OPS, NARROW, PACKED, PARTIALS_BIND
 from .wgsl_lib import helpers_for
 from .wgsl_math import math_call
 
-__all__ = ["StageShader", "ShaderSet", "generate", "layout", "gathered_sums", "SUM_GROUPS", "ERR_OOB_GLOBAL",
+__all__ = ["StageShader", "ShaderSet", "generate", "layout", "SUM_GROUPS", "ERR_OOB_GLOBAL",
            "ERR_OOB_SHARED", "ERR_CLASS", "ERR_OOB_POOL",
            "ERR_POOL_FULL", "ERR_POOL_FREE", "ERR_POOL_DEPTH", "NOTHING_ALLOCATED", "MAX_LIVE_ALLOCATIONS", "ERR_WORDS"]
 
@@ -56,7 +57,7 @@ TERMINATORS = ("BRA", "LOOP", "EXIT", "RET", "CALL", "BarSync")  # each ends a b
 BRANCHING = ("BRA", "LOOP", "RET", "CALL", "BarSync")  # a body without these is straight-line code
 MAX_CALL_DEPTH = 64  # the verifier's nesting bound (docs/isa.md, "Control flow")
 NEGATIVE_ZERO = "bitcast<f32>(0x80000000u)"  # a sum's identity (-0.0 + -0.0 is -0.0)
-# Workgroups a stage with gathered sums is dispatched as, at most (each loops over its
+# Workgroups a stage with full f32 sums (hologram.backend.gathered_sums) is dispatched as, at most (each loops over its
 # share of the blocks): its partials, one per workgroup, fold in two passes of 256. Few
 # enough that the per-workgroup tree is rare on a CPU driver, enough to fill a GPU.
 SUM_GROUPS = 2048
@@ -66,8 +67,8 @@ SUM_GROUPS = 2048
 class StageShader:
     """One stage's shader: its WGSL text and the global buffers it binds, in binding
     order (binding 0 is the error record, 1 the launch info, then these; ATLAS_BINDING
-    names the Atlas tables, PARTIALS_BINDING the per-block partials of its
-    `gathered_sums`)."""
+    names the Atlas tables, PARTIALS_BINDING the per-workgroup partials of its full f32
+    sums)."""
 
     code: str
     buffers: tuple[str, ...]
@@ -115,32 +116,6 @@ def _ident(name: str) -> str:
     return re.sub(r"\W", "_", name)
 
 
-def gathered_sums(stage: Stage) -> tuple[tuple[str, int], ...]:
-    """The elements `stage` sums f32 contributions into at a constant address (a full
-    sum: `ReduceAdd.f32 [total]`), as (buffer, offset), in first-use order.
-
-    Added into memory one at a time, such a sum leaves the accuracy contract (an error
-    growing with log2 of the count, docs/isa.md, "Reductions") past a few thousand
-    contributions, and stalls at 2**24 for a sum of ones. So each lane adds its
-    contributions, over all the blocks its workgroup runs, in a compensated (Kahan)
-    register pair; at the end each workgroup adds its lanes' as a tree in workgroup
-    memory and writes one partial; and sums.py folds the partials as a tree into memory
-    after the stage. The workgroups are SUM_GROUPS at most, whatever the adapter, so a
-    shape gives the same bits on every launch. A scattered sum (an indexed element) is
-    still merged at once, as the contract allows."""
-    found: list[tuple[str, int]] = []
-    for i in stage.body:
-        if isinstance(i, Instr) and _gathered(i) and (i.addr.buffer, i.addr.offset) not in found:
-            found.append((i.addr.buffer, i.addr.offset))
-    return tuple(found)
-
-
-def _gathered(ins: Instr) -> bool:
-    """Whether `ins` contributes to one of its stage's `gathered_sums`."""
-    return ins.op == "ReduceAdd" and ins.dtype is DType.F32 and ins.addr.index is None
-
-
-
 class _StageWriter:
     def __init__(self, program: Program, layout: ShaderSet, index: int, stage: Stage) -> None:
         self.program, self.layout, self.index, self.stage = program, layout, index, stage
@@ -166,7 +141,9 @@ class _StageWriter:
         # combine per buffer and stage); its loads and stores in that stage are atomic too.
         self.reduced = {i.addr.buffer: REDUCTIONS[i.op] for i in stage.body
                         if isinstance(i, Instr) and i.op in REDUCTIONS}
-        self.sums = {target: j for j, target in enumerate(gathered_sums(stage))}  # -> its register gs<j>
+        # full f32 sums, added as trees (docs/gpu.md, "Full float sums"): (buffer, offset) -> j,
+        # the lane's registers gs<j>, gc<j> and the workgroup's array gt<j>
+        self.sums = {(b, off): j for j, (b, off, _) in enumerate(gathered_sums(program, stage))}
         self.buffer_types = {b.name: b.dtype for b in (*program.params, *program.temps)}
 
     # ---------------------------------------------------------------------- operands
@@ -216,7 +193,7 @@ class _StageWriter:
             size = f"{self.shared[a.buffer].size}u"
             code = ERR_OOB_SHARED
         else:
-            if a.buffer not in self.used_buffers and not _gathered(ins):  # a gathered sum's is not bound
+            if a.buffer not in self.used_buffers and not self.gathered(ins):  # a gathered sum's is not bound
                 self.used_buffers.append(a.buffer)
             size = f"info[{self.layout.size_base + self.layout.buffer_names.index(a.buffer)}u]"
         offset = imm_literal(a.offset, DType.I64)
@@ -231,6 +208,11 @@ class _StageWriter:
             return [f"let at{k} = {index};"]
         return [f"let at{k} = {index};",
                 f"if (at{k}.y != 0u || at{k}.x >= {size}) {{ fail({code}u, {k}u, at{k}, {aux}); return; }}"]
+
+    def gathered(self, ins: Instr) -> bool:
+        """Whether `ins` is a contribution to one of the stage's full f32 sums."""
+        return ins.op == "ReduceAdd" and ins.addr.index is None and ins.dtype is DType.F32 \
+            and (ins.addr.buffer, ins.addr.offset) in self.sums
 
     def atomic_type(self, buffer: str) -> str:
         dtype = self.buffer_types[buffer]
@@ -250,7 +232,7 @@ class _StageWriter:
             lines.append(f"if ({cls}.y != 0u || {cls}.x >= {atlas.NUM_CLASSES}u) {{ "
                          f"fail({ERR_CLASS}u, {k}u, {cls}, 0u); return; }}")
         lines += self.address(ins, k, ERR_OOB_GLOBAL)
-        if _gathered(ins):  # the lane's share of a gathered sum, compensated (Kahan; an inf or NaN ends that)
+        if self.gathered(ins):  # the lane's share of a gathered sum, compensated (Kahan; an inf or NaN ends that)
             j = self.sums[ins.addr.buffer, ins.addr.offset]
             lost = binary("SUB", t, binary("SUB", t, f"t{k}", f"gs{j}"), f"y{k}")
             return lines + [f"let y{k} = {binary('SUB', t, v, f'gc{j}')};",

@@ -198,7 +198,7 @@ _TABLE_PARTS = (("ATLAS_CLASS", atlas.BYTE_CLASS_TABLE), ("ATLAS_MIRROR", atlas.
 ATLAS_TABLE_WORDS = [int(v) & 0xFFFFFFFF for _, t in _TABLE_PARTS for v in t]  # the neighbour table pads with -1
 ATLAS_TABLE_BASE = {name: sum(len(t) for _, t in _TABLE_PARTS[:k]) for k, (name, _) in enumerate(_TABLE_PARTS)}
 ATLAS_BINDING = "<atlas tables>"  # what StageShader.buffers calls the tables (no buffer's name can be)
-PARTIALS_BINDING = "<block partials>"  # ... and a stage's per-block partial sums (wgsl.gathered_sums)
+PARTIALS_BINDING = "<sum partials>"  # ... and a stage's per-workgroup partial sums (docs/gpu.md, "Full float sums")
 
 
 def atlas_table(name: str, index: str) -> str:

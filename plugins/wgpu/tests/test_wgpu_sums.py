@@ -1,5 +1,6 @@
-"""Full float sums on wgpu (wgsl.gathered_sums, sums.py): a tree per block, one partial
-per block, the partials folded as a tree after the stage. Held to the accuracy contract
+"""Full float sums on wgpu (hologram.backend.gathered_sums, wgsl.py, sums.py): a lane's
+contributions in a Kahan pair, a tree per workgroup, one partial per workgroup, the
+partials folded as a tree after the stage. Held to the accuracy contract
 at counts where adding one contribution at a time leaves it (2**24 ones stall at
 16777216), to the interpreter wherever the contract makes the answer exact, and to
 itself: the same launch gives the same bits."""
