@@ -47,7 +47,7 @@ class Executable:
     key: str
     binding: LaunchBinding
     arguments: ArgumentLayout
-    kernels: tuple[KernelEntry, ...]  # in launch order: a stage's init kernel, then the stage's
+    kernels: tuple[KernelEntry, ...]  # in launch order: a stage's init kernel, the stage's, its sums kernel
     ptx: Mapping[str, str]
     cubins: Mapping[str, bytes]
 

@@ -35,7 +35,7 @@ import attrs
 
 from hologram.backend import disk_cache, user_cache_root
 
-from .abi import KernelEntry
+from .abi import KINDS, KernelEntry
 
 MAGIC = b"HGCUDA\x00\x01"
 SUFFIX = ".hgcubin"
@@ -76,7 +76,7 @@ def cache_key(program_hash: str, target: str, nvjitlink: str | None) -> str:
 
 def encode_entry(key: str, entry: Entry) -> bytes:
     ptx = entry.ptx.encode()
-    kernels = [[k.name, k.stage_index, list(k.block), k.init] for k in entry.kernels]
+    kernels = [[k.name, k.stage_index, list(k.block), k.kind] for k in entry.kernels]
     header = {"key": key, "kernels": kernels, "ptx": len(ptx),
               "cubin": len(entry.cubin), "sha256": hashlib.sha256(ptx + entry.cubin).hexdigest()}
     return MAGIC + json.dumps(header, sort_keys=True, separators=(",", ":")).encode() + b"\n" + ptx + entry.cubin
@@ -93,9 +93,9 @@ def decode_entry(key: str, data: bytes) -> Entry | None:
             return None
         if hashlib.sha256(body).hexdigest() != header["sha256"]:
             return None
-        kernels = tuple(KernelEntry(str(n), int(i), tuple(int(x) for x in b), bool(init))
-                        for n, i, b, init in header["kernels"])
-        if any(len(k.block) != 3 for k in kernels):
+        kernels = tuple(KernelEntry(str(n), int(i), tuple(int(x) for x in b), str(kind))
+                        for n, i, b, kind in header["kernels"])
+        if any(len(k.block) != 3 or k.kind not in KINDS for k in kernels):
             return None
         return Entry(body[:header["ptx"]].decode(), bytes(body[header["ptx"]:]), kernels)
     except (ValueError, KeyError, TypeError, AttributeError):  # not our JSON, or not its shape

@@ -4,18 +4,21 @@ Every stage becomes one kernel entry (`ptx_kernel`), launched with one CUDA bloc
 Atlas block (CTA = block, `ntid` = the stage's block shape) over a grid of
 `ceil(gdim / ntid)` blocks per axis:
 
-    <symbol>(ptr addrspace(1) noalias buf..., i64 sym..., scalar..., ptr addrspace(1) err)
-
 A stage with `.init` stores gets one more kernel before it, `<symbol>_init`, with the
-same parameters, launched as one thread (`KernelEntry.init`): it does the stores (the
+same parameters, launched as one thread (kind `init`): it does the stores (the
 verifier proved each offset inside its buffer for every shape), so they happen once
 per launch and before any lane of the stage runs (docs/isa.md, "Inits"), also for an
-empty domain.
+empty domain. A stage with full float sums (`abi.tree_sums`) gets one after it,
+`<symbol>_sums`, launched as one block (kind `sums`): it adds the stage's per-block
+partials and merges the totals into memory (codegen_memory.py).
 `KernelModule.kernels` lists the kernels in launch order.
+
+    <symbol>(ptr addrspace(1) noalias buf..., i64 sym..., scalar..., ptr addrspace(1) err,
+             ptr addrspace(1) scratch)
 
 `buf` are the data pointers of `program.buffers()` in order, `sym` the shape symbols'
 values, each scalar parameter in its memory type (bool a byte), `err` four i64 words in
-global memory. A failed check claims the error word with a compare-and-swap of
+global memory, `scratch` the launch's scratch memory (8 bytes per block and full sum). A failed check claims the error word with a compare-and-swap of
 `err[0]` from 0 to the error code (so the first failing lane to get there wins and the
 rest keep `err[1..3]` intact), writes `err[1..3] = [stage, instruction index, value]`
 and ends its lane; the codes are the SDK's (hologram.backend.error_record), which also
@@ -36,8 +39,10 @@ What a kernel does, in order:
   counts toward a barrier (PTX: exited threads; a lane ends with `exit`), as the ISA
   says of ended lanes;
 - `MemFence` is a `fence acq_rel` (`fence.acq_rel.sys`);
-- reductions are atomics on global memory, pools per-thread arrays and the phase one
-  more per-thread word (codegen_memory.py).
+- a full float sum is a Kahan pair per lane, then at the lane's end (where every thread
+  of the block arrives: such a stage has no BarSync) a tree in shared memory and one
+  partial per block; other reductions are atomics on global memory; pools are
+  per-thread arrays and the phase one more per-thread word (codegen_memory.py).
 """
 
 from __future__ import annotations
@@ -52,11 +57,11 @@ from hologram.backend import AXES, OPCODES, DType, Instr, Program, Reg
 from hologram.backend.llvm.control import Ctx, LaneCode
 from hologram.errors import HologramError, VerifyError
 
-from .abi import ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, KernelEntry, kernel_shapes
-from .codegen_memory import REDUCE_COMBINE, LaneState
+from .abi import ERR_OOB_GLOBAL, ERR_OOB_POOL, ERR_OOB_SHARED, SUM_THREADS, KernelEntry, kernel_shapes, tree_sums
+from .codegen_memory import REDUCE_COMBINE, LaneState, barrier
 from .codegen_ops import VALUE_OPS, compare
-from .codegen_types import (GLOBAL_PTR, I1, I32, I64, SHARED, const, convert, declared_call, element, from_mem, i64,
-                            mem_type, reg_type, to_mem)
+from .codegen_types import (DOUBLE, GLOBAL_PTR, I1, I32, I64, SHARED, const, convert, declared_call, element,
+                            from_mem, i64, mem_type, reg_type, to_mem)
 
 # The most (call context, pc) code copies one stage may need (CALL inlining).
 MAX_BLOCKS = 1 << 14
@@ -82,10 +87,10 @@ def compile_program(program: Program) -> KernelModule:
         module = ir.Module(name=_ident(program.name))
         module.triple = "nvptx64-nvidia-cuda"
         entries = []
-        for index, block, init in kernel_shapes(program):
-            symbol = kernel_symbol(program, index) + ("_init" if init else "")
-            KernelEmitter(program, index, module, symbol, inits=init).emit()
-            entries.append(KernelEntry(symbol, index, block, init=init))
+        for index, block, kind in kernel_shapes(program):
+            symbol = kernel_symbol(program, index) + {"stage": ""}.get(kind, f"_{kind}")
+            KernelEmitter(program, index, module, symbol, kind).emit()
+            entries.append(KernelEntry(symbol, index, block, kind))
         return KernelModule(str(module), tuple(entries))
     except HologramError:
         raise
@@ -104,15 +109,16 @@ class KernelEmitter(LaneState, LaneCode):
     backend_name, max_blocks = "cuda", MAX_BLOCKS
     convert, const, compare = staticmethod(convert), staticmethod(const), staticmethod(compare)
 
-    def __init__(self, program: Program, index: int, module: ir.Module, symbol: str, inits: bool = False):
+    def __init__(self, program: Program, index: int, module: ir.Module, symbol: str, kind: str = "stage"):
         self.read_stage(program, index)
-        self.module, self.symbol = module, symbol
-        self.inits_only = inits
+        self.module, self.symbol, self.kind = module, symbol, kind
+        self.sums = tree_sums(program, self.stage)  # (buffer, offset, dtype) of each full float sum
+        self.sum_pairs: dict[tuple[str, int], tuple] = {}  # (buffer, offset) -> the lane's Kahan pair
 
     # ------------------------------------------------------------------ the kernel
     def emit(self) -> None:
         params = ([GLOBAL_PTR] * len(self.buffers) + [I64] * len(self.program.symbols)
-                  + [mem_type(p.dtype) for p in self.scalar_params.values()] + [GLOBAL_PTR])
+                  + [mem_type(p.dtype) for p in self.scalar_params.values()] + [GLOBAL_PTR, GLOBAL_PTR])
         self.fn = fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), params), self.symbol)
         fn.calling_convention = "ptx_kernel"
         args = list(fn.args)
@@ -121,18 +127,17 @@ class KernelEmitter(LaneState, LaneCode):
         for a in args[:nbuf]:
             a.add_attribute("noalias")  # the runtime copies an input that aliases an output (cpu_llvm's contract)
         self.syms = dict(zip(self.program.symbols, args[nbuf:nbuf + nsym]))
-        self.err = args[-1]
+        self.err, self.scratch = args[-2], args[-1]
         self.entry = fn.append_basic_block("entry")
         self.b = b = ir.IRBuilder(self.entry)
         self.lane_end = fn.append_basic_block("exit")
         self.consts: dict[str, tuple[ir.Value, DType]] = {s: (v, DType.I64) for s, v in self.syms.items()}
-        for (name, p), raw in zip(self.scalar_params.items(), args[nbuf + nsym:-1]):
+        for (name, p), raw in zip(self.scalar_params.items(), args[nbuf + nsym:-2]):
             self.consts[name] = (from_mem(b, raw, p.dtype), p.dtype)
-        if self.inits_only:
-            self._inits()
-        else:
-            self._lane()
+        {"init": self._inits, "stage": self._lane, "sums": self._fold_and_merge}[self.kind]()
         b.position_at_end(self.lane_end)
+        if self.kind == "stage" and self.sums:
+            self._block_partials()
         # `exit`, not only `ret`: PTX releases a barrier that waits only on exited threads
         # (docs/gpu.md), which is the ISA's "ended lanes no longer take part".
         declared_call(b, "llvm.nvvm.exit", ir.VoidType(), [])
@@ -155,6 +160,7 @@ class KernelEmitter(LaneState, LaneCode):
         self.reg_ptr = {r.name: b.alloca(reg_type(r.dtype), name=f"r.{r.name}") for r in self.stage.regs}
         for r in self.stage.regs:
             b.store(const(0, r.dtype), self.reg_ptr[r.name])
+        self.sum_pairs = {(name, offset): self.sum_pair(t) for name, offset, t in self.sums}
         self.lane_state()
         self.sizes = {name: self._size(decl) for name, decl in self.buffers.items()
                       if any(ins.checked and ins.addr is not None and ins.addr.buffer == name
@@ -163,6 +169,82 @@ class KernelEmitter(LaneState, LaneCode):
         self._shared_arrays()
         self._domain_guard()
         self.emit_lane_code()
+
+    def _thread(self) -> ir.Value:
+        """The thread's linear index in its block (x fastest)."""
+        b = self.b
+        return b.add(self.tid[0], b.mul(i64(self.block[0]), b.add(self.tid[1], b.mul(i64(self.block[1]),
+                                                                                     self.tid[2]))))
+
+    def _sum_arrays(self, lanes: int) -> list[tuple[ir.Value, DType]]:
+        """A shared array of `lanes` elements per full sum, for its tree."""
+        arrays = []
+        for j, (_, _, t) in enumerate(self.sums):
+            ty = ir.ArrayType(reg_type(t), lanes)
+            g = ir.GlobalVariable(self.module, ty, f"{self.symbol}.sum{j}", addrspace=SHARED)
+            g.linkage, g.initializer, g.align = "internal", ir.Constant(ty, ir.Undefined), 8
+            arrays.append((g, t))
+        return arrays
+
+    def _block_partials(self) -> None:
+        """At the lane's end, where every thread of the block arrives (the domain guard
+        and failed checks lead here too): each full sum's lane shares added as a tree,
+        thread 0 writing the block's partial to scratch slot `j * blocks + block`."""
+        b, sp = self.b, self.special
+        thread = self._thread()
+        pairs = [self.sum_pairs[name, offset] for name, offset, _ in self.sums]
+        arrays = self._sum_arrays(math.prod(self.block))
+        self.block_tree(arrays, [self.pair_value(p) for p in pairs], thread, math.prod(self.block))
+        blocks = b.mul(sp["nctaid.x"], b.mul(sp["nctaid.y"], sp["nctaid.z"]))
+        block = b.add(sp["ctaid.x"], b.mul(sp["nctaid.x"], b.add(sp["ctaid.y"], b.mul(sp["nctaid.y"],
+                                                                                       sp["ctaid.z"]))))
+        write, done = self.fn.append_basic_block("partials"), self.fn.append_basic_block("partials.done")
+        b.cbranch(b.icmp_unsigned("==", thread, i64(0)), write, done)
+        b.position_at_end(write)
+        for j, (array, t) in enumerate(arrays):
+            total = b.load(element(b, array, i64(0), reg_type(t)), typ=reg_type(t))
+            b.store(total, element(b, self.scratch, b.add(b.mul(i64(j), blocks), block), DOUBLE))
+        b.branch(done)
+        b.position_at_end(done)
+
+    def _fold_and_merge(self) -> None:
+        """The sums kernel (one block of SUM_THREADS): per full sum, each thread adds a
+        strided share of the stage's per-block partials in a Kahan pair, the block adds
+        the threads' as a tree, and thread 0 merges the total into the element
+        (`mem = mem + total`) unless a lane of the stage failed."""
+        b = self.b
+        self._specials()  # nctaid: the stage's blocks, from its domain
+        sp = self.special
+        blocks = b.mul(sp["nctaid.x"], b.mul(sp["nctaid.y"], sp["nctaid.z"]))
+        thread = _sreg(b, "tid.x")
+        pairs = [self.sum_pair(t) for _, _, t in self.sums]
+        i = b.alloca(I64, name="partial")
+        b.store(thread, i)
+        head, body, done = (self.fn.append_basic_block(f"fold.{s}") for s in ("head", "body", "done"))
+        b.branch(head)
+        b.position_at_end(head)
+        cur = b.load(i, typ=I64)
+        b.cbranch(b.icmp_unsigned("<", cur, blocks), body, done)
+        b.position_at_end(body)
+        for j, pair in enumerate(pairs):
+            slot = element(b, self.scratch, b.add(b.mul(i64(j), blocks), cur), DOUBLE)
+            self.kahan_add(pair, b.load(slot, typ=reg_type(pair[2])))
+        b.store(b.add(cur, i64(SUM_THREADS)), i)
+        b.branch(head)
+        b.position_at_end(done)
+        arrays = self._sum_arrays(SUM_THREADS)
+        self.block_tree(arrays, [self.pair_value(p) for p in pairs], thread, SUM_THREADS)
+        merge, end = self.fn.append_basic_block("merge"), self.fn.append_basic_block("merge.done")
+        failed = b.load(element(b, self.err, i64(0), I64), typ=I64)
+        b.cbranch(b.and_(b.icmp_unsigned("==", thread, i64(0)), b.icmp_unsigned("==", failed, i64(0))), merge, end)
+        b.position_at_end(merge)
+        for (name, offset, t), (array, _) in zip(self.sums, arrays):
+            ty = reg_type(t)
+            at = element(b, self.buf_ptr[name], i64(offset), ty)
+            b.store(b.fadd(b.load(at, typ=ty), b.load(element(b, array, i64(0), ty), typ=ty)), at)
+        b.branch(end)
+        b.position_at_end(end)
+        b.branch(self.lane_end)
 
     def _size(self, decl) -> ir.Value:
         v = i64(1)
@@ -198,8 +280,7 @@ class KernelEmitter(LaneState, LaneCode):
             return
         b = self.b
         lanes = math.prod(self.block)
-        linear = b.add(self.tid[0], b.mul(i64(self.block[0]), b.add(self.tid[1], b.mul(i64(self.block[1]),
-                                                                                         self.tid[2]))))
+        linear = self._thread()
         for m in self.stage.shared:
             ty = ir.ArrayType(mem_type(m.dtype), m.size)
             g = ir.GlobalVariable(self.module, ty, f"{self.symbol}.shared.{_ident(m.name)}", addrspace=SHARED)
@@ -299,7 +380,7 @@ class KernelEmitter(LaneState, LaneCode):
         elif op == "PhaseAdv":
             self.phase_adv(ins)
         elif op == "BarSync":
-            declared_call(b, "llvm.nvvm.barrier.cta.sync.all", ir.VoidType(), [ir.Constant(I32, 0)])
+            barrier(b)
         elif op == "MemFence":
             b.fence("acq_rel")
         else:

@@ -1,6 +1,15 @@
 """Reductions, pools and the phase counter for the kernel emitter (codegen.py).
 
-Reductions go straight to global memory with atomics. The ISA gathers a stage's
+A full float sum (`abi.tree_sums`: f32 or f64 `ReduceAdd` into a constant element, in a
+stage without BarSync) is added as a tree (docs/gpu.md, "Full float sums"): each lane
+adds its contributions in a compensated (Kahan) register pair; at the lane's end the
+block adds its lanes' as a tree in shared memory and thread 0 writes the block's
+partial to the scratch memory (`block_partials`); the stage's sums kernel, one block of
+abi.SUM_THREADS threads launched after it, adds the partials (each thread a Kahan pair
+over a strided share, then a tree) and merges the total into memory unless a lane
+failed (`fold_and_merge`).
+
+Other reductions go straight to global memory with atomics. The ISA gathers a stage's
 contributions and merges them into memory when the stage ends (`mem = mem (op)
 combine(contributions)`, in an order the backend chooses, docs/isa.md "Reductions"), and
 reading a reduced element within the stage is unspecified, so an atomic read-modify-write
@@ -35,7 +44,13 @@ from hologram.errors import VerifyError
 
 from .abi import ERR_CLASS
 from .codegen_ops import VALUE_OPS
-from .codegen_types import I1, I8, I32, I64, convert, declared_call, element, from_mem, i64, mem_type, to_mem
+from .codegen_types import (I1, I8, I32, I64, convert, declared_call, element, from_mem, i64, intrinsic, mem_type,
+                            reg_type, to_mem)
+
+
+def barrier(b: ir.IRBuilder) -> None:
+    """`barrier.sync 0`, the non-`.aligned` form (threads may arrive from divergent paths)."""
+    declared_call(b, "llvm.nvvm.barrier.cta.sync.all", ir.VoidType(), [ir.Constant(I32, 0)])
 
 _FLOAT_BITS = {"half": 16, "float": 32, "double": 64}
 
@@ -58,6 +73,12 @@ class LaneState(PoolsAndPhase):
     def reduce(self, ins: Instr, k: int) -> None:
         b, t = self.b, ins.dtype
         v = self.read(ins.srcs[0], t)
+        pair = self.sum_pairs.get((ins.addr.buffer, ins.addr.offset)) \
+            if ins.op == "ReduceAdd" and ins.addr.index is None else None
+        if pair is not None and pair[2] is t:  # a full sum: the lane's share, compensated
+            self.address(ins, k)  # its bounds check, when `.chk`
+            self.kahan_add(pair, v)
+            return
         if ins.op == "ResAccum":
             if ins.addr is None or ins.addr.index is None:
                 raise VerifyError(f"cuda: stage '{self.stage.name}': instruction {k}: ResAccum needs an index "
@@ -71,6 +92,56 @@ class LaneState(PoolsAndPhase):
             b.atomic_rmw(rmw, ptr, v, "monotonic")
             return
         self._cas_loop(ptr, bt, lambda old: VALUE_OPS[combine](b, t, [convert(b, old, bt, t), v]), t)
+
+    # ---------------------------------------------------------------- full sums
+    def sum_pair(self, t: DType) -> tuple[ir.Value, ir.Value, DType]:
+        """A Kahan pair (sum, compensation) of allocas, -0.0 (the identity) and 0."""
+        b, ty = self.b, reg_type(t)
+        s, c = b.alloca(ty), b.alloca(ty)
+        b.store(ir.Constant(ty, -0.0), s)
+        b.store(ir.Constant(ty, 0.0), c)
+        return s, c, t
+
+    def kahan_add(self, pair: tuple[ir.Value, ir.Value, DType], v: ir.Value) -> None:
+        """sum += v, the rounding error carried in the compensation; an inf or NaN sum
+        ends the compensation (inf - inf would make it NaN)."""
+        b, (s_ptr, c_ptr, t) = self.b, pair
+        ty = reg_type(t)
+        s, c = b.load(s_ptr, typ=ty), b.load(c_ptr, typ=ty)
+        y = b.fsub(v, c)
+        total = b.fadd(s, y)
+        lost = b.fsub(b.fsub(total, s), y)
+        finite = b.fcmp_ordered("<", intrinsic(b, "fabs", ty, [total]), ir.Constant(ty, float("inf")))
+        b.store(b.select(finite, lost, ir.Constant(ty, 0.0)), c_ptr)
+        b.store(total, s_ptr)
+
+    def pair_value(self, pair: tuple[ir.Value, ir.Value, DType]) -> ir.Value:
+        b, (s_ptr, c_ptr, t) = self.b, pair
+        return b.fsub(b.load(s_ptr, typ=reg_type(t)), b.load(c_ptr, typ=reg_type(t)))
+
+    def block_tree(self, arrays: list[tuple[ir.Value, DType]], values: list[ir.Value], thread: ir.Value,
+                   lanes: int) -> None:
+        """values[j] of every thread added as a balanced tree in the shared array
+        arrays[j] (of `lanes` elements; element 0 then holds the block's sum). Every
+        thread of the block must get here: barriers separate the levels."""
+        b = self.b
+        for (array, t), v in zip(arrays, values):
+            b.store(v, element(b, array, thread, reg_type(t)))
+        barrier(b)
+        half = 1 << (lanes - 1).bit_length() - 1 if lanes > 1 else 0
+        while half:
+            add, done = self.fn.append_basic_block(f"tree.{half}"), self.fn.append_basic_block(f"tree.{half}.done")
+            b.cbranch(b.and_(b.icmp_unsigned("<", thread, i64(half)),
+                             b.icmp_unsigned("<", b.add(thread, i64(half)), i64(lanes))), add, done)
+            b.position_at_end(add)
+            for array, t in arrays:
+                ty = reg_type(t)
+                mine, other = element(b, array, thread, ty), element(b, array, b.add(thread, i64(half)), ty)
+                b.store(b.fadd(b.load(mine, typ=ty), b.load(other, typ=ty)), mine)
+            b.branch(done)
+            b.position_at_end(done)
+            barrier(b)
+            half //= 2
 
     def _cas_loop(self, ptr: ir.Value, bt: DType, combine, t: DType) -> None:
         """`*ptr = combine(*ptr)` atomically, by compare-and-swap on the element's bits;

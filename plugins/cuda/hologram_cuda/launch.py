@@ -10,14 +10,16 @@ apart, to time launches on device-resident buffers):
    newest target the device can run, which the driver JIT-compiles; then
    `cuModuleGetFunction` per stage kernel);
 2. one device allocation holds every numpy buffer (params then temporaries, each at a
-   256-byte boundary) and the error word; the numpy params are copied in
+   256-byte boundary), the error word and the scratch memory (the per-block partials of
+   the stages' full float sums, `abi.tree_sums`); the numpy params are copied in
    (`cuMemcpyHtoDAsync`), the temporaries and the error word zeroed (`cuMemsetD8Async`),
    all on the device's one stream; a device array (arrays.py) is not in it: its own
    pointer is packed, nothing copied;
-3. the kernels' parameters are packed once (`ArgumentLayout.pack`: every stage kernel
-   takes the same list) and each stage is launched in order with it
-   (`CU_LAUNCH_PARAM_BUFFER_POINTER`), its grid `ceil(domain / block)` per axis; a stage
-   with an empty domain is not launched;
+3. the kernels' parameters are packed once (`ArgumentLayout.pack`: every kernel takes
+   the same list) and each kernel is launched in order with it
+   (`CU_LAUNCH_PARAM_BUFFER_POINTER`): a stage's grid is `ceil(domain / block)` per
+   axis, its `.init` and sums kernels one block; a stage with an empty domain is not
+   launched;
 4. the error word is read back; a failed check raises the interpreter's
    `ExecutionError` and nothing is copied back (as wgpu; a device array keeps what the
    kernels wrote before the failure); otherwise the written numpy params are copied
@@ -39,6 +41,7 @@ import numpy as np
 from hologram.backend import AXES, Program, domain_extents, error_record
 from hologram.errors import ArgumentError, ExecutionError
 
+from .abi import PARTIAL_BYTES, tree_sums
 from .arrays import CudaArray
 from .driver import DriverError, call
 
@@ -165,17 +168,21 @@ def upload(exe: Any, bound: Any, stream: Any, driver: Any) -> OnDevice:
     device array (arrays.CudaArray: the backend's own, or adopted) is packed as its
     pointer, nothing copied; one the program writes must not be read-only."""
     program = exe.program
-    grids = tuple((1, 1, 1) if kernel.init else
+    grids = tuple((1, 1, 1) if kernel.kind != "stage" else
                   grid(program.stages[kernel.stage_index].name,
                        domain_extents(program.stages[kernel.stage_index], bound.symbols), kernel.block)
                   for kernel in exe.kernels)
+    blocks = {k.stage_index: int(np.prod(g)) for k, g in zip(exe.kernels, grids) if k.kind == "stage"}
+    scratch = max((blocks[k.stage_index] * len(tree_sums(program, program.stages[k.stage_index])) * PARTIAL_BYTES
+                   for k in exe.kernels if k.kind == "sums"), default=0)
     arrays = bound.arrays
     for slot, array in zip(exe.binding.buffers, arrays):
         if slot.written and isinstance(array, CudaArray) and array.readonly:
             raise ArgumentError(f"buffer '{slot.name}' is written by the program but the device array is read-only "
                                 "(its __cuda_array_interface__ says so)")
     offsets, err_at = layout([a.nbytes for a in arrays if not isinstance(a, CudaArray)])
-    base = int(call(driver.cuMemAlloc, err_at + ERROR_WORDS * 8))
+    scratch_at = _aligned(err_at + ERROR_WORDS * 8)
+    base = int(call(driver.cuMemAlloc, scratch_at + scratch))
     try:
         temps = set(map(id, exe.binding.temps))
         at, pointers = iter(offsets), []
@@ -189,8 +196,8 @@ def upload(exe: Any, bound: Any, stream: Any, driver: Any) -> OnDevice:
             else:
                 call(driver.cuMemcpyHtoDAsync, pointers[-1], array.ctypes.data, array.nbytes, stream)
         call(driver.cuMemsetD8Async, base + err_at, 0, ERROR_WORDS * 8, stream)
-        packed = np.frombuffer(bytearray(exe.arguments.pack(pointers, bound.values, bound.scalars, base + err_at)),
-                               np.uint8)
+        packed = np.frombuffer(bytearray(exe.arguments.pack(pointers, bound.values, bound.scalars, base + err_at,
+                                                             base + scratch_at)), np.uint8)
         size = np.array([packed.size], np.uint64)
         return OnDevice(base, tuple(pointers), err_at, grids, packed, size, extra_for(packed, size))
     except BaseException:
@@ -200,7 +207,8 @@ def upload(exe: Any, bound: Any, stream: Any, driver: Any) -> OnDevice:
 
 def launch_stages(exe: Any, loaded: Loaded, on: OnDevice, stream: Any, driver: Any) -> None:
     """Each kernel, in order, on `stream`: a stage's `.init` kernel as one thread before
-    the stage's own (a stage of an empty domain is skipped, its inits are not)."""
+    the stage's own, its sums kernel as one block after (a stage of an empty domain is
+    skipped, its inits and sums are not: the sums kernel then adds nothing)."""
     for function, kernel, blocks in zip(loaded.functions, exe.kernels, on.grids):
         if 0 in blocks:
             continue

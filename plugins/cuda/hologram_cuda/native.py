@@ -5,9 +5,10 @@ docs/gpu.md, "Bundles").
 A kernel's object for a target is its PTX (ASCII text, at the target's pinned PTX
 version) followed by the cubin nvJitLink assembled from that PTX; `meta` gives the
 PTX's length and the kernels in launch order (a stage's one-thread `.init` kernel, when it
-has inits, then the stage's own: `abi.kernel_shapes`):
+has inits, the stage's own, then the kernel of its full float sums, when it has any:
+`abi.kernel_shapes`):
 
-    {"ptx_bytes": 5120, "kernels": [{"name": "hg_axpy_0_z", "stage": 0, "block": [256, 1, 1], "init": false}, ...]}
+    {"ptx_bytes": 5120, "kernels": [{"name": "hg_axpy_0_z", "stage": 0, "block": [256, 1, 1], "kind": "stage"}, ...]}
 
 Shipping a target takes nvJitLink (a dependency of this distribution): without it the
 backend offers no targets, since a target is PTX *and* cubin. Neither needs a GPU, so a
@@ -101,7 +102,7 @@ def compile_native(program: Program, module: Any, target: str) -> dict[str, Any]
         raise CompileError(f"cuda: LLVM rejected the code generated for program '{program.name}' "
                            f"(a code generator bug): {e}") from None
     cubin = assemble(ptx, target, program.name)
-    kernels = [{"name": k.name, "stage": k.stage_index, "block": list(k.block), "init": k.init}
+    kernels = [{"name": k.name, "stage": k.stage_index, "block": list(k.block), "kind": k.kind}
                for k in module.kernels]
     return {"target": target, "triple": TRIPLE, "cpu": target, "features": (PTX_VERSIONS[target],),
             "toolchain": toolchain(), "meta": {"ptx_bytes": len(ptx.encode()), "kernels": kernels},
@@ -157,15 +158,15 @@ def _kernels(program: Program, listed: list) -> tuple[KernelEntry, ...]:
     if len(listed) != len(shapes):
         raise ValueError(f"it lists {len(listed)} kernels; the program has {len(shapes)} (its stages and their inits)")
     out = []
-    for k, ((stage, block, init), item) in enumerate(zip(shapes, listed)):
-        if not isinstance(item, dict) or set(item) != {"name", "stage", "block", "init"} \
+    for k, ((stage, block, kind), item) in enumerate(zip(shapes, listed)):
+        if not isinstance(item, dict) or set(item) != {"name", "stage", "block", "kind"} \
                 or not isinstance(item["name"], str) or not _NAME.match(item["name"]):
-            raise ValueError(f"kernel {k}: its description is not {{name: a PTX identifier, stage, block, init}}")
-        if (item["stage"], item["block"], item["init"]) != (stage, list(block), init):
-            raise ValueError(f"kernel {k} ({item['name']}): stage {item['stage']!r} of block {item['block']!r}"
-                             f"{' (init)' if item['init'] else ''}; the program's kernel {k} is stage {stage} "
-                             f"({program.stages[stage].name!r}){' init' if init else ''} of block {list(block)}")
-        out.append(KernelEntry(item["name"], stage, block, init))
+            raise ValueError(f"kernel {k}: its description is not {{name: a PTX identifier, stage, block, kind}}")
+        if (item["stage"], item["block"], item["kind"]) != (stage, list(block), kind):
+            raise ValueError(f"kernel {k} ({item['name']}): stage {item['stage']!r} of block {item['block']!r}, "
+                             f"kind {item['kind']!r}; the program's kernel {k} is stage {stage} "
+                             f"({program.stages[stage].name!r}) of block {list(block)}, kind {kind!r}")
+        out.append(KernelEntry(item["name"], stage, block, kind))
     if len({k.name for k in out}) != len(out):
         raise ValueError("two kernels have the same name")
     return tuple(out)

@@ -27,18 +27,19 @@ def _reduction(op: str, dtype: str, buffer_dtype: str | None = None) -> str:
 .program red
 .symbols n
 .param in x: {dtype}[n]
-.param out r: {buffer_dtype or dtype}[1]
+.param out r: {buffer_dtype or dtype}[n]
 .stage s domain [n] block [64]
 .reg %i: i64
 .reg %v: {dtype}
     MOV.i64 %i, %gid.x
     LDG.{dtype} %v, [x + %i]
-    {op}.{dtype} [r + 0], %v
+    {op}.{dtype} [r + %i], %v
     EXIT
 """
 
 
-# (opcode, dtype, buffer dtype) -> the PTX atomic it must become
+# (opcode, dtype, buffer dtype) -> the PTX atomic it must become, into an indexed element
+# (a full sum, into a constant one, is a tree: below)
 ATOMICS = [
     ("ReduceAdd", "f32", None, r"atom\.global\.add\.f32"),
     ("ReduceAdd", "f64", None, r"atom\.global\.add\.f64"),
@@ -62,6 +63,46 @@ ATOMICS = [
 def test_each_reduction_becomes_its_atomic(op, dtype, buffer_dtype, atomic):
     ptx = _ptx(_reduction(op, dtype, buffer_dtype), "sm_80")
     assert re.search(atomic, ptx), sorted(set(re.findall(r"atom\.[\w.]+", ptx)))
+
+
+FULL_SUM = """
+.program full
+.symbols n
+.param in x: {t}[n]
+.param out r: {t}[2]
+.stage s domain [n] block [{block}]
+.reg %i: i64
+.reg %v: {t}
+    MOV.i64 %i, %gid.x
+    LDG.{t} %v, [x + %i]
+    ReduceAdd.{t} [r + 1], %v
+    {barrier}
+    EXIT
+"""
+
+
+@pytest.mark.parametrize("t", ["f32", "f64"])
+@pytest.mark.parametrize("block", [64, 96])
+def test_a_full_float_sum_is_a_tree_and_a_sums_kernel_not_an_atomic(t, block):
+    """docs/gpu.md, "Full float sums": the lane's share in registers, a tree in shared
+    memory at the lane's end (a block of 96 has a level whose upper half is short), the
+    block's partial in the scratch memory, a one-block kernel that folds and merges."""
+    program = parse_program(FULL_SUM.format(t=t, block=block, barrier=""))
+    module = compile_program(program)
+    assert [k.kind for k in module.kernels] == ["stage", "sums"]
+    assert module.kernels[1].name == module.kernels[0].name + "_sums"
+    ptx = _ptx(FULL_SUM.format(t=t, block=block, barrier=""), "sm_90")
+    assert not re.search(r"atom\.[a-z.]*global", ptx)  # no atomic anywhere
+    stage = ptx[ptx.index(f".entry {module.kernels[0].name}("):ptx.index(f".entry {module.kernels[1].name}(")]
+    assert stage.count("barrier.sync") == (block - 1).bit_length() + 1  # the store, then one per level
+    assert re.search(rf"st\.global\.(b|f){t[1:]}", ptx)  # the partial, then the merge
+
+
+def test_a_full_sum_in_a_stage_with_barriers_stays_an_atomic():
+    """Its lanes exit early (not to hold a BarSync), so no tree can wait for them all."""
+    text = FULL_SUM.format(t="f32", block=64, barrier="BarSync")
+    assert [k.kind for k in compile_program(parse_program(text)).kernels] == ["stage"]
+    assert re.search(r"atom\.global\.add\.f32", _ptx(text, "sm_80"))
 
 
 def test_res_accum_checks_the_class_first():

@@ -103,5 +103,5 @@ def test_a_fifo_in_the_cache_is_a_miss_not_a_hang(tmp_path):
     cache = DiskCache(tmp_path)
     os.mkfifo(cache.path("k"))
     assert cache.load("k") is None
-    entry = Entry("ptx", b"", (KernelEntry("k", 0, (1, 1, 1), init=True),))
+    entry = Entry("ptx", b"", (KernelEntry("k", 0, (1, 1, 1), "init"),))
     assert cache.store("k", entry) and cache.load("k") == entry

@@ -60,6 +60,19 @@ def test_stdlib_kernel_matches_the_interpreter(cuda, name):
     check()
 
 
+def test_full_float_sums_keep_the_contract_and_give_the_same_bits_every_launch(cuda):
+    """docs/gpu.md, "Reductions": the tree of a full sum (2**24 + 1000 ones: one atomic
+    at a time stalls at 16777216) and the fold of many blocks' partials."""
+    from hologram.testing import assert_close
+
+    kernel = hologram.compile_file(os.path.join(ROOT, "kernels", "sum.toml")).on("cuda")
+    assert np.asarray(kernel(np.ones(2 ** 24 + 1000, np.float32))) == np.float32(2 ** 24 + 1000)
+    x = np.random.default_rng(7).random(2 ** 22, dtype=np.float32)
+    got = np.asarray(kernel(x))
+    assert_close(got, np.asarray(x.sum(dtype=np.float32)), reduction_n=x.size, magnitude=np.asarray(x.sum()))
+    assert np.asarray(kernel(x)).tobytes() == got.tobytes()
+
+
 def test_the_conformance_kit_passes_on_cuda():
     from hologram.testing.conformance import run_conformance
 

@@ -21,6 +21,7 @@ from hologram.errors import ExecutionError, PluginError
 from hologram.isa.asm import parse_program
 from hologram.registry.lookups import get_backend
 from hologram_cuda import launch
+from hologram_cuda.abi import SUM_THREADS
 from hologram_cuda.driver import MIN_CAPABILITY, device_status, peak_bandwidth, usable
 from hologram_cuda.launch import choose_image, execution_error, grid
 from isa_helpers import OOB
@@ -191,6 +192,40 @@ def test_a_launch_moves_the_arrays_and_runs_each_stage_with_the_packed_arguments
                             "cuMemcpyHtoDAsync", "cuMemcpyHtoDAsync", "cuMemsetD8Async", "cuLaunchKernel",
                             "cuMemcpyDtoHAsync", "cuStreamSynchronize", "cuMemcpyDtoHAsync", "cuStreamSynchronize",
                             "cuMemFree"]
+
+
+@needs_no_driver
+def test_a_full_sum_launches_its_stage_then_its_sums_kernel_with_scratch_for_every_block(cuda):
+    """The stdlib sum on the dry-run driver, its kernels simulated by their contract
+    (docs/gpu.md, "Full float sums"): the stage writes each block's partial (an f32 in
+    an 8-byte slot of the scratch memory), the sums kernel, one block of SUM_THREADS
+    after it, adds them into the element its `.init` kernel seeded."""
+    program = hologram.compile_file(os.path.join(ROOT, "kernels", "sum.toml"), backend="interp").program
+    layout = cuda.prepare(program).arguments
+    n, block = 5000, 256
+    blocks = -(-n // block)
+    seen = []
+
+    def kernel(name, grid, threads, params, dev):
+        record = np.frombuffer(params, layout.struct)[0]
+        kind = name.rsplit("_", 1)[-1]
+        seen.append((kind if kind in ("init", "sums") else "stage", grid, threads))
+        total = dev.array(record["b.total"], 1, np.float32)
+        slots = dev.array(record["__scratch"], blocks, np.float64).view(np.float32)[::2]  # every slot is there
+        if kind == "init":
+            total[0] = 0
+        elif kind == "sums":
+            total[0] += slots.sum()
+        else:
+            x = dev.array(record["b.x"], n, np.float32)
+            slots[:] = [x[b * block:(b + 1) * block].sum() for b in range(blocks)]
+
+    x = np.ones(n, np.float32)
+    out = np.zeros((), np.float32)
+    _dry_run(cuda, program, kernel, {"x": x, "total": out}, {}, {"n": n})
+    assert seen == [("init", (1, 1, 1), (1, 1, 1)), ("stage", (blocks, 1, 1), (block, 1, 1)),
+                    ("sums", (1, 1, 1), (SUM_THREADS, 1, 1))]
+    assert out == n
 
 
 @needs_no_driver

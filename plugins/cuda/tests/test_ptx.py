@@ -13,6 +13,7 @@ import pytest
 import hologram
 from hologram.errors import ArgumentError, CompileError, UnsupportedProgram
 from hologram.isa.asm import parse_program
+from hologram_cuda.abi import tree_sums
 from hologram_cuda.assemble import assemble, have_nvjitlink
 from hologram_cuda.ptx import emit_ptx
 from hologram_cuda.targets import PTX_VERSIONS
@@ -69,14 +70,16 @@ def _stdlib(path: str):
 
 
 def test_every_stdlib_kernel_becomes_ptx_and_assembles(cuda):
-    """PTX for each target at its pinned version, one `.entry` per stage and per stage
-    with `.init` stores; cubins when nvJitLink is here. Every one of the 19 stdlib
-    kernels is declared and builds: one that stops building fails here by name."""
+    """PTX for each target at its pinned version, one `.entry` per stage, per stage
+    with `.init` stores and per stage with full float sums (sum, mean, dot, softmax);
+    cubins when nvJitLink is here. Every one of the 19 stdlib kernels is declared and
+    builds: one that stops building fails here by name."""
     assert len(KERNELS) == 19
     for path in KERNELS:
         program = _stdlib(path)
         exe = cuda.prepare(program)
-        entries = len(program.stages) + sum(1 for stage in program.stages if stage.inits)
+        entries = len(program.stages) + sum(1 for stage in program.stages if stage.inits) \
+            + sum(1 for stage in program.stages if tree_sums(program, stage))
         assert len(exe.kernels) == entries, path
         for target, version in PTX_VERSIONS.items():
             ptx = exe.ptx[target]
@@ -162,11 +165,11 @@ SEEDED = """
 @pytest.mark.parametrize("target", sorted(PTX_VERSIONS))
 def test_inits_are_a_one_thread_kernel_before_the_stage(cuda, target):
     """Each `.init` store happens once per launch, before the stage: a kernel of its own
-    (`KernelEntry.init`, listed first), storing each value converted to the buffer's
+    (kind `init`, listed first), storing each value converted to the buffer's
     type (the verifier proved the offsets inside the buffer)."""
     exe = cuda.prepare(_program(SEEDED))
-    assert [(k.name, k.init, k.block) for k in exe.kernels] == [
-        ("hg_seeded_0_s_init", True, (1, 1, 1)), ("hg_seeded_0_s", False, (4, 1, 1))]
+    assert [(k.name, k.kind, k.block) for k in exe.kernels] == [
+        ("hg_seeded_0_s_init", "init", (1, 1, 1)), ("hg_seeded_0_s", "stage", (4, 1, 1))]
     ptx = exe.ptx[target]
     init = ptx[ptx.index(".entry hg_seeded_0_s_init"):ptx.index(".entry hg_seeded_0_s(")]
     # the f32 bits, as LLVM stores them: y[0] = 1.5 (0x3FC00000), y[2] = -3.0 (0xC0400000)
@@ -234,10 +237,10 @@ def test_packed_arguments_follow_the_ptx_parameter_list(target):
     import numpy as np
 
     packed = layout.pack([0x1000, 0x2000], [7], [np.bool_(True), np.int16(-2), np.float32(1.5), np.uint8(9),
-                                                 np.float64(-0.25)], 0x3000)
+                                                 np.float64(-0.25)], 0x3000, 0x4000)
     record = np.frombuffer(packed, layout.struct)[0]
     assert [record[name].item() for name in layout.struct.names] == [0x1000, 0x2000, 7, 1, -2, 1.5, 9, -0.25,
-                                                                      0x3000]
+                                                                      0x3000, 0x4000]
 
 
 def test_loading_the_plugin_imports_no_llvm():
