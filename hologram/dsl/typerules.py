@@ -364,7 +364,9 @@ def _int_power(operands: Sequence[Val], dtype: DType, shape, span) -> Val:
         n >>= 1
         if n:
             x = Expr("MUL", dtype, (x, x))
-    return Val(result if result is not None else Expr.const(1, dtype), shape, False, span)
+    if result is None:  # x ** 0 is 1, but x is still computed: an empty min() in it raises, as numpy's does
+        result = Expr("ADD", dtype, (Expr("MUL", dtype, (x, Expr.const(0, dtype))), Expr.const(1, dtype)))
+    return Val(result, shape, False, span)
 
 
 # ------------------------------------------------------------------ assignment
