@@ -18,17 +18,18 @@ partials and merges the totals into memory (codegen_memory.py).
 
 `buf` are the data pointers of `program.buffers()` in order, `sym` the shape symbols'
 values, each scalar parameter in its memory type (bool a byte), `err` four i64 words in
-global memory, `scratch` the launch's scratch memory (8 bytes per block and full sum). A failed check claims the error word with a compare-and-swap of
-`err[0]` from 0 to the error code (so the first failing lane to get there wins and the
-rest keep `err[1..3]` intact), writes `err[1..3] = [stage, instruction index, value]`
-and ends its lane; the codes are the SDK's (hologram.backend.error_record), which also
+global memory, `scratch` the launch's scratch memory (8 bytes per block and full sum).
+A failed check claims the error word with a compare-and-swap of `err[0]` from 0 to the
+error code (so the first failing lane to get there wins and the rest keep `err[1..3]`
+intact), writes `err[1..3] = [stage, instruction index, value]` and ends its lane; the codes are the SDK's (hologram.backend.error_record), which also
 decodes them, for cpu_llvm too. The host zeroes `err` before a launch and reads it after.
 
 What a kernel does, in order:
 - its shared arrays (`addrspace(3)` globals of the kernel) are zeroed by all the
   block's threads, strided, then one aligned barrier: the ISA zero-fills them per block;
 - the domain guard: a thread whose `gid` (`ctaid * ntid + tid`, in i64) is outside the
-  domain on any axis returns (the CTA has full blocks; the ISA's last block is partial);
+  domain on any axis goes to the lane's end (the CTA has full blocks; the ISA's last
+  block is partial);
 - registers are allocas zeroed at entry, promoted to PTX registers by SROA;
 - the lane's code is laid out by the SDK's `LaneCode` (hologram.backend.llvm.control),
   as cpu_llvm's: each reachable (call context, pc) one basic block, CALL inlined per
