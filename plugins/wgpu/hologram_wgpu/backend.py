@@ -19,7 +19,7 @@ from hologram.errors import ArgumentError, ExecutionError, UnsupportedProgram, o
 from . import arrays as device_arrays
 from . import device as gpu_device
 from . import native, sums
-from .wgsl import (ERR_CLASS, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_DEPTH, ERR_POOL_FREE,
+from .wgsl import (ERR_CLASS, ERR_LOOP_BUDGET, ERR_OOB_POOL, ERR_OOB_SHARED, ERR_POOL_DEPTH, ERR_POOL_FREE,
                    ERR_POOL_FULL, ERR_WORDS, MAX_LIVE_ALLOCATIONS, NOTHING_ALLOCATED, SUM_GROUPS, ShaderSet,
                    generate)
 from .wgsl_exprs import ATLAS_BINDING, PARTIALS_BINDING
@@ -188,7 +188,8 @@ class _Launch:
             words += [v & 0xFFFFFFFF, v >> 32]
         for param, value in zip(self.prepared.binding.scalars, self.bound.scalars):
             words += _scalar_words(param, value)
-        return np.array(words or [0], dtype=np.uint32)
+        words.append(self.gpu.loop_budget)
+        return np.array(words, dtype=np.uint32)
 
     def device_buffers(self, names: set[str]) -> dict[str, Any]:
         temporaries = {b.name for b in self.prepared.binding.temps}
@@ -267,11 +268,18 @@ class _Launch:
         value = np.array([convert_value(init.value, array.dtype)], array.dtype)
         self.gpu.device.queue.write_buffer(buffer, init.offset * array.itemsize, value.view(np.uint8))
 
-    def error(self, record: np.ndarray) -> ExecutionError:
-        """The interpreter's ExecutionError for the first failure a shader recorded."""
+    def error(self, record: np.ndarray) -> ExecutionError | UnsupportedProgram:
+        """The interpreter's ExecutionError for the first failure a shader recorded; an
+        UnsupportedProgram when a lane ran past the adapter's loop budget."""
         _, code, stage_index, k, lo, hi, gx, gy, gz, aux = (int(v) for v in record)
         program = self.prepared.program
         stage = program.stages[stage_index]
+        if code == ERR_LOOP_BUDGET:
+            return UnsupportedProgram(
+                f"backend 'wgpu' cannot run program {program.name!r} on this adapter ({self.gpu.adapter_name}): "
+                f"stage '{stage.name}' needs more than {self.gpu.loop_budget:,} loop iterations in one invocation "
+                f"(its lanes' loops and the blocks each workgroup runs), and this driver ends a longer one early "
+                f"(docs/gpu.md, \"Traps\"); run it on another backend, e.g. kernel.on('cpu_llvm'), or on a GPU")
         ins = stage.body[k]
         index = lo | (hi << 32)
         index -= (1 << 64) if index >> 63 else 0

@@ -27,7 +27,15 @@ class Gpu:
     max_shared_bytes: int  # workgroup memory
     max_bindings: int  # storage buffers a shader may bind (16 on the OpenGL backend)
     atlas_tables: Any  # the Atlas tables' read-only storage buffer (wgsl.ATLAS_TABLE_WORDS)
+    loop_budget: int  # loop iterations one invocation may run (ShaderSet.budget_word): unlimited but on llvmpipe
 
+
+# Mesa's llvmpipe (lavapipe, the software Vulkan driver) ends an invocation's loops after
+# 65535 iterations in all (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS: nested and successive
+# loops share the count), silently; the shaders count their own and stop below it, so a
+# launch that needs more is refused, never wrong (docs/gpu.md, "Traps").
+LLVMPIPE_BUDGET = 65000
+UNLIMITED = 0xFFFFFFFF
 
 _lock = threading.Lock()
 _gpu: Gpu | None = None
@@ -63,7 +71,8 @@ def _open() -> Gpu:
                wanted["max-compute-workgroups-per-dimension"],
                tuple(wanted[f"max-compute-workgroup-size-{a}"] for a in "xyz"),
                wanted["max-compute-invocations-per-workgroup"], wanted["max-compute-workgroup-storage-size"],
-               wanted["max-storage-buffers-per-shader-stage"], tables)
+               wanted["max-storage-buffers-per-shader-stage"], tables,
+               LLVMPIPE_BUDGET if "llvmpipe" in str(adapter.info.get("device", "")) else UNLIMITED)
 
 
 def gpu() -> Gpu:

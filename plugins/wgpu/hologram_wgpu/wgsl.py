@@ -37,7 +37,7 @@ from .wgsl_math import math_call
 
 __all__ = ["StageShader", "ShaderSet", "generate", "layout", "SUM_GROUPS", "ERR_OOB_GLOBAL",
            "ERR_OOB_SHARED", "ERR_CLASS", "ERR_OOB_POOL",
-           "ERR_POOL_FULL", "ERR_POOL_FREE", "ERR_POOL_DEPTH", "NOTHING_ALLOCATED", "MAX_LIVE_ALLOCATIONS", "ERR_WORDS"]
+           "ERR_POOL_FULL", "ERR_POOL_FREE", "ERR_POOL_DEPTH", "ERR_LOOP_BUDGET", "NOTHING_ALLOCATED", "MAX_LIVE_ALLOCATIONS", "ERR_WORDS"]
 
 
 ERR_OOB_GLOBAL = 1
@@ -48,6 +48,7 @@ ERR_OOB_POOL = 4  # aux: the pool's top
 ERR_POOL_FULL = 5  # index: the pool's top
 ERR_POOL_FREE = 6  # index: the handle; aux: the most recent allocation's base, or NOTHING_ALLOCATED
 ERR_POOL_DEPTH = 7  # more live allocations than the allocation stack holds
+ERR_LOOP_BUDGET = 8  # index: the invocation's loop iterations (the adapter's budget: ShaderSet.budget_word)
 NOTHING_ALLOCATED = 0xFFFFFFFF
 MAX_LIVE_ALLOCATIONS = 64
 ERR_WORDS = 10  # [failures, code, stage, instruction, index lo, index hi, gid x, gid y, gid z, aux]
@@ -78,7 +79,8 @@ class StageShader:
 class ShaderSet:
     """A program's shaders and the layout of the launch-info words they read: per stage
     6 words (domain extents, blocks per axis), then each global buffer's size, then each
-    symbol and scalar as two words (low, high)."""
+    symbol and scalar as two words (low, high), then the loop budget: the loop iterations
+    one invocation may run (docs/gpu.md, "Traps": llvmpipe's limit)."""
 
     stage_count: int
     buffer_names: tuple[str, ...]
@@ -93,6 +95,10 @@ class ShaderSet:
     @property
     def value_base(self) -> int:
         return self.size_base + len(self.buffer_names)
+
+    @property
+    def budget_word(self) -> int:
+        return self.value_base + 2 * (len(self.symbol_names) + len(self.scalar_names))
 
 
 def generate(program: Program) -> ShaderSet:
@@ -433,7 +439,10 @@ class _StageWriter:
                     lines += ["alive = false; return;"] if item.op == "EXIT" else self.instr(item, k)
             return lines
         blocks, labels = self.blocks()
-        lines = ["loop {", "  switch pc {"]
+        budget = f"info[{self.layout.budget_word}u]"
+        lines = ["loop {", "  iterations += 1u;",
+                 f"  if (iterations >= {budget}) {{ fail({ERR_LOOP_BUDGET}u, 0u, vec2<u32>(iterations, 0u), 0u); "
+                 "return; }", "  switch pc {"]
         for here, block in enumerate(blocks):
             lines.append(f"    case {here}u: {{")
             for k, ins in block:
@@ -456,6 +465,7 @@ class _StageWriter:
         lines.append("  workgroupBarrier();")
         if lanes > 1:
             lines += [f"  for (var half = {1 << (lanes - 1).bit_length() - 1}u; half > 0u; half >>= 1u) {{",
+                      "    iterations += 1u;",
                       f"    if (lix < half && lix + half < {lanes}u) {{",
                       *(f"      gt{j}[lix] = {binary('ADD', f32, f'gt{j}[lix]', f'gt{j}[lix + half]')};"
                         for j in self.sums.values()),
@@ -503,7 +513,8 @@ class _StageWriter:
                   "var<private> sp_gid: vec3<u32>;", "var<private> sp_ntid: vec3<u32>;",
                   "var<private> sp_nctaid: vec3<u32>;", "var<private> sp_gdim: vec3<u32>;",
                   "var<private> alive: bool;", "var<private> pc: u32;", "var<private> rsp: u32;",
-                  "var<private> phase: u32;", "var<private> opaque_zero: vec2<u32>;"]
+                  "var<private> phase: u32;", "var<private> opaque_zero: vec2<u32>;",
+                  "var<private> iterations: u32;"]
         if any(isinstance(i, Instr) and i.op in ("CALL", "RET") for i in stage.body):
             decls.append(f"var<private> rstack: array<u32, {MAX_CALL_DEPTH}>;")
         fail = ["fn fail(code: u32, instruction: u32, index: vec2<u32>, aux: u32) {",
@@ -529,7 +540,7 @@ class _StageWriter:
                 "    if (alive) { wg_more[round % 3u] = 1u; }",
                 "    storageBarrier();",
                 "    if (workgroupUniformLoad(&wg_more[round % 3u]) == 0u) { break; }",
-                "    round += 1u;", "  }"] if has_barrier else ["  if (alive) { run_lane(); }"])
+                "    round += 1u; iterations += 1u;", "  }"] if has_barrier else ["  if (alive) { run_lane(); }"])
         block_fn = ["fn run_block(cta: vec3<u32>, lid: vec3<u32>, lix: u32) {",
                     "  sp_tid = lid; sp_ctaid = cta; sp_gid = cta * sp_ntid + lid;",
                     "  alive = all(sp_gid < sp_gdim) && atomicLoad(&err[0]) == 0u;",
@@ -543,6 +554,7 @@ class _StageWriter:
                 # zero (the backend launches extents below 2**31), which no compiler can know:
                 # what f32_unfolded hides values from the float folding behind (wgsl_math)
                 "  opaque_zero = sp_gdim.xy >> vec2<u32>(31u);",
+                "  iterations = 0u;",
                 f"  let nct = vec3<u32>(info[{s + 3}u], info[{s + 4}u], info[{s + 5}u]);",
                 "  sp_nctaid = nct;",
                 f"  sp_ntid = vec3<u32>({block[0]}u, {block[1]}u, {block[2]}u);",
@@ -550,8 +562,12 @@ class _StageWriter:
                 "  for (var cz = wid.z; cz < nct.z; cz += nwg.z) {",
                 "    for (var cy = wid.y; cy < nct.y; cy += nwg.y) {",
                 "      for (var cx = wid.x; cx < nct.x; cx += nwg.x) {",
+                "        iterations += 1u;",
                 "        run_block(vec3<u32>(cx, cy, cz), lid, lix);",
-                "      }", "    }", "  }", *self.workgroup_partials(lanes), "}"]
+                "      }", "    }", "  }", *self.workgroup_partials(lanes),
+                # a loop the driver cut short leaves the count at its budget or more: said, never silent
+                f"  if (iterations >= info[{self.layout.budget_word}u]) {{ "
+                f"fail({ERR_LOOP_BUDGET}u, 0u, vec2<u32>(iterations, 0u), 0u); }}", "}"]
         body = "\n".join([*fail, *lane_fn, *block_fn, *main])
         bound = tuple(self.used_buffers)
         if "atlas_tables[" in body:

@@ -234,6 +234,32 @@ def test_an_init_of_a_byte_buffer_is_refused_in_prepare(wgpu_backend):
         wgpu_backend.prepare(parse_program(INIT_BYTES))
 
 
+LONG_MIN = """
+[kernel]
+name = "long_min"
+version = "1.0.0"
+inputs = { x = "f32[m, n]" }
+outputs = { y = "f32[m]" }
+body = "y[i] = min(x[i, j], j)"
+"""
+
+
+def test_a_lane_past_llvmpipes_loop_limit_is_refused_not_wrong(wgpu_backend):
+    """llvmpipe ends an invocation's loops after 65535 iterations in all, silently: a
+    row minimum over 65533 ones came back 0 (found by diff-test once cases could be
+    large). The shaders count their iterations against the adapter's budget."""
+    from hologram_wgpu.device import LLVMPIPE_BUDGET, gpu
+
+    kernel = hologram.compile(LONG_MIN).on("wgpu")
+    x = np.ones((2, 60_000), np.float32)
+    x[1, 59_999] = -2.0
+    assert np.array_equal(kernel(x), [1.0, -2.0])
+    if gpu().loop_budget != LLVMPIPE_BUDGET:
+        pytest.skip(f"not llvmpipe: {gpu().adapter_name}")
+    with pytest.raises(UnsupportedProgram, match=r"more than 65,000 loop iterations in one invocation"):
+        kernel(np.ones((1, 65_533), np.float32))
+
+
 def test_only_checked_accesses_are_checked_and_read_buffers_are_bound_read_only(wgpu_backend):
     """What keeps a streaming kernel vectorizable on lavapipe (docs/gpu.md, "Benchmarks"):
     axpy's accesses, which the verifier proved in bounds, carry no branch to `fail`, and
