@@ -107,3 +107,34 @@ def test_a_stage_that_fails_merges_nothing_and_raises_the_interpreters_error(wgp
                                         {}, {"n": 100})
         outs[backend] = str(caught.value)
     assert outs["wgpu"] == outs["interp"]
+
+
+BARRIER_SUM = """
+.program bar_sum
+.symbols n
+.param in x: f32[n]
+.param out s: f32[1]
+.stage add domain [n] block [64]
+    .shared sh: f32[64]
+    .reg %i, %t: i64
+    .reg %v, %w: f32
+    MOV.i64 %i, %gid.x
+    MOV.i64 %t, %tid.x
+    LDG.f32 %v, [x + %i]
+    STS.f32 [sh + %t], %v
+    BarSync
+    LDS.f32 %w, [sh + %t]
+    ReduceAdd.f32 [s], %w
+    EXIT
+"""
+
+
+def test_a_full_sum_after_a_barrier_is_the_interpreters(wgpu_backend):
+    """A stage with BarSync runs its lanes in rounds; the sum's tree comes after them all."""
+    program = parse_program(BARRIER_SUM)
+    x = np.arange(1000, dtype=np.float32)
+    got = {}
+    for backend in ("interp", "wgpu"):
+        got[backend] = np.zeros(1, np.float32)
+        get_backend(backend).launch(program, {"x": x, "s": got[backend]}, {}, {"n": 1000})
+    assert got["wgpu"] == got["interp"] == np.float32(499500)
