@@ -17,7 +17,7 @@ from hologram.backend import (FORK_GUARD, OPCODES, Backend, Capabilities, DType,
 from hologram.errors import ArgumentError, CompileError, HologramError, PluginError, UnsupportedProgram
 
 from . import native
-from .abi import KernelEntry, lists_kernels_of
+from .abi import KernelEntry, lists_kernels_of, tree_sums
 from .arguments import ArgumentLayout
 from .targets import DTYPES, TARGETS, check_target
 
@@ -50,6 +50,9 @@ class Executable:
     kernels: tuple[KernelEntry, ...]  # in launch order: a stage's init kernel, the stage's, its sums kernel
     ptx: Mapping[str, str]
     cubins: Mapping[str, bytes]
+    # each stage's number of full float sums (abi.tree_sums), found once, not per launch
+    sums: tuple[int, ...] = attrs.field(init=False, default=attrs.Factory(
+        lambda self: tuple(len(tree_sums(self.program, stage)) for stage in self.program.stages), takes_self=True))
 
 
 def refusal(program: Program) -> str | None:

@@ -41,7 +41,7 @@ import numpy as np
 from hologram.backend import AXES, Program, domain_extents, error_record
 from hologram.errors import ArgumentError, ExecutionError
 
-from .abi import PARTIAL_BYTES, tree_sums
+from .abi import PARTIAL_BYTES
 from .arrays import CudaArray
 from .driver import DriverError, call
 
@@ -173,7 +173,7 @@ def upload(exe: Any, bound: Any, stream: Any, driver: Any) -> OnDevice:
                        domain_extents(program.stages[kernel.stage_index], bound.symbols), kernel.block)
                   for kernel in exe.kernels)
     blocks = {k.stage_index: int(np.prod(g)) for k, g in zip(exe.kernels, grids) if k.kind == "stage"}
-    scratch = max((blocks[k.stage_index] * len(tree_sums(program, program.stages[k.stage_index])) * PARTIAL_BYTES
+    scratch = max((blocks[k.stage_index] * exe.sums[k.stage_index] * PARTIAL_BYTES
                    for k in exe.kernels if k.kind == "sums"), default=0)
     arrays = bound.arrays
     for slot, array in zip(exe.binding.buffers, arrays):

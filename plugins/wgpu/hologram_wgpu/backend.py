@@ -58,6 +58,9 @@ class Prepared:
     shaders: ShaderSet
     pipelines: tuple[Any, ...]
     written: frozenset[str]
+    # each stage's full f32 sums (docs/gpu.md, "Full float sums"), found once, not per launch
+    sums: tuple[tuple[tuple[str, int, DType], ...], ...] = attrs.field(init=False, default=attrs.Factory(
+        lambda self: tuple(gathered_sums(self.program, stage) for stage in self.program.stages), takes_self=True))
 
 
 class WgpuBackend(Backend):
@@ -212,8 +215,7 @@ class _Launch:
         device, prepared = self.gpu.device, self.prepared
         shaders = prepared.shaders
         used = {name for s in shaders.stages for name in s.buffers} - {ATLAS_BINDING, PARTIALS_BINDING}
-        used |= {name for stage in prepared.program.stages  # the full sums' elements, merged after a stage
-                 for name, _, _ in gathered_sums(prepared.program, stage)}
+        used |= {name for sums in prepared.sums for name, _, _ in sums}  # merged into after their stage
         inits = {i.buffer for st in prepared.program.stages for i in st.inits}
         buffers = self.device_buffers(used | (inits & set(self.arrays)))
         buffers[ATLAS_BINDING] = self.gpu.atlas_tables
@@ -228,7 +230,7 @@ class _Launch:
                     self.write_init(stage, init, buffers[init.buffer])
                 block = tuple(stage.block) + (1,) * (3 - len(stage.block))
                 ext3 = tuple(self.extents[k]) + (1,) * (3 - len(self.extents[k]))
-                gathered = gathered_sums(prepared.program, stage)
+                gathered = prepared.sums[k]
                 groups = [min(-(-e // b), self.gpu.max_groups) for e, b in zip(ext3, block)]
                 if 0 in groups:
                     continue
