@@ -263,6 +263,9 @@ class _ProgGen:
         self.scalar = ScalarParam("s", d(st.sampled_from([self.t, I64]))) if d(st.booleans()) else None
         self.hist = not self.t.is_bool and d(st.booleans())
         self.reduce = d(st.sampled_from([None] + list(REDUCE_IDENTITY))) if not self.t.is_bool else None
+        # each lane contributes once or twice: a backend that keeps a lane's share in
+        # registers (the GPU backends' full sums) must add both
+        self.contributions = d(st.integers(1, 2)) if self.reduce else 0
         self.pool: tuple[str, int] | None = None
         self.shape = (Affine.of("n"), Affine.of("m")) if self.two_d else (Affine.of("n"),)
 
@@ -327,7 +330,8 @@ class _ProgGen:
         g.emit(Instr("STG", self.t, srcs=(g.value(self.t),), addr=Addr(out_buf, idx)))
         inits = ()
         if self.reduce and no == n_stages - 1:
-            g.emit(Instr(self.reduce, self.t, srcs=(g.value(self.t),), addr=Addr("r")))
+            for _ in range(self.contributions):
+                g.emit(Instr(self.reduce, self.t, srcs=(g.value(self.t),), addr=Addr("r")))
             inits = (Init("r", 0, _typed(REDUCE_IDENTITY[self.reduce](self.t), self.t)),)
         g.emit(Instr("EXIT"))
         for sub in sub_bodies:
