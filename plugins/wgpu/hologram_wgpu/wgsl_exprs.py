@@ -65,7 +65,10 @@ def wrap(expr: str, dtype: DType) -> str:
     base, bits = NARROW[dtype]
     if base is DType.U32:
         return f"(({expr}) & 0x{(1 << bits) - 1:x}u)"
-    return f"((({expr}) << {32 - bits}u) >> {32 - bits}u)"
+    # sign-extended by a mask, not by `<< 16 >> 16`: WGSL refuses a constant shift that
+    # overflows (naga: "<< operation overflowed"), which an Atlas op on immediates made
+    sign = 1 << (bits - 1)
+    return f"(((({expr}) & 0x{(1 << bits) - 1:x}i) ^ 0x{sign:x}i) - 0x{sign:x}i)"
 
 
 def convert(expr: str, frm: DType, to: DType) -> str:

@@ -11,6 +11,7 @@ import pytest
 import hologram
 from hologram.errors import ExecutionError, UnsupportedProgram
 from hologram.isa.asm import parse_program
+from hologram.registry.lookups import get_backend
 from hologram.testing.conformance import run_conformance
 
 from isa_helpers import OOB
@@ -232,6 +233,35 @@ def test_an_init_of_a_byte_buffer_is_refused_in_prepare(wgpu_backend):
     the same way every time, rather than writing its neighbours."""
     with pytest.raises(UnsupportedProgram, match=r"stage 'main': \.init of 'y', a buffer of elements smaller than"):
         wgpu_backend.prepare(parse_program(INIT_BYTES))
+
+
+CONSTANT_I16 = """
+.program constant_i16
+.symbols n
+.param in x: i16[n]
+.param out y: i16[n]
+.stage s domain [n] block [64]
+    .reg %i: i64
+    .reg %a, %b: i16
+    MOV.i64 %i, %gid.x
+    BoundMap.i16 %a, 0, 32767, 0
+    LDG.i16 %b, [x + %i]
+    ADD.i16 %b, %b, %a
+    STG.i16 [y + %i], %b
+    EXIT
+"""
+
+
+def test_an_i16_op_on_immediates_wraps_without_a_constant_overflow(wgpu_backend):
+    """An Atlas op on immediates is a constant WGSL expression; wrapping its i16 result
+    by `<< 16 >> 16` overflowed there, which naga refuses (diff-test found it)."""
+    program = parse_program(CONSTANT_I16)
+    x = np.arange(-50, 50, dtype=np.int16)
+    got = {}
+    for backend in ("interp", "wgpu"):
+        got[backend] = np.zeros_like(x)
+        get_backend(backend).launch(program, {"x": x, "y": got[backend]}, {}, {"n": x.size})
+    assert np.array_equal(got["wgpu"], got["interp"])
 
 
 LONG_MIN = """
