@@ -35,7 +35,7 @@ from hologram.core.lru import LRUCache
 from hologram.core.types import Affine
 from hologram.isa.encoding import decode, encode
 from hologram.isa.program import BufferParam, Program
-from hologram.registry.lookups import get_backend
+from hologram.registry.lookups import collection_adapter, get_backend
 
 if TYPE_CHECKING:  # the compiler's values: a kernel from a bundle runs without them
     from hologram.dsl.document import KernelDef
@@ -211,6 +211,9 @@ class Kernel:
         c.program  # noqa: B018
         sig, name = c.signature, c.signature.name
         values = bind_arguments(sig, args, kwargs)
+        adapter = collection_adapter([*values.values(), *_given(out)])
+        if adapter is not None:  # lazy arrays of another library (Dask): its adapter builds the call
+            return adapter.call(self, values, out, cast, False)
         arrays: dict[str, np.ndarray] = {}
         scalars: dict[str, np.generic] = {}
         for p in sig.inputs:
@@ -245,6 +248,9 @@ class Kernel:
         c.program  # noqa: B018 - a bundle's program is verified before its signature is trusted
         sig = c.signature
         values = bind_arguments(sig, args, kwargs)
+        adapter = collection_adapter([*values.values(), *_given(out)])
+        if adapter is not None:
+            return adapter.call(self, values, out, cast, True)
         for p in sig.inputs:  # another library's device arrays first, as `_call` takes them (their loop ranks)
             v = values[p.name]
             if p.kind != "scalar" and type(v) is not np.ndarray:
@@ -336,6 +342,11 @@ class Kernel:
         where = self._backend_name or "default backend"
         return f"<Kernel {self.signature} on {where}>"
 
+    def __dask_tokenize__(self) -> tuple:
+        """Dask's token: what the kernel computes and where it runs, so two graphs calling
+        equal kernels share their tasks (hologram.dask)."""
+        return ("hologram.Kernel", self._c.digest, str(self._c.signature), self._backend_name)
+
     # -- pickling -------------------------------------------------------------------
     def __reduce__(self) -> tuple:
         """A kernel travels as its program's encoding and its interface: nothing that
@@ -348,6 +359,10 @@ class Kernel:
         return (_unpickle, (data, hashlib.sha256(data).hexdigest(), c.signature, c.version, c.summary,
                             c.pipeline_name, c.reductions, c.ir_form(), c.kdef, self._backend_name,
                             c.encoded_source_ir()))
+
+
+def _given(out: Any) -> tuple:
+    return out if isinstance(out, (tuple, list)) else (out,)
 
 
 def _outputs(name: str, sig: Signature, backend: Backend, arrays: dict[str, Any], out: Any,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import hashlib
 import keyword
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
@@ -64,6 +65,7 @@ class Compiled:
     native: Mapping[str, tuple[Mapping[str, Any], ...]] = attrs.field(factory=dict)
     result: type | None = attrs.field()
     binding: tuple | None = attrs.field()  # a direct shape-binding plan, or None
+    _digest: str | None = attrs.field(default=None, init=False, repr=False)  # `digest`, once computed
 
     @staticmethod
     def of(source_ir: KernelIR, kir: KernelIR, program: Program, pipeline: Pipeline,
@@ -94,6 +96,18 @@ class Compiled:
             p = p()
             object.__setattr__(self, "_program", p)  # two threads may both decode: the same value
         return p
+
+    @property
+    def digest(self) -> str:
+        """The sha256 of the program's encoding (hex): what the kernel computes, whatever its
+        origin (Dask's token of a kernel, hologram.dask)."""
+        d = self._digest
+        if d is None:
+            from hologram.isa.encoding import encode
+
+            d = hashlib.sha256(encode(self.program)).hexdigest()
+            object.__setattr__(self, "_digest", d)
+        return d
 
     @property
     def source_ir(self) -> KernelIR | None:

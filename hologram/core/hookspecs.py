@@ -135,6 +135,24 @@ def hologram_register_bundles(register: Callable[[BundleRef], None]) -> None:
     """Register precompiled bundles shipped by the plugin."""
 
 
+@attrs.frozen
+class CollectionAdapter:
+    """Kernels called with another library's lazy collections (docs/plugins.md,
+    "Collections"): `claims(value)` says whether an argument is one of them (cheaply, without
+    importing that library); `call(kernel, values, out, cast, mapped)` then takes the whole
+    call, its arguments bound to the kernel's inputs by name (`mapped`: it came through
+    `kernel.map`), and returns what the call returns, e.g. lazy arrays (hologram.dask)."""
+
+    name: str
+    claims: Callable[[object], bool]
+    call: Callable[..., object]
+
+
+@hookspec
+def hologram_register_collections(register: Callable[[CollectionAdapter], None]) -> None:
+    """Register adapters for lazy collections a kernel may be called with (Dask arrays)."""
+
+
 @hookspec
 def hologram_register_commands(cli: object) -> None:
     """Add subcommands to the `hologram` CLI. `cli` is the argparse subparsers object:

@@ -7,9 +7,11 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Iterable, Mapping
 
+import numpy as np
+
 from hologram.backend.base import Backend
 from hologram.core.errors import PluginError, did_you_mean
-from hologram.core.hookspecs import BodyKey, BundleRef, Translator
+from hologram.core.hookspecs import BodyKey, BundleRef, CollectionAdapter, Translator
 from hologram.registry.plugins import normalize_extension, registry
 
 if TYPE_CHECKING:
@@ -38,6 +40,27 @@ def passes() -> tuple[Pass, ...]:
 
 def bundles() -> Mapping[str, BundleRef]:
     return registry(("bundle",)).bundles
+
+
+def collections() -> Mapping[str, CollectionAdapter]:
+    return registry(("collection",)).collections
+
+
+# Arguments no adapter is asked about: what a kernel call converts itself.
+_PLAIN = (np.ndarray, np.generic, int, float, complex, str, bytes, type(None))
+
+
+def collection_adapter(values: Iterable[object]) -> CollectionAdapter | None:
+    """The adapter claiming one of `values` (a Dask array: hologram.dask), or None when
+    every value is one the call takes itself. Plain values (arrays, numbers) never reach
+    the registry, so an ordinary call pays one isinstance per argument."""
+    odd = [v for v in values if not isinstance(v, _PLAIN)]
+    if not odd:
+        return None
+    for adapter in collections().values():
+        if any(adapter.claims(v) for v in odd):
+            return adapter
+    return None
 
 
 # ------------------------------------------------------------------------- look-ups

@@ -9,8 +9,8 @@ whose hook raises is reported (a `PluginWarning`, and a row with its error in
 `HOLOGRAM_PLUGINS` restricts which entry points load, as a comma-separated list:
 
     unset or empty        every installed plugin
-    interp,my_translator  only these (plus `builtin_translators`, `builtin_passes` and
-                          `builtin_bundles`, always)
+    interp,my_translator  only these (plus `builtin_translators`, `builtin_passes`,
+                          `builtin_bundles` and `builtin_dask`, always)
     -cpu_llvm             everything except these
     interp,-builtin_translators
                           exclusions win; naming `-builtin_translators` is the only
@@ -39,7 +39,7 @@ from hologram.backend import API_VERSION, Backend, Capabilities
 from hologram.core import distribution, forks, hookspecs
 from hologram.core.distribution import EntryPoint
 from hologram.core.errors import PluginError, did_you_mean
-from hologram.core.hookspecs import TRANSLATOR_APIS, BodyKey, BundleRef, Translator
+from hologram.core.hookspecs import TRANSLATOR_APIS, BodyKey, BundleRef, CollectionAdapter, Translator
 
 if TYPE_CHECKING:
     from hologram.passes.api import Pass
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 GROUP = "hologram"
 ENV = "HOLOGRAM_PLUGINS"
 BUILTIN = "builtin_translators"
-BUILTINS = frozenset({BUILTIN, "builtin_passes", "builtin_bundles"})  # loaded even when HOLOGRAM_PLUGINS lists others
+BUILTINS = frozenset({BUILTIN, "builtin_passes", "builtin_bundles", "builtin_dask"})  # loaded even when HOLOGRAM_PLUGINS lists others
 
 
 class PluginWarning(UserWarning):
@@ -91,6 +91,7 @@ class Registry:
     backends: Mapping[str, Backend]
     passes: tuple[Pass, ...]  # in registration order
     bundles: Mapping[str, BundleRef]
+    collections: Mapping[str, CollectionAdapter]  # lazy collections a kernel may be called with
     report: tuple[PluginInfo, ...]
 
 
@@ -165,6 +166,15 @@ def _check_bundle(obj: Any) -> BundleRef:
     return obj
 
 
+def _check_collection(obj: Any) -> CollectionAdapter:
+    if not isinstance(obj, CollectionAdapter):
+        raise PluginError(f"registered {type(obj).__name__} as a collection adapter; expected "
+                          "hologram.core.hookspecs.CollectionAdapter")
+    if not callable(obj.claims) or not callable(obj.call):
+        raise PluginError(f"collection adapter {obj.name!r} needs callables claims and call")
+    return obj
+
+
 def _check_pass(obj: Any) -> Pass:
     from hologram.passes.api import LEVELS, Pass  # the optimizer's API: imported when passes register
 
@@ -198,6 +208,8 @@ KINDS: tuple[_Kind, ...] = (
     _Kind("hologram_register_backends", "backend", _check_backend, lambda b: b.name, lambda b: f"backend {b.name}"),
     _Kind("hologram_register_passes", "pass", _check_pass, lambda p: p.name, _describe_pass),
     _Kind("hologram_register_bundles", "bundle", _check_bundle, lambda b: b.name, lambda b: f"bundle {b.name}"),
+    _Kind("hologram_register_collections", "collection", _check_collection, lambda c: c.name,
+          lambda c: f"collections {c.name}"),
 )
 KIND = {k.noun: k for k in KINDS}
 NOUNS = frozenset(KIND)
@@ -376,6 +388,7 @@ class HologramPluginManager(pluggy.PluginManager):
             backends=table("backend"),
             passes=tuple(obj for _, obj in accepted["pass"]),
             bundles=table("bundle"),
+            collections=table("collection"),
             report=tuple(rows) + tuple(self._failures),
         )
 

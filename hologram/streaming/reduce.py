@@ -58,6 +58,22 @@ class Reducer(ABC):
     def merge(self, partials: list[np.ndarray], first_row: int) -> None:
         """Combine the state with one more chunk's partials (in chunk order)."""
 
+    def absorb(self, later: "Reducer") -> None:
+        """Combine the state with `later`'s, the state of the chunks after this one's (a
+        tree of merges, hologram.dask: in chunk order, so the result is a function of the
+        chunks alone). A side that saw no chunk is nothing to add."""
+        if not later.seen:
+            return
+        if not self.seen:
+            self.state, self.seen = later.state, True
+            return
+        with np.errstate(all="ignore"):
+            self.join(later.state)
+
+    def join(self, later: list[np.ndarray]) -> None:
+        """`absorb` of two seen states: for most kinds, a state is a chunk's partials."""
+        self.merge(later, 0)
+
     def finalize(self) -> dict[str, np.ndarray]:
         """The reduction's value (and its companion's, for the online pair), as the
         target's dtype; the identity when no chunk came (sum and prod only: the others
@@ -92,6 +108,14 @@ class Sum(Reducer):
             self.state = list(_neumaier(s, c, partials[0]))
         else:
             self.state = [s + partials[0].astype(s.dtype), c]
+
+    def join(self, later: list[np.ndarray]) -> None:
+        s, c = self.state
+        if self.red.dtype.is_float:
+            s, c = _neumaier(s, c, later[0])
+            self.state = [s, c + later[1]]
+        else:
+            self.state = [s + later[0], c]
 
     def result(self) -> dict[str, np.ndarray]:
         s, c = self.state
@@ -138,8 +162,12 @@ class Online(Reducer):
         return [m, s.astype(np.float64), np.zeros(s.shape, np.float64)]
 
     def merge(self, partials: list[np.ndarray], first_row: int) -> None:
-        big, total, comp = self.state
         m, s = partials
+        self.join([m, s.astype(np.float64), np.zeros(s.shape, np.float64)])
+
+    def join(self, later: list[np.ndarray]) -> None:
+        big, total, comp = self.state
+        m, s, c = later
         top = np.maximum(big, m)
         wide = top.astype(np.float64)
         finite = wide > -np.inf
@@ -149,8 +177,8 @@ class Online(Reducer):
             return np.where((own == -np.inf) & finite, 0.0, x * np.exp(own - wide))
 
         total, comp = rescaled(total, big), rescaled(comp, big)
-        total, comp = _neumaier(total, comp, rescaled(s.astype(np.float64), m))
-        self.state = [top, total, comp]
+        total, comp = _neumaier(total, comp, rescaled(s, m))
+        self.state = [top, total, comp + rescaled(c, m)]
 
     def result(self) -> dict[str, np.ndarray]:
         big, total, comp = self.state

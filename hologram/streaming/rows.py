@@ -32,18 +32,25 @@ _PLANS: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 def plan_of(kernel: Kernel, symbol: str) -> tuple[Any, tuple[Kernel, ...]]:
     """The plan for streaming `kernel` along `symbol` and a Kernel per step (cached per
     compiled kernel; a step that is the kernel itself is the kernel)."""
-    from hologram.streaming.kernels import plan
-
-    c = kernel._c
-    cache = _PLANS.setdefault(c, {})
+    cache = _PLANS.setdefault(kernel._c, {})
     key = (symbol, kernel._backend_name)
     found = cache.get(key)
     if found is None:
-        p = plan(source_ir(kernel), symbol)
-        pipeline = _pipeline(c)
-        kernels = tuple(kernel if p.direct else _compile_step(s.kir, pipeline, kernel._backend_name) for s in p.steps)
-        found = cache[key] = (p, kernels)
+        found = cache[key] = plan_kernels(kernel, source_ir(kernel), symbol)
     return found
+
+
+def plan_kernels(kernel: Kernel, kir: Any, symbol: str) -> tuple[Any, tuple[Kernel, ...]]:
+    """The plan for streaming `kir` (the kernel's IR, or that IR rewritten to compute the
+    same: hologram.dask reorders its dimensions) along `symbol`, and its steps compiled
+    as the kernel is, for its backend (uncached; a direct step of `kir` unchanged from
+    the kernel's own IR is the kernel)."""
+    from hologram.streaming.kernels import plan
+
+    p = plan(kir, symbol)
+    pipeline = _pipeline(kernel._c)
+    own = p.direct and kir is kernel._c.source_ir
+    return p, tuple(kernel if own else _compile_step(s.kir, pipeline, kernel._backend_name) for s in p.steps)
 
 
 def source_ir(kernel: Kernel):

@@ -97,6 +97,7 @@ class KernelCase:
     mapped     the kernel is called with `.map` (loop dimensions, hologram.testing.view_cases)
     format     the translator `source` is written for: "toml", or "python" (hologram.testing.python_cases)
     stream     run through `hologram.stream` as this `StreamSpec` says (hologram.testing.stream_cases)
+    dask       called with Dask arrays as this `DaskSpec` says (hologram.testing.dask_cases)
     """
 
     source: str
@@ -107,6 +108,7 @@ class KernelCase:
     mapped: bool = False  # called as `kernel.map(...)`: the inputs have loop dimensions
     format: str = "toml"
     stream: Any = None  # a hologram.testing.stream_cases.StreamSpec: run through hologram.stream
+    dask: Any = None  # a hologram.testing.dask_cases.DaskSpec: called with Dask arrays
 
     @property
     def args(self) -> dict[str, Any]:
@@ -118,6 +120,7 @@ class KernelCase:
                         f"{np.array2string(np.asarray(v), separator=', ', max_line_width=100, floatmode='unique')}"
                         for k, v in self.inputs)
         how = "" if self.stream is None else f"--- streamed: {self.stream} ---\n"
+        how += "" if self.dask is None else f"--- called with Dask arrays: {self.dask} ---\n"
         return f"--- kernel ---\n{self.source}{how}--- inputs ---\n{ins}"
 
     def replay(self, engine: Engine) -> dict[str, np.ndarray]:

@@ -184,6 +184,8 @@ def _write_kernel(case: KernelCase, backend: str, opt: str, message: str, out_di
     if case.stream is not None:  # pool_bytes, must (bit 0) and shifted_out (bit 1), then the chunk sizes
         flags = int(case.stream.must) | int(case.stream.shifted_out) << 1
         arrays["meta/stream"] = np.array([case.stream.pool_bytes, flags, *case.stream.cuts], np.int64)
+    if case.dask is not None:
+        arrays["meta/dask"] = np.array(case.dask.to_json())
     arrays["meta/backend"] = np.array(backend)
     arrays["meta/opt"] = np.array(opt)
     path = stem + (".py" if case.format == "python" else ".toml")
@@ -252,8 +254,13 @@ def _kernel_from_files(path: str) -> KernelCase:
 
         pool, flags, *cuts = (int(v) for v in data["meta/stream"])
         stream = StreamSpec(pool, tuple(cuts), bool(flags & 1), bool(flags & 2))
+    spec = None
+    if "meta/dask" in data:
+        from hologram.testing.dask_cases import DaskSpec
+
+        spec = DaskSpec.from_json(str(data["meta/dask"]))
     return KernelCase(source, inputs, expected, error, mapped=bool(data.get("meta/mapped", False)),
-                      format="python" if path.endswith(".py") else "toml", stream=stream)
+                      format="python" if path.endswith(".py") else "toml", stream=stream, dask=spec)
 
 
 def _program_from_files(path: str) -> ProgramCase:

@@ -59,15 +59,21 @@ def run_kernel_text(text: str, inputs: Mapping[str, Any] | Sequence[Any], backen
 
 def run_case(case: KernelCase, backend: str | None = "interp", opt: str | None = None,
              passes: Sequence[str] | None = None) -> dict[str, np.ndarray]:
-    """The case's outputs on `backend`: called (or mapped), or streamed when the case says."""
-    if case.stream is None:
+    """The case's outputs on `backend`: called (or mapped), or streamed, or called with
+    Dask arrays, as the case says."""
+    if case.stream is None and case.dask is None:
         return run_kernel_text(case.source, case.args, backend, format=case.format, opt=opt, passes=passes,
                                mapped=case.mapped)
     import hologram
-    from hologram.testing.stream_cases import run_streamed
 
     kernel = hologram.compile(case.source, format=case.format, opt=opt, passes=passes)
     kernel = kernel.on(backend) if backend is not None else kernel
+    if case.dask is not None:
+        from hologram.testing.dask_cases import run_chunked
+
+        return run_chunked(kernel, case.args, case.dask)
+    from hologram.testing.stream_cases import run_streamed
+
     return run_streamed(kernel, case.args, case.stream, [np.shape(val.v) for _, val in case.expected])
 
 

@@ -234,7 +234,7 @@ def test_selection_parsing():
     assert Selection.parse(None) == Selection(None, frozenset())
     assert Selection.parse(" ") == Selection(None, frozenset())
     s = Selection.parse("interp, mine")
-    assert s.include == {"interp", "mine", "builtin_translators", "builtin_passes", "builtin_bundles"}
+    assert s.include == {"interp", "mine", "builtin_translators", "builtin_passes", "builtin_bundles", "builtin_dask"}
     assert s.allows("builtin_translators") and s.allows("mine") and not s.allows("cpu_llvm")
     s = Selection.parse("-cpu_llvm")
     assert s.allows("interp") and not s.allows("cpu_llvm") and s.allows("builtin_translators")
@@ -262,7 +262,7 @@ def test_manager_is_cached_per_hologram_plugins_value(monkeypatch):
     monkeypatch.setenv("HOLOGRAM_PLUGINS", "interp")
     restricted = plugins.plugin_manager()
     assert restricted is not first and restricted.selection.include == {"interp", "builtin_translators", "builtin_passes",
-                                                                 "builtin_bundles"}
+                                                                 "builtin_bundles", "builtin_dask"}
     monkeypatch.delenv("HOLOGRAM_PLUGINS")
     assert plugins.plugin_manager() is first
     plugins.reset()

@@ -1,0 +1,268 @@
+"""A kernel called with Dask arrays: the arguments checked as a numpy call checks them,
+the split chosen, the graph built (hologram.dask.graph), lazy Dask arrays returned.
+
+How each shape symbol split into chunks is handled (docs/dask.md):
+
+- blockwise in the kernel (hologram.dask.blocks): kept as chunked, block by block;
+- else, one of them (the one with the most chunks) as `hologram.stream` splits a kernel:
+  passes over its chunks, reductions across them as a tree (hologram.streaming.plan);
+- else the axis is joined into one chunk, with a `PerformanceWarning` naming the
+  statement that needs it whole.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+import weakref
+from typing import Any, Mapping
+
+import attrs
+import numpy as np
+
+from hologram.call.args import (bind_symbols, check_array, check_reductions, complete_symbols, concrete_shape,
+                                convert_scalar)
+from hologram.call.loops import Core
+from hologram.core.errors import ArgumentError, Site, StreamError
+from hologram.dask.blocks import blockwise_symbols, why_not_blockwise
+from hologram.dask.graph import Builder, Grid, Stage, plain_symbol
+from hologram.dask.protocol import is_dask_collection
+from hologram.dask.transpose import inverse, lead_with
+from hologram.ir import KernelIR, format_statement
+
+
+def call(kernel: Any, values: Mapping[str, Any], out: Any, cast: bool, mapped: bool) -> Any:
+    """`kernel(**values)` over Dask arrays: lazy Dask arrays (a namedtuple of them for
+    several outputs), nothing computed."""
+    import dask.array as da
+
+    sig = kernel.signature
+    name = sig.name
+    if mapped:
+        raise ArgumentError(f"{name}.map(): loop dimensions of Dask arrays are not mapped over",
+                            hint=f"call {name}(...) with arrays of the declared rank, whose chunks are split as the "
+                                 "kernel allows; or da.map_blocks over the loop dimensions")
+    if out is not None:
+        raise ArgumentError(f"{name}(): out= cannot be given when an argument is a Dask array: the result is a lazy "
+                            "Dask array, computed when asked for",
+                            hint="compute it into an array with da.store(result, target), or result.compute()")
+    arrays: dict[str, Any] = {}
+    items: dict[str, Any] = {}
+    scalars: dict[str, Any] = {}
+    for p in sig.inputs:
+        v = values[p.name]
+        where = f"{name}(): argument {p.name!r}"
+        dask_array = isinstance(v, da.Array)
+        if is_dask_collection(v) and not dask_array:
+            raise ArgumentError(f"{where} is a {type(v).__name__}; a kernel takes Dask arrays",
+                                hint="pass its .data (a Dask array); for an xarray DataArray, "
+                                     "hologram.xarray.apply keeps its dimensions and coordinates")
+        if p.kind == "scalar":
+            if not dask_array:
+                scalars[p.name] = convert_scalar(name, p, v, cast)
+                continue
+            if v.ndim != 0:
+                raise ArgumentError(f"{where} must be a number ({p.type}), got a Dask array of shape {v.shape}")
+            convert_scalar(name, p, np.zeros((), v.dtype)[()], cast)  # the dtype rule of a numpy scalar
+            items[p.name] = v
+            continue
+        if not dask_array:
+            a = check_array(name, p, v, cast)
+            arrays[p.name] = da.from_array(a, chunks=a.shape or ())
+            continue
+        if any(np.isnan(c) for dim in v.chunks for c in dim):
+            raise ArgumentError(f"{where} has chunks of unknown size {v.chunks}",
+                                hint="call .compute_chunk_sizes() on it first")
+        check_array(name, p, np.empty((0,) * v.ndim, v.dtype), cast)  # rank and dtype, as a numpy call says
+        arrays[p.name] = v
+    symbols = bind_symbols(name, sig.inputs, {n: Core(x.shape) for n, x in arrays.items()}, sig.symbols)
+    symbols = complete_symbols(kernel.program.symbols, symbols)
+    for p in sig.outputs:
+        concrete_shape(name, p, symbols)
+    check_reductions(name, kernel._c.reductions, symbols)
+    labels = {p.name: tuple(plain_symbol(d) for d in p.shape) for p in sig.inputs if p.name in arrays}
+    split = _split(kernel, arrays, labels)
+    for n, perm in split.perms.items():
+        if n in arrays:
+            arrays[n] = arrays[n].transpose(perm)
+            labels[n] = tuple(labels[n][k] for k in perm)
+    arrays = _aligned(arrays, labels, split.symbols)
+    grid = Grid(split.symbols, {s: _chunks_of(arrays, labels, s) for s in split.symbols}, split.along)
+    return _build(kernel, grid, split, arrays, labels, items, scalars, symbols, cast)
+
+
+# ------------------------------------------------------------------------- the split
+@attrs.frozen
+class Split:
+    """How a call is split: the grid's `symbols` (the blockwise ones, then `along`, the one
+    split as a stream, if any), the `stages` run over it, and the arrays whose axes the
+    stages take reordered (`perms`, hologram.dask.transpose)."""
+
+    symbols: tuple[str, ...]
+    along: str | None
+    stages: tuple[Stage, ...]
+    perms: Mapping[str, tuple[int, ...]] = attrs.field(factory=dict)
+
+
+def _split(kernel: Any, arrays: Mapping[str, Any], labels: Mapping[str, tuple[str | None, ...]]) -> Split:
+    """The split of a call (module docstring); every split axis the kernel needs whole is
+    warned about (`_aligned` joins it)."""
+    chunked: dict[str, int] = {}  # symbol -> most chunks of any axis it labels
+    for n, x in arrays.items():
+        for k, s in enumerate(labels[n]):
+            if len(x.chunks[k]) > 1:
+                if s is None:
+                    dim = next(p for p in kernel.signature.inputs if p.name == n).shape[k]
+                    _warn(kernel, f"axis {k} of {n!r} ({dim}) is not a plain shape symbol, so it is read whole")
+                else:
+                    chunked[s] = max(chunked.get(s, 1), len(x.chunks[k]))
+    kir: KernelIR | None = kernel._c.source_ir
+    whole = Split((), None, (kernel_stage(kernel),))
+    if kir is None:
+        for s in chunked:
+            _warn(kernel, f"{s} is read whole: the kernel carries no IR to split it by")
+        return whole
+    blockwise = blockwise_symbols(kir)
+    found = whole
+    for s in sorted((s for s in chunked if s not in blockwise), key=lambda s: -chunked[s]):
+        if found.along is not None:
+            _warn(kernel, f"{s} is read whole: {_reason(kir, s)} (only {found.along} is split so, a reduction at a "
+                          "time)")
+            continue
+        try:
+            found = planned(kernel, kir, s)
+        except StreamError as e:
+            _warn(kernel, f"{s} is read whole: {_reason(kir, s)}, and split as a stream, {_planner_words(e)}")
+    kept = []
+    for s in sorted(s for s in chunked if s in blockwise):
+        if any(st.kernel is not kernel and s not in blockwise_symbols(st.kernel._c.source_ir)
+               for st in found.stages):
+            _warn(kernel, f"{s} is read whole: split along {found.along}, a step of the kernel reads all of {s}")
+        else:
+            kept.append(s)
+    along = () if found.along is None else (found.along,)
+    return attrs.evolve(found, symbols=(*kept, *along))
+
+
+# Each compiled kernel's splits as a stream, by (symbol, backend) (see `planned`)
+_PLANS: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+
+
+def planned(kernel: Any, kir: KernelIR, symbol: str) -> Split:
+    """The kernel split along `symbol` as `hologram.stream` splits it, with `symbol` first
+    in every array (hologram.dask.transpose); a StreamError says what stops it."""
+    from hologram.streaming.rows import plan_kernels
+
+    cache = _PLANS.setdefault(kernel._c, {})
+    key = (symbol, kernel._backend_name)
+    found = cache.get(key)
+    if found is None:
+        lead = lead_with(kir, symbol)
+        if lead is None:
+            raise StreamError(f"stream({kernel.name}): {_reason(kir, symbol)}")
+        plan, kernels = plan_kernels(kernel, lead.kir, symbol)
+        stages = tuple(Stage(step.kind, k, step.params, step.outputs, step.reductions)
+                       for step, k in zip(plan.steps, kernels))
+        found = cache[key] = Split((), symbol, stages, lead.perms)
+    return found
+
+
+def kernel_stage(kernel: Any) -> Stage:
+    """The kernel itself as the one pass of a blockwise call."""
+    sig = kernel.signature
+    return Stage("pass", kernel, tuple((p.name, "scalar" if p.kind == "scalar" else "input", p.name)
+                                       for p in sig.inputs),
+                 tuple((p.name, "row", p.name) for p in sig.outputs))
+
+
+def _source(stage: Stage) -> KernelIR | None:
+    return stage.kernel._c.source_ir
+
+
+def _reason(kir: KernelIR, symbol: str) -> str:
+    st = why_not_blockwise(kir, symbol)
+    if isinstance(st, str):
+        decl = next(d for d in (*kir.params, *kir.outputs, *kir.temps) if d.name == st)
+        return f"{decl.kind} {st!r} has shape [{', '.join(map(str, decl.shape))}]"
+    site = kir.sites[st.site] if getattr(st, "site", None) is not None and st.site < len(kir.sites) else None
+    words = _words(site) if site is not None else format_statement(st).splitlines()[0]
+    at = f" ({site})" if site is not None else ""
+    return f"`{words}`{at} reads across {symbol}"
+
+
+def _words(site: Site) -> str:
+    return site.text[site.col - 1:site.end_col - 1].strip()
+
+
+def _planner_words(e: StreamError) -> str:
+    """The planner's reason, without its `stream(k): ` prefix."""
+    return e.message.split("): ", 1)[-1]
+
+
+def _warn(kernel: Any, message: str) -> None:
+    from dask.array.core import PerformanceWarning
+
+    warnings.warn(f"{kernel.signature.name}: {message}; that axis is joined into one chunk (rechunk it so to "
+                  "silence this)", PerformanceWarning, stacklevel=_caller_level())
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _caller_level() -> int:
+    """The stack level of the first frame outside hologram: the user's call."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+# ------------------------------------------------------------------------- chunks
+def _aligned(arrays: Mapping[str, Any], labels: Mapping[str, tuple[str | None, ...]],
+             grid: tuple[str, ...]) -> dict[str, Any]:
+    """The arrays with every axis not on the grid in one chunk, and the grid's axes
+    chunked alike (Dask's unify_chunks)."""
+    from dask.array.core import unify_chunks
+
+    pairs: list[Any] = []
+    for n, x in arrays.items():
+        whole = {k: -1 for k, s in enumerate(labels[n]) if s not in grid and len(x.chunks[k]) > 1}
+        pairs += [x.rechunk(whole) if whole else x, tuple(s if s in grid else (n, k)
+                                                          for k, s in enumerate(labels[n]))]
+    if not pairs:
+        return {}
+    _, aligned = unify_chunks(*pairs, warn=False)
+    return dict(zip(arrays, aligned))
+
+
+def _chunks_of(arrays: Mapping[str, Any], labels: Mapping[str, tuple[str | None, ...]], symbol: str) -> tuple:
+    for n, x in arrays.items():
+        if symbol in labels[n]:
+            return x.chunks[labels[n].index(symbol)]
+    raise AssertionError(symbol)
+
+
+# ------------------------------------------------------------------------- the graph
+def _build(kernel: Any, grid: Grid, split: Split, arrays: Mapping[str, Any],
+           labels: Mapping[str, tuple[str | None, ...]], items: Mapping[str, Any], scalars: Mapping[str, Any],
+           symbols: Mapping[str, int], cast: bool) -> Any:
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
+
+    sig = kernel.signature
+    token = tokenize(kernel, [s.kernel for s in split.stages], grid.symbols, dict(grid.chunks), grid.split,
+                     {n: x.name for n, x in arrays.items()}, {n: x.name for n, x in items.items()},
+                     {n: (type(v).__name__, repr(v)) for n, v in scalars.items()}, cast)
+    work = f"hologram-{sig.name}-{token}"
+    builder = Builder(work, grid, arrays, labels, items, scalars, symbols, cast)
+    builder.run(split.stages)
+    graph = HighLevelGraph.from_collections(work, builder.tasks, dependencies=[*arrays.values(), *items.values()])
+    outs = []
+    for p in sig.outputs:
+        perm = split.perms.get(p.name)
+        shape = p.shape if perm is None else tuple(p.shape[k] for k in perm)
+        out = builder.output(p.name, shape, p.dtype.np, graph)
+        outs.append(out if perm is None else out.transpose(inverse(perm)))
+    result = kernel._c.result
+    return result(*outs) if result is not None else outs[0] if outs else None

@@ -1,0 +1,239 @@
+"""A kernel call over Dask arrays as one Dask graph: steps over a grid of blocks.
+
+The call's *grid* has an axis per split shape symbol: the blockwise ones
+(hologram.dask.blocks), whose blocks are independent, and at most one more, `S`, split
+the way `hologram.stream` splits a kernel (hologram.streaming.plan): *passes* over its
+chunks, reductions over `S` carried across them, *small* steps in between. A call with
+no `S` is one pass, the kernel itself, on every block.
+
+For every position of the blockwise axes (`B`):
+
+- a pass runs its step kernel on every chunk of `S` (`tasks.run_step`): the row outputs'
+  blocks and, per reduction, the chunk's partials;
+- its reductions are merged as a tree in chunk order (`tasks.leaf`, `tasks.merge`,
+  `SPLIT_EVERY` at a time), so a given chunking gives the same bits every time, and
+  finalized into the small tensors (`tasks.finalize`);
+- a small step runs once on them (`tasks.run_small`).
+
+Later steps read the small tensors of their own `B` position, so nothing is brought to
+the client between steps. The outputs are Dask arrays over the same graph: row outputs
+chunked as the grid, small ones chunked along `B`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any, Mapping, Sequence
+
+import attrs
+import numpy as np
+
+from hologram.core.types import Affine
+from hologram.dask import tasks
+from hologram.streaming.plan import Reduction
+from hologram.streaming.rows import symbol_value
+
+SPLIT_EVERY = 8  # states merged per task of a reduction's tree
+
+
+@attrs.frozen
+class Stage:
+    """One step of the call: a plan's step (hologram.streaming.plan.Step) with its kernel,
+    or the kernel itself as the one pass of a blockwise call."""
+
+    kind: str  # "pass" or "small"
+    kernel: Any
+    params: tuple[tuple[str, str, str], ...]
+    outputs: tuple[tuple[str, str, str], ...]
+    reductions: tuple[Reduction, ...] = ()
+
+
+@attrs.frozen
+class Grid:
+    """The split symbols (`B` then `S`) and each one's chunks."""
+
+    symbols: tuple[str, ...]
+    chunks: Mapping[str, tuple[int, ...]]
+    split: str | None  # S, the last of `symbols`, or None
+
+    @property
+    def blockwise(self) -> tuple[str, ...]:
+        return self.symbols[:-1] if self.split is not None else self.symbols
+
+    def positions(self, symbols: Sequence[str]) -> list[tuple[int, ...]]:
+        return list(itertools.product(*(range(len(self.chunks[s])) for s in symbols)))
+
+    def start(self, symbol: str, index: int) -> int:
+        return sum(self.chunks[symbol][:index])
+
+
+class Builder:
+    """The graph of one call (module docstring). `arrays` are the call's array inputs as
+    Dask arrays, chunked as the grid along their `labels` (each axis's split symbol, or
+    None: one chunk); `items` its 0-d Dask arrays given for scalars, `values` the other
+    scalars; `symbols` every shape symbol's value for the whole call; `cast` converts the blocks
+    as a numpy call's `cast=True` converts arrays."""
+
+    def __init__(self, work: str, grid: Grid, arrays: Mapping[str, Any], labels: Mapping[str, tuple[str | None, ...]],
+                 items: Mapping[str, Any], values: Mapping[str, Any], symbols: Mapping[str, int], cast: bool):
+        self.work, self.grid, self.cast = work, grid, cast
+        self.arrays, self.labels, self.items, self.values, self.symbols = arrays, labels, items, values, symbols
+        self.tasks: dict[Any, Any] = {}
+        self.smalls: dict[tuple[int, ...], Any] = {}  # B position -> key of the small tensors so far
+        self.rows: dict[str, tuple[int, int]] = {}  # row output -> (its pass's number, its position there)
+
+    def run(self, stages: Sequence[Stage]) -> None:
+        for number, stage in enumerate(stages):
+            if stage.kind == "pass":
+                self.pass_stage(number, stage)
+            else:
+                self.small_stage(number, stage)
+
+    # ------------------------------------------------------------------ one step
+    def feeds(self, stage: Stage, at: Mapping[str, int]) -> tuple[list[tasks.Feed], list[Any]]:
+        """How each of the stage kernel's params is fed at grid position `at`, and the
+        keys of the blocks it reads."""
+        from dask.task_spec import TaskRef
+
+        feeds: list[tasks.Feed] = []
+        refs: list[Any] = []
+        for _, role, source in stage.params:
+            if role in ("stream", "input"):
+                key = (self.arrays[source].name, *(at.get(s, 0) if s else 0 for s in self.labels[source]))
+                feeds.append(("block", len(refs)))
+                refs.append(TaskRef(key))
+            elif role == "scalar" and source in self.items:
+                feeds.append(("item", len(refs)))
+                refs.append(TaskRef((self.items[source].name,)))
+            elif role == "scalar":
+                feeds.append(("value", self.values[source]))
+            elif role == "small":
+                feeds.append(("small", source))
+            elif role == "offset":
+                split = self.grid.split
+                feeds.append(("value", np.int64(self.grid.start(split, at[split]))))
+            else:  # "symbol": the whole call's size
+                feeds.append(("value", np.int64(symbol_value(source, self.symbols))))
+        return feeds, refs
+
+    def small_ref(self, b: tuple[int, ...]) -> Any:
+        from dask.task_spec import TaskRef
+
+        found = self.smalls.get(b)
+        return None if found is None else TaskRef(found)
+
+    def pass_stage(self, number: int, stage: Stage) -> None:
+        from dask.task_spec import Task, TaskRef
+
+        grid, split = self.grid, self.grid.split
+        decls = stage.kernel.signature.outputs
+        position = {name: o for o, (name, _, _) in enumerate(stage.outputs)}
+        for o, (_, role, target) in enumerate(stage.outputs):
+            if role == "row":
+                self.rows[target] = (number, o)
+        for b in grid.positions(grid.blockwise):
+            at = dict(zip(grid.blockwise, b))
+            leaves = []
+            for c in (range(len(grid.chunks[split])) if split is not None else (None,)):
+                key = self.key(number, *b, *(() if c is None else (c,)))
+                if c is not None:
+                    at[split] = c
+                if c is not None and grid.chunks[split][c] == 0 and stage.reductions:
+                    empty = [(self.block_shape(p.shape, at), p.dtype.np.str) if role == "row" else None
+                             for p, (_, role, _) in zip(decls, stage.outputs)]
+                    self.tasks[key] = Task(key, tasks.empty_step, empty)
+                else:
+                    feeds, refs = self.feeds(stage, at)
+                    self.tasks[key] = Task(key, tasks.run_step, stage.kernel, feeds, self.cast, self.small_ref(b),
+                                           *refs)
+                if stage.reductions:
+                    shapes = {p.name: self.block_shape(p.shape, {s: at[s] for s in grid.blockwise}) for p in decls}
+                    specs = [(red, shapes[red.partials[0]], self.scale(red), tuple(position[p] for p in red.partials))
+                             for red in stage.reductions]
+                    leaf = self.key(number, "leaf", *b, c)
+                    self.tasks[leaf] = Task(leaf, tasks.leaf, specs, 0 if c is None else grid.start(split, c),
+                                            TaskRef(key))
+                    leaves.append(leaf)
+            if stage.reductions:
+                final = self.key(number, "final", *b)
+                self.tasks[final] = Task(final, tasks.finalize, TaskRef(self.tree(number, b, leaves)),
+                                         self.small_ref(b))
+                self.smalls[b] = final
+
+    def tree(self, number: int, b: tuple[int, ...], keys: list[Any]) -> Any:
+        """The states of `keys` merged in order, `SPLIT_EVERY` at a time: the root's key."""
+        from dask.task_spec import Task, TaskRef
+
+        level = 0
+        while len(keys) > 1:
+            merged = []
+            for i in range(0, len(keys), SPLIT_EVERY):
+                key = self.key(number, "merge", *b, level, i // SPLIT_EVERY)
+                self.tasks[key] = Task(key, tasks.merge, *(TaskRef(k) for k in keys[i:i + SPLIT_EVERY]))
+                merged.append(key)
+            keys, level = merged, level + 1
+        return keys[0]
+
+    def small_stage(self, number: int, stage: Stage) -> None:
+        from dask.task_spec import Task
+
+        targets = [target for _, _, target in stage.outputs]
+        for b in self.grid.positions(self.grid.blockwise):
+            feeds, refs = self.feeds(stage, dict(zip(self.grid.blockwise, b)))
+            key = self.key(number, "small", *b)
+            self.tasks[key] = Task(key, tasks.run_small, stage.kernel, feeds, targets, self.cast,
+                                       self.small_ref(b), *refs)
+            self.smalls[b] = key
+
+    def key(self, *parts: Any) -> tuple:
+        return (self.work, *parts)
+
+    # ------------------------------------------------------------------ shapes
+    def block_shape(self, shape: Sequence[Any], at: Mapping[str, int]) -> tuple[int, ...]:
+        """A declared shape's extents at grid position `at`: a split symbol's chunk there."""
+        out = []
+        for d in shape:
+            s = plain_symbol(d)
+            out.append(self.grid.chunks[s][at[s]] if s is not None and s in at else Affine.of(d).evaluate(self.symbols))
+        return tuple(out)
+
+    def scale(self, red: Reduction) -> int:
+        return math.prod(d.evaluate(self.symbols) for d in red.scale)
+
+    # ------------------------------------------------------------------ results
+    def output(self, name: str, shape: Sequence[Any], dtype: np.dtype, graph: Any) -> Any:
+        """The Dask array of output `name` (declared `shape`), over the steps' graph."""
+        import dask.array as da
+        from dask.highlevelgraph import HighLevelGraph
+        from dask.task_spec import Task, TaskRef
+
+        grid = self.grid
+        dims = [plain_symbol(d) for d in shape]
+        split_dims = [s if s in grid.symbols else None for s in dims]
+        chunks = tuple(grid.chunks[s] if s is not None else (Affine.of(d).evaluate(self.symbols),)
+                       for s, d in zip(split_dims, shape))
+        out = f"{name}-{self.work.removeprefix('hologram-')}"
+        layer: dict[Any, Any] = {}
+        if name in self.rows:
+            number, o = self.rows[name]
+            for g in grid.positions(grid.symbols):
+                at = dict(zip(grid.symbols, g))
+                key = (out, *(at[s] if s is not None else 0 for s in split_dims))
+                layer[key] = Task(key, tasks.pick, TaskRef(self.key(number, *g)), o)
+        else:
+            for b in grid.positions(grid.blockwise):
+                at = dict(zip(grid.blockwise, b))
+                key = (out, *(at[s] if s is not None else 0 for s in split_dims))
+                layer[key] = Task(key, tasks.pick, TaskRef(self.smalls[b]), name)
+        layers = {**graph.layers, out: layer}
+        dependencies = {**graph.dependencies, out: {self.work}}
+        return da.Array(HighLevelGraph(layers, dependencies), out, chunks, dtype=dtype)
+
+
+def plain_symbol(dim: Any) -> str | None:
+    """The symbol a dimension is, when it is one plainly (`n`, not `n - 2` nor `4`)."""
+    a = Affine.of(dim)
+    if a.const == 0 and len(a.terms) == 1 and a.terms[0][1] == 1 and a.terms[0][0].isidentifier():
+        return a.terms[0][0]
+    return None
