@@ -24,7 +24,7 @@ import numpy as np
 from hologram.call.args import (bind_symbols, check_array, check_reductions, complete_symbols, concrete_shape,
                                 convert_scalar)
 from hologram.call.loops import Core
-from hologram.core.errors import ArgumentError, Site, StreamError
+from hologram.core.errors import ArgumentError, Site, StreamError, UnsupportedProgram
 from hologram.dask.blocks import blockwise_symbols, why_not_blockwise
 from hologram.dask.graph import Builder, Grid, Stage, plain_symbol
 from hologram.dask.protocol import is_dask_collection
@@ -152,20 +152,38 @@ _PLANS: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 def planned(kernel: Any, kir: KernelIR, symbol: str) -> Split:
     """The kernel split along `symbol` as `hologram.stream` splits it, with `symbol` first
     in every array (hologram.dask.transpose); a StreamError says what stops it."""
-    from hologram.streaming.rows import plan_kernels
-
     cache = _PLANS.setdefault(kernel._c, {})
     key = (symbol, kernel._backend_name)
     found = cache.get(key)
     if found is None:
-        lead = lead_with(kir, symbol)
-        if lead is None:
-            raise StreamError(f"stream({kernel.name}): {_reason(kir, symbol)}")
-        plan, kernels = plan_kernels(kernel, lead.kir, symbol)
-        stages = tuple(Stage(step.kind, k, step.params, step.outputs, step.reductions)
-                       for step, k in zip(plan.steps, kernels))
-        found = cache[key] = Split((), symbol, stages, lead.perms)
+        try:
+            found = _planned(kernel, kir, symbol)
+        except StreamError as e:
+            found = e
+        cache[key] = found
+    if isinstance(found, StreamError):
+        raise found
     return found
+
+
+def _planned(kernel: Any, kir: KernelIR, symbol: str) -> Split:
+    from hologram.registry.lookups import get_backend
+    from hologram.streaming.rows import plan_kernels
+
+    lead = lead_with(kir, symbol)
+    if lead is None:
+        raise StreamError(f"stream({kernel.name}): {_reason(kir, symbol)}")
+    plan, kernels = plan_kernels(kernel, lead.kir, symbol)
+    backend = get_backend(kernel._backend_name)
+    for k in kernels:  # a step's partials may need what the backend lacks (f64 sums on wgpu)
+        try:
+            backend.check_covers(k.program)
+        except UnsupportedProgram as e:
+            raise StreamError(f"stream({kernel.name}): backend {backend.name!r} cannot run a step of it: "
+                              f"{e.message}") from None
+    stages = tuple(Stage(step.kind, k, step.params, step.outputs, step.reductions)
+                   for step, k in zip(plan.steps, kernels))
+    return Split((), symbol, stages, lead.perms)
 
 
 def kernel_stage(kernel: Any) -> Stage:

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from hologram.testing.cases import KernelCase
 
-__all__ = ["DaskSpec", "chunked", "run_chunked", "dask_available"]
+__all__ = ["DaskSpec", "chunked", "chunkings", "run_chunked", "dask_available"]
 
 
 def dask_available() -> bool:
@@ -64,13 +64,13 @@ def chunked(draw: Callable, cases: st.SearchStrategy[KernelCase]) -> KernelCase:
     for name, value in case.inputs:
         if isinstance(value, np.ndarray) and value.ndim > 0:
             if draw(st.integers(0, 5)) > 0:  # most arrays split; some given as numpy arrays beside them
-                chunks.append((name, tuple(draw(_chunking(n)) for n in value.shape)))
+                chunks.append((name, tuple(draw(chunkings(n)) for n in value.shape)))
         elif draw(st.integers(0, 3)) == 0:
             items.append(name)
     return attrs.evolve(case, dask=DaskSpec(tuple(chunks), tuple(items)))
 
 
-def _chunking(n: int) -> st.SearchStrategy[tuple[int, ...]]:
+def chunkings(n: int) -> st.SearchStrategy[tuple[int, ...]]:
     """Chunk sizes summing to `n`: one chunk, chunks of one, or cuts at drawn places, and
     now and then an empty chunk among them."""
     whole = st.just((n,))
