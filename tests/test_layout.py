@@ -45,7 +45,7 @@ RANKS = {
     "hologram.compiler": 7,  # the driver: a definition to a Compiled kernel, and its interface
     "hologram.call": 8,  # the call path: Kernel, arguments, loop dimensions, the fast path
     "hologram.compile_api": 9, "hologram.streaming": 9,  # hologram.compile & co; hologram.stream
-    "hologram.bundles": 10, "hologram.dask": 10,  # bundles; kernels called with Dask arrays
+    "hologram.bundles": 10, "hologram.dask": 10, "hologram.xarray": 10,  # bundles; Dask arrays; xarray
     "hologram": 11,  # the package's public face: hologram/__init__.py
     **{package: PLUGIN_RANKS.get(package, PLUGIN_RANK) for package in PLUGINS},  # installed as plugins
     "hologram.testing": 13,
