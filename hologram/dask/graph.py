@@ -32,6 +32,7 @@ import numpy as np
 from hologram.core.types import Affine
 from hologram.dask import tasks
 from hologram.streaming.plan import Reduction
+from hologram.streaming.reduce import CARRIES, reducer
 from hologram.streaming.rows import symbol_value
 
 SPLIT_EVERY = 8  # states merged per task of a reduction's tree
@@ -110,6 +111,8 @@ class Builder:
                 feeds.append(("value", self.values[source]))
             elif role == "small":
                 feeds.append(("small", source))
+            elif role == "carry":
+                feeds.append(("carry", [red.target for red in stage.reductions if red.kind in CARRIES].index(source)))
             elif role == "offset":
                 split = self.grid.split
                 feeds.append(("value", np.int64(self.grid.start(split, at[split]))))
@@ -124,38 +127,58 @@ class Builder:
         return None if found is None else TaskRef(found)
 
     def pass_stage(self, number: int, stage: Stage) -> None:
+        """A pass on every chunk of every B position. Its reductions are merged as a tree;
+        its scans' carries go from chunk to chunk: each chunk's totals come from a run of
+        the pass with no carry (all chunks at once), or, when a scan reads another scan
+        (`Reduction.chained`), from the chunk's own run with its carry (one after another)."""
         from dask.task_spec import Task, TaskRef
 
         grid, split = self.grid, self.grid.split
         decls = stage.kernel.signature.outputs
         position = {name: o for o, (name, _, _) in enumerate(stage.outputs)}
+        carried = [red for red in stage.reductions if red.kind in CARRIES]
+        reduced = [red for red in stage.reductions if red.kind not in CARRIES]
+        chained = any(red.chained for red in carried)
         for o, (_, role, target) in enumerate(stage.outputs):
             if role == "row":
                 self.rows[target] = (number, o)
         for b in grid.positions(grid.blockwise):
             at = dict(zip(grid.blockwise, b))
+            shapes = {p.name: self.block_shape(p.shape, at) for p in decls}
+            fresh = [reducer(red, shapes[red.partials[0]]) for red in carried]
+            carries: Any = fresh
             leaves = []
             for c in (range(len(grid.chunks[split])) if split is not None else (None,)):
                 key = self.key(number, *b, *(() if c is None else (c,)))
                 if c is not None:
                     at[split] = c
+                feeds, refs = self.feeds(stage, at)
                 if c is not None and grid.chunks[split][c] == 0 and stage.reductions:
                     empty = [(self.block_shape(p.shape, at), p.dtype.np.str) if role == "row" else None
                              for p, (_, role, _) in zip(decls, stage.outputs)]
                     self.tasks[key] = Task(key, tasks.empty_step, empty)
+                    totals = key
                 else:
-                    feeds, refs = self.feeds(stage, at)
                     self.tasks[key] = Task(key, tasks.run_step, stage.kernel, feeds, self.cast, self.small_ref(b),
-                                           *refs)
-                if stage.reductions:
-                    shapes = {p.name: self.block_shape(p.shape, {s: at[s] for s in grid.blockwise}) for p in decls}
+                                           carries, *refs)
+                    totals = key
+                    if carried and not chained:
+                        totals = self.key(number, "totals", *b, c)
+                        self.tasks[totals] = Task(totals, tasks.run_step, stage.kernel, feeds, self.cast,
+                                                  self.small_ref(b), fresh, *refs)
+                if carried:
+                    moved = self.key(number, "carry", *b, c)
+                    self.tasks[moved] = Task(moved, tasks.advance, carries, TaskRef(totals),
+                                             [tuple(position[p] for p in red.partials) for red in carried])
+                    carries = TaskRef(moved)
+                if reduced:
                     specs = [(red, shapes[red.partials[0]], self.scale(red), tuple(position[p] for p in red.partials))
-                             for red in stage.reductions]
+                             for red in reduced]
                     leaf = self.key(number, "leaf", *b, c)
                     self.tasks[leaf] = Task(leaf, tasks.leaf, specs, 0 if c is None else grid.start(split, c),
                                             TaskRef(key))
                     leaves.append(leaf)
-            if stage.reductions:
+            if reduced:
                 final = self.key(number, "final", *b)
                 self.tasks[final] = Task(final, tasks.finalize, TaskRef(self.tree(number, b, leaves)),
                                          self.small_ref(b))
@@ -183,7 +206,7 @@ class Builder:
             feeds, refs = self.feeds(stage, dict(zip(self.grid.blockwise, b)))
             key = self.key(number, "small", *b)
             self.tasks[key] = Task(key, tasks.run_small, stage.kernel, feeds, targets, self.cast,
-                                       self.small_ref(b), *refs)
+                                   self.small_ref(b), *refs)
             self.smalls[b] = key
 
     def key(self, *parts: Any) -> tuple:

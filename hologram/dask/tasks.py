@@ -13,6 +13,7 @@ An argument of a step is described by a `Feed`: (`how`, `what`):
 | `item` | the value of a 0-d Dask array, `blocks[what]` |
 | `small` | a small tensor an earlier step computed, `smalls[what]` (0-d: its value) |
 | `value` | `what` itself (a scalar, a chunk's first row, a symbol's value) |
+| `carry` | a scan's carry into the chunk, from the task's `carries[what]` |
 """
 
 from __future__ import annotations
@@ -27,9 +28,14 @@ from hologram.streaming.reduce import Reducer, reducer
 Feed = tuple[str, Any]
 
 
-def _arguments(feeds: Sequence[Feed], smalls: dict | None, blocks: Sequence[Any]) -> list[Any]:
+def _arguments(feeds: Sequence[Feed], smalls: dict | None, carries: Sequence[Reducer] | None,
+               blocks: Sequence[Any]) -> list[Any]:
     args = []
     for how, what in feeds:
+        if how == "carry":
+            v = carries[what].carry()  # type: ignore[index]
+            args.append(v[()] if v.ndim == 0 else v)
+            continue
         if how == "block":
             args.append(np.ascontiguousarray(blocks[what]))  # a block may be a view of a strided array
         elif how == "item":
@@ -42,9 +48,10 @@ def _arguments(feeds: Sequence[Feed], smalls: dict | None, blocks: Sequence[Any]
     return args
 
 
-def run_step(kernel: Any, feeds: Sequence[Feed], cast: bool, smalls: dict | None, *blocks: Any) -> tuple:
+def run_step(kernel: Any, feeds: Sequence[Feed], cast: bool, smalls: dict | None, carries: Sequence[Reducer] | None,
+             *blocks: Any) -> tuple:
     """One step kernel on one block of the grid: its outputs, in declaration order."""
-    result = kernel(*_arguments(feeds, smalls, blocks), cast=cast)
+    result = kernel(*_arguments(feeds, smalls, carries, blocks), cast=cast)
     return tuple(result) if len(kernel.signature.outputs) > 1 else (result,)
 
 
@@ -58,7 +65,7 @@ def run_small(kernel: Any, feeds: Sequence[Feed], targets: Sequence[str], cast: 
               *blocks: Any) -> dict:
     """A small step: the small tensors so far, with its outputs added under `targets`."""
     out = dict(smalls or {})
-    out.update(zip(targets, (np.asarray(r) for r in run_step(kernel, feeds, cast, smalls, *blocks))))
+    out.update(zip(targets, (np.asarray(r) for r in run_step(kernel, feeds, cast, smalls, None, *blocks))))
     return out
 
 
@@ -74,6 +81,17 @@ def leaf(reductions: Sequence[tuple[Any, tuple[int, ...], int, tuple[int, ...]]]
             r.combine(parts, first_row)
         states.append(r)
     return states
+
+
+def advance(carries: list[Reducer], outputs: tuple, at: Sequence[tuple[int, ...]]) -> list[Reducer]:
+    """The scans' carries after one more chunk, whose pass gave `outputs` (the totals at
+    `at`); the carries before it are left as they were."""
+    moved = [copy.copy(r) for r in carries]
+    for r, positions in zip(moved, at):
+        parts = [outputs[k] for k in positions]
+        if all(p is not None for p in parts):
+            r.combine(parts, 0)
+    return moved
 
 
 def merge(*groups: list[Reducer]) -> list[Reducer]:

@@ -26,7 +26,7 @@ import attrs
 
 from hologram.core.errors import StreamError
 from hologram.core.types import Affine, DType
-from hologram.ir import (Compute, Expr, KernelIR, Statement, TensorDecl, defines, format_statement,
+from hologram.ir import (Compute, Expr, KernelIR, Scan, Statement, TensorDecl, defines, format_statement,
                          map_statement, statement_exprs)
 from hologram.streaming.plan import (REDUCE, ROW, SCATTER, SMALL, Info, Plan, Planner, Reduction, Step,
                                           base_symbols, prune, rename_vars, walk_loads)
@@ -51,7 +51,7 @@ def build_plan(pl: Planner) -> Plan:
     infos = [pl.classify(st) for st in kept]
     streamed = tuple(p.name for p in kir.params if pl.streamed(p.name))
     row_outputs = tuple(o for o in outputs if pl.streamed(o))
-    if not hoisted and len(kept) == len(kir.body) and all(i.role == ROW and not i.offset for i in infos) \
+    if not hoisted and len(kept) == len(kir.body) and all(i.role == ROW and not i.offset and not i.scan for i in infos) \
             and not _symbol_values(kept, pl) and len(row_outputs) == len(outputs):
         step = Step("pass", 1, kir, tuple((p.name, _role(pl, p), p.name) for p in kir.params),
                     tuple((o, "row", o) for o in outputs))
@@ -191,10 +191,17 @@ class _Steps:
         reductions: list[Reduction] = []
         companions = {j: i for i, j in self.fused.items()}
         partial_max: dict[str, str] = {}
+        tainted: set[str] = set()  # rows of this pass that depend on a scan along S
         for i in sorted(include):
             st, info = self.body[i], self.infos[i]
             if info.role == ROW:
-                body.append(rw.statement(st, info))
+                if info.scan:
+                    chained = bool(tainted & set(walk_loads(st)))
+                    reductions.append(self.scan_rows(st, info, rw, body, outs, temps, chained))
+                else:
+                    body.append(rw.statement(st, info))
+                if info.scan or tainted & set(walk_loads(st)):
+                    tainted.add(st.target)
                 if st.target not in outputs:  # an output the last pass writes is a temporary here
                     temps.append(attrs.evolve(pl.decls[st.target], kind="temp"))
                 continue
@@ -253,6 +260,34 @@ class _Steps:
         kir = rw.kernel(f"{self.kir.name}_pass{level}", body, outs, temps)
         return Step("pass", level, kir, rw.roles, tuple((d.name, role, src) for d, role, src in outs), tuple(reductions))
 
+    def scan_rows(self, st: Scan, info: Info, rw: "_Rewriter", body: list[Statement],
+                  outs: list[tuple[TensorDecl, str, str]], temps: list[TensorDecl], chained: bool) -> Reduction:
+        """A scan along S in a pass: the chunk's own scan (`t_local`), then `t = carry + t_local`
+        (`carry * t_local` for a product), the carry an input of the pass holding every earlier
+        chunk's combination; and the chunk's total as its partial."""
+        pl = self.pl
+        d = pl.decls[st.target]
+        value = rw.expr(st.value, info)
+        local = pl.names(f"{st.target}_local")
+        temps.append(attrs.evolve(d, name=local, kind="temp"))
+        body.append(attrs.evolve(st, target=local, value=value))
+        carry = pl.names(f"{st.target}_carry")
+        rest = tuple(Expr.idx(v) for v in st.vars[1:])
+        pl.decls[carry] = TensorDecl(carry, d.dtype, d.shape[1:], "input" if rest else "scalar")
+        rw.carries[carry] = st.target
+        before = Expr.load(carry, d.dtype, rest) if rest else Expr("SCALAR", d.dtype, (), carry)
+        mine = Expr.load(local, d.dtype, tuple(Expr.idx(v) for v in st.vars))
+        body.append(Compute(st.target, st.vars, Expr("ADD" if st.kind == "sum" else "MUL", d.dtype, (before, mine))))
+        # as a chunk's partial sum: f32 for f16 and f32 sums (within the contract), f64 for products
+        wide = (F64 if st.kind == "prod" or d.dtype is F64 else DType.F32) if d.dtype.is_float else d.dtype
+        r = pl.names(f"{info.svar}_total")
+        term = rename_vars(value, {info.svar: r})
+        term = term if term.dtype is wide else Expr("CAST", wide, (term,))
+        total = pl.names(f"{st.target}_total")
+        body.append(Compute(total, st.vars[1:], Expr("REDUCE", wide, (term,), (st.kind, ((r, d.shape[0]),)))))
+        outs.append((TensorDecl(total, wide, d.shape[1:], "output"), "partial", st.target))
+        return Reduction(f"cum{st.kind}", st.target, d.dtype, (total,), chained=chained)
+
     def reads(self, i: int) -> set[str]:
         if i in self.expanded:
             return {n.arg for n in self.expanded[i].walk() if n.op == "LOAD"}
@@ -286,6 +321,7 @@ class _Rewriter:
         self.defined: set[str] = set()   # small tensors this (small) step defines itself
         self.offset: str | None = None
         self.symbols: dict[str, str] = {}  # symbol -> the scalar parameter holding its value
+        self.carries: dict[str, str] = {}  # a scan's carry parameter -> the scan's target
         self.roles: tuple[tuple[str, str, str], ...] = ()
 
     def statement(self, st: Statement, info: Info) -> Statement:
@@ -341,7 +377,8 @@ class _Rewriter:
                  and n not in self.symbols.values()]
         for n in extra:
             d = pl.decls[n]
-            params.append((TensorDecl(n, d.dtype, d.shape, "scalar" if d.shape == () else "input"), "small", n))
+            role, source = ("carry", self.carries[n]) if n in self.carries else ("small", n)
+            params.append((TensorDecl(n, d.dtype, d.shape, "scalar" if d.shape == () else "input"), role, source))
         self._bind(params, [d for d, _, _ in outs] + temps, body)
         if self.offset is not None:
             params.append((TensorDecl(self.offset, I64, (), "scalar"), "offset", pl.S))

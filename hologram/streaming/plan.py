@@ -21,11 +21,16 @@ computed in `m`'s pass, as the online max-and-sum (`online`). So `sum`, `mean`, 
 `max`, `argmax` and logsumexp read the data once, softmax twice, a variance twice (the
 mean, then the squared deviations).
 
+A scan along `S` (`cumsum(x)`) is a row statement with a carry: each chunk's scan
+starts from the combination of every earlier chunk's values (`Reduction` of kind
+`cumsum`/`cumprod`), so it streams in one pass, and any pass that needs its rows
+computes them again with a carry of its own.
+
 What stops a kernel is a `StreamError` naming the statement, with the document line of
 the access when the IR knows it: a stencil (`x[i + 1]`), an array whose size depends on
-`S` other than as its first dimension, a scan along `S`, a scatter into a streamed
-array, a reduction over `S` whose value depends on the row, a small statement reading
-one element of a streamed array.
+`S` other than as its first dimension, a scatter into a streamed array, a reduction
+over `S` whose value depends on the row, a small statement reading one element of a
+streamed array.
 """
 
 from __future__ import annotations
@@ -74,6 +79,7 @@ class Reduction:
     partials: tuple[str, ...]
     scale: tuple[Affine, ...] = ()
     companion: str | None = None
+    chained: bool = False
 
 
 @attrs.frozen(repr=False)
@@ -111,8 +117,12 @@ class Step:
         if earlier:
             lines.append(f"  reads {', '.join(earlier)} (computed before)")
         lines += [f"    {line}" for st in self.kir.body for line in format_statement(st).splitlines()]
-        if self.reductions:
-            lines.append(f"  reduces across chunks: {', '.join(map(_reduction_words, self.reductions))}")
+        carried = [r for r in self.reductions if r.kind in ("cumsum", "cumprod")]
+        reduced = [r for r in self.reductions if r not in carried]
+        if reduced:
+            lines.append(f"  reduces across chunks: {', '.join(map(_reduction_words, reduced))}")
+        if carried:
+            lines.append(f"  carries across chunks: {', '.join(map(_reduction_words, carried))}")
         small = [target for _, role, target in self.outputs if role == "small"]
         if small:
             lines.append(f"  gives {', '.join(small)}")
@@ -170,13 +180,15 @@ class Plan:
 @attrs.frozen
 class Info:
     """A statement's place in a plan: its role (row, reduce, scatter, small), the
-    variable ranging over the streamed dimension (`svar`), and whether that variable's
+    variable ranging over the streamed dimension (`svar`), whether that variable's
     value is used beyond indexing rows (`offset`: the pass kernel adds the chunk's
-    first row)."""
+    first row), and whether a row statement is a scan along it (`scan`: each chunk's
+    scan continues from the rows before it, a carry)."""
 
     role: str
     svar: str | None = None
     offset: bool = False
+    scan: bool = False
 
 
 class Names:
@@ -362,10 +374,7 @@ class Planner:
             if isinstance(st, Accumulate):
                 raise self.error(f"{self.stmt(st, st.value)}scatters into {target!r}, a streamed array: a chunk's "
                                  "scatter may land in any row", st.value, st=st)
-            if isinstance(st, Scan) and st.var == st.vars[0]:
-                raise self.error(f"{self.stmt(st, st.value)}is a cum{st.kind} along {self.S}, the streamed "
-                                 "dimension", st.value, hint="a scan along another axis of each row streams", st=st)
-            info = Info(ROW, st.vars[0])
+            info = Info(ROW, st.vars[0], scan=isinstance(st, Scan) and st.var == st.vars[0])
         elif isinstance(st, Compute) and self._is_s_reduce(st.body):
             info = Info(REDUCE, next(v for v, x in st.body.arg[1] if self.mentions(x)))
         elif isinstance(st, Accumulate) and any(self.mentions(x) for x in st.extents):

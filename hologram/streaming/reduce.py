@@ -9,6 +9,10 @@ A full reduction over the streamed dimension is computed in four parts:
 | combine | here, in chunk order | the state merged with a chunk's partial |
 | finalize | here | the state as the reduction's dtype |
 
+A scan along the streamed dimension (`cumsum`, `cumprod`) keeps the same state, but its
+use is the *carry*: the state before a chunk, which the pass kernel adds to (multiplies
+into) that chunk's own scan; it finalizes to nothing.
+
 Combining in chunk order makes the result a function of the chunk boundaries alone,
 which `pool_bytes` fixes: the same pool gives the same bits. Floating sums combine in
 f64 with Neumaier's compensation (the chunks' partials are f64 sums already), so the
@@ -187,8 +191,32 @@ class Online(Reducer):
                 self.red.target: np.asarray(total + comp).astype(self.red.dtype.np)}
 
 
+class CarrySum(Sum):
+    """A scan's carry (`cumsum` along the streamed dimension): the sum of every chunk
+    before the next one, compensated in f64 for floats; nothing small at the end."""
+
+    def carry(self) -> np.ndarray:
+        s, c = self.state
+        return np.asarray(s + c if self.red.dtype.is_float else s).astype(self.red.dtype.np)
+
+    def result(self) -> dict[str, np.ndarray]:
+        return {}
+
+
+class CarryProd(Prod):
+    """A `cumprod`'s carry: the product of every chunk before the next one."""
+
+    def carry(self) -> np.ndarray:
+        return np.asarray(self.state[0]).astype(self.red.dtype.np)
+
+    def result(self) -> dict[str, np.ndarray]:
+        return {}
+
+
 KINDS: dict[str, type[Reducer]] = {"sum": Sum, "scatter": Sum, "prod": Prod, "min": MinMax, "max": MinMax,
-                                   "argmin": Arg, "argmax": Arg, "online": Online}
+                                   "argmin": Arg, "argmax": Arg, "online": Online,
+                                   "cumsum": CarrySum, "cumprod": CarryProd}
+CARRIES = frozenset({"cumsum", "cumprod"})  # the kinds whose state feeds the next chunk (a scan's carry)
 
 
 def reducer(red: Reduction, shape: tuple[int, ...], scale: int = 1) -> Reducer:

@@ -315,11 +315,11 @@ class _Rows:
             chunk_rows(self.budget, worst[1], worst[0], worst[2], self.where())  # raises, with the hint
 
     def _pass(self, step: Any, k: Kernel, all_sinks: dict[str, Sink], pool: Pool | None) -> Pool:
-        from hologram.streaming.reduce import reducer
+        from hologram.streaming.reduce import CARRIES, reducer
 
         sources, sinks, parts, slots, temps = self._layout(step, k, all_sinks)
         constant = {name: self._value(role, src, 0) for name, role, src in step.params
-                    if role not in ("stream", "offset")}
+                    if role not in ("stream", "offset", "carry")}
         partial_decls = {d.name: d for d in step.kir.outputs}
         shapes = {name: concrete_shape(self.name, Param(name, d.dtype, d.shape, "output"), self.symbols)
                   for name, role, _ in step.outputs if role == "partial" for d in [partial_decls[name]]}
@@ -337,8 +337,11 @@ class _Rows:
         order = [(name, role, src) for name, role, src in step.params]
         out_order = [(name, role, t) for name, role, t in step.outputs]
 
+        carries = {red.target: r for red, r in reducers if red.kind in CARRIES}
+
         def compute(start: int, n: int, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> None:
-            args = [inputs[src] if role == "stream" else np.int64(start) if role == "offset" else constant[name]
+            args = [inputs[src] if role == "stream" else np.int64(start) if role == "offset"
+                    else _item(carries[src].carry()) if role == "carry" else constant[name]
                     for name, role, src in order]
             k(*args, out=tuple(outputs[t] if role == "row" else partials[name] for name, role, t in out_order))
             for red, r in reducers:
@@ -364,6 +367,11 @@ class _Rows:
             if sink.rows != rows:
                 raise ArgumentError(f"{self.where()}: the inputs had {rows} rows, but out {name!r} has {sink.rows}")
         check_reductions(self.name, self.c.reductions, complete_symbols(self.c.program.symbols, self.symbols))
+
+
+def _item(a: np.ndarray) -> Any:
+    """A 0-d array as the scalar a kernel's scalar parameter takes; any other as it is."""
+    return a[()] if a.ndim == 0 else a
 
 
 def _bases(symbol: str) -> set[str]:

@@ -174,6 +174,23 @@ def test_a_reduction_along_rows_and_a_contraction_split_their_reduced_axis():
     assert_close(rows.compute(), a.sum(axis=1), ulps=2, reduction_n=50, magnitude=np.abs(a).sum(axis=1))
 
 
+@pytest.mark.parametrize("body, dims", [("y = cumsum(x)", 1), ("y = x + cumsum(cumsum(x))", 1),
+                                        ("y = cumsum(x, axis=0)", 2), ("y = cumprod(x * 0.1 + 0.95, axis=1)", 2)])
+def test_scans_carry_across_chunks(body, dims):
+    """A scan along a split axis: each chunk's scan plus the carry of the chunks before
+    it (their totals computed for all chunks at once, the carries chained)."""
+    shape = (997,) if dims == 1 else (53, 41)
+    inputs = 'x = "f32[n]"' if dims == 1 else 'x = "f32[m, n]"'
+    k = kernel(inputs, 'y = "f32[n]"' if dims == 1 else 'y = "f32[m, n]"', body)
+    x = np.random.default_rng(4).uniform(0.5, 1.5, shape).astype(np.float32)
+    chunks = ((0, 300, 1, 0, 696),) if dims == 1 else (7, 6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PerformanceWarning)
+        y = k(da.from_array(x, chunks=chunks))
+    whole = k(x)
+    assert_close(y.compute(scheduler="threads"), whole, ulps=8, reduction_n=max(shape), magnitude=np.abs(whole).max())
+
+
 def test_an_axis_a_kernel_needs_whole_is_joined_with_a_warning_naming_the_statement():
     k = kernel('x = "f32[n]"', 'y = "f32[n]"', "y = x[::-1] * 2")
     x = np.arange(100, dtype=np.float32)

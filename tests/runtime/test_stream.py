@@ -199,6 +199,21 @@ def test_column_reductions_and_a_2d_argmax(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("body", ["y = cumsum(x)", "y = x + cumprod(x * 0.5 + 0.75)", "y = cumsum(cumsum(x))",
+                                  "c = cumsum(x)\ny = c / max(c)", "y = cumsum(x - mean(x))"])
+def test_a_scan_along_the_rows_carries_into_each_chunk(backend, body):
+    """Each chunk's scan continues from every row before it (its carry), in the pass that
+    needs it: one read for a scan, two where it feeds a reduction read back or reads one."""
+    x = np.random.default_rng(8).uniform(0.5, 1.5, sizes(backend)).astype(np.float32)
+    k = kernel('x = "f32[n]"', 'y = "f32[n]"', body, backend)
+    y = np.empty_like(x)
+    hg.stream(k, x, out=y, pool_bytes=SMALL)
+    whole = k(x)
+    assert_close(y, whole, ulps=8, reduction_n=len(x), magnitude=np.abs(whole).max())
+    assert "carries across chunks" in str(hg.streaming.stream.plan_for(k))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_scatter_adds_sum_their_bins_across_chunks(backend):
     n = sizes(backend)
     data = np.random.default_rng(8).integers(0, 256, n).astype(np.uint8)
