@@ -25,7 +25,7 @@ from hologram.call.args import (bind_symbols, check_array, check_reductions, com
                                 convert_scalar)
 from hologram.call.loops import Core
 from hologram.core.errors import ArgumentError, Site, StreamError, UnsupportedProgram
-from hologram.dask.blocks import blockwise_symbols, why_not_blockwise
+from hologram.dask.blocks import blockwise_symbols, why_not_blockwise, window_reach
 from hologram.dask.graph import Builder, Grid, Stage, plain_symbol
 from hologram.dask.protocol import is_dask_collection
 from hologram.dask.transpose import inverse, lead_with
@@ -82,30 +82,33 @@ def call(kernel: Any, values: Mapping[str, Any], out: Any, cast: bool, mapped: b
         concrete_shape(name, p, symbols)
     check_reductions(name, kernel._c.reductions, symbols)
     labels = {p.name: tuple(plain_symbol(d) for d in p.shape) for p in sig.inputs if p.name in arrays}
-    split = _split(kernel, arrays, labels)
+    split = _split(kernel, arrays, labels, symbols)
     for n, perm in split.perms.items():
         if n in arrays:
             arrays[n] = arrays[n].transpose(perm)
             labels[n] = tuple(labels[n][k] for k in perm)
     arrays = _aligned(arrays, labels, split.symbols)
-    grid = Grid(split.symbols, {s: _chunks_of(arrays, labels, s) for s in split.symbols}, split.along)
+    grid = Grid(split.symbols, {s: _chunks_of(arrays, labels, s) for s in split.symbols}, split.along, split.halos)
     return _build(kernel, grid, split, arrays, labels, items, scalars, symbols, cast)
 
 
 # ------------------------------------------------------------------------- the split
 @attrs.frozen
 class Split:
-    """How a call is split: the grid's `symbols` (the blockwise ones, then `along`, the one
-    split as a stream, if any), the `stages` run over it, and the arrays whose axes the
-    stages take reordered (`perms`, hologram.dask.transpose)."""
+    """How a call is split: the grid's `symbols` (the blockwise ones, the windows, then
+    `along`, the one split as a stream, if any), the `stages` run over it, the arrays whose
+    axes the stages take reordered (`perms`, hologram.dask.transpose) and each window's
+    halo (`halos`, hologram.dask.blocks.window_reach)."""
 
     symbols: tuple[str, ...]
     along: str | None
     stages: tuple[Stage, ...]
     perms: Mapping[str, tuple[int, ...]] = attrs.field(factory=dict)
+    halos: Mapping[str, tuple[int, int]] = attrs.field(factory=dict)  # window symbols' (before, after)
 
 
-def _split(kernel: Any, arrays: Mapping[str, Any], labels: Mapping[str, tuple[str | None, ...]]) -> Split:
+def _split(kernel: Any, arrays: Mapping[str, Any], labels: Mapping[str, tuple[str | None, ...]],
+           symbols: Mapping[str, int]) -> Split:
     """The split of a call (module docstring); every split axis the kernel needs whole is
     warned about (`_aligned` joins it)."""
     chunked: dict[str, int] = {}  # symbol -> most chunks of any axis it labels
@@ -124,8 +127,10 @@ def _split(kernel: Any, arrays: Mapping[str, Any], labels: Mapping[str, tuple[st
             _warn(kernel, f"{s} is read whole: the kernel carries no IR to split it by")
         return whole
     blockwise = blockwise_symbols(kir)
+    windows = {s: reach for s in chunked if s not in blockwise
+               for reach in [window_reach(kir, s, symbols)] if reach is not None}
     found = whole
-    for s in sorted((s for s in chunked if s not in blockwise), key=lambda s: -chunked[s]):
+    for s in sorted((s for s in chunked if s not in blockwise and s not in windows), key=lambda s: -chunked[s]):
         if found.along is not None:
             _warn(kernel, f"{s} is read whole: {_reason(kir, s)} (only {found.along} is split so, a reduction at a "
                           "time)")
@@ -141,8 +146,12 @@ def _split(kernel: Any, arrays: Mapping[str, Any], labels: Mapping[str, tuple[st
             _warn(kernel, f"{s} is read whole: split along {found.along}, a step of the kernel reads all of {s}")
         else:
             kept.append(s)
+    if found.along is not None:
+        for s in windows:
+            _warn(kernel, f"{s} is read whole: it is a window of the kernel, and {found.along} is split as a stream")
+        windows = {}
     along = () if found.along is None else (found.along,)
-    return attrs.evolve(found, symbols=(*kept, *along))
+    return attrs.evolve(found, symbols=(*kept, *sorted(windows), *along), halos=windows)
 
 
 # Each compiled kernel's splits as a stream, by (symbol, backend) (see `planned`)
@@ -269,7 +278,7 @@ def _build(kernel: Any, grid: Grid, split: Split, arrays: Mapping[str, Any],
     from dask.highlevelgraph import HighLevelGraph
 
     sig = kernel.signature
-    token = tokenize(kernel, [s.kernel for s in split.stages], grid.symbols, dict(grid.chunks), grid.split,
+    token = tokenize(kernel, [s.kernel for s in split.stages], grid.symbols, dict(grid.chunks), grid.split, dict(grid.halos),
                      {n: x.name for n, x in arrays.items()}, {n: x.name for n, x in items.items()},
                      {n: (type(v).__name__, repr(v)) for n, v in scalars.items()}, cast)
     work = f"hologram-{sig.name}-{token}"

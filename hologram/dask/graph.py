@@ -31,6 +31,7 @@ import numpy as np
 
 from hologram.core.types import Affine
 from hologram.dask import tasks
+from hologram.dask.blocks import shift_of
 from hologram.streaming.plan import Reduction
 from hologram.streaming.reduce import CARRIES, reducer
 from hologram.streaming.rows import symbol_value
@@ -52,11 +53,13 @@ class Stage:
 
 @attrs.frozen
 class Grid:
-    """The split symbols (`B` then `S`) and each one's chunks."""
+    """The split symbols (`B` then `S`) and each one's chunks; a blockwise symbol that is
+    a window (hologram.dask.blocks.window_reach) reads a halo of rows around each block."""
 
     symbols: tuple[str, ...]
     chunks: Mapping[str, tuple[int, ...]]
     split: str | None  # S, the last of `symbols`, or None
+    halos: Mapping[str, tuple[int, int]] = attrs.field(factory=dict)  # a window's rows (before, after)
 
     @property
     def blockwise(self) -> tuple[str, ...]:
@@ -67,6 +70,23 @@ class Grid:
 
     def start(self, symbol: str, index: int) -> int:
         return sum(self.chunks[symbol][:index])
+
+    def window(self, symbol: str, index: int) -> tuple[int, int]:
+        """The rows block `index` of a window symbol is computed from: its own and its halo's."""
+        start = self.start(symbol, index)
+        before, after = self.halos[symbol]
+        end = min(sum(self.chunks[symbol]), start + self.chunks[symbol][index] + after)
+        # at least `after` rows, so an output shorter than the inputs has no negative length
+        return max(0, min(start - before, end - after)), end
+
+    def trimmed(self, symbol: str, index: int, shift: int) -> tuple[int, int]:
+        """The rows of an output `symbol + shift` long that block `index` holds, from the
+        start of its window: the block's own rows (the last block to the output's end)."""
+        start, own = self.start(symbol, index), self.chunks[symbol][index]
+        end = sum(self.chunks[symbol]) + shift
+        stop = end if index == len(self.chunks[symbol]) - 1 else min(start + own, end)
+        first = min(start, end)
+        return first - self.window(symbol, index)[0], max(stop, first) - self.window(symbol, index)[0]
 
 
 class Builder:
@@ -101,9 +121,8 @@ class Builder:
         refs: list[Any] = []
         for _, role, source in stage.params:
             if role in ("stream", "input"):
-                key = (self.arrays[source].name, *(at.get(s, 0) if s else 0 for s in self.labels[source]))
                 feeds.append(("block", len(refs)))
-                refs.append(TaskRef(key))
+                refs.append(TaskRef(self.block(source, at)))
             elif role == "scalar" and source in self.items:
                 feeds.append(("item", len(refs)))
                 refs.append(TaskRef((self.items[source].name,)))
@@ -119,6 +138,39 @@ class Builder:
             else:  # "symbol": the whole call's size
                 feeds.append(("value", np.int64(symbol_value(source, self.symbols))))
         return feeds, refs
+
+    def block(self, name: str, at: Mapping[str, int]) -> Any:
+        """The key of input `name`'s block at grid position `at`: widened by its halo
+        along window symbols (a task joining the pieces of the blocks around it)."""
+        from dask.task_spec import Task, TaskRef
+
+        labels = self.labels[name]
+        index = tuple(at.get(s, 0) if s else 0 for s in labels)
+        windowed = [(k, s) for k, s in enumerate(labels) if s in self.grid.halos and self.grid.halos[s] != (0, 0)]
+        if not windowed:
+            return (self.arrays[name].name, *index)
+        key = self.key("window", name, *index)
+        if key in self.tasks:
+            return key
+        spans, pieces = [], []
+        for k, s in windowed:
+            lo, hi = self.grid.window(s, at[s])
+            found = []
+            for j in range(len(self.grid.chunks[s])):
+                start = self.grid.start(s, j)
+                a, b = max(lo, start), min(hi, start + self.grid.chunks[s][j])
+                if a < b or (lo == hi and j == at[s]):
+                    found.append((j, a - start, max(a, b) - start))
+            spans.append(tuple((a, b) for _, a, b in found))
+            pieces.append([j for j, _, _ in found])
+        refs = []
+        for combo in itertools.product(*pieces):
+            block = list(index)
+            for (k, _), j in zip(windowed, combo):
+                block[k] = j
+            refs.append(TaskRef((self.arrays[name].name, *block)))
+        self.tasks[key] = Task(key, tasks.window, tuple(k for k, _ in windowed), tuple(spans), *refs)
+        return key
 
     def small_ref(self, b: tuple[int, ...]) -> Any:
         from dask.task_spec import TaskRef
@@ -232,10 +284,15 @@ class Builder:
         from dask.task_spec import Task, TaskRef
 
         grid = self.grid
-        dims = [plain_symbol(d) for d in shape]
-        split_dims = [s if s in grid.symbols else None for s in dims]
-        chunks = tuple(grid.chunks[s] if s is not None else (Affine.of(d).evaluate(self.symbols),)
-                       for s, d in zip(split_dims, shape))
+        split_dims, shifts = [], {}
+        for k, d in enumerate(shape):
+            s = plain_symbol(d) or next((w for w in grid.halos if shift_of(Affine.of(d), w, self.symbols) is not None),
+                                        None)
+            split_dims.append(s if s in grid.symbols else None)
+            if s in grid.halos:
+                shifts[k] = shift_of(Affine.of(d), s, self.symbols)
+        chunks = tuple(self.out_chunks(s, shifts[k]) if k in shifts else grid.chunks[s] if s is not None
+                       else (Affine.of(d).evaluate(self.symbols),) for k, (s, d) in enumerate(zip(split_dims, shape)))
         out = f"{name}-{self.work.removeprefix('hologram-')}"
         layer: dict[Any, Any] = {}
         if name in self.rows:
@@ -243,7 +300,10 @@ class Builder:
             for g in grid.positions(grid.symbols):
                 at = dict(zip(grid.symbols, g))
                 key = (out, *(at[s] if s is not None else 0 for s in split_dims))
-                layer[key] = Task(key, tasks.pick, TaskRef(self.key(number, *g)), o)
+                source = TaskRef(self.key(number, *g))
+                trims = {k: grid.trimmed(split_dims[k], at[split_dims[k]], shift) for k, shift in shifts.items()
+                         if grid.halos[split_dims[k]] != (0, 0)}
+                layer[key] = Task(key, tasks.trim, source, o, trims) if trims else Task(key, tasks.pick, source, o)
         else:
             for b in grid.positions(grid.blockwise):
                 at = dict(zip(grid.blockwise, b))
@@ -252,6 +312,11 @@ class Builder:
         layers = {**graph.layers, out: layer}
         dependencies = {**graph.dependencies, out: {self.work}}
         return da.Array(HighLevelGraph(layers, dependencies), out, chunks, dtype=dtype)
+
+
+    def out_chunks(self, symbol: str, shift: int) -> tuple[int, ...]:
+        """An output's chunks along `symbol + shift` (a window's): each block's own rows."""
+        return tuple(b - a for a, b in (self.grid.trimmed(symbol, j, shift) for j in range(len(self.grid.chunks[symbol]))))
 
 
 def plain_symbol(dim: Any) -> str | None:

@@ -19,6 +19,7 @@ An argument of a step is described by a `Feed`: (`how`, `what`):
 from __future__ import annotations
 
 import copy
+import itertools
 from typing import Any, Sequence
 
 import numpy as np
@@ -109,6 +110,29 @@ def finalize(states: list[Reducer], smalls: dict | None) -> dict:
     for r in states:
         out.update(r.finalize())
     return out
+
+
+def window(axes: tuple[int, ...], spans: tuple[tuple[tuple[int, int], ...], ...], *blocks: np.ndarray) -> np.ndarray:
+    """A block widened by its halo: the rows `spans[a]` of the blocks around it along
+    each of `axes`, joined (`blocks` in row-major order of the pieces)."""
+    parts = []
+    for block, combo in zip(blocks, itertools.product(*spans)):
+        index = [slice(None)] * block.ndim
+        for axis, (lo, hi) in zip(axes, combo):
+            index[axis] = slice(lo, hi)
+        parts.append(block[tuple(index)])
+    for a in reversed(range(len(axes))):
+        group = len(spans[a])
+        parts = [np.concatenate(parts[i:i + group], axis=axes[a]) for i in range(0, len(parts), group)]
+    return parts[0]
+
+
+def trim(values: tuple, position: int, rows: dict[int, tuple[int, int]]) -> np.ndarray:
+    """Output `position` of a step run on a widened block: its own rows along each window axis."""
+    index = [slice(None)] * values[position].ndim
+    for axis, (lo, hi) in rows.items():
+        index[axis] = slice(lo, hi)
+    return values[position][tuple(index)]
 
 
 def pick(values: Any, key: Any) -> Any:

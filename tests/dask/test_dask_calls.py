@@ -94,7 +94,7 @@ def test_every_stdlib_kernel_gives_its_numpy_answer_for_random_chunkings(backend
     numpy_args, dask_args = data.draw(stdlib_calls(name, 120 if backend == "cpu_llvm" else 40))
     k = STDLIB[name].on(backend)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PerformanceWarning)  # stencil3 along n: read whole, warned
+        warnings.simplefilter("error", PerformanceWarning)  # every stdlib kernel splits along every axis
         lazy = k(*dask_args)
     want = k(*numpy_args)
     for got, w in zip(computed(lazy), want if isinstance(want, tuple) else (want,)):
@@ -189,6 +189,30 @@ def test_scans_carry_across_chunks(body, dims):
         y = k(da.from_array(x, chunks=chunks))
     whole = k(x)
     assert_close(y.compute(scheduler="threads"), whole, ulps=8, reduction_n=max(shape), magnitude=np.abs(whole).max())
+
+
+@pytest.mark.parametrize("chunks", [(100,), (3,), ((1, 0, 2, 997),), ((996, 1, 1, 1, 1),)])
+def test_windows_read_a_halo_around_each_block(chunks):
+    """A stencil or a convolution along a split axis: each block widened by the rows its
+    outputs read (the offsets' range at the call's sizes), its own rows kept."""
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal(1000).astype(np.float32), rng.standard_normal(7).astype(np.float32)
+    conv = kernel('x = "f32[n]", w = "f32[k]"', 'y = "f32[n - k + 1]"', "y[i] = sum(x[i + d] * w[d], d)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PerformanceWarning)
+        y = conv(da.from_array(x, chunks=chunks), w)
+        s = STDLIB.stencil3(da.from_array(x, chunks=chunks))
+    assert sum(y.chunks[0]) == 994 and len(y.chunks[0]) == len(da.from_array(x, chunks=chunks).chunks[0])
+    np.testing.assert_array_equal(y.compute(), conv(x, w))  # the same program on the same rows: the same bits
+    np.testing.assert_array_equal(s.compute(), STDLIB.stencil3(x))
+
+
+def test_a_2d_stencil_widens_its_blocks_along_both_axes():
+    a = np.random.default_rng(6).standard_normal((60, 70)).astype(np.float32)
+    laplace = kernel('x = "f32[m, n]"', 'y = "f32[m - 2, n - 2]"',
+                     "y[i, j] = x[i + 1, j + 1] * 4 - x[i, j + 1] - x[i + 2, j + 1] - x[i + 1, j] - x[i + 1, j + 2]")
+    for chunks in [(7, 9), (1, 70), ((30, 0, 30), (69, 1))]:
+        np.testing.assert_array_equal(laplace(da.from_array(a, chunks=chunks)).compute(), laplace(a))
 
 
 def test_an_axis_a_kernel_needs_whole_is_joined_with_a_warning_naming_the_statement():
