@@ -101,6 +101,7 @@ class Builder:
         self.work, self.grid, self.cast = work, grid, cast
         self.arrays, self.labels, self.items, self.values, self.symbols = arrays, labels, items, values, symbols
         self.tasks: dict[Any, Any] = {}
+        self.inlined: dict[Any, Any] = {}  # key -> a task run inside its one reader (`place`)
         self.smalls: dict[tuple[int, ...], Any] = {}  # B position -> key of the small tensors so far
         self.rows: dict[str, tuple[int, int]] = {}  # row output -> (its pass's number, its position there)
 
@@ -191,6 +192,10 @@ class Builder:
         carried = [red for red in stage.reductions if red.kind in CARRIES]
         reduced = [red for red in stage.reductions if red.kind not in CARRIES]
         chained = any(red.chained for red in carried)
+        # a chunk's run read by one task only (its one row output's block, or its reductions'
+        # leaf) runs inside that task: a task less per chunk, as Dask fuses a blockwise chain
+        inline = not carried and (len(stage.outputs) == 1 if not reduced else
+                                  all(role != "row" for _, role, _ in stage.outputs))
         for o, (_, role, target) in enumerate(stage.outputs):
             if role == "row":
                 self.rows[target] = (number, o)
@@ -208,11 +213,11 @@ class Builder:
                 if c is not None and grid.chunks[split][c] == 0 and stage.reductions:
                     empty = [(self.block_shape(p.shape, at), p.dtype.np.str) if role == "row" else None
                              for p, (_, role, _) in zip(decls, stage.outputs)]
-                    self.tasks[key] = Task(key, tasks.empty_step, empty)
+                    self.place(key, inline, tasks.empty_step, empty)
                     totals = key
                 else:
-                    self.tasks[key] = Task(key, tasks.run_step, stage.kernel, feeds, self.cast, self.small_ref(b),
-                                           carries, *refs)
+                    self.place(key, inline, tasks.run_step, stage.kernel, feeds, self.cast, self.small_ref(b), carries,
+                               *refs)
                     totals = key
                     if carried and not chained:
                         totals = self.key(number, "totals", *b, c)
@@ -228,13 +233,29 @@ class Builder:
                              for red in reduced]
                     leaf = self.key(number, "leaf", *b, c)
                     self.tasks[leaf] = Task(leaf, tasks.leaf, specs, 0 if c is None else grid.start(split, c),
-                                            TaskRef(key))
+                                            self.ref(key))
                     leaves.append(leaf)
             if reduced:
                 final = self.key(number, "final", *b)
                 self.tasks[final] = Task(final, tasks.finalize, TaskRef(self.tree(number, b, leaves)),
                                          self.small_ref(b))
                 self.smalls[b] = final
+
+    def place(self, key: Any, inline: bool, func: Any, *args: Any) -> None:
+        """The task `func(*args)` under `key`, or kept to run inside the one task that reads it."""
+        from dask.task_spec import Task
+
+        if inline:
+            self.inlined[key] = Task(None, func, *args)
+        else:
+            self.tasks[key] = Task(key, func, *args)
+
+    def ref(self, key: Any) -> Any:
+        """What reads `key`'s value: the task itself when it runs inline, else a reference."""
+        from dask.task_spec import TaskRef
+
+        found = self.inlined.get(key)
+        return found if found is not None else TaskRef(key)
 
     def tree(self, number: int, b: tuple[int, ...], keys: list[Any]) -> Any:
         """The states of `keys` merged in order, `SPLIT_EVERY` at a time: the root's key."""
@@ -300,7 +321,7 @@ class Builder:
             for g in grid.positions(grid.symbols):
                 at = dict(zip(grid.symbols, g))
                 key = (out, *(at[s] if s is not None else 0 for s in split_dims))
-                source = TaskRef(self.key(number, *g))
+                source = self.ref(self.key(number, *g))
                 trims = {k: grid.trimmed(split_dims[k], at[split_dims[k]], shift) for k, shift in shifts.items()
                          if grid.halos[split_dims[k]] != (0, 0)}
                 layer[key] = Task(key, tasks.trim, source, o, trims) if trims else Task(key, tasks.pick, source, o)
