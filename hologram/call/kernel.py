@@ -33,7 +33,7 @@ from hologram.core import forks, trace
 from hologram.core.errors import ArgumentError, HologramError, KernelNotFoundError, did_you_mean, in_words, meant
 from hologram.core.lru import LRUCache
 from hologram.core.types import Affine
-from hologram.isa.encoding import decode, encode
+from hologram.isa.encoding import decode
 from hologram.isa.program import BufferParam, Program
 from hologram.registry.lookups import collection_adapter, get_backend
 
@@ -345,7 +345,7 @@ class Kernel:
     def __dask_tokenize__(self) -> tuple:
         """Dask's token: what the kernel computes and where it runs, so two graphs calling
         equal kernels share their tasks (hologram.dask)."""
-        return ("hologram.Kernel", self._c.digest, str(self._c.signature), self._backend_name)
+        return ("hologram.Kernel", self._c.encoded[1], str(self._c.signature), self._backend_name)
 
     # -- pickling -------------------------------------------------------------------
     def __reduce__(self) -> tuple:
@@ -355,8 +355,8 @@ class Kernel:
         interface, backend) in a process is the one every later copy returns, so it is
         prepared once per process."""
         c = self._c
-        data = encode(c.program)
-        return (_unpickle, (data, hashlib.sha256(data).hexdigest(), c.signature, c.version, c.summary,
+        data, digest = c.encoded
+        return (_unpickle, (data, digest, c.signature, c.version, c.summary,
                             c.pipeline_name, c.reductions, c.ir_form(), c.kdef, self._backend_name,
                             c.encoded_source_ir()))
 

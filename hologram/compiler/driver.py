@@ -65,7 +65,7 @@ class Compiled:
     native: Mapping[str, tuple[Mapping[str, Any], ...]] = attrs.field(factory=dict)
     result: type | None = attrs.field()
     binding: tuple | None = attrs.field()  # a direct shape-binding plan, or None
-    _digest: str | None = attrs.field(default=None, init=False, repr=False)  # `digest`, once computed
+    _encoded: tuple[bytes, str] | None = attrs.field(default=None, init=False, repr=False)  # `encoded`, once
 
     @staticmethod
     def of(source_ir: KernelIR, kir: KernelIR, program: Program, pipeline: Pipeline,
@@ -98,16 +98,18 @@ class Compiled:
         return p
 
     @property
-    def digest(self) -> str:
-        """The sha256 of the program's encoding (hex): what the kernel computes, whatever its
-        origin (Dask's token of a kernel, hologram.dask)."""
-        d = self._digest
-        if d is None:
+    def encoded(self) -> tuple[bytes, str]:
+        """The program's encoding and its sha256 (hex): what a pickle carries, and the
+        kernel's identity whatever its origin (Dask's token of a kernel, hologram.dask).
+        Computed once: a gemm's program takes ~5 ms to encode."""
+        found = self._encoded
+        if found is None:
             from hologram.isa.encoding import encode
 
-            d = hashlib.sha256(encode(self.program)).hexdigest()
-            object.__setattr__(self, "_digest", d)
-        return d
+            data = encode(self.program)
+            found = (data, hashlib.sha256(data).hexdigest())
+            object.__setattr__(self, "_encoded", found)
+        return found
 
     @property
     def source_ir(self) -> KernelIR | None:

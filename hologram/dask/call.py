@@ -25,6 +25,8 @@ from hologram.call.args import (bind_symbols, check_array, check_reductions, com
                                 convert_scalar)
 from hologram.call.loops import Core
 from hologram.core.errors import ArgumentError, Site, StreamError, UnsupportedProgram
+from hologram.core.types import Affine
+from hologram.dask import tasks
 from hologram.dask.blocks import blockwise_symbols, why_not_blockwise, window_reach
 from hologram.dask.graph import Builder, Grid, Stage, plain_symbol
 from hologram.dask.protocol import is_dask_collection
@@ -281,6 +283,8 @@ def _build(kernel: Any, grid: Grid, split: Split, arrays: Mapping[str, Any],
     token = tokenize(kernel, [s.kernel for s in split.stages], grid.symbols, dict(grid.chunks), grid.split, dict(grid.halos),
                      {n: x.name for n, x in arrays.items()}, {n: x.name for n, x in items.items()},
                      {n: (type(v).__name__, repr(v)) for n, v in scalars.items()}, cast)
+    if grid.split is None and not any(grid.halos.values()) and len(sig.outputs) == 1:
+        return _blockwise(kernel, arrays, labels, items, scalars, symbols, cast, token)
     work = f"hologram-{sig.name}-{token}"
     builder = Builder(work, grid, arrays, labels, items, scalars, symbols, cast)
     builder.run(split.stages)
@@ -293,3 +297,37 @@ def _build(kernel: Any, grid: Grid, split: Split, arrays: Mapping[str, Any],
         outs.append(out if perm is None else out.transpose(inverse(perm)))
     result = kernel._c.result
     return result(*outs) if result is not None else outs[0] if outs else None
+
+
+def _blockwise(kernel: Any, arrays: Mapping[str, Any], labels: Mapping[str, tuple[str | None, ...]],
+               items: Mapping[str, Any], scalars: Mapping[str, Any], symbols: Mapping[str, int], cast: bool,
+               token: str) -> Any:
+    """A blockwise kernel of one output as Dask's own `blockwise` layer: built lazily (a
+    call over 10,000 chunks costs what one costs), one task per block, and fused by Dask
+    with the blockwise operations around it (`lib.relu(x) * 2` is one task per block).
+    The kernel is a value of the graph (a `Delayed`), sent to a worker once."""
+    import dask
+    import dask.array as da
+
+    sig = kernel.signature
+    feeds: list[Any] = []
+    pairs: list[Any] = []
+    seen: set[str] = set()
+    for p in sig.inputs:
+        if p.name in arrays:
+            index = tuple(s or f"{p.name}.{k}" for k, s in enumerate(labels[p.name]))
+            seen.update(index)
+            feeds.append(("block", len(pairs) // 2))
+            pairs += [arrays[p.name], index]
+        elif p.name in items:
+            feeds.append(("item", len(pairs) // 2))
+            pairs += [items[p.name], ()]
+        else:
+            feeds.append(("value", scalars[p.name]))
+    out = sig.outputs[0]
+    index = tuple(plain_symbol(d) or f"{out.name}.{k}" for k, d in enumerate(out.shape))
+    new_axes = {i: Affine.of(d).evaluate(symbols) for i, d in zip(index, out.shape) if i not in seen}
+    return da.blockwise(tasks.run_output, index, 0, None, dask.delayed(kernel, pure=True), None, feeds, None,
+                        cast, None, None, None, None, None, *pairs, new_axes=new_axes, dtype=out.dtype.np,
+                        meta=np.empty((0,) * len(out.shape), out.dtype.np), align_arrays=False, concatenate=True,
+                        name=f"{out.name}-{sig.name}-{token}")

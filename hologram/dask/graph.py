@@ -216,12 +216,12 @@ class Builder:
                     self.place(key, inline, tasks.empty_step, empty)
                     totals = key
                 else:
-                    self.place(key, inline, tasks.run_step, stage.kernel, feeds, self.cast, self.small_ref(b), carries,
-                               *refs)
+                    self.place(key, inline, tasks.run_step, self.kernel(number, stage), feeds, self.cast, self.small_ref(b),
+                               carries, *refs)
                     totals = key
                     if carried and not chained:
                         totals = self.key(number, "totals", *b, c)
-                        self.tasks[totals] = Task(totals, tasks.run_step, stage.kernel, feeds, self.cast,
+                        self.tasks[totals] = Task(totals, tasks.run_step, self.kernel(number, stage), feeds, self.cast,
                                                   self.small_ref(b), fresh, *refs)
                 if carried:
                     moved = self.key(number, "carry", *b, c)
@@ -240,6 +240,16 @@ class Builder:
                 self.tasks[final] = Task(final, tasks.finalize, TaskRef(self.tree(number, b, leaves)),
                                          self.small_ref(b))
                 self.smalls[b] = final
+
+    def kernel(self, number: int, stage: Stage) -> Any:
+        """A reference to the stage's kernel, a value of the graph: a worker receives it
+        once, not with every task (a gemm's pickle is 40 KB)."""
+        from dask.task_spec import DataNode, TaskRef
+
+        key = self.key("kernel", number)
+        if key not in self.tasks:
+            self.tasks[key] = DataNode(key, stage.kernel)
+        return TaskRef(key)
 
     def place(self, key: Any, inline: bool, func: Any, *args: Any) -> None:
         """The task `func(*args)` under `key`, or kept to run inside the one task that reads it."""
@@ -278,7 +288,7 @@ class Builder:
         for b in self.grid.positions(self.grid.blockwise):
             feeds, refs = self.feeds(stage, dict(zip(self.grid.blockwise, b)))
             key = self.key(number, "small", *b)
-            self.tasks[key] = Task(key, tasks.run_small, stage.kernel, feeds, targets, self.cast,
+            self.tasks[key] = Task(key, tasks.run_small, self.kernel(number, stage), feeds, targets, self.cast,
                                    self.small_ref(b), *refs)
             self.smalls[b] = key
 
@@ -324,7 +334,12 @@ class Builder:
                 source = self.ref(self.key(number, *g))
                 trims = {k: grid.trimmed(split_dims[k], at[split_dims[k]], shift) for k, shift in shifts.items()
                          if grid.halos[split_dims[k]] != (0, 0)}
-                layer[key] = Task(key, tasks.trim, source, o, trims) if trims else Task(key, tasks.pick, source, o)
+                if trims:
+                    layer[key] = Task(key, tasks.trim, source, o, trims)
+                elif isinstance(source, Task) and source.func is tasks.run_step:  # the run itself: no nesting
+                    layer[key] = Task(key, tasks.run_output, o, *source.args)
+                else:
+                    layer[key] = Task(key, tasks.pick, source, o)
         else:
             for b in grid.positions(grid.blockwise):
                 at = dict(zip(grid.blockwise, b))

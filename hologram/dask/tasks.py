@@ -56,6 +56,11 @@ def run_step(kernel: Any, feeds: Sequence[Feed], cast: bool, smalls: dict | None
     return tuple(result) if len(kernel.signature.outputs) > 1 else (result,)
 
 
+def run_output(position: int, *args: Any) -> Any:
+    """`run_step(*args)`'s output at `position`: a block's task that is the run itself."""
+    return run_step(*args)[position]
+
+
 def empty_step(outputs: Sequence[tuple[tuple[int, ...], str] | None]) -> tuple:
     """A pass over a chunk of no rows: empty row outputs, no partials (so a reduction
     without an identity never sees an empty chunk)."""
