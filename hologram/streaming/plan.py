@@ -89,9 +89,11 @@ class Step:
     order, to what feeds it: (name, role, source) with role `stream` (the original
     input `source`, one chunk of rows), `input`/`scalar` (the original argument
     `source`), `small` (a small tensor computed before), `offset` (the chunk's first
-    row), `symbol` (the value of the shape symbol `source` for the whole call). `outputs`
-    maps its outputs to (name, role, target): `row` (the original output, a chunk of
-    rows), `partial` (a reduction's state) or `small` (a small tensor)."""
+    row), `symbol` (the value of the shape symbol `source` for the whole call), `carry`
+    (the carry into the chunk of the scan whose target is `source`). `outputs` maps its
+    outputs to (name, role, target): `row` (the original output, a chunk of rows),
+    `partial` (a reduction's state, or a scan's total over the chunk) or `small` (a
+    small tensor)."""
 
     kind: str
     index: int
