@@ -3,9 +3,13 @@ the split chosen, the graph built (hologram.dask.graph), lazy Dask arrays return
 
 How each shape symbol split into chunks is handled (docs/dask.md):
 
-- blockwise in the kernel (hologram.dask.blocks): kept as chunked, block by block;
-- else, one of them (the one with the most chunks) as `hologram.stream` splits a kernel:
-  passes over its chunks, reductions across them as a tree (hologram.streaming.plan);
+- blockwise in the kernel (hologram.dask.blocks): kept as chunked, block by block (a
+  kernel of one output that is blockwise in every split symbol is Dask's own
+  `blockwise` layer);
+- a window (a stencil, a convolution): kept as chunked, each block widened by its halo;
+- else, one of them (the one with the most chunks) as `hologram.stream` splits a kernel,
+  with the symbol moved first in every array (hologram.dask.transpose): passes over its
+  chunks, reductions across them as trees, scans with carries (hologram.streaming.plan);
 - else the axis is joined into one chunk, with a `PerformanceWarning` naming the
   statement that needs it whole.
 """
@@ -24,7 +28,7 @@ import numpy as np
 from hologram.call.args import (bind_symbols, check_array, check_reductions, complete_symbols, concrete_shape,
                                 convert_scalar)
 from hologram.call.loops import Core
-from hologram.core.errors import ArgumentError, Site, StreamError, UnsupportedProgram
+from hologram.core.errors import ArgumentError, StreamError, UnsupportedProgram
 from hologram.core.types import Affine
 from hologram.dask import tasks
 from hologram.dask.blocks import blockwise_symbols, why_not_blockwise, window_reach
@@ -32,6 +36,7 @@ from hologram.dask.graph import Builder, Grid, Stage, plain_symbol
 from hologram.dask.protocol import is_dask_collection
 from hologram.dask.transpose import inverse, lead_with
 from hologram.ir import KernelIR, format_statement
+from hologram.streaming.plan import site_words
 
 
 def call(kernel: Any, values: Mapping[str, Any], out: Any, cast: bool, mapped: bool) -> Any:
@@ -41,10 +46,6 @@ def call(kernel: Any, values: Mapping[str, Any], out: Any, cast: bool, mapped: b
 
     sig = kernel.signature
     name = sig.name
-    if mapped:
-        raise ArgumentError(f"{name}.map(): loop dimensions of Dask arrays are not mapped over",
-                            hint=f"call {name}(...) with arrays of the declared rank, whose chunks are split as the "
-                                 "kernel allows; or da.map_blocks over the loop dimensions")
     if out is not None:
         raise ArgumentError(f"{name}(): out= cannot be given when an argument is a Dask array: the result is a lazy "
                             "Dask array, computed when asked for",
@@ -52,6 +53,7 @@ def call(kernel: Any, values: Mapping[str, Any], out: Any, cast: bool, mapped: b
     arrays: dict[str, Any] = {}
     items: dict[str, Any] = {}
     scalars: dict[str, Any] = {}
+    loops: dict[str, int] = {}  # an array input's loop dimensions (kernel.map)
     for p in sig.inputs:
         v = values[p.name]
         where = f"{name}(): argument {p.name!r}"
@@ -60,6 +62,12 @@ def call(kernel: Any, values: Mapping[str, Any], out: Any, cast: bool, mapped: b
             raise ArgumentError(f"{where} is a {type(v).__name__}; a kernel takes Dask arrays",
                                 hint="pass its .data (a Dask array); for an xarray DataArray, "
                                      "hologram.xarray.apply keeps its dimensions and coordinates")
+        if p.kind == "scalar" and mapped and np.ndim(v) > 0:  # a scalar with loop dimensions: mapped over
+            loops[p.name] = np.ndim(v)
+            v = v if dask_array else da.from_array(np.asarray(v))
+            convert_scalar(name, p, np.zeros((), v.dtype)[()], cast)  # the dtype rule of a numpy scalar
+            arrays[p.name] = v
+            continue
         if p.kind == "scalar":
             if not dask_array:
                 scalars[p.name] = convert_scalar(name, p, v, cast)
@@ -69,22 +77,30 @@ def call(kernel: Any, values: Mapping[str, Any], out: Any, cast: bool, mapped: b
             convert_scalar(name, p, np.zeros((), v.dtype)[()], cast)  # the dtype rule of a numpy scalar
             items[p.name] = v
             continue
+        loops[p.name] = max(np.ndim(v) - len(p.shape), 0) if mapped else 0
         if not dask_array:
-            a = check_array(name, p, v, cast)
+            a = check_array(name, p, v, cast, loops[p.name])
             arrays[p.name] = da.from_array(a, chunks=a.shape or ())
             continue
         if any(np.isnan(c) for dim in v.chunks for c in dim):
             raise ArgumentError(f"{where} has chunks of unknown size {v.chunks}",
                                 hint="call .compute_chunk_sizes() on it first")
-        check_array(name, p, np.empty((0,) * v.ndim, v.dtype), cast)  # rank and dtype, as a numpy call says
+        check_array(name, p, np.empty((0,) * v.ndim, v.dtype), cast, loops[p.name])  # rank and dtype, as numpy's
         arrays[p.name] = v
-    symbols = bind_symbols(name, sig.inputs, {n: Core(x.shape) for n, x in arrays.items()}, sig.symbols)
+    scalar = {p.name for p in sig.inputs if p.kind == "scalar"}
+    core = {n: Core(x.shape[loops[n]:]) for n, x in arrays.items() if n not in scalar}
+    symbols = bind_symbols(name, sig.inputs, core, sig.symbols)
     symbols = complete_symbols(kernel.program.symbols, symbols)
     for p in sig.outputs:
         concrete_shape(name, p, symbols)
     check_reductions(name, kernel._c.reductions, symbols)
     labels = {p.name: tuple(plain_symbol(d) for d in p.shape) for p in sig.inputs if p.name in arrays}
-    split = _split(kernel, arrays, labels, symbols)
+    if any(loops.values()):
+        loop = _looped(name, arrays, loops, labels)
+        split = _mapped_split(kernel, arrays, labels, loop)
+        symbols = {**symbols, **loop}
+    else:
+        split = _split(kernel, arrays, labels, symbols)
     for n, perm in split.perms.items():
         if n in arrays:
             arrays[n] = arrays[n].transpose(perm)
@@ -92,6 +108,48 @@ def call(kernel: Any, values: Mapping[str, Any], out: Any, cast: bool, mapped: b
     arrays = _aligned(arrays, labels, split.symbols)
     grid = Grid(split.symbols, {s: _chunks_of(arrays, labels, s) for s in split.symbols}, split.along, split.halos)
     return _build(kernel, grid, split, arrays, labels, items, scalars, symbols, cast)
+
+
+def _looped(name: str, arrays: dict[str, Any], loops: Mapping[str, int],
+            labels: dict[str, tuple[str | None, ...]]) -> dict[str, int]:
+    """A call through `kernel.map`: the loop dimensions broadcast as numpy broadcasts them
+    (an argument with fewer is shared, one of size 1 is broadcast), labelled `_loop0`...;
+    `arrays` and `labels` updated; returns each loop label's size."""
+    import dask.array as da
+
+    try:
+        shape = np.broadcast_shapes(*(x.shape[:loops[n]] for n, x in arrays.items()))
+    except ValueError:
+        found = ", ".join(f"{n!r} {x.shape[:loops[n]]}" for n, x in arrays.items() if loops[n])
+        raise ArgumentError(f"{name}.map(): the loop dimensions of the arguments do not broadcast: {found}") from None
+    names = tuple(f"_loop{i}" for i in range(len(shape)))
+    for n, x in arrays.items():
+        rank = loops[n]
+        if rank:
+            own = shape[len(shape) - rank:]
+            if x.shape[:rank] != own:  # (without empty chunks, which Dask's broadcast_to mishandles)
+                x = x.rechunk(tuple(tuple(c for c in dim if c) or (0,) for dim in x.chunks))
+                arrays[n] = da.broadcast_to(x, own + x.shape[rank:])
+            labels[n] = names[len(shape) - rank:] + labels[n]
+    return dict(zip(names, shape))
+
+
+def _mapped_split(kernel: Any, arrays: Mapping[str, Any], labels: Mapping[str, tuple[str | None, ...]],
+                  loop: Mapping[str, int]) -> "Split":
+    """`kernel.map` over Dask arrays: its loop dimensions split as they are chunked, and
+    its blockwise symbols; any other split axis joined (warned)."""
+    kir = kernel._c.source_ir
+    blockwise = blockwise_symbols(kir) if kir is not None else frozenset()
+    kept: set[str] = set()
+    joined: set[str] = set()
+    for n, x in arrays.items():
+        for k, s in enumerate(labels[n]):
+            if s not in loop and len(x.chunks[k]) > 1:
+                (kept if s in blockwise else joined).add(s or f"axis {k} of {n!r}")
+    for s in sorted(joined):
+        _warn(kernel, f"{s} is read whole: a call through map splits its loop dimensions and the kernel's "
+                      "blockwise symbols only")
+    return Split((*loop, *sorted(kept)), None, (kernel_stage(tasks.Mapped(kernel)),))
 
 
 # ------------------------------------------------------------------------- the split
@@ -205,23 +263,15 @@ def kernel_stage(kernel: Any) -> Stage:
                  tuple((p.name, "row", p.name) for p in sig.outputs))
 
 
-def _source(stage: Stage) -> KernelIR | None:
-    return stage.kernel._c.source_ir
-
-
 def _reason(kir: KernelIR, symbol: str) -> str:
     st = why_not_blockwise(kir, symbol)
     if isinstance(st, str):
         decl = next(d for d in (*kir.params, *kir.outputs, *kir.temps) if d.name == st)
         return f"{decl.kind} {st!r} has shape [{', '.join(map(str, decl.shape))}]"
     site = kir.sites[st.site] if getattr(st, "site", None) is not None and st.site < len(kir.sites) else None
-    words = _words(site) if site is not None else format_statement(st).splitlines()[0]
+    words = site_words(site) if site is not None else format_statement(st).splitlines()[0]
     at = f" ({site})" if site is not None else ""
     return f"`{words}`{at} reads across {symbol}"
-
-
-def _words(site: Site) -> str:
-    return site.text[site.col - 1:site.end_col - 1].strip()
 
 
 def _planner_words(e: StreamError) -> str:
@@ -280,11 +330,12 @@ def _build(kernel: Any, grid: Grid, split: Split, arrays: Mapping[str, Any],
     from dask.highlevelgraph import HighLevelGraph
 
     sig = kernel.signature
+    loop = tuple(s for s in grid.symbols if s.startswith("_loop"))  # kernel.map's loop dimensions, first
     token = tokenize(kernel, [s.kernel for s in split.stages], grid.symbols, dict(grid.chunks), grid.split, dict(grid.halos),
                      {n: x.name for n, x in arrays.items()}, {n: x.name for n, x in items.items()},
                      {n: (type(v).__name__, repr(v)) for n, v in scalars.items()}, cast)
     if grid.split is None and not any(grid.halos.values()) and len(sig.outputs) == 1:
-        return _blockwise(kernel, arrays, labels, items, scalars, symbols, cast, token)
+        return _blockwise(split.stages[0].kernel, loop, arrays, labels, items, scalars, symbols, cast, token)
     work = f"hologram-{sig.name}-{token}"
     builder = Builder(work, grid, arrays, labels, items, scalars, symbols, cast)
     builder.run(split.stages)
@@ -292,20 +343,21 @@ def _build(kernel: Any, grid: Grid, split: Split, arrays: Mapping[str, Any],
     outs = []
     for p in sig.outputs:
         perm = split.perms.get(p.name)
-        shape = p.shape if perm is None else tuple(p.shape[k] for k in perm)
+        shape = (*loop, *(p.shape if perm is None else tuple(p.shape[k] for k in perm)))
         out = builder.output(p.name, shape, p.dtype.np, graph)
         outs.append(out if perm is None else out.transpose(inverse(perm)))
     result = kernel._c.result
     return result(*outs) if result is not None else outs[0] if outs else None
 
 
-def _blockwise(kernel: Any, arrays: Mapping[str, Any], labels: Mapping[str, tuple[str | None, ...]],
-               items: Mapping[str, Any], scalars: Mapping[str, Any], symbols: Mapping[str, int], cast: bool,
-               token: str) -> Any:
+def _blockwise(kernel: Any, loop: tuple[str, ...], arrays: Mapping[str, Any],
+               labels: Mapping[str, tuple[str | None, ...]], items: Mapping[str, Any], scalars: Mapping[str, Any],
+               symbols: Mapping[str, int], cast: bool, token: str) -> Any:
     """A blockwise kernel of one output as Dask's own `blockwise` layer: built lazily (a
     call over 10,000 chunks costs what one costs), one task per block, and fused by Dask
     with the blockwise operations around it (`lib.relu(x) * 2` is one task per block).
-    The kernel is a value of the graph (a `Delayed`), sent to a worker once."""
+    The kernel is a value of the graph (a `Delayed`), sent to a worker once; `loop` are
+    the loop dimensions of a call through `kernel.map`, which `kernel` (a `Mapped`) maps."""
     import dask
     import dask.array as da
 
@@ -325,8 +377,8 @@ def _blockwise(kernel: Any, arrays: Mapping[str, Any], labels: Mapping[str, tupl
         else:
             feeds.append(("value", scalars[p.name]))
     out = sig.outputs[0]
-    index = tuple(plain_symbol(d) or f"{out.name}.{k}" for k, d in enumerate(out.shape))
-    new_axes = {i: Affine.of(d).evaluate(symbols) for i, d in zip(index, out.shape) if i not in seen}
+    index = (*loop, *(plain_symbol(d) or f"{out.name}.{k}" for k, d in enumerate(out.shape)))
+    new_axes = {i: Affine.of(d).evaluate(symbols) for i, d in zip(index, (*loop, *out.shape)) if i not in seen}
     return da.blockwise(tasks.run_output, index, 0, None, dask.delayed(kernel, pure=True), None, feeds, None,
                         cast, None, None, None, None, None, *pairs, new_axes=new_axes, dtype=out.dtype.np,
                         meta=np.empty((0,) * len(out.shape), out.dtype.np), align_arrays=False, concatenate=True,

@@ -121,7 +121,7 @@ class Builder:
         feeds: list[tasks.Feed] = []
         refs: list[Any] = []
         for _, role, source in stage.params:
-            if role in ("stream", "input"):
+            if role in ("stream", "input") or source in self.arrays:  # (a scalar with loop dimensions: an array)
                 feeds.append(("block", len(refs)))
                 refs.append(TaskRef(self.block(source, at)))
             elif role == "scalar" and source in self.items:

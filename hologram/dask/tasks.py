@@ -29,6 +29,29 @@ from hologram.streaming.reduce import Reducer, reducer
 Feed = tuple[str, Any]
 
 
+class Mapped:
+    """A kernel called through `kernel.map` (its arguments' leading loop dimensions), as a
+    step's kernel: what a block of a `kernel.map` call over Dask arrays runs."""
+
+    __slots__ = ("kernel",)
+
+    def __init__(self, kernel: Any):
+        self.kernel = kernel
+
+    @property
+    def signature(self) -> Any:
+        return self.kernel.signature
+
+    def __call__(self, *args: Any, cast: bool = False) -> Any:
+        return self.kernel.map(*args, cast=cast)
+
+    def __reduce__(self) -> tuple:
+        return Mapped, (self.kernel,)
+
+    def __dask_tokenize__(self) -> tuple:
+        return ("map", self.kernel.__dask_tokenize__())
+
+
 def _arguments(feeds: Sequence[Feed], smalls: dict | None, carries: Sequence[Reducer] | None,
                blocks: Sequence[Any]) -> list[Any]:
     args = []

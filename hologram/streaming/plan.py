@@ -266,14 +266,14 @@ class Planner:
     def show(self, node: Expr) -> str:
         """`node` as the document writes it, when its site says; else its IR text."""
         site = self.site_of(node) if node.op == "LOAD" and node.site is not None else None
-        return _words(site) if site is not None else format_expr(node)
+        return site_words(site) if site is not None else format_expr(node)
 
     def stmt(self, st: Statement, node: Expr) -> str:
         """The statement, for an error: as the document writes it, else (the line the
         error shows) "this statement", else its IR text."""
         site = self.statement_site(st)
         if site is not None:
-            return f"`{_words(site)}` "
+            return f"`{site_words(site)}` "
         return "this statement " if self.site_of(node) is not None else f"`{format_statement(st).splitlines()[0]}` "
 
     def defined_at(self, name: str) -> Statement | None:
@@ -297,7 +297,7 @@ class Planner:
                 st = self.defined_at(d.name) if d.kind == "temp" else None
                 what = f"{d.kind} {d.name!r}"
                 if st is not None and not _names_target(self.statement_site(st), d.name):
-                    what = f"`{_words(self.statement_site(st))}`"  # a hidden temporary: the words it holds
+                    what = f"`{site_words(self.statement_site(st))}`"  # a hidden temporary: the words it holds
                 raise self.error(f"{what} has shape [{shape}]; an array whose size depends on {S}, the "
                                  f"streamed dimension, must have {S} as its first dimension and nowhere else",
                                  hint="stream along another symbol with along=, or call the kernel on arrays in memory",
@@ -407,7 +407,7 @@ class Planner:
         return attrs.evolve(info, offset=offset)
 
 
-def _words(site: Site) -> str:
+def site_words(site: Site) -> str:
     """What the document writes at `site` (its first line)."""
     return site.text[site.col - 1:site.end_col - 1].strip()
 
@@ -417,7 +417,7 @@ def _names_target(site: Site | None, name: str) -> bool:
     user's statement, not an expression a hidden temporary holds."""
     if site is None:
         return False
-    words = _words(site)
+    words = site_words(site)
     return words.startswith(name) and words[len(name):len(name) + 1] in ("", " ", "[", "=")
 
 

@@ -1,6 +1,6 @@
 """Generated kernels called with Dask arrays, with their oracle.
 
-    chunked(cases)     any generated case called with its array inputs as Dask arrays of
+    chunked(cases)     any generated case called (or mapped) with its array inputs as Dask arrays of
                        drawn chunkings (`KernelCase.dask`, a `DaskSpec`): per axis one
                        chunk, chunks of one element, or uneven cuts, now and then with
                        empty chunks among them; scalars now and then as 0-d Dask arrays.
@@ -54,10 +54,10 @@ class DaskSpec:
 
 @st.composite
 def chunked(draw: Callable, cases: st.SearchStrategy[KernelCase]) -> KernelCase:
-    """A case of `cases` called with Dask arrays (module docstring); a case that maps or
-    streams stays as it is."""
+    """A case of `cases` called with Dask arrays (module docstring), through `kernel.map`
+    when the case maps; a case that streams stays as it is."""
     case = draw(cases)
-    if case.mapped or case.stream is not None:
+    if case.stream is not None:
         return case
     chunks = []
     items = []
@@ -89,9 +89,9 @@ def chunkings(n: int) -> st.SearchStrategy[tuple[int, ...]]:
     return st.one_of(whole, ones, cuts())
 
 
-def run_chunked(kernel: Any, inputs: Mapping[str, Any], spec: DaskSpec) -> dict[str, np.ndarray]:
-    """`kernel` called with Dask arrays as `spec` says, its outputs computed on Dask's
-    threaded scheduler."""
+def run_chunked(kernel: Any, inputs: Mapping[str, Any], spec: DaskSpec, mapped: bool = False) -> dict[str, np.ndarray]:
+    """`kernel` called (`mapped`: through `kernel.map`) with Dask arrays as `spec` says,
+    its outputs computed on Dask's threaded scheduler."""
     import dask
     import dask.array as da
     from dask.array.core import PerformanceWarning
@@ -107,7 +107,7 @@ def run_chunked(kernel: Any, inputs: Mapping[str, Any], spec: DaskSpec) -> dict[
             args[name] = value
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PerformanceWarning)  # an axis read whole: still the right answer
-        result = kernel(**args)
+        result = (kernel.map if mapped else kernel)(**args)
     names = [p.name for p in kernel.signature.outputs]
     lazy = (result,) if len(names) == 1 else tuple(result)
     computed = dask.compute(*lazy, scheduler="threads")

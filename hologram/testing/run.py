@@ -71,7 +71,7 @@ def run_case(case: KernelCase, backend: str | None = "interp", opt: str | None =
     if case.dask is not None:
         from hologram.testing.dask_cases import run_chunked
 
-        return run_chunked(kernel, case.args, case.dask)
+        return run_chunked(kernel, case.args, case.dask, case.mapped)
     from hologram.testing.stream_cases import run_streamed
 
     return run_streamed(kernel, case.args, case.stream, [np.shape(val.v) for _, val in case.expected])

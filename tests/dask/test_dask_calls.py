@@ -263,6 +263,26 @@ def test_other_dask_collections_are_refused_with_a_hint():
         STDLIB.relu(bag)
 
 
-def test_map_over_dask_arrays_is_refused_with_a_hint():
-    with pytest.raises(ArgumentError, match=r"relu.map\(\): loop dimensions of Dask arrays"):
-        STDLIB.relu.map(da.ones((2, 3), dtype=np.float32))
+def test_map_splits_the_loop_dimensions_as_they_are_chunked():
+    """`kernel.map` over Dask arrays: loop dimensions broadcast as numpy's (one of size 1,
+    one missing), split as chunked, and so are the kernel's blockwise symbols; a core
+    axis the kernel reads whole is joined, warned."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((40, 7, 30)).astype(np.float32)
+    a, w = rng.standard_normal((40, 1, 30)).astype(np.float32), rng.standard_normal(30).astype(np.float32)
+    y = STDLIB.softmax.map(da.from_array(x, chunks=(9, 3, 30)))
+    assert y.chunks == ((9, 9, 9, 9, 4), (3, 3, 1), (30,))
+    np.testing.assert_array_equal(y.compute(), STDLIB.softmax.map(x))
+    z = STDLIB.vadd.map(da.from_array(x, chunks=(9, 3, 10)), da.from_array(a, chunks=(9, 1, 30)))
+    np.testing.assert_array_equal(z.compute(), STDLIB.vadd.map(x, a))
+    np.testing.assert_array_equal(STDLIB.vadd.map(da.from_array(x, chunks=5), w).compute(), STDLIB.vadd.map(x, w))
+    with pytest.warns(PerformanceWarning, match="sum: n is read whole: a call through map"):
+        total = STDLIB.sum.map(da.from_array(x, chunks=(9, 3, 10)))
+    assert total.chunks == ((9, 9, 9, 9, 4), (3, 3, 1))
+    np.testing.assert_array_equal(total.compute(), STDLIB.sum.map(x))
+    k = kernel('x = "f32[n]"', 'y = "f32[n]", s = "f32"', "y = x * 2\ns = sum(x)")
+    both = k.map(da.from_array(x, chunks=(9, 3, 30)))
+    np.testing.assert_array_equal(both.y.compute(), x * 2)
+    np.testing.assert_array_equal(both.s.compute(), k.map(x).s)
+    with pytest.raises(ArgumentError, match=r"loop dimensions of the arguments do not broadcast"):
+        STDLIB.vadd.map(da.from_array(x), da.from_array(x[:3]))

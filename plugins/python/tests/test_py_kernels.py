@@ -96,7 +96,7 @@ def test_a_stream_error_names_the_users_expression_and_line(tmp_path):
 
         @hg.kernel
         def running(x: f32["n"]) -> f32["n"]:
-            return x + np.cumsum(x * 2)
+            return x + (x * 2)[::-1]
 
         @hg.kernel
         def steps(x: f32["n"]) -> f32:
@@ -104,7 +104,7 @@ def test_a_stream_error_names_the_users_expression_and_line(tmp_path):
             return d @ d
     ''')
     for k, args, words, line in ((m.gram, [np.ones((6, 3), np.float32)], "`(a * 2).T` has shape [k, n]", 6),
-                                 (m.running, [np.ones(6, np.float32)], "`np.cumsum(x * 2)` is a cumsum along n", 10),
+                                 (m.running, [np.ones(6, np.float32)], "another row of 'x'", 10),
                                  (m.steps, [np.ones(6, np.float32)], "temp 'd' has shape [max(n - 1, 0)]", 14)):
         with pytest.raises(StreamError) as info:
             hg.stream(k.on("interp"), *args, out=np.empty(6, np.float32) if k is m.running else None)
