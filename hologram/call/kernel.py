@@ -353,12 +353,15 @@ class Kernel:
         needs the document, the bundle file or a compiler on the other side
         (multiprocessing, Dask workers). The first kernel unpickled per (program,
         interface, backend) in a process is the one every later copy returns, so it is
-        prepared once per process."""
+        prepared once per process. The object code a trusted bundle shipped with it
+        travels too: a worker runs it as the process that loaded the bundle would (a
+        pickle is code its receiver runs anyway), and compiles nothing."""
         c = self._c
         data, digest = c.encoded
+        native = {name: tuple(dict(n) for n in found) for name, found in c.native.items()}
         return (_unpickle, (data, digest, c.signature, c.version, c.summary,
                             c.pipeline_name, c.reductions, c.ir_form(), c.kdef, self._backend_name,
-                            c.encoded_source_ir()))
+                            c.encoded_source_ir(), native))
 
 
 def _given(out: Any) -> tuple:
@@ -407,7 +410,7 @@ _UNPICKLED: LRUCache[tuple, "Kernel"] = LRUCache(256)
 
 def _unpickle(data: bytes, digest: str, signature: Signature, version: str, summary: str, pipeline_name: str,
               reductions: tuple, ir_text: str, kdef: KernelDef | None, backend: str | None,
-              source_ir: bytes | None = None) -> "Kernel":
+              source_ir: bytes | None = None, native: Mapping[str, tuple] | None = None) -> "Kernel":
     key = (digest, signature, version, backend)
     kernel = _UNPICKLED.get(key)
     if kernel is None:
@@ -415,7 +418,7 @@ def _unpickle(data: bytes, digest: str, signature: Signature, version: str, summ
             raise HologramError(f"a pickled kernel {signature.name!r} is corrupt: its program does not match its hash")
         ir = None if source_ir is None else EncodedIR(source_ir, signature, f"a pickled kernel {signature.name!r}")
         compiled = Compiled.stored(decode(data), signature, version, summary, pipeline_name, reductions, kdef=kdef,
-                                   source_ir=ir, ir_text=ir_text)  # the backend verifies it when it prepares it
+                                   source_ir=ir, ir_text=ir_text, native=native)  # verified when prepared
         kernel = Kernel(compiled, backend)
         _UNPICKLED.put(key, kernel)
     return kernel

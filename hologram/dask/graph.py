@@ -12,16 +12,22 @@ For every position of the blockwise axes (`B`):
   blocks and, per reduction, the chunk's partials;
 - its reductions are merged as a tree in chunk order (`tasks.leaf`, `tasks.merge`,
   `SPLIT_EVERY` at a time), so a given chunking gives the same bits every time, and
-  finalized into the small tensors (`tasks.finalize`);
+  finalized into the small tensors (`tasks.finalize`); its scans' carries go from
+  chunk to chunk (`tasks.advance`);
 - a small step runs once on them (`tasks.run_small`).
 
 Later steps read the small tensors of their own `B` position, so nothing is brought to
-the client between steps. The outputs are Dask arrays over the same graph: row outputs
-chunked as the grid, small ones chunked along `B`.
+the client between steps. A window symbol (a stencil's) is blockwise but for its halo:
+a block's run reads its rows and the halo's from the blocks around it
+(`tasks.window`) and keeps its own rows of each output (`tasks.trim`). The outputs are
+Dask arrays over the same graph: row outputs chunked as the grid, small ones chunked
+along `B`. Each stage's kernel is a value of the graph (`dask.task_spec.DataNode`), sent
+to a worker once; a chunk's run that one task alone reads runs inside that task.
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 from typing import Any, Mapping, Sequence
@@ -60,6 +66,7 @@ class Grid:
     chunks: Mapping[str, tuple[int, ...]]
     split: str | None  # S, the last of `symbols`, or None
     halos: Mapping[str, tuple[int, int]] = attrs.field(factory=dict)  # a window's rows (before, after)
+    _starts: dict = attrs.field(factory=dict, eq=False, repr=False)  # symbol -> each chunk's first row, cached
 
     @property
     def blockwise(self) -> tuple[str, ...]:
@@ -68,14 +75,27 @@ class Grid:
     def positions(self, symbols: Sequence[str]) -> list[tuple[int, ...]]:
         return list(itertools.product(*(range(len(self.chunks[s])) for s in symbols)))
 
+    def starts(self, symbol: str) -> list[int]:
+        """Each chunk's first row along `symbol`, and the end."""
+        found = self._starts.get(symbol)
+        if found is None:
+            found = self._starts[symbol] = [0, *itertools.accumulate(self.chunks[symbol])]
+        return found
+
     def start(self, symbol: str, index: int) -> int:
-        return sum(self.chunks[symbol][:index])
+        return self.starts(symbol)[index]
+
+    def overlapping(self, symbol: str, lo: int, hi: int) -> range:
+        """The chunks along `symbol` holding rows of [lo, hi)."""
+        starts = self.starts(symbol)
+        return range(max(bisect.bisect_right(starts, lo) - 1, 0), min(bisect.bisect_left(starts, hi),
+                                                                      len(self.chunks[symbol])))
 
     def window(self, symbol: str, index: int) -> tuple[int, int]:
         """The rows block `index` of a window symbol is computed from: its own and its halo's."""
         start = self.start(symbol, index)
         before, after = self.halos[symbol]
-        end = min(sum(self.chunks[symbol]), start + self.chunks[symbol][index] + after)
+        end = min(self.starts(symbol)[-1], start + self.chunks[symbol][index] + after)
         # at least `after` rows, so an output shorter than the inputs has no negative length
         return max(0, min(start - before, end - after)), end
 
@@ -83,7 +103,7 @@ class Grid:
         """The rows of an output `symbol + shift` long that block `index` holds, from the
         start of its window: the block's own rows (the last block to the output's end)."""
         start, own = self.start(symbol, index), self.chunks[symbol][index]
-        end = sum(self.chunks[symbol]) + shift
+        end = self.starts(symbol)[-1] + shift
         stop = end if index == len(self.chunks[symbol]) - 1 else min(start + own, end)
         first = min(start, end)
         return first - self.window(symbol, index)[0], max(stop, first) - self.window(symbol, index)[0]
@@ -157,7 +177,7 @@ class Builder:
         for k, s in windowed:
             lo, hi = self.grid.window(s, at[s])
             found = []
-            for j in range(len(self.grid.chunks[s])):
+            for j in self.grid.overlapping(s, lo, hi + 1):
                 start = self.grid.start(s, j)
                 a, b = max(lo, start), min(hi, start + self.grid.chunks[s][j])
                 if a < b or (lo == hi and j == at[s]):

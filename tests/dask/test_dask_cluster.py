@@ -13,19 +13,39 @@ import dask.array as da
 import numpy as np
 import pytest
 from distributed import Client, LocalCluster
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import hologram as hg
+from dask_helpers import held, stdlib_calls
 from hologram.testing.contract import assert_close
 
 STDLIB = hg.load_bundle("stdlib")
 
 
 @pytest.fixture(scope="module")
-def client():
+def client(tmp_path_factory):
+    """Two worker processes, each with a compile cache of its own that starts empty."""
+    cache = tmp_path_factory.mktemp("worker-cache")
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                           silence_logs=logging.ERROR)
+                           silence_logs=logging.ERROR, env={"HOLOGRAM_CACHE_DIR": str(cache)})
     with cluster, Client(cluster) as c:
         yield c
+
+
+def test_every_stdlib_kernel_runs_on_the_workers(client):
+    """Each stdlib kernel once, its array inputs in uneven chunks, against its numpy call."""
+    @settings(max_examples=1, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def run(data):
+        for name in sorted(STDLIB):
+            numpy_args, dask_args = data.draw(stdlib_calls(name, 60))
+            want, lazy = STDLIB[name](*numpy_args), STDLIB[name](*dask_args)
+            got = client.compute(list(lazy) if isinstance(lazy, tuple) else [lazy], sync=True)
+            for g, w in zip(got, want if isinstance(want, tuple) else (want,)):
+                held(name, g, w, numpy_args)
+
+    run()
 
 
 def test_stdlib_kernels_run_on_the_workers(client):

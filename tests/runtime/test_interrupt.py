@@ -26,6 +26,9 @@ import pytest
 
 CHILD = textwrap.dedent(r'''
     import signal, sys, threading, time
+    # Ctrl-C live, as in a terminal: a suite started in the background (`make test &`)
+    # hands its children SIGINT ignored, and Python then leaves it ignored
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     import numpy as np
     from hologram.isa.asm import format_program, parse_program
     from hologram.registry.lookups import get_backend

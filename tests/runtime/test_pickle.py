@@ -46,6 +46,24 @@ def test_a_library_from_a_bundle_round_trips(tmp_path):
     np.testing.assert_array_equal(copy.axpy(lo, hi, hi), np.full(4, 3, np.float32))
 
 
+def test_a_trusted_bundles_object_code_travels_with_its_kernels(tmp_path):
+    """A worker runs the native code the bundle shipped, as the process that loaded it
+    does, rather than compiling the program again."""
+    jit = pytest.importorskip("hologram_cpu_llvm.jit")
+    from hologram_cpu_llvm import cpu
+
+    levels = [t for t in jit.level_targets() if jit.has_features(cpu.X86_64_LEVELS[t])]
+    if not levels:
+        pytest.skip("no x86-64 level this CPU runs")
+    build([KERNELS / "softmax.toml"], "tiny", "1.0.0", tmp_path / "t.hgb", cache_dir=False, jobs=1, native=levels[0])
+    lib = hg.load_bundle(tmp_path / "t.hgb", trust_native=True)
+    assert lib.softmax._c.native
+    hg.clear_cache()  # the copy must be made from the pickle, not found among kernels unpickled before
+    copy = pickle.loads(pickle.dumps(lib.softmax))
+    assert copy._c.native == {k: tuple(dict(n) for n in v) for k, v in lib.softmax._c.native.items()}
+    np.testing.assert_array_equal(copy(X), lib.softmax(X))
+
+
 def test_a_corrupt_pickle_is_refused():
     hg.clear_cache()  # else a kernel unpickled earlier under this digest is the answer, rightly
     k = hg.compile_file(KERNELS / "vadd.toml")
