@@ -64,6 +64,26 @@ def test_stdlib_kernels_run_on_the_workers(client):
     np.testing.assert_array_equal(mv, STDLIB.matvec(x, v))
 
 
+def test_scans_windows_and_contractions_run_on_the_workers(client):
+    """The kinds the stdlib lacks, on the workers: a scan's carries, a convolution's halo,
+    a reduction along rows with its axis moved first."""
+    def compiled(inputs: str, outputs: str, body: str) -> hg.Kernel:
+        return hg.compile(f'[kernel]\nname = "k"\nversion = "1.0.0"\ninputs = {{ {inputs} }}\n'
+                          f'outputs = {{ {outputs} }}\nbody = """\n{body}\n"""\n')
+
+    rng = np.random.default_rng(2)
+    x, w = rng.uniform(0.5, 1.5, 5000).astype(np.float32), rng.standard_normal(5).astype(np.float32)
+    a = rng.standard_normal((300, 200)).astype(np.float32)
+    scan = compiled('x = "f32[n]"', 'y = "f32[n]"', "y = cumsum(x)")
+    conv = compiled('x = "f32[n]", w = "f32[k]"', 'y = "f32[n - k + 1]"', "y[i] = sum(x[i + d] * w[d], d)")
+    rows = compiled('a = "f32[m, n]"', 'y = "f32[m]"', "y = sum(a, axis=1)")
+    got = client.compute([scan(da.from_array(x, chunks=700)), conv(da.from_array(x, chunks=(1, 999, 4000)), w),
+                          rows(da.from_array(a, chunks=(70, 45)))], sync=True)
+    assert_close(got[0], scan(x), ulps=8, reduction_n=x.size, magnitude=np.abs(scan(x)).max())
+    np.testing.assert_array_equal(got[1], conv(x, w))
+    assert_close(got[2], rows(a), ulps=2, reduction_n=200, magnitude=np.abs(a).sum(axis=1))
+
+
 def test_a_kernel_compiled_here_is_prepared_once_per_worker(client):
     doc = '[kernel]\nname = "scaled"\nversion = "1.0.0"\ninputs = { x = "f32[n]" }\noutputs = { y = "f32[n]" }\n' \
           'body = "y = x * 3 + 1"\n'
