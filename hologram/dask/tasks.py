@@ -56,16 +56,12 @@ def _arguments(feeds: Sequence[Feed], smalls: dict | None, carries: Sequence[Red
                blocks: Sequence[Any]) -> list[Any]:
     args = []
     for how, what in feeds:
-        if how == "carry":
-            v = carries[what].carry()  # type: ignore[index]
-            args.append(v[()] if v.ndim == 0 else v)
-            continue
         if how == "block":
             args.append(np.ascontiguousarray(blocks[what]))  # a block may be a view of a strided array
         elif how == "item":
             args.append(np.asarray(blocks[what])[()])
-        elif how == "small":
-            v = np.asarray(smalls[what])  # type: ignore[index]
+        elif how in ("small", "carry"):  # a 0-d one is a scalar parameter's value
+            v = np.asarray(smalls[what] if how == "small" else carries[what].carry())  # type: ignore[index]
             args.append(v[()] if v.ndim == 0 else v)
         else:
             args.append(what)
