@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 import time
 
@@ -160,7 +159,6 @@ def _rows(client, lib, softmax_rows, xtv, n: int, chunk: int, repeat: int) -> li
 
 def _softmax(x):
     import dask.array as da
-    from dask.core import flatten
 
     e = da.exp(x - x.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)

@@ -221,7 +221,7 @@ class Builder:
                 self.rows[target] = (number, o)
         for b in grid.positions(grid.blockwise):
             at = dict(zip(grid.blockwise, b))
-            shapes = {p.name: self.block_shape(p.shape, at) for p in decls}
+            shapes = {p.name: self.block_shape(p.shape, at) for p in decls} if stage.reductions else {}
             fresh = [reducer(red, shapes[red.partials[0]]) for red in carried]
             carries: Any = fresh
             leaves = []

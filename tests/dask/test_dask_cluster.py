@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import pickle
 import time
 
 import dask.array as da
@@ -92,17 +93,15 @@ def test_a_kernel_compiled_here_is_prepared_once_per_worker(client):
     y = client.compute(k(da.from_array(x, chunks=1000)), sync=True)  # 100 tasks over two workers
     np.testing.assert_array_equal(y, x * 3 + 1)
 
-    import hashlib
+    key = (k._c.encoded[1], k.signature, k.version, None)
+    blob = pickle.dumps(k)
 
-    from hologram.isa.encoding import encode
-
-    key = (hashlib.sha256(encode(k.program)).hexdigest(), k.signature, k.version, None)
-
-    def prepared(key=key) -> bool:
+    def prepared(key=key, blob=blob) -> bool:
         from hologram.call.kernel import _UNPICKLED
 
-        found = _UNPICKLED.get(key)  # every task's copy of the kernel unpickles to this one object
-        return found is not None and found._ready is not None
+        found = _UNPICKLED.get(key)  # what every task's copy of the kernel unpickled to
+        # prepared, and any copy that arrives later is that same object: it is not prepared again
+        return found is not None and found._ready is not None and pickle.loads(blob) is found
 
     assert any(client.run(prepared).values())
 
