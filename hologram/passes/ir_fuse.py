@@ -34,7 +34,7 @@ from typing import Sequence
 import attrs
 
 from hologram.ir import Compute, Expr, KernelIR, Statement, TensorDecl
-from hologram.lower.plan import Names, bool_reductions, has_reduce, hoist_all
+from hologram.lower.plan import Names, bool_reductions, free_vars, has_reduce, hoist_all
 from hologram.passes.api import Pass
 from hologram.passes.ir_common import map_statement
 
@@ -58,6 +58,7 @@ def inline_elementwise(body: Sequence[Statement], decls: dict[str, TensorDecl]) 
     built (an upper bound: its own nodes and those of the temps it takes in)."""
     inline: dict[str, Compute] = {}
     size: dict[str, int] = {}  # inlined temp -> (at most) the nodes of its expression
+    kept = _recomputed_per_output(body, decls)
     renamed: dict[tuple, tuple[tuple[Expr, ...], Expr]] = {}  # by identity: equal DAGs may compare slowly
 
     def value_at(load: Expr) -> Expr:
@@ -89,11 +90,43 @@ def inline_elementwise(body: Sequence[Statement], decls: dict[str, TensorDecl]) 
         st = map_statement(st, lambda e: e.replace(sub))
         estimate = nodes + sum(taken.values())
         if isinstance(st, Compute) and decls[st.target].kind == "temp" and not (reduces and has_reduce(st.body)) \
-                and estimate <= MAX_FUSED_NODES:
+                and estimate <= MAX_FUSED_NODES and not (st.target in kept and _costly(st.body)):
             inline[st.target] = st
             size[st.target] = estimate
         else:
             out.append(st)
+    return out
+
+
+# What an elementwise temp may hold and still be recomputed wherever it is read: arithmetic
+# a load or two costs as much as; a transcendental or a division does not.
+CHEAP_OPS = frozenset({"LOAD", "CAST", "IDX", "CONST", "SYM", "SCALAR", "ADD", "SUB", "MUL", "NEG", "FMA", "MIN",
+                       "MAX", "ABS", "WHERE", "CMPEQ", "CMPNE", "CMPLT", "CMPLE", "CMPGT", "CMPGE", "AND", "OR",
+                       "NOT"})
+
+
+def _costly(e: Expr) -> bool:
+    return any(n.op not in CHEAP_OPS for n in e.walk())
+
+
+def _recomputed_per_output(body: Sequence[Statement], decls: dict[str, TensorDecl]) -> set[str]:
+    """Temps some statement reads inside a reduction at an index that none of the
+    statement's own variables reach (`g[j] = sum(x[i, j] * p[i], i)` reads `p[i]` once per
+    output `j`): substituted there, the temp would be computed once per output, not once.
+    Such a temp stays a stage of its own when it is costly. (A reduction that does not
+    use every variable of its statement is hoisted into a temp of its own by step 2 and
+    computed once: `y = e / sum(e)` is not such a read.)"""
+    out: set[str] = set()
+    for st in body:
+        if not isinstance(st, Compute) or not st.vars:
+            continue
+        outputs = set(st.vars)
+        # a reduction using fewer than all of them is hoisted into its own temp (step 2)
+        for red in (n for n in st.body.walk() if n.op == "REDUCE" and outputs <= free_vars(n)):
+            for n in red.srcs[0].walk():
+                if n.op == "LOAD" and decls[n.arg].kind == "temp" and \
+                        not any(m.op == "IDX" and m.arg in outputs for s in n.srcs for m in s.walk()):
+                    out.add(n.arg)
     return out
 
 
