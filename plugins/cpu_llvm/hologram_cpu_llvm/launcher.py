@@ -10,7 +10,7 @@ buffer pairs could overlap and their byte sizes) is computed once, here.
 
 When every stage is small enough to run inline, `run` is a native builtin
 (trampoline.py) that checks, reads the data pointers, tests the overlaps and calls the
-stages in one call from Python. Otherwise it is `general`: the same checks and the
+stages in one call from Python, temporaries included (allocated once per launcher). Otherwise it is `general`: the same checks and the
 same launch as runtime.launch, in Python. A launch that may run long (`Geometry.long`:
 a big stage, or loops counting by data, which no geometry bounds) takes `general`,
 which puts the Ctrl-C hook back in place at every call (cancel.arm). `Kernel` calls it
@@ -70,7 +70,7 @@ def make_launcher(exe: Executable, symbols: Mapping[str, int], num_threads: Call
         return None
 
     cancel.arm()
-    inline = not binding.temps and not geo.long and all(st.plain for st in exe.stages)
+    inline = not geo.long and all(st.plain for st in exe.stages)
     if not inline or not trampoline.available():
         return general
 
@@ -85,7 +85,7 @@ def make_launcher(exe: Executable, symbols: Mapping[str, int], num_threads: Call
         [(i, j, nbytes[i], nbytes[j]) for i, j in exe.alias_pairs if nbytes[i] and nbytes[j]],
         [(st.address, nblocks) for st, (nblocks, _) in zip(exe.stages, geo.grids)
          if nblocks],
-        general, on_error)
+        general, on_error, binding.temporaries(geo.sizes) if binding.temps else ())
 
 
 def _scalar_packer(exe: Executable) -> Callable[[Sequence[np.generic]], bytes]:

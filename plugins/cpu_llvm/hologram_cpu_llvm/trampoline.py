@@ -16,7 +16,8 @@ that is called with the arrays and numpy scalars themselves and, in native code:
    overlap it runs nothing and calls `fallback(*args)` instead (the general path,
    which copies or refuses as `launch` does);
 4. calls each stage function in order (the stage ABI of runtime.py, with the GIL held:
-   only stages small enough to run inline use this); when a stage sets its error
+   only stages small enough to run inline use this), the program's temporaries (arrays
+   the launcher allocated once, zeroed here) after the parameters; when a stage sets its error
    slot it calls `on_error(record)` with the 32-byte record, which raises. Returns None.
    On the main thread (`PyThread_get_thread_ident()`, Python's thread id, is the one in
    the cancel block, cancel.py) the error slot
@@ -60,7 +61,7 @@ _ARRAY_DESCR = _ARRAY_DATA + 40
 _ARRAY_FLAGS = _ARRAY_DATA + 48
 C_CONTIGUOUS, WRITEABLE = 0x0001, 0x0400  # NPY_ARRAY_C_CONTIGUOUS, NPY_ARRAY_WRITEABLE
 _SCALAR_VALUE = object.__basicsize__  # numpy scalar objects: PyObject_HEAD, then `obval`
-_HEADER = 18  # words before the variable parts of the block
+_HEADER = 20  # words before the variable parts of the block
 _IDENT_BITS = 8 * ctypes.sizeof(ctypes.c_ulong)  # PyThread_get_thread_ident's unsigned long
 
 _IR = r"""
@@ -124,10 +125,14 @@ entry:
   %ident.i = call i64 @word(ptr %blk, i64 17)
   %ident = inttoptr i64 %ident.i to ptr
   %sizes = getelementptr i64, ptr %blk, i64 %zoff
+  %ntemps = call i64 @word(ptr %blk, i64 18)
+  %tpoff = call i64 @word(ptr %blk, i64 19)
+  %tptrs = getelementptr i64, ptr %blk, i64 %tpoff
   %nargs = and i64 %nargsf, 9223372036854775807
   %want = add i64 %nbufs, %nscal
   %argsok = icmp eq i64 %nargs, %want
-  %ptrs = alloca i64, i64 %nbufs, align 8
+  %nptrs = add i64 %nbufs, %ntemps
+  %ptrs = alloca i64, i64 %nptrs, align 8
   %scal = alloca i64, i64 %nscal, align 8
   %err = alloca [4 x i64], align 8
   call void @llvm.memset.p0.i64(ptr %err, i8 0, i64 32, i1 false)
@@ -189,7 +194,7 @@ bufnext:
 scalloop:
   %s = phi i64 [0, %bufloop], [%s1, %scalbody]
   %sdone = icmp sge i64 %s, %nscal
-  br i1 %sdone, label %pairloop, label %scaltype
+  br i1 %sdone, label %temploop, label %scaltype
 scaltype:
   %ai = add i64 %s, %nbufs
   %sargp = getelementptr ptr, ptr %args, i64 %ai
@@ -211,8 +216,26 @@ decline:
   call void %incref(ptr %false)
   ret ptr %false
 
+; the temporaries: memory the launcher owns, after the parameters, zeroed per launch
+temploop:
+  %u = phi i64 [0, %scalloop], [%u1, %tempbody]
+  %udone = icmp sge i64 %u, %ntemps
+  br i1 %udone, label %pairloop, label %tempbody
+tempbody:
+  %u2 = mul i64 %u, 2
+  %tp = call i64 @word(ptr %tptrs, i64 %u2)
+  %u2a = add i64 %u2, 1
+  %tbytes = call i64 @word(ptr %tptrs, i64 %u2a)
+  %tmem = inttoptr i64 %tp to ptr
+  call void @llvm.memset.p0.i64(ptr %tmem, i8 0, i64 %tbytes, i1 false)
+  %ui = add i64 %u, %nbufs
+  %tdst = getelementptr i64, ptr %ptrs, i64 %ui
+  store i64 %tp, ptr %tdst
+  %u1 = add i64 %u, 1
+  br label %temploop
+
 pairloop:
-  %q = phi i64 [0, %scalloop], [%q1, %pairnext]
+  %q = phi i64 [0, %temploop], [%q1, %pairnext]
   %qdone = icmp sge i64 %q, %npairs
   br i1 %qdone, label %cancelmark, label %pairbody
 pairbody:
@@ -368,7 +391,7 @@ def ir() -> str:
 
 # the offsets `ir()` writes into the code: object code carrying the entry point is
 # adopted only by a process whose layout is the same
-LAYOUT = (f"launch 2; ob_type {_OB_TYPE}; tuple {_TUPLE_ITEMS}; bytes {_BYTES_DATA}; array {_ARRAY_DATA}; "
+LAYOUT = (f"launch 3; ob_type {_OB_TYPE}; tuple {_TUPLE_ITEMS}; bytes {_BYTES_DATA}; array {_ARRAY_DATA}; "
           f"scalar {_SCALAR_VALUE}; thread id {_IDENT_BITS}")
 
 
@@ -434,7 +457,8 @@ def available() -> bool:
 
 def native_launcher(buffers: Sequence[tuple[np.dtype, tuple[int, ...], bool]], scalars: Sequence[np.dtype],
                     syms: Sequence[int], pairs: Sequence[tuple[int, int, int, int]], stages: Sequence[tuple[int, int]],
-                    fallback: Callable[..., None], on_error: Callable[[bytes], None]) -> Callable[..., Any]:
+                    fallback: Callable[..., None], on_error: Callable[[bytes], None],
+                    temps: Sequence[np.ndarray] = ()) -> Callable[..., Any]:
     """The builtin `run(*buffers, *scalars)` for one launch plan, returning None when it
     ran and False, having run nothing, when an argument is not exactly what it was made
     for: `buffers` gives per buffer param (dtype, shape, written), which each array must
@@ -443,7 +467,10 @@ def native_launcher(buffers: Sequence[tuple[np.dtype, tuple[int, ...], bool]], s
     that type). `pairs` are (buffer i, buffer j, bytes of i, bytes of j) to test for
     overlap; `stages` (function address, block count); `fallback` gets the arguments
     when a pair overlaps; `on_error` gets the error record of a failed stage and must
-    raise. Requires `available()`."""
+    raise. `temps` are the program's temporaries, passed to the stages after the
+    parameters and zeroed at every call (as docs/isa.md promises): the launcher owns
+    them, and may reuse them from call to call because a call holds the GIL from its
+    first stage to its last. Requires `available()`."""
     state = _build()
     if state is None:
         raise RuntimeError("native launchers are not available in this process")
@@ -454,14 +481,16 @@ def native_launcher(buffers: Sequence[tuple[np.dtype, tuple[int, ...], bool]], s
     roff = goff + 2 * len(stages)
     toff = roff + 4 * len(buffers)
     zoff = toff + len(scalars)
-    doff = zoff + len(scalars)
+    tpoff = zoff + len(scalars)
+    doff = tpoff + 2 * len(temps)
     for dtype, shape, written in buffers:
         recs += [id(dtype), C_CONTIGUOUS | (WRITEABLE if written else 0), len(shape), doff + len(dims)]
         dims += shape
     words = [len(buffers), len(scalars), len(pairs), len(stages), *state["api"], soff, poff, goff,
-             id(np.ndarray), id(False), roff, toff, zoff, state["ident"], *syms, *(w for p in pairs for w in p),
-             *(w for s in stages for w in s), *recs, *(id(d.type) for d in scalars), *(d.itemsize for d in scalars),
-             *dims]
+             id(np.ndarray), id(False), roff, toff, zoff, state["ident"], len(temps), tpoff, *syms,
+             *(w for p in pairs for w in p), *(w for s in stages for w in s), *recs, *(id(d.type) for d in scalars),
+             *(d.itemsize for d in scalars), *(w for t in temps for w in (t.ctypes.data, t.nbytes)), *dims]
     block = struct.pack(f"<{len(words)}q", *words)
-    keep = (tuple(d for d, _, _ in buffers), tuple(d.type for d in scalars))  # what the block's ids refer to
+    # what the block's ids and addresses refer to
+    keep = (tuple(d for d, _, _ in buffers), tuple(d.type for d in scalars), tuple(temps))
     return state["new_function"](ctypes.addressof(state["methoddef"]), (block, fallback, on_error, keep), None)
