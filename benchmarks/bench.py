@@ -98,8 +98,38 @@ outputs = { y = "f32[n - 1]" }
 body = "y = x[1:] - x[:-1]"
 '''
 
+# a reduction along the long axis into few outputs (hologram/lower/split.py), three ways
+XTV = '''[kernel]
+name = "xtv"
+version = "1.0.0"
+inputs  = { x = "f32[n, m]", v = "f32[n]" }
+outputs = { c = "f32[m]" }
+body = "c = x.T @ v"
+'''
+
+SUM_AXIS0 = '''[kernel]
+name = "sum_axis0"
+version = "1.0.0"
+inputs  = { x = "f32[n, m]" }
+outputs = { c = "f32[m]" }
+body = "c = x.sum(axis=0)"
+'''
+
+LOGREG = '''[kernel]
+name = "logreg"
+version = "1.0.0"
+inputs  = { X = "f32[n, d]", w = "f32[d]", t = "f32[n]", lr = "f32" }
+outputs = { w_new = "f32[d]" }
+body = """
+p = sigmoid(X @ w)
+g = X.T @ (p - t) / n
+w_new = w - lr * g
+"""
+'''
+
 SOURCES = {"axpy": _read("axpy.toml"), "fused": FUSED, "sum": _read("sum.toml"), "bmm": BMM, "blur": BLUR,
-           "gather": GATHER, "histogram": HISTOGRAM, "cumsum": CUMSUM, "diff": DIFF,
+           "gather": GATHER, "histogram": HISTOGRAM, "cumsum": CUMSUM, "diff": DIFF, "xtv": XTV,
+           "sum_axis0": SUM_AXIS0, "logreg": LOGREG,
            "softmax": _read("softmax.toml"), "gemm": _read("gemm.toml"),
            # the same kernel with the opt-in to reassociation: the online max-and-sum
            "softmax_r": _read("softmax.toml").replace('name = "softmax"', 'name = "softmax_r"\nreassociate = true')}
@@ -165,10 +195,11 @@ class Sizes:
     image: int = 2048  # the 3x3 blur's square image side
     indexed: int = 10_000_000  # the gather's, the histogram's and np.diff's elements (issue 14: 1e6-1e7)
     scans: tuple[int, int, int] = (1_000, 1_000_000, 10_000_000)  # the cumsum rows' f32 vectors
+    tall: int = 1_000_000  # rows of the tall-skinny f32[tall, 16] matrix (X.T @ v, sum(axis=0), logistic regression)
 
 
 FULL = Sizes(20_000_000, 1024, 16)
-QUICK = Sizes(256, 8, 16, (2, 8), 16, 256, (10, 100, 3000))
+QUICK = Sizes(256, 8, 16, (2, 8), 16, 256, (10, 100, 3000), 300)
 # the cumsum rows, by the index of their size in Sizes.scans
 SCAN_ROWS = {"cumsum_1k": 0, "cumsum_1m": 1, "cumsum_10m": 2}
 
@@ -197,6 +228,9 @@ def make_data(sizes: Sizes) -> dict[str, Any]:
             "bins": rng.integers(0, 256, sizes.indexed).astype(np.int32),
             "x16": rng.uniform(-1, 1, sizes.launch).astype(np.float32),
             "y16": rng.uniform(-1, 1, sizes.launch).astype(np.float32),
+            "X": rng.uniform(-1, 1, (sizes.tall, 16)).astype(np.float32),
+            "v": rng.uniform(-1, 1, sizes.tall).astype(np.float32),
+            "t": (rng.uniform(0, 1, sizes.tall) < 0.5).astype(np.float32), "w": rng.uniform(-1, 1, 16).astype(np.float32),
             **{row: rng.uniform(-1, 1, sizes.scans[k]).astype(np.float32) for row, k in SCAN_ROWS.items()}}
 
 
@@ -214,10 +248,17 @@ def numpy_impls(d: dict[str, Any]) -> dict[str, Callable[[], Any]]:
 
     def blur() -> np.ndarray:  # the numpy user's 3x3 box blur: nine shifted slices
         return sum(img[a:a + h - 2, b:b + w - 2] for a in range(3) for b in range(3)) / np.float32(9)
+
+    X, t, lr = d["X"], d["t"], np.float32(0.1)
+
+    def logreg() -> np.ndarray:  # one gradient step, as a numpy user writes it
+        p = 1 / (1 + np.exp(-(X @ d["w"])))
+        return d["w"] - lr * (X.T @ (p - t) / np.float32(len(t)))
     return {"axpy": lambda: a * x + y, "fused": lambda: np.sqrt(x * x + y * y) * np.exp(-z),
             "sum": lambda: x.sum(), "softmax": softmax, "softmax_r": softmax, "gemm": lambda: d["A"] @ d["B"],
             "bmm": lambda: d["BA"] @ d["BB"], "blur": blur, "gather": lambda: d["gx"][d["idx"]],
             "histogram": lambda: np.bincount(d["bins"], minlength=256), "diff": lambda: np.diff(d["gx"]),
+            "xtv": lambda: X.T @ d["v"], "sum_axis0": lambda: X.sum(axis=0), "logreg": logreg,
             **dict.fromkeys(CALL_STYLES, launch), **{row: (lambda v=d[row]: np.cumsum(v)) for row in SCAN_ROWS}}
 
 
@@ -354,6 +395,8 @@ def hologram_impls(backend: str, d: dict[str, Any], benches: list[str]) -> dict[
     gathered, hist, diffed = np.empty_like(d["gx"]), np.empty(256, np.int64), np.empty_like(d["gx"][1:])
     out16, x16, y16, axpy16 = np.empty_like(d["x16"]), d["x16"], d["y16"], k.get("axpy")
     one = np.float32(1)
+    col = np.empty(16, np.float32)
+    lr = np.float32(0.1)
     return {"axpy": lambda: k["axpy"](a, x, y, out=(out,)), "fused": lambda: k["fused"](x, y, z, out=(out,)),
             "sum": lambda: k["sum"](x, out=(total,)), "softmax": lambda: k["softmax"](x, out=(out,)),
             "softmax_r": lambda: k["softmax_r"](x, out=(out,)),
@@ -363,6 +406,9 @@ def hologram_impls(backend: str, d: dict[str, Any], benches: list[str]) -> dict[
             "gather": lambda: k["gather"](d["gx"], d["idx"], out=(gathered,)),
             "histogram": lambda: k["histogram"](d["bins"], out=(hist,)),
             "diff": lambda: k["diff"](d["gx"], out=(diffed,)),
+            "xtv": lambda: k["xtv"](d["X"], d["v"], out=(col,)),
+            "sum_axis0": lambda: k["sum_axis0"](d["X"], out=(col,)),
+            "logreg": lambda: k["logreg"](d["X"], d["w"], d["t"], lr, out=(col,)),
             # CALL_STYLES, each written out so that only the call differs between rows
             "launch": lambda: axpy16(a, x16, y16, out=(out16,)),
             "launch_out": lambda: axpy16(a, x16, y16, out=out16),
@@ -374,11 +420,14 @@ def hologram_impls(backend: str, d: dict[str, Any], benches: list[str]) -> dict[
 
 
 BENCHES = ("axpy", "fused", "sum", "softmax", "softmax_r", "gemm", "bmm", "blur", "gather", "histogram", "diff",
+           "xtv", "sum_axis0", "logreg",
            *SCAN_ROWS, *CALL_STYLES)
 TITLES = {"axpy": "a*x + y", "fused": "sqrt(x*x + y*y) * exp(-z)", "sum": "sum(x)", "softmax": "softmax(x)",
           "softmax_r": "softmax(x), reassociate", "gemm": "gemm", "bmm": "a @ b, batched (z x s x s)",
           "blur": "3x3 box blur, ranges (s x s)", "gather": "gather y[i] = x[idx[i]]",
           "histogram": "256-bin histogram h[b[i]] += 1", "diff": "np.diff as x[1:] - x[:-1]",
+          "xtv": "x.T @ v, x f32[tall, 16]", "sum_axis0": "x.sum(axis=0), x f32[tall, 16]",
+          "logreg": "logistic-regression step, X f32[tall, 16]",
           "cumsum_1k": "cumsum(x), 1e3 f32", "cumsum_1m": "cumsum(x), 1e6 f32", "cumsum_10m": "cumsum(x), 1e7 f32",
           **CALL_STYLES}
 
@@ -392,12 +441,16 @@ def _elements(bench: str, sizes: Sizes) -> int:
         return sizes.indexed
     if bench in SCAN_ROWS:
         return sizes.scans[SCAN_ROWS[bench]]
+    if bench in ("xtv", "sum_axis0", "logreg"):
+        return sizes.tall * 16
     return sizes.launch if bench in CALL_STYLES else sizes.gemm ** 3 if bench == "gemm" else sizes.n
 
 
 def _agrees(bench: str, got: Any, want: Any) -> bool:
     """A light sanity check that a timed implementation computes the right thing."""
-    return gpu_bench.agrees(got, want, np.size(want) if bench in ("sum", "gemm", "bmm") else 1)
+    reduced = {"sum": np.size(want), "gemm": np.size(want), "bmm": np.size(want), "xtv": 1 << 20, "sum_axis0": 1 << 20,
+               "logreg": 1 << 20}
+    return gpu_bench.agrees(got, want, reduced.get(bench, 1))
 
 
 def measure(bench: str, fn: Callable[[], Any] | Cell | None, want: Any, repeat: int, skip: str = "",
@@ -540,6 +593,10 @@ TARGETS = (
            if _ratio(r, "cumsum_1m", "numpy") else None, "x numpy's time", lambda v: v <= 1),
     Target("cumsum, 1e7 f32: <= 1.0x numpy's time", lambda r: (1 / _ratio(r, "cumsum_10m", "numpy"))
            if _ratio(r, "cumsum_10m", "numpy") else None, "x numpy's time", lambda v: v <= 1),
+    *(Target(f"{title}: <= 1.0x numpy's time", lambda r, b=bench: (1 / _ratio(r, b, "numpy"))
+             if _ratio(r, b, "numpy") else None, "x numpy's time", lambda v: v <= 1)
+      for bench, title in (("xtv", "x.T @ v, 1e6 x 16"), ("sum_axis0", "sum(axis=0), 1e6 x 16"),
+                           ("logreg", "logistic-regression step, 1e6 x 16"))),
     Target("launch overhead <= 3 us", lambda r: (_t(r, "launch", "hologram") or 0) * 1e6 or None, "us",
            lambda v: v <= 3),
     Target("launch overhead <= 3 us, every call style (slowest)", _slowest_call, "us", lambda v: v <= 3),
