@@ -13,6 +13,9 @@ hologram lowers them to can be recognized, and a manifest must list an extent fo
   loop's trip count, when straight-line moves, adds and constant multiples of shape
   symbols give it.
 
+A listed extent E that the lowering split into slices (`E//k` of them, and a tail of
+`E - k*(E//k)`, hologram/lower/split.py) counts as listed for both parts.
+
 The identity is -inf for a float max, +inf for a float min, the type's smallest for an
 integer max and its largest for an integer min. A fold written any other way shows no
 extent: this finds the reductions a manifest leaves out of an honest program; it cannot
@@ -26,6 +29,7 @@ from __future__ import annotations
 import bisect
 from typing import Iterator
 
+from hologram.core.dims import is_derived, parse_derived
 from hologram.core.types import Affine, DType
 from hologram.isa.program import Imm, Instr, Label, Program, Reg, Stage, Sym, imm_key
 
@@ -38,13 +42,25 @@ def unlisted_reduction(reductions: tuple, program: Program) -> str | None:
     ((kind, ((variable, extent), ...)) each) do not list, so that a call would give the
     fold's seed for an empty one instead of refusing it; None when every one is listed
     (or cannot be empty: `n + 1`, a constant >= 1, shape symbols being >= 0)."""
-    listed = {extent for _, axes in reductions for _, extent in axes}
+    listed = _with_slices({extent for _, axes in reductions for _, extent in axes}, program.symbols)
     for stage, fold, extent in identityless_folds(program):
         never_empty = extent.const >= 1 and all(c > 0 for _, c in extent.terms)
         if extent not in listed and not never_empty:
             return (f"stage {stage!r} {fold} over {extent}: an extent the manifest's reductions do not list (a call "
                     f"would give the seed for an empty one instead of refusing it)")
     return None
+
+
+def _with_slices(listed: set[Affine], symbols: tuple[str, ...]) -> set[Affine]:
+    """`listed` and, for each listed extent E the program splits (hologram/lower/split.py:
+    a symbol `E//k`), its slices `E//k` and its tail `E - k*(E//k)`: either may be empty
+    in a call whose E is not, and the fold combining them then has E's terms."""
+    out = set(listed)
+    for name in symbols:
+        d = parse_derived(name) if is_derived(name) else None
+        if d is not None and d.op == "floordiv" and d.a in listed:
+            out |= {Affine.of(name), d.a - Affine.of(name) * d.b.const}
+    return out
 
 
 def identityless_folds(program: Program) -> Iterator[tuple[str, str, Affine]]:

@@ -387,8 +387,10 @@ def _bounded(a: Affine) -> list[Affine]:
         if d is None:
             continue
         lower, upper = _bounds(d)
-        options = lower if c > 0 else upper
-        out += [x - Affine.of(name) * c + b * c for x in out for b in options]
+        options = [b * c for b in (lower if c > 0 else upper)]
+        if d.op == "floordiv" and c < 0 and c % d.b.const == 0:  # k*(a//k) <= a
+            options.append(d.a * (c // d.b.const))
+        out += [x - Affine.of(name) * c + b for x in out for b in options]
         if len(out) > 64:
             break
     return out

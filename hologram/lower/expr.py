@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Callable, Mapping, Sequence
 
 from hologram.core.errors import MISSED_DIMENSION, CompileError
+from hologram.core.dims import DimAlgebra
 from hologram.core.types import Affine, DType, convert_const, promote
 from hologram.ir import LEAF_OPS, Expr, TensorDecl
 from hologram.isa.builder import StageBuilder
@@ -40,6 +41,26 @@ def imm(x: Operand | Number, dtype: DType) -> Operand:
 def _from_data(ix: Expr) -> bool:
     """Does index `ix` depend on array or scalar-parameter values (so it may be any i64)?"""
     return any(n.op in ("LOAD", "SCALAR") for n in ix.walk())
+
+
+def _largest(ix: Expr, extents: Mapping[str, Affine]) -> Affine | None:
+    """The largest value of an i64 index built of non-negative terms, or None when `ix`
+    is not such a sum (then nothing is claimed)."""
+    if ix.dtype is not I64:
+        return None
+    if ix.op == "IDX":
+        return extents[ix.arg] - 1 if ix.arg in extents else None
+    if ix.op == "CONST":
+        return Affine.of(ix.arg) if ix.arg >= 0 else None
+    if ix.op == "SYM":
+        return Affine.of(ix.arg)
+    if ix.op == "ADD":
+        a, b = (_largest(s, extents) for s in ix.srcs)
+        return None if a is None or b is None else a + b
+    if ix.op == "MUL" and ix.srcs[1].op == "CONST" and ix.srcs[1].arg >= 0:
+        a = _largest(ix.srcs[0], extents)
+        return None if a is None else a * ix.srcs[1].arg
+    return None
 
 
 class ExprGen:
@@ -204,27 +225,18 @@ class ExprGen:
     def in_range(self, ix: Expr, dim: Affine, extents: Mapping[str, Affine] | None = None) -> bool:
         """Is index `ix` provably inside [0, dim)? A variable ranging over exactly `dim`, a
         constant below a constant dim (everything broadcasting and plain indexing make), or
-        a sum of variables and non-negative constants whose largest value is below `dim`
-        for every value of the symbols: a window's `img[i + di, j + 2]` on a target of
-        `h - 2` rows (`(h - 3) + 2 <= h - 1`)."""
+        a sum of non-negative terms (variables, constants, shape symbols, each possibly
+        times a non-negative constant) whose largest value is below `dim` for every value
+        of the symbols: a window's `img[i + di, j + 2]` on a target of `h - 2` rows
+        (`(h - 3) + 2 <= h - 1`), a split reduction's `4096*s + r` over its slices
+        (split.py: `4096*(n//4096 - 1) + 4095 <= n - 1`)."""
         extents = extents or self.extents
         if ix.op == "IDX" and extents.get(ix.arg) == dim:
             return True
         if ix.op == "CONST":
             return dim.is_const and 0 <= ix.arg < dim.const
-        top, stack = Affine(0), [ix]  # the largest value of the sum
-        while stack:
-            n = stack.pop()
-            if n.op == "ADD" and n.dtype is I64:
-                stack.extend(n.srcs)
-            elif n.op == "IDX" and n.arg in extents:
-                top = top + extents[n.arg] - 1
-            elif n.op == "CONST" and n.dtype is I64 and n.arg >= 0:
-                top = top + n.arg
-            else:
-                return False
-        slack = dim - 1 - top  # >= 0 for all symbols >= 0 when no coefficient is negative
-        return slack.const >= 0 and all(c >= 0 for _, c in slack.terms)
+        top = _largest(ix, extents)
+        return top is not None and DimAlgebra().nonneg(dim - 1 - top)
 
     def address(self, decl: TensorDecl, index: Sequence[Expr]) -> tuple[Reg | None, int, bool]:
         """(index register, constant offset, checked) of element `decl[index...]`.

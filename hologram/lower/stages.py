@@ -39,6 +39,7 @@ from hologram.lower.loops import CROSS_LANE, identity, loop_nest, reduce_in_lane
 from hologram.lower.online import online_max_sum_stages
 from hologram.lower.plan import I64, Plan, make_plan
 from hologram.lower.scan import scan_stages
+from hologram.lower.split import split_reductions
 
 
 def lower(kir: KernelIR) -> Program:
@@ -47,7 +48,7 @@ def lower(kir: KernelIR) -> Program:
     per materialized temporary, `symbols = kir.symbols`. Raises CompileError for IR it
     cannot lower (an op on a type the ISA has no instruction for)."""
     try:
-        plan = make_plan(kir)
+        plan = split_reductions(make_plan(kir))
         pb = ProgramBuilder(kir.name, kir.symbols, kir.reassociate, kir.sites)
         for d in kir.params:
             if d.kind == "scalar":
