@@ -76,7 +76,8 @@ def _primary(a: Affine) -> str:
     """`a` as an operand of `//` or `*`: a lone symbol or max/min as it is, else in parentheses."""
     if a.const == 0 and len(a.terms) == 1 and a.terms[0][1] == 1:
         name = a.terms[0][0]
-        if not is_derived(name) or name.startswith(("max(", "min(")):
+        # a lone max/min call as it is; a product that merely starts with one is parenthesized
+        if not is_derived(name) or parse_derived(name).op in ("max", "min"):
             return name
     return f"({a})"
 
@@ -241,6 +242,29 @@ def within_lanes(domain: Sequence[Affine]) -> dict[str, Affine]:
         inner = _clamped(d)
         if inner is not None:
             out[d.terms[0][0]] = inner
+    return out
+
+
+def remainder_symbol(name: str, k: int) -> str:
+    """The name of `name`'s remainder modulo `k`, a symbol in [0, k) only the verifier
+    uses (`divided_lanes`); like a derived symbol's, it is no identifier."""
+    return f"{name}%{k}"
+
+
+def divided_lanes(domain: Sequence[Affine], symbols: Sequence[str]) -> dict[str, Affine]:
+    """For each symbol `s//k` among `symbols` (a split reduction's slices,
+    hologram/lower/split.py) of a bound symbol `s` that `domain` does not mention, `s` as
+    `k*(s//k) + s%k`: an identity, which lets a prover that knows only lower bounds of
+    symbols see `k*(s//k) <= s` (the remainder symbol is >= 0). Sound everywhere; not
+    used where the domain has `s` (it would hide the lanes' `s >= 1`)."""
+    mentioned = {n for d in domain for n in d.symbols}
+    out: dict[str, Affine] = {}
+    for name in symbols:
+        f = parse_derived(name) if is_derived(name) else None
+        if f is not None and f.op == "floordiv" and len(f.a.terms) == 1 and f.a.const == 0 \
+                and f.a.terms[0][1] == 1 and not is_derived(f.a.terms[0][0]) and f.a.terms[0][0] not in mentioned:
+            s, k = f.a.terms[0][0], f.b.const
+            out.setdefault(s, Affine.of(name) * k + Affine.of(remainder_symbol(s, k)))
     return out
 
 

@@ -31,12 +31,13 @@ Not split: a statement the register-tiled contraction takes (contract.py), more 
 one reduction in a statement, argmin/argmax (their partials would need the index), a
 reduction of a constant extent below two slices (small windows and short rows),
 statements with three or more target variables (the slice axis would be a fourth, which
-loops inside the lane instead of spreading), and reductions along rows (the reduced
-variable indexes some load's last axis: `x.sum(axis=1)`, `A @ x`): their lanes, one per
-row, already read contiguous runs, and the verifier cannot yet prove a slice's rows in
-bounds (it knows lower bounds of shape symbols, not `k*(n//k) <= n`), so every split
-load keeps its run-time check, which a row's loop would pay for nothing when rows are
-many. A few very long rows stay on one lane each.
+loops inside the lane instead of spreading), two target variables that no array is read
+with together (a matrix product `a[i, p] * b[p, j]`: its outputs are as many as both
+extents, plenty of lanes), and reductions along rows (every array
+read with the reduced variable has it in its last index only: `x.sum(axis=1)`, `A @ x`):
+their lanes, one per row, already read contiguous runs, and the split's second stage
+would cost a small call (many short rows, the common case) more than it saves. A few
+very long rows stay on one lane each.
 """
 
 from __future__ import annotations
@@ -114,14 +115,22 @@ def _long_reduction(st: Statement, plan: Plan) -> Expr | None:
         return None
     if match_contraction(st, plan.decls) is not None or _along_rows(red.srcs[0], i):
         return None
+    if len(st.vars) == 2 and not any(n.op == "LOAD" and set(st.vars) <= _index_vars(n) for n in red.srcs[0].walk()):
+        return None  # a matrix product's outputs (a[i, p] * b[p, j]): as many as both extents
     return red
 
 
+def _index_vars(load: Expr) -> set[str]:
+    return {m.arg for ix in load.srcs for m in ix.walk() if m.op == "IDX"}
+
+
 def _along_rows(body: Expr, var: str) -> bool:
-    """Whether `var` indexes the last (contiguous) axis of some array `body` loads: a
-    reduction along rows, whose lanes (one per row) each read one contiguous run."""
-    return any(n.op == "LOAD" and n.srcs and any(m.op == "IDX" and m.arg == var for m in n.srcs[-1].walk())
-               for n in body.walk())
+    """Whether every array `body` reads with `var` has it in its last (contiguous) index
+    only: a reduction along rows, whose lanes (one per row) each read contiguous runs."""
+    def uses(e: Expr) -> bool:
+        return any(m.op == "IDX" and m.arg == var for m in e.walk())
+    return all(not any(uses(ix) for ix in n.srcs[:-1])
+               for n in body.walk() if n.op == "LOAD" and n.srcs and uses(n))
 
 
 __all__ = ["SLICE", "split_reductions"]

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import attrs
 
-from hologram.core.dims import lane_facts, substitute, within_lanes
-from hologram.core.types import DType
+from hologram.core.dims import divided_lanes, lane_facts, substitute, within_lanes
+from hologram.core.types import Affine, DType
 from hologram.isa.opcodes import OPCODES
 from hologram.isa.program import Addr, Instr, Label, Program, Reg, Stage, Sym
 from hologram.verify.abstract_values import EMPTY, AVal, Cmp, Evaluator, State, freeze
@@ -72,8 +72,12 @@ class StageAnalysis:
         # a lane exists only where the domain is not empty: a derived extent max(A, 0) is A
         # in every lane (hologram.core.dims.within_lanes), everywhere it appears
         inside = within_lanes(stage.domain)
+        # and a symbol the program divides (`n//4096` slices) is its quotient and remainder
+        divided = divided_lanes(stage.domain, program.symbols)
+        inside.update(divided)
         lane_stage = attrs.evolve(stage, domain=tuple(substitute(d, inside) for d in stage.domain))
         dims = [substitute(d, inside) for b in buffers.values() for d in b.shape]
+        dims += [Affine.of(n) for d in divided.values() for n, _ in d.terms]  # quotient and remainder are >= 0
         self.base = self.dom = Domain.from_dims(dims, (*lane_stage.domain, *lane_facts(stage.domain)), self.meter)
         self.domains: dict[tuple, Domain] = {(): self.base}
         self.sizes: dict[tuple[str, str], Poly] = {}
