@@ -27,6 +27,7 @@ from hologram.errors import VerifyError
 
 from .codegen_barriers import MAX_BLOCKS, BarrierLayouts
 from .codegen_blocks import BlockAccumulators
+from .codegen_interchange import InterchangedLoop, plan
 from .codegen_loops import LoopLowering
 from .codegen_memory import REDUCE_COMBINE, LaneMemory, allocation_stack_depth
 from .codegen_ops import REASSOCIATED_OPS, VALUE_OPS, compare
@@ -36,7 +37,7 @@ from .codegen_types import (
 )
 
 
-class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering, LaneCode):
+class StageEmitter(LaneMemory, BarrierLayouts, InterchangedLoop, BlockAccumulators, LoopLowering, LaneCode):
     backend_name, max_blocks = "cpu_llvm", MAX_BLOCKS
     convert, const, compare = staticmethod(convert), staticmethod(const), staticmethod(compare)
 
@@ -46,6 +47,7 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering, 
         stage = self.stage
         self.partial_names = partials
         self.barrier = any(i.op == "BarSync" for _, i in self.items)
+        self.interchange = None if self.barrier else plan(self.items, self.labels, stage)
         self.lanes_max = math.prod(self.block)
         self.pool_ids = {p.name: j for j, p in enumerate(stage.pools)}
         self.region_next: ir.Block | None = None  # set while emitting barrier-separated regions
@@ -176,6 +178,8 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering, 
                 self._region_loops(starts)
             else:
                 self._state_machine()
+        elif self.interchange is not None:
+            self._interchanged()
         else:
             self._lane_loops()
         b.position_at_end(latch)
@@ -258,12 +262,16 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering, 
     # ------------------------------------------------------------- instructions
     def instruction(self, ctx: Ctx, pc: int) -> None:
         k, ins = self.items[pc]
-        b, op, t = self.b, ins.op, ins.dtype
-        nxt = lambda: self.block_for(ctx, pc + 1)  # noqa: E731
-        handler = _CONTROL.get(op)
+        handler = _CONTROL.get(ins.op)
         if handler is not None:
             handler(self, ctx, pc, k, ins)
             return
+        self.straight(ins, k)
+        self.b.branch(self.block_for(ctx, pc + 1))
+
+    def straight(self, ins: Instr, k: int) -> None:
+        """Emit a non-control instruction at the builder's position (the block goes on)."""
+        b, op, t = self.b, ins.op, ins.dtype
         if self.emit_data_op(ins, k):
             pass
         elif op in REDUCE_COMBINE:
@@ -276,7 +284,6 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering, 
                 self.fail(b.icmp_unsigned("<", cls, i64(96)), ERR_CLASS, k, cls)
             ptr, bt = self.address(ins, k)  # checks a checked element first
             if self._block_accumulate(ins, v):
-                b.branch(nxt())
                 return
             cur = convert(b, from_mem(b, b.load(ptr, typ=mem_type(bt)), bt), bt, t)
             combine = REDUCE_COMBINE[op]
@@ -312,7 +319,6 @@ class StageEmitter(LaneMemory, BarrierLayouts, BlockAccumulators, LoopLowering, 
             spec = OPCODES[op]
             args = [self.read(s, spec.source_type(k, t)) for k, s in enumerate(ins.srcs)]
             self.write(ins.dst, emit(b, t, args), spec.result_type(t))
-        b.branch(nxt())
 
     # ------------------------------------------------------------------ control
     def _bar(self, ctx: Ctx, pc: int, k: int, ins: Instr) -> None:

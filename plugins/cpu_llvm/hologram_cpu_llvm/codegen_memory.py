@@ -67,7 +67,8 @@ class LaneMemory(PoolsAndPhase):
             offset += (p.size * p.dtype.itemsize + 7) // 8 * 8
         self.pool_bytes = offset
         arrays = {f"shared.{m.name}": (mem_type(m.dtype), m.size) for m in stage.shared}
-        arrays |= {f"r.{r.name}": (reg_type(r.dtype), n) for r in stage.regs}
+        arrays |= {f"r.{r.name}": (reg_type(r.dtype), self.lanes_max if self.carried(r.name) else n)
+                   for r in stage.regs}
         arrays |= {"phase": (I64, n), "pool.tops": (I64, n * npools), "pool.sp": (I64, n),
                    "pool.stack.base": (I64, n * self.stack_cap), "pool.stack.pool": (I32, n * self.stack_cap)}
         if stage.pools:
