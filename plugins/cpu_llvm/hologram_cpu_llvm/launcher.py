@@ -10,7 +10,9 @@ buffer pairs could overlap and their byte sizes) is computed once, here.
 
 When every stage is small enough to run inline, `run` is a native builtin
 (trampoline.py) that checks, reads the data pointers, tests the overlaps and calls the
-stages in one call from Python, temporaries included (allocated once per launcher). Otherwise it is `general`: the same checks and the
+stages in one call from Python, temporaries included (allocated once per launcher), and
+so are `.init`s and reductions into buffers every element of which the stage seeds (or
+of an integer type): such a buffer is its own partial, one thread accumulating into it. Otherwise it is `general`: the same checks and the
 same launch as runtime.launch, in Python. A launch that may run long (`Geometry.long`:
 a big stage, or loops counting by data, which no geometry bounds) takes `general`,
 which puts the Ctrl-C hook back in place at every call (cancel.arm). `Kernel` calls it
@@ -26,10 +28,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from hologram.backend import exact_arguments
+from hologram.backend import Instr, exact_arguments
 
 from . import cancel, trampoline
-from .runtime import _PADDING, Executable, data_ptr, execution_error, run_stage, unalias
+from .runtime import _PADDING, REDUCE_KINDS, Executable, Geometry, data_ptr, execution_error, run_stage, unalias
 
 Run = Callable[..., None]
 _Sized = collections.namedtuple("_Sized", "size")
@@ -70,8 +72,8 @@ def make_launcher(exe: Executable, symbols: Mapping[str, int], num_threads: Call
         return None
 
     cancel.arm()
-    inline = not geo.long and all(st.plain for st in exe.stages)
-    if not inline or not trampoline.available():
+    native = None if geo.long else _native_stages(exe, geo)
+    if native is None or not trampoline.available():
         return general
 
     sized = [_Sized(n) for n in geo.sizes]  # what execution_error reads of the arrays
@@ -83,9 +85,40 @@ def make_launcher(exe: Executable, symbols: Mapping[str, int], num_threads: Call
     return trampoline.native_launcher(
         accepts, [s.np for s in binding.scalars], syms,
         [(i, j, nbytes[i], nbytes[j]) for i, j in exe.alias_pairs if nbytes[i] and nbytes[j]],
-        [(st.address, nblocks) for st, (nblocks, _) in zip(exe.stages, geo.grids)
-         if nblocks],
-        general, on_error, binding.temporaries(geo.sizes) if binding.temps else ())
+        native, general, on_error, binding.temporaries(geo.sizes) if binding.temps else ())
+
+
+def _native_stages(exe: Executable, geo: Geometry) -> list[trampoline.NativeStage] | None:
+    """The stages as the native entry point runs them, or None when one cannot be: a
+    stage reducing into a float buffer some element of which its `.init`s leave unseeded
+    (its buffer is then its own partial, and a float sum onto a value already there
+    rounds in another order than the partial's merge; integers are exact in any order),
+    or an `.init` outside its buffer (the general path raises that error)."""
+    out = []
+    for st, (blocks, _) in zip(exe.stages, geo.grids):
+        inits = []
+        for b, offset, value in st.inits:
+            if not 0 <= offset < geo.sizes[b]:
+                return None
+            raw = value.tobytes()
+            inits.append((b, offset * len(raw), len(raw), struct.unpack("<q", raw.ljust(8, b"\0"))[0]))
+        seeded = {(b, offset) for b, offset, _ in st.inits}
+        for r in st.reduces:
+            if exe.buffers[r.buffer].np.kind == "f" and \
+                    any((r.buffer, k) not in seeded for k in range(geo.sizes[r.buffer])):
+                return None
+        if st.reduces and _reads_or_writes(exe.program.stages[st.index], {exe.buffers[r.buffer].name
+                                                                         for r in st.reduces}):
+            return None  # its code would reach one memory through two `noalias` pointers
+        if blocks or inits:
+            out.append(trampoline.NativeStage(st.address, blocks, tuple(inits), tuple(r.buffer for r in st.reduces)))
+    return out
+
+
+def _reads_or_writes(stage: Any, names: set[str]) -> bool:
+    """Whether `stage` accesses a buffer of `names` other than by reducing into it."""
+    return any(isinstance(i, Instr) and i.addr is not None and i.addr.buffer in names and i.op not in REDUCE_KINDS
+               for i in stage.body)
 
 
 def _scalar_packer(exe: Executable) -> Callable[[Sequence[np.generic]], bytes]:

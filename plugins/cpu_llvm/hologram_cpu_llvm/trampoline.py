@@ -43,6 +43,7 @@ import sys
 import threading
 from typing import Any, Callable, Sequence
 
+import attrs
 import numpy as np
 
 from hologram.backend import FORK_GUARD, renew_in_child
@@ -133,6 +134,7 @@ entry:
   %argsok = icmp eq i64 %nargs, %want
   %nptrs = add i64 %nbufs, %ntemps
   %ptrs = alloca i64, i64 %nptrs, align 8
+  %parts = alloca i64, i64 %nptrs, align 8
   %scal = alloca i64, i64 %nscal, align 8
   %err = alloca [4 x i64], align 8
   call void @llvm.memset.p0.i64(ptr %err, i8 0, i64 32, i1 false)
@@ -286,17 +288,65 @@ fallback:
   %rf = call ptr %vcall(ptr %fb, ptr %args, i64 %nargs, ptr null)
   ret ptr %rf
 
+; a stage: (function, blocks, inits, their offset, reduced buffers, their offset)
 stageloop:
   %g = phi i64 [0, %marked], [%g1, %stageok]
   %gdone = icmp sge i64 %g, %nstages
   br i1 %gdone, label %done, label %stagebody
 stagebody:
-  %g2 = mul i64 %g, 2
-  %fn.i = call i64 @word(ptr %stages, i64 %g2)
+  %g6 = mul i64 %g, 6
+  %fn.i = call i64 @word(ptr %stages, i64 %g6)
   %fn = inttoptr i64 %fn.i to ptr
-  %g2a = add i64 %g2, 1
-  %nb = call i64 @word(ptr %stages, i64 %g2a)
-  call void %fn(i64 0, i64 %nb, ptr %ptrs, ptr %syms, ptr %scal, ptr null, ptr %err)
+  %g6a = add i64 %g6, 1
+  %nb = call i64 @word(ptr %stages, i64 %g6a)
+  %g6b = add i64 %g6, 2
+  %ninits = call i64 @word(ptr %stages, i64 %g6b)
+  %g6c = add i64 %g6, 3
+  %ioff = call i64 @word(ptr %stages, i64 %g6c)
+  %inits = getelementptr i64, ptr %blk, i64 %ioff
+  %g6d = add i64 %g6, 4
+  %nred = call i64 @word(ptr %stages, i64 %g6d)
+  %g6e = add i64 %g6, 5
+  %rdoff = call i64 @word(ptr %stages, i64 %g6e)
+  %reds = getelementptr i64, ptr %blk, i64 %rdoff
+  br label %initloop
+; .init: `bytes` bytes of a value word at a byte offset of a buffer (checked when made)
+initloop:
+  %q0 = phi i64 [0, %stagebody], [%q01, %initbody]
+  %q0done = icmp sge i64 %q0, %ninits
+  br i1 %q0done, label %redloop, label %initbody
+initbody:
+  %q04 = mul i64 %q0, 4
+  %ib = call i64 @word(ptr %inits, i64 %q04)
+  %q04a = add i64 %q04, 1
+  %iofs = call i64 @word(ptr %inits, i64 %q04a)
+  %q04b = add i64 %q04, 2
+  %isz = call i64 @word(ptr %inits, i64 %q04b)
+  %q04c = add i64 %q04, 3
+  %ival = getelementptr i64, ptr %inits, i64 %q04c
+  %ibase = call i64 @word(ptr %ptrs, i64 %ib)
+  %iaddr.i = add i64 %ibase, %iofs
+  %iaddr = inttoptr i64 %iaddr.i to ptr
+  call void @llvm.memcpy.p0.p0.i64(ptr %iaddr, ptr %ival, i64 %isz, i1 false)
+  %q01 = add i64 %q0, 1
+  br label %initloop
+; a reduced buffer is its own partial: one thread, and its every element seeded (made so)
+redloop:
+  %r1 = phi i64 [0, %initloop], [%r11, %redbody]
+  %r1done = icmp sge i64 %r1, %nred
+  br i1 %r1done, label %stagecall, label %redbody
+redbody:
+  %rb = call i64 @word(ptr %reds, i64 %r1)
+  %rp = call i64 @word(ptr %ptrs, i64 %rb)
+  %rdst = getelementptr i64, ptr %parts, i64 %r1
+  store i64 %rp, ptr %rdst
+  %r11 = add i64 %r1, 1
+  br label %redloop
+stagecall:
+  %some = icmp sgt i64 %nb, 0
+  br i1 %some, label %stagerun, label %stageok
+stagerun:
+  call void %fn(i64 0, i64 %nb, ptr %ptrs, ptr %syms, ptr %scal, ptr %parts, ptr %err)
   %e = load i64, ptr %err
   %bad = icmp ne i64 %e, 0
   br i1 %bad, label %failed, label %stageok
@@ -391,7 +441,7 @@ def ir() -> str:
 
 # the offsets `ir()` writes into the code: object code carrying the entry point is
 # adopted only by a process whose layout is the same
-LAYOUT = (f"launch 3; ob_type {_OB_TYPE}; tuple {_TUPLE_ITEMS}; bytes {_BYTES_DATA}; array {_ARRAY_DATA}; "
+LAYOUT = (f"launch 4; ob_type {_OB_TYPE}; tuple {_TUPLE_ITEMS}; bytes {_BYTES_DATA}; array {_ARRAY_DATA}; "
           f"scalar {_SCALAR_VALUE}; thread id {_IDENT_BITS}")
 
 
@@ -455,8 +505,22 @@ def available() -> bool:
     return _build() is not None
 
 
+@attrs.frozen
+class NativeStage:
+    """A stage as the entry point runs it: its function, its block count, the `.init`s
+    applied first ((buffer, byte offset, byte count, the value's bytes as a word) each,
+    inside the buffer), and the buffers it reduces into, passed as their own partials
+    (the caller makes sure that is exact: one thread, and every element they reduce into
+    seeded, or an integer type)."""
+
+    address: int
+    blocks: int
+    inits: tuple[tuple[int, int, int, int], ...] = ()
+    reduced: tuple[int, ...] = ()
+
+
 def native_launcher(buffers: Sequence[tuple[np.dtype, tuple[int, ...], bool]], scalars: Sequence[np.dtype],
-                    syms: Sequence[int], pairs: Sequence[tuple[int, int, int, int]], stages: Sequence[tuple[int, int]],
+                    syms: Sequence[int], pairs: Sequence[tuple[int, int, int, int]], stages: Sequence[NativeStage],
                     fallback: Callable[..., None], on_error: Callable[[bytes], None],
                     temps: Sequence[np.ndarray] = ()) -> Callable[..., Any]:
     """The builtin `run(*buffers, *scalars)` for one launch plan, returning None when it
@@ -465,7 +529,7 @@ def native_launcher(buffers: Sequence[tuple[np.dtype, tuple[int, ...], bool]], s
     match exactly (type `ndarray`, that dtype object, that shape, C-contiguous, writeable
     if written); `scalars` the dtype of each scalar param (a numpy scalar of exactly
     that type). `pairs` are (buffer i, buffer j, bytes of i, bytes of j) to test for
-    overlap; `stages` (function address, block count); `fallback` gets the arguments
+    overlap; `stages` the stages in order; `fallback` gets the arguments
     when a pair overlaps; `on_error` gets the error record of a failed stage and must
     raise. `temps` are the program's temporaries, passed to the stages after the
     parameters and zeroed at every call (as docs/isa.md promises): the launcher owns
@@ -478,7 +542,7 @@ def native_launcher(buffers: Sequence[tuple[np.dtype, tuple[int, ...], bool]], s
     soff = _HEADER
     poff = soff + len(syms)
     goff = poff + 4 * len(pairs)
-    roff = goff + 2 * len(stages)
+    roff = goff + 6 * len(stages)
     toff = roff + 4 * len(buffers)
     zoff = toff + len(scalars)
     tpoff = zoff + len(scalars)
@@ -486,10 +550,16 @@ def native_launcher(buffers: Sequence[tuple[np.dtype, tuple[int, ...], bool]], s
     for dtype, shape, written in buffers:
         recs += [id(dtype), C_CONTIGUOUS | (WRITEABLE if written else 0), len(shape), doff + len(dims)]
         dims += shape
+    extra, records = doff + len(dims), []  # each stage's inits and reduced buffers, after the dimensions
+    tail: list[int] = []
+    for st in stages:
+        records += [st.address, st.blocks, len(st.inits), extra + len(tail), len(st.reduced),
+                    extra + len(tail) + 4 * len(st.inits)]
+        tail += [w for init in st.inits for w in init] + list(st.reduced)
     words = [len(buffers), len(scalars), len(pairs), len(stages), *state["api"], soff, poff, goff,
              id(np.ndarray), id(False), roff, toff, zoff, state["ident"], len(temps), tpoff, *syms,
-             *(w for p in pairs for w in p), *(w for s in stages for w in s), *recs, *(id(d.type) for d in scalars),
-             *(d.itemsize for d in scalars), *(w for t in temps for w in (t.ctypes.data, t.nbytes)), *dims]
+             *(w for p in pairs for w in p), *records, *recs, *(id(d.type) for d in scalars),
+             *(d.itemsize for d in scalars), *(w for t in temps for w in (t.ctypes.data, t.nbytes)), *dims, *tail]
     block = struct.pack(f"<{len(words)}q", *words)
     # what the block's ids and addresses refer to
     keep = (tuple(d for d, _, _ in buffers), tuple(d.type for d in scalars), tuple(temps))
