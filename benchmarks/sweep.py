@@ -118,17 +118,18 @@ def _tall(n: int) -> dict[str, tuple[Callable[[np.random.Generator], tuple], Imp
                                   F32(0.1)), logreg, bench.LOGREG)}
 
 
-def _cells(size: int) -> dict[str, tuple[Any, tuple, Impl]]:
-    """kernel -> (compiled kernel, inputs, numpy) at `size` elements."""
+def _cells(size: int) -> dict[str, tuple[Any, Callable[[], tuple], Impl]]:
+    """kernel -> (compiled kernel, its inputs made when asked, numpy) at `size` elements
+    (made one kernel at a time: at 1e8 every kernel's inputs together would be ~10 GB)."""
     side = max(int(math.isqrt(size)), 1)
-    rng = np.random.default_rng(size)
     out = {}
     for name, (inputs, numpy) in stdlib.cases(size, side).items():
         if name == "gemm" and side > 1024:
             continue  # above a 1024 x 1024 product gemm is bench.py's row, not a sweep point
-        out[name] = (hg.compile_file(stdlib.KERNELS / f"{name}.toml"), inputs(rng), numpy)
+        out[name] = (hg.compile_file(stdlib.KERNELS / f"{name}.toml"),
+                     lambda f=inputs: f(np.random.default_rng(size)), numpy)
     for name, (inputs, numpy, source) in _tall(size).items():
-        out[name] = (hg.compile(source), inputs(rng), numpy)
+        out[name] = (hg.compile(source), lambda f=inputs: f(np.random.default_rng(size)), numpy)
     return out
 
 
@@ -142,9 +143,10 @@ def measure(sizes: tuple[int, ...], only: set[str] | None, repeat: int) -> dict[
         libs["numba"] = _numba(numba)
     times: dict[str, dict[str, dict[int, float]]] = {}
     for size in sizes:
-        for name, (kernel, args, numpy) in _cells(size).items():
+        for name, (kernel, make, numpy) in _cells(size).items():
             if only and name not in only:
                 continue
+            args = make()
             first = kernel(*args)
             want = numpy(*args)
             if not stdlib._agrees(first, want):

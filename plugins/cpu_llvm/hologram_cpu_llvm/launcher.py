@@ -34,6 +34,9 @@ from . import cancel, trampoline
 from .runtime import _PADDING, REDUCE_KINDS, Executable, Geometry, data_ptr, execution_error, run_stage, unalias
 
 Run = Callable[..., None]
+# A general launcher keeps one set of temporaries this large or smaller for its next
+# launch: the memory a cached launcher may hold between calls.
+SPARE_TEMPORARY_BYTES = 64 << 20
 _Sized = collections.namedtuple("_Sized", "size")
 
 
@@ -54,11 +57,18 @@ def make_launcher(exe: Executable, symbols: Mapping[str, int], num_threads: Call
     nparams = binding.nparams
     accepts, scalar_types = binding.accepts(syms)
 
+    # Temporaries of finished launches, taken by the next one and zeroed then (a fill is
+    # cheaper than fresh pages, which fault in as the stages first touch them); list
+    # pop/append are atomic, so launches from several threads each get their own set.
+    spare: list[list[np.ndarray]] = []
+    keep = binding.temps and sum(geo.nbytes[nparams:]) <= SPARE_TEMPORARY_BYTES
+
     def general(*args: Any) -> bool | None:
         if not exact_arguments(args, accepts, scalar_types):
             return False
         arrays = list(args[:nparams])
-        arrays += binding.temporaries(geo.sizes)
+        temps = _zeroed(spare.pop()) if spare else binding.temporaries(geo.sizes)
+        arrays += temps
         ptrs = [data_ptr(a) for a in arrays]
         if exe.alias_pairs:
             unalias(exe, geo, arrays, ptrs)
@@ -67,8 +77,12 @@ def make_launcher(exe: Executable, symbols: Mapping[str, int], num_threads: Call
         if geo.long:
             cancel.arm()
         mark = cancel.begin()
-        for stage, grid in zip(exe.stages, geo.grids):
-            run_stage(exe, stage, grid, arrays, packed, threads, mark)
+        try:
+            for stage, grid in zip(exe.stages, geo.grids):
+                run_stage(exe, stage, grid, arrays, packed, threads, mark)
+        finally:
+            if keep and not spare:
+                spare.append(temps)
         return None
 
     cancel.arm()
@@ -86,6 +100,12 @@ def make_launcher(exe: Executable, symbols: Mapping[str, int], num_threads: Call
         accepts, [s.np for s in binding.scalars], syms,
         [(i, j, nbytes[i], nbytes[j]) for i, j in exe.alias_pairs if nbytes[i] and nbytes[j]],
         native, general, on_error, binding.temporaries(geo.sizes) if binding.temps else ())
+
+
+def _zeroed(arrays: list[np.ndarray]) -> list[np.ndarray]:
+    for a in arrays:
+        a.fill(0)
+    return arrays
 
 
 def _native_stages(exe: Executable, geo: Geometry) -> list[trampoline.NativeStage] | None:

@@ -99,3 +99,14 @@ def test_small_stdlib_reductions_take_the_native_path(name):
     assert type(k._hit[0].run).__name__ == NATIVE
     for a, b in zip(first if isinstance(first, tuple) else (first,), again if isinstance(again, tuple) else (again,)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_the_general_launcher_zeroes_the_temporaries_it_keeps_for_the_next_launch():
+    n = 1 << 17  # past the inline work: the general launcher, on threads
+    _, _, run = launcher(PROGRAM.replace("INIT", "0"), n)
+    assert type(run).__name__ != NATIVE
+    x = np.ones(n, np.float32)
+    for _ in range(3):
+        y = np.empty(n, np.float32)
+        run(x, np.zeros(1, np.float32), np.zeros(2, np.int64), y)
+        np.testing.assert_array_equal(y, x)  # the kept temporary was zeroed again
