@@ -139,23 +139,27 @@ def unrolled_loop_nest(gen: ExprGen, axes: Sequence[tuple[str, Affine]], body: C
 
     def innermost(var: str, ext: Affine, count: Operand) -> None:
         sb = gen.sb
-        n = gen.reg(count, I64)
+        whole = ext.is_const and ext.const % k == 0  # a constant run of blocks (a split's slice): no remainder
+        n = count if whole else gen.reg(count, I64)
         v = sb.mov(I64, 0, hint=var)
-        rem_done, blocks_done = sb.label("rem_done"), sb.label("blocks_done")
-        rem = sb.alu("REM", I64, n, k, hint=f"{var}_rem")
-        sb.bra(rem_done, pred=gen.setp("le", I64, rem, 0))
-        top = sb.label(f"rem_{var}")
-        sb.place(top)
-        gen.push()
-        gen.bind(var, v, ext)
-        body(0)
-        gen.pop()
-        sb.alu("ADD", I64, v, 1, dst=v)
-        sb.loop(rem, top)
-        sb.place(rem_done)
-        sb.bra(blocks_done, pred=gen.setp("lt", I64, n, k))
-        last = sb.alu("SUB", I64, n, k, hint=f"{var}_last")
-        blocks = sb.alu("DIV", I64, n, k, hint=f"{var}_blocks")
+        blocks_done = sb.label("blocks_done")
+        if not whole:
+            rem_done = sb.label("rem_done")
+            rem = sb.alu("REM", I64, n, k, hint=f"{var}_rem")
+            sb.bra(rem_done, pred=gen.setp("le", I64, rem, 0))
+            top = sb.label(f"rem_{var}")
+            sb.place(top)
+            gen.push()
+            gen.bind(var, v, ext)
+            body(0)
+            gen.pop()
+            sb.alu("ADD", I64, v, 1, dst=v)
+            sb.loop(rem, top)
+            sb.place(rem_done)
+            sb.bra(blocks_done, pred=gen.setp("lt", I64, n, k))
+        last = sb.mov(I64, ext.const - k, hint=f"{var}_last") if whole else sb.alu("SUB", I64, n, k, hint=f"{var}_last")
+        blocks = sb.mov(I64, ext.const // k, hint=f"{var}_blocks") if whole else \
+            sb.alu("DIV", I64, n, k, hint=f"{var}_blocks")
         top = sb.label(f"block_{var}")
         sb.place(top)
         # = v; the verifier's bound for v (v0 + k * trips) may wrap, the clamp is exact
