@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test venv clean bench startup difftest wheel-check gpu-check
+.PHONY: demo test venv clean bench startup difftest wheel-check gpu-check sweep
 
 venv: $(STAMP)
 
@@ -46,6 +46,11 @@ wheel-check: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/bench.py $(BENCH_ARGS)
+
+# The size sweep (1e3 to 1e8 elements) drawn into docs/perf: one figure per kernel.
+sweep: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/sweep.py $(SWEEP_ARGS)
 
 # Whole-process start-up (imports, a bundle's first call, compile_file, numba), each figure in
 # fresh processes, against temporary caches (benchmarks/README.md, "Start-up").

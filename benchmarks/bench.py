@@ -127,9 +127,17 @@ w_new = w - lr * g
 """
 '''
 
+CONV1D = '''[kernel]
+name = "conv1d"
+version = "1.0.0"
+inputs  = { x = "f32[n]", w = "f32[k]" }
+outputs = { y = "f32[n - k + 1]" }
+body = "y[i] = sum(x[i + d] * w[d], d)"
+'''
+
 SOURCES = {"axpy": _read("axpy.toml"), "fused": FUSED, "sum": _read("sum.toml"), "bmm": BMM, "blur": BLUR,
            "gather": GATHER, "histogram": HISTOGRAM, "cumsum": CUMSUM, "diff": DIFF, "xtv": XTV,
-           "sum_axis0": SUM_AXIS0, "logreg": LOGREG,
+           "sum_axis0": SUM_AXIS0, "logreg": LOGREG, "conv1d": CONV1D,
            "softmax": _read("softmax.toml"), "gemm": _read("gemm.toml"),
            # the same kernel with the opt-in to reassociation: the online max-and-sum
            "softmax_r": _read("softmax.toml").replace('name = "softmax"', 'name = "softmax_r"\nreassociate = true')}
@@ -231,6 +239,7 @@ def make_data(sizes: Sizes) -> dict[str, Any]:
             "X": rng.uniform(-1, 1, (sizes.tall, 16)).astype(np.float32),
             "v": rng.uniform(-1, 1, sizes.tall).astype(np.float32),
             "t": (rng.uniform(0, 1, sizes.tall) < 0.5).astype(np.float32), "w": rng.uniform(-1, 1, 16).astype(np.float32),
+            "w7": rng.uniform(-1, 1, 7).astype(np.float32),
             **{row: rng.uniform(-1, 1, sizes.scans[k]).astype(np.float32) for row, k in SCAN_ROWS.items()}}
 
 
@@ -259,6 +268,7 @@ def numpy_impls(d: dict[str, Any]) -> dict[str, Callable[[], Any]]:
             "bmm": lambda: d["BA"] @ d["BB"], "blur": blur, "gather": lambda: d["gx"][d["idx"]],
             "histogram": lambda: np.bincount(d["bins"], minlength=256), "diff": lambda: np.diff(d["gx"]),
             "xtv": lambda: X.T @ d["v"], "sum_axis0": lambda: X.sum(axis=0), "logreg": logreg,
+            "conv1d": lambda: np.correlate(d["gx"], d["w7"], mode="valid"),
             **dict.fromkeys(CALL_STYLES, launch), **{row: (lambda v=d[row]: np.cumsum(v)) for row in SCAN_ROWS}}
 
 
@@ -396,6 +406,7 @@ def hologram_impls(backend: str, d: dict[str, Any], benches: list[str]) -> dict[
     out16, x16, y16, axpy16 = np.empty_like(d["x16"]), d["x16"], d["y16"], k.get("axpy")
     one = np.float32(1)
     col = np.empty(16, np.float32)
+    conv = np.empty(len(d["gx"]) - 6, np.float32)
     lr = np.float32(0.1)
     return {"axpy": lambda: k["axpy"](a, x, y, out=(out,)), "fused": lambda: k["fused"](x, y, z, out=(out,)),
             "sum": lambda: k["sum"](x, out=(total,)), "softmax": lambda: k["softmax"](x, out=(out,)),
@@ -409,6 +420,7 @@ def hologram_impls(backend: str, d: dict[str, Any], benches: list[str]) -> dict[
             "xtv": lambda: k["xtv"](d["X"], d["v"], out=(col,)),
             "sum_axis0": lambda: k["sum_axis0"](d["X"], out=(col,)),
             "logreg": lambda: k["logreg"](d["X"], d["w"], d["t"], lr, out=(col,)),
+            "conv1d": lambda: k["conv1d"](d["gx"], d["w7"], out=(conv,)),
             # CALL_STYLES, each written out so that only the call differs between rows
             "launch": lambda: axpy16(a, x16, y16, out=(out16,)),
             "launch_out": lambda: axpy16(a, x16, y16, out=out16),
@@ -420,7 +432,7 @@ def hologram_impls(backend: str, d: dict[str, Any], benches: list[str]) -> dict[
 
 
 BENCHES = ("axpy", "fused", "sum", "softmax", "softmax_r", "gemm", "bmm", "blur", "gather", "histogram", "diff",
-           "xtv", "sum_axis0", "logreg",
+           "xtv", "sum_axis0", "logreg", "conv1d",
            *SCAN_ROWS, *CALL_STYLES)
 TITLES = {"axpy": "a*x + y", "fused": "sqrt(x*x + y*y) * exp(-z)", "sum": "sum(x)", "softmax": "softmax(x)",
           "softmax_r": "softmax(x), reassociate", "gemm": "gemm", "bmm": "a @ b, batched (z x s x s)",
@@ -428,6 +440,7 @@ TITLES = {"axpy": "a*x + y", "fused": "sqrt(x*x + y*y) * exp(-z)", "sum": "sum(x
           "histogram": "256-bin histogram h[b[i]] += 1", "diff": "np.diff as x[1:] - x[:-1]",
           "xtv": "x.T @ v, x f32[tall, 16]", "sum_axis0": "x.sum(axis=0), x f32[tall, 16]",
           "logreg": "logistic-regression step, X f32[tall, 16]",
+          "conv1d": "1-D convolution, k = 7 (np.correlate)",
           "cumsum_1k": "cumsum(x), 1e3 f32", "cumsum_1m": "cumsum(x), 1e6 f32", "cumsum_10m": "cumsum(x), 1e7 f32",
           **CALL_STYLES}
 
@@ -437,7 +450,7 @@ def _elements(bench: str, sizes: Sizes) -> int:
         return sizes.batch[0] * sizes.batch[1] ** 3
     if bench == "blur":
         return 9 * sizes.image ** 2
-    if bench in ("gather", "histogram", "diff"):
+    if bench in ("gather", "histogram", "diff", "conv1d"):
         return sizes.indexed
     if bench in SCAN_ROWS:
         return sizes.scans[SCAN_ROWS[bench]]
@@ -597,6 +610,8 @@ TARGETS = (
              if _ratio(r, b, "numpy") else None, "x numpy's time", lambda v: v <= 1)
       for bench, title in (("xtv", "x.T @ v, 1e6 x 16"), ("sum_axis0", "sum(axis=0), 1e6 x 16"),
                            ("logreg", "logistic-regression step, 1e6 x 16"))),
+    Target("1-D convolution, 1e7, k = 7: <= 0.5x np.correlate's time", lambda r: (1 / _ratio(r, "conv1d", "numpy"))
+           if _ratio(r, "conv1d", "numpy") else None, "x numpy's time", lambda v: v <= 0.5),
     Target("launch overhead <= 3 us", lambda r: (_t(r, "launch", "hologram") or 0) * 1e6 or None, "us",
            lambda v: v <= 3),
     Target("launch overhead <= 3 us, every call style (slowest)", _slowest_call, "us", lambda v: v <= 3),
