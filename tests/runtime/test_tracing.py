@@ -123,7 +123,9 @@ def test_every_backend_traces_its_calls_and_stages(backend):
     assert [e["args"]["backend"] for e in launches] == [backend, backend]
     assert {e["args"]["program"] for e in launches} == {program_hash(k.program)}
     stages = [e["args"]["stage"] for e in xs if e.get("cat") == "stage"]
-    assert stages == [s.name for s in k.program.stages] * 2
+    # the second call may be the native entry point's, which runs the stages itself (its
+    # launch span times them: test_a_fast_call_through_the_native_entry_point_is_traced)
+    assert stages in ([s.name for s in k.program.stages] * 2, [s.name for s in k.program.stages])
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

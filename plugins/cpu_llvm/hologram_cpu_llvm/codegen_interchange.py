@@ -1,29 +1,30 @@
-"""Lanes inside a uniform loop: the layout that vectorizes a stage whose lanes all run
-the same counted loop (mixed into StageEmitter).
+"""Lanes inside uniform loops: the layout that vectorizes a stage whose lanes all run
+the same counted loops (mixed into StageEmitter).
 
-The lowering's commonest reduction stage (hologram/lower/loops.py, split.py) is
+The lowering's commonest reduction stages (hologram/lower/loops.py, split.py) are
 
-        <prologue>            straight-line, at most one `@%p BRA done` with p uniform
+        <straight-line code>  at most one `@%p BRA done` with p uniform
     top:
         <body>                straight-line
         LOOP %c, top          c uniform
     done:
-        <epilogue>            straight-line, then EXIT
+        <straight-line code>  ... then more such loops, one after another, then EXIT
 
-The plain layout runs each lane's whole loop before the next lane starts, so the lane
-loop holds the counted loop: nothing vectorizes across lanes, and each lane walks its
+The plain layout runs each lane's whole code before the next lane starts, so the lane
+loop holds the counted loops: nothing vectorizes across lanes, and each lane walks its
 own column of a row-major matrix (`x.T @ v`, `x.sum(axis=0)`, a slice of a split
-reduction). Here the counted loop goes outside and the lanes inside: per block one lane
-loop for the prologue, then per trip one lane loop over the body, then one for the
-epilogue. Every lane makes the same trips (the count and the guard are *uniform*:
-computed from immediates, shape symbols, scalar parameters and block-wide specials
-only), so each lane runs its own instructions in their order; only the interleaving of
-different lanes' memory accesses changes, which the ISA leaves to the backend (lanes
-are unordered; a program depending on the order is racy, docs/isa.md). A stage with a
-checked access is not taken (which lane's error comes first would change), nor one with
-reductions, shared memory, pools, the phase, calls or barriers, nor one whose loop body
-reads nothing at consecutive addresses in neighbouring lanes (a lane walking its own
-contiguous row, `A @ x`, vectorizes better along the row, as it is).
+reduction and its combination with the tail). Here the counted loops go outside and the
+lanes inside: per block one lane loop for each straight-line run, and per trip of each
+loop one lane loop over its body. Every lane makes the same trips (counts and guards are
+*uniform*: computed from immediates, shape symbols, scalar parameters and block-wide
+specials only), so each lane runs its own instructions in their order; only the
+interleaving of different lanes' memory accesses changes, which the ISA leaves to the
+backend (lanes are unordered; a program depending on the order is racy, docs/isa.md).
+A stage with a checked access is not taken (which lane's error comes first would
+change), nor one with reductions, shared memory, pools, the phase, calls, barriers or
+nested loops, nor one whose loop bodies read nothing at consecutive addresses in
+neighbouring lanes (a lane walking its own contiguous row, `A @ x`, vectorizes better
+along the row, as it is).
 
 Registers fall in four classes:
 
@@ -32,11 +33,11 @@ Registers fall in four classes:
   each lane loop (the last lane's value, every lane's);
 - local: in every region that touches it, written before it is read (a loaded value, an
   address): a turn slot only, which LLVM promotes to a plain value;
-- rematerialized: last written in the prologue, by a pure op of specials, symbols,
-  immediates, rematerialized registers and uniform ones not written again before the
-  epilogue (`%j = %gid.x`, a row offset), and not written again before the epilogue
-  either: recomputed at the start of each later turn, so addresses are affine in the
-  lane index and the vectorizer makes vector loads of them;
+- rematerialized: written before the first loop by a pure op of specials, symbols,
+  immediates, rematerialized registers and uniform ones, none of them written again
+  until the last loop is done (`%j = %gid.x`, a row offset): recomputed at the start of
+  each later turn, so addresses are affine in the lane index and the vectorizer makes
+  vector loads of them;
 - carried (the rest: an accumulator): one slot per lane of the block.
 """
 
@@ -49,28 +50,30 @@ from hologram.backend import OPCODES, DType, Imm, Instr, Reg, Special, lead_lane
 
 from .codegen_types import I64, at, const, i64, reg_type
 
+# Trips of a loop each lane runs in one turn while more are left: a turn's fixed cost
+# (the lane loops' setup, the uniform registers in and out) spread over more work when a
+# block has few lanes (16 outputs of `x.T @ v`).
+TRIPS_PER_TURN = 4
 # Specials with one value for every lane of a block.
 _UNIFORM_SPECIALS = ("ntid.", "nctaid.", "gdim.", "ctaid.")
 
 
 @attrs.frozen
 class Interchange:
-    """Where the regions of an interchangeable stage start and end (indices into the
-    stage's instruction list, labels removed), and its registers' classes."""
+    """An interchangeable stage: its steps in order (indices into the stage's instruction
+    list, labels removed) and its registers' classes. A step is `("run", start, stop)`,
+    straight-line code; `("guard", pc)`, a uniform `@%p BRA` past the next loop; or
+    `("loop", top, pc)`, a loop's body from its first instruction to its LOOP."""
 
-    guard: int | None  # the `@%p BRA done` in the prologue
-    top: int  # the loop's first instruction
-    loop: int  # the LOOP
-    end: int  # the EXIT (or the end of the body)
+    steps: tuple[tuple, ...]
     uniform: frozenset[str]
     local: frozenset[str]
-    remat: tuple[int, ...]  # prologue instructions recomputed at later turns
+    remat: tuple[int, ...]  # instructions before the first loop recomputed at later turns
 
     @property
     def regions(self) -> tuple[tuple[int, int], ...]:
-        """(start, stop) of prologue (before and after the guard), body and epilogue."""
-        first = ((0, self.guard), (self.guard + 1, self.top)) if self.guard is not None else ((0, self.top),)
-        return (*first, (self.top, self.loop), (self.loop + 1, self.end))
+        """(start, stop) of every run and loop body."""
+        return tuple((s[1], s[2]) for s in self.steps if s[0] != "guard")
 
 
 def _pure(ins: Instr) -> bool:
@@ -88,30 +91,47 @@ def _operands(ins: Instr) -> list:
 def plan(items: list[tuple[int, Instr]], labels: dict[str, int], stage) -> Interchange | None:
     """The interchange of a stage of the module docstring's shape, or None."""
     loops = [pc for pc, (_, i) in enumerate(items) if i.op == "LOOP"]
-    if len(loops) != 1 or lead_lane_axes(stage) or not stage.domain:
+    if not loops or lead_lane_axes(stage) or not stage.domain:
         return None
-    loop = loops[0]
-    counter = items[loop][1].srcs[0] if items[loop][1].srcs else None
-    top = labels.get(items[loop][1].target)
-    if top is None or top > loop or not isinstance(counter, Reg):
-        return None
-    guard, end = None, len(items)
+    tops, counters, last = [], [], -1
+    for pc in loops:
+        ins = items[pc][1]
+        top = labels.get(ins.target)
+        if top is None or not last < top <= pc or not ins.srcs or not isinstance(ins.srcs[0], Reg):
+            return None  # loops one after another, none inside another
+        tops.append(top)
+        counters.append(ins.srcs[0].name)
+        last = pc
+    guards: dict[int, int] = {}  # loop index -> its guard's pc
+    end = len(items)
     for pc, (_, ins) in enumerate(items):
         if ins.op == "BRA":
-            if guard is not None or pc >= top or ins.pred is None or labels.get(ins.target) != loop + 1:
+            k = next((k for k, top in enumerate(tops) if pc < top), None)  # the loop it may skip
+            if k is None or k in guards or ins.pred is None or labels.get(ins.target) != loops[k] + 1 \
+                    or (k and pc < loops[k - 1]):
                 return None
-            guard = pc
+            guards[k] = pc
         elif ins.op == "EXIT":
-            if pc <= loop or pc != len(items) - 1:
+            if pc != len(items) - 1 or pc < loops[-1]:
                 return None
             end = pc
         elif ins.op != "LOOP" and (ins.pred is not None or ins.checked or not (_pure(ins) or ins.op in ("LDG", "STG"))):
             return None
+    steps: list[tuple] = []
+    pos = 0
+    for k, (top, loop) in enumerate(zip(tops, loops)):
+        if k in guards:
+            steps += [("run", pos, guards[k]), ("guard", guards[k])]
+            pos = guards[k] + 1
+        steps += [("run", pos, top), ("loop", top, loop)]
+        pos = loop + 1
+    steps.append(("run", pos, end))
+    steps = [s for s in steps if s[0] != "run" or s[1] < s[2]]
     written: dict[str, list[int]] = {}
     for pc, (_, ins) in enumerate(items):
         if ins.dst is not None:
             written.setdefault(ins.dst.name, []).append(pc)
-    uniform = set(written) | {counter.name}
+    uniform = set(written) | set(counters)
 
     def is_uniform(o) -> bool:
         if isinstance(o, Reg):
@@ -125,20 +145,19 @@ def plan(items: list[tuple[int, Instr]], labels: dict[str, int], stage) -> Inter
             if not _pure(ins) or not all(map(is_uniform, _operands(ins))):
                 uniform.discard(ins.dst.name)
                 changed = True
-    guard_reg = items[guard][1].pred.reg.name if guard is not None else None
-    if counter.name not in uniform or (guard_reg is not None and guard_reg not in uniform):
+    if not set(counters) <= uniform or any(items[g][1].pred.reg.name not in uniform for g in guards.values()):
         return None
-    if not _reads_across_lanes(items, top, loop):
+    if not _reads_across_lanes(items, tops, loops):
         return None
-    bounds = Interchange(guard, top, loop, end, frozenset(), frozenset(), ()).regions
+    bounds = Interchange(tuple(steps), frozenset(), frozenset(), ()).regions
     local = {r for r in written if r not in uniform and _written_first(items, bounds, r)}
     remat: list[int] = []
     rematerialized: set[str] = set()
 
-    def kept(name: str, pc: int) -> bool:  # no write of `name` from pc on until the epilogue
-        return all(w <= pc or w > loop for w in written.get(name, ()))
+    def kept(name: str, pc: int) -> bool:  # no write of `name` after pc until the last loop is done
+        return all(w <= pc or w > loops[-1] for w in written.get(name, ()))
 
-    for pc in range(top):
+    for pc in range(tops[0]):
         ins = items[pc][1]
         name = ins.dst.name if ins.dst is not None else None
         if name is None or name in uniform or not _pure(ins) or not kept(name, pc):
@@ -147,10 +166,10 @@ def plan(items: list[tuple[int, Instr]], labels: dict[str, int], stage) -> Inter
                for o in _operands(ins)):
             remat.append(pc)
             rematerialized.add(name)
-    return Interchange(guard, top, loop, end, frozenset(uniform), frozenset(local - rematerialized), tuple(remat))
+    return Interchange(tuple(steps), frozenset(uniform), frozenset(local - rematerialized), tuple(remat))
 
 
-def _reads_across_lanes(items: list[tuple[int, Instr]], top: int, loop: int) -> bool:
+def _reads_across_lanes(items: list[tuple[int, Instr]], tops: list[int], loops: list[int]) -> bool:
     """Whether the loop body reads or writes memory at consecutive addresses in
     consecutive lanes (x-neighbours): then the layout pays, a vector access per trip. A
     lane walking its own contiguous row (`x[i, p]` over p) vectorizes best as it is.
@@ -166,8 +185,10 @@ def _reads_across_lanes(items: list[tuple[int, Instr]], top: int, loop: int) -> 
             return 1 if o.name in ("gid.x", "tid.x") else 0
         return 0
 
-    for pc, (_, ins) in enumerate(items[:loop]):
-        if pc >= top and ins.op in ("LDG", "STG") and ins.addr.index is not None and of(ins.addr.index) == 1:
+    bodies = [range(top, loop) for top, loop in zip(tops, loops)]
+    for pc, (_, ins) in enumerate(items[:loops[-1]]):
+        if ins.op in ("LDG", "STG") and ins.addr.index is not None and of(ins.addr.index) == 1 and \
+                any(pc in body for body in bodies):
             return True
         if ins.dst is None:
             continue
@@ -216,7 +237,7 @@ class InterchangedLoop:
             name not in {self.items[pc][1].dst.name for pc in it.remat}
 
     def _interchanged(self) -> None:
-        """The block's lanes inside the stage's counted loop (the module docstring)."""
+        """The block's lanes inside the stage's counted loops (the module docstring)."""
         b, it = self.b, self.interchange
         if not hasattr(self, "turn_slot"):
             self.turn_slot = {name: self.alloca(reg_type(self.reg_types[name]), f"turn.{name}")
@@ -226,47 +247,63 @@ class InterchangedLoop:
         for name, slot in self.block_slot.items():
             b.store(const(0, self.reg_types[name]), slot)
         self._turns(None, 0, 0)  # every lane starts with its registers at zero
-        regions = it.regions
-        done = self.new_block("interchange.done")
-        epilogue = self.new_block("interchange.epilogue")
-        for start, stop in regions[:-2]:
-            self._turns(start, stop, start)
-            if stop == it.guard:
-                pred = self.items[it.guard][1].pred
+        skip = None  # where a taken guard goes: past its loop
+        for step in it.steps:
+            if step[0] == "run":
+                self._turns(step[1], step[2], step[1])
+            elif step[0] == "guard":
+                pred = self.items[step[1]][1].pred
                 p = self.read(pred.reg, DType.BOOL)  # the turn slot: every lane's value
-                after = self.new_block("interchange.guarded")
-                b.cbranch(p, after, epilogue) if pred.negate else b.cbranch(p, epilogue, after)
+                skip, go = self.new_block("interchange.skip"), self.new_block("interchange.go")
+                b.cbranch(p, go, skip) if pred.negate else b.cbranch(p, skip, go)
+                b.position_at_end(go)
+            else:
+                after = self._uniform_loop(*step[1:])
+                if skip is not None:
+                    b.position_at_end(skip)
+                    b.branch(after)
+                    skip = None
                 b.position_at_end(after)
-        trip = self.new_block("interchange.trip")
-        b.branch(trip)
-        b.position_at_end(trip)
-        self._turns(*regions[-2], it.top)
-        k, loop = self.items[it.loop]
+        b.branch(self.block_latch)
+
+    def _uniform_loop(self, top: int, pc: int) -> ir.Block:
+        """The trips of one loop, TRIPS_PER_TURN in each lane's turn while more than that
+        are left, then one; returns the block after the loop."""
+        b = self.b
+        k, loop = self.items[pc]
         counter = loop.srcs[0].name
         ct = self.reg_types[counter]
         rt = reg_type(ct)
         slot = self.block_slot[counter]
-        c = b.load(slot, typ=rt)
         above = b.icmp_signed if ct.is_signed else b.icmp_unsigned
+        trip, trips, one, after = (self.new_block(f"interchange.{x}") for x in ("trip", "trips", "one", "after"))
+        b.branch(trip)
+        b.position_at_end(trip)
+        b.cbranch(above(">", b.load(slot, typ=rt), ir.Constant(rt, TRIPS_PER_TURN)), trips, one)
+        b.position_at_end(trips)  # c > TRIPS_PER_TURN: none of these trips' LOOPs leaves
+        self._turns(top, pc, top, TRIPS_PER_TURN, counter)
+        c = b.load(slot, typ=rt)
+        b.store(b.sub(c, ir.Constant(rt, 1)), slot)
+        self.poll_cancel(k)
+        b.branch(trip)
+        b.position_at_end(one)
+        self._turns(top, pc, top)
+        c = b.load(slot, typ=rt)
         again, leave = self.new_block("interchange.again"), self.new_block("interchange.leave")
         b.cbranch(above(">", c, ir.Constant(rt, 1)), again, leave)
         b.position_at_end(again)
         b.store(b.sub(c, ir.Constant(rt, 1)), slot)
-        self.poll_cancel(k)
-        b.branch(trip)
+        b.branch(one)  # at most TRIPS_PER_TURN trips are left
         b.position_at_end(leave)  # c <= 1: the decrement stops at the type's minimum
         lowest = ir.Constant(rt, int(ct.min))
         b.store(b.select(b.icmp_unsigned("==", c, lowest), c, b.sub(c, ir.Constant(rt, 1))), slot)
-        b.branch(epilogue)
-        b.position_at_end(epilogue)
-        self._turns(*regions[-1], regions[-1][0])
-        b.branch(done)
-        b.position_at_end(done)
-        b.branch(self.block_latch)
+        b.branch(after)
+        return after
 
-    def _turns(self, start: int | None, stop: int, region: int) -> None:
+    def _turns(self, start: int | None, stop: int, region: int, repeat: int = 1, counter: str | None = None) -> None:
         """One turn per lane of the block (z, y, x loops, x innermost) running the
-        instructions [start, stop); `start` None resets the lanes' registers instead.
+        instructions [start, stop), `repeat` times with `counter` decremented between
+        (a loop body's trips); `start` None resets the lanes' registers instead.
         Turn slots of uniform registers start from the block slots and go back to them
         after the last turn; rematerialized registers defined before `region` are
         recomputed first."""
@@ -303,8 +340,13 @@ class InterchangedLoop:
             for pc in it.remat:
                 if pc < region:
                     self.straight(self.items[pc][1], self.items[pc][0])
-            for pc in range(start, stop):
-                self.straight(self.items[pc][1], self.items[pc][0])
+            for trip in range(repeat):
+                if trip:  # the LOOP between two trips, which cannot leave (the caller made sure)
+                    rt = reg_type(self.reg_types[counter])
+                    slot = self.turn_slot[counter]
+                    b.store(b.sub(b.load(slot, typ=rt), ir.Constant(rt, 1)), slot)
+                for pc in range(start, stop):
+                    self.straight(self.items[pc][1], self.items[pc][0])
         b.branch(outer)
         b.position_at_end(after)
         if start is not None:

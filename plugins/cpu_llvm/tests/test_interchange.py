@@ -61,7 +61,7 @@ def _stage_plan(program, index: int = 0):
 
 def test_a_column_loop_is_interchanged_with_its_registers_classed():
     it = _stage_plan(parse_program(columns()))
-    assert it is not None and it.guard is not None
+    assert it is not None and [s[0] for s in it.steps] == ["run", "guard", "run", "loop", "run"]
     assert {"row", "c", "p"} <= it.uniform and "acc" not in it.uniform and "j" not in it.uniform
     assert "at" in it.local  # written first wherever it is used
     assert len(it.remat) == 1  # %j = %gid.x, recomputed each turn though the epilogue rewrites it
@@ -73,6 +73,45 @@ def test_interchanged_columns_match_the_interpreter(n, m, block):
     got, want = both(parse_program(columns(block)), {"x": x, "y": np.zeros(m, np.int64)}, {}, {"n": n, "m": m})
     np.testing.assert_array_equal(got["y"], want["y"])
     np.testing.assert_array_equal(got["y"], 7 + (x * np.arange(n)[:, None]).sum(axis=0))
+
+
+TWO_LOOPS = COLUMNS.replace("""done:
+    MUL.i64     %j, %j, 1
+""", """done:
+    SET.le.i64  %p, $m, 2
+    @%p BRA     done2
+    MOV_IMM.i64 %row, 0
+    MOV.i64     %c, $m
+again:
+    MUL.i64     %at, %row, $m
+    ADD.i64     %at, %at, %j
+    LDG.i64     %at, [x + %at]
+    SUB.i64     %acc, %acc, %at
+    ADD.i64     %row, %row, 1
+    LOOP        %c, again
+done2:
+    MUL.i64     %j, %j, 1
+""")
+
+
+@pytest.mark.parametrize("n, m", [(0, 2), (2, 2), (7, 3), (40, 5), (3, 40)])
+def test_loops_one_after_another_each_guarded(n, m):
+    program = parse_program(TWO_LOOPS.replace("BLOCK", "16"))
+    assert [s[0] for s in _stage_plan(program).steps].count("loop") == 2
+    x = np.random.default_rng(n + m).integers(-9, 9, (max(n, m), m))
+    got, want = both(program, {"x": x, "y": np.zeros(m, np.int64)}, {}, {"n": max(n, m), "m": m})
+    np.testing.assert_array_equal(got["y"], want["y"])
+
+
+def test_the_split_combination_takes_the_layout_too():
+    k = hg.compile('''[kernel]
+name = "xtv"
+version = "1.0.0"
+inputs  = { x = "f32[n, m]", v = "f32[n]" }
+outputs = { c = "f32[m]" }
+body = "c = x.T @ v"
+''')
+    assert all(_stage_plan(k.program, i) is not None for i in range(len(k.program.stages)))
 
 
 def test_a_counter_at_its_minimum_runs_the_body_once():
