@@ -46,9 +46,9 @@ How a stage is laid out:
 - without BarSync: a loop over blocks, then nested loops over the block's lanes (x
   innermost); registers are allocas that mem2reg promotes, so a straight-line body is a
   plain vectorizable loop;
-- without BarSync, when every lane runs one uniform counted loop over memory contiguous
-  across x-lanes (codegen_interchange.py): the counted loop outside, a lane loop per trip
-  inside, so the lanes vectorize;
+- without BarSync, when every lane runs the same uniform counted loops over memory
+  contiguous across x-lanes (codegen_interchange.py): the counted loops outside, lane
+  loops inside, so the lanes vectorize;
 - with BarSync only in straight-line top-level code (no branch jumps over one, no loop
   contains one, no subroutine reaches one): one lane loop per barrier-separated region,
   every lane's registers and pools in per-lane arrays, a lane that ended skipping the
