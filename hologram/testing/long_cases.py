@@ -6,14 +6,16 @@ backend that accumulates an f16 sum in f16 (its running sum stops growing at 204
 the terms are below 1) or multiplies f32 factors one at a time in f32 passes all of
 them. `long_reduction_kernels(cfg)` draws one reduction over many terms, cheaply:
 
-- f16 (3 cases in 4): 8192..12288 terms per output, values from numpy's generator
+- f16 (5 cases in 8), and f64 (1 in 8: enough terms for a split reduction's slices and
+  tail, hologram/lower/split.py, in the type whose in-lane sums are compensated):
+  8192..12288 terms per output, values from numpy's generator
   seeded by a drawn integer (drawing thousands of values through hypothesis would be
   slow, and its edge values would make every sum inf or NaN): sums and means of terms
   in [scale/2, scale), whose running sum passes 2048 * scale (where an f16 accumulator
   of such terms stalls) whatever the term expression (`x * w` is at least scale**2/4);
   products of factors within 2**-7 of 1, which stay finite and show every f16 rounding
   of a running product; min/max/argmin/argmax of values in [-1, 1);
-- f32 (1 case in 4): 2**24..2**24 + 64 terms of one constant with up to three other
+- f32 (2 cases in 8): 2**24..2**24 + 64 terms of one constant with up to three other
   values planted at drawn positions: an f32 running sum of ones stalls at 2**24, and
   an f32 running product of 1 + 2**-23 reaches 3 where the product is e**2. The input
   costs one `np.full`, and the oracle counts instead of adding: the answer and its
@@ -166,7 +168,7 @@ class _ConstantArray:
 
 def _values(draw: Callable, kind: str, dtype: np.dtype, total: int) -> _Values:
     seed = draw(st.integers(0, 2**32 - 1))
-    if dtype == np.float16:
+    if dtype != np.float32:
         return _Values(kind, dtype, seed, scale=draw(st.sampled_from((1.0, 0.25))))
     if kind == "prod":  # c**n stays within f32's range for n near 2**24
         constant = draw(st.sampled_from((1 + 2.0 ** -23, 1 + 2.0 ** -22, 1 - 2.0 ** -24, 1 - 2.0 ** -23)))
@@ -202,7 +204,8 @@ class _Long:
         # any and all only count truth values: no precision to run out of
         kinds = [k for k in cfg.reductions if k not in ("any", "all") for _ in range(3 if k == "sum" else 1)] or ["sum"]
         self.kind = draw(st.sampled_from(kinds))
-        self.dtype = np.dtype(np.float32 if draw(st.integers(0, 3)) == 0 else np.float16)
+        roll = draw(st.integers(0, 7))
+        self.dtype = np.dtype(np.float32 if roll < 2 else np.float64 if roll == 2 else np.float16)
         wide = self.dtype == np.float32
         scans = () if wide else tuple(k for k in cfg.scans if k == self.kind)  # an f32 scan: 2**24 checks
         forms = [f for f, weight in FORMS.items() for _ in range(weight)

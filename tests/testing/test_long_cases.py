@@ -52,17 +52,18 @@ def test_draws_every_kind_and_form_at_lengths_where_precision_runs_out():
     def collect(case):
         shape = _shape(case)
         n = _terms(case)
-        assert (shape[0] == "float16" and 8192 <= n <= 2 * 12288) or (shape[0] == "float32" and n >= 1 << 24), n
+        assert (shape[0] in ("float16", "float64") and 8192 <= n <= 2 * 12288) or \
+            (shape[0] == "float32" and n >= 1 << 24), n
         seen.add(shape)
 
     collect()
-    assert {d for d, k, _ in seen if k.startswith("cum")} <= {"float16"}  # an f32 scan would need 2**24 checks
+    assert {d for d, k, _ in seen if k.startswith("cum")} <= {"float16", "float64"}  # an f32 one: 2**24 checks
     # every kind, form and dtype is drawn (found, not pinned to one stream: any change to
     # a generator moves what one fixed stream holds)
     wanted = [(1, k) for k in ("sum", "prod", "mean", "min", "max", "argmin", "argmax", "resonance", "cumsum",
                                "cumprod", "add_at")]
     wanted += [(2, f) for f in ("whole", "axis", "named", "contract", "scatter", "scan", "add_at")]
-    wanted += [(0, d) for d in ("float16", "float32")]
+    wanted += [(0, d) for d in ("float16", "float32", "float64")]
     for position, value in wanted:
         if not any(s[position] == value for s in seen):
             find(long_reduction_kernels(), lambda case, p=position, v=value: _shape(case)[p] == v,
