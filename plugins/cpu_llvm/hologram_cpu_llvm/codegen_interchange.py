@@ -34,10 +34,10 @@ Registers fall in four classes:
 - local: in every region that touches it, written before it is read (a loaded value, an
   address): a turn slot only, which LLVM promotes to a plain value;
 - rematerialized: written before the first loop by a pure op of specials, symbols,
-  immediates, rematerialized registers and uniform ones, none of them written again
-  until the last loop is done (`%j = %gid.x`, a row offset): recomputed at the start of
-  each later turn, so addresses are affine in the lane index and the vectorizer makes
-  vector loads of them;
+  immediates, rematerialized registers and uniform ones, not read or written before
+  that, and none of them written again until the last loop is done (`%j = %gid.x`, a
+  row offset): recomputed at the start of each later turn, so addresses are affine in
+  the lane index and the vectorizer makes vector loads of them;
 - carried (the rest: an accumulator): one slot per lane of the block.
 """
 
@@ -157,10 +157,17 @@ def plan(items: list[tuple[int, Instr]], labels: dict[str, int], stage) -> Inter
     def kept(name: str, pc: int) -> bool:  # no write of `name` after pc until the last loop is done
         return all(w <= pc or w > loops[-1] for w in written.get(name, ()))
 
+    first_read: dict[str, int] = {}
+    for pc, (_, ins) in enumerate(items):
+        for o in _operands(ins):
+            if isinstance(o, Reg):
+                first_read.setdefault(o.name, pc)
     for pc in range(tops[0]):
         ins = items[pc][1]
         name = ins.dst.name if ins.dst is not None else None
-        if name is None or name in uniform or not _pure(ins) or not kept(name, pc):
+        # its only value until the last loop is done: no other write before, none read before
+        if name is None or name in uniform or not _pure(ins) or not kept(name, pc) \
+                or min(written[name]) != pc or first_read.get(name, pc) < pc:
             continue
         if all(not isinstance(o, Reg) or o.name in rematerialized or (o.name in uniform and kept(o.name, pc))
                for o in _operands(ins)):

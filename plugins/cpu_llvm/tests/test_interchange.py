@@ -148,3 +148,16 @@ body = "y = x.sum(axis=1)"
     got = k.on("cpu_llvm")(x)
     np.testing.assert_allclose(got, x.astype(np.float64).sum(axis=1), rtol=1e-6)
     np.testing.assert_allclose(got, k.on("interp")(x), rtol=1e-6)
+
+
+def test_a_register_read_before_its_last_prologue_write_is_carried_not_recomputed():
+    # %j starts at zero (every register does), is read, then set from %gid.x: not a value
+    # to recompute from its definition alone, and it must read zero in every lane
+    text = columns().replace("    MOV.i64     %j, %gid.x\n",
+                             "    ADD.i64     %acc, %acc, %j\n    MOV.i64     %j, %gid.x\n")
+    program = parse_program(text)
+    it = _stage_plan(program)
+    assert it is not None and it.remat == ()
+    x = np.arange(12).reshape(4, 3)
+    got, want = both(program, {"x": x, "y": np.zeros(3, np.int64)}, {}, {"n": 4, "m": 3})
+    np.testing.assert_array_equal(got["y"], want["y"])
