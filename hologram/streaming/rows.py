@@ -288,6 +288,9 @@ class _Rows:
                                   "its input, and an iterable's size is unknown until then",
                                   hint="pass the input as an array (an np.memmap) instead of chunks")
             return np.int64(symbol_value(source, self.symbols))
+        if role == "stream":  # a small step binding another symbol from a streamed input's shape
+            s = self.sources[source]
+            return np.empty((0, *s.row_shape), s.dtype)
         raise AssertionError(role)
 
     def _small(self, step: Any, k: Kernel) -> None:

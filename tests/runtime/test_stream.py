@@ -98,6 +98,16 @@ def test_index_variables_and_sizes_as_values_are_the_whole_calls(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("shape", [(1, 0), (5, 3), (0, 4)])
+def test_an_output_sized_by_another_symbol_of_the_streamed_input(backend, shape):
+    """`y0 = m` into `i8[n]` streamed along `m`: the step computing it binds `n` from the
+    streamed input's rows' shape (a diff-test find: it once had no value for that input)."""
+    k = kernel('a0 = "bool[m, n]"', 'y0 = "i8[n]"', "y0 = m", backend)
+    a = np.zeros(shape, bool)
+    np.testing.assert_array_equal(hg.stream(k, a, along="m"), k(a))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_in_place_streaming(backend, tmp_path):
     x = np.arange(sizes(backend), dtype=np.float64)
     m = memmap(tmp_path / "x.npy", x, mode="r+")
