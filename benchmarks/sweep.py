@@ -167,12 +167,16 @@ def measure(sizes: tuple[int, ...], only: set[str] | None, repeat: int) -> dict[
 def draw(times: dict[str, dict[str, dict[int, float]]], out: Path) -> list[str]:
     """One figure per kernel (hologram's time over each library's, against size) and the
     index page; returns the figures' file names."""
-    import matplotlib
-
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        import matplotlib
+    except ImportError:
+        print("sweep: matplotlib is not installed (pip install 'hologram-kernels[bench]'): the table only",
+              file=sys.stderr)
+        return []
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    out.mkdir(parents=True, exist_ok=True)
     names = []
     for kernel, row in times.items():
         fig, ax = plt.subplots(figsize=(5, 3.2))

@@ -227,6 +227,17 @@ def test_bench_quick_runs_without_optional_libraries(tmp_path):
     assert len(results) == 1
 
 
+def test_the_size_sweep_runs_and_writes_its_table(tmp_path):
+    env = dict(os.environ, HOLOGRAM_BENCH_NO="numexpr,numba")
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "sweep.py"), "--sizes", "1e3,2e3",
+                           "--only", "vadd,sum,xtv,logreg", "--repeat", "1", "--out", str(tmp_path)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "disagrees" not in proc.stderr
+    table = (tmp_path / "README.md").read_text()
+    assert "## hologram / numpy" in table and all(f"| {k} |" in table for k in ("vadd", "sum", "xtv", "logreg"))
+
+
 def test_cli_bench_is_registered(capsys):
     from hologram.cli.bench import bench_script
 
