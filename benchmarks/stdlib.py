@@ -78,7 +78,7 @@ def cases(n: int, side: int) -> dict[str, tuple[Callable[[np.random.Generator], 
     }
 
 
-def _agrees(got: Any, want: Any) -> bool:
+def agrees(got: Any, want: Any) -> bool:
     got = got if isinstance(got, tuple) else (got,)
     want = want if isinstance(want, tuple) else (want,)
     return len(got) == len(want) and all(
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         outs = tuple(np.empty_like(o) for o in outs)
         ours = median_time(lambda: kernel(*args, out=outs), opts.repeat)
         theirs = median_time(lambda: reference(*args), opts.repeat)
-        ok = _agrees(first, reference(*args))
+        ok = agrees(first, reference(*args))
         if not ok:
             wrong.append(name)
         shapes = ", ".join("x".join(map(str, np.shape(a))) or "()" for a in args)

@@ -149,7 +149,7 @@ def measure(sizes: tuple[int, ...], only: set[str] | None, repeat: int) -> dict[
             args = make()
             first = kernel(*args)
             want = numpy(*args)
-            if not stdlib._agrees(first, want):
+            if not stdlib.agrees(first, want):
                 print(f"sweep: {name} at {size}: hologram disagrees with numpy", file=sys.stderr)
             outs = tuple(np.empty_like(o) for o in (first if isinstance(first, tuple) else (first,)))
             row = times.setdefault(name, {})

@@ -44,23 +44,27 @@ def _from_data(ix: Expr) -> bool:
 
 
 def _largest(ix: Expr, extents: Mapping[str, Affine]) -> Affine | None:
-    """The largest value of an i64 index built of non-negative terms, or None when `ix`
-    is not such a sum (then nothing is claimed)."""
-    if ix.dtype is not I64:
-        return None
-    if ix.op == "IDX":
-        return extents[ix.arg] - 1 if ix.arg in extents else None
-    if ix.op == "CONST":
-        return Affine.of(ix.arg) if ix.arg >= 0 else None
-    if ix.op == "SYM":
-        return Affine.of(ix.arg)
-    if ix.op == "ADD":
-        a, b = (_largest(s, extents) for s in ix.srcs)
-        return None if a is None or b is None else a + b
-    if ix.op == "MUL" and ix.srcs[1].op == "CONST" and ix.srcs[1].arg >= 0:
-        a = _largest(ix.srcs[0], extents)
-        return None if a is None else a * ix.srcs[1].arg
-    return None
+    """The largest value of an i64 index built of non-negative terms (variables, constants,
+    shape symbols, each possibly times a non-negative constant), or None when `ix` is not
+    such a sum (then nothing is claimed). An explicit stack, as kernels may nest deeply."""
+    top, stack = Affine(0), [(ix, 1)]
+    while stack:
+        n, times = stack.pop()
+        if n.dtype is not I64:
+            return None
+        if n.op == "ADD":
+            stack.extend((s, times) for s in n.srcs)
+        elif n.op == "MUL" and n.srcs[1].op == "CONST" and n.srcs[1].arg >= 0:
+            stack.append((n.srcs[0], times * n.srcs[1].arg))
+        elif n.op == "IDX" and n.arg in extents:
+            top = top + (extents[n.arg] - 1) * times
+        elif n.op == "CONST" and n.arg >= 0:
+            top = top + n.arg * times
+        elif n.op == "SYM":
+            top = top + Affine.of(n.arg) * times
+        else:
+            return None
+    return top
 
 
 class ExprGen:

@@ -140,10 +140,13 @@ def unrolled_loop_nest(gen: ExprGen, axes: Sequence[tuple[str, Affine]], body: C
     def innermost(var: str, ext: Affine, count: Operand) -> None:
         sb = gen.sb
         whole = ext.is_const and ext.const % k == 0  # a constant run of blocks (a split's slice): no remainder
-        n = count if whole else gen.reg(count, I64)
         v = sb.mov(I64, 0, hint=var)
         blocks_done = sb.label("blocks_done")
-        if not whole:
+        if whole:
+            last = sb.mov(I64, ext.const - k, hint=f"{var}_last")
+            blocks = sb.mov(I64, ext.const // k, hint=f"{var}_blocks")
+        else:
+            n = gen.reg(count, I64)
             rem_done = sb.label("rem_done")
             rem = sb.alu("REM", I64, n, k, hint=f"{var}_rem")
             sb.bra(rem_done, pred=gen.setp("le", I64, rem, 0))
@@ -157,9 +160,8 @@ def unrolled_loop_nest(gen: ExprGen, axes: Sequence[tuple[str, Affine]], body: C
             sb.loop(rem, top)
             sb.place(rem_done)
             sb.bra(blocks_done, pred=gen.setp("lt", I64, n, k))
-        last = sb.mov(I64, ext.const - k, hint=f"{var}_last") if whole else sb.alu("SUB", I64, n, k, hint=f"{var}_last")
-        blocks = sb.mov(I64, ext.const // k, hint=f"{var}_blocks") if whole else \
-            sb.alu("DIV", I64, n, k, hint=f"{var}_blocks")
+            last = sb.alu("SUB", I64, n, k, hint=f"{var}_last")
+            blocks = sb.alu("DIV", I64, n, k, hint=f"{var}_blocks")
         top = sb.label(f"block_{var}")
         sb.place(top)
         # = v; the verifier's bound for v (v0 + k * trips) may wrap, the clamp is exact

@@ -95,7 +95,7 @@ def _split(st: Statement, plan: Plan, names: Names) -> list[Statement]:
     whole = Expr(COMBINE[kind], acc, (partials, tail))
     if acc is not red.dtype:
         whole = Expr("CAST", red.dtype, (whole,))
-    body = st.body.replace(lambda e: whole if e is red or e == red else None)
+    body = st.body.replace(lambda e: whole if e is red else None)  # nothing below it changes
     return [Compute(part.name, (s, *st.vars), sliced), attrs.evolve(st, body=body)]
 
 

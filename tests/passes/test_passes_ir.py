@@ -287,6 +287,35 @@ def test_fuse_inlines_what_becomes_elementwise_after_hoisting():
     assert len(hologram.compile_file("kernels/layernorm.toml", opt="O0").program.stages) == 6
 
 
+def _gradient(p: str) -> str:
+    return f'''[kernel]
+name = "gradient"
+version = "1.0.0"
+inputs  = {{ X = "f32[n, d]", w = "f32[d]", t = "f32[n]" }}
+outputs = {{ g = "f32[d]" }}
+body = """
+p = {p}
+g = X.T @ (p - t)
+"""
+'''
+
+
+@pytest.mark.parametrize("p, stays", [("sigmoid(X @ w)", True), ("(X @ w) / 3.0", True),
+                                      ("(X @ w) * 2.0 + 1.0", False)])
+def test_fuse_keeps_a_costly_temp_a_reduction_would_compute_once_per_output(p, stays):
+    """`g[j] = sum(X[i, j] * (p[i] - t[i]), i)` reads `p[i] - t[i]` once per output j: a
+    costly one (a transcendental, a division) stays a stage computed once; cheap
+    arithmetic is still substituted. Either way the values are the same."""
+    k = hologram.compile(_gradient(p), passes=["fuse"])
+    # the matrix product's reduction `X @ w` is a temp either way; `p - t` (`p` inlined
+    # into it) is the matmul's argument, kept as a temp only when costly
+    assert len(k.ir.temps) == (2 if stays else 1)
+    rng = np.random.default_rng(3)
+    X, w, t = (rng.standard_normal(s).astype(np.float32) for s in ((40, 3), 3, 40))
+    want = hologram.compile(_gradient(p), opt="O0").on("interp")(X, w, t)
+    np.testing.assert_allclose(k.on("cpu_llvm")(X, w, t), want, rtol=1e-5, atol=1e-5)
+
+
 def _inputs(k: hologram.Kernel, rng: np.random.Generator, sizes: dict) -> dict:
     args = {}
     for p in k.signature.inputs:

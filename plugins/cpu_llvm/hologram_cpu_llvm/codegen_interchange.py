@@ -69,11 +69,7 @@ class Interchange:
     uniform: frozenset[str]
     local: frozenset[str]
     remat: tuple[int, ...]  # instructions before the first loop recomputed at later turns
-
-    @property
-    def regions(self) -> tuple[tuple[int, int], ...]:
-        """(start, stop) of every run and loop body."""
-        return tuple((s[1], s[2]) for s in self.steps if s[0] != "guard")
+    rematerialized: frozenset[str]  # the registers they write
 
 
 def _pure(ins: Instr) -> bool:
@@ -149,7 +145,7 @@ def plan(items: list[tuple[int, Instr]], labels: dict[str, int], stage) -> Inter
         return None
     if not _reads_across_lanes(items, tops, loops):
         return None
-    bounds = Interchange(tuple(steps), frozenset(), frozenset(), ()).regions
+    bounds = [(s[1], s[2]) for s in steps if s[0] != "guard"]  # every run and loop body
     local = {r for r in written if r not in uniform and _written_first(items, bounds, r)}
     remat: list[int] = []
     rematerialized: set[str] = set()
@@ -173,7 +169,8 @@ def plan(items: list[tuple[int, Instr]], labels: dict[str, int], stage) -> Inter
                for o in _operands(ins)):
             remat.append(pc)
             rematerialized.add(name)
-    return Interchange(tuple(steps), frozenset(uniform), frozenset(local - rematerialized), tuple(remat))
+    return Interchange(tuple(steps), frozenset(uniform), frozenset(local - rematerialized), tuple(remat),
+                       frozenset(rematerialized))
 
 
 def _reads_across_lanes(items: list[tuple[int, Instr]], tops: list[int], loops: list[int]) -> bool:
@@ -240,17 +237,15 @@ class InterchangedLoop:
     def carried(self, name: str) -> bool:
         """Whether register `name` needs a slot per lane of the block."""
         it = self.interchange
-        return it is not None and name not in it.uniform and name not in it.local and \
-            name not in {self.items[pc][1].dst.name for pc in it.remat}
+        return it is not None and name not in it.uniform | it.local | it.rematerialized
 
     def _interchanged(self) -> None:
         """The block's lanes inside the stage's counted loops (the module docstring)."""
         b, it = self.b, self.interchange
-        if not hasattr(self, "turn_slot"):
-            self.turn_slot = {name: self.alloca(reg_type(self.reg_types[name]), f"turn.{name}")
-                              for name in self.reg_types if not self.carried(name)}
-            self.block_slot = {name: self.alloca(reg_type(self.reg_types[name]), f"uniform.{name}")
-                               for name in it.uniform}
+        self.turn_slot = {name: self.alloca(reg_type(self.reg_types[name]), f"turn.{name}")
+                          for name in self.reg_types if not self.carried(name)}
+        self.block_slot = {name: self.alloca(reg_type(self.reg_types[name]), f"uniform.{name}")
+                           for name in it.uniform}
         for name, slot in self.block_slot.items():
             b.store(const(0, self.reg_types[name]), slot)
         self._turns(None, 0, 0)  # every lane starts with its registers at zero

@@ -12,8 +12,9 @@ When every stage is small enough to run inline, `run` is a native builtin
 (trampoline.py) that checks, reads the data pointers, tests the overlaps and calls the
 stages in one call from Python, temporaries included (allocated once per launcher), and
 so are `.init`s and reductions into buffers every element of which the stage seeds (or
-of an integer type): such a buffer is its own partial, one thread accumulating into it. Otherwise it is `general`: the same checks and the
-same launch as runtime.launch, in Python. A launch that may run long (`Geometry.long`:
+of an integer type): such a buffer is its own partial, one thread accumulating into it.
+Otherwise it is `general`: the same checks and the same launch as runtime.launch, in
+Python. A launch that may run long (`Geometry.long`:
 a big stage, or loops counting by data, which no geometry bounds) takes `general`,
 which puts the Ctrl-C hook back in place at every call (cancel.arm). `Kernel` calls it
 on its fast path (hologram.call.fastcall) and takes its full path, with its
@@ -122,10 +123,9 @@ def _native_stages(exe: Executable, geo: Geometry) -> list[trampoline.NativeStag
                 return None
             raw = value.tobytes()
             inits.append((b, offset * len(raw), len(raw), struct.unpack("<q", raw.ljust(8, b"\0"))[0]))
-        seeded = {(b, offset) for b, offset, _ in st.inits}
+        seeded = {(b, offset) for b, offset, _ in st.inits}  # inside their buffers (checked above)
         for r in st.reduces:
-            if exe.buffers[r.buffer].np.kind == "f" and \
-                    any((r.buffer, k) not in seeded for k in range(geo.sizes[r.buffer])):
+            if exe.buffers[r.buffer].np.kind == "f" and sum(b == r.buffer for b, _ in seeded) < geo.sizes[r.buffer]:
                 return None
         if st.reduces and _reads_or_writes(exe.program.stages[st.index], {exe.buffers[r.buffer].name
                                                                          for r in st.reduces}):
