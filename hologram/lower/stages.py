@@ -33,7 +33,7 @@ from hologram.core.types import Affine
 from hologram.ir import Accumulate, Compute, Expr, KernelIR, OnlineMaxSum, Scan, Statement
 from hologram.isa.builder import ProgramBuilder, StageBuilder, gid
 from hologram.isa.program import AXES, Program
-from hologram.lower.contract import contraction_stage, match_contraction
+from hologram.lower.contract import contraction_stages, match_contraction
 from hologram.lower.expr import ExprGen
 from hologram.lower.loops import CROSS_LANE, identity, loop_nest, reduce_in_lane
 from hologram.lower.online import online_max_sum_stages
@@ -111,8 +111,9 @@ class _Stages:
         index = [Expr.idx(v) for v in st.vars]
         contraction = match_contraction(st, self.plan.decls)
         if contraction is not None:
-            contraction_stage(self.pb, self._name(name or st.target), st, self.plan.decls, contraction,
-                              lambda sb, gen: gen.store(decl, index, gen.value_as(st.body, decl.dtype)))
+            base = name or st.target
+            contraction_stages(self.pb, (self._name(f"{base}_pack"), self._name(base)), st, self.plan.decls, contraction,
+                               lambda sb, gen: gen.store(decl, index, gen.value_as(st.body, decl.dtype)))
             return
         sb, gen, lead = self.lanes(name or st.target, st.vars, decl.shape)
 

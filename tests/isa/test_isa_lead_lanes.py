@@ -54,5 +54,6 @@ def test_lead_lane_axes(body, expected):
 
 def test_a_tiled_contraction_is_worked_by_its_lead_lanes():
     import hologram as hg
-    prog = hg.compile_file("kernels/gemm.toml").program
-    assert lead_lane_axes(prog.stages[0]) == (0, 1)
+    pack, tile = hg.compile_file("kernels/gemm.toml").program.stages
+    assert lead_lane_axes(tile) == (0, 1)
+    assert lead_lane_axes(pack) == (1,)  # a lane copies its block's TILE_COLS columns of b

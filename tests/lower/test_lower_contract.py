@@ -62,9 +62,19 @@ def same_bits(x: np.ndarray, y: np.ndarray) -> None:
 
 
 # ----------------------------------------------------------------------- structure
-def test_gemm_is_one_tiled_stage_with_every_tile_access_unchecked():
+def test_gemm_is_a_pack_and_a_tiled_stage_with_every_access_unchecked():
     prog = verify(lower(gemm_program()))
-    (stage,) = prog.stages
+    pack, stage = prog.stages
+    (panels,) = prog.temps
+    assert [str(d) for d in panels.shape] == [f"n + {TILE_COLS - 1}", "k"]
+    # the pack: a block of TILE_COLS columns per p, its lead lane copies them (contiguous
+    # loads of b's row and stores into the panel), every access proven
+    assert pack.block == (1, TILE_COLS) and [str(d) for d in pack.domain] == ["k", "n"]
+    moves = [it for it in pack.body if isinstance(it, Instr) and it.addr is not None]
+    assert sorted(it.addr.offset for it in moves if it.op == "LDG" and it.addr.buffer == "b") == list(range(TILE_COLS))
+    assert sorted(it.addr.offset for it in moves if it.op == "STG" and it.addr.buffer == panels.name) == \
+        list(range(TILE_COLS))
+    assert not any(it.checked for it in moves)
     assert stage.block == (TILE_ROWS, TILE_COLS) and [str(d) for d in stage.domain] == ["m", "n"]
     body = stage.body
     labels = {it.name: k for k, it in enumerate(body) if isinstance(it, Label)}
@@ -74,8 +84,8 @@ def test_gemm_is_one_tiled_stage_with_every_tile_access_unchecked():
     assert sum(it.op == "FMA" and it.dtype is F32 for it in loop) == TILE_ROWS * TILE_COLS
     loads = [it for it in loop if it.op == "LDG"]
     assert len(loads) == TILE_ROWS + TILE_COLS and not any(it.checked for it in loads)
-    # b's row segment is one register plus offsets 0..C-1: contiguous, so it vectorizes
-    assert sorted(it.addr.offset for it in loads if it.addr.buffer == "b") == list(range(TILE_COLS))
+    # b's row segment is read from its packed panel: one register plus offsets 0..C-1
+    assert sorted(it.addr.offset for it in loads if it.addr.buffer == panels.name) == list(range(TILE_COLS))
     small = labels[next(n for n in labels if n.startswith("small"))]
     tiled = [it for it in body[:small] if isinstance(it, Instr) and it.addr is not None]
     assert tiled and not any(it.checked for it in tiled)  # the tile path is proven, loads and stores
