@@ -14,9 +14,9 @@ more threads it is the best wall time. OpenBLAS's tuning variables
 (OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE) are dropped, as `make bench` does, so numpy runs
 the kernel it picks for this CPU. Large sizes run fewer calls (at most 4 past 1024).
 
-f64 has no tiled form yet (docs/lowering.md, "Contractions"): its rows show how far the
-in-lane loop is from BLAS. The largest error against an f64 product, relative to the
-largest output, is printed with each row so a fast wrong answer shows.
+Both types take the register tile over packed panels (docs/lowering.md, "Contractions").
+The largest error against an f64 product, relative to the largest output, is printed
+with each row so a fast wrong answer shows.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Lowering, part 4: register-tiled contractions (matrix products).
 
-`t[i, j] = f(sum(a[i, p] * b[p, j], p))` on f32 (gemm, and any 2-D statement built around
+`t[i, j] = f(sum(a[i, p] * b[p, j], p))` on f32 or f64 (gemm, and any 2-D statement built around
 one such sum), and its batched form `t[z, i, j] = f(sum(a[z, i, p] * b[z, p, j], p))`
 (either operand may be one matrix shared by every batch: `a[i, p]`, `b[p, j]`; what
 `a @ b` gives for 3-D operands) is computed a tile at a time: a block of the stage's launch is a tile of
@@ -19,7 +19,9 @@ contract's pairwise bound. Here the products of an output are summed in three le
 blocks of `BLOCK` (8) consecutive `p` in f32 (one FMA, so one rounding, per product; at
 most `8 u sum|block|`), groups of `G` block sums in f32 (at most `(G - 1) u
 sum|group|`), then the group sums in f64 (less than `n 2**-53 sum|x|`) and one rounding
-to f32: at most `(8 + G) u sum|x|` in all. The bound `2 (ceil(log2 n) + 1) u sum|x|`
+to f32: at most `(8 + G) u sum|x|` in all. An f64 tile has 16 columns (`tile_cols`) and
+adds its group sums with TwoSum, keeping each addition's error in a second register and
+adding it at the end: one rounding and `O(n u^2)` more, the same `(8 + G) u` bound. The bound `2 (ceil(log2 n) + 1) u sum|x|`
 grows by 2u per doubling of n, so G grows with k (`groups`): `GROUP` (4) blocks up to
 k = 32 (an output errs by at most `n u` for n <= 8, `9 u` for n <= 16, `11 u` for n <=
 32, `12 u` beyond), and `2e - 5` blocks for k > 2**e (e = 5..10: 5 blocks for k > 32,
@@ -61,7 +63,7 @@ from hologram.lower.loops import loop_nest, reduce_in_lane, zero_trip
 from hologram.lower.plan import I64, Names, affine_expr
 
 TILE_ROWS = 6
-TILE_COLS = 32
+TILE_COLS = 32  # f32 columns: a tile row is two 512-bit vectors (16 columns of f64)
 BLOCK = 8
 GROUP = 4  # block sums per f32 group for k <= 32; longer sums take longer groups (groups)
 LONG_GROUPS = tuple((1 << e, 2 * e - 5) for e in range(5, 11))  # (k above, blocks per group)
@@ -81,6 +83,16 @@ class Contraction:
     batch: str | None = None  # the statement's batch variable z
     a_batched: bool = False
     b_batched: bool = False
+    dtype: DType = F32  # of a, b, the sum (f32 or f64)
+
+    @property
+    def cols(self) -> int:
+        """A tile's columns: as many as two 512-bit vectors of `dtype` hold."""
+        return tile_cols(self.dtype)
+
+
+def tile_cols(t: DType) -> int:
+    return TILE_COLS * DType.F32.itemsize // t.itemsize
 
 
 def match_contraction(st: Compute, decls: Mapping[str, TensorDecl]) -> Contraction | None:
@@ -98,7 +110,8 @@ def match_contraction(st: Compute, decls: Mapping[str, TensorDecl]) -> Contracti
     kind, axes = red.arg
     axes = tuple(axes)
     prod = red.srcs[0]
-    if kind != "sum" or red.dtype is not F32 or len(axes) != 1 or prod.op != "MUL" or prod.dtype is not F32:
+    t = red.dtype
+    if kind != "sum" or t not in (F32, F64) or len(axes) != 1 or prod.op != "MUL" or prod.dtype is not t:
         return None
     p, k = axes[0]
     *batch, i, j = st.vars
@@ -108,20 +121,20 @@ def match_contraction(st: Compute, decls: Mapping[str, TensorDecl]) -> Contracti
     z = (batch[0], zs[0]) if batch else None
     for x, y in (prod.srcs, tuple(reversed(prod.srcs))):
         for a_batched, b_batched in ((True, True), (True, False), (False, True)) if z else ((False, False),):
-            if _load(x, decls, (i, p), (m, k), z if a_batched else None) and \
-                    _load(y, decls, (p, j), (k, n), z if b_batched else None):
-                return Contraction(red, x.arg, y.arg, p, k, batch[0] if batch else None, a_batched, b_batched)
+            if _load(x, decls, t, (i, p), (m, k), z if a_batched else None) and \
+                    _load(y, decls, t, (p, j), (k, n), z if b_batched else None):
+                return Contraction(red, x.arg, y.arg, p, k, batch[0] if batch else None, a_batched, b_batched, t)
     return None
 
 
-def _load(e: Expr, decls: Mapping[str, TensorDecl], vars_: tuple[str, str],
+def _load(e: Expr, decls: Mapping[str, TensorDecl], t: DType, vars_: tuple[str, str],
           shape: tuple[Affine, Affine], batch: tuple[str, Affine] | None = None) -> bool:
-    """Whether `e` loads an f32 array of `shape` at `vars_` (preceded by the batch
+    """Whether `e` loads an array of `t` of `shape` at `vars_` (preceded by the batch
     variable and dimension, when given)."""
     if batch is not None:
         vars_, shape = (batch[0], *vars_), (batch[1], *shape)
     d = decls.get(e.arg) if e.op == "LOAD" else None
-    return (d is not None and d.kind != "scalar" and d.dtype is F32 and e.dtype is F32 and d.shape == shape
+    return (d is not None and d.kind != "scalar" and d.dtype is t and e.dtype is t and d.shape == shape
             and tuple((s.op, s.arg) for s in e.srcs) == tuple(("IDX", v) for v in vars_))
 
 
@@ -138,15 +151,16 @@ def contraction_stages(pb: ProgramBuilder, names: tuple[str, str], st: Compute, 
     one-output-per-lane code, for a matrix smaller than a tile."""
     target = decls[st.target]
     *z_dims, m_dim, n_dim = target.shape
-    b_dims = (*(z_dims if c.b_batched else ()), n_dim + (TILE_COLS - 1), c.k)
-    panels = Names(decls).temp(f"{c.b}_panels", F32, b_dims)
+    cols = c.cols
+    b_dims = (*(z_dims if c.b_batched else ()), n_dim + (cols - 1), c.k)
+    panels = Names(decls).temp(f"{c.b}_panels", c.dtype, b_dims)
     pb.temp(panels.name, panels.dtype, panels.shape)
     pack_name, name = names
     _pack_panels(pb, pack_name, decls, c, (m_dim, n_dim, *z_dims), panels.name)
     # x walks the row tiles: consecutive tiles share b's column panel (k x TILE_COLS, kept
     # in L2) and stream a's rows, so a and b each cross the memory bus far fewer times;
     # z (a batched contraction) walks the batches, one matrix product each
-    sb = pb.stage(name, (m_dim, n_dim, *z_dims), (TILE_ROWS, TILE_COLS, *(1 for _ in z_dims)))
+    sb = pb.stage(name, (m_dim, n_dim, *z_dims), (TILE_ROWS, cols, *(1 for _ in z_dims)))
     gen = ExprGen(sb, decls, reduce_in_lane)
     end = sb.label("end")
     # A block is a tile and its first lane computes all of it; the other lanes leave at
@@ -157,55 +171,56 @@ def contraction_stages(pb: ProgramBuilder, names: tuple[str, str], st: Compute, 
     zb = sb.mov(I64, Special("gid.z"), hint=c.batch) if c.batch is not None else None
     small = sb.label("small")
     sb.bra(small, pred=sb.setp("lt", I64, m, TILE_ROWS))
-    sb.bra(small, pred=sb.setp("lt", I64, n, TILE_COLS))
+    sb.bra(small, pred=sb.setp("lt", I64, n, cols))
     # The lead lane's indices are the tile's origin; a tile that would stick out of the
     # matrix moves back inside it (and overlaps its neighbour, recomputing equal values)
     i0 = sb.alu("MIN", I64, Special("gid.x"), sb.alu("SUB", I64, m, TILE_ROWS), hint="i0")
-    j0 = sb.alu("MIN", I64, Special("gid.y"), sb.alu("SUB", I64, n, TILE_COLS), hint="j0")
+    j0 = sb.alu("MIN", I64, Special("gid.y"), sb.alu("SUB", I64, n, cols), hint="j0")
     _Tile(gen, st, target, c, (m, n, k), i0, j0, zb, panels.name).emit()
     sb.bra(end)
     sb.place(small)
-    _small_block(gen, st, (m, n), (m_dim, n_dim, *z_dims), zb, element)
+    _small_block(gen, st, (m, n), (m_dim, n_dim, *z_dims), zb, cols, element)
     sb.place(end)
 
 
 def _pack_panels(pb: ProgramBuilder, name: str, decls: Mapping[str, TensorDecl], c: Contraction,
                  dims: tuple[Affine, ...], panels: str) -> None:
     """The stage copying `b`'s column panels into `panels`: the panel of the tiles at
-    column `y0` (a multiple of TILE_COLS) holds `b[p, j0 + q]` for every `p` at
-    `y0 * k + p * TILE_COLS + q`, `j0` the tiles' clamped origin. A tile then reads its
+    column `y0` (a multiple of C = `c.cols`) holds `b[p, j0 + q]` for every `p` at
+    `y0 * k + p * C + q`, `j0` the tiles' clamped origin. A tile then reads its
     panel as one contiguous stream: `b`'s own rows are `n` apart, so at n = 1024 a panel
     falls into a few cache sets and a 1024^2 gemm ran at 40% of its in-cache speed.
     Panels start `y0 * k` apart (not `j0 * k`: the last, clamped panel would overlap its
-    neighbour), so `panels` holds `(n + TILE_COLS - 1) * k` values per matrix."""
+    neighbour), so `panels` holds `(n + C - 1) * k` values per matrix."""
     m_dim, n_dim, *z_dims = dims
+    cols, t = c.cols, c.dtype
     b_dims = z_dims if c.b_batched else []
     # x walks p, so consecutive lanes write one panel's rows one after another; y walks
-    # the panels and z the batches of a batched b. A block is TILE_COLS columns, and its
+    # the panels and z the batches of a batched b. A block is a panel's columns, and its
     # first lane copies all of them (straight-line loads and stores the backend vectorizes)
-    sb = pb.stage(name, (c.k, n_dim, *b_dims), (1, TILE_COLS, *(1 for _ in b_dims)))
+    sb = pb.stage(name, (c.k, n_dim, *b_dims), (1, cols, *(1 for _ in b_dims)))
     gen = ExprGen(sb, decls, reduce_in_lane)
     end = sb.label("end")
     sb.bra(end, pred=sb.setp("ne", I64, Special("tid.y"), 0))
     m, n, k = (gen.value(affine_expr(d)) for d in (m_dim, n_dim, c.k))
     sb.bra(end, pred=sb.setp("lt", I64, m, TILE_ROWS))  # no tile reads the panels
-    sb.bra(end, pred=sb.setp("lt", I64, n, TILE_COLS))
+    sb.bra(end, pred=sb.setp("lt", I64, n, cols))
     p, y0 = Special("gid.x"), Special("gid.y")
-    j0 = sb.alu("MIN", I64, y0, sb.alu("SUB", I64, n, TILE_COLS), hint="j0")
+    j0 = sb.alu("MIN", I64, y0, sb.alu("SUB", I64, n, cols), hint="j0")
     src = sb.alu("ADD", I64, sb.alu("MUL", I64, p, n, hint="brow"), j0, hint="bidx")
-    dst = sb.alu("ADD", I64, sb.alu("MUL", I64, y0, k, hint="panel"), sb.alu("MUL", I64, p, TILE_COLS), hint="pidx")
+    dst = sb.alu("ADD", I64, sb.alu("MUL", I64, y0, k, hint="panel"), sb.alu("MUL", I64, p, cols), hint="pidx")
     if b_dims:
         zb = sb.mov(I64, Special("gid.z"), hint="z")
         src = sb.alu("ADD", I64, src, sb.alu("MUL", I64, sb.alu("MUL", I64, zb, k), n), hint="bidx")
-        dst = sb.alu("ADD", I64, dst, sb.alu("MUL", I64, sb.alu("MUL", I64, zb, sb.alu("ADD", I64, n, TILE_COLS - 1)), k),
+        dst = sb.alu("ADD", I64, dst, sb.alu("MUL", I64, sb.alu("MUL", I64, zb, sb.alu("ADD", I64, n, cols - 1)), k),
                      hint="pidx")
-    for q in range(TILE_COLS):
-        sb.stg(F32, panels, sb.ldg(F32, c.b, src, q, hint="bv"), dst, q)
+    for q in range(cols):
+        sb.stg(t, panels, sb.ldg(t, c.b, src, q, hint="bv"), dst, q)
     sb.place(end)
 
 
 def _small_block(gen: ExprGen, st: Compute, mn: tuple[Operand, Operand], dims: tuple[Affine, ...],
-                 zb: Reg | None, element: Callable[[StageBuilder, ExprGen], None]) -> None:
+                 zb: Reg | None, cols: int, element: Callable[[StageBuilder, ExprGen], None]) -> None:
     """A matrix smaller than a tile: the lead lane computes its block's outputs inside the
     matrix one at a time, each with the in-lane sum (loops.py)."""
     sb = gen.sb
@@ -217,8 +232,8 @@ def _small_block(gen: ExprGen, st: Compute, mn: tuple[Operand, Operand], dims: t
         skip = sb.label("outside")
         # one loop over the block's outputs, not two: a stage of more LOOPs is compiled
         # at a lower optimization level (cpu_llvm's jit.DEEP_NEST_LOOPS), slowing the tile
-        row = sb.alu("ADD", I64, Special("gid.x"), sb.alu("DIV", I64, gen.env[at], TILE_COLS), hint=i)
-        col = sb.alu("ADD", I64, Special("gid.y"), sb.alu("REM", I64, gen.env[at], TILE_COLS), hint=j)
+        row = sb.alu("ADD", I64, Special("gid.x"), sb.alu("DIV", I64, gen.env[at], cols), hint=i)
+        col = sb.alu("ADD", I64, Special("gid.y"), sb.alu("REM", I64, gen.env[at], cols), hint=j)
         sb.bra(skip, pred=sb.setp("ge", I64, row, mn[0]))
         sb.bra(skip, pred=sb.setp("ge", I64, col, mn[1]))
         gen.push()
@@ -236,7 +251,7 @@ def _small_block(gen: ExprGen, st: Compute, mn: tuple[Operand, Operand], dims: t
         for _, ext in red.arg[1]:
             if not ext.is_const:
                 gen.value(zero_trip(ext))
-    loop_nest(gen, ((at, Affine(TILE_ROWS * TILE_COLS)),), output)
+    loop_nest(gen, ((at, Affine(TILE_ROWS * cols)),), output)
 
 
 class _Tile:
@@ -253,7 +268,7 @@ class _Tile:
             if zb is not None and c.a_batched else None
         self.panel = sb.alu("MUL", I64, Special("gid.y"), self.k, hint="panel")
         if zb is not None and c.b_batched:
-            per_batch = sb.alu("MUL", I64, sb.alu("ADD", I64, self.n, TILE_COLS - 1), self.k)
+            per_batch = sb.alu("MUL", I64, sb.alu("ADD", I64, self.n, c.cols - 1), self.k)
             self.panel = sb.alu("ADD", I64, self.panel, sb.alu("MUL", I64, zb, per_batch), hint="panel")
         self.t_base = sb.alu("MUL", I64, sb.alu("MUL", I64, zb, self.m), self.n, hint="tbase") \
             if zb is not None else None
@@ -265,10 +280,13 @@ class _Tile:
             a_rows[0] = sb.alu("ADD", I64, a_rows[0], self.a_base, hint="arow")
         for _ in range(TILE_ROWS - 1):
             a_rows.append(sb.alu("ADD", I64, a_rows[-1], k, hint="arow"))
-        shape = [range(TILE_COLS)] * TILE_ROWS
+        t = self.c.dtype
+        shape = [range(self.c.cols)] * TILE_ROWS
         total = [[sb.mov(F64, 0.0, hint="tot") for _ in cols] for cols in shape]
-        mid = [[sb.mov(F32, 0.0, hint="mid") for _ in cols] for cols in shape]
-        part = [[sb.reg(F32, hint="acc") for _ in cols] for cols in shape]
+        # f64 group sums are added with their rounding errors kept aside (TwoSum)
+        comp = [[sb.mov(F64, 0.0, hint="comp") for _ in cols] for cols in shape] if t is F64 else None
+        mid = [[sb.mov(t, 0.0, hint="mid") for _ in cols] for cols in shape]
+        part = [[sb.reg(t, hint="acc") for _ in cols] for cols in shape]
         done, same_group = sb.label("kdone"), sb.label("kgroup")
         pb = sb.mov(I64, 0, hint="pb")
         blocks = sb.mov(I64, k, hint="pb_n")
@@ -277,7 +295,7 @@ class _Tile:
         outer = sb.label("kblock")
         sb.place(outer)
         sb.bra(done, pred=sb.setp("ge", I64, pb, k))
-        _each(lambda acc: sb.mov(F32, 0.0, dst=acc), part)
+        _each(lambda acc: sb.mov(t, 0.0, dst=acc), part)
         # pb (0, 8, 16, ...) is below k here, but the verifier's bound for it is 8*(k-1),
         # which may wrap; the clamp gives p an exact range, so `p < k` can narrow it
         p = sb.alu("MAX", I64, sb.alu("MIN", I64, pb, k), 0, hint="p")
@@ -289,20 +307,41 @@ class _Tile:
         sb.alu("ADD", I64, p, 1, dst=p)
         sb.loop(steps, inner)
         sb.place(block_end)
-        _each(lambda m, acc: sb.alu("ADD", F32, m, acc, dst=m), mid, part)
+        _each(lambda m, acc: sb.alu("ADD", t, m, acc, dst=m), mid, part)
         sb.alu("SUB", I64, left, 1, dst=left)
         # a group ends after GROUP blocks or with the sum (p = k), so `mid` is empty at kdone
         more = sb.alu("AND", DType.BOOL, sb.setp("gt", I64, left, 0), sb.setp("lt", I64, p, k))
         sb.bra(same_group, pred=more)
-        wide = sb.reg(F64, hint="wide")  # one scratch register: fewer registers, faster verify
-        _each(lambda t, m: sb.alu("ADD", F64, t, sb.emit("CVT", F64, m, dtype2=F32, dst=wide), dst=t), total, mid)
-        _each(lambda m: sb.mov(F32, 0.0, dst=m), mid)
+        if comp is None:
+            wide = sb.reg(F64, hint="wide")  # one scratch register: fewer registers, faster verify
+            _each(lambda tot, m: sb.alu("ADD", F64, tot, sb.emit("CVT", F64, m, dtype2=F32, dst=wide), dst=tot),
+                  total, mid)
+        else:
+            self._two_sum(total, comp, mid)
+        _each(lambda m: sb.mov(t, 0.0, dst=m), mid)
         sb.mov(I64, groups, dst=left)
         sb.place(same_group)
         sb.alu("ADD", I64, pb, BLOCK, dst=pb)
         sb.loop(blocks, outer)
         sb.place(done)
-        self._store(total)
+        self._store(total, comp)
+
+    def _two_sum(self, total: list[list[Reg]], comp: list[list[Reg]], mid: list[list[Reg]]) -> None:
+        """total += mid, each addition's rounding error added to comp (Knuth's TwoSum,
+        which needs no ordering of the two magnitudes)."""
+        sb = self.sb
+        s, back, err = (sb.reg(F64, hint=h) for h in ("two_sum", "back", "err"))  # shared scratch
+
+        def add(tot: Reg, c: Reg, m: Reg) -> None:
+            sb.alu("ADD", F64, tot, m, dst=s)
+            sb.alu("SUB", F64, s, tot, dst=back)
+            # (tot - (s - back)) + (m - back): what s lost of tot and of m
+            sb.alu("ADD", F64, sb.alu("SUB", F64, tot, sb.alu("SUB", F64, s, back, dst=err), dst=err),
+                   sb.alu("SUB", F64, m, back, dst=back), dst=err)
+            sb.alu("ADD", F64, c, err, dst=c)
+            sb.mov(F64, s, dst=tot)
+
+        _each(add, total, comp, mid)
 
     def groups(self) -> Operand:
         """Blocks per f32 group for this k (module docstring, LONG_GROUPS)."""
@@ -315,30 +354,40 @@ class _Tile:
 
     def _step(self, p: Reg, a_rows: Sequence[Reg], part: list[list[Reg]]) -> None:
         sb = self.sb
-        base = sb.alu("ADD", I64, sb.alu("MUL", I64, p, TILE_COLS), self.panel, hint="bidx")
-        bv = [sb.ldg(F32, self.panels, base, q, hint="bv") for q in range(TILE_COLS)]
+        t, cols = self.c.dtype, self.c.cols
+        base = sb.alu("ADD", I64, sb.alu("MUL", I64, p, cols), self.panel, hint="bidx")
+        bv = [sb.ldg(t, self.panels, base, q, hint="bv") for q in range(cols)]
         for a_row, prow in zip(a_rows, part):
-            av = sb.ldg(F32, self.c.a, sb.alu("ADD", I64, a_row, p, hint="aidx"), hint="av")
+            av = sb.ldg(t, self.c.a, sb.alu("ADD", I64, a_row, p, hint="aidx"), hint="av")
             for acc, b in zip(prow, bv):
-                sb.alu("FMA", F32, av, b, acc, dst=acc)
+                sb.alu("FMA", t, av, b, acc, dst=acc)
 
-    def _store(self, total: list[list[Reg]]) -> None:
+    def _store(self, total: list[list[Reg]], comp: list[list[Reg]] | None) -> None:
+        """The statement per output, its sum the f64 total rounded to f32, or (f64) the
+        total plus its compensation where the total is finite; an infinite or NaN total
+        as it is (its compensation is NaN: inf - inf), like the in-lane loop's plain sum."""
         sb, gen, st = self.sb, self.gen, self.st
         *batch, i, j = st.vars
         uses = _outer_vars(st.body)
         *z_dims, m_dim, n_dim = self.target.shape
-        cols = [sb.alu("ADD", I64, self.j0, q, hint=j) if j in uses else self.j0 for q in range(TILE_COLS)]
+        cols = [sb.alu("ADD", I64, self.j0, q, hint=j) if j in uses else self.j0 for q in range(self.c.cols)]
         crow = sb.alu("ADD", I64, sb.alu("MUL", I64, self.i0, self.n, hint="crow"), self.j0, hint="cidx")
         if self.t_base is not None:
             crow = sb.alu("ADD", I64, crow, self.t_base, hint="cidx")
-        narrow = sb.reg(F32, hint="sum")
+        result = sb.reg(self.c.dtype, hint="sum")
+        wide = sb.reg(F64, hint="wide")
         for r, trow in enumerate(total):
             row = sb.alu("ADD", I64, self.i0, r, hint=i) if i in uses else self.i0
             if r:
                 crow = sb.alu("ADD", I64, crow, self.n, hint="cidx")
             for q, tot in enumerate(trow):
                 gen.push()
-                gen.scopes[-1][self.c.reduce] = sb.emit("CVT", F32, tot, dtype2=F64, dst=narrow)
+                if comp is None:
+                    sb.emit("CVT", F32, tot, dtype2=F64, dst=result)
+                else:
+                    finite = sb.setp("eq", F64, sb.alu("SUB", F64, tot, tot, dst=wide), 0.0)
+                    sb.sel(F64, finite, sb.alu("ADD", F64, tot, comp[r][q], dst=wide), tot, dst=result)
+                gen.scopes[-1][self.c.reduce] = result
                 gen.bind(i, row, m_dim)
                 gen.bind(j, cols[q], n_dim)
                 if batch:
@@ -368,5 +417,5 @@ def _outer_vars(body: Expr) -> set[str]:
     return out
 
 
-__all__ = ["BLOCK", "GROUP", "LONG_GROUPS", "TILE_COLS", "TILE_ROWS", "Contraction",
+__all__ = ["BLOCK", "GROUP", "LONG_GROUPS", "TILE_COLS", "TILE_ROWS", "Contraction", "tile_cols",
            "contraction_stages", "group_blocks", "match_contraction"]

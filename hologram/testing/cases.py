@@ -45,7 +45,7 @@ from hologram.core import errors
 from hologram.core.dims import derive, derived_closure
 from hologram.core.errors import ArgumentError, ExecutionError, HologramError
 from hologram.core.types import Affine, DType
-from hologram.lower.contract import BLOCK, GROUP, TILE_COLS, TILE_ROWS
+from hologram.lower.contract import BLOCK, GROUP, TILE_ROWS, tile_cols
 from hologram.testing import bounds, values
 from hologram.testing.bounds import Val
 from hologram.testing.exprgen import (Builder, Engine, Env, GenConfig, Node, contains, evaluate, infer, literal,
@@ -520,17 +520,20 @@ def _window2d(k: _Index) -> None:
 
 def _matmul_tiles(k: _Index) -> None:
     """c = f(a @ b) over a: T[B, m, k] and b: T[B, k, n] (either may be one matrix every
-    batch shares) at sizes around the register tile of f32 contractions (lower/contract.py:
-    TILE_ROWS x TILE_COLS outputs per tile, edge tiles moved back inside, sums in blocks
-    of BLOCK and groups of GROUP), mostly in f32, which takes that path."""
+    batch shares) at sizes around the register tile of f32 and f64 contractions
+    (lower/contract.py: TILE_ROWS x tile_cols(T) outputs per tile over b's packed panels,
+    edge tiles moved back inside, sums in blocks of BLOCK and groups of GROUP), mostly in
+    f32 or f64, which take that path."""
     draw = k.draw
+    tiled = [t for t in ("f32", "f64") if t in k.cfg.dtypes]
+    t = draw(st.sampled_from(tiled)) if tiled and draw(st.integers(0, 3)) > 0 else None
+    cols = tile_cols(DType(t or "f32"))
     k.sizes.update(m=draw(st.sampled_from([1, TILE_ROWS - 1, TILE_ROWS, TILE_ROWS + 1, 2 * TILE_ROWS + 1])),
-                   n=draw(st.sampled_from([1, TILE_COLS - 1, TILE_COLS, TILE_COLS + 1, TILE_COLS + 7])),
+                   n=draw(st.sampled_from([1, cols - 1, cols, cols + 1, cols + 7, 2 * cols + 1])),
                    k=draw(st.sampled_from([0, 1, BLOCK - 1, BLOCK, BLOCK + 1, BLOCK * GROUP + 1])))
     batches = draw(st.sampled_from(["1", "2", "3"]))
     shared = draw(st.sampled_from(["", "", "a", "b"]))
-    f32 = "f32" in k.cfg.dtypes and draw(st.integers(0, 3)) > 0
-    dt = lambda: values.as_dtype("f32") if f32 else _dtype(draw, k.cfg)  # noqa: E731
+    dt = lambda: values.as_dtype(t) if t else _dtype(draw, k.cfg)  # noqa: E731
     a = k.input("a", *(() if shared == "a" else (int(batches),)), "m", "k", dtype=dt())
     b = k.input("b", *(() if shared == "b" else (int(batches),)), "k", "n", dtype=dt())
     product = matmul(_leaf(a), _leaf(b))

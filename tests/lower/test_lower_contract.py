@@ -13,7 +13,7 @@ from hologram.core.types import DType
 from hologram.ir import Compute
 from hologram.isa.program import Instr, Label
 from hologram.lower.contract import (BLOCK, GROUP, LONG_GROUPS, TILE_COLS, TILE_ROWS, group_blocks,
-                                     match_contraction)
+                                     match_contraction, tile_cols)
 from hologram.lower.plan import make_plan
 from hologram.lower.stages import lower
 from hologram.testing.contract import assert_close
@@ -29,6 +29,7 @@ inputs  = { alpha = "f32", a = "f32[m, k]", b = "f32[k, n]" }
 outputs = { c = "f32[m, n]" }
 body = "c[i, j] = alpha * sum(a[i, p] * b[p, j], p)"
 '''
+GEMM64 = GEMM.replace("f32", "f64")
 
 # the outer expression uses i and j, and a vector load, around the sum
 BIAS = '''[kernel]
@@ -58,7 +59,8 @@ def gemm_program(text: str = GEMM):
 def same_bits(x: np.ndarray, y: np.ndarray) -> None:
     """Equal bit for bit, NaN matching NaN whatever its payload."""
     both_nan = np.isnan(x) & np.isnan(y)
-    assert np.array_equal(np.where(both_nan, 0, x.view(np.uint32)), np.where(both_nan, 0, y.view(np.uint32)))
+    bits = np.dtype(f"u{x.dtype.itemsize}")
+    assert x.dtype == y.dtype and np.array_equal(np.where(both_nan, 0, x.view(bits)), np.where(both_nan, 0, y.view(bits)))
 
 
 # ----------------------------------------------------------------------- structure
@@ -94,9 +96,10 @@ def test_gemm_is_a_pack_and_a_tiled_stage_with_every_access_unchecked():
 @pytest.mark.parametrize("body, inputs, tiled", [
     ("c[i, j] = sum(a[i, p] * b[p, j], p)", '{ a = "f32[m, k]", b = "f32[k, n]" }', True),
     ("c[i, j] = sum(b[p, j] * a[i, p], p)", '{ a = "f32[m, k]", b = "f32[k, n]" }', True),
-    # not a tiled contraction: f64 (the in-lane Kahan loop), a transposed operand,
-    # a second reduction, a product with a third factor
-    ("c[i, j] = sum(a[i, p] * b[p, j], p)", '{ a = "f64[m, k]", b = "f64[k, n]" }', False),
+    ("c[i, j] = sum(a[i, p] * b[p, j], p)", '{ a = "f64[m, k]", b = "f64[k, n]" }', True),
+    # not a tiled contraction: mixed types, a transposed operand, a second reduction, a
+    # product with a third factor
+    ("c[i, j] = sum(a[i, p] * b[p, j], p)", '{ a = "f64[m, k]", b = "f32[k, n]" }', False),
     ("c[i, j] = sum(a[p, i] * b[p, j], p)", '{ a = "f32[k, m]", b = "f32[k, n]" }', False),
     ("c[i, j] = sum(a[i, p] * b[p, j], p) - sum(a[i, q] * b[q, j], q)", '{ a = "f32[m, k]", b = "f32[k, n]" }',
      False),
@@ -120,45 +123,52 @@ def test_matvec_and_dot_keep_their_in_lane_loops():
 
 
 # ------------------------------------------------------------------------- numbers
-SIDES = st.sampled_from([0, 1, 2, TILE_ROWS - 1, TILE_ROWS, TILE_ROWS + 1, TILE_COLS - 1, TILE_COLS,
-                         TILE_COLS + 1, TILE_COLS + TILE_ROWS + 1])
+COLS64 = tile_cols(F64)
+SIDES = st.sampled_from([0, 1, 2, TILE_ROWS - 1, TILE_ROWS, TILE_ROWS + 1, COLS64 - 1, COLS64, COLS64 + 1,
+                         TILE_COLS - 1, TILE_COLS, TILE_COLS + 1, TILE_COLS + TILE_ROWS + 1])
+DTYPES = st.sampled_from([np.float32, np.float64])
 DEPTHS = st.sampled_from([0, 1, 2, BLOCK - 1, BLOCK, BLOCK + 1, BLOCK * GROUP - 1, BLOCK * GROUP,
                           BLOCK * GROUP + 1, 45, 70])
 
 
-def check_gemm(alpha: np.float32, a: np.ndarray, b: np.ndarray) -> None:
-    """Both backends agree bit for bit and meet the reduction contract against numpy."""
-    outs = [kernel(GEMM, be)(alpha, a, b) for be in BACKENDS]
+def check_gemm(alpha: np.floating, a: np.ndarray, b: np.ndarray) -> None:
+    """Both backends agree bit for bit and meet the reduction contract against numpy
+    (f32 or f64, as the operands)."""
+    text = GEMM64 if a.dtype == np.float64 else GEMM
+    outs = [kernel(text, be)(alpha, a, b) for be in BACKENDS]
     same_bits(*outs)
     with np.errstate(all="ignore"):
-        # einsum's own loop, not BLAS (which may skip zero factors, and so inf * 0)
-        exact = np.einsum("ik,kj->ij", a.astype(np.float64), b.astype(np.float64))
-        want = (np.float64(alpha) * exact).astype(np.float32)
-        mag = abs(float(alpha)) * (np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64))
+        # einsum's own loop, not BLAS (which may skip zero factors, and so inf * 0); for
+        # f64 operands in long double where the platform has it
+        wide = np.longdouble if a.dtype == np.float64 else np.float64
+        exact = np.einsum("ik,kj->ij", a.astype(wide), b.astype(wide))
+        want = (wide(alpha) * exact).astype(a.dtype)
+        mag = (abs(wide(alpha)) * (np.abs(a).astype(wide) @ np.abs(b).astype(wide))).astype(np.float64)
     assert_close(outs[0], want, ulps=1, reduction_n=a.shape[1], magnitude=mag)
 
 
 @settings(max_examples=30, deadline=None)
-@given(m=SIDES, n=SIDES, k=DEPTHS, seed=st.integers(0, 2**32 - 1), alpha=st.sampled_from([1.0, -0.5, 3.0]))
-def test_gemm_matches_numpy_on_every_shape(m, n, k, seed, alpha):
+@given(m=SIDES, n=SIDES, k=DEPTHS, seed=st.integers(0, 2**32 - 1), alpha=st.sampled_from([1.0, -0.5, 3.0]),
+       dt=DTYPES)
+def test_gemm_matches_numpy_on_every_shape(m, n, k, seed, alpha, dt):
     rng = np.random.default_rng(seed)
-    a = rng.standard_normal((m, k)).astype(np.float32)
-    b = (rng.standard_normal((k, n)) * rng.choice([1e-3, 1.0, 1e3], (k, 1))).astype(np.float32)
-    check_gemm(np.float32(alpha), a, b)
+    a = rng.standard_normal((m, k)).astype(dt)
+    b = (rng.standard_normal((k, n)) * rng.choice([1e-3, 1.0, 1e3], (k, 1))).astype(dt)
+    check_gemm(dt(alpha), a, b)
 
 
 @settings(max_examples=20, deadline=None)
-@given(m=SIDES, n=SIDES, k=DEPTHS, seed=st.integers(0, 2**32 - 1))
-def test_gemm_nan_and_inf_as_numpy(m, n, k, seed):
+@given(m=SIDES, n=SIDES, k=DEPTHS, seed=st.integers(0, 2**32 - 1), dt=DTYPES)
+def test_gemm_nan_and_inf_as_numpy(m, n, k, seed, dt):
     rng = np.random.default_rng(seed)
-    a = rng.standard_normal((m, k)).astype(np.float32)
-    b = rng.standard_normal((k, n)).astype(np.float32)
+    a = rng.standard_normal((m, k)).astype(dt)
+    b = rng.standard_normal((k, n)).astype(dt)
     for x in (a, b):  # a few non-finite entries, and zeros for inf * 0
         flat = x.reshape(-1)
         if flat.size:
             picks = rng.integers(0, flat.size, max(1, flat.size // 20))
-            flat[picks] = rng.choice(np.array([np.nan, np.inf, -np.inf, 0.0], np.float32), picks.size)
-    check_gemm(np.float32(1.0), a, b)
+            flat[picks] = rng.choice(np.array([np.nan, np.inf, -np.inf, 0.0], dt), picks.size)
+    check_gemm(dt(1.0), a, b)
 
 
 @pytest.mark.parametrize("k", [120, 200])  # groups of 7 blocks (k = 120), of 9 (k = 200)
@@ -227,19 +237,21 @@ body = "c = a @ b"
 
 @settings(max_examples=20, deadline=None)
 @given(m=SIDES, n=SIDES, k=DEPTHS, z=st.integers(1, 3), shared=st.sampled_from(sorted(BMM)),
-       seed=st.integers(0, 2**32 - 1))
-def test_batched_matmul_matches_numpy_on_every_shape(m, n, k, z, shared, seed):
+       seed=st.integers(0, 2**32 - 1), dt=DTYPES)
+def test_batched_matmul_matches_numpy_on_every_shape(m, n, k, z, shared, seed, dt):
     """Every batch takes the tile (or, smaller than a tile, the lead lane's one output at a
     time), one matrix shared by all batches or not; both backends agree bit for bit."""
     rng = np.random.default_rng(seed)
-    a = rng.standard_normal((m, k) if shared == "a" else (z, m, k)).astype(np.float32)
-    b = rng.standard_normal((k, n) if shared == "b" else (z, k, n)).astype(np.float32)
-    a64, b64 = (np.broadcast_to(x, (z,) + x.shape[-2:]).astype(np.float64) for x in (a, b))
-    want64 = np.einsum("zik,zkj->zij", a64, b64)  # einsum's own loop, not BLAS
-    mag = np.abs(a64) @ np.abs(b64)
-    outs = [kernel(BMM[shared], be)(a, b) for be in BACKENDS]
+    a = rng.standard_normal((m, k) if shared == "a" else (z, m, k)).astype(dt)
+    b = rng.standard_normal((k, n) if shared == "b" else (z, k, n)).astype(dt)
+    wide = np.longdouble if dt is np.float64 else np.float64
+    aw, bw = (np.broadcast_to(x, (z,) + x.shape[-2:]).astype(wide) for x in (a, b))
+    exact = np.einsum("zik,zkj->zij", aw, bw)  # einsum's own loop, not BLAS
+    mag = (np.abs(aw) @ np.abs(bw)).astype(np.float64)
+    text = BMM[shared].replace("f32", "f64") if dt is np.float64 else BMM[shared]
+    outs = [kernel(text, be)(a, b) for be in BACKENDS]
     same_bits(*outs)
-    assert_close(outs[0], want64.astype(np.float32), ulps=1, reduction_n=k, magnitude=mag)
+    assert_close(outs[0], exact.astype(dt), ulps=1, reduction_n=k, magnitude=mag)
 
 
 def test_long_sums_take_longer_groups_within_the_bound():
@@ -252,6 +264,7 @@ def test_long_sums_take_longer_groups_within_the_bound():
     assert BLOCK + GROUP <= 2 * (np.ceil(np.log2(BLOCK * GROUP + 1)) + 1)
     rng = np.random.default_rng(3)
     for k in (LONG_GROUPS[0][0] + 1, LONG_GROUPS[3][0] + 3, 1100):
-        a = rng.standard_normal((TILE_ROWS + 1, k)).astype(np.float32)
-        b = (rng.standard_normal((k, TILE_COLS + 2)) * rng.choice([1e-3, 1.0, 1e3], (k, 1))).astype(np.float32)
-        check_gemm(np.float32(1.0), a, b)
+        for dt in (np.float32, np.float64):  # f64: group sums added with TwoSum
+            a = rng.standard_normal((TILE_ROWS + 1, k)).astype(dt)
+            b = (rng.standard_normal((k, TILE_COLS + 2)) * rng.choice([1e-3, 1.0, 1e3], (k, 1))).astype(dt)
+            check_gemm(dt(1.0), a, b)
