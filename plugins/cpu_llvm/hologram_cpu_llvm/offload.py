@@ -4,8 +4,8 @@ Every LLVM optimization leaves ~75 KB in the process that ran it (llvmlite's pas
 builder; docs/cpu-llvm.md, "What memory a compile leaves"). So a process compiles its
 first `in_process_limit()` modules itself, with no latency added for the common case of
 a few kernels, and hands every later one to a worker process, whose leak ends when it
-is replaced after WORKER_COMPILES compiles. The worker is started by the compile that
-reaches the limit, so its start-up overlaps that compile.
+is replaced after WORKER_COMPILES compiles. The worker is started WORKER_HEAD_START
+compiles before the limit, so its start-up overlaps theirs.
 
 What can go wrong, and what happens:
 - the worker dies during a compile (killed, or LLVM crashed on the module): the compile
@@ -46,6 +46,10 @@ ENV_IN_PROCESS = "HOLOGRAM_COMPILES_IN_PROCESS"
 # 32 modules x ~75 KB: ~2.5 MB kept for good by the in-process compiles, ~2.5 KB per kernel
 # over 1,000 distinct kernels (docs/cpu-llvm.md has the measurement).
 DEFAULT_IN_PROCESS = 32
+# The worker is started this many compiles before the limit: its start-up (~0.3-0.5 s,
+# most of it imports) then overlaps theirs (~50 ms each) instead of delaying the first
+# compile it serves.
+WORKER_HEAD_START = 8
 # A worker is replaced after this many compiles: ~20 MB of leak at most, against ~0.3 s
 # to start a new one (off the caller's path: it starts when the old one retires).
 WORKER_COMPILES = 256
@@ -147,8 +151,8 @@ class Router:
             here = self.refused is not None or self.in_process < limit
             if here:
                 self.in_process += 1
-                if self.in_process >= limit and self.refused is None:
-                    self._start()  # the next compile will find it started
+                if self.in_process >= limit - WORKER_HEAD_START and self.refused is None:
+                    self._start()  # ready by the time the limit is reached
             else:
                 with trace.span("llvm compile in the worker", "prepare"):
                     obj = self._in_worker(request)

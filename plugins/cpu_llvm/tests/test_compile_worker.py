@@ -72,15 +72,19 @@ def test_the_worker_makes_the_same_object_code_as_this_process(router):
 
 
 def test_compiles_past_the_limit_go_to_the_worker(router, monkeypatch):
-    monkeypatch.setenv(offload.ENV_IN_PROCESS, "2")
+    monkeypatch.setenv(offload.ENV_IN_PROCESS, "3")
+    monkeypatch.setattr(offload, "WORKER_HEAD_START", 1)
     r = router()
     before = jit.STATS["worker"]
-    objects = [r.compile(request(i)) for i in range(2)]
-    assert r.in_process == 2 and jit.STATS["worker"] == before
-    assert r.worker_pid() is not None  # started by the compile that reached the limit
+    objects = [r.compile(request(0))]
+    assert r.worker_pid() is None
+    objects.append(r.compile(request(1)))
+    assert r.worker_pid() is not None  # started one compile before the limit
     objects.append(r.compile(request(2)))
-    assert r.in_process == 2 and jit.STATS["worker"] == before + 1
-    assert objects == [in_process(request(i)) for i in range(3)]
+    assert r.in_process == 3 and jit.STATS["worker"] == before
+    objects.append(r.compile(request(3)))
+    assert r.in_process == 3 and jit.STATS["worker"] == before + 1
+    assert objects == [in_process(request(i)) for i in range(4)]
 
 
 def test_a_killed_worker_is_replaced(router):
