@@ -74,7 +74,8 @@ def main() -> None:
     optimized = ""
     if args.backend == "cpu_llvm":
         from hologram_cpu_llvm import jit
-        optimized = f"; LLVM optimizations: {jit.STATS['optimize']}"
+        optimized = (f"; LLVM optimizations: {jit.STATS['optimize']}, {jit.STATS['worker']} of them in the "
+                     f"compile worker")
     per = (trimmed - base) * 1024 / args.kernels
     print(f"{args.backend}: {args.kernels} kernels in {seconds:.1f} s{optimized}")
     print(f"RSS {base:.0f} MB -> {after:.0f} MB after the kernels -> {cleared:.0f} MB after clear_cache() "

@@ -66,6 +66,14 @@ def _jit() -> Any:
     return jit
 
 
+def _offload() -> Any:
+    """offload.py (where compiles run: here or in the compile worker), imported like jit.py:
+    by what compiles, under the fork guard."""
+    with FORK_GUARD:
+        from . import offload
+    return offload
+
+
 def _opt_level(program: Program) -> int:
     """LLVM's pipeline level for `program`: O3, or O2 for a deep loop nest (jit.opt_level)."""
     jit = _jit()
@@ -241,8 +249,12 @@ class CpuLlvmBackend(Backend):
 
     def clear_cache(self) -> None:
         """Forget every prepared program held in memory, and with it its machine code once
-        no kernel holds it (`hologram.clear_cache()` calls this; the disk cache stays)."""
+        no kernel holds it (`hologram.clear_cache()` calls this; the disk cache stays), and
+        end the compile worker if one runs (offload.py)."""
         self._memory.clear()
+        offload = sys.modules.get(f"{__package__}.offload")  # imported by a compile, if any ran
+        if offload is not None:
+            offload.stop_worker()
 
     def available(self) -> bool:
         """Whether llvmlite is installed (the binding is loaded only when something
@@ -309,7 +321,7 @@ class CpuLlvmBackend(Backend):
                 found["found"] = "nothing" if disk is not None else "no disk cache"
         if info is not None:
             info["cache"] = "miss"
-        jit = _jit()
+        offload = _offload()
 
         result = self._generate(program)
         symbols = tuple(StageSymbol(e.name, int(e.stage_index), tuple(e.reduce_buffers)) for e in result.stages)
@@ -317,7 +329,7 @@ class CpuLlvmBackend(Backend):
         meta = {"stages": [attrs.asdict(s) for s in symbols], "support": table}
         try:
             _check_symbols(symbols, program)
-            obj = jit.compile_object(result.module_ir, level=_opt_level(program), support=support)
+            obj = offload.compile_object(result.module_ir, level=_opt_level(program), support=support)
             with trace.span("link", "prepare"):
                 loaded = _load_linked(obj, meta, symbols)
         except (RuntimeError, ValueError) as e:
@@ -398,7 +410,8 @@ class CpuLlvmBackend(Backend):
         _check_symbols(symbols, program)
         support, table = _support()
         try:
-            obj = jit.compile_object_for(result.module_ir, t, level=_opt_level(program), support=support)
+            obj = _offload().compile_object(result.module_ir, level=_opt_level(program), support=support,
+                                            target=t.name)
         except RuntimeError as e:
             raise CompileError(f"cpu_llvm: LLVM rejected the code generated for program '{program.name}' "
                                f"(a code generator bug): {e}") from None

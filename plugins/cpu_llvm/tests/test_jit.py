@@ -12,7 +12,7 @@ import pytest
 import hologram as hg
 from hologram.core.errors import ArgumentError, CompileError
 from hologram.testing import assert_close
-from hologram_cpu_llvm import CpuLlvmBackend, cpu, jit, runtime as rt
+from hologram_cpu_llvm import CpuLlvmBackend, cpu, jit, offload, runtime as rt
 from hologram_cpu_llvm.backend import _opt_level
 from hologram_cpu_llvm.codegen import compile_program
 
@@ -125,6 +125,7 @@ def test_deep_loop_nests_are_optimized_at_o2_and_stay_right(monkeypatch, tmp_pat
     assert _opt_level(gemm.program) == jit.OPT_LEVEL
     levels: list[int] = []
     real = jit.optimize
+    monkeypatch.setenv(offload.ENV_IN_PROCESS, str(1 << 30))  # in this process, where the patch sees it
     monkeypatch.setattr(jit, "optimize", lambda m, tm, level=jit.OPT_LEVEL: (levels.append(level), real(m, tm, level)))
     CpuLlvmBackend(cache_dir=tmp_path / "cache").prepare(k.program)
     assert levels == [jit.DEEP_NEST_OPT_LEVEL] and jit.DEEP_NEST_OPT_LEVEL < jit.OPT_LEVEL
@@ -141,6 +142,7 @@ def test_very_deep_loop_nests_skip_the_pipeline_and_stay_right(monkeypatch, tmp_
                    f'outputs = {{ a = "f64[{dims}]" }}\nbody = "a = x * 2 + y"\n', format="toml")
     levels: list[int] = []
     real = jit.optimize
+    monkeypatch.setenv(offload.ENV_IN_PROCESS, str(1 << 30))  # in this process, where the patch sees it
     monkeypatch.setattr(jit, "optimize", lambda m, tm, level=jit.OPT_LEVEL: (levels.append(level), real(m, tm, level)))
     CpuLlvmBackend(cache_dir=tmp_path / "cache").prepare(k.program)
     assert levels == [jit.VERY_DEEP_NEST_OPT_LEVEL] == [0]

@@ -68,14 +68,16 @@ RUN = textwrap.dedent("""
         x = np.arange(n, dtype=np.float32)
         assert (k.on("cpu_llvm")(np.float32(2), x, x) == 3 * x).all()
     from hologram_cpu_llvm import native_pool, trampoline
-    print(sorted(m for m in ("llvmlite.binding", "llvmlite.ir") if m in sys.modules),
+    print(sorted(m for m in ("llvmlite.binding", "llvmlite.ir", "hologram_cpu_llvm.offload",
+                             "hologram_cpu_llvm.compile_worker") if m in sys.modules),
           trampoline._STATE.get("ok"), native_pool._STATE.get("ok"))
 """)
 
 
 def test_a_warm_process_never_imports_llvm(tmp_path):
     """Object code from the disk cache is linked by loader.py and carries the launch entry
-    point and the thread pool: a warm process has no use for llvmlite.binding."""
+    point and the thread pool: a warm process has no use for llvmlite.binding, nor for the
+    compile worker."""
     env = {**os.environ, "HOLOGRAM_CACHE_DIR": str(tmp_path), "HOLOGRAM_NUM_THREADS": "2"}
     runs = [subprocess.run([sys.executable, "-c", RUN], capture_output=True, text=True, env=env, timeout=120)
             for _ in range(2)]
