@@ -27,7 +27,7 @@ What it holds:
   scalar types (`DType`) and their conversion by the ISA's rules (`convert_value`);
 - the full sums a GPU backend adds as trees rather than one contribution at a time
   (`gathered_sums`: docs/gpu.md, "Full float sums");
-- the cost model (`lane_work`, `stage_traffic`, `Formula`: what a launch costs, from the
+- the cost model (`lane_cost`, `lane_work`, `stage_traffic`, `Formula`: what a launch costs, from the
   ISA alone);
 - the trace hooks: `trace` (spans in `hologram.trace` recordings: `trace.span`,
   `trace.complete`, `trace.now`, `trace.recorder`) and `AccessObserver` (a launch's
@@ -84,7 +84,7 @@ _EXPORTS = {
     "hologram.isa.program": "AXES COMPARE_MODS REASSOC SPECIALS Addr BufferParam Imm Init Instr Item "
                             "Label MemDecl Operand Pred Program Reg RegDecl ScalarParam Special Stage Sym "
                             "lead_lane_axes without_sites",
-    "hologram.passes.work": "Formula lane_work stage_traffic",
+    "hologram.passes.work": "Formula lane_cost lane_work stage_traffic",
     "hologram.verify.verifier": "verify",
 }
 _MODULES = {"atlas": "hologram.core.atlas", "trace": "hologram.core.trace"}  # names that are modules

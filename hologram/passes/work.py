@@ -15,7 +15,7 @@ from hologram.isa.opcodes import OPCODES
 from hologram.isa.program import Imm, Instr, Label, Program, Reg, Special, Stage, Sym, lead_lane_axes
 from hologram.verify.intervals import Poly
 
-__all__ = ["Poly", "Formula", "Term", "QUOTIENTS", "lane_work", "quotient", "stage_traffic"]
+__all__ = ["Poly", "Formula", "Term", "QUOTIENTS", "lane_cost", "lane_work", "quotient", "stage_traffic"]
 
 Term = tuple[int, tuple[Poly, ...], tuple[Poly, ...]]  # (coefficient, factors, conditions)
 
@@ -137,6 +137,35 @@ def lane_work(stage: Stage) -> Formula:
     terms: list[Term] = [(1, (), ())]
     for lo, hi, _ in spans:
         terms.append((1, tuple(c for lo2, hi2, c in spans if lo2 <= lo and hi <= hi2), ()))
+    return Formula(tuple(terms)).simplify()
+
+
+# What an instruction weighs in `lane_cost`, in simple operations: a transcendental
+# function is a polynomial of ~10-20 FMAs and its argument reduction (cpu_llvm's
+# vecmath); a square root is one slow instruction.
+MATH_WEIGHT, SQRT_WEIGHT = 16, 4
+
+
+def _weight(ins: Instr) -> int:
+    group = OPCODES[ins.op].group
+    if ins.op == "SQRT":
+        return SQRT_WEIGHT
+    return MATH_WEIGHT if group in ("math", "transcendental") else 1
+
+
+def lane_cost(stage: Stage) -> Formula:
+    """About how many simple operations one lane of `stage` runs: each instruction
+    weighs 1 (a transcendental MATH_WEIGHT, a square root SQRT_WEIGHT) times the trip
+    counts of the loops around it. Where `lane_work` counts iterations, this tells a
+    stage of one load and one add from one of a tanh per element: what the cpu_llvm
+    runtime weighs to decide whether a stage is worth waking threads."""
+    body = stage.body
+    labels = {it.name: k for k, it in enumerate(body) if isinstance(it, Label)}
+    spans = _loop_spans(body, labels, _trip_counts(stage, labels)[0])
+    terms: list[Term] = []
+    for k, it in enumerate(body):
+        if isinstance(it, Instr):
+            terms.append((_weight(it), tuple(c for lo, hi, c in spans if lo <= k <= hi), ()))
     return Formula(tuple(terms)).simplify()
 
 

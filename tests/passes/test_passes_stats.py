@@ -362,6 +362,32 @@ def test_lane_work_counts_nested_loop_iterations():
     assert str(lane_work(flat)) == "1"
 
 
+def test_lane_cost_weighs_each_instruction_by_the_loops_around_it():
+    from hologram.passes.work import MATH_WEIGHT, SQRT_WEIGHT, lane_cost
+    stage = parse_program(NESTED_LOOPS).stages[0]
+    cost = lane_cost(stage)
+    trips = sorted(cost.symbols)[1]
+    # MOV; per outer trip MOV_IMM and LOOP; per inner trip LOOP; MOV, REM; per data trip
+    # LOOP; EXIT
+    assert cost.evaluate({"n": 10, trips: 2}) == 1 + 10 * 2 + 30 * 1 + 2 + 2 * 1 + 1
+    math = parse_program(""".program p
+.symbols n
+.param in x: f32[n]
+.param out y: f32[n]
+.stage s domain [n] block [64]
+    .reg %i: i64
+    .reg %v, %w: f32
+    MOV.i64 %i, %gid.x
+    LDG.f32 %v, [x + %i]
+    TANH.f32 %w, %v
+    SQRT.f32 %v, %v
+    ADD.f32 %v, %v, %w
+    STG.f32 [y + %i], %v
+    EXIT
+""").stages[0]
+    assert str(lane_cost(math)) == str(5 + MATH_WEIGHT + SQRT_WEIGHT)
+
+
 @pytest.mark.parametrize("start", [-2**63, -1, 0, 1])
 def test_a_loop_counter_below_one_counts_one_trip(start):
     """docs/isa.md: a counter of 1, 0 or below, -2**63 included, runs the body once (issue

@@ -25,19 +25,19 @@ from typing import Any, Callable, Mapping, Sequence
 import attrs
 import numpy as np
 
-from hologram.backend import (Formula, LaunchBinding, Program, Slot, domain_extents, error_record, lane_work,
+from hologram.backend import (Formula, LaunchBinding, Program, Slot, domain_extents, error_record, lane_cost,
                               lead_lane_axes, trace)
 from hologram.errors import ArgumentError, ExecutionError
 
 from . import cancel, loader, threads
 
 
-# Below this much work (lanes times each lane's loop iterations, `StagePlan.work`) a
-# stage runs on the calling thread: a parallel launch costs ~5 us more than an inline
-# one here (the native pool's handoff and the general launch path), as much as ~30k
-# lanes of sigmoid or ~200k iterations of a vectorized row loop (docs/cpu-llvm.md,
-# "Threads", has the measurements).
-INLINE_WORK = 1 << 16
+# Below this cost (lanes times each lane's weighted operations, `lane_cost`: a load or
+# an add 1, a transcendental 16) a stage runs on the calling thread. Threads pay from
+# about 2.5e5 lanes of a memory-bound `a + b` (6 per lane), 4e5-7e5 of a sum (4), and
+# below 7e4 of a tanh (20): one cost serves all three where one count of lanes could
+# not (docs/cpu-llvm.md, "Threads", has the measurements).
+INLINE_COST = 3 << 19
 
 STAGE_FN = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_char_p, ctypes.c_char_p,
                             ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p)
@@ -115,12 +115,12 @@ class StagePlan:
 class Geometry:
     """What the shape symbols fix: element count and byte size of every buffer, and per
     stage the number of blocks and lanes; and whether a launch may run long (a stage's
-    work at INLINE_WORK or more, or a loop whose trip count comes from data, which no
+    cost at INLINE_COST or more, or a loop whose trip count comes from data, which no
     geometry bounds): only such a launch re-arms the Ctrl-C hook (cancel.arm, ~1 µs)."""
 
     sizes: tuple[int, ...]
     nbytes: tuple[int, ...]
-    grids: tuple[tuple[int, int], ...]  # (blocks, work: lanes times loop iterations per lane) per stage
+    grids: tuple[tuple[int, int], ...]  # (blocks, cost: lanes times the cost of a lane) per stage
     long: bool = False
 
 
@@ -140,7 +140,7 @@ class Executable:
     # (written param, other param) pairs that may need an alias check at launch
     alias_pairs: tuple[tuple[int, int], ...] = ()
     _geometries: dict = attrs.field(factory=dict, repr=False)
-    # per stage: (lane_work, the lead lane axis), once known
+    # per stage: (lane_cost, the lead lane axis), once known
     _work: list[tuple[Formula, int | None]] = attrs.field(factory=list, init=False, repr=False)
 
     @property
@@ -165,7 +165,7 @@ class Executable:
         grids = []
         named = dict(zip(self.program.symbols, syms))
         if not self._work:  # at the first launch, not in prepare: a warm load stays a load
-            self._work[:] = [(lane_work(s), lead_lane_axes(s)) for s in (self.program.stages[st.index]
+            self._work[:] = [(lane_cost(s), lead_lane_axes(s)) for s in (self.program.stages[st.index]
                                                                         for st in self.stages)]
         for st, (work, lead) in zip(self.stages, self._work):
             ext = domain_extents(self.program.stages[st.index], named)
@@ -178,7 +178,7 @@ class Executable:
             grids.append((math.prod(-(-n // b) for n, b in zip(ext, st.block)), lanes * _per_lane(work, named)))
         counted_by_data = any(name.startswith("trips.") for work, _ in self._work for name in work.symbols)
         return Geometry(sizes, tuple(n * b.np.itemsize for n, b in zip(sizes, self.buffers)),
-                        tuple(grids), counted_by_data or any(work >= INLINE_WORK for _, work in grids))
+                        tuple(grids), counted_by_data or any(cost >= INLINE_COST for _, cost in grids))
 
 
 # ---------------------------------------------------------------------------- launch
@@ -201,7 +201,7 @@ def launch(exe: Executable, buffers: Mapping[str, np.ndarray], scalars: Mapping[
     mark = cancel.begin()
     short = trace.recorder is None  # a traced launch times every stage in run_stage
     for stage, grid in zip(exe.stages, geo.grids):
-        if short and stage.plain and grid[1] < INLINE_WORK:  # the common small case, kept short
+        if short and stage.plain and grid[1] < INLINE_COST:  # the common small case, kept short
             if grid[0]:
                 err = ErrSlot()
                 err[3] = mark  # (ErrSlot(0, 0, 0, mark) costs 0.4 µs more)
@@ -270,7 +270,7 @@ def run_stage(exe: Executable, stage: StagePlan, grid: tuple[int, int], arrays: 
         return
     bufs, syms, scalars = packed
     fn = stage.fn
-    nchunks = 1 if work < INLINE_WORK else min(num_threads, nblocks)
+    nchunks = 1 if work < INLINE_COST else min(num_threads, nblocks)
     if stage.reduces:
         flats = [arrays[r.buffer].reshape(-1) for r in stage.reduces]
         partials = [[np.full(f.size, r.identity, f.dtype) for r, f in zip(stage.reduces, flats)]

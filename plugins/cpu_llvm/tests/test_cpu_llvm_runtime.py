@@ -105,7 +105,7 @@ EXIT
 
 
 # ------------------------------------------------------------------------- reductions
-@pytest.mark.parametrize("n", [1, 300, rt.INLINE_WORK * 3 + 5])
+@pytest.mark.parametrize("n", [1, 300, rt.INLINE_COST * 3 + 5])
 def test_reductions_combine_partials(fake_backend, n):
     program = SUM.program()
     x = np.random.default_rng(n).integers(-2**62, 2**62, n, dtype=np.int64)
@@ -122,7 +122,7 @@ def test_reductions_combine_partials(fake_backend, n):
 
 def test_float_reduction_thread_counts_agree_within_contract(fake_backend):
     program = FSUM.program()
-    n = rt.INLINE_WORK * 2 + 3
+    n = rt.INLINE_COST * 2 + 3
     x = np.random.default_rng(1).standard_normal(n)
     sums = []
     for t in (1, 2):
@@ -189,7 +189,7 @@ def test_public_api_runs_on_cpu_llvm():
 
 def test_real_reductions_agree_across_thread_counts(tmp_path):
     program = hg.compile(TOTALS, format="toml").program
-    n = rt.INLINE_WORK * 3 + 11
+    n = rt.INLINE_COST * 3 + 11
     rng = np.random.default_rng(7)
     x = rng.integers(-2**40, 2**40, n, dtype=np.int64)
     f = rng.standard_normal(n)

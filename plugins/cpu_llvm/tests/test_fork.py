@@ -59,7 +59,7 @@ SCRIPT = textwrap.dedent(r'''
         STG.i64 [y + %i], %acc
         EXIT
     """)
-    x = np.linspace(-1, 1, 1 << 18, dtype=np.float32)
+    x = np.linspace(-1, 1, 1 << 20, dtype=np.float32)  # past the inline cost: a parallel launch
 
     def wait_until_held(lock):
         """Until another thread holds `lock` (at most 60 s)."""
@@ -89,8 +89,8 @@ SCRIPT = textwrap.dedent(r'''
         wait_until_importing("hologram_cpu_llvm.jit")  # its llvmlite.binding takes ~60 ms to import
     else:
         spin = backend.prepare(SPIN)
-        lanes = 1 << 17  # enough work for two chunks, on the native pool
-        c = np.full(lanes, 1 << 13, np.int64)  # a launch of a second or more
+        lanes = 1 << 19  # enough for two chunks, on the native pool (trips read from data count as 1)
+        c = np.full(lanes, 1 << 11, np.int64)  # a launch of a second or more
         busy = threading.Thread(target=backend.launch, args=(spin, {"c": c, "y": np.zeros(lanes, np.int64)},
                                                               {}, {"n": lanes}))
         busy.start()

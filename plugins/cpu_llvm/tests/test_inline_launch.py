@@ -101,7 +101,8 @@ def test_small_stdlib_reductions_take_the_native_path(name):
 
 
 def test_the_general_launcher_zeroes_the_temporaries_it_keeps_for_the_next_launch():
-    n = 1 << 17  # past the inline work: the general launcher, on threads
+    from hologram_cpu_llvm.runtime import INLINE_COST
+    n = INLINE_COST  # past the inline cost (every lane costs more than 1): the general launcher
     _, _, run = launcher(PROGRAM.replace("INIT", "0"), n)
     assert type(run).__name__ != NATIVE
     x = np.ones(n, np.float32)

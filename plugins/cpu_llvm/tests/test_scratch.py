@@ -48,7 +48,7 @@ def test_programs_at_the_scratch_limit_run_as_on_the_interpreter(name):
         InterpBackend().launch(program, {{"x": x, "y": want}}, {{}}, {{"n": n}})
         assert want.any()
         for threads in (1, 2):
-            rt.INLINE_WORK = 0 if threads == 2 else rt.INLINE_WORK  # two: a chunk on a worker thread
+            rt.INLINE_COST = 0 if threads == 2 else rt.INLINE_COST  # two: a chunk on a worker thread
             backend = CpuLlvmBackend(num_threads=threads, cache_dir=False)
             got = np.zeros_like(x)
             backend.launch(backend.prepare(program), {{"x": x, "y": got}}, {{}}, {{"n": n}})

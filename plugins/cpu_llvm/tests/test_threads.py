@@ -39,7 +39,7 @@ def parallel_runs(monkeypatch):
 def test_large_launch_is_split_across_threads(rev, parallel_runs):
     program, b = rev
     seen = parallel_runs
-    n = rt.INLINE_WORK * 4 + 77  # a partial last block
+    n = rt.INLINE_COST * 4 + 77  # a partial last block
     x = np.random.default_rng(0).random(n, dtype=np.float32)
     z = np.zeros_like(x)
     b.launch(b.prepare(program), {"x": x, "z": z}, {"a": 1.5}, {"n": n})
@@ -76,7 +76,7 @@ def test_native_pool_runs_every_chunk_once(rev, parallel_runs, nthreads, tmp_pat
     exe = b.prepare(program)
     counting = CpuLlvmBackend(num_threads=nthreads, cache_dir=tmp_path / "sum")
     summing = counting.prepare(SUM.program())
-    for n in (rt.INLINE_WORK * 3 + 17, rt.INLINE_WORK + 1):
+    for n in (rt.INLINE_COST * 3 + 17, rt.INLINE_COST + 1):
         x = np.random.default_rng(n).random(n, dtype=np.float32)
         z = np.full_like(x, np.nan)
         b.launch(exe, {"x": x, "z": z}, {"a": np.float32(3)}, {"n": n})
@@ -84,7 +84,7 @@ def test_native_pool_runs_every_chunk_once(rev, parallel_runs, nthreads, tmp_pat
         s, m = np.zeros(1, np.int64), np.zeros(1, np.int64)
         counting.launch(summing, {"x": np.ones(n, np.int64), "s": s, "m": m}, {}, {"n": n})
         assert s[0] == n
-    blocks = -(-(rt.INLINE_WORK + 1) // program.stages[0].block[0])
+    blocks = -(-(rt.INLINE_COST + 1) // program.stages[0].block[0])
     assert parallel_runs == [nthreads, nthreads, min(nthreads, blocks), min(nthreads, blocks)]
 
 
@@ -101,7 +101,7 @@ def test_traced_launches_record_who_ran_each_chunk_and_when(rev, nthreads):
     program, b = rev
     b.num_threads = nthreads
     exe = b.prepare(program)
-    n = rt.INLINE_WORK * 4 + 5
+    n = rt.INLINE_COST * 4 + 5
     x = np.arange(n, dtype=np.float32)
     z = np.zeros_like(x)
     with trace.recording() as events:
@@ -134,7 +134,7 @@ def test_native_pool_wakes_workers_that_went_to_sleep(rev):
     by then, so the result alone would not tell)."""
     program, b = rev
     exe = b.prepare(program)
-    n = rt.INLINE_WORK * 2
+    n = rt.INLINE_COST * 2
     x = np.arange(n, dtype=np.float32)
     b.launch(exe, {"x": x, "z": np.zeros_like(x)}, {"a": np.float32(2)}, {"n": n})  # the workers exist
     pool = threads.native(2)
@@ -163,7 +163,7 @@ def test_without_the_native_pool_python_threads_run_the_chunks(rev, monkeypatch)
     used = []
     real = threads.ThreadPool.run
     monkeypatch.setattr(threads.ThreadPool, "run", lambda self, tasks: used.append(len(tasks)) or real(self, tasks))
-    n = rt.INLINE_WORK * 2
+    n = rt.INLINE_COST * 2
     x = np.arange(n, dtype=np.float32)
     z = np.zeros_like(x)
     b.launch(b.prepare(program), {"x": x, "z": z}, {"a": np.float32(2)}, {"n": n})
@@ -175,7 +175,7 @@ def test_without_the_native_pool_python_threads_run_the_chunks(rev, monkeypatch)
 def test_parallel_launches_work_after_fork(rev):
     program, b = rev
     exe = b.prepare(program)
-    n = rt.INLINE_WORK * 2
+    n = rt.INLINE_COST * 2
     x = np.arange(n, dtype=np.float32)
     z = np.zeros_like(x)
     b.launch(exe, {"x": x, "z": z}, {"a": np.float32(2)}, {"n": n})  # the parent's workers exist
@@ -195,7 +195,7 @@ def test_parallel_launches_work_after_fork(rev):
 def test_concurrent_launches_from_python_threads(rev):
     program, b = rev
     exe = b.prepare(program)
-    n = rt.INLINE_WORK * 2
+    n = rt.INLINE_COST * 2
     failures = []
 
     def work(seed):
