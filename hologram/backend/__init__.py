@@ -69,6 +69,7 @@ _EXPORTS = {
     "hologram.backend.base": "AccessObserver Backend Run",
     "hologram.backend.device": "DeviceArray",
     "hologram.backend.gathered": "gathered_sums",
+    "hologram.backend.lazy": "LazyBackend",
     "hologram.backend.capabilities": "Capabilities Instruction table_conversions table_instructions",
     "hologram.backend.binding": "SYMBOL_MAX SYMBOL_RANGE Accepts Bound Dim LaunchBinding ScalarSlot Slot compile_dim "
                                 "complete_symbols convert_value describe_bytes domain_extents eval_dim "

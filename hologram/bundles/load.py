@@ -42,7 +42,7 @@ from hologram.isa.asm_lexer import LineReader
 from hologram.isa.encoding import SUPPORTED_ISA_VERSIONS, decode
 from hologram.isa.program import BufferParam, Program, ScalarParam
 from hologram.registry.lookups import bundles as registered_bundles, get_backend, translator_for_path
-from hologram.verify.verifier import verify
+from hologram.verify import verdicts
 
 if TYPE_CHECKING:
     from hologram.dsl.document import KernelDef
@@ -85,7 +85,8 @@ class Bundle:
     _indexes: dict[str, dict] = attrs.field(factory=dict, init=False, repr=False)  # index members read, by name
 
     def program(self, entry: Entry) -> Program:
-        """The kernel's program, decoded and verified; BundleError naming the member otherwise."""
+        """The kernel's program, decoded and verified (or passed before by this verifier:
+        hologram.verify.verdicts); BundleError naming the member otherwise."""
         data = self._member(entry.program, entry.program_sha256, entry)
         try:
             with trace.span("decode", "bundle", kernel=entry.name):
@@ -93,11 +94,16 @@ class Bundle:
         except HologramError as exc:
             raise BundleError(f"{self.where}: {entry.program}: not a program this hologram decodes: {exc.message}") \
                 from None
+        if verdicts.passed(entry.program_sha256):  # these bytes passed this verifier before
+            return program
+        from hologram.verify.verifier import verify  # imported only for a program without a verdict
+
         try:
             with trace.span("verify", "bundle", kernel=entry.name):
                 verify(program)
         except HologramError as exc:
             raise BundleError(f"{self.where}: {entry.program}: the verifier refuses it: {exc.message}") from None
+        verdicts.record(entry.program_sha256)
         return program
 
     def check_program_hash(self, entry: Entry) -> None:

@@ -375,6 +375,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     console = rich_console()
+    list(backends())  # every backend built first: one that fails to build shows its plugin failed below
     report = plugin_report()
     table = Table(title=f"hologram {__version__} plugins", title_justify="left")
     table.add_column("plugin", no_wrap=True)

@@ -99,7 +99,8 @@ def clear_cache() -> None:
     compile_program.cache_clear()
     forget_unpickled()
     manager.clear_cache()
-    for name, backend in backends().items():
+    for backend in backends().built():  # a backend never used has nothing cached
+        name = backend.name
         try:
             backend.clear_cache()
         except Exception as exc:  # a plugin's bug must not look like a crash of ours

@@ -5,11 +5,12 @@ read is built and cached by hologram.registry.plugins."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Iterator, Mapping
 
 import numpy as np
 
 from hologram.backend.base import Backend
+from hologram.backend.lazy import BackendTable
 from hologram.core.errors import PluginError, did_you_mean
 from hologram.core.hookspecs import BodyKey, BundleRef, CollectionAdapter, Translator
 from hologram.registry.plugins import normalize_extension, registry
@@ -30,7 +31,9 @@ def body_keys() -> Mapping[str, BodyKey]:
     return registry(("translator",)).body_keys
 
 
-def backends() -> Mapping[str, Backend]:
+def backends() -> BackendTable:
+    """name -> Backend; a backend is built (its module imported) when its name is first
+    looked up (hologram.backend.lazy)."""
     return registry(("backend",)).backends
 
 
@@ -117,8 +120,10 @@ def unavailable_reason(b: Backend) -> str | None:
 
 
 def list_backends(available_only: bool = True) -> list[str]:
-    """Backend names, highest priority first (ties by name)."""
-    found = sorted(backends().values(), key=lambda b: (-b.priority, b.name))
+    """Backend names, highest priority first (ties by name). Every backend is built (and,
+    with `available_only`, asked whether it can run here)."""
+    table = backends()
+    found = [table[name] for name in table.by_priority() if name in table]  # one that fails to build is left out
     return [b.name for b in found if not available_only or _is_available(b)]
 
 
@@ -129,25 +134,30 @@ def get_backend(name: str | None = None) -> Backend:
         raise PluginError(f"a backend name is a string such as 'interp', got {type(name).__name__}")
     table = backends()
     wanted = (name or os.environ.get(ENV_BACKEND, "")).strip()
-    by_priority = sorted(table.values(), key=lambda b: (-b.priority, b.name))
+
+    def built_by_priority() -> Iterator[Backend]:  # a backend is built (imported) when reached
+        return (table[n] for n in table.by_priority() if n in table)
 
     def hint() -> str:  # only on a refusal: asking a GPU backend whether it can run opens its device
         choices = ", ".join(f"{b.name} (priority {b.priority}{'' if _is_available(b) else ', unavailable'})"
-                            for b in by_priority)
+                            for b in built_by_priority())
         return f"available backends: {choices}" if choices else "no backend is installed; pip install hologram-backend-interp"
 
     if wanted:
         via = "" if name else f" (from {ENV_BACKEND})"
-        found = table.get(wanted)
+        found = table.get(wanted)  # builds that backend alone
+        if found is None and table.failure(wanted) is not None:
+            raise PluginError(f"backend {wanted!r}{via} failed to load: {table.failure(wanted)}", hint=hint())
         if found is None:
-            raise PluginError(f"unknown backend {wanted!r}{via}{did_you_mean(wanted, table)}", hint=hint())
+            raise PluginError(f"unknown backend {wanted!r}{via}{did_you_mean(wanted, table.by_priority())}",
+                              hint=hint())
         if not _is_available(found):
             why = unavailable_reason(found)
             raise PluginError(f"backend {wanted!r}{via} is not available on this machine{f': {why}' if why else ''}",
                               hint=hint())
         return found
     # Highest priority first, stopping at the first that can run: a lower one is never probed.
-    ready = next((b for b in by_priority if _is_available(b)), None)
+    ready = next((b for b in built_by_priority() if _is_available(b)), None)
     if ready is None:
         raise PluginError("no backend is available", hint=hint())
     return ready

@@ -26,6 +26,7 @@ lazily, and collected again whenever a plugin is registered or unregistered, so
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 import warnings
@@ -36,6 +37,7 @@ import attrs
 import pluggy
 
 from hologram.backend import API_VERSION, Backend, Capabilities
+from hologram.backend.lazy import BackendTable, LazyBackend
 from hologram.core import distribution, forks, hookspecs
 from hologram.core.distribution import EntryPoint
 from hologram.core.errors import PluginError, did_you_mean
@@ -88,7 +90,7 @@ class Registry:
     translators: Mapping[str, Translator]
     extensions: Mapping[str, Translator]  # '.toml' -> translator
     body_keys: Mapping[str, BodyKey]  # 'circuit' -> what handles it in kernel documents
-    backends: Mapping[str, Backend]
+    backends: BackendTable  # name -> Backend, built at its first look-up
     passes: tuple[Pass, ...]  # in registration order
     bundles: Mapping[str, BundleRef]
     collections: Mapping[str, CollectionAdapter]  # lazy collections a kernel may be called with
@@ -146,7 +148,17 @@ def _check_translator(obj: Any) -> Translator:
     return attrs.evolve(obj, extensions=exts)
 
 
-def _check_backend(obj: Any) -> Backend:
+def _check_backend(obj: Any) -> Backend | LazyBackend:
+    """A backend instance, or a LazyBackend (whose instance is held to this when built)."""
+    if isinstance(obj, LazyBackend):
+        if not isinstance(obj.name, str) or not obj.name:
+            raise PluginError(f"registered {obj!r}: a lazy backend needs a name")
+        if not isinstance(obj.priority, (int, float)) or isinstance(obj.priority, bool):
+            raise PluginError(f"lazy backend {obj.name!r} has priority {obj.priority!r}; expected a number")
+        if not callable(obj.load) and not (isinstance(obj.load, str) and _MODULE_CLASS.fullmatch(obj.load)):
+            raise PluginError(f"lazy backend {obj.name!r} has load={obj.load!r}; expected a 'module:Class' string "
+                              "or a callable returning the backend")
+        return obj
     if not isinstance(obj, Backend):
         raise PluginError(f"registered {type(obj).__name__} as a backend; expected an instance of a subclass of "
                           f"hologram.backend.Backend (the backend SDK, API version {API_VERSION}: docs/backends.md)")
@@ -158,6 +170,9 @@ def _check_backend(obj: Any) -> Backend:
         raise PluginError(f"backend {obj.name!r} declares capabilities {obj.capabilities!r}; expected a "
                           "hologram.backend.Capabilities")
     return obj
+
+
+_MODULE_CLASS = re.compile(r"[\w.]+:[\w.]+")
 
 
 def _check_bundle(obj: Any) -> BundleRef:
@@ -359,6 +374,14 @@ class HologramPluginManager(pluggy.PluginManager):
             self._tables[noun] = [(by, obj) for by, obj in table if by != name]
         self._registries.clear()
 
+    def _backend_failed(self, name: str, plugin_name: str, exc: Exception) -> None:
+        """A lazy backend failed to build: its plugin is dropped, as when its hook raises."""
+        with self._lock:
+            plugin = self.get_plugin(plugin_name)
+            if plugin is not None:
+                error = exc.message if isinstance(exc, PluginError) else f"{type(exc).__name__}: {exc}"
+                self._drop(plugin_name, plugin, PluginError(f"backend {name!r} failed to load: {error}"))
+
     def _assemble(self, nouns: frozenset[str]) -> Registry:
         accepted = {k.noun: self._tables.get(k.noun, []) if k.noun in nouns else [] for k in KINDS}
         rows = []
@@ -385,7 +408,8 @@ class HologramPluginManager(pluggy.PluginManager):
             translators=translators,
             extensions=MappingProxyType(extensions),
             body_keys=MappingProxyType(keys),
-            backends=table("backend"),
+            backends=BackendTable({b.name: (by, b) for by, b in accepted["backend"]}, _check_backend,
+                                  self._backend_failed),
             passes=tuple(obj for _, obj in accepted["pass"]),
             bundles=table("bundle"),
             collections=table("collection"),

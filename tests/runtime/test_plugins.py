@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import hologram
-from hologram.backend import Backend
+from hologram.backend import Backend, LazyBackend
 from hologram.core.errors import PluginError
 from hologram.core.hookspecs import BundleRef, Translator
 from hologram.passes import Pass
@@ -369,6 +369,62 @@ def test_get_backend_without_any_backend(monkeypatch):
 def test_get_backend_default_is_interp_when_installed():
     assert hologram.get_backend().name in hologram.list_backends()
     assert hologram.get_backend("interp").name == "interp"
+
+
+def test_a_lazy_backend_is_built_when_first_asked_for_and_only_then(monkeypatch):
+    """A LazyBackend is built by its name's look-up alone, once; choosing the default
+    builds in order of declared priority and stops at the first available one."""
+    built = []
+
+    def factory(name: str, priority: int, ok: bool = True):
+        return lambda: built.append(name) or FakeBackend(name, priority, ok)
+
+    lazy = [LazyBackend("gpu", factory("gpu", 99, ok=False), priority=99),
+            LazyBackend("cpu", factory("cpu", 50), priority=50), LazyBackend("slow", factory("slow", 1), priority=1)]
+    _only_backends(monkeypatch, *lazy)
+    assert lookups.backends().by_priority() == ["gpu", "cpu", "slow"] and built == []
+    assert hologram.get_backend("slow").name == "slow" and built == ["slow"]
+    assert hologram.get_backend().name == "cpu" and built == ["slow", "gpu", "cpu"]  # gpu probed: unavailable
+    assert hologram.get_backend("cpu") is hologram.get_backend() and built == ["slow", "gpu", "cpu"]
+    assert hologram.list_backends(available_only=False) == ["gpu", "cpu", "slow"]
+    assert [b.name for b in lookups.backends().built()] == ["gpu", "cpu", "slow"]
+
+
+def test_a_lazy_backend_by_module_and_class(monkeypatch):
+    _only_backends(monkeypatch, LazyBackend("interp", "hologram_interp.backend:InterpBackend", priority=10))
+    assert type(hologram.get_backend("interp")).__name__ == "InterpBackend"
+
+
+@pytest.mark.parametrize(("lazy", "error"), [
+    (LazyBackend("odd", lambda: FakeBackend("odd", 2), priority=1),
+     "backend 'odd' failed to load: registered as backend 'odd' of priority 1, it built backend 'odd' of priority 2"),
+    (LazyBackend("odd", "no_such_module_here:Backend", priority=1),
+     "backend 'odd' failed to load: ModuleNotFoundError: No module named 'no_such_module_here'"),
+    (LazyBackend("odd", lambda: object(), priority=1),
+     "backend 'odd' failed to load: registered object as a backend; expected an instance of a subclass of "
+     "hologram.backend.Backend"),
+])
+def test_a_lazy_backend_that_fails_to_build_drops_its_plugin(monkeypatch, lazy, error):
+    _only_backends(monkeypatch, lazy, FakeBackend("fine", 5))
+    with pytest.warns(PluginWarning, match="plugin 'fakes' skipped"), pytest.raises(PluginError) as e:
+        hologram.get_backend("odd")
+    assert e.value.message.startswith(error)
+    (row,) = [r for r in plugins.plugin_report() if r.name == "fakes"]
+    assert row.status == "failed" and row.error.startswith(error)
+    assert "fine" not in lookups.backends()  # the plugin is dropped with all it registered
+
+
+@pytest.mark.parametrize(("lazy", "error"), [
+    (LazyBackend("", "m:C", priority=1), "a lazy backend needs a name"),
+    (LazyBackend("x", "m:C", priority=True), "lazy backend 'x' has priority True; expected a number"),
+    (LazyBackend("x", "no colon", priority=1), "lazy backend 'x' has load='no colon'; expected a 'module:Class'"),
+])
+def test_a_malformed_lazy_backend_is_refused_when_registered(monkeypatch, lazy, error):
+    _only_backends(monkeypatch, lazy)
+    with pytest.warns(PluginWarning, match="plugin 'fakes' skipped"):
+        assert "x" not in lookups.backends()
+    (row,) = [r for r in plugins.plugin_report() if r.name == "fakes"]
+    assert row.status == "failed" and error in row.error
 
 
 # ----------------------------------------------------------------- a real pip install

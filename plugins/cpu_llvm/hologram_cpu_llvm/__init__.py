@@ -9,15 +9,22 @@ stage in parallel, `backend.py` ties them together. See docs/cpu-llvm.md.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
-from hologram.backend import hookimpl
-
-from .backend import CpuLlvmBackend
+from hologram.backend import LazyBackend, hookimpl
 
 __all__ = ["CpuLlvmBackend", "hologram_register_backends"]
 
 
 @hookimpl
 def hologram_register_backends(register: Callable[[object], None]) -> None:
-    register(CpuLlvmBackend())
+    # by name: the backend's module is imported when a kernel first asks for cpu_llvm
+    register(LazyBackend("cpu_llvm", "hologram_cpu_llvm.backend:CpuLlvmBackend", priority=100))
+
+
+def __getattr__(name: str) -> Any:
+    if name == "CpuLlvmBackend":
+        from .backend import CpuLlvmBackend
+
+        return CpuLlvmBackend
+    raise AttributeError(f"module 'hologram_cpu_llvm' has no attribute {name!r}")

@@ -22,7 +22,7 @@ import attrs
 import numpy as np
 
 from hologram.backend import (FORK_GUARD, Backend, DType, Instr, LaunchBinding, Program, convert_value,
-                              program_hash, renew_in_child, trace, verify)
+                              program_hash, renew_in_child, trace)
 from hologram.errors import ArgumentError, CompileError, HologramError, HologramWarning
 
 from . import cancel, cpu, loader, native_pool, threads, trampoline
@@ -50,7 +50,9 @@ _DECLARED = re.compile(r"^CODEGEN_VERSION = (\d+)", re.MULTILINE)
 # An entry also certifies that its program passed the verifier, so `prepare` does not
 # verify again on a disk hit; a change to the verifier, or to any hologram module it
 # reaches, invalidates the entries (`verifier_modules`).
-_VERIFIER = verify.__module__  # wherever it lives
+# Named, not imported: a process that only runs cached or shipped code never imports the
+# verifier (the SDK's `verify` lives there; test_warm_prepare holds the two together).
+_VERIFIER = "hologram.verify.verifier"
 # `from hologram.x import a, b` and `import hologram.x`, anywhere in a module: a regular
 # expression rather than `ast`, which costs ~50 ms a process to parse them all.
 _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(hologram(?:\.\w+)*)[ \t]+import[ \t]+(\([^)]*\)|[\w ,\t]+)"
@@ -342,6 +344,8 @@ class CpuLlvmBackend(Backend):
 
     def _generate(self, program: Program) -> Any:
         """The verified program's LLVM module (a CodegenResult)."""
+        from hologram.backend import verify  # what compiles verifies: imported here, not by what loads
+
         with trace.span("verify", "prepare"):
             verify(program)
         codegen = self._codegen

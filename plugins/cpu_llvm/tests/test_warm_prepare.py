@@ -55,6 +55,9 @@ def test_the_cache_key_follows_every_module_the_verifier_imports():
                 modules = {node.module} | {f"{node.module}.{a.name}" for a in node.names}
                 assert modules & found.keys(), f"{name} imports {node.module}, missing from the key"
     assert {"hologram.verify.verifier", "hologram.verify.dataflow", "hologram.isa.opcodes"} <= found.keys()
+    from hologram.backend import verify
+
+    assert verify.__module__ == backend._VERIFIER  # the key's root is where the SDK's verify lives
 
 
 RUN = textwrap.dedent("""

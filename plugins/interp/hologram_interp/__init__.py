@@ -9,15 +9,22 @@ and `lane.py` holds the state each lane carries (`Lane`, `PoolMem`).
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
-from hologram.backend import hookimpl
-
-from .backend import InterpBackend
+from hologram.backend import LazyBackend, hookimpl
 
 __all__ = ["InterpBackend", "hologram_register_backends"]
 
 
 @hookimpl
 def hologram_register_backends(register: Callable[[object], None]) -> None:
-    register(InterpBackend())
+    # by name: the backend's module is imported when a kernel first asks for interp
+    register(LazyBackend("interp", "hologram_interp.backend:InterpBackend", priority=10))
+
+
+def __getattr__(name: str) -> Any:
+    if name == "InterpBackend":
+        from .backend import InterpBackend
+
+        return InterpBackend
+    raise AttributeError(f"module 'hologram_interp' has no attribute {name!r}")

@@ -100,7 +100,9 @@ def test_registered_through_the_entry_point_group():
     pm.register(ep.load(), name="interp")
     found = []
     pm.hook.hologram_register_backends(register=found.append)
-    assert [type(b) for b in found] == [InterpBackend]
+    # registered by name, built when first asked for (hologram.backend.lazy)
+    assert [(type(b).__name__, b.name, b.priority) for b in found] == [("LazyBackend", "interp", InterpBackend.priority)]
+    assert found[0].load == "hologram_interp.backend:InterpBackend"
 
 
 def test_the_plugin_manager_finds_it():

@@ -9,15 +9,22 @@ error record into the interpreter's ExecutionError. See docs/gpu.md.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
-from hologram.backend import hookimpl
-
-from .backend import WgpuBackend
+from hologram.backend import LazyBackend, hookimpl
 
 __all__ = ["WgpuBackend", "hologram_register_backends"]
 
 
 @hookimpl
 def hologram_register_backends(register: Callable[[object], None]) -> None:
-    register(WgpuBackend())
+    # by name: the backend's module is imported when a kernel first asks for wgpu
+    register(LazyBackend("wgpu", "hologram_wgpu.backend:WgpuBackend", priority=5))
+
+
+def __getattr__(name: str) -> Any:
+    if name == "WgpuBackend":
+        from .backend import WgpuBackend
+
+        return WgpuBackend
+    raise AttributeError(f"module 'hologram_wgpu' has no attribute {name!r}")
