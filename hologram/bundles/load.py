@@ -94,7 +94,9 @@ class Bundle:
         except HologramError as exc:
             raise BundleError(f"{self.where}: {entry.program}: not a program this hologram decodes: {exc.message}") \
                 from None
-        if verdicts.passed(entry.program_sha256):  # these bytes passed this verifier before
+        with trace.span("verdict", "bundle", kernel=entry.name):
+            passed = verdicts.passed(entry.program_sha256)
+        if passed:  # these bytes passed this verifier before
             return program
         from hologram.verify.verifier import verify  # imported only for a program without a verdict
 

@@ -277,8 +277,8 @@ def gemm_ir(dtype=F32) -> KernelIR:
 
 
 def test_gemm_loops_in_lane_with_hoisted_row_offset():
-    # f64: the f32 form is register-tiled (tests/test_lower_contract.py)
-    prog = lower(gemm_ir(F64))
+    # integers: the f32 and f64 forms are register-tiled (tests/lower/test_lower_contract.py)
+    prog = lower(gemm_ir(I64))
     assert len(prog.stages) == 1
     body = prog.stages[0].body
     top = next(k for k, i in enumerate(body) if isinstance(i, Label))
@@ -286,12 +286,11 @@ def test_gemm_loops_in_lane_with_hoisted_row_offset():
     loop_ops = [i.op for i in body[top:end] if isinstance(i, Instr)]
     assert loop_ops.count("LDG") == 2 and loop_ops.count("MUL") == 2  # i*k was hoisted out
     rng = np.random.default_rng(2)
-    a, b = rng.standard_normal((5, 7)), rng.standard_normal((7, 3))
-    assert_close(run(gemm_ir(F64), {"m": 5, "k": 7, "n": 3}, alpha=1.5, a=a, b=b)["c"], 1.5 * (a @ b),
-                 ulps=1, reduction_n=7, magnitude=1.5 * (np.abs(a) @ np.abs(b)))
+    a, b = rng.integers(-99, 99, (5, 7)), rng.integers(-99, 99, (7, 3))
+    same(run(gemm_ir(I64), {"m": 5, "k": 7, "n": 3}, alpha=3, a=a, b=b)["c"], 3 * (a @ b))
     # k = 0: the zero-trip guard skips the loop, c is alpha * 0
-    same(run(gemm_ir(F64), {"m": 2, "k": 0, "n": 3}, alpha=2.0, a=np.zeros((2, 0)), b=np.zeros((0, 3)))["c"],
-         np.zeros((2, 3)))
+    same(run(gemm_ir(I64), {"m": 2, "k": 0, "n": 3}, alpha=2, a=np.zeros((2, 0), np.int64),
+             b=np.zeros((0, 3), np.int64))["c"], np.zeros((2, 3), np.int64))
 
 
 def test_matvec_integer_is_exact_and_wraps():

@@ -48,8 +48,9 @@ def test_a_disk_hit_is_not_verified_again_and_a_bad_program_is_still_refused(fak
     b, _ = fake_backend(REV)
     b.prepare(REV.program())
     calls = []
-    real = backend_module.verify
-    monkeypatch.setattr(backend_module, "verify", lambda p: calls.append(p) or real(p))
+    import hologram.backend as sdk
+    real = sdk.verify  # what prepare imports when it compiles
+    monkeypatch.setattr(sdk, "verify", lambda p: calls.append(p) or real(p))
     b2, codegen2 = fake_backend(REV)
     assert b2.prepare(REV.program()).from_cache and calls == [] and codegen2.calls == []
     # the entry certifies its own program only: an unprovable access is refused as before
