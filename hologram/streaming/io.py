@@ -41,15 +41,12 @@ import os
 import queue
 import threading
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 
 from hologram.call.mapping import Extent, Mapped, extent, file_size, mapped, mmap_behind, open_file
 from hologram.core.errors import ArgumentError, StreamError
-
-if TYPE_CHECKING:
-    from hologram.streaming.mapped import InPlace
 
 ALIGN = 64  # bytes: each pool buffer starts on a cache line
 
@@ -356,15 +353,21 @@ def _opened(kernel: str, what: str, array: np.ndarray, writing: bool) -> tuple[M
     return m, fd, where
 
 
-def source_for(kernel: str, name: str, array: np.ndarray, in_place: InPlace | None = None) -> Source:
-    """How input `name` is read (the module docstring's table); with `in_place` (the
-    kernels' backend has a fault guard, and it could be engaged), a shared memmap's file
-    is mapped a window at a time and read in place (hologram.streaming.mapped)."""
-    m, fd, where = _opened(kernel, f"input {name!r}", array, writing=False)
-    if fd is not None and in_place is not None and in_place.guard.engage():
-        from hologram.streaming.mapped import WindowSource  # which imports this module
+class ReadsInPlace(Protocol):
+    """What reads a shared memmap's file in place (hologram.streaming.mapped.InPlace)."""
 
-        return WindowSource(name, array, fd, m.pos, where, in_place)
+    def source(self, name: str, array: np.ndarray, fd: int, pos: int, where: str) -> Source | None:
+        """The source, or None when it cannot read in place now (then `pread` does)."""
+
+
+def source_for(kernel: str, name: str, array: np.ndarray, in_place: ReadsInPlace | None = None) -> Source:
+    """How input `name` is read (the module docstring's table); with `in_place` (the
+    kernels' backend has a fault guard), a shared memmap's file is mapped a window at a
+    time and read in place (hologram.streaming.mapped)."""
+    m, fd, where = _opened(kernel, f"input {name!r}", array, writing=False)
+    found = in_place.source(name, array, fd, m.pos, where) if fd is not None and in_place is not None else None
+    if found is not None:
+        return found
     if fd is not None:
         return FileSource(name, array, fd, m.pos, where)
     if m is not None and m.shared:

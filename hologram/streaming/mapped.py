@@ -49,6 +49,12 @@ class InPlace:
     guard: FaultGuard
     window_bytes: int
 
+    def source(self, name: str, array: np.ndarray, fd: int, pos: int, where: str) -> Source | None:
+        """A `WindowSource` for the memmap `array` (its file open as `fd`, the array at
+        `pos`), or None when the guard cannot be engaged (another SIGBUS handler was
+        put over it: hologram_cpu_llvm.fault_guard)."""
+        return WindowSource(name, array, fd, pos, where, self) if self.guard.engage() else None
+
 
 def in_place_reads(kernels: Iterable[Kernel], budget: int) -> InPlace | None:
     """The in-place reading for a stream running `kernels` (prepared here: a backend hands
