@@ -16,7 +16,7 @@ from hologram.call.loops import Core
 from hologram.compiler.signature import Param, Signature
 from hologram.core.dims import derive, derived_closure, is_derived
 from hologram.core.errors import ArgumentError, StreamError
-from hologram.streaming.args import Arg, chunk_array, chunk_rows, least_pool, refuse_overlaps, temp_bytes
+from hologram.streaming.args import Arg, chunk_array, chunk_rows, least_pool, refuse_overlaps, slot_limit, temp_bytes
 from hologram.streaming.io import IterSource, Pool, Sink, Source, pool_size, run_chunks, sink_for, source_for
 from hologram.streaming.mapped import InPlace, in_place_reads
 
@@ -339,7 +339,7 @@ class _Rows:
         for red in step.reductions:
             scale = math.prod(d.evaluate(complete_symbols(self.c.program.symbols, self.symbols)) for d in red.scale)
             reducers.append((red, reducer(red, shapes[red.partials[0]], scale)))
-        chunk = chunk_rows(self.budget, slots, parts, temps, self.where())
+        chunk = chunk_rows(self.budget, slots, parts, temps, self.where(), slot_limit((*sources, *sinks)))
         rows = chunk if self.total is None else max(min(chunk, self.total), 1)
         pooled = [(s.name, s.dtype, s.row_shape) for s in (*sources, *sinks) if s.pooled]
         need = pool_size(slots, rows, pooled)
