@@ -154,23 +154,23 @@ class ArraySource(Source):
 
 
 class ReadAhead:
-    """Asks the kernel to read the next `AHEAD` bytes of a file into the page cache ahead
-    of the reads. The reads of a stream are small (a chunk fits a slot of the pool) and
+    """Asks the kernel to read the next `ahead` bytes of a file (`AHEAD` by default; two
+    windows for hologram.streaming.mapped) into the page cache ahead of the reads. The reads of a stream are small (a chunk fits a slot of the pool) and
     one at a time, too few in flight to keep a disk busy (pages of the page cache that no
     process maps do not count in its RSS)."""
 
     AHEAD = 32 << 20
 
-    def __init__(self, fd: int, pos: int, nbytes: int):
-        self.fd, self.end = fd, pos + nbytes
+    def __init__(self, fd: int, pos: int, nbytes: int, ahead: int = AHEAD):
+        self.fd, self.end, self.ahead = fd, pos + nbytes, ahead
         self.advised = 0  # the file position up to which the read-ahead was asked for
         _advise(fd, pos, nbytes, "POSIX_FADV_SEQUENTIAL")
 
     def before(self, at: int, size: int) -> None:
         """Before reading `size` bytes at `at`: ask for more when half the distance is left."""
-        if at + size + self.AHEAD // 2 > self.advised and self.advised < self.end:
+        if at + size + self.ahead // 2 > self.advised and self.advised < self.end:
             lo = max(self.advised, at)
-            self.advised = min(lo + self.AHEAD, self.end)
+            self.advised = min(lo + self.ahead, self.end)
             _advise(self.fd, lo, self.advised - lo, "POSIX_FADV_WILLNEED")
 
 
@@ -526,6 +526,7 @@ def _compute_chunk(sources: Sequence[Source], compute: Compute, start: int, n: i
     try:
         compute(start, n, views, outs)
     finally:  # a source's error (a file truncated under the kernel) explains the kernel's
+        views.clear()  # no view of a window left: `computed` can unmap it now, before the next is mapped
         for src in sources:
             src.computed(start)
 
@@ -533,9 +534,9 @@ def _compute_chunk(sources: Sequence[Source], compute: Compute, start: int, n: i
 def _run_inline(sources: Sequence[Source], sinks: Sequence[Sink], chunk: int, total: int | None,
                 slot: dict[str, np.ndarray], compute: Compute) -> int:
     """`run_chunks` in the caller's thread, one slot: for sources and sinks that never
-    wait (arrays in memory, windows read in place), where handing each chunk between
-    threads cost more than it overlapped (measured: a warm `sum` of 2 GiB in place
-    2.4 GB/s with the reader thread, see docs/streaming.md)."""
+    wait (arrays in memory), where a reader thread would have nothing to overlap.
+    (Windows of a memmap read in place wait for the disk when they are mapped: they go
+    through the reader thread, which maps the next while the kernel runs.)"""
     for src in sources:
         src.begin()
     start = 0

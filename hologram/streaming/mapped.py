@@ -6,11 +6,17 @@ the kernels where they lie in the page cache, under the backend's fault guard
 a warm `sum` to ~2.7 GB/s; reading the pages in place runs at the kernel's speed. The
 user's own mapping is never touched (its pages would stay in the process's RSS): the
 source maps a *window* of whole chunks of the file itself (`mmap` of its descriptor,
-read-only, populated by the kernel in the reader thread, as `pread` would read it),
-hands out a chunk of it at a time and unmaps it when the kernel has run on every chunk
-of it. At most two windows are alive at once (the one computed on, the one the reader
-fills), each at most `InPlace.window_bytes`, half the pool budget: the RSS stays
-within the pool the caller chose.
+read-only, populated as it is mapped) and hands out a chunk of it at a time, and the
+window is unmapped when the kernel has run on every chunk of it. A pass reading only
+in place has chunks of up to `args.IN_PLACE_BYTES` (32 MiB), one window each: few
+launches. The windows are mapped in the stream's reader thread (`blocks`: populating a
+window waits for the disk when the file is not cached), so the next window's pages come
+in while the kernel runs on the current one, and the file is read ahead two windows
+further (`ReadAhead`, asynchronous: the disk always has reads in flight). The windows
+alive at once are the chunks in flight (the pool's slots: two, three with outputs) at
+most, and `chunk_rows` fits that many chunks in the pool's budget, each window at most
+`InPlace.window_bytes` (half the budget, 32 MiB at most): the RSS stays within the pool
+the caller chose.
 
 A file truncated under the stream: a window is mapped only over bytes the file holds
 (`fstat` first, else the same `StreamError` as a short `pread`). A truncation after that
@@ -33,12 +39,14 @@ import numpy as np
 from hologram.backend.fault_guard import FaultGuard, Watch
 from hologram.call.mapping import extent
 from hologram.core.errors import StreamError
+from hologram.streaming.args import IN_PLACE_BYTES
 from hologram.streaming.io import ReadAhead, Source, ended
 
 if TYPE_CHECKING:
     from hologram.call.kernel import Kernel
 
-WINDOW_BYTES = 32 << 20  # the most a window maps: measured 4 / 32 / 128 MiB at 11 / 14 / 15 GB/s for sum
+WINDOW_BYTES = IN_PLACE_BYTES  # the most a window maps (a pass reading only in place: one chunk)
+AHEAD_WINDOWS = 2  # how far ahead of the window being mapped the file is read ahead
 
 
 @attrs.frozen
@@ -84,13 +92,13 @@ class WindowSource(Source):
     """A shared memmap's file mapped a window at a time and read in place (module docstring)."""
 
     pooled = False
-    blocks = False  # a window's pages come in at its mapping (once per window), read ahead by the kernel
+    blocks = True  # mapping a window populates it, which waits for the disk when the file is not cached
 
     def __init__(self, name: str, array: np.ndarray, fd: int, pos: int, where: str, in_place: InPlace):
         super().__init__(name, array.dtype, array.shape[1:], len(array))
         self.fd, self.pos, self.where, self.extent = fd, pos, where, extent(array)
         self.guard, self.window_bytes = in_place.guard, in_place.window_bytes
-        self.ahead = ReadAhead(fd, pos, array.nbytes)
+        self.ahead = ReadAhead(fd, pos, array.nbytes, AHEAD_WINDOWS * self.window_bytes)
         self.windows: dict[int, _Window] = {}  # by their first row
         self.chunk_window: dict[int, _Window] = {}  # the window of each chunk handed out, by its first row
         self.lock = threading.Lock()  # the reader hands chunks out, the caller's thread gives them back
