@@ -155,8 +155,9 @@ class ArraySource(Source):
 
 class ReadAhead:
     """Asks the kernel to read the next `ahead` bytes of a file (`AHEAD` by default; two
-    windows for hologram.streaming.mapped) into the page cache ahead of the reads. The reads of a stream are small (a chunk fits a slot of the pool) and
-    one at a time, too few in flight to keep a disk busy (pages of the page cache that no
+    windows for hologram.streaming.mapped) into the page cache ahead of the reads. The
+    reads of a stream are small (a chunk fits a slot of the pool, or a window) and one at
+    a time, too few in flight to keep a disk busy (pages of the page cache that no
     process maps do not count in its RSS)."""
 
     AHEAD = 32 << 20
