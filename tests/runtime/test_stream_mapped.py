@@ -1,6 +1,8 @@
 """`hologram.stream` reading a memmap's pages in place under the backend's SIGBUS guard
 (issue 25, item 6; docs/streaming.md, "Reading mapped pages in place"): the results are
-numpy's and the same bits as through `pread`; a file truncated under the kernel is the
+numpy's, the same bits as through `pread` for the same chunks, and a pass read only in
+place has chunks of a 32 MiB window; every window mapped (the next one by the reader
+thread, ahead) is watched, two at most alive; a file truncated under the kernel is the
 error `pread` gives, the process alive; the guard chains every other SIGBUS to the
 handler before it (faulthandler's report) and puts that handler back.
 
@@ -53,7 +55,9 @@ def test_cpu_llvm_reads_a_memmap_in_place_and_the_interpreter_with_pread(tmp_pat
 @pytest.mark.parametrize("pool", [4096, 1 << 16, 64 << 20])
 def test_results_in_place_are_numpys_and_the_bits_of_pread(tmp_path, pool):
     """Windows of one chunk (pool 4096) to one window for the file; reductions, two
-    passes (softmax), a row output to a second memmap, loop dimensions."""
+    passes (softmax), a row output to a second memmap, loop dimensions. The file is
+    smaller than a pool slot (SLOT_BYTES), so in place and `pread` have the same chunks,
+    and the same bits (larger passes read in place have larger chunks: the next tests)."""
     rng = np.random.default_rng(5)
     n = 50_001
     np.save(tmp_path / "x.npy", rng.standard_normal(n).astype(np.float32))
@@ -83,6 +87,88 @@ def test_in_place_through_one_file_reads_each_chunk_before_writing_it(tmp_path):
     m = np.load(tmp_path / "x.npy", mmap_mode="r+")
     hg.stream(kernel('x = "f32[n]"', 'y = "f32[n]"', "y = x * 2"), m, out=m, pool_bytes=1 << 14)
     np.testing.assert_array_equal(np.load(tmp_path / "x.npy"), np.arange(30_000, dtype=np.float32) * 2)
+
+
+def _watched() -> list[tuple[int, int]]:
+    """The ranges cpu_llvm's SIGBUS guard watches now (start, end)."""
+    from hologram_cpu_llvm.abi import GUARD_SLOT_BYTES, GUARD_SLOT_COUNT, GUARD_SLOTS
+    from hologram_cpu_llvm.fault_guard import ADDRESS
+
+    import ctypes
+    out = []
+    for slot in range(GUARD_SLOT_COUNT):
+        start, end = (ctypes.c_uint64 * 2).from_address(ADDRESS + GUARD_SLOTS + slot * GUARD_SLOT_BYTES)
+        if start:
+            out.append((start, end))
+    return out
+
+
+def _mappings_of(path) -> int:
+    """How many mappings of the file at `path` this process has (/proc/self/maps)."""
+    ino = os.stat(path).st_ino
+    with open("/proc/self/maps") as f:
+        return sum(1 for line in f if len(line.split()) >= 6 and int(line.split()[4]) == ino)
+
+
+def test_every_window_is_watched_while_mapped_and_two_at_most_are_alive(tmp_path, monkeypatch):
+    """The reader thread maps the next window while the kernel runs on the current one:
+    at every chunk's end, each window the source has mapped (the one computed on and
+    the one read ahead) lies in a range the guard watches, and the file is mapped at
+    most twice besides the caller's own memmap (two windows: the pool's two slots)."""
+    n = 8 << 20  # 32 MiB of f32; pool 8 MiB: windows of one chunk of ~4 MiB
+    np.save(tmp_path / "x.npy", np.arange(n, dtype=np.float32) % 97)
+    x = np.load(tmp_path / "x.npy", mmap_mode="r")
+    total = kernel('x = "f32[n]"', 's = "f64"', "s = sum(f64(x))")
+    seen, mapped = [], []
+    computed, map_window = WindowSource.computed, WindowSource._map
+
+    def mapping(self, start, n):  # in the reader thread
+        w = map_window(self, start, n)
+        mapped.append(_mappings_of(tmp_path / "x.npy") - 1)
+        return w
+
+    def checked(self, start):
+        watched = _watched()
+        for w in self.windows.values():
+            lo = w.rows.ctypes.data
+            assert any(a <= lo and lo + w.rows.nbytes <= b for a, b in watched), (start, w.first, watched)
+        seen.append((len(self.windows), _mappings_of(tmp_path / "x.npy") - 1))
+        return computed(self, start)
+
+    monkeypatch.setattr(WindowSource, "computed", checked)
+    monkeypatch.setattr(WindowSource, "_map", mapping)
+    s = hg.stream(total, x, pool_bytes=8 << 20)
+    assert s == np.sum(np.arange(n, dtype=np.float64) % 97)
+    assert len(seen) >= 3, seen  # several windows
+    assert max(alive for alive, _ in seen) <= 2 and max(maps for _, maps in seen) <= 2, seen
+    assert len(mapped) == len(seen) and max(mapped) <= 2, mapped
+    assert _watched() == [] and _mappings_of(tmp_path / "x.npy") == 1  # all unmapped, unwatched after
+
+
+def test_a_pass_read_in_place_takes_one_launch_per_window_of_32_mib(tmp_path, monkeypatch):
+    """Chunks of a pass reading only in place are up to args.IN_PLACE_BYTES (one window
+    each), not SLOT_BYTES: a 40 MiB memmap is two windows and two kernel launches; the
+    bits are those of the same array in memory (the same chunks), near numpy's f64 sum."""
+    from hologram.streaming.args import IN_PLACE_BYTES, SLOT_BYTES
+
+    n = 10 << 20
+    data = np.random.default_rng(3).standard_normal(n).astype(np.float32)
+    np.save(tmp_path / "x.npy", data)
+    x = np.load(tmp_path / "x.npy", mmap_mode="r")
+    total = kernel('x = "f32[n]"', 's = "f32"', "s = sum(x)")
+    sizes = []
+    read = WindowSource.read
+
+    def counted(self, start, n, buf):
+        got = read(self, start, n, buf)
+        sizes.append(got.nbytes)
+        return got
+
+    monkeypatch.setattr(WindowSource, "read", counted)
+    s = hg.stream(total, x)
+    assert len(sizes) == 2 and SLOT_BYTES < sizes[0] <= IN_PLACE_BYTES, sizes
+    assert s.tobytes() == hg.stream(total, data).tobytes()
+    np.testing.assert_allclose(s, np.sum(data, dtype=np.float64), rtol=1e-6)
 
 
 PRELUDE = """
