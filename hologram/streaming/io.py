@@ -14,7 +14,7 @@ of an output's rows:
 Mapped pages count in a process's resident set; pages in the page cache that it reads
 with `pread` do not. So a memmap is read and written through its file, never by
 touching the caller's mapping's pages (a window the stream maps itself is unmapped
-after its chunks, and two windows fit the pool's budget), and the process's peak RSS is
+after its chunks, and the windows in flight fit the pool's budget), and the process's peak RSS is
 the pool's size plus what it had.
 The descriptor is the file's name reopened when it still names the mapped file, else
 one this process holds on it (an `mmap.mmap` keeps its own), so a renamed or deleted
