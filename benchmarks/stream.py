@@ -16,8 +16,9 @@ times, each run in a fresh child process, `--repeat` times:
 | numpy chunked y = 2x + 1 | `np.multiply(x[i:j], 2, out=y[i:j]); y[i:j] += 1` per 16 Mi elements |
 
 `--pool-mb` is `pool_bytes`, a bound: a chunk's buffers take at most 4 MiB
-(hologram.streaming.args.SLOT_BYTES), so `sum` allocates 8 MiB and y = 2x + 1
-12 MiB of it. Neither the hologram nor the numpy rows wait for the output's dirty pages
+(hologram.streaming.args.SLOT_BYTES) when they are copied through the pool, so y = 2x + 1
+allocates 12 MiB of it; on cpu_llvm the input is read in place (no pool buffer), `sum`
+a 32 MiB window at a time, two windows mapped at most (docs/streaming.md). Neither the hologram nor the numpy rows wait for the output's dirty pages
 to reach the disk (no fsync in the timing); the check after reads three values back.
 
 Each child reports its wall time around the call and its peak resident set (VmHWM,

@@ -25,6 +25,8 @@ What it holds:
   messages every backend gives; `exact_arguments` for a `launcher`), shape and symbol
   evaluation (`Affine`, `domain_extents`, `symbol_value`, `complete_symbols`), the
   scalar types (`DType`) and their conversion by the ISA's rules (`convert_value`);
+- `FaultGuard` and `Watch`: a SIGBUS handler that lets file-mapped pages be read in
+  place by a launch even if the file is truncated meanwhile (`Backend.fault_guard`);
 - the full sums a GPU backend adds as trees rather than one contribution at a time
   (`gathered_sums`: docs/gpu.md, "Full float sums");
 - the cost model (`lane_cost`, `lane_work`, `stage_traffic`, `Formula`: what a launch costs, from the
@@ -54,7 +56,7 @@ from typing import TYPE_CHECKING, Any
 from hologram.isa import opcodes
 
 if TYPE_CHECKING:  # the modules the names below come from (the layout test reads these imports)
-    from hologram.backend import base, binding, capabilities, device, gathered
+    from hologram.backend import base, binding, capabilities, device, fault_guard, gathered
     from hologram.core import atlas, files, forks, hookspecs, lru, trace, types
     from hologram.isa import asm, encoding, program
     from hologram.passes import work
@@ -68,6 +70,7 @@ API_VERSION = 1
 _EXPORTS = {
     "hologram.backend.base": "AccessObserver Backend Run",
     "hologram.backend.device": "DeviceArray",
+    "hologram.backend.fault_guard": "FaultGuard Watch",
     "hologram.backend.gathered": "gathered_sums",
     "hologram.backend.lazy": "LazyBackend",
     "hologram.backend.capabilities": "Capabilities Instruction table_conversions table_instructions",

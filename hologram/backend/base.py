@@ -18,6 +18,7 @@ import numpy as np
 
 from hologram.backend.capabilities import Capabilities
 from hologram.backend.device import DeviceArray
+from hologram.backend.fault_guard import FaultGuard
 from hologram.core.errors import ArgumentError, PluginError, UnsupportedProgram
 from hologram.core.types import DType
 from hologram.isa.program import Program
@@ -63,7 +64,7 @@ class Backend(abc.ABC):
     code), `clear_cache`, shipping native code in bundles (`native_targets`,
     `runs_native`, `native_toolchain`, `compile_native`, `check_native`, `prepare_native`),
     `max_test_elements` (how large a generated test case may be), `observe` (a launch
-    reporting its memory accesses), `unavailable_reason` (why it cannot run here) and
+    reporting its memory accesses), `fault_guard` (file-mapped pages read in place), `unavailable_reason` (why it cannot run here) and
     device arrays (`to_device`, `allocate_device`: arrays kept in the backend's memory
     between launches; `adopt`: another library's arrays in that memory, taken as they are).
     """
@@ -228,6 +229,15 @@ class Backend(abc.ABC):
     def prepare_native(self, program: Program, natives: Sequence[Mapping[str, Any]]) -> Any | None:
         """`program` from object code shipped with it (from a trusted bundle), or None
         when none fits here (the default): then `prepare` runs."""
+        return None
+
+    # ------------------------------------------------------------ mapped files in place
+    def fault_guard(self) -> FaultGuard | None:
+        """The SIGBUS guard under which this backend's launches may read a file mapping's
+        pages in place (hologram.backend.fault_guard), or None (the default): then
+        `hologram.stream` reads a memmap's file with `pread` into its pool instead, since a
+        file truncated meanwhile would kill the process at the first page past its end.
+        Asked after the kernels that will read the pages are prepared."""
         return None
 
     # ------------------------------------------------------------------- trace hooks

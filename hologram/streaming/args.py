@@ -26,6 +26,13 @@ MAX_CHUNK_ROWS = 1 << 40  # a bound for the search; a pool never holds more rows
 # slot of 1 / 2 / 4 / 8 / 16 / 32 MiB: sum 3.2 / 4.2 / 5.0 / 5.6 / 1.1 / 1.2 GB/s,
 # y = 2x + 1 to a second memmap 1.5 / 1.7 / 1.9 / 0.53 / 0.55 / 0.56 GB/s.
 SLOT_BYTES = 4 << 20
+# The most bytes one chunk's streamed arrays take when none of them goes through the pool
+# (arrays in memory, memmaps read in place: hologram.streaming.mapped maps one window per
+# chunk then): no copy to keep in cache, so fewer, larger kernel launches. Measured:
+# cpu_llvm's `sum` over a warm 2 GiB f32 file mapped whole, one call per 4 / 32 / 128 MiB,
+# 6.8 / 9.8 / 12.5 GB/s with two threads and 13.6 / 15.1 / 15.2 with one (2-core VM,
+# load average 2.6: a two-thread launch waits for the busier core; docs/streaming.md).
+IN_PLACE_BYTES = 32 << 20
 
 
 @attrs.frozen
@@ -101,16 +108,16 @@ def loop_rank(p: Param, a: Arg) -> int:
 
 # ------------------------------------------------------------------------ chunk sizes
 def chunk_rows(budget: int, slots: int, parts: Sequence[tuple[str, np.dtype, tuple[int, ...]]],
-               temp_bytes: Any, where: str) -> int:
+               temp_bytes: Any, where: str, slot_bytes: int = SLOT_BYTES) -> int:
     """The most rows a chunk may have: `slots` buffers of every streamed input and output
     (`parts`, each (name, dtype, row shape)) plus the step's temporaries for that many
-    rows (`temp_bytes(rows)`) within `budget` bytes, and one slot within `SLOT_BYTES`
-    (unless a single row is larger). A function of the kernel, the row shapes and the
-    budget only (not of which inputs are memmaps), so the same pool gives the same
-    chunks, and the same bits."""
+    rows (`temp_bytes(rows)`) within `budget` bytes, and one slot within `slot_bytes`
+    (unless a single row is larger; `slot_limit`). A function of the kernel, the row
+    shapes, the budget and whether the pass copies through the pool, so the same pool
+    and the same kinds of arguments give the same chunks, and the same bits."""
     def fits(rows: int) -> bool:
         return pool_size(slots, rows, parts) + temp_bytes(rows) <= budget and (
-            rows == 1 or pool_size(1, rows, parts) <= SLOT_BYTES)
+            rows == 1 or pool_size(1, rows, parts) <= slot_bytes)
 
     if not fits(1):
         need = least_pool(slots, parts, temp_bytes)
@@ -122,6 +129,13 @@ def chunk_rows(budget: int, slots: int, parts: Sequence[tuple[str, np.dtype, tup
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
     return lo
+
+
+def slot_limit(streamed: Iterable[Any]) -> int:
+    """`chunk_rows`' bound on one chunk for a pass over these sources and sinks:
+    `SLOT_BYTES` when any of them is copied through the pool (`pooled`), else
+    `IN_PLACE_BYTES` (arrays in memory and memmaps read in place)."""
+    return SLOT_BYTES if any(s.pooled for s in streamed) else IN_PLACE_BYTES
 
 
 def least_pool(slots: int, parts: Sequence[tuple[str, np.dtype, tuple[int, ...]]], temp_bytes: Any) -> int:

@@ -5,14 +5,17 @@ of an output's rows:
 
 | kind | source | sink |
 |---|---|---|
-| an array in a shared file mapping (`np.memmap` modes r, r+, w+, and views of one) | `pread` into a pool buffer | `pwrite` from a pool buffer |
+| an array in a shared file mapping (`np.memmap` modes r, r+, w+, and views of one), the kernels' backend with a fault guard (cpu_llvm) | its file mapped by the stream a window at a time, read in place (hologram.streaming.mapped) | `pwrite` from a pool buffer |
+| the same, a backend without one (interp) | `pread` into a pool buffer | `pwrite` from a pool buffer |
 | the same when no descriptor of the mapped file can be had (no `/proc`, an mmap that keeps none) | copied from the mapping into a pool buffer, then the rows' pages released (`madvise(MADV_DONTNEED)`) | the kernel writes the mapping, then the pages are released (dirty pages of a shared mapping stay in the page cache) |
 | any other array (a copy-on-write memmap too) | the rows in place, zero-copy | the rows in place |
 | an iterable of arrays | copied into a pool buffer, re-cut to the chunk size | - |
 
 Mapped pages count in a process's resident set; pages in the page cache that it reads
 with `pread` do not. So a memmap is read and written through its file, never by
-touching its pages, and the process's peak RSS is the pool's size plus what it had.
+touching the caller's mapping's pages (a window the stream maps itself is unmapped
+after its chunks, and the windows in flight fit the pool's budget), and the process's peak RSS is
+the pool's size plus what it had.
 The descriptor is the file's name reopened when it still names the mapped file, else
 one this process holds on it (an `mmap.mmap` keeps its own), so a renamed or deleted
 file is read and written the same way (hologram.call.mapping).
@@ -20,7 +23,8 @@ file is read and written the same way (hologram.call.mapping).
 A page of a mapping past the end of its file is a SIGBUS when touched, which kills the
 process. Through a descriptor, a file that ends early is a short read and a write that
 fails (a full disk) an `OSError`: both are `StreamError`s naming the argument and the
-file. A file already shorter than its mapping is refused before any chunk is read,
+file. A window read in place is watched by the backend's fault guard, so a truncation
+under the kernel is the same `StreamError` (hologram.streaming.mapped). A file already shorter than its mapping is refused before any chunk is read,
 whichever way the array would be read (a copy-on-write memmap, read in place, too).
 
 `run_chunks` runs one pass: a reader thread fills the next slot of the pool while the
@@ -37,7 +41,7 @@ import os
 import queue
 import threading
 from abc import ABC, abstractmethod
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 
@@ -109,6 +113,7 @@ class Source(ABC):
     it reads (None: chunks of an iterable, which no output can overlap)."""
 
     pooled = True
+    blocks = True  # whether `read` may wait (for a disk, or for the caller's iterable)
     extent: Extent | None = None
 
     def __init__(self, name: str, dtype: np.dtype, row_shape: tuple[int, ...], rows: int | None):
@@ -125,6 +130,10 @@ class Source(ABC):
     def read(self, start: int, n: int, buf: np.ndarray | None) -> np.ndarray:
         """Rows [start, start + n) (fewer at the end), in `buf` when pooled."""
 
+    def computed(self, start: int) -> None:
+        """After the kernel ran on the chunk read at row `start` (or failed): raise what
+        went wrong while it read the chunk, give back what only the chunk needed."""
+
     def end(self) -> None:
         """After a pass: anything left over is an error (an iterable longer than the arrays)."""
 
@@ -134,6 +143,7 @@ class Source(ABC):
 
 class ArraySource(Source):
     pooled = False
+    blocks = False
 
     def __init__(self, name: str, array: np.ndarray):
         super().__init__(name, array.dtype, array.shape[1:], len(array))
@@ -143,37 +153,50 @@ class ArraySource(Source):
         return self.array[start:start + n].view(np.ndarray)
 
 
-class FileSource(Source):
-    """A memmap's file read with `pread`. The reads are small (a chunk fits a slot of the
-    pool) and one at a time, too few in flight to keep a disk busy: each read asks the
-    kernel to read the next `AHEAD` bytes into the page cache meanwhile (pages of the
-    page cache that no process maps do not count in its RSS)."""
+class ReadAhead:
+    """Asks the kernel to read the next `ahead` bytes of a file (`AHEAD` by default; two
+    windows for hologram.streaming.mapped) into the page cache ahead of the reads. The
+    reads of a stream are small (a chunk fits a slot of the pool, or a window) and one at
+    a time, too few in flight to keep a disk busy (pages of the page cache that no
+    process maps do not count in its RSS)."""
 
     AHEAD = 32 << 20
+
+    def __init__(self, fd: int, pos: int, nbytes: int, ahead: int = AHEAD):
+        self.fd, self.end, self.ahead = fd, pos + nbytes, ahead
+        self.advised = 0  # the file position up to which the read-ahead was asked for
+        _advise(fd, pos, nbytes, "POSIX_FADV_SEQUENTIAL")
+
+    def before(self, at: int, size: int) -> None:
+        """Before reading `size` bytes at `at`: ask for more when half the distance is left."""
+        if at + size + self.ahead // 2 > self.advised and self.advised < self.end:
+            lo = max(self.advised, at)
+            self.advised = min(lo + self.ahead, self.end)
+            _advise(self.fd, lo, self.advised - lo, "POSIX_FADV_WILLNEED")
+
+
+class FileSource(Source):
+    """A memmap's file read with `pread` into the pool, the file read ahead (`ReadAhead`)."""
 
     def __init__(self, name: str, array: np.ndarray, fd: int, pos: int, where: str):
         super().__init__(name, array.dtype, array.shape[1:], len(array))
         self.fd, self.pos, self.where = fd, pos, where
         self.extent = extent(array)
-        self.advised = 0  # the file position up to which the read-ahead was asked for
-        _advise(fd, pos, array.nbytes, "POSIX_FADV_SEQUENTIAL")
+        self.ahead = ReadAhead(fd, pos, array.nbytes)
 
     def read(self, start: int, n: int, buf: np.ndarray | None) -> np.ndarray:
         n = min(n, self.rows - start)
         out = buf[:n]
         at = self.pos + start * self.row_bytes
         end = self.pos + self.rows * self.row_bytes
-        if at + n * self.row_bytes + self.AHEAD // 2 > self.advised and self.advised < end:
-            lo = max(self.advised, at)
-            self.advised = min(lo + self.AHEAD, end)
-            _advise(self.fd, lo, self.advised - lo, "POSIX_FADV_WILLNEED")
+        self.ahead.before(at, n * self.row_bytes)
         view = memoryview(out.reshape(-1).view(np.uint8))
         try:
             done = _pread(self.fd, view, at)
         except OSError as exc:
             raise StreamError(f"{self.where}: reading the file failed: {exc}") from None
         if done < len(view):
-            raise StreamError(f"{self.where}: {_ended(end - at - done)} while streaming from it")
+            raise StreamError(f"{self.where}: {ended(end - at - done)} while streaming from it")
         return out
 
     def close(self) -> None:
@@ -252,6 +275,7 @@ class Sink:
     """One streamed output: `rows` rows of `row_shape` and `dtype`."""
 
     pooled = True
+    blocks = True  # whether `write` may wait for a disk
 
     def __init__(self, name: str, array: np.ndarray):
         self.name, self.array = name, array
@@ -274,6 +298,7 @@ class Sink:
 
 class ArraySink(Sink):
     pooled = False
+    blocks = False
 
 
 class FileSink(Sink):
@@ -298,7 +323,7 @@ class MappedSink(Sink):
         _release(self.array, start, start + len(rows))
 
 
-def _ended(missing: int) -> str:
+def ended(missing: int) -> str:
     return f"the file ended {missing} bytes early"
 
 
@@ -307,7 +332,7 @@ def _check_length(where: str, size: int | None, m: Mapped, array: np.ndarray) ->
     the file's end is a SIGBUS."""
     end = m.pos + array.nbytes
     if size is not None and size < end:
-        raise StreamError(f"{where}: {_ended(end - size)}: it holds {size} bytes and the array reaches byte {end} "
+        raise StreamError(f"{where}: {ended(end - size)}: it holds {size} bytes and the array reaches byte {end} "
                           "of it", hint="the file was truncated after it was mapped; map it again")
 
 
@@ -329,8 +354,21 @@ def _opened(kernel: str, what: str, array: np.ndarray, writing: bool) -> tuple[M
     return m, fd, where
 
 
-def source_for(kernel: str, name: str, array: np.ndarray) -> Source:
+class ReadsInPlace(Protocol):
+    """What reads a shared memmap's file in place (hologram.streaming.mapped.InPlace)."""
+
+    def source(self, name: str, array: np.ndarray, fd: int, pos: int, where: str) -> Source | None:
+        """The source, or None when it cannot read in place now (then `pread` does)."""
+
+
+def source_for(kernel: str, name: str, array: np.ndarray, in_place: ReadsInPlace | None = None) -> Source:
+    """How input `name` is read (the module docstring's table); with `in_place` (the
+    kernels' backend has a fault guard), a shared memmap's file is mapped a window at a
+    time and read in place (hologram.streaming.mapped)."""
     m, fd, where = _opened(kernel, f"input {name!r}", array, writing=False)
+    found = in_place.source(name, array, fd, m.pos, where) if fd is not None and in_place is not None else None
+    if found is not None:
+        return found
     if fd is not None:
         return FileSource(name, array, fd, m.pos, where)
     if m is not None and m.shared:
@@ -389,7 +427,10 @@ def run_chunks(sources: Sequence[Source], sinks: Sequence[Sink], chunk: int, tot
                slots: list[dict[str, np.ndarray]], compute: Compute) -> int:
     """One pass over the rows: `compute(start, n, inputs, outputs)` per chunk, inputs
     read ahead by a reader thread, outputs written back behind by a writer thread
-    (module docstring). Returns the number of rows."""
+    (module docstring), or all in the caller's thread when no source or sink waits for
+    anything (`blocks`). Returns the number of rows."""
+    if not any(s.blocks for s in (*sources, *sinks)):
+        return _run_inline(sources, sinks, chunk, total, slots[0], compute)
     free: queue.Queue = queue.Queue()
     ready: queue.Queue = queue.Queue()
     written: queue.Queue = queue.Queue()
@@ -409,12 +450,7 @@ def run_chunks(sources: Sequence[Source], sinks: Sequence[Sink], chunk: int, tot
                 if slot is None or stop.is_set():
                     return
                 want = chunk if total is None else min(chunk, total - start)
-                views = {src.name: src.read(start, want, slot.get(src.name)) for src in sources}
-                got = {len(v) for v in views.values()}
-                if len(got) > 1:
-                    counts = ", ".join(f"{n!r} {start + len(v)}" for n, v in views.items())
-                    raise ArgumentError(f"the streamed inputs have different numbers of rows: {counts}")
-                n = got.pop() if got else want
+                n, views = _read_chunk(sources, start, want, slot)
                 if n == 0:
                     break
                 ready.put((start, n, slot, views))
@@ -457,7 +493,7 @@ def run_chunks(sources: Sequence[Source], sinks: Sequence[Sink], chunk: int, tot
                 break
             start, n, slot, views = item
             outs = {sink.name: sink.target(start, n, slot.get(sink.name)) for sink in sinks}
-            compute(start, n, views, outs)
+            _compute_chunk(sources, compute, start, n, views, outs)
             if sinks:
                 written.put((start, n, slot, outs))
             else:
@@ -473,3 +509,50 @@ def run_chunks(sources: Sequence[Source], sinks: Sequence[Sink], chunk: int, tot
     if failed:
         raise failed[0]
     return rows_seen[0]
+
+
+def _read_chunk(sources: Sequence[Source], start: int, want: int, slot: dict[str, np.ndarray]
+                ) -> tuple[int, dict[str, np.ndarray]]:
+    """Rows [start, start + want) of every source (fewer at their end, the same number for all)."""
+    views = {src.name: src.read(start, want, slot.get(src.name)) for src in sources}
+    got = {len(v) for v in views.values()}
+    if len(got) > 1:
+        counts = ", ".join(f"{n!r} {start + len(v)}" for n, v in views.items())
+        raise ArgumentError(f"the streamed inputs have different numbers of rows: {counts}")
+    return (got.pop() if got else want), views
+
+
+def _compute_chunk(sources: Sequence[Source], compute: Compute, start: int, n: int, views: dict[str, np.ndarray],
+                   outs: dict[str, np.ndarray]) -> None:
+    try:
+        compute(start, n, views, outs)
+    finally:  # a source's error (a file truncated under the kernel) explains the kernel's
+        views.clear()  # no view of a window left: `computed` can unmap it now, before the next is mapped
+        for src in sources:
+            src.computed(start)
+
+
+def _run_inline(sources: Sequence[Source], sinks: Sequence[Sink], chunk: int, total: int | None,
+                slot: dict[str, np.ndarray], compute: Compute) -> int:
+    """`run_chunks` in the caller's thread, one slot: for sources and sinks that never
+    wait (arrays in memory), where a reader thread would have nothing to overlap.
+    (Windows of a memmap read in place wait for the disk when they are mapped: they go
+    through the reader thread, which maps the next while the kernel runs.)"""
+    for src in sources:
+        src.begin()
+    start = 0
+    while total is None or start < total:
+        want = chunk if total is None else min(chunk, total - start)
+        n, views = _read_chunk(sources, start, want, slot)
+        if n == 0:
+            break
+        outs = {sink.name: sink.target(start, n, slot.get(sink.name)) for sink in sinks}
+        _compute_chunk(sources, compute, start, n, views, outs)
+        for sink in sinks:
+            sink.write(start, outs[sink.name])
+        start += n
+        if n < want:
+            break
+    for src in sources:
+        src.end()
+    return start

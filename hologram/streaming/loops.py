@@ -22,8 +22,11 @@ from hologram.call.args import bind_symbols, check_array, check_reductions, comp
 from hologram.call.kernel import Kernel
 from hologram.call.loops import Core
 from hologram.core.errors import ArgumentError
-from hologram.streaming.args import Arg, chunk_array, chunk_rows, loop_rank, refuse_overlaps, temp_bytes
+from hologram.streaming.args import (
+    SLOT_BYTES, Arg, chunk_array, chunk_rows, loop_rank, refuse_overlaps, slot_limit, temp_bytes,
+)
 from hologram.streaming.io import IterSource, Pool, Sink, Source, pool_size, run_chunks, sink_for, source_for
+from hologram.streaming.mapped import InPlace, in_place_reads
 
 
 def stream_loops(kernel: Kernel, given: dict[str, Arg], out: Any, budget: int, cast: bool) -> Any:
@@ -50,6 +53,7 @@ def _stream_loops(kernel: Kernel, given: dict[str, Arg], out: Any, budget: int, 
         raise ArgumentError(f"{where}: the loop dimensions of the arguments do not broadcast: {listed}") from None
     count = math.prod(shape) if shape is not None else None
     sources: dict[str, Source] = {}
+    reads_in_place: list[InPlace | None] = []  # found at the first streamed array (the kernel prepared then)
     shared: dict[str, Any] = {}
     gathered: dict[str, _Items] = {}
     cores: dict[str, Any] = {}
@@ -73,7 +77,9 @@ def _stream_loops(kernel: Kernel, given: dict[str, Arg], out: Any, budget: int, 
             if x.dtype != p.dtype.np or not x.flags.c_contiguous:
                 raise ArgumentError(f"{where}: streamed argument {p.name!r} must be a C-contiguous array of "
                                     f"{p.type} items, got {x.dtype} {'(strided)' if not x.flags.c_contiguous else ''}")
-            sources[p.name] = src = source_for(name, p.name, x.reshape((count, *x.shape[rank:])))
+            if not reads_in_place:
+                reads_in_place.append(in_place_reads([kernel], budget))
+            sources[p.name] = src = source_for(name, p.name, x.reshape((count, *x.shape[rank:])), reads_in_place[0])
             opened.append(src)
             cores[p.name] = Core(src.row_shape)
             continue
@@ -101,7 +107,9 @@ def _stream_loops(kernel: Kernel, given: dict[str, Arg], out: Any, budget: int, 
     sinks = [sink_for(name, n, a) for n, a in outs]
     opened.extend(sinks)
     parts = [(s.name, s.dtype, s.row_shape) for s in (*sources.values(), *sinks)]
-    chunk = chunk_rows(budget, 3, parts, temp_bytes(c.program, core, "", per_item=True), where)
+    # a broadcast argument's items are gathered into a copy per chunk: those keep SLOT_BYTES
+    limit = SLOT_BYTES if gathered else slot_limit((*sources.values(), *sinks))
+    chunk = chunk_rows(budget, 3, parts, temp_bytes(c.program, core, "", per_item=True), where, limit)
     rows = chunk if count is None else max(min(chunk, count), 1)
     pooled = [(s.name, s.dtype, s.row_shape) for s in (*sources.values(), *sinks) if s.pooled]
     pool = Pool(pool_size(3, rows, pooled))

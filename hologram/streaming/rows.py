@@ -16,8 +16,9 @@ from hologram.call.loops import Core
 from hologram.compiler.signature import Param, Signature
 from hologram.core.dims import derive, derived_closure, is_derived
 from hologram.core.errors import ArgumentError, StreamError
-from hologram.streaming.args import Arg, chunk_array, chunk_rows, least_pool, refuse_overlaps, temp_bytes
+from hologram.streaming.args import Arg, chunk_array, chunk_rows, least_pool, refuse_overlaps, slot_limit, temp_bytes
 from hologram.streaming.io import IterSource, Pool, Sink, Source, pool_size, run_chunks, sink_for, source_for
+from hologram.streaming.mapped import InPlace, in_place_reads
 
 
 def stream_rows(kernel: Kernel, given: dict[str, Arg], out: Any, budget: int, cast: bool, along: str | None) -> Any:
@@ -122,6 +123,7 @@ class _Rows:
         self.fixed: dict[str, Any] = {}
         self.out = out
         self.small: dict[str, np.ndarray] = {}
+        self._reads_in_place: list[InPlace | None] = []  # found at the first memmap (`_in_place`)
         try:
             self._inputs()
             self.symbols = self._bind()
@@ -183,7 +185,13 @@ class _Rows:
                                 hint="stream never converts a streamed input whole (that would read it into memory); "
                                      "give an iterable of converted chunks: "
                                      f"(x[i:i + k].astype(np.{p.dtype.np.name}) for i in range(0, len(x), k))")
-        return source_for(self.name, p.name, x)
+        return source_for(self.name, p.name, x, self._in_place())
+
+    def _in_place(self) -> InPlace | None:
+        """How memmaps are read in place by the steps' kernels (prepared now), or None."""
+        if not self._reads_in_place:
+            self._reads_in_place.append(in_place_reads(self.kernels, self.budget))
+        return self._reads_in_place[0]
 
     def _bind(self) -> dict[str, int]:
         rows = {s.rows for s in self.sources.values() if s.rows is not None}
@@ -331,7 +339,7 @@ class _Rows:
         for red in step.reductions:
             scale = math.prod(d.evaluate(complete_symbols(self.c.program.symbols, self.symbols)) for d in red.scale)
             reducers.append((red, reducer(red, shapes[red.partials[0]], scale)))
-        chunk = chunk_rows(self.budget, slots, parts, temps, self.where())
+        chunk = chunk_rows(self.budget, slots, parts, temps, self.where(), slot_limit((*sources, *sinks)))
         rows = chunk if self.total is None else max(min(chunk, self.total), 1)
         pooled = [(s.name, s.dtype, s.row_shape) for s in (*sources, *sinks) if s.pooled]
         need = pool_size(slots, rows, pooled)

@@ -25,6 +25,17 @@ CANCEL_SYMBOL = "hologram_cancel"
 CANCEL_PREVIOUS, CANCEL_MAIN_THREAD = 8, 16  # byte offsets in the block
 CANCELLABLE = 1
 
+# The SIGBUS guard (fault_guard.py, docs/streaming.md "Reading mapped pages in place"):
+# its handler reads the block at FAULT_GUARD_SYMBOL, an external global the loader binds
+# like the cancel block: word 0, the handler it chains to; word 1, the page size; word 2,
+# the siginfo being chained (a cycle back into the handler takes the default action);
+# at byte 64 a `struct sigaction` of the default action; from byte GUARD_SLOTS,
+# GUARD_SLOT_COUNT watched ranges of four i64 each (start, end, faulted, unused), a
+# slot with start 0 free.
+FAULT_GUARD_SYMBOL = "hologram_fault_guard"
+GUARD_PREVIOUS, GUARD_PAGE, GUARD_CHAINING, GUARD_DEFAULT_ACTION = 0, 8, 16, 64
+GUARD_SLOTS, GUARD_SLOT_BYTES, GUARD_SLOT_COUNT = 256, 32, 64
+
 REDUCE_OPS = ("ReduceAdd", "ReduceMin", "ReduceMax", "ReduceMul", "ResAccum")
 
 

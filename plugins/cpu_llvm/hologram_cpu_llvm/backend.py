@@ -21,11 +21,11 @@ from typing import Any, Callable, Mapping, Sequence
 import attrs
 import numpy as np
 
-from hologram.backend import (FORK_GUARD, Backend, DType, Instr, LaunchBinding, Program, convert_value,
+from hologram.backend import (FORK_GUARD, Backend, DType, FaultGuard, Instr, LaunchBinding, Program, convert_value,
                               program_hash, renew_in_child, trace)
 from hologram.errors import ArgumentError, CompileError, HologramError, HologramWarning
 
-from . import cancel, cpu, loader, native_pool, threads, trampoline
+from . import cancel, cpu, fault_guard, loader, native_pool, threads, trampoline
 from .abi import reduce_op
 from .cache import DiskCache, Entry, MemoryCache, default_cache_dir
 from .launcher import make_launcher
@@ -45,7 +45,8 @@ class StageSymbol:
 # jit.py (llvmlite.binding, ~22 ms to import) and codegen.py (llvmlite.ir, ~8 ms) are
 # imported by what compiles, never by what loads: a process that runs cached or shipped
 # object code links it with loader.py and knows its CPU from cpu.py.
-_CODEGEN_SOURCES = ("codegen", "vecmath", "jit", "abi", "trampoline", "native_pool", "cancel")
+_CODEGEN_SOURCES = ("codegen", "vecmath", "jit", "abi", "trampoline", "native_pool", "cancel", "fault_guard",
+                    "signals")
 _DECLARED = re.compile(r"^CODEGEN_VERSION = (\d+)", re.MULTILINE)
 # An entry also certifies that its program passed the verifier, so `prepare` does not
 # verify again on a disk hit; a change to the verifier, or to any hologram module it
@@ -146,11 +147,15 @@ def _host_key() -> str:
 
 
 def _support() -> tuple[list[str], dict[str, Any]]:
-    """The launch entry point (trampoline.py), the Ctrl-C hook (cancel.py) and the thread
-    pool (native_pool.py), as IR compiled into every kernel's object code, and the table
-    saying so: a process that loads such code adopts them (`_adopt`) instead of compiling
-    them with LLVM."""
+    """The launch entry point (trampoline.py), the Ctrl-C hook (cancel.py), the SIGBUS
+    guard (fault_guard.py) and the thread pool (native_pool.py), as IR compiled into
+    every kernel's object code, and the table saying so: a process that loads such code
+    adopts them (`_adopt`) instead of compiling them with LLVM."""
     texts, symbols = [trampoline.ir(), cancel.ir()], {"launch": trampoline.ENTRY, "sigint": cancel.HANDLER}
+    guard = fault_guard.ir()
+    if guard is not None:
+        texts.append(guard)
+        symbols["sigbus"] = fault_guard.HANDLER
     pool = native_pool.ir()
     if pool is not None:
         texts.append(pool)
@@ -176,6 +181,8 @@ def _adopt(meta: Any, loaded: loader.Loaded) -> None:
         trampoline.adopt(at["launch"], loaded)
     if at.get("sigint"):
         cancel.adopt(at["sigint"], loaded)
+    if at.get("sigbus"):
+        fault_guard.adopt(at["sigbus"], loaded)
     if at.get("worker") and at.get("run"):
         native_pool.adopt(at["worker"], at["run"], loaded)
 
@@ -270,6 +277,11 @@ class CpuLlvmBackend(Backend):
 
     def allocate(self, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
         return np.zeros(shape, dtype=dtype.np if isinstance(dtype, DType) else dtype)
+
+    def fault_guard(self) -> FaultGuard | None:
+        """The SIGBUS guard of fault_guard.py, once a loaded object handed it over (every
+        object this code generator makes carries it); None before, and off Linux."""
+        return fault_guard.guard()
 
     @property
     def disk(self) -> DiskCache | None:

@@ -32,11 +32,11 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
-import sys
 import threading
 from typing import Any
 
 from .abi import CANCEL_MAIN_THREAD, CANCEL_PREVIOUS, CANCEL_SYMBOL, CANCELLABLE
+from .signals import SIGACTION, SigAction
 
 _BLOCK = (ctypes.c_int64 * 8)()  # lives as long as the process: native code reads it
 ADDRESS = ctypes.addressof(_BLOCK)
@@ -75,30 +75,10 @@ def ir() -> str:
     return _IR
 
 
-class _SigAction(ctypes.Structure):
-    """glibc's and musl's `struct sigaction` on 64-bit Linux."""
 
-    _fields_ = [("handler", ctypes.c_void_p), ("mask", ctypes.c_ulong * 16), ("flags", ctypes.c_int),
-                ("restorer", ctypes.c_void_p)]
-
-
-def _libc_sigaction() -> Any:
-    """libc's `sigaction(signum, new, old)`, taking addresses (the cheapest ctypes call)."""
-    if not sys.platform.startswith("linux") or ctypes.sizeof(ctypes.c_void_p) != 8:
-        return None
-    try:
-        fn = ctypes.CDLL(None, use_errno=True).sigaction
-    except (OSError, AttributeError):  # pragma: no cover - no dlopen(NULL) or no sigaction
-        return None
-    fn.restype = ctypes.c_int
-    fn.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
-    return fn
-
-
-_SIGACTION = _libc_sigaction()
 # What `arm` reads the installed handler into: shared by every thread, as all of them
 # read the same action into it (the install copies it first).
-_INSTALLED = _SigAction()
+_INSTALLED = SigAction()
 _INSTALLED_AT = ctypes.addressof(_INSTALLED)
 _STATE: dict[str, Any] = {}  # "handler": the hook's address, "keep": what holds its code
 _SIGINT = int(signal.SIGINT)
@@ -115,17 +95,17 @@ def arm() -> None:
     """Put the hook in front of the process's SIGINT handler, or back there after
     `signal.signal` replaced it (see the module docstring); ~1 µs (a `sigaction` call)."""
     handler = _STATE.get("handler")
-    if handler is None or _SIGACTION is None or _SIGACTION(_SIGINT, None, _INSTALLED_AT) != 0:
+    if handler is None or SIGACTION is None or SIGACTION(_SIGINT, None, _INSTALLED_AT) != 0:
         return
     installed = _INSTALLED.handler or 0
     if installed == handler or installed <= 1:  # hooked already; SIG_DFL or SIG_IGN
         return
     if _PREVIOUS.value and installed != _PREVIOUS.value:  # another library's handler: it decides
         return
-    hook = _SigAction.from_buffer_copy(_INSTALLED)  # its flags and mask, our handler
+    hook = SigAction.from_buffer_copy(_INSTALLED)  # its flags and mask, our handler
     hook.handler = handler
     _PREVIOUS.value = installed
-    _SIGACTION(_SIGINT, ctypes.addressof(hook), None)
+    SIGACTION(_SIGINT, ctypes.addressof(hook), None)
 
 
 def begin() -> int:

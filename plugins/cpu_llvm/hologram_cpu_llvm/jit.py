@@ -26,7 +26,7 @@ import llvmlite.binding as llvm
 
 from hologram.backend import FORK_GUARD, trace
 
-from . import cancel, cpu
+from . import cancel, cpu, fault_guard
 from .loader import STATS, Loaded, process_symbol
 
 # LLVM's C++ objects are not documented as thread-safe for concurrent use of one target
@@ -37,9 +37,9 @@ from .loader import STATS, Loaded, process_symbol
 # under the same guard (backend.py's `_jit`), so its top level takes no lock.
 _LOCK = FORK_GUARD
 
-# What object code may reference besides libc and libm (the cancel flag), for MCJIT as
-# for the loader: every engine in this process resolves these names.
-for _name, _address in cancel.SYMBOLS.items():
+# What object code may reference besides libc and libm (the cancel flag, the fault
+# guard's block), for MCJIT as for the loader: every engine in this process resolves these names.
+for _name, _address in (cancel.SYMBOLS | fault_guard.SYMBOLS).items():
     llvm.add_symbol(_name, _address)
 
 

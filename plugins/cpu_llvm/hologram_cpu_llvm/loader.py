@@ -3,9 +3,9 @@
 What the code generator's objects need is little: their sections (text and constant
 pools) laid out in one mapping, the relocations LLVM emits for position-independent
 code applied (PC32 into the constant pools, PLT32 calls to a few libc/libm functions
-such as memset and fma, a GOT slot for the runtime's cancel flag, cancel.SYMBOLS), and
-the stage symbols' addresses. Doing that here, in ~1 ms of
-Python, rather than in an MCJIT engine means a process that runs cached or shipped
+such as memset and fma, GOT slots for the runtime's cancel flag and fault guard block,
+cancel.SYMBOLS and fault_guard.SYMBOLS), and the stage symbols' addresses. Doing that
+here, in ~1 ms of Python, rather than in an MCJIT engine means a process that runs cached or shipped
 object code never imports llvmlite.binding (~22 ms) nor builds a target machine: the
 start-up a bundle promises (docs/bundles.md, "Start-up").
 
@@ -35,7 +35,7 @@ import struct
 import sys
 from typing import Any
 
-from . import cancel, cpu, elf
+from . import cancel, cpu, elf, fault_guard
 
 # Counters by event ("optimize", "emit" in jit.py, "load" here and there): a test-visible
 # record of the work done, so tests can prove a warm start never ran LLVM's optimizer.
@@ -169,7 +169,7 @@ def _link(obj: bytes, checked: elf.Object, wanted: list[str]) -> Loaded:
             if s.info & 0xF == elf.STT_TLS or s.shndx == elf.SHN_COMMON:
                 raise Unsupported(f"symbol {s.name!r} is thread-local or common")
             if s.shndx == elf.SHN_UNDEF:
-                found = cancel.SYMBOLS.get(s.name) or process_symbol(s.name)
+                found = cancel.SYMBOLS.get(s.name) or fault_guard.SYMBOLS.get(s.name) or process_symbol(s.name)
                 if not found:
                     raise Unsupported(f"symbol {s.name!r} is not in this process")
                 return found
