@@ -38,7 +38,8 @@ What it holds:
   forked child gets back free), `FORK_GUARD` (held around work a fork must wait for: a
   call into a native compiler, the import of a heavy module on first need),
   `read_regular_file`, `user_cache_root`,
-  `UnreadableFileError`; and `atlas` (the Atlas tables its instructions compute with).
+  `UnreadableFileError`; `Value` (the base of a plain immutable class, for run-time
+  values); and `atlas` (the Atlas tables its instructions compute with).
 
 Submodules for compiled backends, imported by name: `error_record` (the error record's
 codes and their decoding), `disk_cache` (`DiskCache`), and `llvm` (for backends that
@@ -83,6 +84,7 @@ _EXPORTS = {
     "hologram.core.hookspecs": "hookimpl",
     "hologram.core.lru": "LRUCache",
     "hologram.core.types": "Affine DType",
+    "hologram.core.values": "Value",
     "hologram.isa.asm": "format_instr",
     "hologram.isa.encoding": "program_hash",
     "hologram.isa.program": "AXES COMPARE_MODS REASSOC SPECIALS Addr BufferParam Imm Init Instr Item "

@@ -26,13 +26,13 @@ import math
 import sys
 from typing import Any, Mapping, Sequence
 
-import attrs
 import numpy as np
 
 from hologram.backend.device import DeviceArray
 from hologram.core.dims import derive, is_derived
 from hologram.core.errors import ArgumentError, ExecutionError, shorten
 from hologram.core.types import Affine, DType
+from hologram.core.values import Value
 from hologram.isa.opcodes import OPCODES
 from hologram.isa.program import AXES, BufferParam, Instr, Program, ScalarParam, Stage
 from hologram.verify.intervals import SYMBOL_MAX
@@ -255,47 +255,70 @@ def written_buffers(program: Program) -> frozenset[str]:
 
 
 # --------------------------------------------------------------------------- binding
-@attrs.frozen(eq=False)
-class Slot:
+class Slot(Value, eq=False):
     """A global buffer of a program, as a launch binds it: `dtype` the ISA's type,
     `np` numpy's, `shape` compiled against the program's symbols (`eval_dim`)."""
 
+    __slots__ = ("name", "dtype", "np", "shape", "written")
     name: str
     dtype: DType
     np: np.dtype
     shape: tuple[Dim, ...]
     written: bool
 
+    def __init__(self, name: str, dtype: DType, np: np.dtype, shape: tuple[Dim, ...], written: bool) -> None:
+        self._init(name=name, dtype=dtype, np=np, shape=shape, written=written)
 
-@attrs.frozen(eq=False)
-class ScalarSlot:
+
+class ScalarSlot(Value, eq=False):
+    """A scalar parameter of a program, as a launch binds it."""
+
+    __slots__ = ("name", "dtype", "np")
     name: str
     dtype: DType
     np: np.dtype
 
+    def __init__(self, name: str, dtype: DType, np: np.dtype) -> None:
+        self._init(name=name, dtype=dtype, np=np)
 
-@attrs.frozen(eq=False)
-class Bound:
+
+_set = object.__setattr__  # Bound's fields, set directly: one is built per launch
+
+
+class Bound(Value, eq=False):
     """A launch's checked arguments: `arrays` the caller's (param order, as given: not
     reshaped) then the zeroed temporaries, `sizes` their element counts, `scalars` one
     numpy scalar per scalar param (declared order), `symbols` every symbol's value by
     name (derived ones included) and `values` the same in program order."""
 
+    __slots__ = ("arrays", "sizes", "scalars", "symbols", "values")
     arrays: list[np.ndarray]
     sizes: tuple[int, ...]
     scalars: list[np.generic]
     symbols: Mapping[str, int]
     values: tuple[int, ...]
 
+    def __init__(self, arrays: list[np.ndarray], sizes: tuple[int, ...], scalars: list[np.generic],
+                 symbols: Mapping[str, int], values: tuple[int, ...]) -> None:
+        _set(self, "arrays", arrays)
+        _set(self, "sizes", sizes)
+        _set(self, "scalars", scalars)
+        _set(self, "symbols", symbols)
+        _set(self, "values", values)
 
-@attrs.frozen(eq=False)
-class LaunchBinding:
+
+class LaunchBinding(Value, eq=False):
     """What binding a launch of `program` needs, computed once (at prepare time)."""
 
+    __slots__ = ("program", "buffers", "nparams", "scalars")
     program: Program
     buffers: tuple[Slot, ...]  # the buffer params in param order, then the temporaries
     nparams: int  # how many of `buffers` are params
     scalars: tuple[ScalarSlot, ...]
+
+    def __init__(self, program: Program, buffers: tuple[Slot, ...], nparams: int,
+                 scalars: tuple[ScalarSlot, ...]) -> None:
+        self._init(program=program, buffers=buffers, nparams=nparams, scalars=scalars)
 
     @staticmethod
     def of(program: Program) -> "LaunchBinding":

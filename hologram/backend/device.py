@@ -23,6 +23,12 @@ import numpy as np
 __all__ = ["DeviceArray"]
 
 
+def _numpy_dtype(value: Any) -> np.dtype:
+    # a Python function, not `np.dtype` itself: attrs reads a converter's signature, and a
+    # builtin's is parsed from its text (tokenize, ~2.5 ms at the import of this module)
+    return np.dtype(value)
+
+
 @attrs.frozen(eq=False, repr=False)
 class DeviceArray(abc.ABC):
     """An array in `backend`'s memory: `shape`, `dtype` (numpy's, as a CuPy or numba
@@ -30,7 +36,7 @@ class DeviceArray(abc.ABC):
     identity (two device arrays are the same memory or none of it: there are no views)."""
 
     shape: tuple[int, ...] = attrs.field(converter=lambda s: tuple(int(d) for d in s))
-    dtype: np.dtype = attrs.field(converter=np.dtype)
+    dtype: np.dtype = attrs.field(converter=_numpy_dtype)
     backend: Any  # the `Backend` that owns it (base.py imports this module, so it is not named here)
 
     @abc.abstractmethod

@@ -16,7 +16,6 @@ from typing import Mapping, Sequence
 
 from hologram.core import atlas
 from hologram.core.errors import ExecutionError, out_of_bounds
-from hologram.isa.asm import format_instr
 from hologram.isa.program import Instr, Program
 
 ERROR_WORDS = 4  # [code, stage, instruction, value]
@@ -58,6 +57,8 @@ def execution_error(program: Program, record: Sequence[int], global_sizes: Mappi
     if not 0 <= k < len(body) or not isinstance(body[k], Instr):
         return ExecutionError(f"program '{program.name}': {reporter} reported error {code} at stage "
                               f"{stage_index}, instruction {k} (value {value})")
+    from hologram.isa.asm import format_instr  # the assembler's printer: only to describe an error
+
     stage, ins = stages[stage_index], body[k]
     where = f"stage '{stage.name}': instruction {k} `{format_instr(ins, align=False)}`"
     site = program.sites[ins.site] if ins.site is not None and 0 <= ins.site < len(program.sites) else None

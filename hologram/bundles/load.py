@@ -23,8 +23,6 @@ import re
 import warnings
 from typing import TYPE_CHECKING, Callable, Iterator
 
-import attrs
-
 from hologram.bundles import archive
 from hologram.bundles.folds import unlisted_reduction
 from hologram.bundles.manifest import (IR_INDEX, MANIFEST, NAME, SEMVER, Entry, Manifest, NativeTarget, Port, parse,
@@ -38,6 +36,7 @@ from hologram.core.dims import is_derived
 from hologram.core.errors import BundleError, HologramError, HologramWarning, did_you_mean
 from hologram.core.files import read_regular_file
 from hologram.core.types import Affine, DType, Shape
+from hologram.core.values import Value
 from hologram.isa.asm_lexer import LineReader
 from hologram.isa.encoding import SUPPORTED_ISA_VERSIONS, decode
 from hologram.isa.program import BufferParam, Program, ScalarParam
@@ -53,17 +52,21 @@ _SPLIT = re.compile(r"-(?=[0-9])")  # where NAME-VERSION.hgb may split: a versio
 SOURCES = "sources/"  # the members holding the documents a bundle was built from
 
 
-@attrs.frozen
-class Found:
+class Found(Value, uncompared=("make",)):
     """A bundle `load_bundle` can find by name: what its file name (or its plugin) says it
     is, where it is and who put it there."""
 
+    __slots__ = ("name", "version", "path", "origin", "make", "sources")
     name: str
     version: str
     path: str
     origin: str  # 'HOLOGRAM_BUNDLE_PATH' or 'a plugin'
-    make: Callable[[], bytes | None] | None = attrs.field(default=None, eq=False)  # builds it (BundleRef.make)
-    sources: str | None = None  # the documents the bundle `make` builds comes from
+    make: Callable[[], bytes | None] | None  # builds it (BundleRef.make)
+    sources: str | None  # the documents the bundle `make` builds comes from
+
+    def __init__(self, name: str, version: str, path: str, origin: str,
+                 make: Callable[[], bytes | None] | None = None, sources: str | None = None) -> None:
+        self._init(name=name, version=version, path=path, origin=origin, make=make, sources=sources)
 
     @property
     def trusted(self) -> bool:
@@ -73,16 +76,23 @@ class Found:
         return self.origin == PLUGIN and self.make is None
 
 
-@attrs.frozen(eq=False)
-class Bundle:
+class Bundle(Value, eq=False):
     """An opened bundle: its manifest and members, every hash checked."""
 
+    __slots__ = ("where", "manifest", "members", "digests", "path", "_indexes")
     where: str
     manifest: Manifest
-    members: dict[str, bytes] = attrs.field(repr=False)
-    digests: dict[str, str] = attrs.field(repr=False)  # sha256 by member, checked against the bytes by RECORD
-    path: str | None = None  # the file it was read from (None: bytes in memory)
-    _indexes: dict[str, dict] = attrs.field(factory=dict, init=False, repr=False)  # index members read, by name
+    members: dict[str, bytes]
+    digests: dict[str, str]  # sha256 by member, checked against the bytes by RECORD
+    path: str | None  # the file it was read from (None: bytes in memory)
+    _indexes: dict[str, dict]  # index members read, by name
+
+    def __init__(self, where: str, manifest: Manifest, members: dict[str, bytes], digests: dict[str, str],
+                 path: str | None = None) -> None:
+        self._init(where=where, manifest=manifest, members=members, digests=digests, path=path, _indexes={})
+
+    def __repr__(self) -> str:  # not the members' bytes
+        return f"Bundle(where={self.where!r}, manifest={self.manifest!r}, path={self.path!r})"
 
     def program(self, entry: Entry) -> Program:
         """The kernel's program, decoded and verified (or passed before by this verifier:

@@ -14,9 +14,8 @@ import re
 import tomllib
 from typing import Any, Mapping
 
-import attrs
-
 from hologram.core.errors import BundleError
+from hologram.core.values import Value
 
 # 2: native code described per target, its per-kernel details in a JSON index; 3: each
 # kernel's IR as the front end built it, encoded (hologram.ir_codec), for the stream planner
@@ -35,23 +34,26 @@ MAX_NESTING = 16  # tables and arrays within each other: what hologram writes ne
 MAX_INT = 2**31 - 1  # the manifest's integers (format, isa, dsl) are small
 
 
-@attrs.frozen
-class Port:
+class Port(Value):
     """An input or output as the manifest spells it: `type` is `f32[n, m]` (.hasm dims)."""
 
+    __slots__ = ("name", "type", "kind")
     name: str
     type: str
-    kind: str = "array"  # inputs: 'array' or 'scalar'; outputs are arrays
+    kind: str  # inputs: 'array' or 'scalar'; outputs are arrays
+
+    def __init__(self, name: str, type: str, kind: str = "array") -> None:
+        self._init(name=name, type=type, kind=kind)
 
 
-@attrs.frozen
-class NativeTarget:
+class NativeTarget(Value):
     """Object code one backend built for one CPU, for the kernels it lists (docs/bundles.md,
     "Native code"). Kernel K's object is the member `object(K)`; the member `index` is a
     JSON object giving per kernel its object's sha256 and the backend's description of it
     (the stage table): machine-written data, read (fast, by the C JSON parser) only when
     the code is to be used or verified, so `bundle.toml` stays small to parse."""
 
+    __slots__ = ("backend", "target", "triple", "cpu", "features", "toolchain", "kernels", "index_sha256")
     backend: str
     target: str  # x86-64-v3, host, ...
     triple: str
@@ -61,6 +63,11 @@ class NativeTarget:
     kernels: tuple[str, ...]
     index_sha256: str
 
+    def __init__(self, backend: str, target: str, triple: str, cpu: str, features: tuple[str, ...], toolchain: str,
+                 kernels: tuple[str, ...], index_sha256: str) -> None:
+        self._init(backend=backend, target=target, triple=triple, cpu=cpu, features=features, toolchain=toolchain,
+                   kernels=kernels, index_sha256=index_sha256)
+
     @property
     def index(self) -> str:
         return f"native/{self.backend}/{self.target}/index.json"
@@ -69,9 +76,11 @@ class NativeTarget:
         return f"native/{self.backend}/{self.target}/{kernel}.o"
 
 
-@attrs.frozen
-class Entry:
+class Entry(Value):
     """One kernel of a bundle."""
+
+    __slots__ = ("name", "version", "summary", "source", "source_sha256", "program", "program_sha256", "ir",
+                 "symbols", "inputs", "outputs", "reductions", "stats")
 
     name: str
     version: str
@@ -88,6 +97,14 @@ class Entry:
     reductions: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
     stats: Mapping[str, Any]  # stages, instructions (before and after the passes), bytes
 
+    def __init__(self, name: str, version: str, summary: str, source: str, source_sha256: str, program: str,
+                 program_sha256: str, ir: str, symbols: tuple[str, ...], inputs: tuple[Port, ...],
+                 outputs: tuple[Port, ...], reductions: tuple[tuple[str, tuple[tuple[str, str], ...]], ...],
+                 stats: Mapping[str, Any]) -> None:
+        self._init(name=name, version=version, summary=summary, source=source, source_sha256=source_sha256,
+                   program=program, program_sha256=program_sha256, ir=ir, symbols=symbols, inputs=inputs,
+                   outputs=outputs, reductions=reductions, stats=stats)
+
     @property
     def source_ir(self) -> str:
         """The member holding its IR as the front end built it, encoded (hologram.ir_codec):
@@ -96,8 +113,10 @@ class Entry:
         return f"ir/{self.name}.json"
 
 
-@attrs.frozen
-class Manifest:
+class Manifest(Value):
+    """A bundle's `bundle.toml`: what it is, what built it, its kernels and native code."""
+
+    __slots__ = ("name", "version", "isa", "hologram", "dsl", "opt", "kernels", "native", "ir_index_sha256", "format")
     name: str
     version: str
     isa: int
@@ -105,9 +124,14 @@ class Manifest:
     dsl: int
     opt: str  # the pipeline the kernels went through
     kernels: tuple[Entry, ...]
-    native: tuple[NativeTarget, ...] = ()
-    ir_index_sha256: str = ""  # of the member IR_INDEX: each kernel's IR member's sha256
-    format: int = FORMAT_VERSION
+    native: tuple[NativeTarget, ...]
+    ir_index_sha256: str  # of the member IR_INDEX: each kernel's IR member's sha256
+    format: int
+
+    def __init__(self, name: str, version: str, isa: int, hologram: str, dsl: int, opt: str, kernels: tuple[Entry, ...],
+                 native: tuple[NativeTarget, ...] = (), ir_index_sha256: str = "", format: int = FORMAT_VERSION) -> None:
+        self._init(name=name, version=version, isa=isa, hologram=hologram, dsl=dsl, opt=opt, kernels=kernels,
+                   native=native, ir_index_sha256=ir_index_sha256, format=format)
 
     def kernel(self, name: str) -> Entry:
         for k in self.kernels:
@@ -133,8 +157,8 @@ def to_toml(m: Manifest) -> str:
         out.append(f"stats = {_value(dict(k.stats))}")
     for n in m.native:
         out += ["", "[[native]]"]
-        for field in attrs.fields(NativeTarget):
-            out.append(f"{field.name} = {_value(getattr(n, field.name))}")
+        for field in NativeTarget._fields:
+            out.append(f"{field} = {_value(getattr(n, field))}")
     return "\n".join(out) + "\n"
 
 

@@ -21,7 +21,6 @@ import numbers
 import sys
 from typing import Any, Callable, Mapping, Sequence
 
-import attrs
 import numpy as np
 
 from hologram.backend.binding import (SYMBOL_MAX, SYMBOL_RANGE, complete_symbols, describe_bytes,
@@ -31,6 +30,7 @@ from hologram.call.mapping import may_share
 from hologram.compiler.signature import Param, Signature
 from hologram.core.errors import ArgumentError, EmptyReductionError, did_you_mean, shorten
 from hologram.core.types import Affine, DType
+from hologram.core.values import Value
 
 CAST_HINT = "pass cast=True to convert it (one explicit copy)"
 
@@ -265,14 +265,17 @@ def _show(value: Any) -> str:
 
 
 # --------------------------------------------------------------------------- symbols
-@attrs.frozen
-class _Source:
+class _Source(Value):
     """Where a symbol's value came from, for error messages."""
 
+    __slots__ = ("arg", "dim", "expr", "size")
     arg: str
     dim: int
     expr: Affine
     size: int
+
+    def __init__(self, arg: str, dim: int, expr: Affine, size: int) -> None:
+        self._init(arg=arg, dim=dim, expr=expr, size=size)
 
     def __str__(self) -> str:
         return f"argument {self.arg!r} dim {self.dim} ({self.expr}) has size {self.size}"

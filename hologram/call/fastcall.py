@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-import attrs
 import numpy as np
 
 from hologram.backend.binding import exact_arguments
@@ -29,6 +28,7 @@ from hologram.call.args import unalias
 from hologram.call.mapping import mmap_behind
 from hologram.compiler.signature import Signature
 from hologram.core.types import DType
+from hologram.core.values import Value
 from hologram.isa.program import BufferParam, Program, ScalarParam
 
 MISS = object()  # what a fast call returns when the full path must decide
@@ -36,14 +36,18 @@ MISS = object()  # what a fast call returns when the full path must decide
 Run = Callable[..., None]  # run(*buffers, *scalars), each in the program's param order
 
 
-@attrs.frozen(eq=False)
-class Hit:
+class Hit(Value, eq=False):
     """What one full call established, keyed by its input shapes (signature order)."""
 
+    __slots__ = ("shapes", "out_shapes", "run", "symbols")
     shapes: tuple[tuple[int, ...], ...]
     out_shapes: tuple[tuple[int, ...], ...]
     run: Run
-    symbols: Mapping[str, int] = attrs.field(factory=dict)  # what a traced launch reports (hologram.call.tracing)
+    symbols: Mapping[str, int]  # what a traced launch reports (hologram.call.tracing)
+
+    def __init__(self, shapes: tuple[tuple[int, ...], ...], out_shapes: tuple[tuple[int, ...], ...], run: Run,
+                 symbols: Mapping[str, int] | None = None) -> None:
+        self._init(shapes=shapes, out_shapes=out_shapes, run=run, symbols={} if symbols is None else symbols)
 
 
 def program_order(sig: Signature, program: Program) -> tuple[list[str], list[str]] | None:

@@ -19,24 +19,28 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Sequence
 
-import attrs
 import numpy as np
 
 from hologram.call.args import check_array, is_device_array
 from hologram.compiler.signature import Param, Signature
 from hologram.core.errors import ArgumentError
+from hologram.core.values import Value
 
 
-@attrs.frozen
-class LoopCall:
+class LoopCall(Value):
     """What one call with loop dimensions binds: the loop shape, each input's core value
     (for binding the shape symbols), and the program's pattern: inputs with the whole
     loop shape (`full`), with a broadcast part of it (`tabled`, with their item tables)."""
 
+    __slots__ = ("shape", "values", "full", "tabled")
     shape: tuple[int, ...]
     values: Mapping[str, Any]
     full: frozenset[str]
     tabled: Mapping[str, tuple[np.ndarray, int]]  # name -> (its item per batch index, its item count)
+
+    def __init__(self, shape: tuple[int, ...], values: Mapping[str, Any], full: frozenset[str],
+                 tabled: Mapping[str, tuple[np.ndarray, int]]) -> None:
+        self._init(shape=shape, values=values, full=full, tabled=tabled)
 
     @property
     def count(self) -> int:
@@ -46,11 +50,14 @@ class LoopCall:
         return self.full, frozenset(self.tabled)
 
 
-@attrs.frozen
-class Core:
+class Core(Value):
     """An argument seen through its declared (core) dimensions, for binding symbols."""
 
+    __slots__ = ("shape",)
     shape: tuple[int, ...]
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        object.__setattr__(self, "shape", shape)
 
 
 def loop_rank(p: Param, value: Any) -> int:

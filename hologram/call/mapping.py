@@ -23,41 +23,54 @@ import os
 import weakref
 from typing import Any
 
-import attrs
 import numpy as np
+
+from hologram.core.values import Value
 
 FileId = tuple[int, int]  # (st_dev, st_ino)
 
 
-@attrs.frozen
-class Extent:
+_set = object.__setattr__  # an Extent's fields, set directly: one is built per array a call checks
+
+
+class Extent(Value, uncompared=("path",)):
     """The bytes an array spans: [start, end) of the file `file` ((st_dev, st_ino)), or
     addresses of this process's memory when `file` is None. For a strided array, from
     its lowest byte to past its highest (so an overlap is conservative, as numpy's
     `may_share_memory` is)."""
 
+    __slots__ = ("file", "start", "end", "path")
     file: FileId | None
     start: int
     end: int
-    path: str = attrs.field(default="", eq=False)  # the file's name, for messages
+    path: str  # the file's name, for messages
+
+    def __init__(self, file: FileId | None, start: int, end: int, path: str = "") -> None:
+        _set(self, "file", file)
+        _set(self, "start", start)
+        _set(self, "end", end)
+        _set(self, "path", path)
 
     def overlaps(self, other: "Extent") -> bool:
         return self.file == other.file and self.start < other.end and other.start < self.end
 
 
-@attrs.frozen
-class Mapped:
+class Mapped(Value):
     """A file mapping holding an array: `mm` the mmap object, `file` the mapped file,
     `pos` the file position of the array's lowest byte, `shared` whether the mapping is
     shared (its writes reach the file and the file's reach it) rather than
     copy-on-write, `path` the file's name as last known (for messages; it may have been
     renamed or deleted since)."""
 
+    __slots__ = ("mm", "file", "pos", "shared", "path")
     mm: Any
     file: FileId
     pos: int
     shared: bool
     path: str
+
+    def __init__(self, mm: Any, file: FileId, pos: int, shared: bool, path: str) -> None:
+        self._init(mm=mm, file=file, pos=pos, shared=shared, path=path)
 
 
 def byte_bounds(a: np.ndarray) -> tuple[int, int]:

@@ -8,22 +8,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-import attrs
-
 from hologram.core.types import Affine, DType, Shape, type_str
+from hologram.core.values import Value
 
 if TYPE_CHECKING:
     from hologram.ir import KernelIR
 
 
-@attrs.frozen
-class Param:
+class Param(Value):
     """An input or output of a kernel call. kind: 'array', 'scalar' or 'output'."""
 
+    __slots__ = ("name", "dtype", "shape", "kind")
     name: str
     dtype: DType
     shape: Shape
     kind: str
+
+    def __init__(self, name: str, dtype: DType, shape: Shape, kind: str) -> None:
+        self._init(name=name, dtype=dtype, shape=shape, kind=kind)
 
     @property
     def type(self) -> str:
@@ -33,14 +35,18 @@ class Param:
         return f"{self.name}: {self.type}"
 
 
-@attrs.frozen
-class Signature:
+class Signature(Value):
     """What a kernel takes and returns: `softmax(x: f32[n]) -> y: f32[n]`."""
 
+    __slots__ = ("name", "inputs", "outputs", "symbols")
     name: str
     inputs: tuple[Param, ...]
     outputs: tuple[Param, ...]
-    symbols: tuple[str, ...] = ()
+    symbols: tuple[str, ...]
+
+    def __init__(self, name: str, inputs: tuple[Param, ...], outputs: tuple[Param, ...],
+                 symbols: tuple[str, ...] = ()) -> None:
+        self._init(name=name, inputs=inputs, outputs=outputs, symbols=symbols)
 
     @staticmethod
     def of(kir: KernelIR) -> "Signature":

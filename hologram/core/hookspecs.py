@@ -15,16 +15,16 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, Sequence
 
-import attrs
 import pluggy
+
+from hologram.core.values import Value
 
 PROJECT = "hologram"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
-@attrs.frozen
-class BodyKey:
+class BodyKey(Value):
     """A kernel-document key a translator handles in place of `body` (docs/plugins.md,
     "Document keys"): with it registered, `circuit = "..."` in a TOML, YAML or JSON
     kernel is accepted, and the schema hands the kernel over.
@@ -36,10 +36,14 @@ class BodyKey:
     itself, so the document must not declare them. `summary` says what the value is, for
     the schema's hints."""
 
+    __slots__ = ("key", "summary", "build", "interface")
     key: str
     summary: str
     build: Callable[[object], object]
-    interface: bool = False
+    interface: bool
+
+    def __init__(self, key: str, summary: str, build: Callable[[object], object], interface: bool = False) -> None:
+        self._init(key=key, summary=summary, build=build, interface=interface)
 
 
 # the form of `Translator.parse` this hologram calls by default and the newest it knows
@@ -47,8 +51,7 @@ class BodyKey:
 TRANSLATOR_APIS = (1, 2)
 
 
-@attrs.frozen
-class Translator:
+class Translator(Value, uncompared=("cases",)):
     """Turns source text of one format into kernel definitions.
 
     parse(text, file, keys) -> list of KernelDef (hologram.translator); raises
@@ -71,18 +74,30 @@ class Translator:
     keyword arguments name, version, reassociate as `@hologram.kernel` received them,
     those given) in place of whatever its decorator's source says."""
 
+    __slots__ = ("name", "extensions", "parse", "body_keys", "cases", "claims", "declaring", "api", "decorated")
     name: str
     extensions: tuple[str, ...]
     parse: Callable[..., Sequence[object]]
+    body_keys: tuple[BodyKey, ...]
+    cases: Callable[[object], object] | None
+    claims: Callable[[str], bool] | None
+    declaring: str | None
+    api: int
+    decorated: Callable[[str, str, int, Mapping[str, object]], object] | None
+
     # the optional parts are keywords: a plugin names what it adds, so adding one here
     # never shifts another plugin's positional argument into the wrong field
-    body_keys: tuple[BodyKey, ...] = attrs.field(default=(), kw_only=True)
-    cases: Callable[[object], object] | None = attrs.field(default=None, eq=False, kw_only=True)
-    claims: Callable[[str], bool] | None = attrs.field(default=None, kw_only=True)
-    declaring: str | None = attrs.field(default=None, kw_only=True)
-    api: int = attrs.field(default=1, kw_only=True)
-    decorated: Callable[[str, str, int, Mapping[str, object]], object] | None = \
-        attrs.field(default=None, kw_only=True)
+    def __init__(self, name: str, extensions: tuple[str, ...], parse: Callable[..., Sequence[object]], *,
+                 body_keys: tuple[BodyKey, ...] = (), cases: Callable[[object], object] | None = None,
+                 claims: Callable[[str], bool] | None = None, declaring: str | None = None, api: int = 1,
+                 decorated: Callable[[str, str, int, Mapping[str, object]], object] | None = None) -> None:
+        self._init(name=name, extensions=extensions, parse=parse, body_keys=body_keys, cases=cases, claims=claims,
+                   declaring=declaring, api=api, decorated=decorated)
+
+    def with_extensions(self, extensions: tuple[str, ...]) -> Translator:
+        """This translator, claiming `extensions` instead."""
+        return Translator(self.name, extensions, self.parse, body_keys=self.body_keys, cases=self.cases,
+                          claims=self.claims, declaring=self.declaring, api=self.api, decorated=self.decorated)
 
     def read(self, text: str, file: str, keys: Mapping[str, BodyKey]) -> Sequence[object]:
         """`parse` called in the form `api` declares."""
@@ -96,8 +111,7 @@ class Translator:
                                   "one kernel, as the plugin that reads it documents")
 
 
-@attrs.frozen
-class BundleRef:
+class BundleRef(Value, uncompared=("make",)):
     """A bundle a plugin ships: `name` resolvable by `hologram.load_bundle(name)`.
 
     `path` is the `.hgb` file, named `NAME-VERSION.hgb` (the file's manifest must say
@@ -109,10 +123,15 @@ class BundleRef:
     missing, damaged or different. `make()` writes `path` and returns None, or returns
     the bundle's bytes when `path` cannot be written (the load then uses them)."""
 
+    __slots__ = ("name", "path", "make", "sources")
     name: str
     path: str
-    make: Callable[[], bytes | None] | None = attrs.field(default=None, eq=False)
-    sources: str | None = None
+    make: Callable[[], bytes | None] | None
+    sources: str | None
+
+    def __init__(self, name: str, path: str, make: Callable[[], bytes | None] | None = None,
+                 sources: str | None = None) -> None:
+        self._init(name=name, path=path, make=make, sources=sources)
 
 
 @hookspec
@@ -135,17 +154,20 @@ def hologram_register_bundles(register: Callable[[BundleRef], None]) -> None:
     """Register precompiled bundles shipped by the plugin."""
 
 
-@attrs.frozen
-class CollectionAdapter:
+class CollectionAdapter(Value):
     """Kernels called with another library's lazy collections (docs/plugins.md,
     "Collections"): `claims(value)` says whether an argument is one of them (cheaply, without
     importing that library); `call(kernel, values, out, cast, mapped)` then takes the whole
     call, its arguments bound to the kernel's inputs by name (`mapped`: it came through
     `kernel.map`), and returns what the call returns, e.g. lazy arrays (hologram.dask)."""
 
+    __slots__ = ("name", "claims", "call")
     name: str
     claims: Callable[[object], bool]
     call: Callable[..., object]
+
+    def __init__(self, name: str, claims: Callable[[object], bool], call: Callable[..., object]) -> None:
+        self._init(name=name, claims=claims, call=call)
 
 
 @hookspec

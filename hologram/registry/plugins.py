@@ -33,7 +33,6 @@ import warnings
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
-import attrs
 import pluggy
 
 from hologram.backend import API_VERSION, Backend, Capabilities
@@ -42,6 +41,7 @@ from hologram.core import distribution, forks, hookspecs
 from hologram.core.distribution import EntryPoint
 from hologram.core.errors import PluginError, did_you_mean
 from hologram.core.hookspecs import TRANSLATOR_APIS, BodyKey, BundleRef, CollectionAdapter, Translator
+from hologram.core.values import Value
 
 if TYPE_CHECKING:
     from hologram.passes.api import Pass
@@ -57,8 +57,7 @@ class PluginWarning(UserWarning):
 
 
 # ----------------------------------------------------------------------------- values
-@attrs.frozen
-class PluginInfo:
+class PluginInfo(Value):
     """One row of `plugin_report()`.
 
     status: 'ok', 'failed' (import error, bad hook, a hook raised), 'disabled' (left
@@ -66,12 +65,18 @@ class PluginInfo:
     registered: what the plugin provided, e.g. ('translator toml (.toml)', 'backend interp').
     """
 
+    __slots__ = ("name", "distribution", "version", "registered", "status", "error")
     name: str
     distribution: str | None
     version: str | None
     registered: tuple[str, ...]
     status: str
-    error: str | None = None
+    error: str | None
+
+    def __init__(self, name: str, distribution: str | None, version: str | None, registered: tuple[str, ...],
+                 status: str, error: str | None = None) -> None:
+        self._init(name=name, distribution=distribution, version=version, registered=registered, status=status,
+                   error=error)
 
     @property
     def origin(self) -> str:
@@ -81,12 +86,12 @@ class PluginInfo:
         return f"{self.distribution} {self.version}" if self.version else self.distribution
 
 
-@attrs.frozen
-class Registry:
+class Registry(Value):
     """Everything the loaded plugins registered, by kind. Names are unique per kind:
     when two plugins claim one name the first (in load order) keeps it and the second
     is reported as failed."""
 
+    __slots__ = ("translators", "extensions", "body_keys", "backends", "passes", "bundles", "collections", "report")
     translators: Mapping[str, Translator]
     extensions: Mapping[str, Translator]  # '.toml' -> translator
     body_keys: Mapping[str, BodyKey]  # 'circuit' -> what handles it in kernel documents
@@ -96,13 +101,23 @@ class Registry:
     collections: Mapping[str, CollectionAdapter]  # lazy collections a kernel may be called with
     report: tuple[PluginInfo, ...]
 
+    def __init__(self, translators: Mapping[str, Translator], extensions: Mapping[str, Translator],
+                 body_keys: Mapping[str, BodyKey], backends: BackendTable, passes: tuple[Pass, ...],
+                 bundles: Mapping[str, BundleRef], collections: Mapping[str, CollectionAdapter],
+                 report: tuple[PluginInfo, ...]) -> None:
+        self._init(translators=translators, extensions=extensions, body_keys=body_keys, backends=backends,
+                   passes=passes, bundles=bundles, collections=collections, report=report)
 
-@attrs.frozen
-class Selection:
+
+class Selection(Value):
     """A parsed HOLOGRAM_PLUGINS value. `include is None` means every plugin."""
 
+    __slots__ = ("include", "exclude")
     include: frozenset[str] | None
     exclude: frozenset[str]
+
+    def __init__(self, include: frozenset[str] | None, exclude: frozenset[str]) -> None:
+        self._init(include=include, exclude=exclude)
 
     @staticmethod
     def parse(value: str | None) -> "Selection":
@@ -145,7 +160,7 @@ def _check_translator(obj: Any) -> Translator:
         if not isinstance(key, BodyKey) or not isinstance(key.key, str) or not key.key.isidentifier():
             raise PluginError(f"translator {obj.name!r} declares a document key {key!r}; expected a "
                               "hologram.core.hookspecs.BodyKey named by an identifier")
-    return attrs.evolve(obj, extensions=exts)
+    return obj.with_extensions(exts)
 
 
 def _check_backend(obj: Any) -> Backend | LazyBackend:
@@ -208,13 +223,20 @@ def _describe_pass(p: Pass) -> str:
     return f"pass {p.name} ({p.level}; {', '.join(p.pipelines) or 'by name only'})"
 
 
-@attrs.frozen
-class _Kind:
+class _Kind(Value):
+    """A register-style hook: what it registers (`noun`), how each object is checked,
+    named and described in the report."""
+
+    __slots__ = ("hook", "noun", "check", "key", "describe")
     hook: str
     noun: str
     check: Callable[[Any], Any]
     key: Callable[[Any], str]
     describe: Callable[[Any], str]
+
+    def __init__(self, hook: str, noun: str, check: Callable[[Any], Any], key: Callable[[Any], str],
+                 describe: Callable[[Any], str]) -> None:
+        self._init(hook=hook, noun=noun, check=check, key=key, describe=describe)
 
 
 # The register-style hooks, in the order they are called for each plugin.

@@ -119,7 +119,7 @@ def test_a_failing_handler_is_a_plugin_error(keys_plugin):
     with pytest.raises(PluginError, match="handler of document key 'twice' failed on kernel 'k': ValueError: boom"):
         hologram.compile(TWICE_DOC.replace("a + 1", "boom"))
     with pytest.raises(PluginError, match="returned str; expected hologram.dsl.document.KernelDef"):
-        parse_toml(TWICE_DOC, "k.toml", {"twice": attrs.evolve(TWICE, build=lambda header: "not a kernel")})
+        parse_toml(TWICE_DOC, "k.toml", {"twice": BodyKey(TWICE.key, TWICE.summary, lambda header: "not a kernel")})
 
 
 def test_the_keys_are_an_argument_of_parse(keys_plugin, register_plugin):

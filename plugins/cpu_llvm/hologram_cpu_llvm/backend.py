@@ -18,11 +18,10 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-import attrs
 import numpy as np
 
-from hologram.backend import (FORK_GUARD, Backend, DType, FaultGuard, Instr, LaunchBinding, Program, convert_value,
-                              program_hash, renew_in_child, trace)
+from hologram.backend import (FORK_GUARD, Backend, DType, FaultGuard, Instr, LaunchBinding, Program, Value,
+                              convert_value, program_hash, renew_in_child, trace)
 from hologram.errors import ArgumentError, CompileError, HologramError, HologramWarning
 
 from . import cancel, cpu, fault_guard, loader, native_pool, threads, trampoline
@@ -32,13 +31,20 @@ from .launcher import make_launcher
 from .runtime import REDUCE_KINDS, STAGE_FN, Executable, ReduceSlot, StagePlan, identity, launch
 
 
-@attrs.frozen
-class StageSymbol:
+class StageSymbol(Value):
     """The part of codegen's StageEntry the runtime needs (and caches on disk)."""
 
+    __slots__ = ("name", "stage_index", "reduce_buffers")
     name: str
     stage_index: int
     reduce_buffers: tuple[str, ...]
+
+    def __init__(self, name: str, stage_index: int, reduce_buffers: tuple[str, ...]) -> None:
+        self._init(name=name, stage_index=stage_index, reduce_buffers=reduce_buffers)
+
+    def as_json(self) -> dict[str, Any]:
+        """As a stage table (a cache entry's or a bundle's meta) holds it."""
+        return {"name": self.name, "stage_index": self.stage_index, "reduce_buffers": list(self.reduce_buffers)}
 
 
 # --------------------------------------------------------------------------- codegen link
@@ -340,7 +346,7 @@ class CpuLlvmBackend(Backend):
         result = self._generate(program)
         symbols = tuple(StageSymbol(e.name, int(e.stage_index), tuple(e.reduce_buffers)) for e in result.stages)
         support, table = _support()
-        meta = {"stages": [attrs.asdict(s) for s in symbols], "support": table}
+        meta = {"stages": [s.as_json() for s in symbols], "support": table}
         try:
             _check_symbols(symbols, program)
             obj = offload.compile_object(result.module_ir, level=_opt_level(program), support=support)
@@ -433,7 +439,7 @@ class CpuLlvmBackend(Backend):
                                f"(a code generator bug): {e}") from None
         return {"target": t.name, "triple": t.triple, "cpu": t.cpu, "features": t.features,
                 "toolchain": self.native_toolchain(),
-                "meta": {"stages": [attrs.asdict(s) for s in symbols], "support": table},
+                "meta": {"stages": [s.as_json() for s in symbols], "support": table},
                 "object": obj}
 
     def check_native(self, program: Program, native: Mapping[str, Any]) -> str | None:

@@ -30,8 +30,7 @@ import struct
 from pathlib import Path
 from typing import Any, Hashable, TypeVar
 
-import attrs
-from hologram.backend import LRUCache, disk_cache, user_cache_root
+from hologram.backend import LRUCache, Value, disk_cache, user_cache_root
 
 MAGIC = b"HGLLVM\x00\x01"
 SUFFIX = ".hgo"
@@ -60,10 +59,15 @@ def default_cache_dir() -> Path:
     return user_cache_root() / "cpu_llvm"
 
 
-@attrs.frozen
-class Entry:
+class Entry(Value):
+    """A cached object: its stage table and the object code."""
+
+    __slots__ = ("meta", "obj")
     meta: Any
     obj: bytes
+
+    def __init__(self, meta: Any, obj: bytes) -> None:
+        self._init(meta=meta, obj=obj)
 
 
 def encode_entry(key: str, entry: Entry) -> bytes:

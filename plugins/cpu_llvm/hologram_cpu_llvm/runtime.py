@@ -22,11 +22,10 @@ import math
 import struct
 from typing import Any, Callable, Mapping, Sequence
 
-import attrs
 import numpy as np
 
-from hologram.backend import (Formula, LaunchBinding, Program, Slot, domain_extents, error_record, lane_cost,
-                              lead_lane_axes, trace)
+from hologram.backend import (Formula, LaunchBinding, Program, Slot, Value, domain_extents, error_record,
+                              lane_cost, lead_lane_axes, trace)
 from hologram.errors import ArgumentError, ExecutionError
 
 from . import cancel, loader, threads
@@ -84,64 +83,82 @@ else:  # pragma: no cover - a Python/numpy build with another object layout
 
 
 # ---------------------------------------------------------------------- the executable
-@attrs.frozen(eq=False)
-class ReduceSlot:
+class ReduceSlot(Value, eq=False):
+    """A buffer a stage reduces into: what its partial results combine with."""
+
+    __slots__ = ("buffer", "ufunc", "identity")
     buffer: int  # index into Executable.buffers
     ufunc: np.ufunc
     identity: Any
 
+    def __init__(self, buffer: int, ufunc: np.ufunc, identity: Any) -> None:
+        self._init(buffer=buffer, ufunc=ufunc, identity=identity)
 
-@attrs.frozen(eq=False)
-class StagePlan:
+
+class StagePlan(Value, eq=False):
+    """One stage of an Executable: its native function and what a launch does around it."""
+
+    __slots__ = ("name", "index", "fn", "block", "inits", "reduces", "plain", "address")
     name: str
     index: int
     fn: Callable
     block: tuple[int, int, int]
     inits: tuple[tuple[int, int, np.generic], ...]  # (buffer index, offset, value in the buffer's dtype)
     reduces: tuple[ReduceSlot, ...]
-    plain: bool = attrs.field(init=False)  # no inits, no reductions: launching it is just the call
-    address: int = attrs.field(init=False)  # of the native function `fn` calls
+    plain: bool  # no inits, no reductions: launching it is just the call
+    address: int  # of the native function `fn` calls
 
-    @plain.default
-    def _plain(self) -> bool:
-        return not self.inits and not self.reduces
-
-    @address.default
-    def _address(self) -> int:
-        return ctypes.cast(self.fn, ctypes.c_void_p).value
+    def __init__(self, name: str, index: int, fn: Callable, block: tuple[int, int, int],
+                 inits: tuple[tuple[int, int, np.generic], ...], reduces: tuple[ReduceSlot, ...]) -> None:
+        self._init(name=name, index=index, fn=fn, block=block, inits=inits, reduces=reduces,
+                   plain=not inits and not reduces, address=ctypes.cast(fn, ctypes.c_void_p).value)
 
 
-@attrs.frozen(eq=False)
-class Geometry:
+class Geometry(Value, eq=False):
     """What the shape symbols fix: element count and byte size of every buffer, and per
     stage the number of blocks and lanes; and whether a launch may run long (a stage's
     cost at INLINE_COST or more, or a loop whose trip count comes from data, which no
     geometry bounds): only such a launch re-arms the Ctrl-C hook (cancel.arm, ~1 µs)."""
 
+    __slots__ = ("sizes", "nbytes", "grids", "long")
     sizes: tuple[int, ...]
     nbytes: tuple[int, ...]
     grids: tuple[tuple[int, int], ...]  # (blocks, cost: lanes times the cost of a lane) per stage
-    long: bool = False
+    long: bool
+
+    def __init__(self, sizes: tuple[int, ...], nbytes: tuple[int, ...], grids: tuple[tuple[int, int], ...],
+                 long: bool = False) -> None:
+        self._init(sizes=sizes, nbytes=nbytes, grids=grids, long=long)
 
 
-@attrs.frozen(eq=False)
-class Executable:
+class Executable(Value, eq=False):
     """A prepared program: what `CpuLlvmBackend.prepare` returns. It holds the engine
     that owns the machine code, so the code lives exactly as long as this object."""
 
+    __slots__ = ("program", "key", "stages", "binding", "loaded", "pack_ptrs", "pack_syms", "from_cache",
+                 "alias_pairs", "_geometries", "_work")
     program: Program
     key: str
     stages: tuple[StagePlan, ...]
     binding: LaunchBinding  # the buffers (params in param order, then temps) and scalars, and every launch check
-    loaded: loader.Loaded = attrs.field(repr=False)
-    pack_ptrs: Callable[..., bytes] = attrs.field(repr=False)  # struct packers of the bufs and syms arrays
-    pack_syms: Callable[..., bytes] = attrs.field(repr=False)
-    from_cache: bool = False
+    loaded: loader.Loaded
+    pack_ptrs: Callable[..., bytes]  # struct packers of the bufs and syms arrays
+    pack_syms: Callable[..., bytes]
+    from_cache: bool
     # (written param, other param) pairs that may need an alias check at launch
-    alias_pairs: tuple[tuple[int, int], ...] = ()
-    _geometries: dict = attrs.field(factory=dict, repr=False)
+    alias_pairs: tuple[tuple[int, int], ...]
+    _geometries: dict[tuple[int, ...], Geometry]  # by symbol values, the last 64
     # per stage: (lane_cost, the lead lane axis), once known
-    _work: list[tuple[Formula, int | None]] = attrs.field(factory=list, init=False, repr=False)
+    _work: list[tuple[Formula, int | None]]
+
+    def __init__(self, program: Program, key: str, stages: tuple[StagePlan, ...], binding: LaunchBinding,
+                 loaded: loader.Loaded, pack_ptrs: Callable[..., bytes], pack_syms: Callable[..., bytes],
+                 from_cache: bool = False, alias_pairs: tuple[tuple[int, int], ...] = ()) -> None:
+        self._init(program=program, key=key, stages=stages, binding=binding, loaded=loaded, pack_ptrs=pack_ptrs,
+                   pack_syms=pack_syms, from_cache=from_cache, alias_pairs=alias_pairs, _geometries={}, _work=[])
+
+    def __repr__(self) -> str:  # not the loaded code nor the packers
+        return f"Executable(program={self.program.name!r}, key={self.key!r}, from_cache={self.from_cache!r})"
 
     @property
     def buffers(self) -> tuple[Slot, ...]:

@@ -43,10 +43,9 @@ import sys
 import threading
 from typing import Any, Callable, Sequence
 
-import attrs
 import numpy as np
 
-from hologram.backend import FORK_GUARD, renew_in_child
+from hologram.backend import FORK_GUARD, Value, renew_in_child
 
 from .abi import CANCEL_MAIN_THREAD, CANCEL_SYMBOL, CANCELLABLE
 
@@ -505,18 +504,22 @@ def available() -> bool:
     return _build() is not None
 
 
-@attrs.frozen
-class NativeStage:
+class NativeStage(Value):
     """A stage as the entry point runs it: its function, its block count, the `.init`s
     applied first ((buffer, byte offset, byte count, the value's bytes as a word) each,
     inside the buffer), and the buffers it reduces into, passed as their own partials
     (the caller makes sure that is exact: one thread, and every element they reduce into
     seeded, or an integer type)."""
 
+    __slots__ = ("address", "blocks", "inits", "reduced")
     address: int
     blocks: int
-    inits: tuple[tuple[int, int, int, int], ...] = ()
-    reduced: tuple[int, ...] = ()
+    inits: tuple[tuple[int, int, int, int], ...]
+    reduced: tuple[int, ...]
+
+    def __init__(self, address: int, blocks: int, inits: tuple[tuple[int, int, int, int], ...] = (),
+                 reduced: tuple[int, ...] = ()) -> None:
+        self._init(address=address, blocks=blocks, inits=inits, reduced=reduced)
 
 
 def native_launcher(buffers: Sequence[tuple[np.dtype, tuple[int, ...], bool]], scalars: Sequence[np.dtype],

@@ -11,10 +11,11 @@ import sys
 import numpy as np
 import pytest
 
+import hologram.backend as sdk
 from hologram.core.errors import VerifyError
 from hologram.isa.asm import parse_program
 from hologram.testing import assert_close
-from hologram_cpu_llvm import CpuLlvmBackend, backend as backend_module, cache, jit, threads
+from hologram_cpu_llvm import CpuLlvmBackend, cache, jit, threads
 
 from runtime_cases import REV, TOTALS
 
@@ -48,8 +49,7 @@ def test_a_disk_hit_is_not_verified_again_and_a_bad_program_is_still_refused(fak
     b, _ = fake_backend(REV)
     b.prepare(REV.program())
     calls = []
-    import hologram.backend as sdk
-    real = sdk.verify  # what prepare imports when it compiles
+    real = sdk.verify  # what prepare imports when it compiles (`from hologram.backend import verify`)
     monkeypatch.setattr(sdk, "verify", lambda p: calls.append(p) or real(p))
     b2, codegen2 = fake_backend(REV)
     assert b2.prepare(REV.program()).from_cache and calls == [] and codegen2.calls == []
