@@ -1,7 +1,7 @@
 """Lowering, part 4: register-tiled contractions (matrix products).
 
-`t[i, j] = f(sum(a[i, p] * b[p, j], p))` on f32 or f64 (gemm, and any 2-D statement built around
-one such sum), and its batched form `t[z, i, j] = f(sum(a[z, i, p] * b[z, p, j], p))`
+`t[i, j] = f(sum(a[i, p] * b[p, j], p))` on f32 or f64 (gemm, and any 2-D statement built
+around one such sum), and its batched form `t[z, i, j] = f(sum(a[z, i, p] * b[z, p, j], p))`
 (either operand may be one matrix shared by every batch: `a[i, p]`, `b[p, j]`; what
 `a @ b` gives for 3-D operands) is computed a tile at a time: a block of the stage's launch is a tile of
 `TILE_ROWS x TILE_COLS` outputs, and its first lane computes all of it, keeping one
@@ -21,8 +21,8 @@ most `8 u sum|block|`), groups of `G` block sums in f32 (at most `(G - 1) u
 sum|group|`), then the group sums in f64 (less than `n 2**-53 sum|x|`) and one rounding
 to f32: at most `(8 + G) u sum|x|` in all. An f64 tile has 16 columns (`tile_cols`) and
 adds its group sums with TwoSum, keeping each addition's error in a second register and
-adding it at the end: one rounding and `O(n u^2)` more, the same `(8 + G) u` bound. The bound `2 (ceil(log2 n) + 1) u sum|x|`
-grows by 2u per doubling of n, so G grows with k (`groups`): `GROUP` (4) blocks up to
+adding it at the end: one rounding and `O(n u^2)` more, the same `(8 + G) u` bound. The
+bound `2 (ceil(log2 n) + 1) u sum|x|` grows by 2u per doubling of n, so G grows with k (`groups`): `GROUP` (4) blocks up to
 k = 32 (an output errs by at most `n u` for n <= 8, `9 u` for n <= 16, `11 u` for n <=
 32, `12 u` beyond), and `2e - 5` blocks for k > 2**e (e = 5..10: 5 blocks for k > 32,
 11 for k > 256, 15 for k > 1024), one u inside the bound. Longer groups mean fewer f64
