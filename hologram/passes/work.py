@@ -1,12 +1,12 @@
-"""What one launch of an ISA program costs: the loop iterations one lane of a stage runs
-(`lane_work`, which the cpu_llvm runtime weighs to decide whether a stage is worth
-waking threads) and the bytes a stage reads and writes (`stage_traffic`), as `Formula`s
-in the shape symbols. Read from the program alone (no IR), so a process that only runs
+"""What one launch of an ISA program costs: the loop iterations and the weighted
+operations one lane of a stage runs (`lane_work`; `lane_cost`, which the cpu_llvm
+runtime weighs to decide whether a stage is worth waking threads) and the bytes a stage
+reads and writes (`stage_traffic`), as `Formula`s in the shape symbols. Read from the program alone (no IR), so a process that only runs
 kernels can import it; hologram.passes.stats adds the IR and presents both."""
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Callable, Mapping
 
 import attrs
 
@@ -129,15 +129,8 @@ class Formula:
 def lane_work(stage: Stage) -> Formula:
     """About how many loop iterations one lane of `stage` runs: 1, plus for each LOOP the
     product of its trip count and those of the loops around it (a data-dependent count
-    is a `trips.*` symbol, see `_trip_counts`). The cpu_llvm runtime weighs a stage by
-    lanes times this to decide whether it is worth waking threads."""
-    body = stage.body
-    labels = {it.name: k for k, it in enumerate(body) if isinstance(it, Label)}
-    spans = _loop_spans(body, labels, _trip_counts(stage, labels)[0])
-    terms: list[Term] = [(1, (), ())]
-    for lo, hi, _ in spans:
-        terms.append((1, tuple(c for lo2, hi2, c in spans if lo2 <= lo and hi <= hi2), ()))
-    return Formula(tuple(terms)).simplify()
+    is a `trips.*` symbol, see `_trip_counts`)."""
+    return Formula.const(1) + _weighed(stage, lambda ins: ins.op == "LOOP")
 
 
 # What an instruction weighs in `lane_cost`, in simple operations: a transcendental
@@ -147,10 +140,9 @@ MATH_WEIGHT, SQRT_WEIGHT = 16, 4
 
 
 def _weight(ins: Instr) -> int:
-    group = OPCODES[ins.op].group
     if ins.op == "SQRT":
         return SQRT_WEIGHT
-    return MATH_WEIGHT if group in ("math", "transcendental") else 1
+    return MATH_WEIGHT if OPCODES[ins.op].group in ("math", "transcendental") else 1
 
 
 def lane_cost(stage: Stage) -> Formula:
@@ -159,14 +151,17 @@ def lane_cost(stage: Stage) -> Formula:
     counts of the loops around it. Where `lane_work` counts iterations, this tells a
     stage of one load and one add from one of a tanh per element: what the cpu_llvm
     runtime weighs to decide whether a stage is worth waking threads."""
+    return _weighed(stage, _weight)
+
+
+def _weighed(stage: Stage, weight: Callable[[Instr], int]) -> Formula:
+    """The sum over the stage's instructions of `weight(ins)` times the trip counts of
+    the loops around it (a LOOP is inside its own loop)."""
     body = stage.body
     labels = {it.name: k for k, it in enumerate(body) if isinstance(it, Label)}
     spans = _loop_spans(body, labels, _trip_counts(stage, labels)[0])
-    terms: list[Term] = []
-    for k, it in enumerate(body):
-        if isinstance(it, Instr):
-            terms.append((_weight(it), tuple(c for lo, hi, c in spans if lo <= k <= hi), ()))
-    return Formula(tuple(terms)).simplify()
+    return Formula(tuple((int(weight(it)), tuple(c for lo, hi, c in spans if lo <= k <= hi), ())
+                         for k, it in enumerate(body) if isinstance(it, Instr))).simplify()
 
 
 def _loop_spans(body: tuple, labels: Mapping[str, int], counts: Mapping[int, Poly]) -> list[tuple[int, int, Poly]]:

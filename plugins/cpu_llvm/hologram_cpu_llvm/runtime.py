@@ -136,7 +136,7 @@ class Executable(Value, eq=False):
     that owns the machine code, so the code lives exactly as long as this object."""
 
     __slots__ = ("program", "key", "stages", "binding", "loaded", "pack_ptrs", "pack_syms", "from_cache",
-                 "alias_pairs", "_geometries", "_work")
+                 "alias_pairs", "_geometries", "_costs")
     program: Program
     key: str
     stages: tuple[StagePlan, ...]
@@ -149,13 +149,13 @@ class Executable(Value, eq=False):
     alias_pairs: tuple[tuple[int, int], ...]
     _geometries: dict[tuple[int, ...], Geometry]  # by symbol values, the last 64
     # per stage: (lane_cost, the lead lane axis), once known
-    _work: list[tuple[Formula, int | None]]
+    _costs: list[tuple[Formula, int | None]]
 
     def __init__(self, program: Program, key: str, stages: tuple[StagePlan, ...], binding: LaunchBinding,
                  loaded: loader.Loaded, pack_ptrs: Callable[..., bytes], pack_syms: Callable[..., bytes],
                  from_cache: bool = False, alias_pairs: tuple[tuple[int, int], ...] = ()) -> None:
         self._init(program=program, key=key, stages=stages, binding=binding, loaded=loaded, pack_ptrs=pack_ptrs,
-                   pack_syms=pack_syms, from_cache=from_cache, alias_pairs=alias_pairs, _geometries={}, _work=[])
+                   pack_syms=pack_syms, from_cache=from_cache, alias_pairs=alias_pairs, _geometries={}, _costs=[])
 
     def __repr__(self) -> str:  # not the loaded code nor the packers
         return f"Executable(program={self.program.name!r}, key={self.key!r}, from_cache={self.from_cache!r})"
@@ -181,10 +181,10 @@ class Executable(Value, eq=False):
         sizes = self.binding.sizes(syms)
         grids = []
         named = dict(zip(self.program.symbols, syms))
-        if not self._work:  # at the first launch, not in prepare: a warm load stays a load
-            self._work[:] = [(lane_cost(s), lead_lane_axes(s)) for s in (self.program.stages[st.index]
+        if not self._costs:  # at the first launch, not in prepare: a warm load stays a load
+            self._costs[:] = [(lane_cost(s), lead_lane_axes(s)) for s in (self.program.stages[st.index]
                                                                         for st in self.stages)]
-        for st, (work, lead) in zip(self.stages, self._work):
+        for st, (cost, lead) in zip(self.stages, self._costs):
             ext = domain_extents(self.program.stages[st.index], named)
             lanes = math.prod(ext)
             if lanes >= _I64:  # lane and block ids are i64 in the native code
@@ -192,8 +192,8 @@ class Executable(Value, eq=False):
             for a in lead:  # one lane per block works (and is run) along these axes
                 if ext[a]:
                     lanes = lanes // ext[a] * -(-ext[a] // st.block[a])
-            grids.append((math.prod(-(-n // b) for n, b in zip(ext, st.block)), lanes * _per_lane(work, named)))
-        counted_by_data = any(name.startswith("trips.") for work, _ in self._work for name in work.symbols)
+            grids.append((math.prod(-(-n // b) for n, b in zip(ext, st.block)), lanes * _per_lane(cost, named)))
+        counted_by_data = any(name.startswith("trips.") for cost, _ in self._costs for name in cost.symbols)
         return Geometry(sizes, tuple(n * b.np.itemsize for n, b in zip(sizes, self.buffers)),
                         tuple(grids), counted_by_data or any(cost >= INLINE_COST for _, cost in grids))
 
@@ -232,10 +232,10 @@ def launch(exe: Executable, buffers: Mapping[str, np.ndarray], scalars: Mapping[
 _I64 = 1 << 63
 
 
-def _per_lane(work: Formula, symbols: Mapping[str, int]) -> int:
-    """`work` at these symbol values, a data-dependent trip count taken as 1."""
-    unknown = {s: 1 for s in work.symbols if s.startswith("trips.")}
-    return max(work.evaluate({**symbols, **unknown}), 1)
+def _per_lane(cost: Formula, symbols: Mapping[str, int]) -> int:
+    """`cost` at these symbol values, a data-dependent trip count taken as 1."""
+    unknown = {s: 1 for s in cost.symbols if s.startswith("trips.")}
+    return max(cost.evaluate({**symbols, **unknown}), 1)
 
 
 def unalias(exe: Executable, geo: Geometry, arrays: list[np.ndarray], ptrs: list[int]) -> None:
@@ -282,12 +282,12 @@ def run_stage(exe: Executable, stage: StagePlan, grid: tuple[int, int], arrays: 
             raise ExecutionError(f"stage '{stage.name}': init of '{exe.buffers[b].name}' at offset {offset} is "
                                  f"out of bounds ({flat.size} elements)")
         flat[offset] = value
-    nblocks, work = grid
+    nblocks, cost = grid
     if nblocks == 0:
         return
     bufs, syms, scalars = packed
     fn = stage.fn
-    nchunks = 1 if work < INLINE_COST else min(num_threads, nblocks)
+    nchunks = 1 if cost < INLINE_COST else min(num_threads, nblocks)
     if stage.reduces:
         flats = [arrays[r.buffer].reshape(-1) for r in stage.reduces]
         partials = [[np.full(f.size, r.identity, f.dtype) for r, f in zip(stage.reduces, flats)]
@@ -338,17 +338,17 @@ def run_stage(exe: Executable, stage: StagePlan, grid: tuple[int, int], arrays: 
                     r.ufunc(total, p[k], out=total)
                 r.ufunc(flat, total, out=flat)
     if rec is not None:
-        _trace_stage(exe, stage, nblocks, work, t0, times, bounds if times is not None else None)
+        _trace_stage(exe, stage, nblocks, cost, t0, times, bounds if times is not None else None)
     if failed is not None:
         raise execution_error(exe, tuple(failed), arrays)
 
 
-def _trace_stage(exe: Executable, stage: StagePlan, nblocks: int, work: int, t0: int, times: Any,
+def _trace_stage(exe: Executable, stage: StagePlan, nblocks: int, cost: int, t0: int, times: Any,
                  bounds: Sequence[int] | None) -> None:
     """The stage's span, and one per chunk from the (thread, start, end) records."""
     chunks = 1 if bounds is None else len(bounds) - 1
     trace.complete(f"stage {stage.name}", "stage", t0, trace.now(),
-                   {"kernel": exe.program.name, "stage": stage.name, "blocks": nblocks, "work": work,
+                   {"kernel": exe.program.name, "stage": stage.name, "blocks": nblocks, "cost": cost,
                     "chunks": chunks})
     if bounds is None:
         return
