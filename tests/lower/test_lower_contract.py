@@ -64,30 +64,32 @@ def same_bits(x: np.ndarray, y: np.ndarray) -> None:
 
 
 # ----------------------------------------------------------------------- structure
-def test_gemm_is_a_pack_and_a_tiled_stage_with_every_access_unchecked():
-    prog = verify(lower(gemm_program()))
+@pytest.mark.parametrize("t", [F32, F64])
+def test_gemm_is_a_pack_and_a_tiled_stage_with_every_access_unchecked(t):
+    cols = tile_cols(t)  # 32 for f32, 16 for f64: two 512-bit vectors a row
+    prog = verify(lower(gemm_program(GEMM if t is F32 else GEMM64)))
     pack, stage = prog.stages
     (panels,) = prog.temps
-    assert [str(d) for d in panels.shape] == [f"n + {TILE_COLS - 1}", "k"]
-    # the pack: a block of TILE_COLS columns per p, its lead lane copies them (contiguous
+    assert [str(d) for d in panels.shape] == [f"n + {cols - 1}", "k"]
+    # the pack: a block of a panel's columns per p, its lead lane copies them (contiguous
     # loads of b's row and stores into the panel), every access proven
-    assert pack.block == (1, TILE_COLS) and [str(d) for d in pack.domain] == ["k", "n"]
+    assert pack.block == (1, cols) and [str(d) for d in pack.domain] == ["k", "n"]
     moves = [it for it in pack.body if isinstance(it, Instr) and it.addr is not None]
-    assert sorted(it.addr.offset for it in moves if it.op == "LDG" and it.addr.buffer == "b") == list(range(TILE_COLS))
+    assert sorted(it.addr.offset for it in moves if it.op == "LDG" and it.addr.buffer == "b") == list(range(cols))
     assert sorted(it.addr.offset for it in moves if it.op == "STG" and it.addr.buffer == panels.name) == \
-        list(range(TILE_COLS))
+        list(range(cols))
     assert not any(it.checked for it in moves)
-    assert stage.block == (TILE_ROWS, TILE_COLS) and [str(d) for d in stage.domain] == ["m", "n"]
+    assert stage.block == (TILE_ROWS, cols) and [str(d) for d in stage.domain] == ["m", "n"]
     body = stage.body
     labels = {it.name: k for k, it in enumerate(body) if isinstance(it, Label)}
     step = labels[next(n for n in labels if n.startswith("kstep"))]
     end = next(k for k in range(step, len(body)) if isinstance(body[k], Instr) and body[k].op == "LOOP")
     loop = [it for it in body[step:end] if isinstance(it, Instr)]
-    assert sum(it.op == "FMA" and it.dtype is F32 for it in loop) == TILE_ROWS * TILE_COLS
+    assert sum(it.op == "FMA" and it.dtype is t for it in loop) == TILE_ROWS * cols
     loads = [it for it in loop if it.op == "LDG"]
-    assert len(loads) == TILE_ROWS + TILE_COLS and not any(it.checked for it in loads)
+    assert len(loads) == TILE_ROWS + cols and not any(it.checked for it in loads)
     # b's row segment is read from its packed panel: one register plus offsets 0..C-1
-    assert sorted(it.addr.offset for it in loads if it.addr.buffer == panels.name) == list(range(TILE_COLS))
+    assert sorted(it.addr.offset for it in loads if it.addr.buffer == panels.name) == list(range(cols))
     small = labels[next(n for n in labels if n.startswith("small"))]
     tiled = [it for it in body[:small] if isinstance(it, Instr) and it.addr is not None]
     assert tiled and not any(it.checked for it in tiled)  # the tile path is proven, loads and stores
