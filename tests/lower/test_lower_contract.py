@@ -191,6 +191,19 @@ def test_products_and_group_partials_overflow_like_f32_but_group_totals_are_f64(
         assert np.all(c[:, 0] == np.inf) and np.all(c[:, 1] == np.inf)
 
 
+def test_f64_group_sums_keep_what_their_total_rounds_away():
+    """1e16, then 1, then -1e16, one per group of 8G products: added plainly in f64 the 1
+    is lost (1e16 + 1 rounds to 1e16) and the sum is 0; TwoSum keeps it, and the sum is 1."""
+    k = 120
+    step = BLOCK * group_blocks(k)
+    assert 2 * step < k
+    a = np.ones((TILE_ROWS, k))
+    b = np.zeros((k, tile_cols(F64)))
+    b[0], b[step], b[2 * step] = 1e16, 1.0, -1e16
+    for be in BACKENDS:
+        assert np.all(kernel(GEMM64, be)(1.0, a, b) == 1.0), be
+
+
 @settings(max_examples=6, deadline=None)
 @given(m=SIDES, n=SIDES, k=DEPTHS, seed=st.integers(0, 2**32 - 1))
 def test_outer_expression_sees_its_indices(m, n, k, seed):
