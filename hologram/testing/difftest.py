@@ -181,8 +181,8 @@ def _write_kernel(case: KernelCase, backend: str, opt: str, message: str, out_di
         arrays.update({f"expected/{name}/{f}": np.asarray(getattr(val, f)) for f in ("v", "err", "ulps", "fuzzy")})
     arrays["meta/errors"] = np.array([e.__name__ for e in case.error], dtype=str)
     arrays["meta/mapped"] = np.array(case.mapped)
-    if case.stream is not None:  # pool_bytes, must (bit 0) and shifted_out (bit 1), then the chunk sizes
-        flags = int(case.stream.must) | int(case.stream.shifted_out) << 1
+    if case.stream is not None:  # pool_bytes, must (bit 0), shifted_out (bit 1), from_file (bit 2), the chunk sizes
+        flags = int(case.stream.must) | int(case.stream.shifted_out) << 1 | int(case.stream.from_file) << 2
         arrays["meta/stream"] = np.array([case.stream.pool_bytes, flags, *case.stream.cuts], np.int64)
     if case.dask is not None:
         arrays["meta/dask"] = np.array(case.dask.to_json())
@@ -253,7 +253,7 @@ def _kernel_from_files(path: str) -> KernelCase:
         from hologram.testing.stream_cases import StreamSpec
 
         pool, flags, *cuts = (int(v) for v in data["meta/stream"])
-        stream = StreamSpec(pool, tuple(cuts), bool(flags & 1), bool(flags & 2))
+        stream = StreamSpec(pool, tuple(cuts), bool(flags & 1), bool(flags & 2), bool(flags & 4))
     spec = None
     if "meta/dask" in data:
         from hologram.testing.dask_cases import DaskSpec

@@ -361,11 +361,13 @@ def long_reduction_kernels(draw: Callable, cfg: GenConfig = GenConfig()) -> Kern
 @st.composite
 def kernels_with_long_reductions(draw: Callable, cfg: GenConfig = GenConfig()) -> KernelCase:
     """`generated.kernels(cfg)`, with about one case in LONG_EVERY a long reduction, one of
-    those in four run through `hologram.stream` with a pool of 64 KiB to 1 MiB. (Not
+    those in four run through `hologram.stream` with a pool of 64 KiB to 1 MiB, its input
+    in memory or in a file (read in place in windows, on a backend with a fault guard). (Not
     `st.one_of` with `kernels` repeated: one_of flattens its branches and drops repeats.)"""
     if draw(st.integers(0, LONG_EVERY - 1)) == 0:
         case = draw(long_reduction_kernels(cfg))
         if draw(st.integers(0, 3)) == 0:  # streamed: up to thousands of chunks, whose combination must keep the contract
-            case = attrs.evolve(case, stream=StreamSpec(draw(st.sampled_from((1 << 16, 1 << 18, 1 << 20)))))
+            case = attrs.evolve(case, stream=StreamSpec(draw(st.sampled_from((1 << 16, 1 << 18, 1 << 20))),
+                                                        from_file=draw(st.booleans())))
         return case
     return draw(kernels(cfg))

@@ -3,7 +3,9 @@
     streamed(cases)        any generated case run through `hologram.stream` instead of a
                            call (`KernelCase.stream`, a `StreamSpec`): a drawn pool (from
                            chunks of one row to one chunk of everything) and the streamed
-                           inputs given as arrays or as lists of chunks cut at drawn sizes;
+                           inputs given as arrays, as lists of chunks cut at drawn sizes, or
+                           as read-only memmaps of files (which a backend with a fault guard
+                           reads in place, in windows of the file, and others with `pread`);
                            the oracle is the case's own, as the contract holds for any pool.
                            A kernel stream cannot split must be refused with a StreamError
                            (anything else fails the case); then it is called whole
@@ -18,6 +20,8 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import attrs
@@ -39,12 +43,14 @@ class StreamSpec:
     smaller), `cuts` the sizes of the chunks (cycled) the streamed inputs are given in
     (empty: as arrays), `must` whether a StreamError fails the case; `shifted_out`: first
     try a row output given as the bytes of a streamed input of its size shifted by one
-    element, which must be refused (issue 21: answers depended on the pool)."""
+    element, which must be refused (issue 21: answers depended on the pool); `from_file`:
+    the streamed inputs given as read-only memmaps of temporary files (without cuts)."""
 
     pool_bytes: int
     cuts: tuple[int, ...] = ()
     must: bool = False
     shifted_out: bool = False
+    from_file: bool = False
 
 
 @st.composite
@@ -60,7 +66,7 @@ def _specs(must: bool) -> st.SearchStrategy[StreamSpec]:
     """A drawn pool, and the streamed inputs as arrays or as chunks of drawn sizes (empty
     chunks among them; never all empty, which would cut nothing)."""
     cuts = st.one_of(st.just(()), st.lists(st.integers(0, 4), min_size=1, max_size=4).filter(any).map(tuple))
-    return st.builds(StreamSpec, st.sampled_from(POOLS), cuts, st.just(must), st.booleans())
+    return st.builds(StreamSpec, st.sampled_from(POOLS), cuts, st.just(must), st.booleans(), st.booleans())
 
 
 @st.composite
@@ -139,16 +145,29 @@ def run_streamed(kernel: Any, inputs: Mapping[str, Any], spec: StreamSpec,
     """`kernel` run by `hologram.stream` as `spec` says, every output given as `out=` (of
     `shapes`, in declared order); a StreamError when the kernel does not stream is
     answered by calling it whole (unless the spec says it must stream)."""
+    args = dict(inputs)
+    mapped = any(isinstance(args[p.name], np.ndarray) and np.ndim(args[p.name]) > len(p.shape)
+                 for p in kernel.signature.inputs)
+    with tempfile.TemporaryDirectory(prefix="hologram-stream-case-") as folder:
+        try:
+            return _run(kernel, inputs, args, spec, shapes, mapped, Path(folder))
+        finally:
+            args.clear()  # the memmaps go before their folder does
+
+
+def _run(kernel: Any, inputs: Mapping[str, Any], args: dict[str, Any], spec: StreamSpec,
+         shapes: Sequence[tuple[int, ...]], mapped: bool, folder: Path) -> dict[str, np.ndarray]:
     from hologram.core.errors import StreamError
     from hologram.streaming.stream import plan_for
 
     sig = kernel.signature
-    args = dict(inputs)
-    mapped = any(isinstance(args[p.name], np.ndarray) and np.ndim(args[p.name]) > len(p.shape) for p in sig.inputs)
     try:
         if spec.cuts and not mapped:
             for name in plan_for(kernel).streamed:
                 args[name] = _cut(np.asarray(args[name]), spec.cuts)
+        elif spec.from_file and not mapped:
+            for name in plan_for(kernel).streamed:
+                args[name] = _on_file(np.asarray(args[name]), folder / f"{name}.bin")
         outs = tuple(np.empty(shape, p.dtype.np) for p, shape in zip(sig.outputs, shapes))
         if spec.shifted_out and not spec.cuts and not mapped:
             _refuses_a_shifted_out(kernel, args, outs, spec.pool_bytes)
@@ -159,6 +178,15 @@ def run_streamed(kernel: Any, inputs: Mapping[str, Any], spec: StreamSpec,
         result = (kernel.map if mapped else kernel)(*(inputs[p.name] for p in sig.inputs))
         outs = (result,) if len(sig.outputs) == 1 else tuple(result)
     return {p.name: np.asarray(o) for p, o in zip(sig.outputs, outs)}
+
+
+def _on_file(a: np.ndarray, path: Path) -> np.ndarray:
+    """`a` written to `path` and mapped back read-only (a 0-byte file cannot be mapped: an
+    empty array stays in memory)."""
+    if a.size == 0:
+        return a
+    a.tofile(path)
+    return np.memmap(path, dtype=a.dtype, mode="r", shape=a.shape)
 
 
 def _refuses_a_shifted_out(kernel: Any, args: Mapping[str, Any], outs: Sequence[np.ndarray], pool_bytes: int) -> None:

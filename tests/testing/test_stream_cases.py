@@ -40,3 +40,18 @@ def test_a_stream_that_accepts_a_shifted_out_fails_the_case(monkeypatch):
     with pytest.raises(AssertionError, match="accepted out 'y' overlapping input 'x' one element on"):
         run_streamed(kernel, {"x": np.arange(1000, dtype=np.float32)}, StreamSpec(300, shifted_out=True),
                      [(1000,), ()])
+
+
+
+@pytest.mark.parametrize("backend", hg.list_backends())
+def test_a_case_streamed_from_a_file_reads_its_memmap(monkeypatch, backend):
+    """`from_file`: the streamed input reaches hologram.stream as a read-only memmap of a
+    file (in place on cpu_llvm, through `pread` elsewhere), and the result is the case's."""
+    seen = []
+    real = hg.stream
+    monkeypatch.setattr(hg, "stream", lambda k, *args, **kw: seen.extend(args) or real(k, *args, **kw))
+    kernel = hg.compile(DOUBLE, backend=backend)
+    x = np.arange(5000, dtype=np.float32)
+    out = run_streamed(kernel, {"x": x}, StreamSpec(4096, from_file=True), [(5000,), ()])
+    assert any(isinstance(a, np.memmap) and a.mode == "r" for a in seen)
+    assert np.array_equal(out["y"], 2 * x + 1) and out["total"] == x.sum()
