@@ -201,7 +201,7 @@ def read_bundle(data: bytes, where: str = "<bundle>", path: str | None = None) -
     if MANIFEST not in members:
         raise BundleError(f"{where}: no {MANIFEST} member (not a bundle)")
     try:
-        manifest = parse(members[MANIFEST])
+        manifest = parse(members[MANIFEST], digests[MANIFEST])
     except BundleError as exc:
         raise BundleError(f"{where}: {exc.message}", hint=exc.hint) from None
     if manifest.isa not in SUPPORTED_ISA_VERSIONS:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from typing import Any, Mapping
 
+from hologram.core import records
 from hologram.core.errors import BundleError
 from hologram.core.values import Value
 
@@ -242,17 +242,11 @@ def _list(items: list) -> str:
 
 
 # ----------------------------------------------------------------------------- reading
-def parse(data: bytes) -> Manifest:
-    """The manifest in `data`, every field checked; BundleError otherwise."""
-    try:
-        doc = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise BundleError(f"{MANIFEST}: not a TOML document ({exc})") from None
-    except RecursionError:  # tomllib reads nested arrays and tables recursively
-        raise BundleError(f"{MANIFEST}: nested deeper than a TOML reader follows (a manifest nests at most "
-                          f"{MAX_NESTING} levels)") from None
-    except ValueError as exc:  # an integer of more digits than int() converts (sys.get_int_max_str_digits)
-        raise BundleError(f"{MANIFEST}: not a TOML document this hologram reads ({exc})") from None
+def parse(data: bytes, sha256: str | None = None) -> Manifest:
+    """The manifest in `data`, every field checked; BundleError otherwise. `sha256`,
+    when the caller has checked it is `data`'s, names the document parsed from these
+    bytes by an earlier process (`_document`)."""
+    doc = _document(data, sha256)
     _refuse_deep(doc, MANIFEST)
     top = _Fields(doc, MANIFEST)
     fmt = top.int("format")
@@ -279,6 +273,51 @@ def parse(data: bytes) -> Manifest:
                  native=native, ir_index_sha256=top.str("ir_index_sha256", SHA256), format=fmt)
     top.done()
     return m
+
+
+_KEPT = b"hologram manifest 1\n"  # a kept document: this line, the sha256 of its TOML, a line feed, JSON
+
+
+def _document(data: bytes, sha256: str | None) -> dict:
+    """`data` as a TOML document. A manifest's TOML takes ~3 ms to parse, and tomllib
+    ~2.5 ms to import, at every load of a bundle; the parsed document is kept as JSON
+    (read in ~0.1 ms by the C parser) under its bytes' sha256 (hologram.core.records,
+    'manifests'), so a later process loading the same bytes reads that instead. It is
+    checked field by field all the same: what is kept is only what tomllib returned."""
+    if sha256 is not None:
+        kept = records.read("manifests", sha256, ".json", 4 * len(data) + 4096)
+        head = _KEPT + sha256.encode("ascii") + b"\n"
+        if kept is not None and kept.startswith(head):
+            try:
+                doc = json.loads(kept[len(head):])
+            except (ValueError, RecursionError):  # corrupt or truncated: parse the TOML
+                doc = None
+            if isinstance(doc, dict):
+                return doc
+    doc = _toml(data)
+    if sha256 is not None:
+        try:  # only a document JSON gives back exactly (TOML's dates, say, it cannot)
+            text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+            same = json.loads(text) == doc
+        except (TypeError, ValueError, RecursionError):
+            same = False
+        if same:
+            records.write("manifests", sha256, ".json", _KEPT + sha256.encode("ascii") + b"\n" + text.encode())
+    return doc
+
+
+def _toml(data: bytes) -> dict:
+    import tomllib  # not when the document was kept (`_document`)
+
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise BundleError(f"{MANIFEST}: not a TOML document ({exc})") from None
+    except RecursionError:  # tomllib reads nested arrays and tables recursively
+        raise BundleError(f"{MANIFEST}: nested deeper than a TOML reader follows (a manifest nests at most "
+                          f"{MAX_NESTING} levels)") from None
+    except ValueError as exc:  # an integer of more digits than int() converts (sys.get_int_max_str_digits)
+        raise BundleError(f"{MANIFEST}: not a TOML document this hologram reads ({exc})") from None
 
 
 def _entry(f: "_Fields") -> Entry:
