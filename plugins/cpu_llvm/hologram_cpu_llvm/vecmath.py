@@ -107,6 +107,7 @@ UNARY: dict[str, Callable[[Em, ir.Value], ir.Value]] = {
 BINARY: dict[str, Callable[[Em, ir.Value, ir.Value], ir.Value]] = {
     "ATAN2": T.atan2, "HYPOT": hypot, "POW": L.pow,
 }
+_F32_FORMS = {"EXP": X.exp_f32, "TANH": X.tanh_f32}
 NAMES = frozenset(UNARY) | frozenset(BINARY) | {"FMOD"}
 
 _LLVM_TYPE = {DType.F16: ir.HalfType(), DType.F32: ir.FloatType(), DType.F64: F}
@@ -137,8 +138,8 @@ def emit_math(builder: ir.IRBuilder, name: str, args: list[ir.Value], dtype: DTy
         wide = [half_to_f64(e, a) for a in args]
     if name == "FMOD":
         out = fmod(e, *wide, steps=fmod_steps(dtype))
-    elif name == "EXP" and dtype is DType.F32:
-        out = X.exp_f32(e, wide[0])  # a shorter polynomial: the result is rounded to f32
+    elif name in _F32_FORMS and dtype is DType.F32:
+        out = _F32_FORMS[name](e, wide[0])  # shorter polynomials: the result is rounded to f32
     elif name in ("SIN", "COS", "TAN"):
         out = UNARY[name](e, wide[0], f32=dtype is DType.F32)  # f32: full-range reduction
     elif arity == 1:

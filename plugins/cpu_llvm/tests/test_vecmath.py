@@ -369,6 +369,20 @@ def test_f32_exhaustive(name: str) -> None:
             assert check(name, DType.F32, (x[~same],), out[~same]) <= BOUND[DType.F32]
 
 
+def test_f32_expm1_polynomial_error() -> None:
+    # tanh's f32 path computes expm1(r) = r + r^2 P(r) with P cut at r^7 (degree 9 in
+    # all): on the reduced range (a little beyond, for the rounding of n) the first
+    # dropped terms stay below 2**-35 of |r|, so y and the quotient stay within 2**-33.
+    from hologram_cpu_llvm.vecmath_exp import EXPM1_F32_TAIL
+    half = np.log(LD(2)) / 2 * LD(1.001)
+    r = np.linspace(-half, half, 200001, dtype=LD)
+    r = r[r != 0]
+    p = np.zeros_like(r)
+    for c in reversed(EXPM1_F32_TAIL):
+        p = p * r + LD(c)
+    assert np.max(np.abs((r + r * r * p) / np.expm1(r) - 1)) < LD(2.0) ** -34.9
+
+
 def test_f32_exp_polynomial_error() -> None:
     # The f32 EXP polynomial approximates exp(r) on the reduced range |r| <= ln2/2 (a
     # little beyond, for the rounding of n) to 2**-34 relative, which keeps every f32
