@@ -289,9 +289,19 @@ class Affine:
 
 
 def _infix(name: str) -> bool:
-    """A derived symbol written with `//` or `*` (hologram.core.dims): parenthesized under
-    a coefficient, so `2*(n//2)` reads as it is meant."""
-    return ("//" in name or "*" in name) and not name.startswith(("max(", "min("))
+    """A derived symbol written with `//` or `*` (hologram.core.dims) outside one whole
+    `max(...)` or `min(...)`: parenthesized under a coefficient, so `2*(n//2)` and
+    `2*(max(n - 1, 0)//2)` read as they are meant."""
+    if "//" not in name and "*" not in name:
+        return False
+    if not name.startswith(("max(", "min(")):
+        return True
+    depth = 0
+    for i, ch in enumerate(name):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0:
+            return i != len(name) - 1  # the call's parenthesis closes before the end: `max(...)//2`
+    return True
 
 
 Shape = tuple[Affine, ...]
