@@ -146,13 +146,24 @@ def foreign_device_array(where: str, array: DeviceArray, runs_on: Any) -> Argume
                               f"(kernel.on({owner!r}))")
 
 
+TEMP_ALIGN = 64  # bytes: a cache line, and one AVX-512 vector
+
+
 def zeroed_temporary(name: str, dtype: DType | np.dtype, size: int) -> np.ndarray:
     """A backend's temporary buffer `name`: `size` zeroed elements of `dtype`. When the
     shape symbols ask for more than numpy can hold or the machine can give, an
     ArgumentError naming the buffer and the bytes (the symbols come from the arguments,
-    so it is theirs to fix), as the kernel gives for an output it cannot allocate."""
+    so it is theirs to fix), as the kernel gives for an output it cannot allocate.
+
+    The buffer starts on a TEMP_ALIGN-byte boundary: numpy's allocations are only
+    16-byte aligned, and a temp read in whole vectors (a gemm's packed panels,
+    docs/lowering.md) then splits every 512-bit load across two cache lines, which made
+    one launch of a gemm up to 10% slower than another, depending on where the temp fell."""
+    t = np.dtype(dtype.np if isinstance(dtype, DType) else dtype)
     try:
-        return np.zeros(size, dtype.np if isinstance(dtype, DType) else dtype)
+        raw = np.zeros(size * t.itemsize + TEMP_ALIGN, np.uint8)
+        skip = -raw.ctypes.data % TEMP_ALIGN
+        return raw[skip:skip + size * t.itemsize].view(t)
     except (MemoryError, ValueError):  # ValueError: more bytes than an array may have
         pass
     d = dtype if isinstance(dtype, DType) else DType.from_numpy(np.dtype(dtype))
