@@ -147,6 +147,7 @@ def foreign_device_array(where: str, array: DeviceArray, runs_on: Any) -> Argume
 
 
 TEMP_ALIGN = 64  # bytes: a cache line, and one AVX-512 vector
+ALIGN_FROM = 1 << 16  # bytes: smaller temps keep numpy's alignment (a launch of a small kernel stays short)
 
 
 def zeroed_temporary(name: str, dtype: DType | np.dtype, size: int) -> np.ndarray:
@@ -155,12 +156,14 @@ def zeroed_temporary(name: str, dtype: DType | np.dtype, size: int) -> np.ndarra
     ArgumentError naming the buffer and the bytes (the symbols come from the arguments,
     so it is theirs to fix), as the kernel gives for an output it cannot allocate.
 
-    The buffer starts on a TEMP_ALIGN-byte boundary: numpy's allocations are only
+    A buffer of ALIGN_FROM bytes or more starts on a TEMP_ALIGN-byte boundary: numpy's allocations are only
     16-byte aligned, and a temp read in whole vectors (a gemm's packed panels,
     docs/lowering.md) then splits every 512-bit load across two cache lines, which made
     one launch of a gemm up to 10% slower than another, depending on where the temp fell."""
     t = np.dtype(dtype.np if isinstance(dtype, DType) else dtype)
     try:
+        if size * t.itemsize < ALIGN_FROM:  # finding the address costs ~2.5 us: only where it pays
+            return np.zeros(size, t)
         raw = np.zeros(size * t.itemsize + TEMP_ALIGN, np.uint8)
         skip = -raw.ctypes.data % TEMP_ALIGN
         return raw[skip:skip + size * t.itemsize].view(t)

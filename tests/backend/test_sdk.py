@@ -16,7 +16,7 @@ import pytest
 import hologram
 from hologram.backend import (API_VERSION, Backend, Capabilities, DType, LaunchBinding, convert_value, program_hash,
                               trace, zeroed_temporary)
-from hologram.backend.binding import TEMP_ALIGN
+from hologram.backend.binding import ALIGN_FROM, TEMP_ALIGN
 from hologram.errors import ArgumentError, PluginError, UnsupportedProgram
 from hologram.isa.asm import parse_program
 from hologram.registry import plugins
@@ -290,13 +290,15 @@ def test_convert_value_follows_cvt():
 
 @pytest.mark.parametrize("dtype", [DType.F32, DType.F64, DType.F16, DType.BOOL, DType.I8])
 @pytest.mark.parametrize("size", [1, 3, 1000, 1 << 18])
-def test_temporaries_are_zeroed_and_start_on_a_cache_line(dtype, size):
-    """numpy aligns to 16 bytes only; a temp read in 512-bit vectors (a gemm's panels)
-    must not straddle cache lines, wherever the allocator puts it."""
+def test_temporaries_are_zeroed_and_large_ones_start_on_a_cache_line(dtype, size):
+    """numpy aligns to 16 bytes only; a large temp read in 512-bit vectors (a gemm's
+    panels) must not straddle cache lines, wherever the allocator puts it."""
     for _ in range(4):
         t = zeroed_temporary("t", dtype, size)
         assert t.dtype == dtype.np and t.shape == (size,) and t.flags.c_contiguous and t.flags.writeable
-        assert t.ctypes.data % TEMP_ALIGN == 0 and not t.any()
+        assert not t.any()
+        if t.nbytes >= ALIGN_FROM:  # a small temp keeps numpy's alignment: finding the address costs more
+            assert t.ctypes.data % TEMP_ALIGN == 0
 
 # ------------------------------------------------------------------- one program hash
 @pytest.mark.parametrize("backend", [b for b in ("interp", "cpu_llvm") if importlib.util.find_spec(f"hologram_{b}")])
