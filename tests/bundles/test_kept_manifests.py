@@ -16,22 +16,13 @@ from pathlib import Path
 import pytest
 
 from hologram.bundles import manifest as manifest_module
-from hologram.bundles.build import build
 from hologram.bundles.load import open_bundle
 from hologram.core.errors import BundleError
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("kept") / "tiny-1.0.0.hgb"
-    build(["kernels/vadd.toml"], "tiny", "1.0.0", path, cache_dir=False, jobs=1)
-    return path
-
-
-@pytest.fixture
-def cache(tmp_path, monkeypatch) -> Path:
-    monkeypatch.setenv("HOLOGRAM_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache"
+def bundle(tiny_bundle) -> Path:
+    return tiny_bundle
 
 
 @pytest.fixture

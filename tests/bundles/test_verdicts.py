@@ -15,22 +15,13 @@ from pathlib import Path
 import pytest
 
 import hologram
-from hologram.bundles.build import build
 from hologram.bundles.load import open_bundle
 from hologram.verify import verdicts, verifier
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("verdicts") / "tiny-1.0.0.hgb"
-    build(["kernels/softmax.toml", "kernels/vadd.toml"], "tiny", "1.0.0", path, cache_dir=False, jobs=1)
-    return path
-
-
-@pytest.fixture
-def cache(tmp_path, monkeypatch) -> Path:
-    monkeypatch.setenv("HOLOGRAM_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache"
+def bundle(tiny_bundle) -> Path:
+    return tiny_bundle
 
 
 @pytest.fixture
