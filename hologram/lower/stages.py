@@ -38,6 +38,7 @@ from hologram.lower.expr import ExprGen
 from hologram.lower.loops import CROSS_LANE, identity, loop_nest, reduce_in_lane
 from hologram.lower.online import online_max_sum_stages
 from hologram.lower.plan import I64, Plan, make_plan
+from hologram.lower.rows import match_rows, rows_stage
 from hologram.lower.scan import scan_stages
 from hologram.lower.split import split_reductions
 
@@ -114,6 +115,10 @@ class _Stages:
             base = name or st.target
             contraction_stages(self.pb, (self._name(f"{base}_pack"), self._name(base)), st, self.plan.decls, contraction,
                                lambda sb, gen: gen.store(decl, index, gen.value_as(st.body, decl.dtype)))
+            return
+        red = match_rows(st, self.plan.decls)
+        if red is not None:
+            rows_stage(self.pb, self._name(name or st.target), st, self.plan.decls, red)
             return
         sb, gen, lead = self.lanes(name or st.target, st.vars, decl.shape)
 
