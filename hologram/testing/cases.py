@@ -18,8 +18,10 @@ on a backend and checks it; a new backend is tested by running these strategies 
                              symbols as values, whole-array reductions inside index
                              notation, contractions and reductions over named index
                              variables, 1-D and 2-D windows with explicit ranges, `a @ b`
-                             over stacks of matrices at the register tile's sizes, an
-                             index-notation temporary consumed by a whole-array statement
+                             over stacks of matrices at the register tile's sizes, sums
+                             along short rows at the sizes of the lowering's row blocks
+                             (`X @ w`), an index-notation temporary consumed by a
+                             whole-array statement
     atlas_kernels(cfg)       the Atlas functions, including resonance's 96-bin scatter-add
                              (with classes that may fall outside 0..95: a runtime error)
     gather_kernels(cfg), scatter_kernels(cfg)   (hologram.testing.gather_cases) gathers
@@ -46,6 +48,7 @@ from hologram.core.dims import derive, derived_closure
 from hologram.core.errors import ArgumentError, ExecutionError, HologramError
 from hologram.core.types import Affine, DType
 from hologram.lower.contract import BLOCK, GROUP, TILE_ROWS, tile_cols
+from hologram.lower.rows import ROWS, SHORT_ROW
 from hologram.testing import bounds, values
 from hologram.testing.bounds import Val
 from hologram.testing.exprgen import (Builder, Engine, Env, GenConfig, Node, contains, evaluate, infer, literal,
@@ -546,8 +549,43 @@ def _matmul_tiles(k: _Index) -> None:
     k.outputs.append(Param("c", _out_dtype(draw, node.dtype), _dims(node.shape)))
 
 
+def _row_blocks(k: _Index) -> None:
+    """y[i] = f(sum(g(a[i, j], w[j]), j), ...) or y[z, i] over a batch of matrices (`X @ w`
+    and row sums with an expression around them), at sizes around the lowering's row
+    blocks (lower/rows.py: ROWS rows per lead lane, the last block moved back inside the
+    array, fewer rows or rows longer than SHORT_ROW one at a time): rows 1..33 long and
+    around SHORT_ROW, row counts around multiples of ROWS, mostly f32 and f16 (which take
+    the path; f64 keeps its compensated loop)."""
+    draw = k.draw
+    short = [t for t in ("f32", "f16", "f64") if t in k.cfg.dtypes]
+    t = draw(st.sampled_from(short)) if short and draw(st.integers(0, 3)) > 0 else None
+    k.sizes.update(m=draw(st.sampled_from([1, ROWS - 1, ROWS, ROWS + 1, 2 * ROWS - 1, 3 * ROWS + 5])),
+                   n=draw(st.one_of(st.integers(1, 2 * ROWS + 1), st.sampled_from([0, SHORT_ROW, SHORT_ROW + 1]))))
+    batch = draw(st.sampled_from([None, None, None, 2, 3]))
+    dt = lambda: values.as_dtype(t) if t else _dtype(draw, k.cfg)  # noqa: E731
+    a = k.input("a", *(() if batch is None else (batch,)), "m", "n", dtype=dt())
+    w = k.input("w", "n", dtype=dt())
+    lead = () if batch is None else ("z",)
+    inner_dom, dom = (*lead, "i", "j"), (*lead, "i")
+    at = lambda env: tuple(env.grids[v] for v in inner_dom)  # noqa: E731
+    inner_leaves = [_load(f"a[{', '.join(inner_dom)}]", a.dtype, inner_dom, lambda env: _value("a")(env)[at(env)]),
+                    _load("w[j]", w.dtype, inner_dom, lambda env: _value("w")(env)[env.grids["j"]])]
+    inner = k.body(inner_leaves, inner_dom, inner_leaves[:1] if draw(st.booleans()) else inner_leaves,
+                   max(k.cfg.max_depth - 1, 1))
+    red = Node("ireduce", reduce_dtype("sum", inner.dtype), dom, (inner,), ("sum", ("j",)))
+    node = red
+    if draw(st.booleans()):  # an expression around the sum, evaluated per row after it
+        v = k.input("v", *(() if batch is None else (batch,)), "m", dtype=dt())
+        outer = [red, red, _load(f"v[{', '.join(dom)}]", v.dtype, dom, lambda env: _value("v")(env)[
+            tuple(env.grids[x] for x in dom)]), _index("i", dom)]
+        node = k.body(outer + k.extras(dom, [a]), dom, [red], 2)
+    extents = [("z", batch)] if batch is not None else []
+    k.assign("y", dom, node, _grids([*extents, ("i", k.sizes["m"]), ("j", k.sizes["n"])]),
+             (*(() if batch is None else (batch,)), "m"))
+
+
 INDEX_TEMPLATES: dict[str, Callable[[_Index], None]] = {
-    "stencil": _stencil, "strided": _strided, "stencil2d": _stencil2d, "transpose": _transpose,
+    "stencil": _stencil, "row_blocks": _row_blocks, "strided": _strided, "stencil2d": _stencil2d, "transpose": _transpose,
     "contract": _contract, "rows": _rows, "window": _window, "window2d": _window2d, "matmul": _matmul_tiles,
 }
 

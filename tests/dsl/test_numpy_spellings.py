@@ -127,11 +127,11 @@ def test_matmul_takes_the_tiled_contraction_for_every_batch():
     batched = kernel("y = a @ b", 'a = "f32[z, m, k]", b = "f32[z, k, n]"', 'y = "f32[z, m, n]"')
     shared = kernel("y = a @ b", 'a = "f32[z, m, k]", b = "f32[k, n]"', 'y = "f32[z, m, n]"')
     loop = kernel("y[q, i, j] = sum(a[q, i, p] * b[q, j, p], p)", 'a = "f32[z, m, k]", b = "f32[z, n, k]"',
-                  'y = "f32[z, m, n]"')  # not a matmul layout: the per-output loop
+                  'y = "f32[z, m, n]"')  # not a matmul layout: rows of b summed 16 at a time (lower/rows.py)
     count = {name: k.stats()["O2"].instructions for name, k in
              (("plain", plain), ("gemm", gemm), ("batched", batched), ("shared", shared), ("loop", loop))}
     assert count["plain"] == count["gemm"] > 1000 and count["batched"] > 1000 and count["shared"] > 1000
-    assert count["loop"] < 100
+    assert count["loop"] < 500  # a block of rows: hundreds of instructions, not the tile's thousands
 
 
 IMG = RNG.standard_normal((9, 11)).astype(np.float32)
