@@ -18,6 +18,13 @@ from runtime_cases import SUM
 
 
 # ----------------------------------------------------------------- splitting a launch
+def chunks_of(exe, symbols: tuple[int, ...], nthreads: int, stage: int = 0) -> int:
+    """The chunk count `run_stage` gives stage `stage` of `exe` at these symbol values."""
+    geo = exe.geometry(symbols)
+    plan = exe.stages[stage]
+    return rt.chunk_count(*geo.grids[stage], nthreads, sum(geo.sizes[r.buffer] for r in plan.reduces))
+
+
 @pytest.fixture
 def parallel_runs(monkeypatch):
     """The chunk count of every parallel run, through whichever pool launches use."""
@@ -42,12 +49,14 @@ def test_large_launch_is_split_across_threads(rev, parallel_runs):
     n = rt.INLINE_COST * 4 + 77  # a partial last block
     x = np.random.default_rng(0).random(n, dtype=np.float32)
     z = np.zeros_like(x)
-    b.launch(b.prepare(program), {"x": x, "z": z}, {"a": 1.5}, {"n": n})
-    assert seen == [2]
+    exe = b.prepare(program)
+    b.launch(exe, {"x": x, "z": z}, {"a": 1.5}, {"n": n})
+    # a few chunks per thread: its cost is many times CHUNK_COST
+    assert seen == [rt.CHUNKS_PER_THREAD * 2] == [chunks_of(exe, (n,), 2)]
     np.testing.assert_array_equal(z, x[::-1] * np.float32(1.5))
     small = np.ones(100, np.float32)
     b.launch(b.prepare(program), {"x": small, "z": small.copy()}, {"a": 1.0}, {"n": 100})
-    assert seen == [2]  # small launches run inline
+    assert seen == [8]  # small launches run inline
 
 
 def test_few_lanes_with_long_loops_are_split_across_threads(monkeypatch, parallel_runs):
@@ -84,8 +93,10 @@ def test_native_pool_runs_every_chunk_once(rev, parallel_runs, nthreads, tmp_pat
         s, m = np.zeros(1, np.int64), np.zeros(1, np.int64)
         counting.launch(summing, {"x": np.ones(n, np.int64), "s": s, "m": m}, {}, {"n": n})
         assert s[0] == n
-    blocks = -(-(rt.INLINE_COST + 1) // program.stages[0].block[0])
-    assert parallel_runs == [nthreads, nthreads, min(nthreads, blocks), min(nthreads, blocks)]
+    big, small = rt.INLINE_COST * 3 + 17, rt.INLINE_COST + 1
+    assert parallel_runs == [chunks_of(exe, (big,), nthreads), chunks_of(summing, (big,), nthreads),
+                             chunks_of(exe, (small,), nthreads), chunks_of(summing, (small,), nthreads)]
+    assert parallel_runs[0] > nthreads  # more chunks than threads
 
 
 @pytest.mark.parametrize("nthreads", [2, 5])
@@ -112,14 +123,17 @@ def test_traced_launches_record_who_ran_each_chunk_and_when(rev, nthreads):
     workers = {t.native_id: t.name for t in threading.enumerate()}
     stages = [e for e in xs if e["cat"] == "stage"]
     chunks = [e for e in xs if e["cat"] == "chunk"]
-    assert len(stages) == 3 and len(chunks) == 3 * nthreads
+    count = chunks_of(exe, (n,), nthreads)
+    assert count > nthreads  # more chunks than threads: each is run once, by whoever claimed it
+    assert len(stages) == 3 and len(chunks) == 3 * count
     nblocks = stages[0]["args"]["blocks"]
     for stage in stages:
+        assert stage["args"]["chunks"] == count
         mine = sorted((c for c in chunks if stage["ts"] <= c["ts"] <= stage["ts"] + stage["dur"]),
                       key=lambda c: c["args"]["chunk"])
-        assert [c["args"]["chunk"] for c in mine] == list(range(nthreads))
-        assert [c["args"]["blocks"] for c in mine] == [[nblocks * i // nthreads, nblocks * (i + 1) // nthreads]
-                                                       for i in range(nthreads)]
+        assert [c["args"]["chunk"] for c in mine] == list(range(count))
+        assert [c["args"]["blocks"] for c in mine] == [[nblocks * i // count, nblocks * (i + 1) // count]
+                                                       for i in range(count)]
         for c in mine:
             assert c["ts"] + c["dur"] <= stage["ts"] + stage["dur"] + 1e-3
             assert workers[c["tid"]] == "MainThread" or workers[c["tid"]].startswith("hologram-cpu-")
@@ -166,9 +180,10 @@ def test_without_the_native_pool_python_threads_run_the_chunks(rev, monkeypatch)
     n = rt.INLINE_COST * 2
     x = np.arange(n, dtype=np.float32)
     z = np.zeros_like(x)
-    b.launch(b.prepare(program), {"x": x, "z": z}, {"a": np.float32(2)}, {"n": n})
+    exe = b.prepare(program)
+    b.launch(exe, {"x": x, "z": z}, {"a": np.float32(2)}, {"n": n})
     np.testing.assert_array_equal(z, x[::-1] * 2)
-    assert used == [2]
+    assert used == [chunks_of(exe, (n,), 2)] and used[0] > 2
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
