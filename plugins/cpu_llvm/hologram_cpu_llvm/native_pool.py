@@ -60,6 +60,8 @@ variable at byte offsets MUTEX and COND, with room for any platform's pthread ty
     3 the job's address    4 the address of the job's claim counter
     5 job number taken (by the worker: it takes part; or by the caller: it will not)
     6 times the worker woke from its condition variable (for tests and curiosity)
+    7 the last job number it had seen when it last went to sleep (for tests: `sleeping`
+      with word 7 behind word 0 is a worker not yet woken for a job posted to it)
 
 Worker and caller claim and run chunks the same way, `drain(job, counter)`.
 
@@ -223,6 +225,8 @@ sleep:
   ; which it does holding the mutex this thread holds until pthread_cond_wait releases
   ; it: no wakeup is lost
   call i32 @pthread_mutex_lock(ptr %mutex)
+  %pslept = call ptr @word(ptr %c, i64 7)
+  store atomic i64 %seen, ptr %pslept monotonic, align 8
   store atomic i64 1, ptr %psleep seq_cst, align 8
   br label %check
 
