@@ -501,9 +501,10 @@ class NativePool:
         self._pid = os.getpid()
 
     def run(self, fn: ctypes._CFuncPtr, address: int, bufs: bytes, syms: bytes, scalars: bytes,
-            chunks: Sequence[tuple[int, int, bytes | None, ctypes.Array]], times: Any = None) -> None:
+            chunks: Sequence[tuple[int, int, bytes | None, int]], times: Any = None) -> None:
         """Call `fn(start, end, bufs, syms, scalars, partials, err)` (the stage function
-        at `address`) once per chunk, any number of them: this thread and up to
+        at `address`; `err` the address of the chunk's four error words) once per
+        chunk, any number of them: this thread and up to
         `size - 1` workers claim them one at a time until none is left; return when all
         are done. Which thread runs which chunk is left to timing, so each chunk writes
         only its own partials and error slot. While another Python thread's launch holds
@@ -530,7 +531,7 @@ class NativePool:
             words = [address, len(chunks), at(bufs), at(syms), at(scalars),
                      0 if times is None else ctypes.addressof(times), min(len(chunks), self.size) - 1]
             for start, end, partials, err in chunks:
-                words += [start, end, 0 if partials is None else at(partials), ctypes.addressof(err)]
+                words += [start, end, 0 if partials is None else at(partials), err]
             job = struct.pack(f"<{len(words)}q", *words)
             state["run"](self._blocks, at(job))
         finally:

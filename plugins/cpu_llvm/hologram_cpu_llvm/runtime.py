@@ -41,15 +41,18 @@ INLINE_COST = 3 << 19
 # A stage that runs on threads is split into chunks of fixed block ranges, which the
 # threads claim one at a time (native_pool.py), so a thread that loses its CPU to another
 # process holds up one chunk, not a thread's share: up to CHUNKS_PER_THREAD per thread,
-# each costing at least CHUNK_COST, and never fewer than one per thread (as before).
+# each costing at least CHUNK_COST (~150 µs of `a + b` here, so that a chunk's fixed
+# cost, ~1-2 µs of claiming, calling and bookkeeping, stays near 1%: at INLINE_COST / 2
+# a 1e6-element sum split into 5 chunks instead of 2 was ~2% slower, and gained nothing
+# a preemption of milliseconds would notice), and never fewer than one per thread.
 # A reduction stage is split past one chunk per thread only when its partials (a copy
 # of every reduced buffer per chunk, filled and merged in Python) hold at most
 # SMALL_PARTIALS elements in all: a full sum has 1, a 256-bin histogram 256. The count
 # depends on the launch's geometry and the thread count only, never on timing, so a
 # float reduction's result is the same at every run with the same thread count
-# (docs/decisions.md, "Chunks per thread").
+# (docs/decisions.md, "More chunks than threads").
 CHUNKS_PER_THREAD = 4
-CHUNK_COST = INLINE_COST // 2
+CHUNK_COST = INLINE_COST * 2
 SMALL_PARTIALS = 4096
 
 STAGE_FN = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_char_p, ctypes.c_char_p,
@@ -331,15 +334,15 @@ def run_stage(exe: Executable, stage: StagePlan, grid: tuple[int, int], arrays: 
         partial_ptrs = [None] * nchunks
     times = None  # per chunk (thread ident, start, end), when traced
     if nchunks == 1:
-        err = ErrSlot()
-        err[3] = mark
-        fn(0, nblocks, bufs, syms, scalars, partial_ptrs[0], err)
-        errs = (err,)
+        slots = ErrSlot()
+        slots[3] = mark
+        fn(0, nblocks, bufs, syms, scalars, partial_ptrs[0], slots)
     else:
         bounds = [nblocks * i // nchunks for i in range(nchunks + 1)]
-        errs = tuple(ErrSlot() for _ in range(nchunks))
-        for err in errs:
-            err[3] = mark
+        slots = (ctypes.c_int64 * (4 * nchunks))()  # four words per chunk (one object, not one per chunk)
+        slots[3::4] = [mark] * nchunks
+        at = ctypes.addressof(slots)
+        errs = [at + 32 * i for i in range(nchunks)]
         native = threads.native(num_threads)
         if rec is not None:
             times = (ctypes.c_int64 * (3 * nchunks))()
@@ -352,7 +355,7 @@ def run_stage(exe: Executable, stage: StagePlan, grid: tuple[int, int], arrays: 
         else:
             # A task keeps the memory it writes alive: if the caller is interrupted while
             # waiting, workers still running must not write into freed arrays.
-            keepalive = (exe, arrays, partials if stage.reduces else None)
+            keepalive = (exe, arrays, partials if stage.reduces else None, slots)
 
             def chunk(i: int) -> Callable[[], None]:
                 def run(_: Any = keepalive) -> None:
@@ -360,10 +363,9 @@ def run_stage(exe: Executable, stage: StagePlan, grid: tuple[int, int], arrays: 
                 return run if times is None else threads.timed(run, times, i)
             threads.pool(num_threads).run([chunk(i) for i in range(nchunks)])
     failed = None
-    for err in errs:  # the first in chunk order, whichever thread ran it and when
-        if err[0]:
-            failed = err
-            break
+    if any(codes := slots[0::4]):  # the first in chunk order, whichever thread ran it and when
+        k = 4 * next(i for i, code in enumerate(codes) if code)
+        failed = slots[k:k + 4]
     if stage.reduces and failed is None:
         with np.errstate(all="ignore"):  # inf - inf in a float sum is a value, not an error
             for r, flat, p in zip(stage.reduces, flats, partials):
