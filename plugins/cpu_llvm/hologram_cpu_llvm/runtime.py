@@ -323,8 +323,7 @@ def run_stage(exe: Executable, stage: StagePlan, grid: tuple[int, int], arrays: 
     if stage.reduces:
         flats = [arrays[r.buffer].reshape(-1) for r in stage.reduces]
         nchunks = chunk_count(nblocks, cost, num_threads, sum(f.size for f in flats))
-        # one array per reduced buffer, a row (its partial) per chunk
-        partials = [np.full((nchunks, f.size), r.identity, f.dtype) for r, f in zip(stage.reduces, flats)]
+        partials = [chunk_partials(nchunks, f.size, r.identity, f.dtype) for r, f in zip(stage.reduces, flats)]
         starts = [data_ptr(p) for p in partials]
         rows = [p.strides[0] for p in partials]
         partial_ptrs = [struct.pack(f"<{len(starts)}Q", *[at + k * row for at, row in zip(starts, rows)])
@@ -374,6 +373,15 @@ def run_stage(exe: Executable, stage: StagePlan, grid: tuple[int, int], arrays: 
         _trace_stage(exe, stage, nblocks, cost, t0, times, bounds if times is not None else None)
     if failed is not None:
         raise execution_error(exe, tuple(failed), arrays)
+
+
+def chunk_partials(nchunks: int, size: int, identity: Any, dtype: np.dtype) -> np.ndarray:
+    """The partials of one reduced buffer of `size` elements: a row per chunk, filled
+    with `identity` (one `np.full`), rows at least a cache line apart: a sum's chunks
+    would otherwise share one line, and the threads running neighbouring chunks write
+    their partials at once."""
+    stride = -(-size * dtype.itemsize // 64) * 64 + 64  # bytes; a multiple of every itemsize
+    return np.full((nchunks, stride // dtype.itemsize), identity, dtype)[:, :size]
 
 
 def merged(ufunc: np.ufunc, rows: np.ndarray) -> np.ndarray:
