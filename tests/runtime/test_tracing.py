@@ -97,15 +97,18 @@ def test_a_traced_process_writes_a_trace_perfetto_opens(tmp_path):
     stages = [e for e in xs if e.get("cat") == "stage"]
     assert len(stages) == 4 * int(done.stdout.strip().splitlines()[-2])
     if BACKENDS[0] == "cpu_llvm":  # 2^19 lanes: both stages cost enough to split across the two threads
+        # (at least one chunk per thread; a few per thread where the stage costs much)
         chunks = [e for e in xs if e.get("cat") == "chunk"]
-        assert len(chunks) == 2 * len(stages)
+        assert len(chunks) == sum(stage["args"]["chunks"] for stage in stages)
         for stage in stages:
-            assert stage["args"]["chunks"] == 2
+            count = stage["args"]["chunks"]
+            assert count >= 2
             mine = [c for c in chunks if c["args"]["stage"] == stage["args"]["stage"]
                     and stage["ts"] <= c["ts"] and c["ts"] + c["dur"] <= stage["ts"] + stage["dur"] + 1e-3]
-            assert sorted(c["args"]["chunk"] for c in mine) == [0, 1]
-            blocks = sorted(c["args"]["blocks"] for c in mine)
-            assert blocks[0][0] == 0 and blocks[0][1] == blocks[1][0] and blocks[1][1] == stage["args"]["blocks"]
+            assert sorted(c["args"]["chunk"] for c in mine) == list(range(count))
+            blocks = [c["args"]["blocks"] for c in sorted(mine, key=lambda c: c["args"]["chunk"])]
+            assert blocks[0][0] == 0 and blocks[-1][1] == stage["args"]["blocks"]
+            assert all(a[1] == b[0] for a, b in zip(blocks, blocks[1:]))
         threads = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "thread_name"}
         assert {threads[c["tid"]] for c in chunks} <= {"MainThread", "hologram-cpu-1"}
 

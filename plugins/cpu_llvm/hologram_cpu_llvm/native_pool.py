@@ -5,18 +5,37 @@ must take the GIL to start and the caller to finish: two handoffs between sleepi
 threads, ~60 µs on this 2-core VM, which made stages below ~130k lanes faster on one
 thread. Here each worker is a Python thread that calls `hg_pool_worker(control)` once
 and never comes back: native code that waits for a job in its control block, calls the
-stage function, publishes that it is done, and waits again. The caller posts every
-chunk but the first, runs the first itself and waits for the others, all inside one
-native call (`hg_pool_run`), so neither side touches the GIL.
+stage function, publishes that it is done, and waits again. The caller posts the job to
+the workers, runs chunks itself and waits for the others, all inside one native call
+(`hg_pool_run`), so neither side touches the GIL.
+
+Chunks are claimed, not assigned (issue 25). A job may have any number of chunks (the
+runtime makes a few per thread for a costly stage, runtime.chunk_count); the caller
+and every worker that takes part claim them one at a time from a counter (an atomic
+fetch-add) until none is left. A thread that loses its CPU to another process holds up
+at most the one chunk it started, while the others take the rest; with one chunk per
+thread, assigned, the caller waited out the whole of a preempted worker's share. The
+chunk boundaries, and each chunk's partials and error slot, are fixed before the
+launch, so results never depend on which thread ran which chunk.
+
+Taking part: the job's bytes, and the counter (a cache line in `hg_pool_run`'s frame),
+live only until `hg_pool_run` returns, so a worker touches them only after it *took
+part* in the job: a compare-and-swap of word 5 from the previous job number to this one.
+Once the counter is exhausted the caller does the same CAS for each worker it posted
+to: if it wins, that worker had not started and never will (its CAS fails and it
+touches nothing), so the caller does not wait for it; if it loses, the worker is in,
+and the caller waits for its `done`, which the worker stores (release) after its last
+chunk and its last touch of the counter, and the caller reads with acquire, so every
+chunk's writes are visible when `hg_pool_run` returns. A worker that is preempted
+before it takes part costs nothing; one preempted inside a chunk costs that chunk; one
+preempted between taking part and its next claim (a few instructions) makes the caller
+wait for nothing. The counter itself is monotonic: it only hands out each index once
+(everything it could publish travels with the post or with `done`). While waiting the
+caller spins, yielding its CPU every 256 polls.
 
 Waiting: a worker spins (with the CPU's pause hint) for ~SPIN_ROUNDS polls after each
 job, so back-to-back launches find it awake; then it sleeps on a pthread condition
-variable until the next job. A chunk is *claimed* before it runs (a compare-and-swap of
-word 5 from the previous job number to this one): after its own chunk the caller
-claims every chunk no worker has started and runs it itself, so a worker that cannot
-get a CPU (another process holds the other core) costs nothing but the chunk it would
-have run; for chunks a worker did start the caller spins, yielding its CPU every 256
-polls.
+variable until the next job.
 
 Posting and sleeping pair up as in Dekker's algorithm: the caller stores the job
 number, then reads the worker's `sleeping` flag; the worker, holding the mutex, sets
@@ -24,8 +43,9 @@ number, then reads the worker's `sleeping` flag; the worker, holding the mutex, 
 always sees the other and no wakeup is lost.
 
 A launch is one *job* (bytes the caller keeps alive until `hg_pool_run` returns): the
-stage function, the chunk count, the bufs/syms/scalars pointers, the address of the
-chunk times (0: not recorded), then per chunk (start, end, partials, err).
+stage function, the chunk count n, the bufs/syms/scalars pointers, the address of the
+chunk times (0: not recorded), the number of workers to post it to (at most n - 1 and
+the pool's workers), then per chunk (start, end, partials, err).
 
 Chunk times are for tracing (hologram.core.trace): when the job names a buffer of three
 i64 per chunk, `run_chunk` reads `clock_gettime(CLOCK_MONOTONIC)` (the clock of
@@ -37,11 +57,13 @@ Untraced, it costs one load and a not-taken branch per chunk. Control block of a
 variable at byte offsets MUTEX and COND, with room for any platform's pthread types):
 
     0 job number posted    1 job number done    2 sleeping
-    3 the job's address    4 the chunk of it this worker is to run
-    5 job number claimed (by the worker, or by the caller stealing the chunk)
+    3 the job's address    4 the address of the job's claim counter
+    5 job number taken (by the worker: it takes part; or by the caller: it will not)
     6 times the worker woke from its condition variable (for tests and curiosity)
+    7 the last job number it had seen when it last went to sleep (for tests: `sleeping`
+      with word 7 behind word 0 is a worker not yet woken for a job posted to it)
 
-Worker, thief and caller all run a chunk the same way, `run_chunk(job, k)`.
+Worker and caller claim and run chunks the same way, `drain(job, counter)`.
 
 The blocks are allocated with `malloc` and never freed: a worker polls its block until
 the process ends, so it must outlive the interpreter's teardown.
@@ -65,7 +87,7 @@ SPIN_ROUNDS = 1 << 17  # pause-hinted polls before a worker sleeps (a few ms)
 _MUTEX, _COND, _BLOCK = 128, 256, 384  # byte offsets and the block's size
 _PTHREAD = ("pthread_mutex_init", "pthread_cond_init", "pthread_mutex_lock", "pthread_mutex_unlock",
             "pthread_cond_wait", "pthread_cond_signal", "sched_yield", "pthread_self", "clock_gettime")
-_CHUNKS = 6  # the job's header words; chunk k's four words start at _CHUNKS + 4k
+_CHUNKS = 7  # the job's header words; chunk k's four words start at _CHUNKS + 4k
 
 _IR = r"""
 declare i32 @pthread_mutex_lock(ptr)
@@ -95,7 +117,7 @@ define internal i64 @now() {
 }
 
 ; chunk %k of %job: its stage function called on (start, end, bufs, syms, scalars,
-; partials, err) = the job's words 6 + 4k, 6 + 4k + 1, 2, 3, 4, 6 + 4k + 2, 6 + 4k + 3;
+; partials, err) = the job's words 7 + 4k, 7 + 4k + 1, 2, 3, 4, 7 + 4k + 2, 7 + 4k + 3;
 ; timed into the job's word 5 (three i64 per chunk) when that is not null
 define internal void @run_chunk(ptr %job, i64 %k) {
 entry:
@@ -140,13 +162,29 @@ clocked:
   ret void
 }
 
-; the chunk posted to control block %c
-define internal void @run_posted(ptr %c) {
-  %pjob = call ptr @word(ptr %c, i64 3)
-  %job = load ptr, ptr %pjob
-  %pk = call ptr @word(ptr %c, i64 4)
-  %k = load i64, ptr %pk
+; Claims chunks of %job from the counter at %next (one atomic add each) and runs them
+; until none is left. The counter is monotonic: it publishes nothing. The job's words
+; were published with the post (the caller's seq_cst store of the job number, read by the
+; worker before it took part), the counter's zero with them; and what the chunks write
+; reaches the caller through the worker's `done` (release, after its last chunk and its
+; last touch of the counter) or is the caller's own. Its only job is that every index
+; below n is handed out exactly once.
+define internal void @drain(ptr %job, ptr %next) {
+entry:
+  %pn = call ptr @word(ptr %job, i64 1)
+  %n = load i64, ptr %pn
+  br label %claim
+
+claim:
+  %k = atomicrmw add ptr %next, i64 1 monotonic, align 8
+  %left = icmp slt i64 %k, %n
+  br i1 %left, label %run, label %out
+
+run:
   call void @run_chunk(ptr %job, i64 %k)
+  br label %claim
+
+out:
   ret void
 }
 
@@ -180,7 +218,15 @@ hint:
   br label %poll
 
 sleep:
+  ; Dekker with the caller's post: `sleeping` up, then the job number read (both
+  ; seq_cst), against the caller's job number stored, then `sleeping` read (both
+  ; seq_cst): in the single order of seq_cst operations one pair comes first, so either
+  ; this thread reads the new job number or the caller reads `sleeping` up and signals,
+  ; which it does holding the mutex this thread holds until pthread_cond_wait releases
+  ; it: no wakeup is lost
   call i32 @pthread_mutex_lock(ptr %mutex)
+  %pslept = call ptr @word(ptr %c, i64 7)
+  store atomic i64 %seen, ptr %pslept monotonic, align 8
   store atomic i64 1, ptr %psleep seq_cst, align 8
   br label %check
 
@@ -205,6 +251,13 @@ awake:
   br label %run
 
 run:
+  ; Take part in job %job, unless the caller got here first (it then runs this
+  ; worker's share itself and never waits for it): whoever moves word 5 from the
+  ; previous job number to this one wins, the other touches nothing of the job. The
+  ; job number was read with seq_cst (acquire): the job's address, the counter's
+  ; address and the counter's zero, stored before the caller posted, are visible. A job
+  ; number seen late (the caller stole it, returned, and posted the next) fails the
+  ; compare: word 5 has moved on.
   %job = phi i64 [ %posted, %poll ], [ %again, %awake ]
   %prev = sub i64 %job, 1
   %pclaim = call ptr @word(ptr %c, i64 5)
@@ -213,7 +266,15 @@ run:
   br i1 %mine, label %work, label %ran
 
 work:
-  call void @run_posted(ptr %c)
+  ; the caller cannot have returned: it waits for `done` of a worker whose word 5 it
+  ; could not move, so the job and its counter live until the release store below,
+  ; which orders every chunk's writes and this thread's last touch of the counter
+  ; before the caller's acquire load that sees it
+  %pjob = call ptr @word(ptr %c, i64 3)
+  %jobp = load ptr, ptr %pjob
+  %pnext = call ptr @word(ptr %c, i64 4)
+  %next = load ptr, ptr %pnext
+  call void @drain(ptr %jobp, ptr %next)
   store atomic i64 %job, ptr %pdone release, align 8
   br label %ran
 
@@ -221,36 +282,46 @@ ran:
   br label %wait
 }
 
-; the control block of the worker that runs chunk %k > 0
-define internal ptr @block_of(ptr %blocks, i64 %k) alwaysinline {
-  %w = sub i64 %k, 1
-  %off = mul i64 %w, BLOCK
+; the control block of worker %w >= 1
+define internal ptr @block_of(ptr %blocks, i64 %w) alwaysinline {
+  %w0 = sub i64 %w, 1
+  %off = mul i64 %w0, BLOCK
   %c = getelementptr i8, ptr %blocks, i64 %off
   ret ptr %c
 }
 
-; Chunk k > 0 of %job goes to the worker of `block_of(k)`; chunk 0 runs here; returns
-; when all are done.
+; Runs the n chunks of %job on this thread and the job's first `helpers` workers
+; (header word 6; at most n - 1): posts the job to each, claims chunks with them from
+; one counter until none is left, then, for each worker, either takes its part away
+; (it had not started: it will never touch the job) or waits until it is done. Returns
+; when every chunk has run, once.
 define void @hg_pool_run(ptr %blocks, ptr %job) {
 entry:
-  %pn = call ptr @word(ptr %job, i64 1)
-  %n = load i64, ptr %pn
+  ; The claim counter, on a cache line of its own in this frame: it lives exactly as
+  ; long as the job (until this returns), and no worker can touch it after that (above)
+  %line = alloca [8 x i64], align 64
+  store i64 0, ptr %line
+  %ph = call ptr @word(ptr %job, i64 6)
+  %helpers = load i64, ptr %ph
   br label %post.head
 
 post.head:
-  %k = phi i64 [ 1, %entry ], [ %k1, %post.next ]
-  %more = icmp slt i64 %k, %n
+  %w = phi i64 [ 1, %entry ], [ %w1, %post.next ]
+  %more = icmp sle i64 %w, %helpers
   br i1 %more, label %post, label %own
 
 post:
-  %c = call ptr @block_of(ptr %blocks, i64 %k)
+  ; the job's and the counter's addresses, then the job number (seq_cst, so a release:
+  ; a worker that reads the number reads these and the counter's zero)
+  %c = call ptr @block_of(ptr %blocks, i64 %w)
   %w3 = call ptr @word(ptr %c, i64 3)
   store ptr %job, ptr %w3
   %w4 = call ptr @word(ptr %c, i64 4)
-  store i64 %k, ptr %w4
+  store ptr %line, ptr %w4
   %old = load atomic i64, ptr %c monotonic, align 8
   %next = add i64 %old, 1
   store atomic i64 %next, ptr %c seq_cst, align 8
+  ; Dekker's other half (the worker's `sleep`): job number stored, then `sleeping` read
   %psleep = call ptr @word(ptr %c, i64 2)
   %asleep = load atomic i64, ptr %psleep seq_cst, align 8
   %sleeping = icmp ne i64 %asleep, 0
@@ -265,16 +336,17 @@ wake:
   br label %post.next
 
 post.next:
-  %k1 = add i64 %k, 1
+  %w1 = add i64 %w, 1
   br label %post.head
 
 own:
-  call void @run_chunk(ptr %job, i64 0)
+  call void @drain(ptr %job, ptr %line)
   br label %join.head
 
 join.head:
+  ; every chunk is claimed; some may still run on workers
   %j = phi i64 [ 1, %own ], [ %j1, %join.next ]
-  %jmore = icmp slt i64 %j, %n
+  %jmore = icmp sle i64 %j, %helpers
   br i1 %jmore, label %join, label %out
 
 join:
@@ -288,11 +360,13 @@ join:
   br i1 %stolen, label %steal, label %spin
 
 steal:
-  call void @run_chunk(ptr %job, i64 %j)
+  ; that worker has not started and now never will: nothing to wait for (`done` kept
+  ; in step for whoever reads the block)
   store atomic i64 %target, ptr %pdone release, align 8
   br label %join.next
 
 spin:
+  ; it took part: its `done` (release, after its last chunk) read with acquire
   %m = phi i64 [ 0, %join ], [ %m1, %spin.more ], [ %m1, %yield ]
   %d = load atomic i64, ptr %pdone acquire, align 8
   %ok = icmp eq i64 %d, %target
@@ -427,13 +501,16 @@ class NativePool:
         self._pid = os.getpid()
 
     def run(self, fn: ctypes._CFuncPtr, address: int, bufs: bytes, syms: bytes, scalars: bytes,
-            chunks: Sequence[tuple[int, int, bytes | None, ctypes.Array]], times: Any = None) -> None:
+            chunks: Sequence[tuple[int, int, bytes | None, int]], times: Any = None) -> None:
         """Call `fn(start, end, bufs, syms, scalars, partials, err)` (the stage function
-        at `address`) once per chunk, the first on this thread and the others on the
-        workers, and return when all are done. While another Python thread's launch
-        holds the workers, the chunks run one after another here instead. `times`, a
-        ctypes array of three i64 per chunk, receives (thread ident, start ns, end ns)
-        of each chunk (for tracing; None: not timed)."""
+        at `address`; `err` the address of the chunk's four error words) once per
+        chunk, any number of them: this thread and up to
+        `size - 1` workers claim them one at a time until none is left; return when all
+        are done. Which thread runs which chunk is left to timing, so each chunk writes
+        only its own partials and error slot. While another Python thread's launch holds
+        the workers, the chunks run one after another here instead. `times`, a ctypes
+        array of three i64 per chunk, receives (thread ident, start ns, end ns) of each
+        chunk (for tracing; None: not timed)."""
         def here() -> None:
             for k, (start, end, partials, err) in enumerate(chunks):
                 t0 = trace.now() if times is not None else 0
@@ -441,7 +518,7 @@ class NativePool:
                 if times is not None:
                     times[3 * k:3 * k + 3] = [threading.get_ident(), t0, trace.now()]
 
-        if len(chunks) < 2 or len(chunks) > self.size or not self._busy.acquire(blocking=False):
+        if len(chunks) < 2 or not self._busy.acquire(blocking=False):
             return here()
         try:
             state = _build()
@@ -452,9 +529,9 @@ class NativePool:
                 return here()
             at = state["data"]
             words = [address, len(chunks), at(bufs), at(syms), at(scalars),
-                     0 if times is None else ctypes.addressof(times)]
+                     0 if times is None else ctypes.addressof(times), min(len(chunks), self.size) - 1]
             for start, end, partials, err in chunks:
-                words += [start, end, 0 if partials is None else at(partials), ctypes.addressof(err)]
+                words += [start, end, 0 if partials is None else at(partials), err]
             job = struct.pack(f"<{len(words)}q", *words)
             state["run"](self._blocks, at(job))
         finally:

@@ -38,6 +38,23 @@ from . import cancel, loader, threads
 # not (docs/cpu-llvm.md, "Threads", has the measurements).
 INLINE_COST = 3 << 19
 
+# A stage that runs on threads is split into chunks of fixed block ranges, which the
+# threads claim one at a time (native_pool.py), so a thread that loses its CPU to another
+# process holds up one chunk, not a thread's share: up to CHUNKS_PER_THREAD per thread,
+# each costing at least CHUNK_COST (~150 µs of `a + b` here, so that a chunk's fixed
+# cost, ~1-2 µs of claiming, calling and bookkeeping, stays near 1%: at INLINE_COST / 2
+# a 1e6-element sum split into 5 chunks instead of 2 was ~2% slower, and gained nothing
+# a preemption of milliseconds would notice), and never fewer than one per thread.
+# A reduction stage is split past one chunk per thread only when its partials (a copy
+# of every reduced buffer per chunk, filled and merged in Python) hold at most
+# SMALL_PARTIALS elements in all: a full sum has 1, a 256-bin histogram 256. The count
+# depends on the launch's geometry and the thread count only, never on timing, so a
+# float reduction's result is the same at every run with the same thread count
+# (docs/decisions.md, "More chunks than threads").
+CHUNKS_PER_THREAD = 4
+CHUNK_COST = INLINE_COST * 2
+SMALL_PARTIALS = 4096
+
 STAGE_FN = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_char_p, ctypes.c_char_p,
                             ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p)
 ErrSlot = ctypes.c_int64 * 4
@@ -267,13 +284,29 @@ def pack_scalars(values: Sequence[np.generic]) -> bytes:
 _PADDING = {n: bytes(8 - n) for n in (1, 2, 4, 8)}
 
 
+def chunk_count(nblocks: int, cost: int, num_threads: int, partial_elements: int = 0) -> int:
+    """How many chunks a stage of `nblocks` blocks costing `cost` is split into on
+    `num_threads` threads: 1 below INLINE_COST (or on one thread); else one per thread
+    (at most one per block) and, where the partials are small (`partial_elements`, the
+    reduced buffers' elements in all, at most SMALL_PARTIALS), up to CHUNKS_PER_THREAD
+    per thread, each costing at least CHUNK_COST. A function of the launch only: chunk
+    boundaries, and so a float reduction's order of combination, never depend on timing."""
+    if cost < INLINE_COST or num_threads < 2:
+        return 1
+    n = min(num_threads, nblocks)
+    if partial_elements <= SMALL_PARTIALS:
+        n = max(n, min(num_threads * CHUNKS_PER_THREAD, cost // CHUNK_COST, nblocks))
+    return n
+
+
 def run_stage(exe: Executable, stage: StagePlan, grid: tuple[int, int], arrays: list[np.ndarray],
               packed: tuple[bytes, bytes, bytes], num_threads: int, mark: int = 0) -> None:
-    """Inits, then the stage's blocks (inline or one contiguous chunk per thread), then
-    the error slots in chunk order, then the reduction partials merged in chunk order.
-    `mark` is the launch's cancel mark (`cancel.begin`), put in every error slot.
-    While a trace records, the stage is a span and each chunk of a split one another,
-    on the thread that ran it (the native pool times its chunks: docs/cpu-llvm.md)."""
+    """Inits, then the stage's blocks (inline or in `chunk_count` contiguous chunks that
+    the threads claim as they go), then the error slots in chunk order, then the
+    reduction partials merged in chunk order. `mark` is the launch's cancel mark
+    (`cancel.begin`), put in every error slot. While a trace records, the stage is a
+    span and each chunk of a split one another, on the thread that ran it (the native
+    pool times its chunks: docs/cpu-llvm.md)."""
     rec = trace.recorder
     t0 = trace.now() if rec is not None else 0
     for b, offset, value in stage.inits:
@@ -287,25 +320,28 @@ def run_stage(exe: Executable, stage: StagePlan, grid: tuple[int, int], arrays: 
         return
     bufs, syms, scalars = packed
     fn = stage.fn
-    nchunks = 1 if cost < INLINE_COST else min(num_threads, nblocks)
     if stage.reduces:
         flats = [arrays[r.buffer].reshape(-1) for r in stage.reduces]
-        partials = [[np.full(f.size, r.identity, f.dtype) for r, f in zip(stage.reduces, flats)]
-                    for _ in range(nchunks)]
-        partial_ptrs = [struct.pack(f"<{len(p)}Q", *map(data_ptr, p)) for p in partials]
+        nchunks = chunk_count(nblocks, cost, num_threads, sum(f.size for f in flats))
+        partials = [chunk_partials(nchunks, f.size, r.identity, f.dtype) for r, f in zip(stage.reduces, flats)]
+        starts = [data_ptr(p) for p in partials]
+        rows = [p.strides[0] for p in partials]
+        partial_ptrs = [struct.pack(f"<{len(starts)}Q", *[at + k * row for at, row in zip(starts, rows)])
+                        for k in range(nchunks)]
     else:
+        nchunks = chunk_count(nblocks, cost, num_threads)
         partial_ptrs = [None] * nchunks
     times = None  # per chunk (thread ident, start, end), when traced
     if nchunks == 1:
-        err = ErrSlot()
-        err[3] = mark
-        fn(0, nblocks, bufs, syms, scalars, partial_ptrs[0], err)
-        errs = (err,)
+        slots = ErrSlot()
+        slots[3] = mark
+        fn(0, nblocks, bufs, syms, scalars, partial_ptrs[0], slots)
     else:
         bounds = [nblocks * i // nchunks for i in range(nchunks + 1)]
-        errs = tuple(ErrSlot() for _ in range(nchunks))
-        for err in errs:
-            err[3] = mark
+        slots = (ctypes.c_int64 * (4 * nchunks))()  # four words per chunk (one object, not one per chunk)
+        slots[3::4] = [mark] * nchunks
+        at = ctypes.addressof(slots)
+        errs = [at + 32 * i for i in range(nchunks)]
         native = threads.native(num_threads)
         if rec is not None:
             times = (ctypes.c_int64 * (3 * nchunks))()
@@ -318,7 +354,7 @@ def run_stage(exe: Executable, stage: StagePlan, grid: tuple[int, int], arrays: 
         else:
             # A task keeps the memory it writes alive: if the caller is interrupted while
             # waiting, workers still running must not write into freed arrays.
-            keepalive = (exe, arrays, partials if stage.reduces else None)
+            keepalive = (exe, arrays, partials if stage.reduces else None, slots)
 
             def chunk(i: int) -> Callable[[], None]:
                 def run(_: Any = keepalive) -> None:
@@ -326,21 +362,42 @@ def run_stage(exe: Executable, stage: StagePlan, grid: tuple[int, int], arrays: 
                 return run if times is None else threads.timed(run, times, i)
             threads.pool(num_threads).run([chunk(i) for i in range(nchunks)])
     failed = None
-    for err in errs:  # the first in chunk order
-        if err[0]:
-            failed = err
-            break
+    if any(codes := slots[0::4]):  # the first in chunk order, whichever thread ran it and when
+        k = 4 * next(i for i, code in enumerate(codes) if code)
+        failed = slots[k:k + 4]
     if stage.reduces and failed is None:
         with np.errstate(all="ignore"):  # inf - inf in a float sum is a value, not an error
-            for k, (r, flat) in enumerate(zip(stage.reduces, flats)):
-                total = partials[0][k]
-                for p in partials[1:]:
-                    r.ufunc(total, p[k], out=total)
-                r.ufunc(flat, total, out=flat)
+            for r, flat, p in zip(stage.reduces, flats, partials):
+                r.ufunc(flat, merged(r.ufunc, p), out=flat)
     if rec is not None:
         _trace_stage(exe, stage, nblocks, cost, t0, times, bounds if times is not None else None)
     if failed is not None:
         raise execution_error(exe, tuple(failed), arrays)
+
+
+def chunk_partials(nchunks: int, size: int, identity: Any, dtype: np.dtype) -> np.ndarray:
+    """The partials of one reduced buffer of `size` elements: a row per chunk, filled
+    with `identity` (one `np.full`), rows at least a cache line apart: a sum's chunks
+    would otherwise share one line, and the threads running neighbouring chunks write
+    their partials at once."""
+    stride = -(-size * dtype.itemsize // 64) * 64 + 64  # bytes; a multiple of every itemsize
+    return np.full((nchunks, stride // dtype.itemsize), identity, dtype)[:, :size]
+
+
+def merged(ufunc: np.ufunc, rows: np.ndarray) -> np.ndarray:
+    """`((rows[0] (op) rows[1]) (op) rows[2]) ...`: a stage's partials (a row per chunk)
+    combined in chunk order. For a few elements per row `accumulate` along the rows
+    computes exactly that fold, one row after another (no pairwise regrouping, unlike
+    `reduce`), in one call (~1 µs for 8 rows of one element, where the fold calls the
+    ufunc per row); it walks a column at a time, so wider rows are folded row by row."""
+    if rows.shape[0] == 1:
+        return rows[0]
+    if rows.shape[1] <= 16:
+        return ufunc.accumulate(rows, axis=0)[-1]
+    total = rows[0]
+    for p in rows[1:]:
+        ufunc(total, p, out=total)
+    return total
 
 
 def _trace_stage(exe: Executable, stage: StagePlan, nblocks: int, cost: int, t0: int, times: Any,

@@ -4,9 +4,12 @@
 a parallel launch in ~1 µs. Where it cannot be built (no pthreads), `pool(size)` serves:
 Python threads, since native stage functions are called through ctypes CFUNCTYPE
 pointers, which release the GIL for the duration of the call. Its workers are started
-once and then sleep on one shared queue; a `run` hands them its tasks, runs the first
-task on the calling thread (which would only wait otherwise), and waits on its own
-completion queue, so concurrent `run`s from several Python threads do not interfere.
+once and then sleep on one shared queue; a `run` of any number of tasks posts a part in
+it to as many workers as it can use, and the caller and those workers claim the tasks
+one at a time from a shared counter, as the native pool's threads claim chunks; then the
+caller takes back the posts no worker has picked up (all busy with another `run`) and
+waits on its own completion queue for the workers that took part, so concurrent `run`s
+from several Python threads do not interfere.
 A handoff costs two GIL transfers between sleeping threads (~60 µs here). After a fork
 the threads are gone: both pools notice and restart them. No pool has more than
 `max_threads()` threads (THREADS_PER_CPU per CPU); a larger count asked for is capped,
@@ -15,6 +18,7 @@ with a warning where it is configured (docs/cpu-llvm.md, "Threads").
 
 from __future__ import annotations
 
+import itertools
 import os
 import queue
 import sys
@@ -102,40 +106,66 @@ class ThreadPool:
             self._pid = os.getpid()
 
     def run(self, tasks: Sequence[Task]) -> None:
-        """Run every task, at most `size` at a time, and return when all are done.
-        The first exception a task raised is re-raised (after all have finished)."""
+        """Run every task, any number of them, and return when all are done: the caller
+        and up to `size - 1` workers take the tasks one at a time, in order, until none
+        is left (which thread runs which is left to timing). The first exception in task
+        order is re-raised, after all have finished."""
         if not tasks:
             return
-        if len(tasks) == 1 or self.size == 1:
-            for t in tasks:
-                t()
-            return
-        self._ensure_started()
-        done: queue.SimpleQueue = queue.SimpleQueue()
-        for t in tasks[1:]:
-            self._tasks.put((t, done))
-        errors: list[BaseException] = []
-        try:
-            tasks[0]()
-        except BaseException as e:  # noqa: BLE001 - reported after the others finish
-            errors.append(e)
-        for _ in range(len(tasks) - 1):
-            e = done.get()
+        errors: list[BaseException | None] = [None] * len(tasks)
+        claim = itertools.count().__next__  # atomic under the GIL: each index handed out once
+
+        def drain() -> None:
+            while (i := claim()) < len(tasks):
+                try:
+                    tasks[i]()
+                except Exception as e:  # noqa: BLE001 - reported after the others finish
+                    errors[i] = e
+                except BaseException as e:  # Ctrl-C: this thread claims no more
+                    errors[i] = e
+                    return
+
+        helpers = min(self.size, len(tasks)) - 1
+        if helpers:
+            self._ensure_started()
+            done: queue.SimpleQueue = queue.SimpleQueue()
+            posts = [_Post(drain, done) for _ in range(helpers)]
+            for post in posts:
+                self._tasks.put(post)
+        drain()
+        if helpers:
+            # A post no worker has taken yet is taken back here, so that it never runs:
+            # the caller waits only for the workers that took part.
+            for _ in range(sum(not post.take() for post in posts)):
+                done.get()
+        for e in errors:
             if e is not None:
-                errors.append(e)
-        if errors:
-            raise errors[0]
+                raise e
+
+
+class _Post:
+    """A worker's part in one `run`: to drain its tasks, unless the caller took it back."""
+
+    __slots__ = ("drain", "done", "_taken")
+
+    def __init__(self, drain: Task, done: queue.SimpleQueue) -> None:
+        self.drain, self.done = drain, done
+        self._taken = threading.Lock()
+
+    def take(self) -> bool:
+        """True for whoever calls this first (the worker that takes part, or the caller
+        taking the post back), False for the other."""
+        return self._taken.acquire(blocking=False)
 
 
 def _work(tasks: queue.SimpleQueue) -> None:
     while True:
-        task, done = tasks.get()
-        try:
-            task()
-        except BaseException as e:  # noqa: BLE001 - handed to the waiting caller
-            done.put(e)
-        else:
-            done.put(None)
+        post = tasks.get()
+        if post.take():
+            try:
+                post.drain()  # keeps what its tasks raise for the caller
+            finally:
+                post.done.put(None)
 
 
 _POOLS: dict[int, ThreadPool] = {}
