@@ -44,8 +44,9 @@ tile at the bottom or right edge moves back inside the matrix and overlaps its
 neighbour: the overlapped outputs are computed twice, by the same instructions in the
 same order, so both lanes store the same bits. `p < k` is tested at the top of every
 step (the step loop's trip count is `BLOCK`, and it leaves early), which narrows `p`. A
-matrix narrower or shorter than a tile runs one output per lane with the accurate
-in-lane loop (loops.py).
+matrix narrower or shorter than a tile is a third stage's (`_narrow_stage`): narrow tiles
+of `narrow_cols` columns reading `b` in place, their rows and (n < `narrow_cols`) columns
+clamped into the matrix; the same sums.
 """
 
 from __future__ import annotations
