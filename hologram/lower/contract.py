@@ -44,8 +44,9 @@ tile at the bottom or right edge moves back inside the matrix and overlaps its
 neighbour: the overlapped outputs are computed twice, by the same instructions in the
 same order, so both lanes store the same bits. `p < k` is tested at the top of every
 step (the step loop's trip count is `BLOCK`, and it leaves early), which narrows `p`. A
-matrix narrower or shorter than a tile runs one output per lane with the accurate
-in-lane loop (loops.py).
+matrix narrower or shorter than a tile is a third stage's (`_narrow_stage`): narrow tiles
+of `narrow_cols` columns reading `b` in place, their rows and (n < `narrow_cols`) columns
+clamped into the matrix; the same sums.
 """
 
 from __future__ import annotations
@@ -59,11 +60,12 @@ from hologram.ir import Compute, Expr, TensorDecl
 from hologram.isa.builder import ProgramBuilder, StageBuilder
 from hologram.isa.program import Imm, Operand, Reg, Special
 from hologram.lower.expr import ExprGen
-from hologram.lower.loops import loop_nest, reduce_in_lane, zero_trip
+from hologram.lower.loops import reduce_in_lane
 from hologram.lower.plan import I64, Names, affine_expr
 
 TILE_ROWS = 6
 TILE_COLS = 32  # f32 columns: a tile row is two 512-bit vectors (16 columns of f64)
+NARROW_COLS = 16  # f32 columns of a narrow tile (a matrix narrower or shorter than a tile)
 BLOCK = 8
 GROUP = 4  # block sums per f32 group for k <= 32; longer sums take longer groups (groups)
 LONG_GROUPS = tuple((1 << e, 2 * e - 5) for e in range(5, 11))  # (k above, blocks per group)
@@ -93,6 +95,11 @@ class Contraction:
 
 def tile_cols(t: DType) -> int:
     return TILE_COLS * DType.F32.itemsize // t.itemsize
+
+
+def narrow_cols(t: DType) -> int:
+    """A narrow tile's columns (`_narrow_stage`): one 512-bit vector of `t`."""
+    return NARROW_COLS * DType.F32.itemsize // t.itemsize
 
 
 def match_contraction(st: Compute, decls: Mapping[str, TensorDecl]) -> Contraction | None:
@@ -144,18 +151,18 @@ def group_blocks(k: int) -> int:
     return max([GROUP] + [blocks for above, blocks in LONG_GROUPS if k > above])
 
 
-def contraction_stages(pb: ProgramBuilder, names: tuple[str, str], st: Compute, decls: dict[str, TensorDecl],
-                       c: Contraction, element: Callable[[StageBuilder, ExprGen], None]) -> None:
+def contraction_stages(pb: ProgramBuilder, names: tuple[str, str, str], st: Compute, decls: dict[str, TensorDecl],
+                       c: Contraction) -> None:
     """The stages computing `st` (module docstring), named `names`: `b`'s panels packed
-    into a temp (added to `decls`), then a tile per block. `element(sb, gen)` emits the
-    one-output-per-lane code, for a matrix smaller than a tile."""
+    into a temp (added to `decls`), then a tile per block, then (a matrix narrower or
+    shorter than a tile) a narrow tile per block, reading `b` in place."""
     target = decls[st.target]
     *z_dims, m_dim, n_dim = target.shape
     cols = c.cols
     b_dims = (*(z_dims if c.b_batched else ()), n_dim + (cols - 1), c.k)
     panels = Names(decls).temp(f"{c.b}_panels", c.dtype, b_dims)
     pb.temp(panels.name, panels.dtype, panels.shape)
-    pack_name, name = names
+    pack_name, name, narrow_name = names
     _pack_panels(pb, pack_name, decls, c, (m_dim, n_dim, *z_dims), panels.name)
     # x walks the row tiles: consecutive tiles share b's column panel (k x TILE_COLS, kept
     # in L2) and stream a's rows, so a and b each cross the memory bus far fewer times;
@@ -169,17 +176,47 @@ def contraction_stages(pb: ProgramBuilder, names: tuple[str, str], st: Compute, 
         sb.bra(end, pred=sb.setp("ne", I64, Special(f"tid.{axis}"), 0))
     m, n, k = (gen.value(affine_expr(d)) for d in (m_dim, n_dim, c.k))
     zb = sb.mov(I64, Special("gid.z"), hint=c.batch) if c.batch is not None else None
-    small = sb.label("small")
-    sb.bra(small, pred=sb.setp("lt", I64, m, TILE_ROWS))
-    sb.bra(small, pred=sb.setp("lt", I64, n, cols))
+    sb.bra(end, pred=sb.setp("lt", I64, m, TILE_ROWS))  # the narrow stage's matrix
+    sb.bra(end, pred=sb.setp("lt", I64, n, cols))
     # The lead lane's indices are the tile's origin; a tile that would stick out of the
     # matrix moves back inside it (and overlaps its neighbour, recomputing equal values)
     i0 = sb.alu("MIN", I64, Special("gid.x"), sb.alu("SUB", I64, m, TILE_ROWS), hint="i0")
     j0 = sb.alu("MIN", I64, Special("gid.y"), sb.alu("SUB", I64, n, cols), hint="j0")
     _Tile(gen, st, target, c, (m, n, k), i0, j0, zb, panels.name).emit()
+    sb.place(end)
+    _narrow_stage(pb, narrow_name, st, decls, c)
+
+
+def _narrow_stage(pb: ProgramBuilder, name: str, st: Compute, decls: Mapping[str, TensorDecl],
+                  c: Contraction) -> None:
+    """The stage computing a matrix with fewer than TILE_ROWS rows or `c.cols` columns
+    (its lead lanes leave at once otherwise): a block is a tile of TILE_ROWS x
+    `narrow_cols` outputs, read from `b` in place (no panels: the pack skips such a
+    matrix), every row and column index clamped into the matrix (`_NarrowTile`). A stage
+    of its own, not a branch of the tile's: each keeps two LOOPs (cpu_llvm compiles a
+    stage of more than four at O2), and the runtime weighs each stage's cost alone."""
+    target = decls[st.target]
+    *z_dims, m_dim, n_dim = target.shape
+    cols = narrow_cols(c.dtype)
+    sb = pb.stage(name, (m_dim, n_dim, *z_dims), (TILE_ROWS, cols, *(1 for _ in z_dims)))
+    gen = ExprGen(sb, decls, reduce_in_lane)
+    end, narrow = sb.label("end"), sb.label("narrow")
+    for axis in "xy":
+        sb.bra(end, pred=sb.setp("ne", I64, Special(f"tid.{axis}"), 0))
+    m, n, k = (gen.value(affine_expr(d)) for d in (m_dim, n_dim, c.k))
+    zb = sb.mov(I64, Special("gid.z"), hint=c.batch) if c.batch is not None else None
+    sb.bra(narrow, pred=sb.setp("lt", I64, m, TILE_ROWS))
+    sb.bra(end, pred=sb.setp("ge", I64, n, c.cols))  # the tile stage's matrix
+    sb.place(narrow)
+    # origin: the block's, moved back inside a matrix of at least a tile's size
+    i0 = sb.alu("MIN", I64, Special("gid.x"), sb.alu("MAX", I64, sb.alu("SUB", I64, m, TILE_ROWS), 0), hint="i0")
+    few = sb.label("few_cols")
+    sb.bra(few, pred=sb.setp("lt", I64, n, cols))
+    j0 = sb.alu("MIN", I64, Special("gid.y"), sb.alu("SUB", I64, n, cols), hint="j0")
+    _NarrowTile(gen, st, target, c, (m, n, k), i0, j0, zb, cols, clamp_cols=False).emit()
     sb.bra(end)
-    sb.place(small)
-    _small_block(gen, st, (m, n), (m_dim, n_dim, *z_dims), zb, cols, element)
+    sb.place(few)  # fewer columns than a narrow tile: one block column, at 0
+    _NarrowTile(gen, st, target, c, (m, n, k), i0, sb.mov(I64, 0, hint="j0"), zb, cols, clamp_cols=True).emit()
     sb.place(end)
 
 
@@ -219,41 +256,6 @@ def _pack_panels(pb: ProgramBuilder, name: str, decls: Mapping[str, TensorDecl],
     sb.place(end)
 
 
-def _small_block(gen: ExprGen, st: Compute, mn: tuple[Operand, Operand], dims: tuple[Affine, ...],
-                 zb: Reg | None, cols: int, element: Callable[[StageBuilder, ExprGen], None]) -> None:
-    """A matrix smaller than a tile: the lead lane computes its block's outputs inside the
-    matrix one at a time, each with the in-lane sum (loops.py)."""
-    sb = gen.sb
-    *batch, i, j = st.vars
-    m_dim, n_dim, *z_dims = dims
-    at = f"{i}_{j}_tile"  # the statement's names are distinct; this one is too
-
-    def output() -> None:
-        skip = sb.label("outside")
-        # one loop over the block's outputs, not two: a stage of more LOOPs is compiled
-        # at a lower optimization level (cpu_llvm's jit.DEEP_NEST_LOOPS), slowing the tile
-        row = sb.alu("ADD", I64, Special("gid.x"), sb.alu("DIV", I64, gen.env[at], cols), hint=i)
-        col = sb.alu("ADD", I64, Special("gid.y"), sb.alu("REM", I64, gen.env[at], cols), hint=j)
-        sb.bra(skip, pred=sb.setp("ge", I64, row, mn[0]))
-        sb.bra(skip, pred=sb.setp("ge", I64, col, mn[1]))
-        gen.push()
-        gen.bind(i, row, m_dim)
-        gen.bind(j, col, n_dim)
-        if zb is not None:
-            gen.bind(batch[0], zb, z_dims[0])
-        element(sb, gen)
-        gen.pop()
-        sb.place(skip)
-
-    # the zero-trip guards of the sums' loops are the same for every output: computed
-    # once here, where the loops inside find them (value numbering)
-    for red in (e for e in st.body.walk() if e.op == "REDUCE"):
-        for _, ext in red.arg[1]:
-            if not ext.is_const:
-                gen.value(zero_trip(ext))
-    loop_nest(gen, ((at, Affine(TILE_ROWS * cols)),), output)
-
-
 class _Tile:
     """The code of one tile at (i0, j0): blocked accumulation, then the statement per output."""
 
@@ -273,15 +275,23 @@ class _Tile:
         self.t_base = sb.alu("MUL", I64, sb.alu("MUL", I64, zb, self.m), self.n, hint="tbase") \
             if zb is not None else None
 
-    def emit(self) -> None:
+    cols = property(lambda self: self.c.cols)
+
+    def a_rows(self) -> list[Reg]:
+        """The offsets of the tile's rows in `a`."""
         sb, k = self.sb, self.k
         a_rows = [sb.alu("MUL", I64, self.i0, k, hint="arow")]
         if self.a_base is not None:
             a_rows[0] = sb.alu("ADD", I64, a_rows[0], self.a_base, hint="arow")
         for _ in range(TILE_ROWS - 1):
             a_rows.append(sb.alu("ADD", I64, a_rows[-1], k, hint="arow"))
+        return a_rows
+
+    def emit(self) -> None:
+        sb, k = self.sb, self.k
+        a_rows = self.a_rows()
         t = self.c.dtype
-        shape = [range(self.c.cols)] * TILE_ROWS
+        shape = [range(self.cols)] * TILE_ROWS
         total = [[sb.mov(F64, 0.0, hint="tot") for _ in cols] for cols in shape]
         # f64 group sums are added with their rounding errors kept aside (TwoSum)
         comp = [[sb.mov(F64, 0.0, hint="comp") for _ in cols] for cols in shape] if t is F64 else None
@@ -289,7 +299,9 @@ class _Tile:
         part = [[sb.reg(t, hint="acc") for _ in cols] for cols in shape]
         done, same_group = sb.label("kdone"), sb.label("kgroup")
         pb = sb.mov(I64, 0, hint="pb")
-        blocks = sb.mov(I64, k, hint="pb_n")
+        # ceil(k / BLOCK) trips: the `pb >= k` test ends the loop first, but the count is
+        # what hologram.passes.work reads as the loop's trips (the launch's cost estimate)
+        blocks = sb.alu("DIV", I64, sb.alu("ADD", I64, k, BLOCK - 1), BLOCK, hint="pb_n")
         groups = self.groups()
         left = sb.mov(I64, groups, hint="left")
         outer = sb.label("kblock")
@@ -352,11 +364,15 @@ class _Tile:
                             dst=groups if isinstance(groups, Reg) else None)
         return groups
 
-    def _step(self, p: Reg, a_rows: Sequence[Reg], part: list[list[Reg]]) -> None:
-        sb = self.sb
-        t, cols = self.c.dtype, self.c.cols
+    def b_row(self, p: Reg) -> list[Reg]:
+        """The tile's columns of `b`'s row `p`: consecutive values of its packed panel."""
+        sb, t, cols = self.sb, self.c.dtype, self.cols
         base = sb.alu("ADD", I64, sb.alu("MUL", I64, p, cols), self.panel, hint="bidx")
-        bv = [sb.ldg(t, self.panels, base, q, hint="bv") for q in range(cols)]
+        return [sb.ldg(t, self.panels, base, q, hint="bv") for q in range(cols)]
+
+    def _step(self, p: Reg, a_rows: Sequence[Reg], part: list[list[Reg]]) -> None:
+        sb, t = self.sb, self.c.dtype
+        bv = self.b_row(p)
         for a_row, prow in zip(a_rows, part):
             av = sb.ldg(t, self.c.a, sb.alu("ADD", I64, a_row, p, hint="aidx"), hint="av")
             for acc, b in zip(prow, bv):
@@ -370,17 +386,13 @@ class _Tile:
         *batch, i, j = st.vars
         uses = _outer_vars(st.body)
         *z_dims, m_dim, n_dim = self.target.shape
-        cols = [sb.alu("ADD", I64, self.j0, q, hint=j) if j in uses else self.j0 for q in range(self.c.cols)]
-        crow = sb.alu("ADD", I64, sb.alu("MUL", I64, self.i0, self.n, hint="crow"), self.j0, hint="cidx")
-        if self.t_base is not None:
-            crow = sb.alu("ADD", I64, crow, self.t_base, hint="cidx")
+        rows, cols, places = self.outputs(i in uses, j in uses)
         result = sb.reg(self.c.dtype, hint="sum")
         wide = sb.reg(F64, hint="wide")
         for r, trow in enumerate(total):
-            row = sb.alu("ADD", I64, self.i0, r, hint=i) if i in uses else self.i0
-            if r:
-                crow = sb.alu("ADD", I64, crow, self.n, hint="cidx")
+            row = rows[r]
             for q, tot in enumerate(trow):
+                crow, off = places(r, q)
                 gen.push()
                 if comp is None:
                     sb.emit("CVT", F32, tot, dtype2=F64, dst=result)
@@ -392,8 +404,76 @@ class _Tile:
                 gen.bind(j, cols[q], n_dim)
                 if batch:
                     gen.bind(batch[0], self.zb, z_dims[0])
-                sb.stg(self.target.dtype, self.target.name, gen.value_as(st.body, self.target.dtype), crow, q)
+                sb.stg(self.target.dtype, self.target.name, gen.value_as(st.body, self.target.dtype), crow, off)
                 gen.pop()
+
+    def outputs(self, use_i: bool, use_j: bool) -> tuple[list[Operand], list[Operand], Callable]:
+        """The tile's row and column indices (where the statement uses them) and
+        `places(r, q)`: the index and offset in the target of output (r, q)."""
+        sb, *_, i, j = self.sb, *self.st.vars
+        cols = [sb.alu("ADD", I64, self.j0, q, hint=j) if use_j else self.j0 for q in range(self.cols)]
+        rows = [sb.alu("ADD", I64, self.i0, r, hint=i) if use_i else self.i0 for r in range(TILE_ROWS)]
+        crow = sb.alu("ADD", I64, sb.alu("MUL", I64, self.i0, self.n, hint="crow"), self.j0, hint="cidx")
+        if self.t_base is not None:
+            crow = sb.alu("ADD", I64, crow, self.t_base, hint="cidx")
+        crows = [crow]
+        for _ in range(TILE_ROWS - 1):
+            crows.append(sb.alu("ADD", I64, crows[-1], self.n, hint="cidx"))
+        return rows, cols, lambda r, q: (crows[r], q)
+
+
+class _NarrowTile(_Tile):
+    """A tile of TILE_ROWS x `cols` outputs at (i0, j0) of a matrix that may be smaller:
+    its row r is `min(i0 + r, m - 1)` and its column q `min(j0 + q, n - 1)`, so a matrix
+    of fewer rows or columns computes its last ones more than once, by the same
+    instructions in the same order (the same bits, stored to the same place). It reads
+    `b` in place (a row of b at `p * n`): only small matrices and edges take it. The
+    clamped columns are not consecutive to the backend, so the loads of `b` are scalar;
+    the FMAs are the tile's."""
+
+    def __init__(self, gen: ExprGen, st: Compute, target: TensorDecl, c: Contraction,
+                 dims: tuple[Operand, Operand, Operand], i0: Reg, j0: Reg, zb: Reg | None, cols: int,
+                 clamp_cols: bool):
+        super().__init__(gen, st, target, c, dims, i0, j0, zb, c.b)
+        sb = self.sb
+        self._cols, self.clamp_cols = cols, clamp_cols
+        last_row, last_col = sb.alu("SUB", I64, self.m, 1), sb.alu("SUB", I64, self.n, 1)
+        self.rows = [sb.alu("MIN", I64, sb.alu("ADD", I64, i0, r), last_row, hint="i") for r in range(TILE_ROWS)]
+        self.col = [sb.alu("MIN", I64, sb.alu("ADD", I64, j0, q), last_col, hint="j") if clamp_cols
+                    else sb.alu("ADD", I64, j0, q, hint="j") for q in range(cols)]
+        # a batch's first element of b, in place
+        self.b_base = sb.alu("MUL", I64, sb.alu("MUL", I64, zb, self.k), self.n, hint="bbase") \
+            if zb is not None and c.b_batched else None
+
+    cols = property(lambda self: self._cols)
+
+    def a_rows(self) -> list[Reg]:
+        sb = self.sb
+        out = []
+        for row in self.rows:
+            a_row = sb.alu("MUL", I64, row, self.k, hint="arow")
+            out.append(sb.alu("ADD", I64, a_row, self.a_base, hint="arow") if self.a_base is not None else a_row)
+        return out
+
+    def b_row(self, p: Reg) -> list[Reg]:
+        sb, t = self.sb, self.c.dtype
+        base = sb.alu("MUL", I64, p, self.n, hint="brow")
+        if self.b_base is not None:
+            base = sb.alu("ADD", I64, base, self.b_base, hint="brow")
+        if not self.clamp_cols:  # consecutive values: offsets of one index, which vectorize
+            base = sb.alu("ADD", I64, base, self.j0, hint="bidx")
+            return [sb.ldg(t, self.c.b, base, q, hint="bv") for q in range(self.cols)]
+        return [sb.ldg(t, self.c.b, sb.alu("ADD", I64, base, col, hint="bidx"), hint="bv") for col in self.col]
+
+    def outputs(self, use_i: bool, use_j: bool) -> tuple[list[Operand], list[Operand], Callable]:
+        sb = self.sb
+        crows = [sb.alu("MUL", I64, row, self.n, hint="crow") for row in self.rows]
+        if self.t_base is not None:
+            crows = [sb.alu("ADD", I64, crow, self.t_base, hint="crow") for crow in crows]
+        if not self.clamp_cols:
+            crows = [sb.alu("ADD", I64, crow, self.j0, hint="cidx") for crow in crows]
+            return self.rows, self.col, lambda r, q: (crows[r], q)
+        return self.rows, self.col, lambda r, q: (sb.alu("ADD", I64, crows[r], self.col[q], hint="cidx"), 0)
 
 
 def _each(fn: Callable[..., object], *tiles: list[list[Reg]]) -> None:
@@ -417,5 +497,6 @@ def _outer_vars(body: Expr) -> set[str]:
     return out
 
 
-__all__ = ["BLOCK", "GROUP", "LONG_GROUPS", "TILE_COLS", "TILE_ROWS", "Contraction", "tile_cols",
+__all__ = ["BLOCK", "GROUP", "LONG_GROUPS", "NARROW_COLS", "TILE_COLS", "TILE_ROWS", "Contraction", "narrow_cols",
+           "tile_cols",
            "contraction_stages", "group_blocks", "match_contraction"]

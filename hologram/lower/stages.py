@@ -114,8 +114,8 @@ class _Stages:
         contraction = match_contraction(st, self.plan.decls)
         if contraction is not None:
             base = name or st.target
-            contraction_stages(self.pb, (self._name(f"{base}_pack"), self._name(base)), st, self.plan.decls, contraction,
-                               lambda sb, gen: gen.store(decl, index, gen.value_as(st.body, decl.dtype)))
+            contraction_stages(self.pb, (self._name(f"{base}_pack"), self._name(base), self._name(f"{base}_narrow")),
+                               st, self.plan.decls, contraction)
             return
         red = match_rows(st, self.plan.decls)
         if red is not None:

@@ -47,7 +47,7 @@ from hologram.core import errors
 from hologram.core.dims import derive, derived_closure
 from hologram.core.errors import ArgumentError, ExecutionError, HologramError
 from hologram.core.types import Affine, DType
-from hologram.lower.contract import BLOCK, GROUP, TILE_ROWS, tile_cols
+from hologram.lower.contract import BLOCK, GROUP, TILE_ROWS, narrow_cols, tile_cols
 from hologram.lower.rows import ROWS, SHORT_ROW
 from hologram.testing import bounds, values
 from hologram.testing.bounds import Val
@@ -525,14 +525,18 @@ def _matmul_tiles(k: _Index) -> None:
     """c = f(a @ b) over a: T[B, m, k] and b: T[B, k, n] (either may be one matrix every
     batch shares) at sizes around the register tile of f32 and f64 contractions
     (lower/contract.py: TILE_ROWS x tile_cols(T) outputs per tile over b's packed panels,
-    edge tiles moved back inside, sums in blocks of BLOCK and groups of GROUP), mostly in
-    f32 or f64, which take that path."""
+    edge tiles moved back inside, sums in blocks of BLOCK and groups of GROUP; a matrix
+    narrower or shorter than a tile: narrow tiles of narrow_cols(T), rows and columns
+    clamped), mostly in f32 or f64, which take that path."""
     draw = k.draw
     tiled = [t for t in ("f32", "f64") if t in k.cfg.dtypes]
     t = draw(st.sampled_from(tiled)) if tiled and draw(st.integers(0, 3)) > 0 else None
-    cols = tile_cols(DType(t or "f32"))
-    k.sizes.update(m=draw(st.sampled_from([1, TILE_ROWS - 1, TILE_ROWS, TILE_ROWS + 1, 2 * TILE_ROWS + 1])),
-                   n=draw(st.sampled_from([1, cols - 1, cols, cols + 1, cols + 7, 2 * cols + 1])),
+    cols, narrow = tile_cols(DType(t or "f32")), narrow_cols(DType(t or "f32"))
+    # n around both tiles' widths (the narrow tile's: a matrix narrower or shorter than a
+    # tile), or any width up to 40
+    k.sizes.update(m=draw(st.sampled_from([1, 2, TILE_ROWS - 1, TILE_ROWS, TILE_ROWS + 1, 2 * TILE_ROWS + 1])),
+                   n=draw(st.sampled_from([1, narrow - 1, narrow, narrow + 1, cols - 1, cols, cols + 1, cols + 7,
+                                           2 * cols + 1]) | st.integers(1, 40)),
                    k=draw(st.sampled_from([0, 1, BLOCK - 1, BLOCK, BLOCK + 1, BLOCK * GROUP + 1])))
     batches = draw(st.sampled_from(["1", "2", "3"]))
     shared = draw(st.sampled_from(["", "", "a", "b"]))

@@ -54,6 +54,7 @@ def test_lead_lane_axes(body, expected):
 
 def test_a_tiled_contraction_is_worked_by_its_lead_lanes():
     import hologram as hg
-    pack, tile = hg.compile_file("kernels/gemm.toml").program.stages
+    pack, tile, narrow = hg.compile_file("kernels/gemm.toml").program.stages
     assert lead_lane_axes(tile) == (0, 1)
+    assert lead_lane_axes(narrow) == (0, 1)  # a matrix narrower or shorter than a tile
     assert lead_lane_axes(pack) == (1,)  # a lane copies its block's TILE_COLS columns of b

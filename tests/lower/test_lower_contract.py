@@ -13,7 +13,7 @@ from hologram.core.types import DType
 from hologram.ir import Compute
 from hologram.isa.program import Instr, Label
 from hologram.lower.contract import (BLOCK, GROUP, LONG_GROUPS, TILE_COLS, TILE_ROWS, group_blocks,
-                                     match_contraction, tile_cols)
+                                     match_contraction, narrow_cols, tile_cols)
 from hologram.lower.plan import make_plan
 from hologram.lower.stages import lower
 from hologram.testing.contract import assert_close
@@ -65,10 +65,10 @@ def same_bits(x: np.ndarray, y: np.ndarray) -> None:
 
 # ----------------------------------------------------------------------- structure
 @pytest.mark.parametrize("t", [F32, F64])
-def test_gemm_is_a_pack_and_a_tiled_stage_with_every_access_unchecked(t):
+def test_gemm_is_a_pack_a_tiled_and_a_narrow_stage_with_every_access_unchecked(t):
     cols = tile_cols(t)  # 32 for f32, 16 for f64: two 512-bit vectors a row
     prog = verify(lower(gemm_program(GEMM if t is F32 else GEMM64)))
-    pack, stage = prog.stages
+    pack, stage, narrow = prog.stages
     (panels,) = prog.temps
     assert [str(d) for d in panels.shape] == [f"n + {cols - 1}", "k"]
     # the pack: a block of a panel's columns per p, its lead lane copies them (contiguous
@@ -90,9 +90,21 @@ def test_gemm_is_a_pack_and_a_tiled_stage_with_every_access_unchecked(t):
     assert len(loads) == TILE_ROWS + cols and not any(it.checked for it in loads)
     # b's row segment is read from its packed panel: one register plus offsets 0..C-1
     assert sorted(it.addr.offset for it in loads if it.addr.buffer == panels.name) == list(range(cols))
-    small = labels[next(n for n in labels if n.startswith("small"))]
-    tiled = [it for it in body[:small] if isinstance(it, Instr) and it.addr is not None]
+    tiled = [it for it in body if isinstance(it, Instr) and it.addr is not None]
     assert tiled and not any(it.checked for it in tiled)  # the tile path is proven, loads and stores
+    # a matrix narrower or shorter than a tile: narrow tiles, b read in place, consecutive
+    # columns (offsets of one index) where n allows, clamped ones below; all proven
+    w = narrow_cols(t)
+    assert narrow.block == (TILE_ROWS, w) and [str(d) for d in narrow.domain] == ["m", "n"]
+    body = narrow.body
+    labels = {it.name: k for k, it in enumerate(body) if isinstance(it, Label)}
+    step = labels[next(n for n in labels if n.startswith("kstep"))]
+    end = next(k for k in range(step, len(body)) if isinstance(body[k], Instr) and body[k].op == "LOOP")
+    loop = [it for it in body[step:end] if isinstance(it, Instr)]
+    assert sum(it.op == "FMA" and it.dtype is t for it in loop) == TILE_ROWS * w
+    assert sorted(it.addr.offset for it in loop if it.op == "LDG" and it.addr.buffer == "b") == list(range(w))
+    accesses = [it for it in body if isinstance(it, Instr) and it.addr is not None]
+    assert accesses and not any(it.checked for it in accesses)
 
 
 @pytest.mark.parametrize("body, inputs, tiled", [

@@ -51,7 +51,7 @@ def test_only_stages_blind_to_their_blocks_run_them_together():
     assert _wide(program, 1) == WIDE_BLOCKS
     # two-dimensional stages and lead-lane stages keep one block per turn
     gemm = hg.compile_file("kernels/gemm.toml").program
-    assert [_wide(gemm, k) for k in range(len(gemm.stages))] == [1, 1]
+    assert [_wide(gemm, k) for k in range(len(gemm.stages))] == [1, 1, 1]  # pack, tile, narrow
     total = hg.compile_file("kernels/sum.toml").program
     assert any(_wide(total, k) == WIDE_BLOCKS for k in range(len(total.stages)))
 
