@@ -69,9 +69,9 @@ def test_few_lanes_with_long_loops_are_split_across_threads(monkeypatch, paralle
     rng = np.random.default_rng(1)
     a, x = rng.random((512, 2048), dtype=np.float32), rng.random(2048, dtype=np.float32)
     np.testing.assert_allclose(k(a, x), a.astype(np.float64) @ x, rtol=1e-6)
-    assert seen == [2]
+    assert len(seen) == 1 and seen[0] >= 2  # split: one chunk per thread or more (runtime.chunk_count)
     k(a[:, :16].copy(), x[:16])  # 512 x 17: inline
-    assert seen == [2]
+    assert len(seen) == 1
 
 
 # ------------------------------------------------- more chunks than threads, claimed
