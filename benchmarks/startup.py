@@ -17,8 +17,9 @@ the min, a ratio and, where the issue sets one, the target. Rows:
 - load_bundle + 1st softmax, native code: the same, the bundle trusted
   (`trust_native=True`) so the object code it ships for this CPU's level is loaded, with
   an empty JIT cache in every run: no LLVM work at all (the check fails if there is any;
-  target <= 5 ms). The verifier's verdicts (hologram.verify.verdicts) are kept from the
-  warm-up run: a process that has verified the stdlib's programs before.
+  target <= 5 ms). What earlier processes record (hologram.core.records: the verifier's
+  verdicts, kept manifests) is kept from the warm-up run: a process that has loaded the
+  stdlib bundle before.
 - import hologram + load_bundle + 1st softmax, native code: the row above with the import
   timed too (numpy imported first): `import hologram` imports its parts when first used,
   so this is the figure that holds the import's and the load's targets together
@@ -85,12 +86,13 @@ def figures(tmp: Path, bundle: Path) -> dict[str, tuple[str, str, str, str]]:
     build = f"build({KERNELS!r}, 'stdlib', '0.0.0', {str(tmp / 'out.hgb')!r}, cache_dir={{}})"
     warm = repr(str(tmp / "build-cache"))
     hg = f"import hologram\n{X}"
-    # an empty cache folder for each run, but for the verifier's verdicts, which every run
-    # shares (a link): the programs were verified by an earlier process, the JIT cache is empty
-    verdicts = tmp / "verdicts"
-    verdicts.mkdir(mode=0o700, exist_ok=True)
-    fresh_cache = (f"import os, tempfile\nos.environ['HOLOGRAM_CACHE_DIR'] = cache = tempfile.mkdtemp(dir={str(tmp)!r})\n"
-                   f"os.symlink({str(verdicts)!r}, os.path.join(cache, 'verdicts'))")
+    # an empty cache folder for each run, but for the records earlier processes keep (the
+    # verifier's verdicts, kept manifests: hologram.core.records), which every run shares
+    # (links): the bundle was loaded by an earlier process, the JIT cache is empty
+    fresh_cache = (f"import os, tempfile\nos.environ['HOLOGRAM_CACHE_DIR'] = cache = tempfile.mkdtemp(dir={str(tmp)!r})")
+    for kind in ("verdicts", "manifests"):
+        (tmp / kind).mkdir(mode=0o700, exist_ok=True)
+        fresh_cache += f"\nos.symlink({str(tmp / kind)!r}, os.path.join(cache, {kind!r}))"
     return {
         "import_numpy": ("import numpy", "", "import numpy", "True"),
         "import_hologram": ("import hologram", "", "import hologram", "True"),
