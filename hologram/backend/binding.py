@@ -156,21 +156,22 @@ def zeroed_temporary(name: str, dtype: DType | np.dtype, size: int) -> np.ndarra
     ArgumentError naming the buffer and the bytes (the symbols come from the arguments,
     so it is theirs to fix), as the kernel gives for an output it cannot allocate.
 
-    A buffer of ALIGN_FROM bytes or more starts on a TEMP_ALIGN-byte boundary: numpy's allocations are only
-    16-byte aligned, and a temp read in whole vectors (a gemm's packed panels,
-    docs/lowering.md) then splits every 512-bit load across two cache lines, which made
-    one launch of a gemm up to 10% slower than another, depending on where the temp fell."""
+    A buffer of ALIGN_FROM bytes or more starts on a TEMP_ALIGN-byte boundary: numpy's
+    allocations are only 16-byte aligned, and a temp read in whole vectors (a gemm's
+    packed panels, docs/lowering.md) then splits every 512-bit load across two cache
+    lines, which made one launch of a gemm up to 10% slower than another, depending on
+    where the temp fell."""
     t = np.dtype(dtype.np if isinstance(dtype, DType) else dtype)
+    nbytes = size * t.itemsize
     try:
-        if size * t.itemsize < ALIGN_FROM:  # finding the address costs ~2.5 us: only where it pays
+        if nbytes < ALIGN_FROM:  # finding the address costs ~2.5 us: only where it pays
             return np.zeros(size, t)
-        raw = np.zeros(size * t.itemsize + TEMP_ALIGN, np.uint8)
+        raw = np.zeros(nbytes + TEMP_ALIGN, np.uint8)
         skip = -raw.ctypes.data % TEMP_ALIGN
-        return raw[skip:skip + size * t.itemsize].view(t)
+        return raw[skip:skip + nbytes].view(t)
     except (MemoryError, ValueError):  # ValueError: more bytes than an array may have
         pass
-    d = dtype if isinstance(dtype, DType) else DType.from_numpy(np.dtype(dtype))
-    nbytes = size * d.np.itemsize
+    d = dtype if isinstance(dtype, DType) else DType.from_numpy(t)
     why = "more than a numpy array can hold" if nbytes > sys.maxsize else "more than this machine can give"
     raise ArgumentError(f"cannot allocate temporary buffer {name!r} ({size} elements of {d}): {describe_bytes(nbytes)}, "
                         f"{why}")

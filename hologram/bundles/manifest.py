@@ -284,25 +284,25 @@ def _document(data: bytes, sha256: str | None) -> dict:
     (read in ~0.1 ms by the C parser) under its bytes' sha256 (hologram.core.records,
     'manifests'), so a later process loading the same bytes reads that instead. It is
     checked field by field all the same: what is kept is only what tomllib returned."""
-    if sha256 is not None:
-        kept = records.read("manifests", sha256, ".json", 4 * len(data) + 4096)
-        head = _KEPT + sha256.encode("ascii") + b"\n"
-        if kept is not None and kept.startswith(head):
-            try:
-                doc = json.loads(kept[len(head):])
-            except (ValueError, RecursionError):  # corrupt or truncated: parse the TOML
-                doc = None
-            if isinstance(doc, dict):
-                return doc
+    if sha256 is None or SHA256.match(sha256) is None:
+        return _toml(data)
+    head = _KEPT + sha256.encode("ascii") + b"\n"
+    kept = records.read("manifests", sha256, ".json", 4 * len(data) + 4096)
+    if kept is not None and kept.startswith(head):
+        try:
+            doc = json.loads(kept[len(head):])
+        except (ValueError, RecursionError):  # corrupt or truncated: parse the TOML
+            doc = None
+        if isinstance(doc, dict):
+            return doc
     doc = _toml(data)
-    if sha256 is not None:
-        try:  # only a document JSON gives back exactly (TOML's dates, say, it cannot)
-            text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
-            same = json.loads(text) == doc
-        except (TypeError, ValueError, RecursionError):
-            same = False
-        if same:
-            records.write("manifests", sha256, ".json", _KEPT + sha256.encode("ascii") + b"\n" + text.encode())
+    try:  # only a document JSON gives back exactly (TOML's dates, say, it cannot)
+        text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+        same = json.loads(text) == doc
+    except (TypeError, ValueError, RecursionError):
+        same = False
+    if same:
+        records.write("manifests", sha256, ".json", head + text.encode())
     return doc
 
 

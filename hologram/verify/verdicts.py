@@ -33,7 +33,7 @@ from hologram.core import records
 FORMAT = b"hologram verdict 1"
 _SOURCES = ("verify", "isa", "core")  # folders of the hologram package the verdict depends on
 _MAX_BYTES = 256
-KIND, _SUFFIX = "verdicts", ".verdict"
+_KIND, _SUFFIX = "verdicts", ".verdict"
 
 
 @functools.lru_cache(maxsize=1)
@@ -58,10 +58,10 @@ def _content(program_sha256: str) -> bytes:
 def passed(program_sha256: str) -> bool:
     """Whether this verifier passed the program with that sha256 before (a verdict is on
     record, in a folder only this user can write, and says exactly that)."""
-    found = records.read(KIND, program_sha256, _SUFFIX, _MAX_BYTES)
+    found = records.read(_KIND, program_sha256, _SUFFIX, _MAX_BYTES)
     return found is not None and found == _content(program_sha256)
 
 
 def record(program_sha256: str) -> None:
     """Record that this verifier passed the program with that sha256."""
-    records.write(KIND, program_sha256, _SUFFIX, _content(program_sha256))
+    records.write(_KIND, program_sha256, _SUFFIX, _content(program_sha256))
